@@ -1,0 +1,1 @@
+"""Answering questions from memory, with citations to the clips used."""

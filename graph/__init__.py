@@ -1,0 +1,1 @@
+"""The memory graph on LanceDB: schema, content-hash ids, writes per clip, hybrid search."""

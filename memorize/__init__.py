@@ -1,0 +1,1 @@
+"""Observations → memories: identity across clips, the offline writer."""

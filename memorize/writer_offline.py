@@ -1,0 +1,51 @@
+"""The offline memory writer: deterministic episodic memories from one clip's observations.
+
+- one memory per speech turn: ``<voice_2> said: "…"``
+- one memory per face entity seen in the clip: ``<face_1> is visible from 10:00:07 to 10:00:29``
+Every memory carries its clip, absolute time span, entity ids and the observation ids it came from.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timezone
+
+from graph.records import Memory, content_id
+from memorize.identity import EntityMatcher
+from perception.records import ClipObservations
+
+
+def _clock(ts: float, tz) -> str:
+    return datetime.fromtimestamp(ts, tz=tz).strftime("%H:%M:%S")
+
+
+def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher) -> list[Memory]:
+    """Resolve identities (updating the matchers) and return the clip's memories in time order."""
+    clip = obs.clip
+    base = clip.start_ts
+    tz = clip.source.recorded_at.tzinfo or timezone.utc
+    memories: list[Memory] = []
+
+    for turn in obs.speech:
+        start, end = base + turn.start_s, base + turn.end_s
+        if turn.voice_embedding is not None:
+            speaker = f"<{voices.match(turn.voice_embedding, start).entity_id}>"
+            entity_ids = (speaker.strip("<>"),)
+        else:
+            speaker, entity_ids = "someone", ()
+        text = f'{speaker} said: "{turn.text}"'
+        memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,
+                               clip.clip_id, clip.source.path, start, end, entity_ids, (turn.segment_id,)))
+
+    seen: dict[str, list] = defaultdict(list)
+    for face in obs.faces:
+        entity = faces.match(face.embedding, base + face.frame_time_s)
+        seen[entity.entity_id].append(face)
+    for entity_id, group in seen.items():
+        start = base + min(f.frame_time_s for f in group)
+        end = base + max(f.frame_time_s for f in group)
+        text = f"<{entity_id}> is visible from {_clock(start, tz)} to {_clock(end, tz)}"
+        memories.append(Memory(content_id(clip.clip_id, "face", entity_id), "episodic", text,
+                               clip.clip_id, clip.source.path, start, end, (entity_id,),
+                               tuple(f.face_id for f in group)))
+    return sorted(memories, key=lambda m: (m.start_ts, m.memory_id))

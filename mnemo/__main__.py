@@ -1,0 +1,5 @@
+import sys
+
+from mnemo.cli import main
+
+sys.exit(main())

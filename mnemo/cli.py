@@ -1,0 +1,119 @@
+"""The ``mnemo`` command: ingest, ask, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from datetime import datetime
+
+log = logging.getLogger("mnemo")
+
+
+def _parse_time(value: str) -> datetime:
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO 8601 time; write e.g. 2026-11-20T10:00:00+01:00") from None
+    return ts if ts.tzinfo else ts.astimezone()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mnemo", description="Recordings in, a memory you can question out.")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ing = sub.add_parser("ingest", help="cut recordings into 30 s clips and memorize them")
+    ing.add_argument("paths", nargs="+", metavar="PATH", help="video/audio files or folders")
+    ing.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    ing.add_argument("--start", type=_parse_time,
+                     help="absolute start of the recording(s), ISO 8601 (default: file metadata, then mtime)")
+
+    ask = sub.add_parser("ask", help="answer a question from memory, with citations")
+    ask.add_argument("question")
+    ask.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    ask.add_argument("--before", type=_parse_time, help="use only what was known before this time (ISO 8601)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+
+    demo = sub.add_parser("demo", help="offline demo on real media: build, ingest, ask")
+    demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
+    return p
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if not verbose:
+        logging.getLogger("mnemo").setLevel(logging.INFO)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no hub is reachable; never wait on one
+
+
+def cmd_ingest(args, cfg) -> int:
+    from mnemo.pipeline import ingest
+    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
+
+    store = open_store(cfg.graph, args.store)
+    report = ingest(args.paths, store, build_perceivers(cfg.perception),
+                    match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
+                    clip_s=cfg.perception.clip_s, start=args.start)
+    counts = store.count()
+    print(f"ingested {len(report.files_ingested)} file(s): {report.clips_new} new clip(s), "
+          f"{report.clips_skipped} already stored, {report.memories_new} new memories; "
+          f"store {store.uri} holds {counts['clips']} clips, {counts['memories']} memories, "
+          f"{counts['entities']} entities")
+    for path, reason in report.files_failed:
+        print(f"error: {path}: {reason}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def print_answer(answer, as_json: bool) -> None:
+    from datetime import timezone
+
+    print(f"Q: {answer.question}")
+    print(f"A: {answer.answer}")
+    for c in answer.citations:
+        print(f"   cites clip {c.clip_id} of {c.source} at {c.start_s:.1f}-{c.end_s:.1f} s")
+    if as_json:
+        print(json.dumps(answer.to_json(), ensure_ascii=False))
+
+
+def cmd_ask(args, cfg) -> int:
+    from control.answer import OfflineAnswerer
+    from mnemo.wiring import open_store
+
+    store = open_store(cfg.graph, args.store)
+    if store.count()["memories"] == 0:
+        print(f"error: the store {store.uri} holds no memories; run `mnemo ingest PATH --store {store.uri}` first",
+              file=sys.stderr)
+        return 1
+    answerer = OfflineAnswerer(store, top_k=cfg.control.top_k)
+    before = args.before.timestamp() if args.before else None
+    print_answer(answerer.ask(args.question, before_ts=before), args.json)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    from mnemo.config import load_config
+
+    try:
+        cfg = load_config()
+        if args.command == "ingest":
+            return cmd_ingest(args, cfg)
+        if args.command == "ask":
+            return cmd_ask(args, cfg)
+        from mnemo.demo import run_demo
+
+        return run_demo(cfg, args.store)
+    except (OSError, RuntimeError, ValueError) as e:
+        log.debug("failed", exc_info=True)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Builds the demo recording from real media made by others.
+
+The audio is pyannote's two-speaker ``sample.wav`` (Diane and Sheila on a phone call). The picture
+follows the reference speaker turns in ``sample.rttm``: while a speaker talks, the camera shows
+"her" face, cut from insightface's group photo (the woman on the left for Diane, the woman on the
+right for Sheila). Before anyone speaks the room is empty; after the call (30–40 s) both sit side
+by side in silence, so the recording spans two 30 s clips.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mnemo.fixtures import cache_dir, group_photo, pyannote_sample, read_rttm
+
+WIDTH, HEIGHT, FPS = 640, 360, 5
+DURATION_S = 40.0
+RECORDED_AT = "2026-11-20T10:00:00Z"
+# square crops (x0, y0, size) of t1.jpg (1280x886) around two faces dlib finds there
+CROPS = {"speaker90": (1, 217, 240), "speaker91": (1040, 217, 240)}  # Diane, Sheila
+FACE_PX = 300
+
+
+def _background() -> np.ndarray:
+    y = np.linspace(70, 110, HEIGHT, dtype=np.float32)[:, None, None]
+    return np.broadcast_to(y, (HEIGHT, WIDTH, 3)).astype(np.uint8).copy()
+
+
+def _faces() -> dict[str, np.ndarray]:
+    import cv2
+
+    img = cv2.imread(str(group_photo()))
+    if img is None:
+        raise RuntimeError(f"cannot read {group_photo()}")
+    rgb = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    return {spk: cv2.resize(rgb[y:y + s, x:x + s], (FACE_PX, FACE_PX), interpolation=cv2.INTER_CUBIC)
+            for spk, (x, y, s) in CROPS.items()}
+
+
+def _frame(faces: dict[str, np.ndarray], visible: list[str]) -> np.ndarray:
+    frame = _background()
+    top = (HEIGHT - FACE_PX) // 2
+    slots = [(WIDTH - FACE_PX) // 2] if len(visible) == 1 else [10, WIDTH - FACE_PX - 10]
+    for spk, left in zip(visible, slots):
+        frame[top:top + FACE_PX, left:left + FACE_PX] = faces[spk]
+    return frame
+
+
+def build_demo_recording(dest: Path | None = None) -> Path:
+    """Write (once) and return the demo mp4; it is cached beside the fetched fixtures."""
+    import ffmpeg
+
+    from perception.sources import ffmpeg_exe
+
+    dest = dest or cache_dir() / "demo" / "diane-and-sheila.mp4"
+    if dest.is_file():
+        return dest
+    sample = pyannote_sample()
+    turns = read_rttm(sample / "sample.rttm")
+    faces = _faces()
+    frames = []
+    call_end = max(t.end_s for t in turns)
+    for i in range(int(DURATION_S * FPS)):
+        t = i / FPS
+        if t >= call_end:
+            visible = ["speaker90", "speaker91"]
+        else:
+            started = [x for x in turns if x.start_s <= t]
+            # the camera stays on whoever spoke last until the next turn starts
+            visible = [max(started, key=lambda x: x.start_s).speaker] if started else []
+        frames.append(_frame(faces, visible))
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_suffix(".part.mp4")
+    video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS)
+    audio = ffmpeg.input(str(sample / "sample.wav")).audio.filter("apad")
+    (
+        ffmpeg.output(video, audio, str(part), t=DURATION_S, vcodec="libx264", pix_fmt="yuv420p",
+                      acodec="aac", ar=16000, movflags="+faststart",
+                      **{"metadata": f"creation_time={RECORDED_AT}"})
+        .global_args("-nostdin", "-loglevel", "error")
+        .overwrite_output()
+        .run(cmd=ffmpeg_exe(), input=np.stack(frames).tobytes(), capture_stdout=True, capture_stderr=True)
+    )
+    part.replace(dest)
+    return dest

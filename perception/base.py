@@ -1,0 +1,73 @@
+"""One protocol per model family, and the registry that builds a backend from a config name.
+
+Backends live in ``<role>_<impl>.py`` modules and are imported only when built, so importing this
+module loads no model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from perception.records import SpeechTurn
+
+
+@runtime_checkable
+class SpeechRecognizer(Protocol):
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> tuple[list[SpeechTurn], str]:
+        """Speech segments (offsets within ``audio``, with word timing) and the language."""
+
+
+@runtime_checkable
+class SpeakerEmbedder(Protocol):
+    dim: int
+    min_duration_s: float
+
+    def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """One L2-normalised voice embedding for a stretch of speech."""
+
+
+@runtime_checkable
+class FaceAnalyzer(Protocol):
+    dim: int
+
+    def analyze(self, frame_rgb: np.ndarray) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
+        """Faces in an RGB frame: (x, y, w, h) box, detector score, L2-normalised embedding."""
+
+
+@runtime_checkable
+class TextEmbedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(n, dim) float32 L2-normalised embeddings."""
+
+
+REGISTRY: dict[str, dict[str, str]] = {
+    "asr": {"faster-whisper": "perception.asr_faster_whisper:FasterWhisperASR"},
+    "speaker": {"resemblyzer": "perception.speaker_resemblyzer:ResemblyzerSpeaker"},
+    "faces": {
+        "dlib": "perception.faces_dlib:DlibFaces",
+        "insightface": "perception.faces_insightface:InsightFaceFaces",
+    },
+    "text": {
+        "minilm": "perception.text_minilm:MiniLMText",
+        "hash": "perception.text_hash:HashText",
+    },
+}
+
+
+def build(family: str, name: str, **kwargs: Any) -> Any:
+    """Build backend ``name`` of model ``family``; the error lists the valid names."""
+    try:
+        target = REGISTRY[family][name]
+    except KeyError:
+        valid = ", ".join(sorted(REGISTRY.get(family, {}))) or "none"
+        raise ValueError(
+            f"unknown {family} backend {name!r}; choose one of: {valid}"
+        ) from None
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)(**kwargs)

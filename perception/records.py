@@ -1,0 +1,98 @@
+"""Typed records that leave perception. Units are in field names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What probing a recording found."""
+
+    path: str
+    sha256: str
+    duration_s: float
+    has_audio: bool
+    has_video: bool
+    recorded_at: datetime  # absolute start of the recording (timezone-aware)
+    start_origin: str  # "option", "metadata" or "mtime": where recorded_at came from
+
+
+@dataclass(frozen=True)
+class Clip:
+    """A 30 s window [offset_s, offset_s + duration_s) of one source."""
+
+    clip_id: str
+    source: SourceInfo
+    index: int
+    offset_s: float
+    duration_s: float
+
+    @property
+    def end_offset_s(self) -> float:
+        return self.offset_s + self.duration_s
+
+    @property
+    def start_ts(self) -> float:
+        """Absolute start, seconds since the epoch."""
+        return self.source.recorded_at.timestamp() + self.offset_s
+
+    @property
+    def end_ts(self) -> float:
+        return self.start_ts + self.duration_s
+
+
+@dataclass(frozen=True)
+class ClipMedia:
+    """Decoded media of one clip: 16 kHz mono float32 audio and sampled RGB frames."""
+
+    audio: np.ndarray | None  # shape (n,), float32 in [-1, 1]; None without an audio stream
+    sample_rate: int
+    frames: tuple[np.ndarray, ...]  # RGB uint8 (h, w, 3)
+    frame_times_s: tuple[float, ...]  # offsets within the clip
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start_s: float  # offset within the clip
+    end_s: float
+    probability: float
+
+
+@dataclass(frozen=True)
+class SpeechTurn:
+    """A stretch of speech by one (unknown) speaker, with its voice embedding."""
+
+    segment_id: str
+    text: str
+    start_s: float  # offset within the clip
+    end_s: float
+    language: str
+    words: tuple[Word, ...] = ()
+    voice_embedding: np.ndarray | None = None  # None when the turn is too short to embed
+
+
+@dataclass(frozen=True)
+class FaceObservation:
+    face_id: str
+    frame_time_s: float  # offset within the clip
+    box_xywh: tuple[int, int, int, int]
+    score: float
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class ClipObservations:
+    clip: Clip
+    speech: tuple[SpeechTurn, ...]
+    faces: tuple[FaceObservation, ...]
+    notes: tuple[str, ...] = ()  # why something is missing (no audio stream, decode error, ...)
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def transcript(self) -> str:
+        return " ".join(t.text for t in self.speech)

@@ -1,0 +1,240 @@
+"""Recordings → exact 30 s clips.
+
+Probing uses PyAV; decoding drives the static ffmpeg binary from imageio-ffmpeg through
+ffmpeg-python, so no system ffmpeg is needed. Clip ``k`` covers exactly ``[k*clip_s, (k+1)*clip_s)``
+of the recording (the last one shorter): no gaps, no overlaps. Media is decoded per clip, on
+demand, so an hours-long recording never sits in memory whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from perception.errors import MediaError
+from perception.records import Clip, ClipMedia, SourceInfo
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16_000
+MEDIA_SUFFIXES = frozenset(
+    ".mp4 .mkv .mov .avi .webm .m4v .mpg .mpeg .wav .mp3 .m4a .aac .flac .ogg .opus .wma".split()
+)
+
+
+@lru_cache(maxsize=1)
+def ffmpeg_exe() -> str:
+    import imageio_ffmpeg
+
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def file_sha256(path: Path, chunk_bytes: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(chunk_bytes):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _parse_creation_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        ts = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    # 1970/1904 epochs are what muxers write when they know no date
+    if ts.year < 1990:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def probe(path: str | os.PathLike[str], start: datetime | None = None) -> SourceInfo:
+    """Check that ``path`` is a decodable recording and read its duration, streams and start time.
+
+    ``start`` overrides the start time; otherwise the container's ``creation_time`` is used, and
+    failing that the file's modification time minus its duration.
+    """
+    import av
+
+    p = Path(path)
+    if not p.exists():
+        raise MediaError(str(p), "no such file; check the path")
+    if not p.is_file():
+        raise MediaError(str(p), "not a regular file")
+    if p.stat().st_size == 0:
+        raise MediaError(str(p), "the file is empty; re-export or re-copy the recording")
+    try:
+        with av.open(str(p)) as container:
+            audio = [s for s in container.streams if s.type == "audio"]
+            video = [s for s in container.streams if s.type == "video"]
+            duration_s = (container.duration or 0) / 1_000_000
+            if not duration_s:
+                durations = [float(s.duration * s.time_base) for s in audio + video if s.duration]
+                duration_s = max(durations, default=0.0)
+            created = _parse_creation_time(container.metadata.get("creation_time"))
+            # a single still image opens as a one-frame "video"; it is not a recording
+            is_still = bool(video) and not audio and container.format.name in {
+                "image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "gif", "tiff_pipe",
+            }
+    except (av.error.FFmpegError, UnicodeDecodeError) as e:
+        raise MediaError(
+            str(p), f"not a readable audio/video file ({e.__class__.__name__}: {e}); "
+            "if it is a recording it may be truncated or corrupt: re-export it"
+        ) from e
+    if is_still:
+        raise MediaError(str(p), "a still image, not a recording; screenshots are ingested as folders")
+    if not audio and not video:
+        raise MediaError(str(p), "contains neither an audio nor a video stream")
+    if duration_s <= 0 or not math.isfinite(duration_s):
+        raise MediaError(str(p), "duration unknown or zero; the file may be truncated: re-export it")
+
+    if start is not None:
+        recorded_at, origin = start, "option"
+    elif created is not None:
+        recorded_at, origin = created, "metadata"
+    else:
+        recorded_at = datetime.fromtimestamp(p.stat().st_mtime - duration_s, tz=timezone.utc)
+        origin = "mtime"
+        log.info("%s: no creation_time in metadata; start taken from file mtime (use --start)", p)
+    if recorded_at.tzinfo is None:
+        recorded_at = recorded_at.astimezone()
+    return SourceInfo(
+        path=str(p.resolve()),
+        sha256=file_sha256(p),
+        duration_s=duration_s,
+        has_audio=bool(audio),
+        has_video=bool(video),
+        recorded_at=recorded_at,
+        start_origin=origin,
+    )
+
+
+def clip_id(source_sha256: str, index: int, clip_s: float) -> str:
+    """Stable id: the same bytes cut the same way give the same id on any machine."""
+    return hashlib.sha256(f"{source_sha256}:{clip_s:g}:{index}".encode()).hexdigest()[:24]
+
+
+def plan_clips(source: SourceInfo, clip_s: float = 30.0) -> Iterator[Clip]:
+    """Yield the clips of ``source`` lazily, in time order."""
+    if clip_s <= 0:
+        raise ValueError(f"clip length must be positive, got {clip_s}")
+    n = max(1, math.ceil(source.duration_s / clip_s - 1e-9))
+    for k in range(n):
+        offset = k * clip_s
+        duration = min(clip_s, source.duration_s - offset)
+        if duration <= 0.05:  # container rounding leaves a sliver: nothing to decode
+            break
+        yield Clip(clip_id(source.sha256, k, clip_s), source, k, offset, duration)
+
+
+def _run_ffmpeg(clip: Clip, **output_kwargs) -> bytes:
+    import ffmpeg
+
+    stream = ffmpeg.input(clip.source.path, ss=f"{clip.offset_s:.6f}", t=f"{clip.duration_s:.6f}")
+    try:
+        out, _ = (
+            stream.output("pipe:", **output_kwargs)
+            .global_args("-nostdin", "-loglevel", "error")
+            .run(cmd=ffmpeg_exe(), capture_stdout=True, capture_stderr=True)
+        )
+    except ffmpeg.Error as e:
+        detail = (e.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        raise MediaError(
+            clip.source.path,
+            f"ffmpeg could not decode {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s: {detail[0]}",
+        ) from e
+    return out
+
+
+def decode_audio(clip: Clip) -> np.ndarray:
+    """The clip's audio as 16 kHz mono float32, as decoded (short if the file ends early)."""
+    raw = _run_ffmpeg(clip, format="f32le", acodec="pcm_f32le", ac=1, ar=SAMPLE_RATE, vn=None)
+    return np.frombuffer(raw, dtype=np.float32)
+
+
+def fit_audio(audio: np.ndarray, duration_s: float) -> tuple[np.ndarray, str | None]:
+    """Exactly ``duration_s * 16000`` samples: trimmed, or padded with silence and a note why."""
+    n = int(round(duration_s * SAMPLE_RATE))
+    if audio.size >= n:
+        return audio[:n].copy(), None
+    note = None
+    if audio.size < n - SAMPLE_RATE // 10:
+        note = (f"audio ends early (decoded {audio.size / SAMPLE_RATE:.1f} of {duration_s:.1f} s; "
+                "the file may be truncated); padded with silence")
+    return np.pad(audio, (0, n - audio.size)), note
+
+
+def _video_size(path: str) -> tuple[int, int]:
+    import av
+
+    with av.open(path) as c:
+        s = c.streams.video[0]
+        return s.codec_context.width, s.codec_context.height
+
+
+def decode_frames(clip: Clip, fps: float, max_side: int = 960) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
+    """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``."""
+    w, h = _video_size(clip.source.path)
+    if w <= 0 or h <= 0:
+        raise MediaError(clip.source.path, "video stream has no frame size")
+    scale = min(1.0, max_side / max(w, h))
+    ow, oh = max(2, int(w * scale) // 2 * 2), max(2, int(h * scale) // 2 * 2)
+    raw = _run_ffmpeg(clip, format="rawvideo", pix_fmt="rgb24", vf=f"fps={fps:g},scale={ow}:{oh}", an=None)
+    frame_bytes = ow * oh * 3
+    n = len(raw) // frame_bytes
+    frames = tuple(
+        np.frombuffer(raw, dtype=np.uint8, count=frame_bytes, offset=i * frame_bytes).reshape(oh, ow, 3)
+        for i in range(n)
+    )
+    times = tuple(min(i / fps, clip.duration_s) for i in range(n))
+    return frames, times
+
+
+def load_media(clip: Clip, fps: float) -> tuple[ClipMedia, tuple[str, ...]]:
+    """Decode what the clip has. A stream that fails to decode is left out and said why in notes."""
+    notes: list[str] = []
+    audio = None
+    frames: tuple[np.ndarray, ...] = ()
+    times: tuple[float, ...] = ()
+    if clip.source.has_audio:
+        try:
+            audio, note = fit_audio(decode_audio(clip), clip.duration_s)
+            if note:
+                notes.append(note)
+        except MediaError as e:
+            notes.append(f"audio skipped: {e.reason}")
+    else:
+        notes.append("no audio stream: speech skipped")
+    if clip.source.has_video:
+        try:
+            frames, times = decode_frames(clip, fps)
+            expected = int(clip.duration_s * fps)
+            if len(frames) < expected - 1:
+                notes.append(f"video ends early ({len(frames)} of {expected} frames; the file may be truncated)")
+        except MediaError as e:
+            notes.append(f"video skipped: {e.reason}")
+    else:
+        notes.append("no video stream: faces skipped")
+    return ClipMedia(audio, SAMPLE_RATE, frames, times), tuple(notes)
+
+
+def expand_paths(paths: list[str]) -> Iterator[Path]:
+    """Files as given; folders walked (sorted) for files with a media suffix."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for child in sorted(p.rglob("*")):
+                if child.is_file() and child.suffix.lower() in MEDIA_SUFFIXES:
+                    yield child
+        else:
+            yield p
