@@ -78,7 +78,10 @@ class Store:
         self._db = lancedb.connect(self.uri)
         self.clips = self._db.create_table("clips", schema=_clip_schema(), exist_ok=True)
         self.entities = self._db.create_table("entities", schema=_entity_schema(), exist_ok=True)
-        self.memories = self._db.create_table("memories", schema=_memory_schema(embedder.dim), exist_ok=True)
+        try:
+            self.memories = self._db.open_table("memories")
+        except (ValueError, FileNotFoundError):  # a new store
+            self.memories = self._db.create_table("memories", schema=_memory_schema(embedder.dim), exist_ok=True)
         self._check_memory_schema()
 
     def _check_memory_schema(self) -> None:
@@ -148,7 +151,9 @@ class Store:
     def refresh_indexes(self) -> None:
         """Rebuild the full-text index over memory text (after a batch of writes)."""
         if self.memories.count_rows():
-            self.memories.create_fts_index("text", replace=True)
+            from lancedb.index import FTS
+
+            self.memories.create_index("text", config=FTS(), replace=True)
 
     # ---- search ------------------------------------------------------------------------------
 

@@ -61,7 +61,8 @@ def cmd_ingest(args, cfg) -> int:
                     clip_s=cfg.perception.clip_s, start=args.start)
     counts = store.count()
     print(f"ingested {len(report.files_ingested)} file(s): {report.clips_new} new clip(s), "
-          f"{report.clips_skipped} already stored, {report.memories_new} new memories; "
+          f"{report.clips_skipped} already stored, {len(report.clips_failed)} failed, "
+          f"{report.memories_new} new memories; "
           f"store {store.uri} holds {counts['clips']} clips, {counts['memories']} memories, "
           f"{counts['entities']} entities")
     for path, reason in report.files_failed:

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 class IngestReport:
     files_ingested: list[str] = field(default_factory=list)
     files_failed: list[tuple[str, str]] = field(default_factory=list)
+    clips_failed: list[tuple[str, str]] = field(default_factory=list)
     clips_new: int = 0
     clips_skipped: int = 0
     memories_new: int = 0
@@ -64,6 +65,7 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
             progress(f"[{n}/{len(files)}] skipped {e}")
             continue
         clips = list(plan_clips(source, clip_s))
+        failed_before = len(report.clips_failed)
         progress(f"[{n}/{len(files)}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
                  f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
         for clip in clips:
@@ -73,7 +75,12 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
                 progress(f"{label} already stored, skipped")
                 continue
             t0 = time.perf_counter()
-            obs = observe_clip(clip, perceivers)
+            try:
+                obs = observe_clip(clip, perceivers)
+            except MediaError as e:
+                report.clips_failed.append((str(path), e.reason))
+                progress(f"{label} skipped: {e}")
+                continue
             memories = write_clip_memories(obs, faces, voices)
             try:
                 store.write_clip(clip_row(obs), memories, faces.take_touched() + voices.take_touched())
@@ -83,10 +90,13 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
                               "committed clips are kept and will be skipped") from e
             report.clips_new += 1
             report.memories_new += len(memories)
-            notes = f"; {'; '.join(obs.notes)}" if obs.notes else ""
+            notes = f"; {path}: {'; '.join(obs.notes)}" if obs.notes else ""
             progress(f"{label} {len(obs.speech)} turn(s), {len(obs.faces)} face(s), "
                      f"{len(memories)} memories in {time.perf_counter() - t0:.1f} s{notes}")
-        report.files_ingested.append(str(path))
+        if len(report.clips_failed) - failed_before == len(clips):
+            report.files_failed.append((str(path), "no clip could be decoded; the file may be truncated or corrupt"))
+        else:
+            report.files_ingested.append(str(path))
     if report.clips_new:
         store.refresh_indexes()
     return report

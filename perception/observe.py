@@ -10,8 +10,6 @@ import re
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from perception.base import FaceAnalyzer, SpeakerEmbedder, SpeechRecognizer
 from perception.errors import MediaError
 from perception.records import Clip, ClipMedia, ClipObservations, FaceObservation, SpeechTurn, Word
@@ -87,7 +85,10 @@ def _faces(clip: Clip, media: ClipMedia, p: Perceivers) -> list[FaceObservation]
 
 
 def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
-    """Decode the clip and run every perceiver on it; a failing stream leaves a note, not a crash."""
+    """Decode the clip and run every perceiver on it; a failing stream leaves a note, not a crash.
+
+    Raises ``MediaError`` when nothing of the clip can be decoded.
+    """
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     media, notes = load_media(clip, p.frame_fps)
@@ -111,8 +112,3 @@ def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
         log.warning("%s clip %d: faces failed: %s", clip.source.path, clip.index, e)
     timings["faces_s"] = time.perf_counter() - t0
     return ClipObservations(clip, tuple(speech), tuple(faces), tuple(notes), timings)
-
-
-def embeddings_of(items, attr: str = "embedding") -> np.ndarray:
-    vecs = [getattr(x, attr) for x in items if getattr(x, attr) is not None]
-    return np.stack(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)

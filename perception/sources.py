@@ -201,14 +201,18 @@ def decode_frames(clip: Clip, fps: float, max_side: int = 960) -> tuple[tuple[np
 
 
 def load_media(clip: Clip, fps: float) -> tuple[ClipMedia, tuple[str, ...]]:
-    """Decode what the clip has. A stream that fails to decode is left out and said why in notes."""
+    """Decode what the clip has. A stream that fails to decode is left out and said why in notes;
+    a clip where nothing decodes raises ``MediaError``."""
     notes: list[str] = []
     audio = None
     frames: tuple[np.ndarray, ...] = ()
     times: tuple[float, ...] = ()
+    decoded_audio_s = 0.0
     if clip.source.has_audio:
         try:
-            audio, note = fit_audio(decode_audio(clip), clip.duration_s)
+            raw = decode_audio(clip)
+            decoded_audio_s = raw.size / SAMPLE_RATE
+            audio, note = fit_audio(raw, clip.duration_s)
             if note:
                 notes.append(note)
         except MediaError as e:
@@ -225,6 +229,9 @@ def load_media(clip: Clip, fps: float) -> tuple[ClipMedia, tuple[str, ...]]:
             notes.append(f"video skipped: {e.reason}")
     else:
         notes.append("no video stream: faces skipped")
+    if decoded_audio_s < 0.05 and not frames:
+        raise MediaError(clip.source.path, f"nothing decodable in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s "
+                         f"({'; '.join(notes)}); the file may be truncated: re-export it")
     return ClipMedia(audio, SAMPLE_RATE, frames, times), tuple(notes)
 
 

@@ -1,0 +1,82 @@
+"""Shared fixtures: real media (fetched and cached outside git), real models, stores in tmp_path."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may wait on a hub
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pyannote_dir() -> Path:
+    from mnemo.fixtures import FixtureUnavailable, pyannote_sample
+
+    try:
+        return pyannote_sample()
+    except FixtureUnavailable as e:
+        pytest.skip(f"pyannote sample unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
+def demo_recording(pyannote_dir) -> Path:
+    from mnemo.demo_media import build_demo_recording
+    from mnemo.fixtures import FixtureUnavailable
+
+    try:
+        return build_demo_recording()
+    except FixtureUnavailable as e:
+        pytest.skip(f"demo media unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
+def sample_wav(pyannote_dir) -> Path:
+    return pyannote_dir / "sample.wav"
+
+
+@pytest.fixture(scope="session")
+def perceivers():
+    from mnemo.config import PerceptionConfig
+    from mnemo.wiring import build_perceivers
+
+    return build_perceivers(PerceptionConfig(faces_backend="dlib"))
+
+
+@pytest.fixture(scope="session")
+def policies():
+    from mnemo.config import MemorizeConfig
+    from mnemo.wiring import match_policies
+
+    return match_policies(MemorizeConfig(), "dlib")
+
+
+@pytest.fixture
+def hash_store(tmp_path):
+    from graph.store import Store
+    from perception.base import build
+
+    return Store(tmp_path / "store", build("text", "hash"))
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
+    """The demo recording ingested once, with the real text embedder."""
+    from graph.store import Store
+    from mnemo.pipeline import ingest
+    from perception.base import build
+
+    store = Store(tmp_path_factory.mktemp("demo") / "store", build("text", "minilm"))
+    report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
+    assert report.ok and report.clips_new == 2
+    return store
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from mnemo.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err

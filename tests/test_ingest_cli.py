@@ -1,0 +1,89 @@
+"""Ingest and ask through the CLI on real media, with real models (slow)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory, demo_recording):
+    import ffmpeg
+
+    from perception.sources import ffmpeg_exe
+
+    d = tmp_path_factory.mktemp("bad")
+    (d / "empty.mp4").write_bytes(b"")
+    (d / "notes.mp4").write_text("this is a text file, not a recording\n" * 20)
+    data = demo_recording.read_bytes()
+    (d / "truncated.mp4").write_bytes(data[: len(data) // 10])
+    shutil.copy(demo_recording.parent.parent / "pyannote-sample" / "sample.rttm", d / "sample.rttm")
+    video_only = d / "video_only.mp4"
+    (ffmpeg.input(str(demo_recording), ss=31, t=4).output(str(video_only), an=None, vcodec="libx264")
+     .global_args("-loglevel", "error").run(cmd=ffmpeg_exe(), quiet=True))
+    return d
+
+
+def _store_state(store_dir):
+    from graph.store import Store
+    from perception.base import build
+
+    store = Store(store_dir, build("text", "minilm"))
+    return store.count(), {t.name: t.version for t in (store.clips, store.entities, store.memories)}
+
+
+def test_bad_files_are_named_and_the_good_ones_still_ingested(capsys, tmp_path, bad_files, sample_wav):
+    store = tmp_path / "store"
+    missing = tmp_path / "missing.mp4"
+    code, out, err = run_cli(capsys, "ingest", str(missing), str(bad_files / "empty.mp4"),
+                             str(bad_files / "notes.mp4"), str(bad_files / "truncated.mp4"),
+                             str(bad_files / "sample.rttm"), str(sample_wav), str(bad_files / "video_only.mp4"),
+                             "--store", str(store))
+    assert code == 0, err
+    assert f"{missing}: no such file" in err
+    assert f"{bad_files / 'empty.mp4'}: the file is empty" in err
+    assert f"{bad_files / 'notes.mp4'}: not a readable audio/video file" in err
+    assert f"{bad_files / 'sample.rttm'}: not a readable audio/video file" in err
+    assert str(bad_files / "truncated.mp4") in err and "truncated" in err
+    assert "no video stream: faces skipped" in err and "no audio stream: speech skipped" in err
+    assert "ingested 3 file(s)" in out  # audio-only, video-only and the readable part of the truncated file
+
+    # re-running adds nothing, and a run of only bad files changes nothing and fails
+    before = _store_state(store)
+    code, out, err = run_cli(capsys, "ingest", str(sample_wav), str(bad_files / "video_only.mp4"), "--store", str(store))
+    assert code == 0 and "0 new clip(s)" in out and "already stored" in err
+    assert _store_state(store) == before
+    code, out, err = run_cli(capsys, "ingest", str(missing), str(bad_files / "notes.mp4"), "--store", str(store))
+    assert code == 1
+    assert _store_state(store) == before
+
+
+def test_ask_json_answers_from_the_recording_with_citations(capsys, tmp_path, demo_recording):
+    store = tmp_path / "store"
+    code, out, err = run_cli(capsys, "ingest", str(demo_recording), "--store", str(store))
+    assert code == 0, err
+    assert "clip 1/2 [0-30 s]" in err and "clip 2/2 [30-40 s]" in err  # progress per clip
+
+    code, out, err = run_cli(capsys, "ask", "Where is Sheila from?", "--store", str(store), "--json")
+    assert code == 0, err
+    reply = json.loads(out.strip().splitlines()[-1])
+    assert "Chicago" in reply["answer"]
+    (cite,) = reply["citations"]
+    assert cite["source"] == str(demo_recording)
+    assert 14.0 <= cite["start_s"] < cite["end_s"] <= 18.5  # Sheila says it at 14.4-17.8 s (sample.stm)
+
+    code, out, err = run_cli(capsys, "ask", "Where is Sheila from?", "--store", str(store), "--json",
+                             "--before", "2026-11-20T10:00:10Z")
+    reply = json.loads(out.strip().splitlines()[-1])
+    assert "Chicago" not in reply["answer"]  # it was said at 10:00:14
+
+
+def test_ask_on_an_empty_store_says_what_to_do(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "ask", "anything?", "--store", str(tmp_path / "empty"))
+    assert code == 1 and "mnemo ingest" in err

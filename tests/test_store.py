@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from graph.records import ClipRow, Entity, Memory, content_id
+from graph.store import Store, StoreError
+from perception.base import build
+
+
+def _clip(clip_id="c1", start=1000.0):
+    return ClipRow(clip_id, "/rec/a.mp4", "sha", 0, 0.0, 30.0, start, start + 30.0, "transcript")
+
+
+def _mem(text, clip_id="c1", start=1000.0):
+    return Memory(content_id(clip_id, text), "episodic", text, clip_id, "/rec/a.mp4", start, start + 2.0,
+                  ("voice_1",), ("seg0",))
+
+
+def test_write_commits_clip_last_and_search_finds_memories(hash_store):
+    assert not hash_store.has_clip("c1")
+    mems = [_mem('<voice_1> said: "I grew up in Chicago"'), _mem('<voice_2> said: "the weather is cold"')]
+    ent = Entity("voice_1", "voice", 1000.0, 1002.0, [np.ones(4, dtype=np.float32) / 2], 1)
+    hash_store.write_clip(_clip(), mems, [ent])
+    hash_store.refresh_indexes()
+    assert hash_store.has_clip("c1")
+    assert hash_store.count() == {"clips": 1, "entities": 1, "memories": 2}
+    hits = hash_store.search("where did she grow up? Chicago", k=2)
+    assert hits[0].memory.text == mems[0].text
+    assert hits[0].text_rank == 1  # the full-text index took part
+    assert hits[0].memory.provenance == ("seg0",) and hits[0].memory.entity_ids == ("voice_1",)
+    loaded = hash_store.load_entities("voice")
+    assert [e.entity_id for e in loaded] == ["voice_1"] and np.allclose(loaded[0].samples[0], 0.5)
+
+
+def test_rewriting_a_clip_adds_nothing(hash_store):
+    mems = [_mem("a memory about tea")]
+    for _ in range(2):
+        hash_store.write_clip(_clip(), mems, [])
+    assert hash_store.count() == {"clips": 1, "entities": 0, "memories": 1}
+
+
+def test_before_filter_hides_later_memories(hash_store):
+    hash_store.write_clip(_clip("c1", 1000.0), [_mem("coffee in the morning", "c1", 1000.0)], [])
+    hash_store.write_clip(_clip("c2", 5000.0), [_mem("coffee in the evening", "c2", 5000.0)], [])
+    hash_store.refresh_indexes()
+    assert {h.memory.clip_id for h in hash_store.search("coffee", k=5)} == {"c1", "c2"}
+    assert {h.memory.clip_id for h in hash_store.search("coffee", k=5, before_ts=2000.0)} == {"c1"}
+
+
+def test_store_refuses_an_embedder_of_another_dimension(tmp_path):
+    Store(tmp_path / "s", build("text", "hash"))
+
+    class Other:
+        name, dim = "other", 8
+
+        def embed(self, texts):
+            return np.zeros((len(texts), 8), dtype=np.float32)
+
+    with pytest.raises(StoreError, match="384-d"):
+        Store(tmp_path / "s", Other())
+
+
+def test_empty_store_search_returns_nothing(hash_store):
+    assert hash_store.search("anything") == []
