@@ -70,8 +70,7 @@ class OfflineAnswerer:
             return Answer(question, "I don't know: nothing in memory matches the question.", (), ())
         best = hits[0].memory
         clip = self.store.get_clip(best.clip_id)
-        tz = timezone.utc
-        when = datetime.fromtimestamp(best.start_ts, tz=tz).strftime("%Y-%m-%d %H:%M:%S UTC")
+        when = datetime.fromtimestamp(best.start_ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         if clip is None:  # the clip row commits last: a memory without one is from a clip in flight
             return Answer(question, "I don't know: the matching memory is not committed yet.", (), tuple(hits))
         offset = clip["offset_s"] - clip["start_ts"]

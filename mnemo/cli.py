@@ -71,8 +71,6 @@ def cmd_ingest(args, cfg) -> int:
 
 
 def print_answer(answer, as_json: bool) -> None:
-    from datetime import timezone
-
     print(f"Q: {answer.question}")
     print(f"A: {answer.answer}")
     for c in answer.citations:
