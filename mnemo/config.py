@@ -19,7 +19,7 @@ class PerceptionConfig(BaseModel):
     frame_fps: float = Field(1.0, gt=0, le=30, description="frames sampled per second for faces")
     device: str = "auto"
     asr_model: str = "tiny.en"  # packaged default; or a faster-whisper model name / local dir
-    asr_compute_type: str = "default"
+    asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"
     faces_backend: Literal["auto", "dlib", "insightface"] = "auto"
     insightface_root: str = "~/.insightface"
