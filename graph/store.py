@@ -121,7 +121,12 @@ class Store:
     # ---- writes ------------------------------------------------------------------------------
 
     def write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity]) -> None:
-        """Store one clip's memories and touched entities, then the clip row that commits them."""
+        """Store one clip's memories and touched entities, then the clip row that commits them.
+
+        Memories left by an earlier attempt at this clip that died before its commit are dropped
+        first: entity ids, and so memory texts, may differ on the retry.
+        """
+        self.memories.delete(f"clip_id = {_quote(clip.clip_id)}")
         if memories:
             vectors = self.embedder.embed([m.text for m in memories])
             rows = [{

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from graph.records import ClipRow
 from graph.store import Store
@@ -54,49 +55,58 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
            clip_s: float = 30.0, start: datetime | None = None,
            progress: Callable[[str], None] = _stderr) -> IngestReport:
     report = IngestReport()
-    faces = EntityMatcher("face", policies[0], store.load_entities("face"))
-    voices = EntityMatcher("voice", policies[1], store.load_entities("voice"))
+    matchers = (EntityMatcher("face", policies[0], store.load_entities("face")),
+                EntityMatcher("voice", policies[1], store.load_entities("voice")))
     files = list(expand_paths(paths))
-    for n, path in enumerate(files, start=1):
-        try:
-            source = probe(path, start=start)
-        except MediaError as e:
-            report.files_failed.append((str(path), e.reason))
-            progress(f"[{n}/{len(files)}] skipped {e}")
-            continue
-        clips = list(plan_clips(source, clip_s))
-        failed_before = len(report.clips_failed)
-        progress(f"[{n}/{len(files)}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
-                 f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
-        for clip in clips:
-            label = f"  clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]"
-            if store.has_clip(clip.clip_id):
-                report.clips_skipped += 1
-                progress(f"{label} already stored, skipped")
-                continue
-            t0 = time.perf_counter()
-            try:
-                obs = observe_clip(clip, perceivers)
-            except MediaError as e:
-                report.clips_failed.append((str(path), e.reason))
-                progress(f"{label} skipped: {e}")
-                continue
-            memories = write_clip_memories(obs, faces, voices)
-            try:
-                store.write_clip(clip_row(obs), memories, faces.take_touched() + voices.take_touched())
-            except OSError as e:
-                raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
-                              f"({e.strerror or e}); free space or fix permissions and run ingest again: "
-                              "committed clips are kept and will be skipped") from e
-            report.clips_new += 1
-            report.memories_new += len(memories)
-            notes = f"; {path}: {'; '.join(obs.notes)}" if obs.notes else ""
-            progress(f"{label} {len(obs.speech)} turn(s), {len(obs.faces)} face(s), "
-                     f"{len(memories)} memories in {time.perf_counter() - t0:.1f} s{notes}")
-        if len(report.clips_failed) - failed_before == len(clips):
-            report.files_failed.append((str(path), "no clip could be decoded; the file may be truncated or corrupt"))
-        else:
-            report.files_ingested.append(str(path))
-    if report.clips_new:
-        store.refresh_indexes()
+    try:
+        for n, path in enumerate(files, start=1):
+            _ingest_file(path, f"[{n}/{len(files)}]", store, perceivers, matchers, clip_s, start, progress, report)
+    finally:
+        if report.clips_new:  # also after a failure: what was committed stays searchable by text
+            store.refresh_indexes()
     return report
+
+
+def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers,
+                 matchers: tuple[EntityMatcher, EntityMatcher], clip_s: float, start: datetime | None,
+                 progress: Callable[[str], None], report: IngestReport) -> None:
+    faces, voices = matchers
+    try:
+        source = probe(path, start=start)
+    except MediaError as e:
+        report.files_failed.append((str(path), e.reason))
+        progress(f"{counter} skipped {e}")
+        return
+    clips = list(plan_clips(source, clip_s))
+    failed_before = len(report.clips_failed)
+    progress(f"{counter} {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
+             f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
+    for clip in clips:
+        label = f"  clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]"
+        if store.has_clip(clip.clip_id):
+            report.clips_skipped += 1
+            progress(f"{label} already stored, skipped")
+            continue
+        t0 = time.perf_counter()
+        try:
+            obs = observe_clip(clip, perceivers)
+        except MediaError as e:
+            report.clips_failed.append((str(path), e.reason))
+            progress(f"{label} skipped: {e}")
+            continue
+        memories = write_clip_memories(obs, faces, voices)
+        try:
+            store.write_clip(clip_row(obs), memories, faces.take_touched() + voices.take_touched())
+        except OSError as e:
+            raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
+                          f"({e.strerror or e}); free space or fix permissions and run ingest again: "
+                          "committed clips are kept and will be skipped") from e
+        report.clips_new += 1
+        report.memories_new += len(memories)
+        notes = f"; {path}: {'; '.join(obs.notes)}" if obs.notes else ""
+        progress(f"{label} {len(obs.speech)} turn(s), {len(obs.faces)} face(s), "
+                 f"{len(memories)} memories in {time.perf_counter() - t0:.1f} s{notes}")
+    if len(report.clips_failed) - failed_before == len(clips):
+        report.files_failed.append((str(path), "no clip could be decoded; the file may be truncated or corrupt"))
+    else:
+        report.files_ingested.append(str(path))

@@ -87,3 +87,35 @@ def test_ask_json_answers_from_the_recording_with_citations(capsys, tmp_path, de
 def test_ask_on_an_empty_store_says_what_to_do(capsys, tmp_path):
     code, out, err = run_cli(capsys, "ask", "anything?", "--store", str(tmp_path / "empty"))
     assert code == 1 and "mnemo ingest" in err
+
+
+def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_recording, perceivers, policies):
+    """A full disk on the second clip: a clear error; the first clip stays; a rerun finishes the job."""
+    import errno
+
+    from graph.store import Store
+    from mnemo.pipeline import ingest
+    from perception.base import build
+
+    store = Store(tmp_path / "store", build("text", "minilm"))
+    real_write = store.write_clip
+    calls = []
+
+    def write_then_fill_disk(clip, memories, entities):
+        calls.append(clip.clip_id)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(clip, memories, entities)
+
+    store.write_clip = write_then_fill_disk
+    with pytest.raises(OSError) as e:
+        ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
+    assert str(demo_recording) in str(e.value) and "No space left" in str(e.value)
+    assert "run ingest again" in str(e.value)
+    assert store.count()["clips"] == 1 and store.has_clip(calls[0])
+    assert store.search("Sheila Chicago")  # the committed clip is searchable
+
+    store.write_clip = real_write
+    report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
+    assert (report.clips_new, report.clips_skipped) == (1, 1)
+    assert store.count()["clips"] == 2

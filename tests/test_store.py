@@ -61,3 +61,21 @@ def test_store_refuses_an_embedder_of_another_dimension(tmp_path):
 
 def test_empty_store_search_returns_nothing(hash_store):
     assert hash_store.search("anything") == []
+
+
+def test_a_retried_clip_drops_what_a_killed_attempt_left(hash_store):
+    import pyarrow as pa
+
+    # a process killed after writing the memories of c1 but before its clip row
+    orphan = _mem('<voice_9> said: "half written"')
+    row = {"memory_id": orphan.memory_id, "kind": "episodic", "text": orphan.text,
+           "vector": hash_store.embedder.embed([orphan.text])[0].tolist(), "clip_id": "c1",
+           "source_path": orphan.source_path, "start_ts": 1000.0, "end_ts": 1002.0,
+           "entity_ids": ["voice_9"], "provenance": ["seg0"]}
+    hash_store.memories.add(pa.Table.from_pylist([row], schema=hash_store.memories.schema))
+    assert not hash_store.has_clip("c1")
+
+    retry = _mem('<voice_1> said: "half written"')
+    hash_store.write_clip(_clip(), [retry], [])
+    texts = [r["text"] for r in hash_store.memories.search().limit(None).to_list()]
+    assert texts == [retry.text]
