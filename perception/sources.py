@@ -108,9 +108,13 @@ def probe(path: str | os.PathLike[str], start: datetime | None = None) -> Source
         log.info("%s: no creation_time in metadata; start taken from file mtime (use --start)", p)
     if recorded_at.tzinfo is None:
         recorded_at = recorded_at.astimezone()
+    try:
+        sha256 = file_sha256(p)
+    except OSError as e:
+        raise MediaError(str(p), f"cannot be read ({e.strerror or e}); check its permissions") from e
     return SourceInfo(
         path=str(p.resolve()),
-        sha256=file_sha256(p),
+        sha256=sha256,
         duration_s=duration_s,
         has_audio=bool(audio),
         has_video=bool(video),

@@ -24,6 +24,9 @@ def bad_files(tmp_path_factory, demo_recording):
     data = demo_recording.read_bytes()
     (d / "truncated.mp4").write_bytes(data[: len(data) // 10])
     shutil.copy(demo_recording.parent.parent / "pyannote-sample" / "sample.rttm", d / "sample.rttm")
+    from mnemo.fixtures import group_photo
+
+    shutil.copy(group_photo(), d / "photo.jpg")
     video_only = d / "video_only.mp4"
     (ffmpeg.input(str(demo_recording), ss=31, t=4).output(str(video_only), an=None, vcodec="libx264")
      .global_args("-loglevel", "error").run(cmd=ffmpeg_exe(), quiet=True))
@@ -43,13 +46,14 @@ def test_bad_files_are_named_and_the_good_ones_still_ingested(capsys, tmp_path, 
     missing = tmp_path / "missing.mp4"
     code, out, err = run_cli(capsys, "ingest", str(missing), str(bad_files / "empty.mp4"),
                              str(bad_files / "notes.mp4"), str(bad_files / "truncated.mp4"),
-                             str(bad_files / "sample.rttm"), str(sample_wav), str(bad_files / "video_only.mp4"),
+                             str(bad_files / "sample.rttm"), str(bad_files / "photo.jpg"), str(sample_wav), str(bad_files / "video_only.mp4"),
                              "--store", str(store))
     assert code == 0, err
     assert f"{missing}: no such file" in err
     assert f"{bad_files / 'empty.mp4'}: the file is empty" in err
     assert f"{bad_files / 'notes.mp4'}: not a readable audio/video file" in err
     assert f"{bad_files / 'sample.rttm'}: not a readable audio/video file" in err
+    assert f"{bad_files / 'photo.jpg'}: a still image, not a recording" in err
     assert str(bad_files / "truncated.mp4") in err and "truncated" in err
     assert "no video stream: faces skipped" in err and "no audio stream: speech skipped" in err
     assert "ingested 3 file(s)" in out  # audio-only, video-only and the readable part of the truncated file
