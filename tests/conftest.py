@@ -11,25 +11,27 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def pyannote_dir() -> Path:
-    from mnemo.fixtures import FixtureUnavailable, pyannote_sample
+def _fetched(fetch, what: str):
+    from mnemo.fixtures import FixtureUnavailable
 
     try:
-        return pyannote_sample()
+        return fetch()
     except FixtureUnavailable as e:
-        pytest.skip(f"pyannote sample unavailable: {e}")
+        pytest.skip(f"{what} unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
+def pyannote_dir() -> Path:
+    from mnemo.fixtures import pyannote_sample
+
+    return _fetched(pyannote_sample, "pyannote sample")
 
 
 @pytest.fixture(scope="session")
 def demo_recording(pyannote_dir) -> Path:
     from mnemo.demo_media import build_demo_recording
-    from mnemo.fixtures import FixtureUnavailable
 
-    try:
-        return build_demo_recording()
-    except FixtureUnavailable as e:
-        pytest.skip(f"demo media unavailable: {e}")
+    return _fetched(build_demo_recording, "demo media")
 
 
 @pytest.fixture(scope="session")
