@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from perception.weights import packaged_file
@@ -29,7 +31,11 @@ class ResemblyzerSpeaker:
         return self._encoder
 
     def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
-        from resemblyzer import preprocess_wav
+        with warnings.catch_warnings():
+            # webrtcvad imports the deprecated pkg_resources, scipy.ndimage.morphology too: not ours to fix
+            warnings.simplefilter("ignore", category=UserWarning)
+            warnings.simplefilter("ignore", category=DeprecationWarning)
+            from resemblyzer import preprocess_wav
 
         wav = preprocess_wav(audio.astype(np.float32, copy=False), source_sr=sample_rate)
         if wav.size < self.min_duration_s * 16_000:
