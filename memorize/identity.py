@@ -34,21 +34,37 @@ class EntityMatcher:
 
     def match(self, embedding: np.ndarray, ts: float) -> Entity:
         """The entity this embedding belongs to (created if none is close enough); updates it."""
-        best, best_sim = None, -1.0
-        for entity in self.entities:
+        return self.match_distinct([embedding], ts)[0]
+
+    def match_distinct(self, embeddings: list[np.ndarray], ts: float) -> list[Entity]:
+        """Match embeddings known to be different people (two faces in one frame, two speakers
+        of one clip): greedy one-to-one by similarity, so they never share an entity."""
+        sims = np.full((len(embeddings), len(self.entities)), -1.0)
+        for j, entity in enumerate(self.entities):
             if entity.samples:
-                sim = float(np.max(np.stack(entity.samples) @ embedding))
-                if sim > best_sim:
-                    best, best_sim = entity, sim
-        if best is None or best_sim < self.policy.threshold:
-            best = Entity(self._next_id(), self.kind, ts, ts)
-            self.entities.append(best)
-        self._add_sample(best, embedding)
-        best.first_seen_ts = min(best.first_seen_ts, ts)
-        best.last_seen_ts = max(best.last_seen_ts, ts)
-        best.observations += 1
-        self.touched[best.entity_id] = best
-        return best
+                sims[:, j] = (np.stack(embeddings) @ np.stack(entity.samples).T).max(axis=1)
+        chosen: dict[int, Entity] = {}
+        used: set[int] = set()
+        for flat in np.argsort(-sims, axis=None):
+            i, j = np.unravel_index(flat, sims.shape)
+            if sims[i, j] < self.policy.threshold:
+                break
+            if i not in chosen and j not in used:
+                chosen[int(i)] = self.entities[j]
+                used.add(int(j))
+        out = []
+        for i, embedding in enumerate(embeddings):
+            entity = chosen.get(i)
+            if entity is None:
+                entity = Entity(self._next_id(), self.kind, ts, ts)
+                self.entities.append(entity)
+            self._add_sample(entity, embedding)
+            entity.first_seen_ts = min(entity.first_seen_ts, ts)
+            entity.last_seen_ts = max(entity.last_seen_ts, ts)
+            entity.observations += 1
+            self.touched[entity.entity_id] = entity
+            out.append(entity)
+        return out
 
     def _add_sample(self, entity: Entity, embedding: np.ndarray) -> None:
         entity.samples.append(embedding.astype(np.float32))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timezone
 
+import numpy as np
+
 from graph.records import Memory, content_id
 from memorize.identity import EntityMatcher
 from perception.records import ClipObservations
@@ -26,21 +28,27 @@ def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: Ent
     tz = clip.source.recorded_at.tzinfo or timezone.utc
     memories: list[Memory] = []
 
+    # diarization gives every turn of one speaker the same centroid: one entity per distinct centroid
+    centroids: dict[bytes, np.ndarray] = {}
+    for turn in obs.speech:
+        if turn.voice_embedding is not None:
+            centroids.setdefault(turn.voice_embedding.tobytes(), turn.voice_embedding)
+    speakers = dict(zip(centroids, voices.match_distinct(list(centroids.values()), base))) if centroids else {}
     for turn in obs.speech:
         start, end = base + turn.start_s, base + turn.end_s
-        if turn.voice_embedding is not None:
-            speaker = f"<{voices.match(turn.voice_embedding, start).entity_id}>"
-            entity_ids = (speaker.strip("<>"),)
-        else:
-            speaker, entity_ids = "someone", ()
+        entity = speakers.get(turn.voice_embedding.tobytes()) if turn.voice_embedding is not None else None
+        speaker, entity_ids = (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
         text = f'{speaker} said: "{turn.text}"'
         memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, entity_ids, (turn.segment_id,)))
 
     seen: dict[str, list] = defaultdict(list)
+    frames: dict[float, list] = defaultdict(list)
     for face in obs.faces:
-        entity = faces.match(face.embedding, base + face.frame_time_s)
-        seen[entity.entity_id].append(face)
+        frames[face.frame_time_s].append(face)
+    for t, group in sorted(frames.items()):
+        for face, entity in zip(group, faces.match_distinct([f.embedding for f in group], base + t)):
+            seen[entity.entity_id].append(face)
     for entity_id, group in seen.items():
         start = base + min(f.frame_time_s for f in group)
         end = base + max(f.frame_time_s for f in group)

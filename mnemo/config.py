@@ -21,6 +21,7 @@ class PerceptionConfig(BaseModel):
     asr_model: str = "tiny.en"  # packaged default; or a faster-whisper model name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"
+    diarize_max_distance: float = Field(0.3, gt=0, lt=2, description="cosine distance to cluster voice windows")
     faces_backend: Literal["auto", "dlib", "insightface"] = "auto"
     insightface_root: str = "~/.insightface"
     insightface_pack: str = "buffalo_l"

@@ -32,6 +32,7 @@ def build_perceivers(cfg: PerceptionConfig) -> Perceivers:
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device),
         faces=build("faces", faces, **face_kwargs),
         frame_fps=cfg.frame_fps,
+        diarize_max_distance=cfg.diarize_max_distance,
     )
 
 

@@ -28,6 +28,10 @@ class SpeakerEmbedder(Protocol):
     def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
         """One L2-normalised voice embedding for a stretch of speech."""
 
+    def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """L2-normalised embeddings of short sliding windows, and the window centres in seconds."""
+
 
 @runtime_checkable
 class FaceAnalyzer(Protocol):

@@ -1,4 +1,4 @@
-"""One clip in, one ``ClipObservations`` out: speech turns with voice embeddings, and faces.
+"""One clip in, one ``ClipObservations`` out: speech turns with speakers' voice embeddings, and faces.
 
 A pure function of the clip and the model backends, with no global state, so Ray can run it.
 """
@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from perception.base import FaceAnalyzer, SpeakerEmbedder, SpeechRecognizer
+from perception.diarize import diarize
 from perception.errors import MediaError
 from perception.records import Clip, ClipMedia, ClipObservations, FaceObservation, SpeechTurn, Word
 from perception.sources import load_media
@@ -27,6 +28,7 @@ class Perceivers:
     faces: FaceAnalyzer
     frame_fps: float = 1.0
     max_turn_gap_s: float = 0.6
+    diarize_max_distance: float = 0.3
 
 
 def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn]:
@@ -64,16 +66,10 @@ def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> list[SpeechTurn]:
     if audio is None or audio.size == 0:
         return []
     segments, _language = p.asr.transcribe(audio, media.sample_rate)
-    out = []
-    for turn in split_turns(segments, p.max_turn_gap_s):
-        emb = None
-        if turn.end_s - turn.start_s >= p.speaker.min_duration_s:
-            a = max(0, int((turn.start_s - 0.1) * media.sample_rate))
-            b = min(audio.size, int((turn.end_s + 0.1) * media.sample_rate))
-            emb = p.speaker.embed(audio[a:b], media.sample_rate)
-        out.append(SpeechTurn(f"{clip.clip_id}:{turn.segment_id}", turn.text, turn.start_s, turn.end_s,
-                              turn.language, turn.words, emb))
-    return out
+    turns = diarize(split_turns(segments, p.max_turn_gap_s), audio, media.sample_rate, p.speaker,
+                    max_distance=p.diarize_max_distance)
+    return [SpeechTurn(f"{clip.clip_id}:{t.segment_id}", t.text, t.start_s, t.end_s, t.language, t.words,
+                       t.voice_embedding) for t in turns]
 
 
 def _faces(clip: Clip, media: ClipMedia, p: Perceivers) -> list[FaceObservation]:

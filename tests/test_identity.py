@@ -39,3 +39,11 @@ def test_split_turns_at_sentence_ends_and_pauses():
     assert [t.text for t in turns] == ["Hello.", "This is Diane", "then later"]
     assert [(t.start_s, t.end_s) for t in turns] == [(0.0, 0.4), (0.5, 1.2), (2.5, 3.1)]
     assert [t.segment_id for t in turns] == ["seg0.0", "seg0.1", "seg0.2"]
+
+
+def test_people_known_to_differ_never_share_an_entity():
+    m = EntityMatcher("face", MatchPolicy(threshold=0.5))
+    (only,) = m.match_distinct([_unit([1, 0, 0])], 1.0)
+    a, b = m.match_distinct([_unit([1, 0.2, 0]), _unit([1, 0.1, 0])], 2.0)  # both close to face_1
+    assert b is only  # the closer one keeps the known entity
+    assert a is not only and a.entity_id == "face_2"

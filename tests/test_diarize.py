@@ -1,0 +1,30 @@
+"""Diarization inside one clip on pyannote's two-speaker sample, against its reference turns."""
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from bench.metrics import speaker_attribution
+from mnemo.fixtures import read_rttm
+from perception.diarize import diarize
+from perception.observe import split_turns
+
+pytestmark = [pytest.mark.slow, pytest.mark.accuracy]
+
+
+def test_words_are_attributed_to_the_right_speaker(perceivers, pyannote_dir):
+    audio, sr = sf.read(pyannote_dir / "sample.wav", dtype="float32")
+    segments, _ = perceivers.asr.transcribe(audio, sr)
+    turns = diarize(split_turns(segments, 0.6), audio, sr, perceivers.speaker)
+    labels = np.unique(np.stack([t.voice_embedding for t in turns]), axis=0, return_inverse=True)[1].ravel()
+    reference = [(t.speaker, t.start_s, t.end_s) for t in read_rttm(pyannote_dir / "sample.rttm")]
+    predicted = [(str(k), t.start_s, t.end_s) for k, t in zip(labels, turns)]
+    # measured 0.763 with tiny.en + resemblyzer on this machine; issue 3 targets 0.85
+    assert speaker_attribution(reference, predicted) >= 0.70
+
+    def speaker_of(phrase):
+        (k,) = {k for k, t in zip(labels, turns) if phrase in t.text}
+        return k
+
+    assert speaker_of("Diane in New Jersey") != speaker_of("Sheila")
+    assert speaker_of("Yankee") == speaker_of("Sheila")
