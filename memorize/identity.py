@@ -39,10 +39,11 @@ class EntityMatcher:
     def match_distinct(self, embeddings: list[np.ndarray], ts: float) -> list[Entity]:
         """Match embeddings known to be different people (two faces in one frame, two speakers
         of one clip): greedy one-to-one by similarity, so they never share an entity."""
+        queries = np.stack(embeddings)
         sims = np.full((len(embeddings), len(self.entities)), -1.0)
         for j, entity in enumerate(self.entities):
             if entity.samples:
-                sims[:, j] = (np.stack(embeddings) @ np.stack(entity.samples).T).max(axis=1)
+                sims[:, j] = (queries @ np.stack(entity.samples).T).max(axis=1)
         chosen: dict[int, Entity] = {}
         used: set[int] = set()
         for flat in np.argsort(-sims, axis=None):

@@ -28,15 +28,15 @@ def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: Ent
     tz = clip.source.recorded_at.tzinfo or timezone.utc
     memories: list[Memory] = []
 
-    # diarization gives every turn of one speaker the same centroid: one entity per distinct centroid
-    centroids: dict[bytes, np.ndarray] = {}
+    # one entity per diarized speaker of the clip; they are different people, so matched distinctly
+    voice_of: dict[str, np.ndarray] = {}
     for turn in obs.speech:
-        if turn.voice_embedding is not None:
-            centroids.setdefault(turn.voice_embedding.tobytes(), turn.voice_embedding)
-    speakers = dict(zip(centroids, voices.match_distinct(list(centroids.values()), base))) if centroids else {}
+        if turn.speaker and turn.voice_embedding is not None:
+            voice_of.setdefault(turn.speaker, turn.voice_embedding)
+    speakers = dict(zip(voice_of, voices.match_distinct(list(voice_of.values()), base))) if voice_of else {}
     for turn in obs.speech:
         start, end = base + turn.start_s, base + turn.end_s
-        entity = speakers.get(turn.voice_embedding.tobytes()) if turn.voice_embedding is not None else None
+        entity = speakers.get(turn.speaker)
         speaker, entity_ids = (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
         text = f'{speaker} said: "{turn.text}"'
         memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,

@@ -34,7 +34,8 @@ def _cluster(embs: np.ndarray, max_distance: float, min_size: int) -> np.ndarray
 
 def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speaker: SpeakerEmbedder,
             max_distance: float = 0.3, min_cluster_windows: int = 3) -> list[SpeechTurn]:
-    """Turns split at speaker changes, each with its speaker's centroid as ``voice_embedding``.
+    """Turns split at speaker changes, each with a clip-local ``speaker`` label and that speaker's
+    centroid as ``voice_embedding``.
 
     Segment ids get a ``.sN`` suffix per speaker run. Turns are returned in time order.
     """
@@ -57,8 +58,9 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
     out: list[SpeechTurn] = []
     for turn in turns:
         if not turn.words:
-            out.append(_with(turn, turn.segment_id, turn.text, turn.start_s, turn.end_s, (),
-                             centroids[label_at((turn.start_s + turn.end_s) / 2)]))
+            k = label_at((turn.start_s + turn.end_s) / 2)
+            out.append(SpeechTurn(turn.segment_id, turn.text, turn.start_s, turn.end_s, turn.language, (),
+                                  centroids[k], f"s{k}"))
             continue
         runs: list[tuple[int, list[Word]]] = []
         for w in turn.words:
@@ -69,11 +71,6 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
                 runs.append((k, [w]))
         for j, (k, words) in enumerate(runs):
             seg_id = turn.segment_id if len(runs) == 1 else f"{turn.segment_id}.s{j}"
-            out.append(_with(turn, seg_id, " ".join(w.text for w in words), words[0].start_s, words[-1].end_s,
-                             tuple(words), centroids[k]))
+            out.append(SpeechTurn(seg_id, " ".join(w.text for w in words), words[0].start_s, words[-1].end_s,
+                                  turn.language, tuple(words), centroids[k], f"s{k}"))
     return out
-
-
-def _with(turn: SpeechTurn, seg_id: str, text: str, start: float, end: float, words: tuple[Word, ...],
-          emb: np.ndarray) -> SpeechTurn:
-    return SpeechTurn(seg_id, text, start, end, turn.language, words or turn.words, emb)

@@ -69,7 +69,7 @@ def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> list[SpeechTurn]:
     turns = diarize(split_turns(segments, p.max_turn_gap_s), audio, media.sample_rate, p.speaker,
                     max_distance=p.diarize_max_distance)
     return [SpeechTurn(f"{clip.clip_id}:{t.segment_id}", t.text, t.start_s, t.end_s, t.language, t.words,
-                       t.voice_embedding) for t in turns]
+                       t.voice_embedding, t.speaker) for t in turns]
 
 
 def _faces(clip: Clip, media: ClipMedia, p: Perceivers) -> list[FaceObservation]:

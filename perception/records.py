@@ -73,7 +73,8 @@ class SpeechTurn:
     end_s: float
     language: str
     words: tuple[Word, ...] = ()
-    voice_embedding: np.ndarray | None = None  # None when the turn is too short to embed
+    voice_embedding: np.ndarray | None = None  # the speaker's voice; None when it could not be embedded
+    speaker: str = ""  # clip-local speaker label from diarization ("s0", "s1", …); "" when unknown
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,13 @@ def test_words_are_attributed_to_the_right_speaker(perceivers, pyannote_dir):
     audio, sr = sf.read(pyannote_dir / "sample.wav", dtype="float32")
     segments, _ = perceivers.asr.transcribe(audio, sr)
     turns = diarize(split_turns(segments, 0.6), audio, sr, perceivers.speaker)
-    labels = np.unique(np.stack([t.voice_embedding for t in turns]), axis=0, return_inverse=True)[1].ravel()
+    labels = [t.speaker for t in turns]
+    assert all(labels)
+    for k in set(labels):  # one voice per speaker: the cluster centroid
+        (voice, *rest) = [t.voice_embedding for t in turns if t.speaker == k]
+        assert all(np.array_equal(voice, v) for v in rest)
     reference = [(t.speaker, t.start_s, t.end_s) for t in read_rttm(pyannote_dir / "sample.rttm")]
-    predicted = [(str(k), t.start_s, t.end_s) for k, t in zip(labels, turns)]
+    predicted = [(t.speaker, t.start_s, t.end_s) for t in turns]
     # measured 0.763 with tiny.en + resemblyzer on this machine; issue 3 targets 0.85
     assert speaker_attribution(reference, predicted) >= 0.70
 
