@@ -13,23 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from perception.base import SpeakerEmbedder
+from perception.cluster import agglomerate, fold_small
 from perception.records import SpeechTurn, Word
 
 
 def _cluster(embs: np.ndarray, max_distance: float, min_size: int) -> np.ndarray:
-    if len(embs) < 2:
-        return np.zeros(len(embs), dtype=int)
-    from scipy.cluster.hierarchy import fcluster, linkage
-
-    labels = fcluster(linkage(embs, "average", metric="cosine"), max_distance, "distance") - 1
-    sizes = np.bincount(labels)
-    big = np.flatnonzero(sizes >= min_size)
-    if big.size and big.size < sizes.size:
-        centroids = np.stack([embs[labels == b].mean(axis=0) for b in big])
-        for i in np.flatnonzero(sizes[labels] < min_size):
-            labels[i] = big[int(np.argmax(centroids @ embs[i]))]
-    _, labels = np.unique(labels, return_inverse=True)  # 0..k-1
-    return labels
+    return fold_small(agglomerate(embs, max_distance), embs, min_size)
 
 
 def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speaker: SpeakerEmbedder,

@@ -82,8 +82,33 @@ class FaceObservation:
     face_id: str
     frame_time_s: float  # offset within the clip
     box_xywh: tuple[int, int, int, int]
-    score: float
+    score: float  # detector score
     embedding: np.ndarray
+    sharpness: float = 0.0  # variance of the Laplacian of the face crop at 64x64 (blur filter)
+    person: str = ""  # clip-local face cluster ("p0", "p1", …); "" when not clustered
+
+
+@dataclass(frozen=True)
+class TextLine:
+    """One line of on-screen text."""
+
+    text: str
+    box_xyxy: tuple[int, int, int, int]  # axis-aligned bounds of the detected quadrilateral
+    confidence: float
+
+
+@dataclass(frozen=True)
+class FrameObservation:
+    """What one sampled (non-duplicate) frame shows."""
+
+    frame_time_s: float  # offset within the clip
+    tags: tuple[tuple[str, float], ...] = ()  # object/scene labels with probabilities, best first
+    embedding: np.ndarray | None = None  # image embedding (L2-normalised)
+    text_lines: tuple[TextLine, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.text_lines)
 
 
 @dataclass(frozen=True)
@@ -92,7 +117,14 @@ class ClipObservations:
     speech: tuple[SpeechTurn, ...]
     faces: tuple[FaceObservation, ...]
     notes: tuple[str, ...] = ()  # why something is missing (no audio stream, decode error, ...)
-    timings_s: dict[str, float] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    frames: tuple[FrameObservation, ...] = ()  # sampled frames left after near-duplicate skipping
+    caption: str = ""  # from a vision-language model; "" without one
+    language: str = ""  # spoken language detected by ASR; "" without speech
+
+    @property
+    def screen_text(self) -> str:
+        return "\n".join(f.text for f in self.frames if f.text_lines)
 
     @property
     def transcript(self) -> str:

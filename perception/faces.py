@@ -1,0 +1,58 @@
+"""Faces of one clip: detect, keep the usable ones, and group them into clip-local people.
+
+The quality filter drops faces that are too small or too blurred to embed reliably (an out-of-focus
+face in the background embeds close to everyone); detector-score limits live in each backend because
+score scales differ between detectors. Grouping is average-linkage clustering with the rule that two
+faces of one frame are two people.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perception.base import FaceAnalyzer
+from perception.cluster import agglomerate
+from perception.records import FaceObservation
+
+
+@dataclass(frozen=True)
+class FacePolicy:
+    min_face_px: int = 40  # shorter side of the box
+    min_sharpness: float = 20.0  # variance of the Laplacian of the crop resized to 128x128
+    cluster_max_distance: float = 0.08  # average cosine distance to group faces within a clip
+
+
+def sharpness(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int]) -> float:
+    import cv2
+
+    x, y, w, h = box_xywh
+    H, W = frame_rgb.shape[:2]
+    x0, y0, x1, y1 = max(0, x), max(0, y), min(W, x + w), min(H, y + h)
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return 0.0
+    gray = cv2.cvtColor(np.ascontiguousarray(frame_rgb[y0:y1, x0:x1]), cv2.COLOR_RGB2GRAY)
+    return float(cv2.Laplacian(cv2.resize(gray, (128, 128)), cv2.CV_64F).var())
+
+
+def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], analyzer: FaceAnalyzer,
+                 policy: FacePolicy) -> tuple[list[FaceObservation], int]:
+    """Usable faces with a clip-local ``person`` label, and how many detections were dropped."""
+    kept: list[FaceObservation] = []
+    frame_of: list[int] = []
+    dropped = 0
+    for i, (frame, t) in enumerate(zip(frames, times_s)):
+        for j, (box, score, emb) in enumerate(analyzer.analyze(frame)):
+            sharp = sharpness(frame, box)
+            if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
+                dropped += 1
+                continue
+            kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, tuple(int(v) for v in box), float(score),
+                                        emb, sharp))
+            frame_of.append(i)
+    if not kept:
+        return [], dropped
+    labels = agglomerate(np.stack([f.embedding for f in kept]), policy.cluster_max_distance, frame_of)
+    return [FaceObservation(f.face_id, f.frame_time_s, f.box_xywh, f.score, f.embedding, f.sharpness, f"p{k}")
+            for f, k in zip(kept, labels)], dropped

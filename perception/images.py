@@ -1,0 +1,96 @@
+"""Frames and still images: colour normalisation, reading, size limits and near-duplicate skipping.
+
+Every image backend receives RGB uint8 (h, w, 3) arrays; ``to_rgb8`` is the one place that turns
+grayscale, RGBA, 16-bit and float images into that.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from perception.errors import MediaError
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"}
+
+
+def to_rgb8(image: np.ndarray) -> np.ndarray:
+    """RGB uint8 (h, w, 3) from gray (h, w) / (h, w, 1), RGB, RGBA (alpha over white), any bit depth.
+
+    Raises ``ValueError`` for arrays that are not images (wrong rank, empty, 2 or 5+ channels).
+    """
+    a = np.asarray(image)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if a.ndim not in (2, 3) or a.size == 0 or (a.ndim == 3 and a.shape[2] not in (3, 4)):
+        raise ValueError(f"not an image: array of shape {a.shape}; expected (h, w), (h, w, 3) or (h, w, 4)")
+    if a.dtype == np.uint8:
+        f = a.astype(np.float32) / 255.0
+    elif np.issubdtype(a.dtype, np.integer):
+        # 16-bit PNGs and similar: scale by the dtype's range, not by the data's maximum
+        f = a.astype(np.float32) / float(np.iinfo(a.dtype).max)
+    elif np.issubdtype(a.dtype, np.floating):
+        f = np.nan_to_num(a.astype(np.float32), nan=0.0)
+        if f.max(initial=0.0) > 1.0:
+            f = f / 255.0
+    elif a.dtype == bool:
+        f = a.astype(np.float32)
+    else:
+        raise ValueError(f"not an image: dtype {a.dtype}")
+    if f.ndim == 2:
+        f = np.repeat(f[:, :, None], 3, axis=2)
+    elif f.shape[2] == 4:
+        alpha = f[:, :, 3:4]
+        f = f[:, :, :3] * alpha + (1.0 - alpha)  # transparent screenshot regions read as white
+    return np.ascontiguousarray(np.clip(f * 255.0 + 0.5, 0, 255).astype(np.uint8))
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    """An image file as RGB uint8; ``MediaError`` naming the file when it cannot be read."""
+    import cv2
+
+    path = Path(path)
+    try:
+        data = np.fromfile(path, dtype=np.uint8)
+    except OSError as e:
+        raise MediaError(path, f"cannot read the file ({e.strerror or e}); check that it exists and is readable") from e
+    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
+    if image is None:
+        raise MediaError(path, "not a readable image (empty, truncated or an unsupported format); "
+                               f"supported: {', '.join(sorted(IMAGE_SUFFIXES))}")
+    if image.ndim == 3:  # OpenCV decodes to BGR / BGRA
+        image = image[:, :, [2, 1, 0, 3][: image.shape[2]]]
+    return to_rgb8(image)
+
+
+def limit_size(frame: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:
+    """Downscale so the longer side is at most ``max_side``; returns the frame and the scale used."""
+    import cv2
+
+    h, w = frame.shape[:2]
+    scale = min(1.0, max_side / max(h, w))
+    if scale >= 1.0:
+        return frame, 1.0
+    return cv2.resize(frame, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA), scale
+
+
+def _thumbnail(frame: np.ndarray) -> np.ndarray:
+    import cv2
+
+    gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    return cv2.resize(gray, (32, 32), interpolation=cv2.INTER_AREA).astype(np.float32)
+
+
+def distinct_frames(frames: list[np.ndarray], max_mean_diff: float = 3.0) -> list[int]:
+    """Indices of frames to keep: a frame is skipped when its 32x32 grayscale thumbnail differs
+    from the last kept one by at most ``max_mean_diff`` grey levels on average (a static shot or a
+    screen that did not change). 0 keeps every frame."""
+    kept: list[int] = []
+    last = None
+    for i, frame in enumerate(frames):
+        thumb = _thumbnail(frame)
+        if last is None or max_mean_diff <= 0 or float(np.abs(thumb - last).mean()) > max_mean_diff:
+            kept.append(i)
+            last = thumb
+    return kept
