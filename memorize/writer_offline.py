@@ -1,7 +1,7 @@
 """The offline memory writer: deterministic episodic memories from one clip's observations.
 
 - one memory per speech turn: ``<voice_2> said: "…"``
-- one memory per face entity seen in the clip: ``<face_1> is visible from 10:00:07 to 10:00:29``
+- one memory per face entity seen in the clip (one per clip-local face cluster): ``<face_1> is visible from 10:00:07 to 10:00:29``
 Every memory carries its clip, absolute time span, entity ids and the observation ids it came from.
 """
 
@@ -42,13 +42,19 @@ def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: Ent
         memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, entity_ids, (turn.segment_id,)))
 
-    seen: dict[str, list] = defaultdict(list)
-    frames: dict[float, list] = defaultdict(list)
+    # one entity per clip-local face cluster (perception groups faces; two of one frame never share)
+    people: dict[str, list] = defaultdict(list)
     for face in obs.faces:
-        frames[face.frame_time_s].append(face)
-    for t, group in sorted(frames.items()):
-        for face, entity in zip(group, faces.match_distinct([f.embedding for f in group], base + t)):
-            seen[entity.entity_id].append(face)
+        people[face.person or face.face_id].append(face)
+    seen: dict[str, list] = {}
+    if people:
+        centroids = []
+        for group in people.values():
+            c = np.mean([f.embedding for f in group], axis=0)
+            centroids.append(c / (np.linalg.norm(c) + 1e-9))
+        first_ts = base + min(f.frame_time_s for f in obs.faces)
+        for group, entity in zip(people.values(), faces.match_distinct(centroids, first_ts)):
+            seen.setdefault(entity.entity_id, []).extend(group)
     for entity_id, group in seen.items():
         start = base + min(f.frame_time_s for f in group)
         end = base + max(f.frame_time_s for f in group)

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from perception.records import SpeechTurn
+from perception.records import SpeechTurn, TextLine
 
 
 @runtime_checkable
@@ -42,6 +42,36 @@ class FaceAnalyzer(Protocol):
 
 
 @runtime_checkable
+class ImageAnalyzer(Protocol):
+    name: str
+    dim: int
+
+    def analyze(self, frames: list[np.ndarray], top_k: int = 5
+                ) -> list[tuple[tuple[tuple[str, float], ...], np.ndarray]]:
+        """Per RGB frame: object/scene tags (label, probability; best first) and an L2-normalised
+        image embedding."""
+
+
+@runtime_checkable
+class TextReader(Protocol):
+    name: str
+
+    def text_fraction(self, frame_rgb: np.ndarray) -> float:
+        """Fraction of the frame covered by text (a cheap detection pass)."""
+
+    def read(self, frame_rgb: np.ndarray) -> list[TextLine]:
+        """Lines of on-screen text in reading order, with boxes and confidence."""
+
+
+@runtime_checkable
+class Captioner(Protocol):
+    name: str
+
+    def caption(self, frames: list[np.ndarray], times_s: list[float], transcript: str = "") -> str:
+        """A short description of what happens in these frames of one clip."""
+
+
+@runtime_checkable
 class TextEmbedder(Protocol):
     name: str
     dim: int
@@ -57,6 +87,12 @@ REGISTRY: dict[str, dict[str, str]] = {
         "dlib": "perception.faces_dlib:DlibFaces",
         "insightface": "perception.faces_insightface:InsightFaceFaces",
     },
+    "image": {
+        "efficientnet-lite0": "perception.image_efficientnet:EfficientNetLite0Images",
+        "open-clip": "perception.image_openclip:OpenClipImages",
+    },
+    "ocr": {"rapidocr": "perception.ocr_rapidocr:RapidOCRReader"},
+    "caption": {"vlm": "perception.caption_vlm:VLMCaptioner"},
     "text": {
         "minilm": "perception.text_minilm:MiniLMText",
         "hash": "perception.text_hash:HashText",

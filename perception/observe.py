@@ -1,6 +1,10 @@
-"""One clip in, one ``ClipObservations`` out: speech turns with speakers' voice embeddings, and faces.
+"""One clip in, one ``ClipObservations`` out: speech with speakers, faces grouped into clip-local
+people, and per distinct frame object tags, an image embedding and on-screen text; optionally a
+caption from a vision-language model.
 
-A pure function of the clip and the model backends, with no global state, so Ray can run it.
+A pure function of the clip and the model backends, with no global state, so Ray can run it. Each
+stage that fails leaves a note and an empty part of the record, never a crash, and every stage is
+timed.
 """
 
 from __future__ import annotations
@@ -10,10 +14,12 @@ import re
 import time
 from dataclasses import dataclass
 
-from perception.base import FaceAnalyzer, SpeakerEmbedder, SpeechRecognizer
+from perception.base import Captioner, FaceAnalyzer, ImageAnalyzer, SpeakerEmbedder, SpeechRecognizer, TextReader
 from perception.diarize import diarize
 from perception.errors import MediaError
-from perception.records import Clip, ClipMedia, ClipObservations, FaceObservation, SpeechTurn, Word
+from perception.faces import FacePolicy, detect_faces
+from perception.images import distinct_frames, to_rgb8
+from perception.records import Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeechTurn, Word
 from perception.sources import load_media
 
 log = logging.getLogger(__name__)
@@ -26,9 +32,16 @@ class Perceivers:
     asr: SpeechRecognizer
     speaker: SpeakerEmbedder
     faces: FaceAnalyzer
+    image: ImageAnalyzer | None = None
+    ocr: TextReader | None = None
+    captioner: Captioner | None = None
     frame_fps: float = 1.0
     max_turn_gap_s: float = 0.6
     diarize_max_distance: float = 0.3
+    face_policy: FacePolicy = FacePolicy()
+    duplicate_max_diff: float = 3.0  # mean grey-level change below which a frame repeats the last one
+    ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
+    caption_max_frames: int = 4
 
 
 def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn]:
@@ -61,27 +74,45 @@ def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn
     return turns
 
 
-def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> list[SpeechTurn]:
+def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> tuple[list[SpeechTurn], str]:
     audio = media.audio
     if audio is None or audio.size == 0:
-        return []
-    segments, _language = p.asr.transcribe(audio, media.sample_rate)
+        return [], ""
+    segments, language = p.asr.transcribe(audio, media.sample_rate)
     turns = diarize(split_turns(segments, p.max_turn_gap_s), audio, media.sample_rate, p.speaker,
                     max_distance=p.diarize_max_distance)
     return [SpeechTurn(f"{clip.clip_id}:{t.segment_id}", t.text, t.start_s, t.end_s, t.language, t.words,
-                       t.voice_embedding, t.speaker) for t in turns]
+                       t.voice_embedding, t.speaker) for t in turns], language if segments else ""
 
 
-def _faces(clip: Clip, media: ClipMedia, p: Perceivers) -> list[FaceObservation]:
-    out = []
-    for i, (frame, t) in enumerate(zip(media.frames, media.frame_times_s)):
-        for j, (box, score, emb) in enumerate(p.faces.analyze(frame)):
-            out.append(FaceObservation(f"{clip.clip_id}:f{i}.{j}", t, box, score, emb))
-    return out
+def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
+            timings: dict[str, float]) -> list[FrameObservation]:
+    """Tags, embedding and on-screen text of the distinct frames; a failing backend leaves a note."""
+    tagged: list = [((), None)] * len(frames)
+    t0 = time.perf_counter()
+    if p.image is not None and frames:
+        try:
+            tagged = p.image.analyze(frames)
+        except (RuntimeError, ValueError) as e:
+            notes.append(f"image tags failed: {e}")
+            log.warning("image tags failed: %s", e)
+    timings["image_s"] = time.perf_counter() - t0
+    texts: list = [()] * len(frames)
+    t0 = time.perf_counter()
+    if p.ocr is not None:
+        for i, frame in enumerate(frames):
+            try:
+                if p.ocr_min_text_fraction <= 0 or p.ocr.text_fraction(frame) >= p.ocr_min_text_fraction:
+                    texts[i] = tuple(p.ocr.read(frame))
+            except (RuntimeError, ValueError) as e:
+                notes.append(f"OCR failed on the frame at {times[i]:.1f} s: {e}")
+                log.warning("OCR failed on the frame at %.1f s: %s", times[i], e)
+    timings["ocr_s"] = time.perf_counter() - t0
+    return [FrameObservation(t, tags, emb, text) for t, (tags, emb), text in zip(times, tagged, texts)]
 
 
 def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
-    """Decode the clip and run every perceiver on it; a failing stream leaves a note, not a crash.
+    """Decode the clip and run every perceiver on it; a failing stage leaves a note, not a crash.
 
     Raises ``MediaError`` when nothing of the clip can be decoded.
     """
@@ -90,21 +121,59 @@ def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
     media, notes = load_media(clip, p.frame_fps)
     notes = list(notes)
     timings["decode_s"] = time.perf_counter() - t0
+    return observe_media(clip, media, p, notes, timings)
+
+
+def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] | None = None,
+                  timings: dict[str, float] | None = None) -> ClipObservations:
+    """``observe_clip`` on media already decoded (screenshots, tests, other decoders)."""
+    notes = list(notes or [])
+    timings = dict(timings or {})
+    frames, times = [], []
+    for frame, t in zip(media.frames, media.frame_times_s):
+        try:
+            frames.append(to_rgb8(frame))
+            times.append(t)
+        except ValueError as e:
+            notes.append(f"frame at {t:.1f} s skipped: {e}")
 
     speech: list[SpeechTurn] = []
-    faces: list[FaceObservation] = []
+    language = ""
     t0 = time.perf_counter()
     try:
-        speech = _speech(clip, media, p)
+        speech, language = _speech(clip, media, p)
     except (RuntimeError, ValueError, MediaError) as e:
         notes.append(f"speech failed: {e}")
         log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
     timings["speech_s"] = time.perf_counter() - t0
+
+    faces: list[FaceObservation] = []
     t0 = time.perf_counter()
     try:
-        faces = _faces(clip, media, p)
+        faces, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy)
+        if dropped:
+            notes.append(f"{dropped} face detection(s) too small or blurred to use")
     except (RuntimeError, ValueError) as e:
         notes.append(f"faces failed: {e}")
         log.warning("%s clip %d: faces failed: %s", clip.source.path, clip.index, e)
     timings["faces_s"] = time.perf_counter() - t0
-    return ClipObservations(clip, tuple(speech), tuple(faces), tuple(notes), timings)
+
+    keep = distinct_frames(frames, p.duplicate_max_diff)
+    distinct = [frames[i] for i in keep]
+    distinct_times = [times[i] for i in keep]
+    frame_obs = _frames(distinct, distinct_times, p, notes, timings)
+
+    caption = ""
+    t0 = time.perf_counter()
+    if p.captioner is not None and distinct:
+        step = max(1, len(distinct) // p.caption_max_frames)
+        try:
+            caption = p.captioner.caption(distinct[::step][: p.caption_max_frames],
+                                          distinct_times[::step][: p.caption_max_frames],
+                                          " ".join(t.text for t in speech))
+        except (RuntimeError, ValueError, OSError) as e:
+            notes.append(f"caption failed: {e}")
+            log.warning("%s clip %d: caption failed: %s", clip.source.path, clip.index, e)
+    timings["caption_s"] = time.perf_counter() - t0
+    return ClipObservations(clip, tuple(speech), tuple(faces), tuple(notes), timings, tuple(frame_obs),
+                            caption, language)
