@@ -1,4 +1,6 @@
-"""One client for OpenAI-compatible chat endpoints (planned: issues 3–5).
+"""One client for OpenAI-compatible chat endpoints (vLLM, Ollama, llama.cpp server, OpenAI, Gemini's
+compatible API): requests, bounded retries on transient errors, JSON-reply validation."""
 
-Nothing here yet: the offline defaults of the foundation need no LLM.
-"""
+from llm.client import ChatClient, LLMError, image_data_url
+
+__all__ = ["ChatClient", "LLMError", "image_data_url"]

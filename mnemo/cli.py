@@ -1,4 +1,4 @@
-"""The ``mnemo`` command: ingest, ask, demo."""
+"""The ``mnemo`` command: ingest, ask, demo, bench."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import time
 from datetime import datetime
 
 log = logging.getLogger("mnemo")
@@ -40,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="offline demo on real media: build, ingest, ask")
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
+
+    bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
+    bench.add_argument("name", choices=["perception"], help="perception: ASR, speakers, faces, OCR on real media")
+    bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     return p
 
 
@@ -56,7 +61,7 @@ def cmd_ingest(args, cfg) -> int:
     from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
 
     store = open_store(cfg.graph, args.store)
-    report = ingest(args.paths, store, build_perceivers(cfg.perception),
+    report = ingest(args.paths, store, build_perceivers(cfg.perception, cfg.llm),
                     match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
                     clip_s=cfg.perception.clip_s, start=args.start)
     counts = store.count()
@@ -94,6 +99,22 @@ def cmd_ask(args, cfg) -> int:
     return 0
 
 
+def cmd_bench(args, cfg) -> int:
+    from bench import perception as bench_perception
+    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies
+
+    perceivers = build_perceivers(cfg.perception, cfg.llm)
+    face_policy, _ = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+    t0 = time.perf_counter()
+    report = bench_perception.run(perceivers, face_policy.threshold,
+                                  progress=lambda m: print(m, file=sys.stderr, flush=True))
+    print(bench_perception.format_report(report))
+    print(f"\nbench perception finished in {time.perf_counter() - t0:.1f} s")
+    if args.json:
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in report.figures.items()}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
@@ -105,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_ingest(args, cfg)
         if args.command == "ask":
             return cmd_ask(args, cfg)
+        if args.command == "bench":
+            return cmd_bench(args, cfg)
         from mnemo.demo import run_demo
 
         return run_demo(cfg, args.store)

@@ -16,7 +16,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 class PerceptionConfig(BaseModel):
     clip_s: float = Field(30.0, gt=0, description="clip length in seconds")
-    frame_fps: float = Field(1.0, gt=0, le=30, description="frames sampled per second for faces")
+    frame_fps: float = Field(1.0, gt=0, le=30, description="frames sampled per second")
+    duplicate_max_diff: float = Field(3.0, ge=0, description="mean grey-level change under which a frame "
+                                      "repeats the previous one and is skipped for tags/OCR/captions; 0 keeps all")
     device: str = "auto"
     asr_model: str = "tiny.en"  # packaged default; or a faster-whisper model name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
@@ -25,6 +27,19 @@ class PerceptionConfig(BaseModel):
     faces_backend: Literal["auto", "dlib", "insightface"] = "auto"
     insightface_root: str = "~/.insightface"
     insightface_pack: str = "buffalo_l"
+    face_min_px: int = Field(40, ge=8, description="smallest usable face (shorter box side, pixels)")
+    face_min_sharpness: float = Field(20.0, ge=0, description="Laplacian variance of the 128x128 face crop")
+    face_cluster_distance_dlib: float = Field(0.08, gt=0, lt=2, description="average cosine distance "
+                                              "to group faces of one clip (dlib)")
+    face_cluster_distance_insightface: float = Field(0.55, gt=0, lt=2)
+    image_backend: Literal["efficientnet-lite0", "open-clip", "none"] = "efficientnet-lite0"
+    open_clip_model: str = "ViT-B-32"
+    open_clip_checkpoint: str = ""  # a local .pt/.safetensors file or an open_clip pretrained tag
+    ocr_backend: Literal["rapidocr", "none"] = "rapidocr"
+    ocr_min_text_fraction: float = Field(0.01, ge=0, le=1, description="run OCR recognition on frames "
+                                         "at least this covered by detected text; 0 reads every frame")
+    ocr_every_s: float = Field(5.0, ge=0, description="look for on-screen text in video at most this often")
+    caption_backend: Literal["none", "vlm"] = "none"  # "vlm" uses the [llm] endpoint
 
 
 class MemorizeConfig(BaseModel):
@@ -33,6 +48,17 @@ class MemorizeConfig(BaseModel):
     face_threshold_insightface: float = 0.45
     voice_threshold: float = 0.75
     max_samples: int = Field(8, ge=1)
+
+
+class LLMConfig(BaseModel):
+    """An OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, OpenAI, …). The API key
+    is read from the environment variable named by ``api_key_env``, never from a file."""
+
+    base_url: str = ""  # e.g. http://localhost:8000/v1; empty: no LLM
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0)
 
 
 class GraphConfig(BaseModel):
@@ -50,6 +76,7 @@ class MnemoConfig(BaseSettings):
     perception: PerceptionConfig = PerceptionConfig()
     memorize: MemorizeConfig = MemorizeConfig()
     graph: GraphConfig = GraphConfig()
+    llm: LLMConfig = LLMConfig()
     control: ControlConfig = ControlConfig()
 
     @classmethod

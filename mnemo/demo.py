@@ -23,7 +23,7 @@ def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     from control.answer import OfflineAnswerer
     from mnemo.cli import print_answer
     from mnemo.demo_media import build_demo_recording
-    from mnemo.fixtures import cache_dir
+    from bench.fixtures import cache_dir
     from mnemo.pipeline import ingest
     from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
 
@@ -34,7 +34,7 @@ def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
         store_dir = str(cache_dir() / "demo" / "store")
         shutil.rmtree(store_dir, ignore_errors=True)  # the demo starts from an empty memory
     store = open_store(cfg.graph, store_dir)
-    report = ingest([str(recording)], store, build_perceivers(cfg.perception),
+    report = ingest([str(recording)], store, build_perceivers(cfg.perception, cfg.llm),
                     match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s=cfg.perception.clip_s)
     if not report.ok:
         print(f"error: the demo recording could not be ingested: {report.files_failed}", file=sys.stderr)

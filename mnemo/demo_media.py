@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mnemo.fixtures import cache_dir, group_photo, pyannote_sample, read_rttm
+from bench.fixtures import cache_dir, group_photo, pyannote_sample, read_rttm
 
 WIDTH, HEIGHT, FPS = 640, 360, 5
 DURATION_S = 40.0

@@ -7,8 +7,12 @@ from pathlib import Path
 
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from mnemo.config import GraphConfig, MemorizeConfig, PerceptionConfig
+import os
+
+from llm.client import ChatClient
+from mnemo.config import GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
 from perception.base import build
+from perception.faces import FacePolicy
 from perception.observe import Perceivers
 
 log = logging.getLogger(__name__)
@@ -22,17 +26,40 @@ def faces_backend_name(cfg: PerceptionConfig) -> str:
     return "insightface" if any(pack.glob("*.onnx")) else "dlib"
 
 
-def build_perceivers(cfg: PerceptionConfig) -> Perceivers:
+def chat_client(cfg: LLMConfig) -> ChatClient:
+    return ChatClient(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, cfg.timeout_s, cfg.max_retries)
+
+
+def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None) -> Perceivers:
     faces = faces_backend_name(cfg)
-    log.info("perception: asr=faster-whisper(%s) speaker=%s faces=%s", cfg.asr_model, cfg.speaker_backend, faces)
+    log.info("perception: asr=faster-whisper(%s) speaker=%s faces=%s image=%s ocr=%s caption=%s", cfg.asr_model,
+             cfg.speaker_backend, faces, cfg.image_backend, cfg.ocr_backend, cfg.caption_backend)
     face_kwargs = ({"root": cfg.insightface_root, "pack": cfg.insightface_pack, "device": cfg.device}
                    if faces == "insightface" else {})
+    image = None
+    if cfg.image_backend == "open-clip":
+        image = build("image", "open-clip", model=cfg.open_clip_model, checkpoint=cfg.open_clip_checkpoint,
+                      device=cfg.device)
+    elif cfg.image_backend != "none":
+        image = build("image", cfg.image_backend, device=cfg.device)
+    captioner = None
+    if cfg.caption_backend == "vlm":
+        captioner = build("caption", "vlm", client=chat_client(llm or LLMConfig()))
+    cluster_distance = (cfg.face_cluster_distance_insightface if faces == "insightface"
+                        else cfg.face_cluster_distance_dlib)
     return Perceivers(
         asr=build("asr", "faster-whisper", model=cfg.asr_model, device=cfg.device, compute_type=cfg.asr_compute_type),
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device),
         faces=build("faces", faces, **face_kwargs),
+        image=image,
+        ocr=build("ocr", cfg.ocr_backend) if cfg.ocr_backend != "none" else None,
+        captioner=captioner,
         frame_fps=cfg.frame_fps,
         diarize_max_distance=cfg.diarize_max_distance,
+        face_policy=FacePolicy(cfg.face_min_px, cfg.face_min_sharpness, cluster_distance),
+        duplicate_max_diff=cfg.duplicate_max_diff,
+        ocr_min_text_fraction=cfg.ocr_min_text_fraction,
+        ocr_every_s=cfg.ocr_every_s,
     )
 
 

@@ -41,6 +41,7 @@ class Perceivers:
     face_policy: FacePolicy = FacePolicy()
     duplicate_max_diff: float = 3.0  # mean grey-level change below which a frame repeats the last one
     ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
+    ocr_every_s: float = 5.0  # video: look for text at most this often (screenshots: every frame)
     caption_max_frames: int = 4
 
 
@@ -100,7 +101,11 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
     texts: list = [()] * len(frames)
     t0 = time.perf_counter()
     if p.ocr is not None:
+        last_t = -float("inf")
         for i, frame in enumerate(frames):
+            if times[i] - last_t < p.ocr_every_s:
+                continue
+            last_t = times[i]
             try:
                 if p.ocr_min_text_fraction <= 0 or p.ocr.text_fraction(frame) >= p.ocr_min_text_fraction:
                     texts[i] = tuple(p.ocr.read(frame))

@@ -178,30 +178,67 @@ def fit_audio(audio: np.ndarray, duration_s: float) -> tuple[np.ndarray, str | N
     return np.pad(audio, (0, n - audio.size)), note
 
 
-def _video_size(path: str) -> tuple[int, int]:
+def decode_frames(clip: Clip, fps: float, max_side: int = 960) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
+    """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``.
+
+    Decoded with PyAV: for each sample time ``k / fps`` the frame whose timestamp is nearest is
+    taken, and its own timestamp (offset within the clip) is returned, so times say what the frame
+    shows. (ffmpeg's fps filter was measured to hand out frames up to half a period late.) Packets
+    that fail to decode are skipped; if nothing decodes, ``MediaError``.
+    """
     import av
 
-    with av.open(path) as c:
-        s = c.streams.video[0]
-        return s.codec_context.width, s.codec_context.height
+    try:
+        container = av.open(clip.source.path)
+    except (av.error.FFmpegError, OSError) as e:
+        raise MediaError(clip.source.path, f"cannot open the video: {e}") from e
+    targets = [k / fps for k in range(max(1, int(np.ceil(clip.duration_s * fps - 1e-6))))]
+    chosen: list[tuple[float, object]] = []
+    bad_packets = 0
+    with container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        w, h = stream.codec_context.width, stream.codec_context.height
+        if w <= 0 or h <= 0:
+            raise MediaError(clip.source.path, "video stream has no frame size")
+        scale = min(1.0, max_side / max(w, h))
+        ow, oh = max(2, int(w * scale) // 2 * 2), max(2, int(h * scale) // 2 * 2)
+        origin = container.start_time / 1e6 if container.start_time is not None else 0.0
+        if clip.offset_s > 0:
+            container.seek(int((origin + clip.offset_s) * 1e6))  # lands on the keyframe before
+        k = 0
+        prev: tuple[float, object] | None = None
 
+        def take(t_frame: tuple[float, object]) -> None:
+            if not chosen or chosen[-1][1] is not t_frame[1]:
+                chosen.append(t_frame)
 
-def decode_frames(clip: Clip, fps: float, max_side: int = 960) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
-    """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``."""
-    w, h = _video_size(clip.source.path)
-    if w <= 0 or h <= 0:
-        raise MediaError(clip.source.path, "video stream has no frame size")
-    scale = min(1.0, max_side / max(w, h))
-    ow, oh = max(2, int(w * scale) // 2 * 2), max(2, int(h * scale) // 2 * 2)
-    raw = _run_ffmpeg(clip, format="rawvideo", pix_fmt="rgb24", vf=f"fps={fps:g},scale={ow}:{oh}", an=None)
-    frame_bytes = ow * oh * 3
-    n = len(raw) // frame_bytes
-    frames = tuple(
-        np.frombuffer(raw, dtype=np.uint8, count=frame_bytes, offset=i * frame_bytes).reshape(oh, ow, 3)
-        for i in range(n)
-    )
-    times = tuple(min(i / fps, clip.duration_s) for i in range(n))
-    return frames, times
+        def frames():
+            nonlocal bad_packets
+            for packet in container.demux(stream):
+                try:
+                    yield from packet.decode()
+                except av.error.FFmpegError:
+                    bad_packets += 1
+
+        for frame in frames():
+            if frame.time is None:
+                continue
+            t = float(frame.time) - origin - clip.offset_s
+            if t >= clip.duration_s:
+                break
+            while k < len(targets) and t >= targets[k]:
+                take(prev if prev is not None and prev[0] >= 0 and targets[k] - prev[0] < t - targets[k]
+                     else (t, frame))
+                k += 1
+            prev = (t, frame)
+        if k < len(targets) and prev is not None and prev[0] >= 0 and prev[0] > targets[k] - 0.5 / fps:
+            take(prev)  # the last sample time falls after the last frame
+    if not chosen:
+        raise MediaError(clip.source.path, f"no video frame decodes in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s"
+                         + (f" ({bad_packets} corrupt packets)" if bad_packets else ""))
+    images = tuple(f.reformat(width=ow, height=oh, format="rgb24").to_ndarray() for _, f in chosen)
+    return images, tuple(min(max(t, 0.0), clip.duration_s) for t, _ in chosen)
 
 
 def load_media(clip: Clip, fps: float) -> tuple[ClipMedia, tuple[str, ...]]:

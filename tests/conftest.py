@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 
 def _fetched(fetch, what: str):
-    from mnemo.fixtures import FixtureUnavailable
+    from bench.fixtures import FixtureUnavailable
 
     try:
         return fetch()
@@ -22,7 +22,7 @@ def _fetched(fetch, what: str):
 
 @pytest.fixture(scope="session")
 def pyannote_dir() -> Path:
-    from mnemo.fixtures import pyannote_sample
+    from bench.fixtures import pyannote_sample
 
     return _fetched(pyannote_sample, "pyannote sample")
 

@@ -5,7 +5,7 @@ import pytest
 import soundfile as sf
 
 from bench.metrics import speaker_attribution
-from mnemo.fixtures import read_rttm
+from bench.fixtures import read_rttm
 from perception.diarize import diarize
 from perception.observe import split_turns
 

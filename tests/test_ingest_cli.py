@@ -24,7 +24,7 @@ def bad_files(tmp_path_factory, demo_recording):
     data = demo_recording.read_bytes()
     (d / "truncated.mp4").write_bytes(data[: len(data) // 10])
     shutil.copy(demo_recording.parent.parent / "pyannote-sample" / "sample.rttm", d / "sample.rttm")
-    from mnemo.fixtures import group_photo
+    from bench.fixtures import group_photo
 
     shutil.copy(group_photo(), d / "photo.jpg")
     video_only = d / "video_only.mp4"

@@ -3,6 +3,8 @@
 - ``pyannote-audio`` wheel (read as a zip, never imported): ``sample.wav`` (30 s, two speakers,
   Diane and Sheila), ``sample.rttm`` (speaker turns), ``sample.stm`` (timed transcript).
 - ``insightface`` (a dependency of mnemo): the group photo ``data/images/t1.jpg``.
+- Debian ``opencv-doc`` (``apt-get download``, unpacked without root): ``Megamind.avi`` (two animated
+  characters' faces) and real application screenshots from the HTML docs.
 
 The cache is ``$MNEMO_CACHE`` or ``~/.cache/mnemo``.
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,6 +63,50 @@ def pyannote_sample() -> Path:
                 part = out / (name + ".part")
                 part.write_bytes(data)
                 part.replace(out / name)  # atomic: a killed fetch leaves no half file
+    return out
+
+
+OPENCV_DOC_FILES = (
+    "usr/share/doc/opencv-doc/examples/data/Megamind.avi",
+    "usr/share/doc/opencv-doc/opencv4/html/eclipse_cdt_cfg7.png",
+    "usr/share/doc/opencv-doc/opencv4/html/qtgui.png",
+)
+
+
+def _apt_download(package: str, dest: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["apt-get", "download", package], cwd=dest, capture_output=True, text=True, check=False)
+
+
+def opencv_doc() -> Path:
+    """Folder holding ``Megamind.avi``, ``eclipse_cdt_cfg7.png`` and ``qtgui.png`` from Debian's
+    opencv-doc package (fetched with ``apt-get download``; the package lists are refreshed once if
+    they are missing)."""
+    out = cache_dir() / "opencv-doc"
+    names = [Path(f).name for f in OPENCV_DOC_FILES]
+    if all((out / n).is_file() for n in names):
+        return out
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        raise FixtureUnavailable("opencv-doc needs apt-get and dpkg-deb (Debian/Ubuntu) to be fetched")
+    with tempfile.TemporaryDirectory() as tmp:
+        log.info("fetching Debian package opencv-doc (about 95 MB) for Megamind.avi and screenshots")
+        proc = _apt_download("opencv-doc", tmp)
+        if proc.returncode != 0:  # no package lists yet: refresh them once (needs root)
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True, check=False)
+            proc = _apt_download("opencv-doc", tmp)
+        debs = list(Path(tmp).glob("opencv-doc_*.deb"))
+        if proc.returncode != 0 or not debs:
+            raise FixtureUnavailable(f"could not fetch opencv-doc with apt-get: {(proc.stderr or proc.stdout).strip()[-300:]}")
+        members = ["./" + f for f in OPENCV_DOC_FILES]
+        tar = subprocess.run(f"dpkg-deb --fsys-tarfile {shlex.quote(str(debs[0]))} | tar -x -C {shlex.quote(tmp)} "
+                             + " ".join(shlex.quote(m) for m in members),
+                             shell=True, capture_output=True, text=True, check=False)
+        if tar.returncode != 0:
+            raise FixtureUnavailable(f"could not unpack opencv-doc: {tar.stderr.strip()[-300:]}")
+        out.mkdir(parents=True, exist_ok=True)
+        for f in OPENCV_DOC_FILES:
+            part = out / (Path(f).name + ".part")
+            shutil.copyfile(Path(tmp) / f, part)
+            part.replace(out / Path(f).name)
     return out
 
 

@@ -1,0 +1,43 @@
+"""Clip captions from a vision-language model behind an OpenAI-compatible endpoint (e.g. Qwen2.5-VL
+on vLLM). Frames are resized the way Qwen-VL expects (``qwen_vl_utils.fetch_image``: sides rounded
+to the patch grid, pixel budget bounded) and sent inline as JPEG data URLs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from llm.client import ChatClient, LLMError, image_data_url
+
+PROMPT = ("These are frames from one 30-second clip of a personal recording, in time order. "
+          "Describe in two or three sentences what happens: the setting, the people and what they do, "
+          "and any visible text that matters. Do not guess names.")
+
+
+class VLMCaptioner:
+    name = "vlm"
+
+    def __init__(self, client: ChatClient, max_pixels: int = 448 * 448, max_tokens: int = 200) -> None:
+        self.client = client
+        self.max_pixels = max_pixels
+        self.max_tokens = max_tokens
+
+    def prepare(self, frame_rgb: np.ndarray) -> np.ndarray:
+        from PIL import Image
+        from qwen_vl_utils import fetch_image
+
+        image = fetch_image({"image": Image.fromarray(frame_rgb), "max_pixels": self.max_pixels})
+        return np.asarray(image.convert("RGB"))
+
+    def caption(self, frames: list[np.ndarray], times_s: list[float], transcript: str = "") -> str:
+        content: list[dict] = []
+        for frame, t in zip(frames, times_s):
+            content.append({"type": "text", "text": f"[{t:.1f} s]"})
+            content.append({"type": "image_url", "image_url": {"url": image_data_url(self.prepare(frame))}})
+        prompt = PROMPT + (f"\nWhat was said (speech recognition, may contain errors): {transcript}"
+                           if transcript else "")
+        content.append({"type": "text", "text": prompt})
+        try:
+            reply = self.client.chat([{"role": "user", "content": content}], max_tokens=self.max_tokens)
+        except LLMError as e:
+            raise RuntimeError(f"caption: {e}") from e
+        return " ".join(reply.split())
