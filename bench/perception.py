@@ -75,7 +75,7 @@ def speech_figures(p: Perceivers, report: PerceptionReport) -> None:
     reference = " ".join(text for _, _, _, text in read_stm(folder / "sample.stm"))
     report.figures["asr_wer"] = word_error_rate(reference, obs.transcript)
     ref_turns = [(t.speaker, t.start_s, t.end_s) for t in read_rttm(folder / "sample.rttm")]
-    predicted = [(t.speaker, t.start_s, t.end_s) for t in obs.speech if t.speaker]
+    predicted = [(s.speaker, s.start_s, s.end_s) for s in obs.speakers]
     report.figures["speaker_attribution"] = speaker_attribution(ref_turns, predicted)
     report.stage_s["speech (ASR + diarization)"] = (obs.timings_s["speech_s"], clip.duration_s)
     report.stage_s["decode (audio)"] = (obs.timings_s["decode_s"], clip.duration_s)

@@ -23,7 +23,9 @@ class PerceptionConfig(BaseModel):
     asr_model: str = "tiny.en"  # packaged default; or a faster-whisper model name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"
-    diarize_max_distance: float = Field(0.3, gt=0, lt=2, description="cosine distance to cluster voice windows")
+    diarize_max_distance: float = Field(0.25, gt=0, lt=2, description="cosine distance to cluster voice windows")
+    diarize_min_speaker_s: float = Field(2.5, ge=0, description="speakers with less speech in a clip are "
+                                         "folded into the nearest one")
     faces_backend: Literal["auto", "dlib", "insightface"] = "auto"
     insightface_root: str = "~/.insightface"
     insightface_pack: str = "buffalo_l"

@@ -56,6 +56,7 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None) -> Per
         captioner=captioner,
         frame_fps=cfg.frame_fps,
         diarize_max_distance=cfg.diarize_max_distance,
+        diarize_min_speaker_s=cfg.diarize_min_speaker_s,
         face_policy=FacePolicy(cfg.face_min_px, cfg.face_min_sharpness, cluster_distance),
         duplicate_max_diff=cfg.duplicate_max_diff,
         ocr_min_text_fraction=cfg.ocr_min_text_fraction,

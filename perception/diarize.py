@@ -1,11 +1,20 @@
-"""Who spoke when inside one clip: sliding-window voice embeddings, clustered, mapped onto words.
+"""Who spoke when inside one clip: sliding-window voice embeddings, clustered, mapped onto time and words.
 
 Whisper segments often run across a change of speaker, and a sentence-long turn is too short for a
-reliable voice embedding. So: embed 1.6 s windows every 0.25 s, cluster the windows that fall in
-speech (average linkage, cosine distance), fold tiny clusters into their nearest big one, give each
-word the label of the window centred nearest to it, split turns where the label changes, and give
-every turn the centroid of its speaker's cluster as its voice embedding: an estimate from the whole
-clip, not from a few words.
+reliable voice embedding. So:
+
+1. find speech with Silero VAD (shipped inside faster-whisper), joined with the ASR turns;
+2. embed 1.6 s windows every 0.25 s and cluster the windows centred in speech (average linkage,
+   cosine distance ``max_distance``);
+3. fold speakers with less than ``min_speaker_s`` of windows into their nearest big cluster: a
+   handful of odd windows (laughter, overlap, a cough) is far likelier than a new person;
+4. the result is a speaker timeline over the speech regions, and each word takes the label of the
+   window centred nearest to it; turns split where the label changes, and every turn carries the
+   centroid of its speaker's cluster as its voice embedding (an estimate from the whole clip).
+
+Calibration (``mnemo bench perception``, pyannote's two-speaker ``sample.wav``): with
+``min_speaker_s = 2.5`` every ``max_distance`` from 0.20 to 0.27 found the two speakers and scored
+0.88–0.91 speaker attribution; 0.25 is the middle. Without folding, 0.25 gave 5 clusters and 0.68.
 """
 
 from __future__ import annotations
@@ -14,28 +23,70 @@ import numpy as np
 
 from perception.base import SpeakerEmbedder
 from perception.cluster import agglomerate, fold_small
-from perception.records import SpeechTurn, Word
+from perception.records import SpeakerSegment, SpeechTurn, Word
+
+RATE_HZ = 4.0
 
 
-def _cluster(embs: np.ndarray, max_distance: float, min_size: int) -> np.ndarray:
-    return fold_small(agglomerate(embs, max_distance), embs, min_size)
+def speech_regions(audio: np.ndarray, sample_rate: int) -> list[tuple[float, float]]:
+    """Speech stretches (seconds) found by Silero VAD."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    stamps = get_speech_timestamps(audio.astype(np.float32, copy=False),
+                                   VadOptions(min_silence_duration_ms=300, speech_pad_ms=100),
+                                   sampling_rate=sample_rate)
+    return [(s["start"] / sample_rate, s["end"] / sample_rate) for s in stamps]
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _timeline(labels: np.ndarray, centres: np.ndarray, regions: list[tuple[float, float]]) -> list[SpeakerSegment]:
+    half = 0.5 / RATE_HZ
+    pieces = []
+    for k, c in zip(labels, centres):
+        for a, b in regions:
+            s, e = max(a, c - half), min(b, c + half)
+            if e > s:
+                pieces.append((float(s), float(e), f"s{k}"))
+    out: list[SpeakerSegment] = []
+    for s, e, k in sorted(pieces):
+        if out and out[-1].speaker == k and s - out[-1].end_s < 1e-6:
+            out[-1] = SpeakerSegment(k, out[-1].start_s, max(out[-1].end_s, e))
+        else:
+            out.append(SpeakerSegment(k, s, e))
+    return out
 
 
 def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speaker: SpeakerEmbedder,
-            max_distance: float = 0.3, min_cluster_windows: int = 3) -> list[SpeechTurn]:
+            max_distance: float = 0.25, min_speaker_s: float = 2.5,
+            regions: list[tuple[float, float]] | None = None) -> tuple[list[SpeechTurn], list[SpeakerSegment]]:
     """Turns split at speaker changes, each with a clip-local ``speaker`` label and that speaker's
-    centroid as ``voice_embedding``.
+    centroid as ``voice_embedding``, and the speaker timeline over the clip's speech.
 
     Segment ids get a ``.sN`` suffix per speaker run. Turns are returned in time order.
+    ``regions`` (speech stretches in seconds) default to Silero VAD's.
     """
-    if not turns or audio.size < sample_rate:
-        return list(turns)
-    embs, centres = speaker.embed_windows(audio, sample_rate)
-    in_speech = np.array([any(t.start_s - 0.2 <= c <= t.end_s + 0.2 for t in turns) for c in centres])
+    if audio.size < sample_rate:
+        return list(turns), []
+    if regions is None:
+        regions = speech_regions(audio, sample_rate)
+    regions = _union(list(regions) + [(t.start_s, t.end_s) for t in turns])
+    if not regions:
+        return list(turns), []
+    embs, centres = speaker.embed_windows(audio, sample_rate, RATE_HZ)
+    in_speech = np.array([any(a - 0.2 <= c <= b + 0.2 for a, b in regions) for c in centres])
     if not in_speech.any():
-        return list(turns)
+        return list(turns), []
     embs, centres = embs[in_speech], centres[in_speech]
-    labels = _cluster(embs, max_distance, min_cluster_windows)
+    labels = fold_small(agglomerate(embs, max_distance), embs, max(1, int(round(min_speaker_s * RATE_HZ))))
     centroids = []
     for k in range(labels.max() + 1):
         c = embs[labels == k].mean(axis=0)
@@ -62,4 +113,4 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
             seg_id = turn.segment_id if len(runs) == 1 else f"{turn.segment_id}.s{j}"
             out.append(SpeechTurn(seg_id, " ".join(w.text for w in words), words[0].start_s, words[-1].end_s,
                                   turn.language, tuple(words), centroids[k], f"s{k}"))
-    return out
+    return out, _timeline(labels, centres, regions)

@@ -19,7 +19,8 @@ from perception.diarize import diarize
 from perception.errors import MediaError
 from perception.faces import FacePolicy, detect_faces
 from perception.images import distinct_frames, to_rgb8
-from perception.records import Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeechTurn, Word
+from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
+                                SpeechTurn, Word)
 from perception.sources import load_media
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ class Perceivers:
     captioner: Captioner | None = None
     frame_fps: float = 1.0
     max_turn_gap_s: float = 0.6
-    diarize_max_distance: float = 0.3
+    diarize_max_distance: float = 0.25
+    diarize_min_speaker_s: float = 2.5
     face_policy: FacePolicy = FacePolicy()
     duplicate_max_diff: float = 3.0  # mean grey-level change below which a frame repeats the last one
     ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
@@ -75,15 +77,17 @@ def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn
     return turns
 
 
-def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> tuple[list[SpeechTurn], str]:
+def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     audio = media.audio
     if audio is None or audio.size == 0:
-        return [], ""
+        return [], "", []
     segments, language = p.asr.transcribe(audio, media.sample_rate)
-    turns = diarize(split_turns(segments, p.max_turn_gap_s), audio, media.sample_rate, p.speaker,
-                    max_distance=p.diarize_max_distance)
+    if not segments:
+        return [], "", []
+    turns, timeline = diarize(split_turns(segments, p.max_turn_gap_s), audio, media.sample_rate, p.speaker,
+                              max_distance=p.diarize_max_distance, min_speaker_s=p.diarize_min_speaker_s)
     return [SpeechTurn(f"{clip.clip_id}:{t.segment_id}", t.text, t.start_s, t.end_s, t.language, t.words,
-                       t.voice_embedding, t.speaker) for t in turns], language if segments else ""
+                       t.voice_embedding, t.speaker) for t in turns], language, timeline
 
 
 def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
@@ -144,9 +148,10 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
 
     speech: list[SpeechTurn] = []
     language = ""
+    timeline: list[SpeakerSegment] = []
     t0 = time.perf_counter()
     try:
-        speech, language = _speech(clip, media, p)
+        speech, language, timeline = _speech(clip, media, p)
     except (RuntimeError, ValueError, MediaError) as e:
         notes.append(f"speech failed: {e}")
         log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
@@ -181,4 +186,4 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
             log.warning("%s clip %d: caption failed: %s", clip.source.path, clip.index, e)
     timings["caption_s"] = time.perf_counter() - t0
     return ClipObservations(clip, tuple(speech), tuple(faces), tuple(notes), timings, tuple(frame_obs),
-                            caption, language)
+                            caption, language, tuple(timeline))

@@ -78,6 +78,15 @@ class SpeechTurn:
 
 
 @dataclass(frozen=True)
+class SpeakerSegment:
+    """A stretch of the clip's speech attributed to one clip-local speaker (diarization)."""
+
+    speaker: str  # "s0", "s1", … as on the speech turns
+    start_s: float  # offset within the clip
+    end_s: float
+
+
+@dataclass(frozen=True)
 class FaceObservation:
     face_id: str
     frame_time_s: float  # offset within the clip
@@ -121,6 +130,7 @@ class ClipObservations:
     frames: tuple[FrameObservation, ...] = ()  # sampled frames left after near-duplicate skipping
     caption: str = ""  # from a vision-language model; "" without one
     language: str = ""  # spoken language detected by ASR; "" without speech
+    speakers: tuple[SpeakerSegment, ...] = ()  # who spoke when, over the clip's speech
 
     @property
     def screen_text(self) -> str:
