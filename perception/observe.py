@@ -18,7 +18,7 @@ from perception.base import Captioner, FaceAnalyzer, ImageAnalyzer, SpeakerEmbed
 from perception.diarize import diarize
 from perception.errors import MediaError
 from perception.faces import FacePolicy, detect_faces
-from perception.images import distinct_frames, to_rgb8
+from perception.images import distinct_frames, limit_size, to_rgb8
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
                                 SpeechTurn, Word)
 from perception.sources import load_media
@@ -45,6 +45,7 @@ class Perceivers:
     ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
     ocr_every_s: float = 5.0  # video: look for text at most this often (screenshots: every frame)
     caption_max_frames: int = 4
+    max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
 
 
 def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn]:
@@ -141,7 +142,7 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     frames, times = [], []
     for frame, t in zip(media.frames, media.frame_times_s):
         try:
-            frames.append(to_rgb8(frame))
+            frames.append(limit_size(to_rgb8(frame), p.max_frame_side)[0])
             times.append(t)
         except ValueError as e:
             notes.append(f"frame at {t:.1f} s skipped: {e}")

@@ -31,6 +31,8 @@ def _known(word: str) -> bool:
 
 
 def _split_token(token: str) -> str:
+    if "-" in token.strip("-"):  # "Region-basedsegmentation": each hyphenated part on its own
+        return "-".join(_split_token(part) if part else part for part in token.split("-"))
     m = _TOKEN.match(token)
     if not m:
         return token

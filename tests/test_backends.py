@@ -51,3 +51,29 @@ def test_dlib_finds_the_two_faces_of_the_demo_and_tells_them_apart(perceivers):
 def test_silence_gives_no_speech(perceivers):
     turns, _lang = perceivers.asr.transcribe(np.zeros(16000 * 3, dtype=np.float32), 16000)
     assert turns == []
+
+
+@pytest.mark.slow
+def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_language(sample_wav, tmp_path,
+                                                                                       monkeypatch):
+    import soundfile as sf
+
+    from perception.asr_faster_whisper import FasterWhisperASR, packaged_base_model
+
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
+    path = packaged_base_model()
+    assert (path / "model.bin").stat().st_size == 145217607 and not (path / "model.bin.part").exists()
+    mtime = (path / "model.bin").stat().st_mtime_ns
+    assert packaged_base_model() == path and (path / "model.bin").stat().st_mtime_ns == mtime  # not re-joined
+    audio, sr = sf.read(sample_wav, dtype="float32")
+    turns, language = build("asr", "faster-whisper", model="base").transcribe(audio[: 12 * sr], sr)
+    assert language == "en"
+    assert "hello" in " ".join(t.text for t in turns).lower()
+    assert isinstance(FasterWhisperASR("base").language, type(None))  # multilingual: detect, not force
+
+
+def test_every_family_has_its_backends_registered():
+    from perception.base import REGISTRY
+
+    assert set(REGISTRY) == {"asr", "speaker", "faces", "image", "ocr", "caption", "text"}
+    assert {"efficientnet-lite0", "open-clip"} <= set(REGISTRY["image"])

@@ -1,0 +1,102 @@
+"""The LLM client and the VLM captioner against a loopback fake OpenAI-compatible server."""
+
+import base64
+
+import cv2
+import numpy as np
+import pytest
+
+from fake_openai import FakeOpenAI
+from llm.client import ChatClient, LLMError
+from perception.caption_vlm import VLMCaptioner
+
+
+def client(fake, **kw):
+    kw.setdefault("backoff_s", 0.01)
+    return ChatClient(fake.base_url, "qwen2.5-vl-7b", api_key="sk-test", **kw)
+
+
+def test_chat_sends_model_key_and_messages():
+    with FakeOpenAI(["hello there"]) as fake:
+        assert client(fake).chat([{"role": "user", "content": "hi"}]) == "hello there"
+    (body,) = fake.requests
+    assert fake.paths == ["/v1/chat/completions"]
+    assert body["model"] == "qwen2.5-vl-7b" and body["messages"][0]["content"] == "hi"
+    assert fake.headers[0]["Authorization"] == "Bearer sk-test"
+
+
+def test_transient_errors_are_retried_then_succeed():
+    with FakeOpenAI([503, 429, "fine"]) as fake:
+        assert client(fake, max_retries=2).chat([{"role": "user", "content": "x"}]) == "fine"
+    assert len(fake.requests) == 3
+
+
+def test_timeouts_are_retried_a_bounded_number_of_times():
+    with FakeOpenAI([("sleep", 1.0, "late")] * 3) as fake:
+        with pytest.raises(LLMError, match="no reply within"):
+            client(fake, timeout_s=0.2, max_retries=1).chat([{"role": "user", "content": "x"}])
+    assert len(fake.requests) == 2
+
+
+def test_client_errors_are_not_retried():
+    with FakeOpenAI([400, "never"]) as fake:
+        with pytest.raises(LLMError, match="HTTP 400"):
+            client(fake).chat([{"role": "user", "content": "x"}])
+    assert len(fake.requests) == 1
+
+
+def test_unreachable_server_names_the_url():
+    c = ChatClient("http://127.0.0.1:9/v1", "m", max_retries=0, timeout_s=1)
+    with pytest.raises(LLMError, match="127.0.0.1:9"):
+        c.chat([{"role": "user", "content": "x"}])
+
+
+def test_missing_endpoint_is_a_clear_error():
+    with pytest.raises(LLMError, match="base_url"):
+        ChatClient("", "m")
+
+
+def test_json_replies_are_validated_and_malformed_ones_asked_again():
+    def validate(obj):
+        if not isinstance(obj, dict) or not isinstance(obj.get("episodic"), list):
+            raise ValueError("episodic must be a list")
+        return obj
+
+    replies = ["I cannot help with that.", "```json\n{\"episodic\": [\"a\"]}\n```"]
+    with FakeOpenAI(replies) as fake:
+        assert client(fake).chat_json([{"role": "user", "content": "x"}], validate) == {"episodic": ["a"]}
+    with FakeOpenAI(["{not json", "{\"episodic\": 3}", "no"]) as fake:
+        with pytest.raises(LLMError, match="not the JSON asked for"):
+            client(fake, max_retries=2).chat_json([{"role": "user", "content": "x"}], validate)
+    assert len(fake.requests) == 3
+
+
+def _decode_data_url(url: str) -> np.ndarray:
+    head, _, data = url.partition(",")
+    assert head == "data:image/jpeg;base64"
+    return cv2.imdecode(np.frombuffer(base64.b64decode(data), np.uint8), cv2.IMREAD_COLOR)
+
+
+def test_vlm_captioner_sends_qwen_sized_frames_as_data_urls():
+    frames = [np.full((720, 1280, 3), v, np.uint8) for v in (40, 200)]
+    with FakeOpenAI(["Two people  talk at a table.\n"]) as fake:
+        cap = VLMCaptioner(client(fake), max_pixels=448 * 448)
+        assert cap.caption(frames, [0.0, 15.0], transcript="hello there") == "Two people talk at a table."
+    (body,) = fake.requests
+    parts = body["messages"][0]["content"]
+    images = [_decode_data_url(p["image_url"]["url"]) for p in parts if p["type"] == "image_url"]
+    assert len(images) == 2
+    for img in images:  # qwen-vl-utils: sides on the 28-pixel grid, within the pixel budget, aspect kept
+        h, w = img.shape[:2]
+        assert h % 28 == 0 and w % 28 == 0 and h * w <= 448 * 448
+        assert abs(w / h - 1280 / 720) < 0.15
+    texts = " ".join(p["text"] for p in parts if p["type"] == "text")
+    assert "[15.0 s]" in texts and "hello there" in texts
+    assert body["model"] == "qwen2.5-vl-7b" and body["max_tokens"] == 200
+
+
+def test_vlm_failure_raises_runtime_error_for_the_observer_to_note():
+    with FakeOpenAI([500, 500]) as fake:
+        cap = VLMCaptioner(client(fake, max_retries=1))
+        with pytest.raises(RuntimeError, match="caption"):
+            cap.caption([np.zeros((64, 64, 3), np.uint8)], [0.0])
