@@ -35,8 +35,8 @@ class InsightFaceFaces:
         if self.device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
             return ["CUDAExecutionProvider", "CPUExecutionProvider"]
         if self.device == "cuda":
-            raise RuntimeError("faces.device is 'cuda' but onnxruntime has no CUDA provider; "
-                               "install onnxruntime-gpu or set faces.device = 'cpu'")
+            raise RuntimeError("[perception] device is 'cuda' but onnxruntime has no CUDA provider; "
+                               "install onnxruntime-gpu or set device = 'cpu'")
         return ["CPUExecutionProvider"]
 
     def _load(self):
@@ -44,8 +44,8 @@ class InsightFaceFaces:
             if not any(self.pack_dir.glob("*.onnx")):
                 raise FileNotFoundError(
                     f"insightface pack {self.pack!r} not found: no .onnx files in {self.pack_dir}. "
-                    f"Unpack {self.pack}.zip there, set perception.faces.insightface_root, "
-                    "or use perception.faces.backend = 'dlib'"
+                    f"Unpack {self.pack}.zip there, set [perception] insightface_root, "
+                    "or use [perception] faces_backend = 'dlib'"
                 )
             from insightface.app import FaceAnalysis
 
