@@ -1,7 +1,8 @@
 """The offline memory writer: deterministic episodic memories from one clip's observations.
 
 - one memory per speech turn: ``<voice_2> said: "…"``
-- one memory per face entity seen in the clip (one per clip-local face cluster): ``<face_1> is visible from 10:00:07 to 10:00:29``
+- one memory per face entity seen in the clip (perception's clip-local face clusters are matched to
+  entities one-to-one): ``<face_1> is visible from 10:00:07 to 10:00:29``
 Every memory carries its clip, absolute time span, entity ids and the observation ids it came from.
 """
 

@@ -20,10 +20,10 @@ QUESTIONS = (
 
 
 def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
+    from bench.fixtures import cache_dir
     from control.answer import OfflineAnswerer
     from mnemo.cli import print_answer
     from mnemo.demo_media import build_demo_recording
-    from bench.fixtures import cache_dir
     from mnemo.pipeline import ingest
     from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
 

@@ -104,7 +104,10 @@ def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers,
         report.clips_new += 1
         report.memories_new += len(memories)
         notes = f"; {path}: {'; '.join(obs.notes)}" if obs.notes else ""
-        progress(f"{label} {len(obs.speech)} turn(s), {len(obs.faces)} face(s), "
+        text_lines = sum(len(f.text_lines) for f in obs.frames)
+        progress(f"{label} {len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
+                 f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
+                 f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s), "
                  f"{len(memories)} memories in {time.perf_counter() - t0:.1f} s{notes}")
     if len(report.clips_failed) - failed_before == len(clips):
         report.files_failed.append((str(path), "no clip could be decoded; the file may be truncated or corrupt"))

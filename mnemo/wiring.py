@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from graph.store import Store
-from memorize.identity import MatchPolicy
-import os
-
 from llm.client import ChatClient
+from memorize.identity import MatchPolicy
 from mnemo.config import GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
 from perception.base import build
 from perception.faces import FacePolicy
