@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# MIRIX's memory types; episodic = events, semantic = lasting facts
+MEMORY_KINDS = ("episodic", "semantic", "core", "procedural", "resource", "knowledge_vault")
+ENTITY_KINDS = ("face", "voice", "character", "thing")
+EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes")
 
 
 def content_id(*parts: object) -> str:
@@ -27,6 +32,13 @@ class ClipRow:
     end_ts: float
     transcript: str
     notes: tuple[str, ...] = ()
+    screen_text: str = ""  # OCR lines of the clip's distinct frames
+    caption: str = ""  # from a vision-language model, when one is configured
+
+    @property
+    def media_location(self) -> str:
+        """Where the clip's media is: the source file and the offsets (clips are not copied)."""
+        return f"{self.source_path}#t={self.offset_s:g},{self.offset_s + self.duration_s:g}"
 
 
 @dataclass
@@ -34,7 +46,7 @@ class Entity:
     """A persistent identity (``face_3``, ``voice_7``) with a bounded set of embedding samples."""
 
     entity_id: str
-    kind: str  # "face" or "voice"
+    kind: str  # one of ENTITY_KINDS
     first_seen_ts: float
     last_seen_ts: float
     samples: list[np.ndarray] = field(default_factory=list)
@@ -45,14 +57,38 @@ class Entity:
 @dataclass(frozen=True)
 class Memory:
     memory_id: str
-    kind: str  # "episodic" for now; semantic etc. come with consolidation
+    kind: str  # one of MEMORY_KINDS
     text: str
     clip_id: str
     source_path: str
     start_ts: float
     end_ts: float
     entity_ids: tuple[str, ...] = ()
-    provenance: tuple[str, ...] = ()  # speech segment ids, face observation ids
+    provenance: tuple[str, ...] = ()  # speech segment ids, face observation ids, supporting memory ids
+    weight: float = 1.0  # grows as later evidence repeats a semantic memory
+    valid_from_ts: float | None = None  # None: from start_ts
+    valid_to_ts: float | None = None  # set when a later memory supersedes this one
+    fact: str = ""  # semantic memories: "subject|relation|value", what consolidation compares
+
+    def valid_at(self, ts: float) -> bool:
+        start = self.start_ts if self.valid_from_ts is None else self.valid_from_ts
+        return start <= ts and (self.valid_to_ts is None or ts < self.valid_to_ts)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A typed link between two ids (memories or entities), with the evidence for it."""
+
+    kind: str  # one of EDGE_KINDS
+    src_id: str
+    dst_id: str
+    weight: float = 1.0
+    clip_id: str = ""  # the clip whose write created it
+    evidence: tuple[str, ...] = ()  # clip ids, memory ids or observation ids
+
+    @property
+    def edge_id(self) -> str:
+        return content_id(self.kind, self.src_id, self.dst_id)
 
 
 @dataclass(frozen=True)

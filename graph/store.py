@@ -1,8 +1,14 @@
-"""LanceDB-backed memory store, embedded in a directory by default.
+"""LanceDB-backed memory graph, embedded in a directory by default (or any LanceDB URI).
 
-Write order per clip: memories, then entities, then the clip row. The clip row is the commit
-marker: ``has_clip`` is true only once everything of the clip is stored, and memories and
-entities are upserted by content id, so a clip re-run after a crash adds nothing twice.
+Tables: ``clips``, ``entities``, ``memories`` and ``edges``, each with an explicit Arrow schema
+carrying ``schema_version``.
+
+Write order per clip: memories (new ones, then older ones the clip updated: reinforced or
+superseded), edges, entities, and last the clip row. The clip row is the commit marker:
+``has_clip`` is true only once everything of the clip is stored. Rows are upserted by content id,
+so a clip re-run after a crash adds nothing twice. LanceDB commits each table write as a new
+version, so readers in other processes see either the old or the new rows of a table, never half a
+write.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from graph.records import SCHEMA_VERSION, ClipRow, Entity, Hit, Memory
+from graph.records import MEMORY_KINDS, SCHEMA_VERSION, ClipRow, Edge, Entity, Hit, Memory
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +41,22 @@ class StoreError(RuntimeError):
     pass
 
 
+def _versioned(fields: list) -> pa.Schema:
+    return pa.schema(fields, metadata={"schema_version": str(SCHEMA_VERSION)})
+
+
 def _clip_schema() -> pa.Schema:
-    return pa.schema([
+    return _versioned([
         ("clip_id", pa.string()), ("source_path", pa.string()), ("source_sha256", pa.string()),
         ("index", pa.int32()), ("offset_s", pa.float64()), ("duration_s", pa.float64()),
-        ("start_ts", pa.float64()), ("end_ts", pa.float64()), ("transcript", pa.string()),
+        ("start_ts", pa.float64()), ("end_ts", pa.float64()), ("media_location", pa.string()),
+        ("transcript", pa.string()), ("screen_text", pa.string()), ("caption", pa.string()),
         ("notes", pa.list_(pa.string())), ("ingested_ts", pa.float64()),
     ])
 
 
 def _entity_schema() -> pa.Schema:
-    return pa.schema([
+    return _versioned([
         ("entity_id", pa.string()), ("kind", pa.string()), ("name", pa.string()),
         ("first_seen_ts", pa.float64()), ("last_seen_ts", pa.float64()),
         ("observations", pa.int64()), ("samples", pa.list_(pa.list_(pa.float32()))),
@@ -53,12 +64,21 @@ def _entity_schema() -> pa.Schema:
 
 
 def _memory_schema(dim: int) -> pa.Schema:
-    return pa.schema([
+    return _versioned([
         ("memory_id", pa.string()), ("kind", pa.string()), ("text", pa.string()),
         ("vector", pa.list_(pa.float32(), dim)), ("clip_id", pa.string()), ("source_path", pa.string()),
         ("start_ts", pa.float64()), ("end_ts", pa.float64()), ("entity_ids", pa.list_(pa.string())),
-        ("provenance", pa.list_(pa.string())),
-    ], metadata={"schema_version": str(SCHEMA_VERSION)})
+        ("provenance", pa.list_(pa.string())), ("weight", pa.float64()),
+        ("valid_from_ts", pa.float64()), ("valid_to_ts", pa.float64()), ("fact", pa.string()),
+    ])
+
+
+def _edge_schema() -> pa.Schema:
+    return _versioned([
+        ("edge_id", pa.string()), ("kind", pa.string()), ("src_id", pa.string()), ("dst_id", pa.string()),
+        ("weight", pa.float64()), ("clip_id", pa.string()), ("evidence", pa.list_(pa.string())),
+        ("created_ts", pa.float64()),
+    ])
 
 
 def _quote(value: str) -> str:
@@ -76,27 +96,33 @@ class Store:
         if "://" not in self.uri:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         self._db = lancedb.connect(self.uri)
-        self.clips = self._db.create_table("clips", schema=_clip_schema(), exist_ok=True)
-        self.entities = self._db.create_table("entities", schema=_entity_schema(), exist_ok=True)
-        try:
-            self.memories = self._db.open_table("memories")
-        except (ValueError, FileNotFoundError):  # a new store
-            self.memories = self._db.create_table("memories", schema=_memory_schema(embedder.dim), exist_ok=True)
+        self.memories = self._open("memories", _memory_schema(embedder.dim))
         self._check_memory_schema()
+        self.clips = self._open("clips", _clip_schema())
+        self.entities = self._open("entities", _entity_schema())
+        self.edges = self._open("edges", _edge_schema())
+
+    def _open(self, name: str, schema: pa.Schema):
+        try:
+            table = self._db.open_table(name)
+        except (ValueError, FileNotFoundError):  # a new store
+            return self._db.create_table(name, schema=schema, exist_ok=True)
+        version = int((table.schema.metadata or {}).get(b"schema_version", b"1").decode())
+        if version != SCHEMA_VERSION:
+            newer = version > SCHEMA_VERSION
+            raise StoreError(f"{self.uri}: table {name!r} has schema version {version}, this mnemo writes "
+                             f"{SCHEMA_VERSION}; " + ("upgrade mnemo" if newer else
+                                                       "ingest again into a new --store (older stores are not migrated)"))
+        return table
 
     def _check_memory_schema(self) -> None:
-        schema = self.memories.schema
-        dim = schema.field("vector").type.list_size
+        dim = self.memories.schema.field("vector").type.list_size
         if dim != self.embedder.dim:
             raise StoreError(
                 f"{self.uri}: memories were embedded with {dim}-d vectors but the text embedder "
                 f"{self.embedder.name!r} gives {self.embedder.dim}-d; use the embedder the store was "
                 "built with (graph.text_embedder) or ingest into a new --store"
             )
-        version = (schema.metadata or {}).get(b"schema_version", b"0").decode()
-        if int(version) > SCHEMA_VERSION:
-            raise StoreError(f"{self.uri}: schema version {version} is newer than this mnemo "
-                             f"({SCHEMA_VERSION}); upgrade mnemo")
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -105,37 +131,90 @@ class Store:
 
     def count(self) -> dict[str, int]:
         return {"clips": self.clips.count_rows(), "entities": self.entities.count_rows(),
-                "memories": self.memories.count_rows()}
+                "memories": self.memories.count_rows(), "edges": self.edges.count_rows()}
 
-    def load_entities(self, kind: str) -> list[Entity]:
-        rows = self.entities.search().where(f"kind = {_quote(kind)}").limit(None).to_list()
+    def load_entities(self, kind: str | None = None) -> list[Entity]:
+        q = self.entities.search()
+        if kind is not None:
+            q = q.where(f"kind = {_quote(kind)}")
         out = [Entity(r["entity_id"], r["kind"], r["first_seen_ts"], r["last_seen_ts"],
                       [np.asarray(s, dtype=np.float32) for s in r["samples"]], r["observations"], r["name"])
-               for r in rows]
-        return sorted(out, key=lambda e: int(e.entity_id.rsplit("_", 1)[-1]))
+               for r in q.limit(None).to_list()]
+        return sorted(out, key=lambda e: (e.kind, int(e.entity_id.rsplit("_", 1)[-1])))
 
     def get_clip(self, clip_id: str) -> dict | None:
         rows = self.clips.search().where(f"clip_id = {_quote(clip_id)}").limit(1).to_list()
         return rows[0] if rows else None
 
+    def get_memories(self, memory_ids: list[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        rows = self.memories.search().where(f"memory_id IN ({', '.join(map(_quote, memory_ids))})") \
+            .limit(None).to_list()
+        return [_memory(r) for r in rows]
+
+    def memories_where(self, where: str, limit: int | None = None) -> list[Memory]:
+        """Memories matching a SQL filter (LanceDB/DataFusion syntax), in time order."""
+        rows = self.memories.search().where(where).limit(limit).to_list()
+        return sorted((_memory(r) for r in rows), key=lambda m: (m.start_ts, m.memory_id))
+
+    def about(self, entity_ids: list[str], limit: int | None = 50) -> list[Memory]:
+        """Memories that involve any of these entities (a person's face, voice and character ids)."""
+        if not entity_ids:
+            return []
+        return self.memories_where(f"array_has_any(entity_ids, [{', '.join(map(_quote, entity_ids))}])", limit)
+
+    def in_time_range(self, start_ts: float, end_ts: float, limit: int | None = 100) -> list[Memory]:
+        return self.memories_where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}", limit)
+
+    def neighbours(self, memory: Memory, window_s: float = 30.0, limit: int = 20) -> list[Memory]:
+        """Memories of the same recording within ``window_s`` before or after ``memory``."""
+        return self.memories_where(
+            f"source_path = {_quote(memory.source_path)} AND end_ts >= {memory.start_ts - window_s!r} "
+            f"AND start_ts <= {memory.end_ts + window_s!r} AND memory_id != {_quote(memory.memory_id)}", limit)
+
+    def edges_of(self, node_id: str, kind: str | None = None) -> list[Edge]:
+        where = f"(src_id = {_quote(node_id)} OR dst_id = {_quote(node_id)})"
+        if kind is not None:
+            where += f" AND kind = {_quote(kind)}"
+        return [_edge(r) for r in self.edges.search().where(where).limit(None).to_list()]
+
+    def all_edges(self, kind: str) -> list[Edge]:
+        return [_edge(r) for r in self.edges.search().where(f"kind = {_quote(kind)}").limit(None).to_list()]
+
     # ---- writes ------------------------------------------------------------------------------
 
-    def write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity]) -> None:
-        """Store one clip's memories and touched entities, then the clip row that commits them.
+    def write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity],
+                   edges: list[Edge] = (), updated: list[Memory] = ()) -> None:
+        """Store one clip's memories, edges and touched entities, then the clip row that commits them.
 
-        Memories left by an earlier attempt at this clip that died before its commit are dropped
-        first: entity ids, and so memory texts, may differ on the retry.
+        ``updated`` are memories of earlier clips this clip changed (reinforced or superseded); they
+        keep their ids and vectors. Memories and edges left by an earlier attempt at this clip that
+        died before its commit are dropped first: entity ids, and so memory texts, may differ on the
+        retry.
         """
         self.memories.delete(f"clip_id = {_quote(clip.clip_id)}")
+        self.edges.delete(f"clip_id = {_quote(clip.clip_id)}")
         if memories:
             vectors = self.embedder.embed([m.text for m in memories])
-            rows = [{
-                "memory_id": m.memory_id, "kind": m.kind, "text": m.text, "vector": v.tolist(),
-                "clip_id": m.clip_id, "source_path": m.source_path, "start_ts": m.start_ts,
-                "end_ts": m.end_ts, "entity_ids": list(m.entity_ids), "provenance": list(m.provenance),
-            } for m, v in zip(memories, vectors)]
+            rows = [_memory_row(m, v) for m, v in zip(memories, vectors)]
             (self.memories.merge_insert("memory_id").when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
+        if updated:
+            vectors = {r["memory_id"]: r["vector"] for r in self.memories.search()
+                       .where(f"memory_id IN ({', '.join(_quote(m.memory_id) for m in updated)})")
+                       .select(["memory_id", "vector"]).limit(None).to_list()}
+            rows = [_memory_row(m, vectors[m.memory_id]) for m in updated if m.memory_id in vectors]
+            if rows:
+                (self.memories.merge_insert("memory_id").when_matched_update_all()
+                 .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
+        if edges:
+            now = time.time()
+            rows = [{"edge_id": e.edge_id, "kind": e.kind, "src_id": e.src_id, "dst_id": e.dst_id,
+                     "weight": e.weight, "clip_id": e.clip_id or clip.clip_id, "evidence": list(e.evidence),
+                     "created_ts": now} for e in edges]
+            (self.edges.merge_insert("edge_id").when_matched_update_all().when_not_matched_insert_all()
+             .execute(pa.Table.from_pylist(rows, schema=_edge_schema())))
         if entities:
             rows = [{
                 "entity_id": e.entity_id, "kind": e.kind, "name": e.name,
@@ -147,7 +226,8 @@ class Store:
         row = {
             "clip_id": clip.clip_id, "source_path": clip.source_path, "source_sha256": clip.source_sha256,
             "index": clip.index, "offset_s": clip.offset_s, "duration_s": clip.duration_s,
-            "start_ts": clip.start_ts, "end_ts": clip.end_ts, "transcript": clip.transcript,
+            "start_ts": clip.start_ts, "end_ts": clip.end_ts, "media_location": clip.media_location,
+            "transcript": clip.transcript, "screen_text": clip.screen_text, "caption": clip.caption,
             "notes": list(clip.notes), "ingested_ts": time.time(),
         }
         (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
@@ -163,18 +243,22 @@ class Store:
     # ---- search ------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 10, before_ts: float | None = None,
-               kind: str | None = None, candidates: int = 50) -> list[Hit]:
-        """Hybrid search: vector and full-text result lists fused by reciprocal rank."""
+               kind: str | tuple[str, ...] | None = None, entity_ids: list[str] | None = None,
+               start_ts: float | None = None, end_ts: float | None = None,
+               include_superseded: bool = False, candidates: int = 50,
+               vector: np.ndarray | None = None) -> list[Hit]:
+        """Hybrid search: vector and full-text result lists fused by reciprocal rank.
+
+        Filters: memory ``kind`` (one or several), memories involving any of ``entity_ids``, a time
+        range overlapping ``[start_ts, end_ts]``, and ``before_ts``: only what was known at that
+        time (memories that ended by then and were not yet superseded). Without ``before_ts``,
+        superseded memories are left out unless ``include_superseded``. ``vector`` skips embedding
+        the query (benchmarks, callers that embed in batches).
+        """
         if self.memories.count_rows() == 0:
             return []
-        filters = []
-        if before_ts is not None:
-            filters.append(f"end_ts <= {float(before_ts)!r}")
-        if kind is not None:
-            filters.append(f"kind = {_quote(kind)}")
-        where = " AND ".join(filters) or None
-
-        qvec = self.embedder.embed([query])[0]
+        where = self._filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded)
+        qvec = self.embedder.embed([query])[0] if vector is None else vector
         vq = self.memories.search(qvec, vector_column_name="vector").distance_type("cosine").limit(candidates)
         if where:
             vq = vq.where(where, prefilter=True)
@@ -197,7 +281,44 @@ class Store:
         ranked = sorted(fused.values(), key=lambda e: e["score"], reverse=True)[:k]
         return [Hit(_memory(e["row"]), e["score"], e.get("vector"), e.get("text")) for e in ranked]
 
+    @staticmethod
+    def _filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded) -> str | None:
+        filters = []
+        if before_ts is not None:
+            t = float(before_ts)
+            filters.append(f"end_ts <= {t!r} AND (valid_to_ts IS NULL OR valid_to_ts > {t!r})")
+        elif not include_superseded:
+            filters.append("valid_to_ts IS NULL")
+        if kind is not None:
+            kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+            unknown = set(kinds) - set(MEMORY_KINDS)
+            if unknown:
+                raise ValueError(f"unknown memory kind(s) {sorted(unknown)}; choose from {', '.join(MEMORY_KINDS)}")
+            filters.append(f"kind IN ({', '.join(map(_quote, kinds))})")
+        if entity_ids:
+            filters.append(f"array_has_any(entity_ids, [{', '.join(map(_quote, entity_ids))}])")
+        if start_ts is not None:
+            filters.append(f"end_ts >= {float(start_ts)!r}")
+        if end_ts is not None:
+            filters.append(f"start_ts <= {float(end_ts)!r}")
+        return " AND ".join(f"({f})" for f in filters) or None
+
+
+def _memory_row(m: Memory, vector) -> dict:
+    return {
+        "memory_id": m.memory_id, "kind": m.kind, "text": m.text, "vector": list(vector),
+        "clip_id": m.clip_id, "source_path": m.source_path, "start_ts": m.start_ts, "end_ts": m.end_ts,
+        "entity_ids": list(m.entity_ids), "provenance": list(m.provenance), "weight": m.weight,
+        "valid_from_ts": m.start_ts if m.valid_from_ts is None else m.valid_from_ts,
+        "valid_to_ts": m.valid_to_ts, "fact": m.fact,
+    }
+
 
 def _memory(row: dict) -> Memory:
     return Memory(row["memory_id"], row["kind"], row["text"], row["clip_id"], row["source_path"],
-                  row["start_ts"], row["end_ts"], tuple(row["entity_ids"] or ()), tuple(row["provenance"] or ()))
+                  row["start_ts"], row["end_ts"], tuple(row["entity_ids"] or ()), tuple(row["provenance"] or ()),
+                  row["weight"], row["valid_from_ts"], row["valid_to_ts"], row["fact"] or "")
+
+
+def _edge(row: dict) -> Edge:
+    return Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))

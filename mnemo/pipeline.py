@@ -48,7 +48,7 @@ def _stderr(msg: str) -> None:
 def clip_row(obs: ClipObservations) -> ClipRow:
     c: Clip = obs.clip
     return ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
-                   c.start_ts, c.end_ts, obs.transcript, obs.notes)
+                   c.start_ts, c.end_ts, obs.transcript, obs.notes, obs.screen_text, obs.caption)
 
 
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],

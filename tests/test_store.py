@@ -22,7 +22,7 @@ def test_write_commits_clip_last_and_search_finds_memories(hash_store):
     hash_store.write_clip(_clip(), mems, [ent])
     hash_store.refresh_indexes()
     assert hash_store.has_clip("c1")
-    assert hash_store.count() == {"clips": 1, "entities": 1, "memories": 2}
+    assert hash_store.count() == {"clips": 1, "entities": 1, "memories": 2, "edges": 0}
     hits = hash_store.search("where did she grow up? Chicago", k=2)
     assert hits[0].memory.text == mems[0].text
     assert hits[0].text_rank == 1  # the full-text index took part
@@ -35,7 +35,7 @@ def test_rewriting_a_clip_adds_nothing(hash_store):
     mems = [_mem("a memory about tea")]
     for _ in range(2):
         hash_store.write_clip(_clip(), mems, [])
-    assert hash_store.count() == {"clips": 1, "entities": 0, "memories": 1}
+    assert hash_store.count() == {"clips": 1, "entities": 0, "memories": 1, "edges": 0}
 
 
 def test_before_filter_hides_later_memories(hash_store):
