@@ -27,6 +27,7 @@ from graph.records import MEMORY_KINDS, SCHEMA_VERSION, ClipRow, Edge, Entity, H
 log = logging.getLogger(__name__)
 
 RRF_K = 60
+VECTOR_INDEX_MIN_ROWS = 100_000  # below this an exact scan is fast enough (LanceDB's own guidance)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 
 
@@ -233,12 +234,53 @@ class Store:
         (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
          .execute(pa.Table.from_pylist([row], schema=_clip_schema())))
 
-    def refresh_indexes(self) -> None:
-        """Rebuild the full-text index over memory text (after a batch of writes)."""
-        if self.memories.count_rows():
-            from lancedb.index import FTS
+    def insert_memories(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
+        """Append memories in bulk (imports, benchmarks): no per-clip commit and no dedup by id, so
+        callers must not insert an id twice. ``vectors`` skips embedding."""
+        if not memories:
+            return
+        if vectors is None:
+            vectors = self.embedder.embed([m.text for m in memories])
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        schema = self.memories.schema
+        columns = {
+            "memory_id": [m.memory_id for m in memories], "kind": [m.kind for m in memories],
+            "text": [m.text for m in memories],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
+            "clip_id": [m.clip_id for m in memories], "source_path": [m.source_path for m in memories],
+            "start_ts": [m.start_ts for m in memories], "end_ts": [m.end_ts for m in memories],
+            "entity_ids": [list(m.entity_ids) for m in memories], "provenance": [list(m.provenance) for m in memories],
+            "weight": [m.weight for m in memories],
+            "valid_from_ts": [m.start_ts if m.valid_from_ts is None else m.valid_from_ts for m in memories],
+            "valid_to_ts": [m.valid_to_ts for m in memories], "fact": [m.fact for m in memories],
+        }
+        self.memories.add(pa.table([pa.array(columns[f.name], type=f.type) if f.name != "vector" else columns[f.name]
+                                    for f in schema], schema=schema))
 
-            self.memories.create_index("text", config=FTS(), replace=True)
+    def refresh_indexes(self, vector_index: bool | None = None) -> None:
+        """Rebuild the full-text index over memory text (after a batch of writes), the id index
+        that keeps upserts fast, and, for large stores, the vector index.
+
+        ``vector_index=None`` builds IVF-PQ once the store holds ``VECTOR_INDEX_MIN_ROWS`` memories:
+        one partition per ~4,000 rows (the square-root rule), 48 sub-vectors of 8 dimensions for
+        384-d embeddings; searches re-rank 10x the candidates on full vectors.
+        """
+        n = self.memories.count_rows()
+        if not n:
+            return
+        from lancedb.index import FTS, BTree, IvfPq
+
+        self.memories.create_index("text", config=FTS(), replace=True)
+        if n >= 10_000:
+            self.memories.create_index("memory_id", config=BTree(), replace=True)
+        if vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS):
+            dim = self.embedder.dim
+            sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)
+            self.memories.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(n ** 0.5)),
+                                                              num_sub_vectors=sub), replace=True)
+
+    def _has_vector_index(self) -> bool:
+        return any(ix.columns == ["vector"] for ix in self.memories.list_indices())
 
     # ---- search ------------------------------------------------------------------------------
 
@@ -246,27 +288,32 @@ class Store:
                kind: str | tuple[str, ...] | None = None, entity_ids: list[str] | None = None,
                start_ts: float | None = None, end_ts: float | None = None,
                include_superseded: bool = False, candidates: int = 50,
-               vector: np.ndarray | None = None) -> list[Hit]:
+               vector: np.ndarray | None = None, exact: bool = False) -> list[Hit]:
         """Hybrid search: vector and full-text result lists fused by reciprocal rank.
 
         Filters: memory ``kind`` (one or several), memories involving any of ``entity_ids``, a time
         range overlapping ``[start_ts, end_ts]``, and ``before_ts``: only what was known at that
         time (memories that ended by then and were not yet superseded). Without ``before_ts``,
         superseded memories are left out unless ``include_superseded``. ``vector`` skips embedding
-        the query (benchmarks, callers that embed in batches).
+        the query (benchmarks, callers that embed in batches); ``exact`` scans every vector
+        instead of using the vector index (the reference for recall).
         """
         if self.memories.count_rows() == 0:
             return []
         where = self._filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded)
         qvec = self.embedder.embed([query])[0] if vector is None else vector
         vq = self.memories.search(qvec, vector_column_name="vector").distance_type("cosine").limit(candidates)
+        if exact:
+            vq = vq.bypass_vector_index()
+        elif self._has_vector_index():
+            vq = vq.nprobes(20).refine_factor(10)
         if where:
             vq = vq.where(where, prefilter=True)
         vector_hits = vq.to_list()
 
         text_hits: list[dict] = []
         terms = " ".join(_WORD.findall(query))
-        if terms and self.memories.list_indices():
+        if terms and any(ix.columns == ["text"] for ix in self.memories.list_indices()):
             tq = self.memories.search(terms, query_type="fts").limit(candidates)
             if where:
                 tq = tq.where(where, prefilter=True)

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 log = logging.getLogger("mnemo")
 
@@ -43,8 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception"], help="perception: ASR, speakers, faces, OCR on real media")
+    bench.add_argument("name", choices=["perception", "store"],
+                       help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
+    bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
+    bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
     return p
 
 
@@ -100,18 +104,29 @@ def cmd_ask(args, cfg) -> int:
 
 
 def cmd_bench(args, cfg) -> int:
-    from bench import perception as bench_perception
-    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies
-
-    perceivers = build_perceivers(cfg.perception, cfg.llm)
-    face_policy, _ = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
     t0 = time.perf_counter()
-    report = bench_perception.run(perceivers, face_policy.threshold,
-                                  progress=lambda m: print(m, file=sys.stderr, flush=True))
-    print(bench_perception.format_report(report))
-    print(f"\nbench perception finished in {time.perf_counter() - t0:.1f} s")
+    progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.name == "store":
+        import tempfile
+
+        from bench import store as bench_store
+        from perception.base import build
+
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-store-") as tmp:
+            figures = bench_store.run(Path(args.store or tmp), args.memories, build("text", "hash"), progress=progress)
+        print(bench_store.format_report(figures))
+    else:
+        from bench import perception as bench_perception
+        from mnemo.wiring import build_perceivers, faces_backend_name, match_policies
+
+        perceivers = build_perceivers(cfg.perception, cfg.llm)
+        face_policy, _ = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+        report = bench_perception.run(perceivers, face_policy.threshold, progress=progress)
+        print(bench_perception.format_report(report))
+        figures = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in report.figures.items()}
+    print(f"\nbench {args.name} finished in {time.perf_counter() - t0:.1f} s")
     if args.json:
-        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in report.figures.items()}))
+        print(json.dumps(figures))
     return 0
 
 
