@@ -59,6 +59,26 @@ def _rerank(question: str, hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=key, reverse=True)
 
 
+_NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(character_\d+)>\)")
+_ID = re.compile(r"<((?:face|voice|character|thing)_\d+)>")
+
+
+def known_names(store: Store) -> dict[str, str]:
+    """Entity id -> person's name, for characters with a name and the faces and voices linked to them."""
+    names = {c.entity_id: c.name for c in store.load_entities("character") if c.name}
+    for edge in store.all_edges("same_person"):
+        if edge.dst_id in names:
+            names[edge.src_id] = names[edge.dst_id]
+    return names
+
+
+def render(text: str, names: dict[str, str]) -> str:
+    """Memory text for people: "Sheila (<character_1>)" -> "Sheila", "<voice_1>" -> "Sheila" when
+    known; ids stay where no name is known."""
+    text = _NAMED.sub(r"\1", text)
+    return _ID.sub(lambda m: names.get(m.group(1), m.group(0)), text)
+
+
 class OfflineAnswerer:
     def __init__(self, store: Store, top_k: int = 10) -> None:
         self.store = store
@@ -75,4 +95,4 @@ class OfflineAnswerer:
             return Answer(question, "I don't know: the matching memory is not committed yet.", (), tuple(hits))
         offset = clip["offset_s"] - clip["start_ts"]
         citation = Citation(best.clip_id, best.source_path, best.start_ts + offset, best.end_ts + offset)
-        return Answer(question, f"{best.text} (at {when})", (citation,), tuple(hits))
+        return Answer(question, f"{render(best.text, known_names(self.store))} (at {when})", (citation,), tuple(hits))

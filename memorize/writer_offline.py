@@ -3,12 +3,15 @@
 - one memory per speech turn: ``<voice_2> said: "…"``
 - one memory per face entity seen in the clip (perception's clip-local face clusters are matched to
   entities one-to-one): ``<face_1> is visible from 10:00:07 to 10:00:29``
+- what was on screen: one ``resource`` memory per distinct text shown (OCR), with its times
+- what the scene showed: one memory with the confident object/scene tags of the clip
 Every memory carries its clip, absolute time span, entity ids and the observation ids it came from.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
@@ -22,8 +25,22 @@ def _clock(ts: float, tz) -> str:
     return datetime.fromtimestamp(ts, tz=tz).strftime("%H:%M:%S")
 
 
+@dataclass(frozen=True)
+class OfflineWrite:
+    memories: list[Memory]
+    voice_of: dict[str, str]  # clip-local speaker -> voice entity id
+    face_of: dict[str, str]  # clip-local face person -> face entity id
+
+
 def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher) -> list[Memory]:
     """Resolve identities (updating the matchers) and return the clip's memories in time order."""
+    return write_clip(obs, faces, voices).memories
+
+
+def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher,
+               min_tag_prob: float = 0.3) -> OfflineWrite:
+    """Resolve identities (updating the matchers); the clip's memories in time order, and which
+    entity each clip-local speaker and face person became."""
     clip = obs.clip
     base = clip.start_ts
     tz = clip.source.recorded_at.tzinfo or timezone.utc
@@ -48,14 +65,16 @@ def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: Ent
     for face in obs.faces:
         people[face.person or face.face_id].append(face)
     seen: dict[str, list] = {}
+    face_of: dict[str, str] = {}
     if people:
         centroids = []
         for group in people.values():
             c = np.mean([f.embedding for f in group], axis=0)
             centroids.append(c / (np.linalg.norm(c) + 1e-9))
         first_ts = base + min(f.frame_time_s for f in obs.faces)
-        for group, entity in zip(people.values(), faces.match_distinct(centroids, first_ts)):
+        for (person, group), entity in zip(people.items(), faces.match_distinct(centroids, first_ts)):
             seen.setdefault(entity.entity_id, []).extend(group)
+            face_of[person] = entity.entity_id
     for entity_id, group in seen.items():
         start = base + min(f.frame_time_s for f in group)
         end = base + max(f.frame_time_s for f in group)
@@ -63,4 +82,41 @@ def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: Ent
         memories.append(Memory(content_id(clip.clip_id, "face", entity_id), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, (entity_id,),
                                tuple(f.face_id for f in group)))
-    return sorted(memories, key=lambda m: (m.start_ts, m.memory_id))
+    memories += _screen_memories(obs, tz) + _scene_memories(obs, min_tag_prob)
+    return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
+                        {k: e.entity_id for k, e in speakers.items()}, face_of)
+
+
+def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
+    """One resource memory per distinct on-screen text, spanning the frames that showed it."""
+    clip = obs.clip
+    shown: dict[str, list[float]] = {}
+    for frame in obs.frames:
+        if frame.text_lines:
+            shown.setdefault(frame.text, []).append(frame.frame_time_s)
+    out = []
+    for text, times in shown.items():
+        start, end = clip.start_ts + min(times), clip.start_ts + max(times)
+        body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
+        out.append(Memory(content_id(clip.clip_id, "screen", text), "resource", body, clip.clip_id, clip.source.path,
+                          start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in times)))
+    return out
+
+
+def _scene_memories(obs: ClipObservations, min_prob: float) -> list[Memory]:
+    """The confident object/scene tags of the clip's frames, most frequent first."""
+    clip = obs.clip
+    counts: dict[str, int] = defaultdict(int)
+    times = []
+    for frame in obs.frames:
+        for label, prob in frame.tags:
+            if prob >= min_prob:
+                counts[label] += 1
+                times.append(frame.frame_time_s)
+    if not counts:
+        return []
+    labels = sorted(counts, key=lambda k: (-counts[k], k))[:8]
+    start, end = clip.start_ts + min(times), clip.start_ts + max(times)
+    text = "The scene shows: " + ", ".join(labels)
+    return [Memory(content_id(clip.clip_id, "scene", text), "episodic", text, clip.clip_id, clip.source.path,
+                   start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in sorted(set(times))))]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from graph.records import ClipRow
 from graph.store import Store
-from memorize.identity import EntityMatcher, MatchPolicy
-from memorize.writer_offline import write_clip_memories
+from memorize.identity import MatchPolicy
+from memorize.memorizer import Memorizer
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip
 from perception.records import Clip, ClipObservations
@@ -55,22 +55,19 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
            clip_s: float = 30.0, start: datetime | None = None,
            progress: Callable[[str], None] = _stderr) -> IngestReport:
     report = IngestReport()
-    matchers = (EntityMatcher("face", policies[0], store.load_entities("face")),
-                EntityMatcher("voice", policies[1], store.load_entities("voice")))
+    memorizer = Memorizer(store, *policies)
     files = list(expand_paths(paths))
     try:
         for n, path in enumerate(files, start=1):
-            _ingest_file(path, f"[{n}/{len(files)}]", store, perceivers, matchers, clip_s, start, progress, report)
+            _ingest_file(path, f"[{n}/{len(files)}]", store, perceivers, memorizer, clip_s, start, progress, report)
     finally:
         if report.clips_new:  # also after a failure: what was committed stays searchable by text
             store.refresh_indexes()
     return report
 
 
-def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers,
-                 matchers: tuple[EntityMatcher, EntityMatcher], clip_s: float, start: datetime | None,
-                 progress: Callable[[str], None], report: IngestReport) -> None:
-    faces, voices = matchers
+def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers, memorizer: Memorizer,
+                 clip_s: float, start: datetime | None, progress: Callable[[str], None], report: IngestReport) -> None:
     try:
         source = probe(path, start=start)
     except MediaError as e:
@@ -94,9 +91,10 @@ def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers,
             report.clips_failed.append((str(path), e.reason))
             progress(f"{label} skipped: {e}")
             continue
-        memories = write_clip_memories(obs, faces, voices)
+        written = memorizer.memorize(obs)
+        memories = written.memories
         try:
-            store.write_clip(clip_row(obs), memories, faces.take_touched() + voices.take_touched())
+            store.write_clip(clip_row(obs), memories, written.entities, written.edges, written.updated)
         except OSError as e:
             raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
                           f"({e.strerror or e}); free space or fix permissions and run ingest again: "

@@ -9,7 +9,8 @@ reliable voice embedding. So:
 3. fold speakers with less than ``min_speaker_s`` of windows into their nearest big cluster: a
    handful of odd windows (laughter, overlap, a cough) is far likelier than a new person;
 4. the result is a speaker timeline over the speech regions, and each word takes the label of the
-   window centred nearest to it; turns split where the label changes, and every turn carries the
+   window centred nearest to it; inside a sentence, runs shorter than ``min_run_s`` take the
+   sentence's dominant speaker; turns split where the label changes, and every turn carries the
    centroid of its speaker's cluster as its voice embedding (an estimate from the whole clip).
 
 Calibration (``mnemo bench perception``, pyannote's two-speaker ``sample.wav``): with
@@ -65,8 +66,32 @@ def _timeline(labels: np.ndarray, centres: np.ndarray, regions: list[tuple[float
     return out
 
 
+def _smooth(labelled: list[tuple[int, Word]], min_run_s: float) -> list[tuple[int, list[Word]]]:
+    """Runs of words by label, with runs shorter than ``min_run_s`` given the turn's dominant label:
+    a sentence rarely changes speaker for one or two words, while window labels flicker where two
+    voices overlap or alternate quickly."""
+    def runs_of(items):
+        runs: list[tuple[int, list[Word]]] = []
+        for k, w in items:
+            if runs and runs[-1][0] == k:
+                runs[-1][1].append(w)
+            else:
+                runs.append((k, [w]))
+        return runs
+
+    runs = runs_of(labelled)
+    if len(runs) < 2:
+        return runs
+    spoken: dict[int, float] = {}
+    for k, words in runs:
+        spoken[k] = spoken.get(k, 0.0) + sum(w.end_s - w.start_s for w in words)
+    dominant = max(spoken, key=spoken.get)
+    return runs_of((dominant if words[-1].end_s - words[0].start_s < min_run_s else k, w)
+                   for k, words in runs for w in words)
+
+
 def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speaker: SpeakerEmbedder,
-            max_distance: float = 0.25, min_speaker_s: float = 2.5,
+            max_distance: float = 0.25, min_speaker_s: float = 2.5, min_run_s: float = 1.0,
             regions: list[tuple[float, float]] | None = None) -> tuple[list[SpeechTurn], list[SpeakerSegment]]:
     """Turns split at speaker changes, each with a clip-local ``speaker`` label and that speaker's
     centroid as ``voice_embedding``, and the speaker timeline over the clip's speech.
@@ -102,13 +127,7 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
             out.append(SpeechTurn(turn.segment_id, turn.text, turn.start_s, turn.end_s, turn.language, (),
                                   centroids[k], f"s{k}"))
             continue
-        runs: list[tuple[int, list[Word]]] = []
-        for w in turn.words:
-            k = label_at((w.start_s + w.end_s) / 2)
-            if runs and runs[-1][0] == k:
-                runs[-1][1].append(w)
-            else:
-                runs.append((k, [w]))
+        runs = _smooth([(label_at((w.start_s + w.end_s) / 2), w) for w in turn.words], min_run_s)
         for j, (k, words) in enumerate(runs):
             seg_id = turn.segment_id if len(runs) == 1 else f"{turn.segment_id}.s{j}"
             out.append(SpeechTurn(seg_id, " ".join(w.text for w in words), words[0].start_s, words[-1].end_s,

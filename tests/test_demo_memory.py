@@ -15,7 +15,7 @@ def test_memories_carry_provenance(demo_store):
     clip_ids = {r["clip_id"] for r in demo_store.clips.search().limit(None).to_list()}
     for r in rows:
         assert r["clip_id"] in clip_ids and r["provenance"] and r["start_ts"] <= r["end_ts"]
-        assert all(p.startswith(r["clip_id"]) for p in r["provenance"])
+        assert all(p.startswith(r["clip_id"]) or p == f"clip:{r['clip_id']}" for p in r["provenance"])
     transcript = " ".join(r["text"] for r in speech)
     for phrase in ("Diane in New Jersey", "originally from Chicago", "Yankee"):
         assert phrase in transcript
@@ -39,3 +39,31 @@ def test_offline_answers_are_grounded(demo_store, question, expected):
     (cite,) = answer.citations
     assert cite.clip_id == answer.evidence[0].memory.clip_id
     assert 0.0 <= cite.start_s < cite.end_s <= 30.0
+
+
+def test_two_named_characters_each_with_her_voice_and_face(demo_store):
+    characters = {c.name: c.entity_id for c in demo_store.load_entities("character")}
+    assert set(characters) == {"Diane", "Sheila"}
+    members = {}
+    for edge in demo_store.all_edges("same_person"):
+        members.setdefault(edge.dst_id, set()).add(edge.src_id.split("_")[0])
+        assert edge.evidence  # the clip (or segment) that is the evidence
+    assert members[characters["Diane"]] == {"voice", "face"}
+    assert members[characters["Sheila"]] == {"voice", "face"}
+
+
+def test_semantic_memories_say_where_each_is_from(demo_store):
+    facts = {m.fact: m for m in demo_store.memories_where("kind = 'semantic'")}
+    characters = {c.name: c.entity_id for c in demo_store.load_entities("character")}
+    sheila, diane = characters["Sheila"], characters["Diane"]
+    assert f"{sheila}|is from|Chicago" in facts and f"{diane}|is from|Chicago" in facts
+    assert f"{diane}|lives in|New Jersey" in facts
+    origin = facts[f"{sheila}|is from|Chicago"]
+    assert origin.text == f"Sheila (<{sheila}>) is from Chicago." and sheila in origin.entity_ids
+    assert any(p.endswith(":seg7.0") for p in origin.provenance)  # the turn where she said it
+
+
+def test_search_filters_by_person_and_kind(demo_store):
+    sheila = next(c.entity_id for c in demo_store.load_entities("character") if c.name == "Sheila")
+    hits = demo_store.search("where from", k=20, entity_ids=[sheila], kind="semantic")
+    assert hits and all(sheila in h.memory.entity_ids and h.memory.kind == "semantic" for h in hits)

@@ -1,0 +1,92 @@
+"""Per clip, in time order: identities, characters, names, facts, consolidation -> one ``ClipWrite``.
+
+Holds the state that spans clips (entity matchers, characters, current facts), loaded from the
+store when it starts, so a later ``ingest`` continues where the last one stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from graph.records import Edge, Entity, Memory, content_id
+from graph.store import Store
+from memorize.consolidate import Consolidator, clip_evidence
+from memorize.identity import EntityMatcher, MatchPolicy
+from memorize.people import People, facts_in, names_in
+from memorize.writer_offline import write_clip
+from perception.records import ClipObservations
+
+
+@dataclass
+class ClipWrite:
+    memories: list[Memory]  # new memories of this clip
+    entities: list[Entity]  # entities created or changed
+    edges: list[Edge]
+    updated: list[Memory]  # memories of earlier clips changed by consolidation
+
+
+class Memorizer:
+    def __init__(self, store: Store, face_policy: MatchPolicy, voice_policy: MatchPolicy) -> None:
+        self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
+        self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))
+        self.people = People.load(store.load_entities("character"), store.all_edges("same_person"))
+        self.consolidator = Consolidator(store)
+        self.last_event: dict[str, str] = {}  # source path -> id of its latest episodic memory
+
+    def memorize(self, obs: ClipObservations) -> ClipWrite:
+        clip = obs.clip
+        written = write_clip(obs, self.faces, self.voices)
+        edges: list[Edge] = []
+        touched: dict[str, Entity] = {}
+        self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
+
+        semantic: list[Memory] = []
+        for turn in obs.speech:
+            voice = written.voice_of.get(turn.speaker)
+            if voice is None:
+                continue
+            start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
+            evidence = (turn.segment_id, clip_evidence(clip.clip_id))
+            names, facts = names_in(turn.text), facts_in(turn.text)
+            if not names and not facts:
+                continue
+            character = self.people.ensure(voice, start, clip.clip_id, (turn.segment_id,), edges, touched)
+            cid = character.entity_id
+            for name in names[:1]:
+                if not character.name:
+                    character.name = name
+                text = f"{name} (<{cid}>) is the person speaking as <{voice}>."
+                semantic.append(Memory(content_id(clip.clip_id, "name", cid, name), "semantic", text, clip.clip_id,
+                                       clip.source.path, start, end, (cid, voice), evidence, fact=f"{cid}|is named|{name}"))
+            for relation, value in facts:
+                label = f"{character.name} (<{cid}>)" if character.name else f"<{cid}>"
+                text = f"{label} {relation} {value}."
+                semantic.append(Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic", text,
+                                       clip.clip_id, clip.source.path, start, end, (cid, voice), evidence,
+                                       fact=f"{cid}|{relation}|{value}"))
+
+        memories = [self._with_characters(m) for m in written.memories]
+        updated: dict[str, Memory] = {}
+        for memory in semantic:
+            stored, changed, new_edges = self.consolidator.add(memory)
+            edges += new_edges
+            if stored is not None:
+                memories.append(stored)
+            if changed is not None:
+                if changed.clip_id == clip.clip_id:  # a repeat within this clip: update it in place
+                    memories = [changed if m.memory_id == changed.memory_id else m for m in memories]
+                else:
+                    updated[changed.memory_id] = changed
+        memories.sort(key=lambda m: (m.start_ts, m.memory_id))
+        events = [m for m in memories if m.kind == "episodic"]
+        previous = self.last_event.get(clip.source.path)
+        for a, b in zip(([previous] if previous else []) + events, events):
+            edges.append(Edge("next_in_time", a if isinstance(a, str) else a.memory_id, b.memory_id, 1.0, clip.clip_id))
+        if events:
+            self.last_event[clip.source.path] = events[-1].memory_id
+        entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
+        return ClipWrite(memories, entities, edges, list(updated.values()))
+
+    def _with_characters(self, memory: Memory) -> Memory:
+        extra = tuple(c.entity_id for e in memory.entity_ids if (c := self.people.character_of(e)) is not None)
+        return replace(memory, entity_ids=tuple(dict.fromkeys(memory.entity_ids + extra))) if extra else memory

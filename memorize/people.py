@@ -1,0 +1,151 @@
+"""People: characters that tie a face and a voice together, and the names and facts heard in speech.
+
+A *character* (``character_3``) is one person. It is created when evidence says a face and a voice
+belong together, or when a voice says its name, and it is stored as an entity of kind
+``character`` with ``same_person`` edges to its face and voice entities (the edge keeps the clips
+that are its evidence).
+
+Face–voice evidence (offline): while a clip-local speaker talks, the sampled frames that show
+exactly one person vote for that person's face entity. Pairs are taken one-to-one, most votes
+first; a face with at least ``min_frames`` votes and ``min_share`` of the speaker's votes not
+already spent on faces bound to other speakers is linked to the voice.
+
+Names and facts come from first-person speech, with patterns for the common self-introductions
+("I'm Sheila", "this is Diane", "my name is …") and statements about where one is from or lives.
+They are heuristics for the offline writer; the LLM writer states them instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from graph.records import Edge, Entity
+from perception.records import ClipObservations
+
+_NAME = r"([A-Z][a-z]+(?:-[A-Z][a-z]+)?)"
+_PLACE = r"((?:St\. )?[A-Z][a-z]+(?: [A-Z][a-z]+){0,2})"
+_INTRO = re.compile(r"\b(?:I'm|I am|[Mm]y name is|[Tt]his is|[Ii]t's|[Cc]all me)\s+" + _NAME + r"\b")
+# Capitalised words that follow "I'm" or "this is" without being a name
+_NOT_NAMES = {
+    "I", "A", "An", "The", "And", "But", "So", "Oh", "Okay", "Ok", "Well", "Yes", "Yeah", "No", "Not", "Just",
+    "Here", "There", "Good", "Fine", "Sure", "Sorry", "Really", "Glad", "Happy", "Home", "Back", "Going",
+    "Very", "Still", "Also", "Now", "Always", "Never", "Great", "Right", "Done", "Ready", "Busy", "Tired",
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "English", "American",
+}
+_FACTS = (
+    ("is from", re.compile(r"\b(?:originally from|I'm from|I am from|I come from|born in|grew up in)\s+" + _PLACE)),
+    ("lives in", re.compile(r"\b(?:I live in|I'm living in|I'm in|I am in|I moved to)\s+" + _PLACE)),
+    ("lives in", re.compile(r"\b(?:I'm|I am|[Tt]his is)\s+" + _NAME + r"\s+(?:here\s+)?in\s+" + _PLACE)),
+)
+
+
+def names_in(text: str) -> list[str]:
+    """Names a speaker gives for themself: "This is Diane in New Jersey" -> ["Diane"]."""
+    return [m.group(1) for m in _INTRO.finditer(text) if m.group(1) not in _NOT_NAMES]
+
+
+def facts_in(text: str) -> list[tuple[str, str]]:
+    """(relation, value) a speaker states about themself: "I'm originally from Chicago" ->
+    [("is from", "Chicago")]."""
+    out = []
+    for relation, pattern in _FACTS:
+        for m in pattern.finditer(text):
+            value = m.group(m.lastindex)
+            if value.split()[0] not in _NOT_NAMES:
+                out.append((relation, value))
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class People:
+    """Characters and which face/voice entities belong to them (loaded from the store, updated
+    per clip)."""
+
+    characters: dict[str, Entity] = field(default_factory=dict)
+    member_of: dict[str, str] = field(default_factory=dict)  # face/voice entity id -> character id
+    min_frames: int = 3
+    min_share: float = 0.6
+
+    @classmethod
+    def load(cls, characters: list[Entity], same_person: list[Edge], **kw) -> People:
+        people = cls({c.entity_id: c for c in characters}, **kw)
+        for e in same_person:
+            people.member_of[e.src_id] = e.dst_id
+        return people
+
+    def _new(self, ts: float) -> Entity:
+        n = max((int(c.rsplit("_", 1)[-1]) for c in self.characters), default=0) + 1
+        entity = Entity(f"character_{n}", "character", ts, ts)
+        self.characters[entity.entity_id] = entity
+        return entity
+
+    def character_of(self, entity_id: str) -> Entity | None:
+        cid = self.member_of.get(entity_id)
+        return self.characters.get(cid) if cid else None
+
+    def members(self, character_id: str) -> list[str]:
+        return sorted(e for e, c in self.member_of.items() if c == character_id)
+
+    def ensure(self, entity_id: str, ts: float, clip_id: str, evidence: tuple[str, ...],
+               edges: list[Edge], touched: dict[str, Entity]) -> Entity:
+        """The character of ``entity_id``, created (with its same_person edge) if it has none."""
+        character = self.character_of(entity_id)
+        if character is None:
+            character = self._new(ts)
+            self.member_of[entity_id] = character.entity_id
+            edges.append(Edge("same_person", entity_id, character.entity_id, 1.0, clip_id, evidence))
+        character.first_seen_ts = min(character.first_seen_ts, ts)
+        character.last_seen_ts = max(character.last_seen_ts, ts)
+        touched[character.entity_id] = character
+        return character
+
+    def link_faces_and_voices(self, obs: ClipObservations, voice_of: dict[str, str], face_of: dict[str, str],
+                              edges: list[Edge], touched: dict[str, Entity]) -> list[tuple[str, str]]:
+        """Link each speaker's voice to the face seen alone while they speak; returns the
+        (voice, face) pairs linked in this clip. ``voice_of`` maps clip-local speakers to voice
+        entities, ``face_of`` clip-local face persons to face entities."""
+        frames: dict[float, set[str]] = {}
+        for f in obs.faces:
+            frames.setdefault(f.frame_time_s, set()).add(f.person)
+        heard: dict[str, set[float]] = {}  # speaker -> frame times while they talk (each frame once)
+        for turn in obs.speech:
+            if turn.speaker in voice_of:
+                heard.setdefault(turn.speaker, set()).update(
+                    t for t in frames if turn.start_s - 0.5 <= t <= turn.end_s + 0.5)
+        votes: dict[str, Counter] = {}
+        for speaker, times in heard.items():
+            votes[speaker] = Counter(next(iter(frames[t])) for t in times if len(frames[t]) == 1)
+        # one-to-one, strongest evidence first: a face already bound to another speaker of this clip
+        # is no evidence for this one (the camera may stay on a listener)
+        pairs = sorted(((n, speaker, person) for speaker, c in votes.items() for person, n in c.items()), reverse=True)
+        taken_speakers: set[str] = set()
+        taken_persons: set[str] = set()
+        linked = []
+        for n, speaker, person in pairs:
+            if speaker in taken_speakers or person in taken_persons or person not in face_of:
+                continue
+            free = sum(v for p, v in votes[speaker].items() if p not in taken_persons)
+            if n < self.min_frames or n < self.min_share * free:
+                continue
+            taken_speakers.add(speaker)
+            taken_persons.add(person)
+            voice, face = voice_of[speaker], face_of[person]
+            cv, cf = self.character_of(voice), self.character_of(face)
+            if cv is not None and cf is not None:
+                continue  # both already placed (the same person, or a conflict we do not merge)
+            evidence = (obs.clip.clip_id,)
+            base = obs.clip.start_ts
+            if cv is None and cf is None:
+                character = self.ensure(voice, base, obs.clip.clip_id, evidence, edges, touched)
+            else:
+                character = cv or cf
+                touched[character.entity_id] = character
+            for member in (voice, face):
+                if self.character_of(member) is None:
+                    self.member_of[member] = character.entity_id
+                    edges.append(Edge("same_person", member, character.entity_id, float(n), obs.clip.clip_id,
+                                      evidence))
+            linked.append((voice, face))
+        return linked
