@@ -27,7 +27,9 @@ from graph.records import MEMORY_KINDS, SCHEMA_VERSION, ClipRow, Edge, Entity, H
 log = logging.getLogger(__name__)
 
 RRF_K = 60
-VECTOR_INDEX_MIN_ROWS = 100_000  # below this an exact scan is fast enough (LanceDB's own guidance)
+VECTOR_INDEX_MIN_ROWS = 100_000
+_COLUMNS = ["memory_id", "kind", "text", "clip_id", "source_path", "start_ts", "end_ts", "entity_ids", "provenance",
+            "weight", "valid_from_ts", "valid_to_ts", "fact"]  # all but the vector  # below this an exact scan is fast enough (LanceDB's own guidance)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 
 
@@ -94,6 +96,7 @@ class Store:
 
         self.uri = str(uri)
         self.embedder = embedder
+        self._executor = None
         if "://" not in self.uri:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         self._db = lancedb.connect(self.uri)
@@ -300,24 +303,29 @@ class Store:
         """
         if self.memories.count_rows() == 0:
             return []
-        where = self._filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded)
+        where, selective = self._filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded)
         qvec = self.embedder.embed([query])[0] if vector is None else vector
-        vq = self.memories.search(qvec, vector_column_name="vector").distance_type("cosine").limit(candidates)
+        # Few memories are ever superseded, so the validity-only filter runs after the search
+        # (measured at 1M memories: as a pre-filter it added ~40 ms to each of the two searches);
+        # selective filters (person, kind, time) run before it, so they cannot starve the top k.
+        vq = (self.memories.search(qvec, vector_column_name="vector").distance_type("cosine")
+              .limit(candidates).select(_COLUMNS))
         if exact:
             vq = vq.bypass_vector_index()
         elif self._has_vector_index():
             vq = vq.nprobes(20).refine_factor(10)
         if where:
-            vq = vq.where(where, prefilter=True)
-        vector_hits = vq.to_list()
-
-        text_hits: list[dict] = []
+            vq = vq.where(where, prefilter=selective)
+        tq = None
         terms = " ".join(_WORD.findall(query))
         if terms and any(ix.columns == ["text"] for ix in self.memories.list_indices()):
-            tq = self.memories.search(terms, query_type="fts").limit(candidates)
+            tq = self.memories.search(terms, query_type="fts").limit(candidates).select(_COLUMNS)
             if where:
-                tq = tq.where(where, prefilter=True)
-            text_hits = tq.to_list()
+                tq = tq.where(where, prefilter=selective)
+        # the two searches run concurrently: LanceDB releases the GIL while it works
+        text_future = self._pool().submit(tq.to_list) if tq is not None else None
+        vector_hits = vq.to_list()
+        text_hits: list[dict] = text_future.result() if text_future is not None else []
 
         fused: dict[str, dict] = {}
         for source, hits in (("vector", vector_hits), ("text", text_hits)):
@@ -328,14 +336,23 @@ class Store:
         ranked = sorted(fused.values(), key=lambda e: e["score"], reverse=True)[:k]
         return [Hit(_memory(e["row"]), e["score"], e.get("vector"), e.get("text")) for e in ranked]
 
+    def _pool(self):
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-fts")
+        return self._executor
+
     @staticmethod
-    def _filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded) -> str | None:
+    def _filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded) -> tuple[str | None, bool]:
+        """The SQL filter, and whether it is selective enough to apply before the searches."""
         filters = []
         if before_ts is not None:
             t = float(before_ts)
             filters.append(f"end_ts <= {t!r} AND (valid_to_ts IS NULL OR valid_to_ts > {t!r})")
         elif not include_superseded:
             filters.append("valid_to_ts IS NULL")
+        selective = before_ts is not None or bool(kind) or bool(entity_ids) or start_ts is not None or end_ts is not None
         if kind is not None:
             kinds = (kind,) if isinstance(kind, str) else tuple(kind)
             unknown = set(kinds) - set(MEMORY_KINDS)
@@ -348,7 +365,7 @@ class Store:
             filters.append(f"end_ts >= {float(start_ts)!r}")
         if end_ts is not None:
             filters.append(f"start_ts <= {float(end_ts)!r}")
-        return " AND ".join(f"({f})" for f in filters) or None
+        return (" AND ".join(f"({f})" for f in filters) or None), selective
 
 
 def _memory_row(m: Memory, vector) -> dict:
