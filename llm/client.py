@@ -9,15 +9,12 @@ Prompts and replies are logged only at DEBUG.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-
-import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -27,17 +24,6 @@ _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 class LLMError(RuntimeError):
     """The endpoint could not give a usable reply; the message says why and what to check."""
-
-
-def image_data_url(rgb: np.ndarray, quality: int = 85) -> str:
-    """An RGB uint8 image as a ``data:image/jpeg;base64,…`` URL (how OpenAI-compatible servers
-    take inline images)."""
-    import cv2
-
-    ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(rgb[:, :, ::-1]), [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise ValueError(f"could not encode an image of shape {rgb.shape} as JPEG")
-    return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii")
 
 
 def extract_json(text: str) -> Any:

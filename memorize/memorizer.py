@@ -6,15 +6,20 @@ store when it starts, so a later ``ingest`` continues where the last one stopped
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 from graph.records import Edge, Entity, Memory, content_id
 from graph.store import Store
+from llm.client import LLMError
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.people import People, facts_in, names_in
+from memorize.writer_llm import LLMWriter
 from memorize.writer_offline import write_clip
 from perception.records import ClipObservations
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -23,10 +28,13 @@ class ClipWrite:
     entities: list[Entity]  # entities created or changed
     edges: list[Edge]
     updated: list[Memory]  # memories of earlier clips changed by consolidation
+    notes: list[str]  # what went wrong (kept with the clip row)
 
 
 class Memorizer:
-    def __init__(self, store: Store, face_policy: MatchPolicy, voice_policy: MatchPolicy) -> None:
+    def __init__(self, store: Store, face_policy: MatchPolicy, voice_policy: MatchPolicy,
+                 llm_writer: LLMWriter | None = None) -> None:
+        self.llm_writer = llm_writer
         self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
         self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))
         self.people = People.load(store.load_entities("character"), store.all_edges("same_person"))
@@ -39,6 +47,19 @@ class Memorizer:
         edges: list[Edge] = []
         touched: dict[str, Entity] = {}
         self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
+        llm_memories: list[Memory] = []
+        notes: list[str] = []
+        if self.llm_writer is not None:
+            try:
+                llm_memories, pairs = self.llm_writer.write(obs, written.voice_of, written.face_of)
+            except LLMError as e:
+                notes.append(f"LLM writer failed, offline memories kept: {e}")
+                log.warning("%s clip %d: the LLM writer failed (%s); keeping the offline writer's memories",
+                            clip.source.path, clip.index, e)
+            else:
+                for voice, face in pairs:  # the model's statement is evidence too
+                    self.people.link(voice, face, clip.clip_id, clip.start_ts, (f"llm:{clip.clip_id}",), 1.0,
+                                     edges, touched)
 
         semantic: list[Memory] = []
         for turn in obs.speech:
@@ -65,7 +86,7 @@ class Memorizer:
                                        clip.clip_id, clip.source.path, start, end, (cid, voice), evidence,
                                        fact=f"{cid}|{relation}|{value}"))
 
-        memories = [self._with_characters(m) for m in written.memories]
+        memories = [self._with_characters(m) for m in written.memories + llm_memories]
         updated: dict[str, Memory] = {}
         for memory in semantic:
             stored, changed, new_edges = self.consolidator.add(memory)
@@ -85,7 +106,7 @@ class Memorizer:
         if events:
             self.last_event[clip.source.path] = events[-1].memory_id
         entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
-        return ClipWrite(memories, entities, edges, list(updated.values()))
+        return ClipWrite(memories, entities, edges, list(updated.values()), notes)
 
     def _with_characters(self, memory: Memory) -> Memory:
         extra = tuple(c.entity_id for e in memory.entity_ids if (c := self.people.character_of(e)) is not None)

@@ -132,20 +132,24 @@ class People:
             taken_speakers.add(speaker)
             taken_persons.add(person)
             voice, face = voice_of[speaker], face_of[person]
-            cv, cf = self.character_of(voice), self.character_of(face)
-            if cv is not None and cf is not None:
-                continue  # both already placed (the same person, or a conflict we do not merge)
-            evidence = (obs.clip.clip_id,)
-            base = obs.clip.start_ts
-            if cv is None and cf is None:
-                character = self.ensure(voice, base, obs.clip.clip_id, evidence, edges, touched)
-            else:
-                character = cv or cf
-                touched[character.entity_id] = character
-            for member in (voice, face):
-                if self.character_of(member) is None:
-                    self.member_of[member] = character.entity_id
-                    edges.append(Edge("same_person", member, character.entity_id, float(n), obs.clip.clip_id,
-                                      evidence))
-            linked.append((voice, face))
+            if self.link(voice, face, obs.clip.clip_id, obs.clip.start_ts, (obs.clip.clip_id,), float(n), edges, touched):
+                linked.append((voice, face))
         return linked
+
+    def link(self, voice: str, face: str, clip_id: str, ts: float, evidence: tuple[str, ...], weight: float,
+             edges: list[Edge], touched: dict[str, Entity]) -> bool:
+        """Put ``voice`` and ``face`` in one character (a new one, or the one either has); False when
+        both already belong to characters (the same one, or two we do not merge)."""
+        cv, cf = self.character_of(voice), self.character_of(face)
+        if cv is not None and cf is not None:
+            return False
+        if cv is None and cf is None:
+            character = self.ensure(voice, ts, clip_id, evidence, edges, touched)
+        else:
+            character = cv or cf
+            touched[character.entity_id] = character
+        for member in (voice, face):
+            if self.character_of(member) is None:
+                self.member_of[member] = character.entity_id
+                edges.append(Edge("same_person", member, character.entity_id, weight, clip_id, evidence))
+        return True

@@ -62,12 +62,12 @@ def _configure_logging(verbose: bool) -> None:
 
 def cmd_ingest(args, cfg) -> int:
     from mnemo.pipeline import ingest
-    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
+    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, open_store
 
     store = open_store(cfg.graph, args.store)
-    report = ingest(args.paths, store, build_perceivers(cfg.perception, cfg.llm),
-                    match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
-                    clip_s=cfg.perception.clip_s, start=args.start)
+    perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
+    report = ingest(args.paths, store, perceivers, match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
+                    clip_s=cfg.perception.clip_s, start=args.start, llm_writer=build_llm_writer(cfg.memorize, cfg.llm))
     counts = store.count()
     print(f"ingested {len(report.files_ingested)} file(s): {report.clips_new} new clip(s), "
           f"{report.clips_skipped} already stored, {len(report.clips_failed)} failed, "

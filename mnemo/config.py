@@ -50,6 +50,7 @@ class MemorizeConfig(BaseModel):
     face_threshold_insightface: float = 0.45
     voice_threshold: float = 0.75
     max_samples: int = Field(8, ge=1)
+    writer: Literal["offline", "llm"] = "offline"  # "llm": the [llm] endpoint writes memories too
 
 
 class LLMConfig(BaseModel):

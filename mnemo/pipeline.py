@@ -10,7 +10,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from graph.records import ClipRow
 from graph.store import Store
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
+from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip
 from perception.records import Clip, ClipObservations
@@ -53,9 +54,9 @@ def clip_row(obs: ClipObservations) -> ClipRow:
 
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
            clip_s: float = 30.0, start: datetime | None = None,
-           progress: Callable[[str], None] = _stderr) -> IngestReport:
+           progress: Callable[[str], None] = _stderr, llm_writer: LLMWriter | None = None) -> IngestReport:
     report = IngestReport()
-    memorizer = Memorizer(store, *policies)
+    memorizer = Memorizer(store, *policies, llm_writer=llm_writer)
     files = list(expand_paths(paths))
     try:
         for n, path in enumerate(files, start=1):
@@ -93,8 +94,12 @@ def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers,
             continue
         written = memorizer.memorize(obs)
         memories = written.memories
+        row = clip_row(obs)
+        if written.notes:
+            obs = replace(obs, notes=obs.notes + tuple(written.notes))
+            row = clip_row(obs)
         try:
-            store.write_clip(clip_row(obs), memories, written.entities, written.edges, written.updated)
+            store.write_clip(row, memories, written.entities, written.edges, written.updated)
         except OSError as e:
             raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
                           f"({e.strerror or e}); free space or fix permissions and run ingest again: "

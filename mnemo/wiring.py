@@ -9,6 +9,7 @@ from pathlib import Path
 from graph.store import Store
 from llm.client import ChatClient
 from memorize.identity import MatchPolicy
+from memorize.writer_llm import LLMWriter
 from mnemo.config import GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
 from perception.base import build
 from perception.faces import FacePolicy
@@ -29,7 +30,8 @@ def chat_client(cfg: LLMConfig) -> ChatClient:
     return ChatClient(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, cfg.timeout_s, cfg.max_retries)
 
 
-def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None) -> Perceivers:
+def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False) -> Perceivers:
+    """The perception backends; ``keep_images`` keeps frames and face crops for an LLM writer."""
     faces = faces_backend_name(cfg)
     log.info("perception: asr=faster-whisper(%s) speaker=%s faces=%s image=%s ocr=%s caption=%s", cfg.asr_model,
              cfg.speaker_backend, faces, cfg.image_backend, cfg.ocr_backend, cfg.caption_backend)
@@ -60,7 +62,12 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None) -> Per
         duplicate_max_diff=cfg.duplicate_max_diff,
         ocr_min_text_fraction=cfg.ocr_min_text_fraction,
         ocr_every_s=cfg.ocr_every_s,
+        keep_images_px=448 if keep_images else 0,
     )
+
+
+def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:
+    return LLMWriter(chat_client(llm)) if cfg.writer == "llm" else None
 
 
 def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy, MatchPolicy]:

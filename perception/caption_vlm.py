@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from llm.client import ChatClient, LLMError, image_data_url
+from llm.client import ChatClient, LLMError
+from llm.images import image_data_url, qwen_prepare
 
 PROMPT = ("These are frames from one 30-second clip of a personal recording, in time order. "
           "Describe in two or three sentences what happens: the setting, the people and what they do, "
@@ -22,11 +23,7 @@ class VLMCaptioner:
         self.max_tokens = max_tokens
 
     def prepare(self, frame_rgb: np.ndarray) -> np.ndarray:
-        from PIL import Image
-        from qwen_vl_utils import fetch_image
-
-        image = fetch_image({"image": Image.fromarray(frame_rgb), "max_pixels": self.max_pixels})
-        return np.asarray(image.convert("RGB"))
+        return qwen_prepare(frame_rgb, self.max_pixels)
 
     def caption(self, frames: list[np.ndarray], times_s: list[float], transcript: str = "") -> str:
         content: list[dict] = []

@@ -8,7 +8,7 @@ faces of one frame are two people.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,9 +36,20 @@ def sharpness(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int]) -> flo
     return float(cv2.Laplacian(cv2.resize(gray, (128, 128)), cv2.CV_64F).var())
 
 
+def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int = 112) -> bytes:
+    from llm.images import jpeg_bytes
+
+    x, y, w, h = box_xywh
+    m = w // 4  # some context around the box
+    H, W = frame_rgb.shape[:2]
+    return jpeg_bytes(np.ascontiguousarray(frame_rgb[max(0, y - m):min(H, y + h + m), max(0, x - m):min(W, x + w + m)]),
+                      side)
+
+
 def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], analyzer: FaceAnalyzer,
-                 policy: FacePolicy) -> tuple[list[FaceObservation], int]:
-    """Usable faces with a clip-local ``person`` label, and how many detections were dropped."""
+                 policy: FacePolicy, keep_crops: bool = False) -> tuple[list[FaceObservation], int]:
+    """Usable faces with a clip-local ``person`` label, and how many detections were dropped.
+    ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
     kept: list[FaceObservation] = []
     frame_of: list[int] = []
     dropped = 0
@@ -48,11 +59,11 @@ def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], a
             if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
                 dropped += 1
                 continue
-            kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, tuple(int(v) for v in box), float(score),
-                                        emb, sharp))
+            box = tuple(int(v) for v in box)
+            kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, box, float(score), emb, sharp,
+                                        crop_jpeg=_crop(frame, box) if keep_crops else b""))
             frame_of.append(i)
     if not kept:
         return [], dropped
     labels = agglomerate(np.stack([f.embedding for f in kept]), policy.cluster_max_distance, frame_of)
-    return [FaceObservation(f.face_id, f.frame_time_s, f.box_xywh, f.score, f.embedding, f.sharpness, f"p{k}")
-            for f, k in zip(kept, labels)], dropped
+    return [replace(f, person=f"p{k}") for f, k in zip(kept, labels)], dropped

@@ -18,6 +18,7 @@ from perception.base import Captioner, FaceAnalyzer, ImageAnalyzer, SpeakerEmbed
 from perception.diarize import diarize
 from perception.errors import MediaError
 from perception.faces import FacePolicy, detect_faces
+from llm.images import jpeg_bytes
 from perception.images import distinct_frames, limit_size, to_rgb8
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
                                 SpeechTurn, Word)
@@ -46,6 +47,7 @@ class Perceivers:
     ocr_every_s: float = 5.0  # video: look for text at most this often (screenshots: every frame)
     caption_max_frames: int = 4
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
+    keep_images_px: int = 0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
 
 
 def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn]:
@@ -118,7 +120,9 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
                 notes.append(f"OCR failed on the frame at {times[i]:.1f} s: {e}")
                 log.warning("OCR failed on the frame at %.1f s: %s", times[i], e)
     timings["ocr_s"] = time.perf_counter() - t0
-    return [FrameObservation(t, tags, emb, text) for t, (tags, emb), text in zip(times, tagged, texts)]
+    images = [jpeg_bytes(f, p.keep_images_px) if p.keep_images_px else b"" for f in frames]
+    return [FrameObservation(t, tags, emb, text, image)
+            for t, (tags, emb), text, image in zip(times, tagged, texts, images)]
 
 
 def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
@@ -161,7 +165,8 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     faces: list[FaceObservation] = []
     t0 = time.perf_counter()
     try:
-        faces, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy)
+        faces, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy,
+                                      keep_crops=p.keep_images_px > 0)
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")
     except (RuntimeError, ValueError) as e:

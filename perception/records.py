@@ -93,8 +93,9 @@ class FaceObservation:
     box_xywh: tuple[int, int, int, int]
     score: float  # detector score
     embedding: np.ndarray
-    sharpness: float = 0.0  # variance of the Laplacian of the face crop at 64x64 (blur filter)
+    sharpness: float = 0.0  # variance of the Laplacian of the face crop at 128x128 (blur filter)
     person: str = ""  # clip-local face cluster ("p0", "p1", …); "" when not clustered
+    crop_jpeg: bytes = b""  # the face, for an LLM memory writer; only kept when asked for
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class FrameObservation:
     tags: tuple[tuple[str, float], ...] = ()  # object/scene labels with probabilities, best first
     embedding: np.ndarray | None = None  # image embedding (L2-normalised)
     text_lines: tuple[TextLine, ...] = ()
+    image_jpeg: bytes = b""  # the frame, downscaled, for an LLM memory writer; only kept when asked for
 
     @property
     def text(self) -> str:

@@ -1,0 +1,132 @@
+"""The LLM memory writer (M3-Agent style): a vision-language model reads one clip and writes its
+episodic and semantic memories.
+
+The request, sent to an OpenAI-compatible endpoint through ``llm/``:
+- the clip's distinct frames, sized for Qwen-VL (``qwen_vl_utils``), as JPEG data URLs;
+- one face crop per face entity, labelled with its id (``<face_2>``);
+- the transcript, one line per turn with the speaker's id (``<voice_1>``) and time;
+- on-screen text.
+
+The reply must be one JSON object that the ``ClipMemories`` schema accepts:
+``{"episodic": [...], "semantic": [...], "same_person": [["face_2", "voice_1"], ...]}``. Only the
+entity ids given may appear. A reply that does not parse or validate, a refusal or a timeout is
+asked again a bounded number of times (``llm.ChatClient``); then ``LLMError`` is raised, and the
+memorizer keeps the offline writer's memories for that clip, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from pydantic import BaseModel, Field, field_validator
+
+from graph.records import Memory, content_id
+from llm.client import ChatClient
+from llm.images import decode_jpeg, jpeg_data_url, jpeg_bytes, qwen_prepare
+from perception.records import ClipObservations
+
+_ID = re.compile(r"<?((?:face|voice)_\d+)>?")
+
+SYSTEM = (
+    "You write the memory of a personal recording, one 30-second clip at a time. People are identified "
+    "by ids: faces as <face_N>, voices as <voice_N>. Refer to people only by these ids, never by guessed "
+    "names. Reply with one JSON object and nothing else.")
+
+INSTRUCTIONS = """Write this clip's memories as JSON:
+{"episodic": ["<voice_1> tells <face_2> that she grew up in Chicago.", ...],
+ "semantic": ["<voice_1> is originally from Chicago.", ...],
+ "same_person": [["face_2", "voice_1"], ...]}
+- episodic: what happens in this clip, who does and says what, 1 to 15 short sentences.
+- semantic: lasting facts the clip reveals (names, relations, preferences, habits, where things are); may be empty.
+- same_person: a face and a voice you are confident belong to one person (the face visibly speaking); may be empty.
+Use only these ids: {ids}."""
+
+
+class ClipMemories(BaseModel):
+    episodic: list[str] = Field(min_length=1, max_length=30)
+    semantic: list[str] = Field(default_factory=list, max_length=30)
+    same_person: list[tuple[str, str]] = Field(default_factory=list, max_length=20)
+
+    @field_validator("episodic", "semantic")
+    @classmethod
+    def _sentences(cls, items: list[str]) -> list[str]:
+        out = [" ".join(s.split()) for s in items]
+        if any(not s or len(s) > 600 for s in out):
+            raise ValueError("each memory must be a non-empty sentence under 600 characters")
+        return out
+
+
+def _clock(ts: float, tz) -> str:
+    return datetime.fromtimestamp(ts, tz=tz).strftime("%H:%M:%S")
+
+
+class LLMWriter:
+    def __init__(self, client: ChatClient, max_frames: int = 4, max_pixels: int = 448 * 448,
+                 max_tokens: int = 800) -> None:
+        self.client = client
+        self.max_frames = max_frames
+        self.max_pixels = max_pixels
+        self.max_tokens = max_tokens
+
+    def messages(self, obs: ClipObservations, voice_of: dict[str, str], face_of: dict[str, str]) -> list[dict]:
+        clip = obs.clip
+        tz = clip.source.recorded_at.tzinfo or timezone.utc
+        content: list[dict] = [{"type": "text", "text": f"Clip from {_clock(clip.start_ts, tz)} to "
+                                                        f"{_clock(clip.end_ts, tz)}. Frames:"}]
+        frames = [f for f in obs.frames if f.image_jpeg]
+        step = max(1, len(frames) // self.max_frames)
+        for f in frames[::step][: self.max_frames]:
+            image = qwen_prepare(decode_jpeg(f.image_jpeg), self.max_pixels)
+            content.append({"type": "text", "text": f"[{_clock(clip.start_ts + f.frame_time_s, tz)}]"})
+            content.append({"type": "image_url", "image_url": {"url": jpeg_data_url(jpeg_bytes(image))}})
+        shown: set[str] = set()
+        for face in sorted(obs.faces, key=lambda f: -f.sharpness):  # the sharpest crop of each face entity
+            entity = face_of.get(face.person)
+            if entity and entity not in shown and face.crop_jpeg:
+                shown.add(entity)
+                content.append({"type": "text", "text": f"<{entity}>:"})
+                content.append({"type": "image_url", "image_url": {"url": jpeg_data_url(face.crop_jpeg)}})
+        lines = [f"[{_clock(clip.start_ts + t.start_s, tz)}] <{voice_of[t.speaker]}>: {t.text}"
+                 if t.speaker in voice_of else f"[{_clock(clip.start_ts + t.start_s, tz)}] someone: {t.text}"
+                 for t in obs.speech]
+        content.append({"type": "text", "text": "Transcript:\n" + ("\n".join(lines) or "(no speech)")})
+        if obs.screen_text:
+            content.append({"type": "text", "text": "On-screen text:\n" + obs.screen_text})
+        ids = sorted(set(voice_of.values()) | set(face_of.values()))
+        content.append({"type": "text", "text": INSTRUCTIONS.replace("{ids}", ", ".join(ids) or "none")})
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
+
+    def write(self, obs: ClipObservations, voice_of: dict[str, str], face_of: dict[str, str]
+              ) -> tuple[list[Memory], list[tuple[str, str]]]:
+        """The clip's LLM memories and the face–voice pairs the model says are one person.
+        Raises ``llm.LLMError`` when no usable reply came back."""
+        known = set(voice_of.values()) | set(face_of.values())
+
+        def validate(obj) -> ClipMemories:
+            reply = ClipMemories.model_validate(obj)
+            used = {m for text in reply.episodic + reply.semantic for m in _ID.findall(text)}
+            used |= {x.strip("<>") for pair in reply.same_person for x in pair}
+            unknown = used - known
+            if unknown:
+                raise ValueError(f"the reply uses ids that are not in the clip: {sorted(unknown)}")
+            return reply
+
+        reply = self.client.chat_json(self.messages(obs, voice_of, face_of), validate, max_tokens=self.max_tokens)
+        clip = obs.clip
+        observation_ids = {**{e: [] for e in known}}
+        for t in obs.speech:
+            if t.speaker in voice_of:
+                observation_ids[voice_of[t.speaker]].append(t.segment_id)
+        for f in obs.faces:
+            if f.person in face_of:
+                observation_ids[face_of[f.person]].append(f.face_id)
+        memories = []
+        for kind, texts in (("episodic", reply.episodic), ("semantic", reply.semantic)):
+            for text in texts:
+                entities = tuple(dict.fromkeys(_ID.findall(text)))
+                provenance = tuple(p for e in entities for p in observation_ids.get(e, [])) or (f"clip:{clip.clip_id}",)
+                memories.append(Memory(content_id(clip.clip_id, "llm", kind, text), kind, text, clip.clip_id,
+                                       clip.source.path, clip.start_ts, clip.end_ts, entities, provenance))
+        pairs = [tuple(sorted((a.strip("<>"), b.strip("<>")))) for a, b in reply.same_person]
+        return memories, [(v, f) for f, v in pairs if f.startswith("face_") and v.startswith("voice_")]

@@ -1,0 +1,90 @@
+"""The LLM memory writer against a loopback fake OpenAI-compatible server, faults included."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from fake_openai import FakeOpenAI
+from llm.client import ChatClient
+from llm.images import jpeg_bytes
+from memorize.identity import MatchPolicy
+from memorize.memorizer import Memorizer
+from memorize.writer_llm import LLMWriter
+from perception.records import Clip, ClipObservations, FaceObservation, FrameObservation, SourceInfo, SpeechTurn
+
+
+def _obs() -> ClipObservations:
+    source = SourceInfo("/r.mp4", "0" * 64, 30.0, True, True, datetime(2026, 11, 20, 10, tzinfo=timezone.utc), "option")
+    clip = Clip("c1", source, 0, 0.0, 30.0)
+    voice = np.ones(8, np.float32) / np.sqrt(8)
+    face = np.eye(8, dtype=np.float32)[0]
+    frame = jpeg_bytes(np.full((360, 640, 3), 120, np.uint8))
+    crop = jpeg_bytes(np.full((112, 112, 3), 200, np.uint8))
+    speech = (SpeechTurn("c1:seg0", "I grew up in Lisbon.", 1.0, 3.0, "en", (), voice, "s0"),)
+    faces = tuple(FaceObservation(f"c1:f{i}.0", float(i), (10, 10, 80, 80), 1.0, face, 200.0, "p0", crop)
+                  for i in range(4))
+    frames = (FrameObservation(0.0, (), None, (), frame), FrameObservation(2.0, (), None, (), frame))
+    return ClipObservations(clip, speech, faces, frames=frames)
+
+
+def _memorizer(hash_store, fake, **kw) -> Memorizer:
+    client = ChatClient(fake.base_url, "qwen2.5-vl", timeout_s=kw.pop("timeout_s", 5.0), max_retries=1, backoff_s=0.01)
+    return Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.9), llm_writer=LLMWriter(client))
+
+
+GOOD = json.dumps({"episodic": ["<voice_1> says that she grew up in Lisbon while <face_1> smiles."],
+                   "semantic": ["<voice_1> grew up in Lisbon."], "same_person": [["face_1", "voice_1"]]})
+
+
+def test_llm_memories_are_written_with_entities_provenance_and_the_request_is_complete(hash_store):
+    with FakeOpenAI([GOOD]) as fake:
+        written = _memorizer(hash_store, fake).memorize(_obs())
+    by_text = {m.text: m for m in written.memories}
+    episodic = by_text["<voice_1> says that she grew up in Lisbon while <face_1> smiles."]
+    assert episodic.kind == "episodic" and set(episodic.entity_ids) >= {"voice_1", "face_1"}
+    assert "c1:seg0" in episodic.provenance and "c1:f0.0" in episodic.provenance
+    assert by_text["<voice_1> grew up in Lisbon."].kind == "semantic"
+    assert any(m.text.startswith('<voice_1> said: "I grew up') for m in written.memories)  # offline ones kept
+    assert {(e.src_id, e.dst_id.split("_")[0]) for e in written.edges if e.kind == "same_person"} >= {
+        ("voice_1", "character"), ("face_1", "character")}
+    assert written.notes == []
+
+    (body,) = fake.requests
+    assert body["model"] == "qwen2.5-vl" and body["messages"][0]["role"] == "system"
+    parts = body["messages"][1]["content"]
+    urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    assert len(urls) == 3  # two frames and one face crop
+    assert all(u.startswith("data:image/jpeg;base64,") and base64.b64decode(u.split(",", 1)[1]) for u in urls)
+    text = "\n".join(p["text"] for p in parts if p["type"] == "text")
+    assert "<voice_1>: I grew up in Lisbon." in text and "<face_1>:" in text and "face_1, voice_1" in text
+
+
+def test_a_reply_with_unknown_ids_is_asked_again(hash_store):
+    bad = json.dumps({"episodic": ["<voice_9> talks."], "semantic": []})
+    with FakeOpenAI([bad, GOOD]) as fake:
+        written = _memorizer(hash_store, fake).memorize(_obs())
+    assert len(fake.requests) == 2 and written.notes == []
+    assert any("Lisbon while" in m.text for m in written.memories)
+
+
+@pytest.mark.parametrize("replies, kw", [
+    (["not json at all", "{\"episodic\": []}"], {}),           # malformed, then empty (fails the schema)
+    (["I'm sorry, I can't help with that."] * 2, {}),         # refusals
+    ([("sleep", 1.0, GOOD)] * 2, {"timeout_s": 0.2}),         # timeouts
+    ([500, 503], {}),                                          # server errors
+])
+def test_faults_fall_back_to_the_offline_memories_with_a_warning(hash_store, caplog, replies, kw):
+    with FakeOpenAI(replies) as fake, caplog.at_level(logging.WARNING):
+        written = _memorizer(hash_store, fake, **kw).memorize(_obs())
+    assert len(fake.requests) == 2  # bounded: one try and one retry
+    assert [m.text for m in written.memories if m.kind == "episodic" and "said" in m.text] == [
+        '<voice_1> said: "I grew up in Lisbon."']
+    assert not any("Lisbon while" in m.text for m in written.memories)
+    assert written.notes and "LLM writer failed" in written.notes[0]
+    assert any("keeping the offline writer's memories" in r.message for r in caplog.records)
