@@ -91,7 +91,11 @@ def _quote(value: str) -> str:
 class Store:
     """Open (or create) a memory store at ``uri``; ``embedder`` embeds memories and queries."""
 
-    def __init__(self, uri: str | Path, embedder: Embedder) -> None:
+    def __init__(self, uri: str | Path, embedder: Embedder, read_consistency_s: float | None = 1.0) -> None:
+        """``read_consistency_s``: how stale reads may be when another process writes (0: every read
+        checks for new versions; None: never, this handle keeps the version it opened)."""
+        from datetime import timedelta
+
         import lancedb
 
         self.uri = str(uri)
@@ -99,7 +103,8 @@ class Store:
         self._executor = None
         if "://" not in self.uri:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
-        self._db = lancedb.connect(self.uri)
+        interval = None if read_consistency_s is None else timedelta(seconds=read_consistency_s)
+        self._db = lancedb.connect(self.uri, read_consistency_interval=interval)
         self.memories = self._open("memories", _memory_schema(embedder.dim))
         self._check_memory_schema()
         self.clips = self._open("clips", _clip_schema())
