@@ -3,7 +3,8 @@
 - one memory per speech turn: ``<voice_2> said: "…"``
 - one memory per face entity seen in the clip (perception's clip-local face clusters are matched to
   entities one-to-one): ``<face_1> is visible from 10:00:07 to 10:00:29``
-- what was on screen: one ``resource`` memory per distinct text shown (OCR), with its times
+- what was on screen: one ``resource`` memory per distinct text shown (OCR), with its times, and
+  for screenshots one memory per application window in front
 - what the scene showed: one memory with the confident object/scene tags of the clip
 Every memory carries its clip, absolute time span, entity ids and the observation ids it came from.
 """
@@ -82,7 +83,7 @@ def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatche
         memories.append(Memory(content_id(clip.clip_id, "face", entity_id), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, (entity_id,),
                                tuple(f.face_id for f in group)))
-    memories += _screen_memories(obs, tz) + _scene_memories(obs, min_tag_prob)
+    memories += _screen_memories(obs, tz) + _app_memories(obs, tz) + _scene_memories(obs, min_tag_prob)
     return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
                         {k: e.entity_id for k, e in speakers.items()}, face_of)
 
@@ -100,6 +101,23 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
         body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
         out.append(Memory(content_id(clip.clip_id, "screen", text), "resource", body, clip.clip_id, clip.source.path,
                           start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in times)))
+    return out
+
+
+def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
+    """Screenshots: one episodic memory per application window in front during the clip."""
+    clip = obs.clip
+    used: dict[tuple[str, str], list[float]] = {}
+    for frame in obs.frames:
+        if frame.app or frame.window:
+            used.setdefault((frame.app, frame.window), []).append(frame.frame_time_s)
+    out = []
+    for (app, window), times in used.items():
+        start, end = clip.start_ts + min(times), clip.start_ts + max(times)
+        what = f"{app} ({window})" if app and window else app or window
+        text = f"Using {what} from {_clock(start, tz)} to {_clock(end, tz)}"
+        out.append(Memory(content_id(clip.clip_id, "app", app, window), "episodic", text, clip.clip_id,
+                          clip.source.path, start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in times)))
     return out
 
 

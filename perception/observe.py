@@ -12,16 +12,17 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perception.base import Captioner, FaceAnalyzer, ImageAnalyzer, SpeakerEmbedder, SpeechRecognizer, TextReader
 from perception.diarize import diarize
 from perception.errors import MediaError
 from perception.faces import FacePolicy, detect_faces
 from llm.images import jpeg_bytes
-from perception.images import distinct_frames, limit_size, to_rgb8
+from perception.images import distinct_frames, limit_size, read_image, to_rgb8
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
                                 SpeechTurn, Word)
+from perception.screens import ScreenClip
 from perception.sources import load_media
 
 log = logging.getLogger(__name__)
@@ -193,3 +194,30 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     timings["caption_s"] = time.perf_counter() - t0
     return ClipObservations(clip, tuple(speech), tuple(faces), tuple(notes), timings, tuple(frame_obs),
                             caption, language, tuple(timeline))
+
+
+def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
+    """One clip of screenshots: every readable image is a frame at its capture time, read by OCR
+    in full (no text gate), with its app and window from the sidecar. Unreadable images are
+    skipped with a note; ``MediaError`` when none can be read."""
+    t0 = time.perf_counter()
+    frames, times, notes = [], [], []
+    app_at: dict[float, tuple[str, str]] = {}
+    for shot in sc.shots:
+        try:
+            frames.append(read_image(shot.path))
+        except MediaError as e:
+            notes.append(f"screenshot skipped: {e}")
+            continue
+        t = min(max(shot.captured_at.timestamp() - sc.clip.start_ts, 0.0), sc.clip.duration_s)
+        times.append(t)
+        app_at[t] = (shot.app, shot.window)
+    if not frames:
+        raise MediaError(sc.clip.source.path, f"none of the {len(sc.shots)} screenshot(s) of this clip could be read "
+                         f"({'; '.join(notes)})")
+    timings = {"decode_s": time.perf_counter() - t0}
+    screens = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0)
+    obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), screens, notes, timings)
+    return replace(obs, notes=tuple(n for n in obs.notes if n != "no audio stream: speech skipped"),
+                   frames=tuple(replace(f, app=app_at.get(f.frame_time_s, ("", ""))[0],
+                                        window=app_at.get(f.frame_time_s, ("", ""))[1]) for f in obs.frames))

@@ -116,6 +116,8 @@ class FrameObservation:
     embedding: np.ndarray | None = None  # image embedding (L2-normalised)
     text_lines: tuple[TextLine, ...] = ()
     image_jpeg: bytes = b""  # the frame, downscaled, for an LLM memory writer; only kept when asked for
+    app: str = ""  # screenshots: the application in front, when the capture recorded it
+    window: str = ""  # screenshots: its window title
 
     @property
     def text(self) -> str:

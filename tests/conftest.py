@@ -28,6 +28,13 @@ def pyannote_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def opencv_dir() -> Path:
+    from bench.fixtures import opencv_doc
+
+    return _fetched(opencv_doc, "opencv-doc (Megamind.avi, screenshots)")
+
+
+@pytest.fixture(scope="session")
 def demo_recording(pyannote_dir) -> Path:
     from mnemo.demo_media import build_demo_recording
 

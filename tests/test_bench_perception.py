@@ -10,16 +10,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.accuracy]
 
 
 @pytest.fixture(scope="session")
-def opencv_dir():
-    from bench.fixtures import FixtureUnavailable, opencv_doc
-
-    try:
-        return opencv_doc()
-    except FixtureUnavailable as e:
-        pytest.skip(f"opencv-doc unavailable: {e}")
-
-
-@pytest.fixture(scope="session")
 def report(perceivers, policies, pyannote_dir, opencv_dir):
     from bench.perception import run
 

@@ -1,0 +1,115 @@
+"""Folders of screenshots as a source: images grouped into 30 s clips by capture time.
+
+Each screenshot may have a sidecar ``<image>.json`` (written by a capture daemon) with
+``captured_at`` (ISO 8601), ``app`` and ``window``. Without one, the time comes from a
+``YYYYmmdd?HHMMSS`` stamp in the file name, and failing that from the file's modification time.
+
+Clips are aligned to multiples of ``clip_s`` since the epoch, so a screenshot lands in the same clip
+whichever run ingests it, and a clip's id is the hash of its images' contents: re-ingesting a folder
+skips the clips it already stored, and a clip that gained a screenshot is stored anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from perception.images import IMAGE_SUFFIXES
+from perception.records import Clip, SourceInfo
+from perception.sources import file_sha256
+
+log = logging.getLogger(__name__)
+
+_STAMP = re.compile(r"(20\d{2})-?(\d{2})-?(\d{2})[ _T-]?(\d{2})[-_.:h]?(\d{2})[-_.:m]?(\d{2})")
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    path: Path
+    captured_at: datetime
+    time_origin: str  # "sidecar", "filename" or "mtime"
+    app: str = ""
+    window: str = ""
+
+
+@dataclass(frozen=True)
+class ScreenClip:
+    clip: Clip
+    shots: tuple[Screenshot, ...]
+
+
+def _sidecar(path: Path) -> dict:
+    side = path.with_name(path.name + ".json")
+    if not side.is_file():
+        return {}
+    try:
+        data = json.loads(side.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError) as e:
+        log.warning("%s: unreadable sidecar (%s); using the file name or mtime instead", side, e)
+        return {}
+
+
+def _when(path: Path, meta: dict) -> tuple[datetime, str]:
+    raw = meta.get("captured_at")
+    if isinstance(raw, str):
+        try:
+            ts = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+            return (ts if ts.tzinfo else ts.astimezone()), "sidecar"
+        except ValueError:
+            log.warning("%s: captured_at %r is not ISO 8601; ignored", path, raw)
+    m = _STAMP.search(path.stem)
+    if m:
+        try:
+            return datetime(*map(int, m.groups())).astimezone(), "filename"
+        except ValueError:
+            pass
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc), "mtime"
+
+
+def scan(folder: Path) -> list[Screenshot]:
+    """The folder's screenshots (not recursive), in capture order."""
+    shots = []
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES:
+            meta = _sidecar(path)
+            when, origin = _when(path, meta)
+            shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", ""))))
+    return sorted(shots, key=lambda s: (s.captured_at, s.path.name))
+
+
+def folders_with_screenshots(paths: list[str]) -> list[Path]:
+    """Folders among ``paths`` (searched recursively) that hold screenshots."""
+    out = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for d in [p, *sorted(x for x in p.rglob("*") if x.is_dir())]:
+                if any(c.is_file() and c.suffix.lower() in IMAGE_SUFFIXES for c in d.iterdir()):
+                    out.append(d)
+    return out
+
+
+def plan_screen_clips(folder: Path, clip_s: float = 30.0) -> list[ScreenClip]:
+    """One clip per ``clip_s`` window that holds screenshots; unreadable files are left to decoding."""
+    windows: dict[int, list[Screenshot]] = {}
+    for shot in scan(folder):
+        windows.setdefault(int(shot.captured_at.timestamp() // clip_s), []).append(shot)
+    clips = []
+    for index, shots in sorted(windows.items()):
+        start = datetime.fromtimestamp(index * clip_s, tz=shots[0].captured_at.tzinfo or timezone.utc)
+        digest = hashlib.sha256()
+        for s in shots:
+            try:
+                digest.update(file_sha256(s.path).encode())
+            except OSError:
+                digest.update(str(s.path).encode())  # unreadable: decoding will say so
+        sha = digest.hexdigest()
+        source = SourceInfo(str(folder.resolve()), sha, clip_s, False, True, start, shots[0].time_origin)
+        clips.append(ScreenClip(Clip(f"screen-{sha[:20]}", source, index, 0.0, clip_s), tuple(shots)))
+    return clips

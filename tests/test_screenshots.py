@@ -1,0 +1,56 @@
+"""Folders of screenshots: clips by capture time, OCR as resource memories, apps from sidecars."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from mnemo.pipeline import ingest
+from perception.screens import plan_screen_clips
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def shots(tmp_path, opencv_dir):
+    folder = tmp_path / "screens"
+    folder.mkdir()
+    for name, when, app, window in [
+        ("eclipse_cdt_cfg7.png", "2026-11-20T09:00:05+00:00", "Eclipse", "jni_part.cpp - Eclipse SDK"),
+        ("qtgui.png", "2026-11-20T09:00:20+00:00", "Qt Designer", "main1"),
+        ("again.png", "2026-11-20T09:02:00+00:00", "Eclipse", "jni_part.cpp - Eclipse SDK"),
+    ]:
+        src = opencv_dir / ("eclipse_cdt_cfg7.png" if name == "again.png" else name)
+        shutil.copyfile(src, folder / name)
+        (folder / f"{name}.json").write_text(json.dumps({"captured_at": when, "app": app, "window": window}))
+    (folder / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    (folder / "broken.png.json").write_text(json.dumps({"captured_at": "2026-11-20T09:00:10+00:00"}))
+    return folder
+
+
+def test_screenshots_are_grouped_into_clips_by_capture_time(shots):
+    clips = plan_screen_clips(shots, 30.0)
+    assert [len(c.shots) for c in clips] == [3, 1]  # 09:00:00-30 (with the broken one), 09:02:00-30
+    assert [s.time_origin for s in clips[0].shots] == ["sidecar"] * 3
+    assert clips[0].clip.clip_id == plan_screen_clips(shots, 30.0)[0].clip.clip_id  # stable ids
+
+
+def test_a_screenshot_folder_becomes_screen_text_and_app_memories(shots, hash_store, perceivers, policies):
+    lines = []
+    report = ingest([str(shots)], hash_store, perceivers, policies, progress=lines.append)
+    assert report.clips_new == 2 and report.files_ingested == [str(shots)]
+    assert any("broken.png" in line and "screenshot skipped" in line for line in lines)
+    resources = hash_store.memories_where("kind = 'resource'")
+    assert any("CDT Build Console" in m.text for m in resources)
+    assert any("control panel" in m.text for m in resources)
+    apps = [m.text for m in hash_store.memories_where("kind = 'episodic'") if m.text.startswith("Using ")]
+    assert "Using Eclipse (jni_part.cpp - Eclipse SDK) from 09:00:05 to 09:00:05" in apps
+    assert any(a.startswith("Using Qt Designer (main1)") for a in apps)
+    clip = hash_store.get_clip(resources[0].clip_id)
+    assert "CDT Build Console" in clip["screen_text"] or "control panel" in clip["screen_text"]
+    hits = hash_store.search("Build Finished console", kind="resource")
+    assert hits and "Build Finished" in hits[0].memory.text
+    again = ingest([str(shots)], hash_store, perceivers, policies, progress=lambda _m: None)
+    assert again.clips_new == 0 and again.clips_skipped == 2  # resumable
