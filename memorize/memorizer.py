@@ -61,31 +61,7 @@ class Memorizer:
                     self.people.link(voice, face, clip.clip_id, clip.start_ts, (f"llm:{clip.clip_id}",), 1.0,
                                      edges, touched)
 
-        semantic: list[Memory] = []
-        for turn in obs.speech:
-            voice = written.voice_of.get(turn.speaker)
-            if voice is None:
-                continue
-            start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
-            evidence = (turn.segment_id, clip_evidence(clip.clip_id))
-            names, facts = names_in(turn.text), facts_in(turn.text)
-            if not names and not facts:
-                continue
-            character = self.people.ensure(voice, start, clip.clip_id, (turn.segment_id,), edges, touched)
-            cid = character.entity_id
-            for name in names[:1]:
-                if not character.name:
-                    character.name = name
-                text = f"{name} (<{cid}>) is the person speaking as <{voice}>."
-                semantic.append(Memory(content_id(clip.clip_id, "name", cid, name), "semantic", text, clip.clip_id,
-                                       clip.source.path, start, end, (cid, voice), evidence, fact=f"{cid}|is named|{name}"))
-            for relation, value in facts:
-                label = f"{character.name} (<{cid}>)" if character.name else f"<{cid}>"
-                text = f"{label} {relation} {value}."
-                semantic.append(Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic", text,
-                                       clip.clip_id, clip.source.path, start, end, (cid, voice), evidence,
-                                       fact=f"{cid}|{relation}|{value}"))
-
+        semantic = self._heard_facts(obs, written.voice_of, edges, touched)
         memories = [self._with_characters(m) for m in written.memories + llm_memories]
         updated: dict[str, Memory] = {}
         for memory in semantic:
@@ -107,6 +83,35 @@ class Memorizer:
             self.last_event[clip.source.path] = events[-1].memory_id
         entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
         return ClipWrite(memories, entities, edges, list(updated.values()), notes)
+
+    def _heard_facts(self, obs: ClipObservations, voice_of: dict[str, str], edges: list[Edge],
+                     touched: dict[str, Entity]) -> list[Memory]:
+        """Semantic memories from first-person speech: the speaker's name, where they are from or
+        live. The speaker's voice gets a character if it has none; a name names it."""
+        clip = obs.clip
+        semantic: list[Memory] = []
+        for turn in obs.speech:
+            voice = voice_of.get(turn.speaker)
+            names, facts = names_in(turn.text), facts_in(turn.text)
+            if voice is None or not (names or facts):
+                continue
+            start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
+            evidence = (turn.segment_id, clip_evidence(clip.clip_id))
+            character = self.people.ensure(voice, start, clip.clip_id, (turn.segment_id,), edges, touched)
+            cid = character.entity_id
+            for name in names[:1]:
+                if not character.name:
+                    character.name = name
+                text = f"{name} (<{cid}>) is the person speaking as <{voice}>."
+                semantic.append(Memory(content_id(clip.clip_id, "name", cid, name), "semantic", text, clip.clip_id,
+                                       clip.source.path, start, end, (cid, voice), evidence,
+                                       fact=f"{cid}|is named|{name}"))
+            for relation, value in facts:
+                label = f"{character.name} (<{cid}>)" if character.name else f"<{cid}>"
+                semantic.append(Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic",
+                                       f"{label} {relation} {value}.", clip.clip_id, clip.source.path, start, end,
+                                       (cid, voice), evidence, fact=f"{cid}|{relation}|{value}"))
+        return semantic
 
     def _with_characters(self, memory: Memory) -> Memory:
         extra = tuple(c.entity_id for e in memory.entity_ids if (c := self.people.character_of(e)) is not None)
