@@ -314,7 +314,7 @@ class Store:
         # (measured at 1M memories: as a pre-filter it added ~40 ms to each of the two searches);
         # selective filters (person, kind, time) run before it, so they cannot starve the top k.
         vq = (self.memories.search(qvec, vector_column_name="vector").distance_type("cosine")
-              .limit(candidates).select(_COLUMNS))
+              .limit(candidates).select([*_COLUMNS, "_distance"]))
         if exact:
             vq = vq.bypass_vector_index()
         elif self._has_vector_index():
@@ -324,7 +324,7 @@ class Store:
         tq = None
         terms = " ".join(_WORD.findall(query))
         if terms and any(ix.columns == ["text"] for ix in self.memories.list_indices()):
-            tq = self.memories.search(terms, query_type="fts").limit(candidates).select(_COLUMNS)
+            tq = self.memories.search(terms, query_type="fts").limit(candidates).select([*_COLUMNS, "_score"])
             if where:
                 tq = tq.where(where, prefilter=selective)
         # the two searches run concurrently: LanceDB releases the GIL while it works
