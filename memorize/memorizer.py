@@ -7,6 +7,7 @@ store when it starts, so a later ``ingest`` continues where the last one stopped
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, replace
 
 from graph.records import Edge, Entity, Memory, content_id
@@ -75,6 +76,7 @@ class Memorizer:
                 else:
                     updated[changed.memory_id] = changed
         memories.sort(key=lambda m: (m.start_ts, m.memory_id))
+        edges += self._mentions(memories, clip.clip_id)
         events = [m for m in memories if m.kind == "episodic"]
         previous = self.last_event.get(clip.source.path)
         for a, b in zip(([previous] if previous else []) + events, events):
@@ -112,6 +114,16 @@ class Memorizer:
                                        f"{label} {relation} {value}.", clip.clip_id, clip.source.path, start, end,
                                        (cid, voice), evidence, fact=f"{cid}|{relation}|{value}"))
         return semantic
+
+    def _mentions(self, memories: list[Memory], clip_id: str) -> list[Edge]:
+        """``mentions`` edges from episodic memories to the named characters their text names."""
+        named = {c.name: c.entity_id for c in self.people.characters.values() if c.name}
+        if not named:
+            return []
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(named))) + r")\b")
+        return [Edge("mentions", m.memory_id, named[name], 1.0, clip_id, m.provenance[:1])
+                for m in memories if m.kind == "episodic"
+                for name in dict.fromkeys(pattern.findall(m.text))]
 
     def _with_characters(self, memory: Memory) -> Memory:
         extra = tuple(c.entity_id for e in memory.entity_ids if (c := self.people.character_of(e)) is not None)

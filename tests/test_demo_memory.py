@@ -67,3 +67,9 @@ def test_search_filters_by_person_and_kind(demo_store):
     sheila = next(c.entity_id for c in demo_store.load_entities("character") if c.name == "Sheila")
     hits = demo_store.search("where from", k=20, entity_ids=[sheila], kind="semantic")
     assert hits and all(sheila in h.memory.entity_ids and h.memory.kind == "semantic" for h in hits)
+
+
+def test_speech_that_names_a_person_mentions_her(demo_store):
+    diane = next(c.entity_id for c in demo_store.load_entities("character") if c.name == "Diane")
+    mentioning = [demo_store.get_memories([e.src_id])[0].text for e in demo_store.edges_of(diane, "mentions")]
+    assert any("This is Diane in New Jersey" in t for t in mentioning)
