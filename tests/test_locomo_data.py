@@ -1,0 +1,54 @@
+"""LoCoMo records: only the turns are read, evidence ids are normalised, recall@k is exact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.locomo import load, normalize_evidence, parse_session_time, recall_at_k
+
+DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+def test_malformed_evidence_ids_are_normalised_and_unknown_ones_dropped():
+    known = {"D8:6", "D9:17", "D11:26", "D30:5"}
+    assert normalize_evidence(["D8:6; D9:17"], known) == ("D8:6", "D9:17")
+    assert normalize_evidence(["D:11:26", "D30:05", "D8:6"], known) == ("D11:26", "D30:5", "D8:6")
+    assert normalize_evidence(["D", "D99:1", ""], known) == ()
+
+
+def test_session_times_and_a_small_file(tmp_path):
+    assert parse_session_time("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+    with pytest.raises(ValueError, match="not like"):
+        parse_session_time("yesterday")
+    data = [{"sample_id": "c1", "qa": [{"question": "Q?", "answer": 3, "evidence": ["D1:2; D1:9"], "category": 2}],
+             "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "9:00 am on 1 May, 2023",
+                              "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "hi"},
+                                            {"speaker": "Bo", "dia_id": "D1:2", "text": "look", "blip_caption": "a dog"}]},
+             "observation": {"must": "not be read"}, "session_summary": {}, "event_summary": {}}]
+    (tmp_path / "l.json").write_text(json.dumps(data))
+    (conv,) = load(tmp_path / "l.json")
+    assert conv.speakers == ("Ann", "Bo") and conv.sessions[0].turns[1].image_caption == "a dog"
+    assert conv.questions[0].evidence == ("D1:2",) and conv.questions[0].answer == "3"
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError, match="bad.json"):
+        load(tmp_path / "bad.json")
+
+
+def test_recall_at_k_counts_first_occurrences():
+    assert recall_at_k(["D1:1", "D1:1", "D1:2", "D1:3"], ["D1:2", "D1:3"], 2) == 0.5
+    assert recall_at_k(["D1:1", "D1:2"], ["D1:2"], 10) == 1.0
+
+
+@pytest.mark.skipif(not DEV.is_file(), reason=f"{DEV} not present (shared evaluation data)")
+def test_the_dev_file_loads_with_every_category():
+    conversations = load(DEV)
+    assert len(conversations) == 6
+    questions = [q for c in conversations for q in c.questions]
+    assert {q.category for q in questions} == {1, 2, 3, 4, 5}
+    for c in conversations:
+        assert all(set(q.evidence) <= c.turn_ids for q in c.questions)
+        starts = [s.started_at for s in c.sessions]
+        assert starts == sorted(starts)
