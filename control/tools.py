@@ -1,0 +1,78 @@
+"""The agent's tools over the memory graph: search, a person's memories, a time range, a clip, people.
+
+Thin, typed reads over ``graph.Store`` that both the offline planner and the LLM loop call. A
+person is a character with the face and voice entities linked to it; asking about a person by name
+or by any of their ids finds memories that involve any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graph.records import Hit, Memory
+from graph.store import Store
+
+
+@dataclass(frozen=True)
+class Person:
+    character_id: str
+    name: str  # "" while unnamed
+    members: tuple[str, ...]  # face/voice entity ids linked to the character
+
+    @property
+    def label(self) -> str:
+        return self.name or f"<{self.character_id}>"
+
+
+@dataclass(frozen=True)
+class ClipView:
+    clip_id: str
+    source: str
+    media_location: str
+    start_ts: float
+    end_ts: float
+    transcript: str
+    screen_text: str
+    caption: str
+
+
+class MemoryTools:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def list_people(self) -> list[Person]:
+        members: dict[str, list[str]] = {}
+        for edge in self.store.all_edges("same_person"):
+            members.setdefault(edge.dst_id, []).append(edge.src_id)
+        return [Person(c.entity_id, c.name, tuple(sorted(members.get(c.entity_id, ()))))
+                for c in self.store.load_entities("character")]
+
+    def person(self, who: str) -> Person:
+        """A person by name (case-insensitive) or by any of their entity ids (``character_2``,
+        ``<voice_1>``); ``ValueError`` naming the known people otherwise."""
+        key = who.strip().strip("<>").lower()
+        people = self.list_people()
+        for p in people:
+            if key in (p.name.lower(), p.character_id) or key in p.members:
+                return p
+        known = ", ".join(p.label for p in people) or "nobody yet"
+        raise ValueError(f"no person called {who!r} in memory; known: {known}")
+
+    def search(self, query: str, k: int = 10, **filters) -> list[Hit]:
+        return self.store.search(query, k=k, **filters)
+
+    def about_person(self, who: str, limit: int = 50) -> list[Memory]:
+        p = self.person(who)
+        return self.store.about([p.character_id, *p.members], limit)
+
+    def in_time_range(self, start_ts: float, end_ts: float, limit: int = 100) -> list[Memory]:
+        if end_ts < start_ts:
+            raise ValueError(f"the time range ends ({end_ts}) before it starts ({start_ts})")
+        return self.store.in_time_range(start_ts, end_ts, limit)
+
+    def read_clip(self, clip_id: str) -> ClipView:
+        row = self.store.get_clip(clip_id)
+        if row is None:
+            raise ValueError(f"no committed clip {clip_id!r} in {self.store.uri}")
+        return ClipView(row["clip_id"], row["source_path"], row["media_location"], row["start_ts"], row["end_ts"],
+                        row["transcript"], row["screen_text"], row["caption"])
