@@ -14,11 +14,11 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from llm.images import jpeg_bytes
 from perception.base import Captioner, FaceAnalyzer, ImageAnalyzer, SpeakerEmbedder, SpeechRecognizer, TextReader
 from perception.diarize import diarize
 from perception.errors import MediaError
 from perception.faces import FacePolicy, detect_faces
-from llm.images import jpeg_bytes
 from perception.images import distinct_frames, limit_size, read_image, to_rgb8
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
                                 SpeechTurn, Word)
@@ -218,6 +218,8 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
     timings = {"decode_s": time.perf_counter() - t0}
     screens = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0)
     obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), screens, notes, timings)
-    return replace(obs, notes=tuple(n for n in obs.notes if n != "no audio stream: speech skipped"),
-                   frames=tuple(replace(f, app=app_at.get(f.frame_time_s, ("", ""))[0],
-                                        window=app_at.get(f.frame_time_s, ("", ""))[1]) for f in obs.frames))
+    frames_with_apps = []
+    for f in obs.frames:
+        app, window = app_at.get(f.frame_time_s, ("", ""))
+        frames_with_apps.append(replace(f, app=app, window=window))
+    return replace(obs, frames=tuple(frames_with_apps))
