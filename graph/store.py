@@ -266,26 +266,36 @@ class Store:
                                     for f in schema], schema=schema))
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
-        """Rebuild the full-text index over memory text (after a batch of writes), the id index
-        that keeps upserts fast, and, for large stores, the vector index.
+        """Bring the indexes up to date after a batch of writes: the full-text index over memory
+        text, the id index that keeps upserts fast (from 10,000 memories), and the vector index.
 
-        ``vector_index=None`` builds IVF-PQ once the store holds ``VECTOR_INDEX_MIN_ROWS`` memories:
-        one partition per ~4,000 rows (the square-root rule), 48 sub-vectors of 8 dimensions for
-        384-d embeddings; searches re-rank 10x the candidates on full vectors.
+        Missing indexes are built; existing ones take in the new rows incrementally
+        (``optimize``), so a small ingest into a large store does not rebuild them. Searches also
+        see rows not yet indexed (scanned directly). ``vector_index=None`` builds IVF-PQ once the
+        store holds ``VECTOR_INDEX_MIN_ROWS`` memories: one partition per ~√n rows, 48 sub-vectors
+        of 8 dimensions for 384-d embeddings; searches re-rank 10x the candidates on full vectors.
         """
         n = self.memories.count_rows()
         if not n:
             return
         from lancedb.index import FTS, BTree, IvfPq
 
-        self.memories.create_index("text", config=FTS(), replace=True)
-        if n >= 10_000:
+        have = {tuple(ix.columns) for ix in self.memories.list_indices()}
+        built = False
+        if ("text",) not in have:
+            self.memories.create_index("text", config=FTS(), replace=True)
+            built = True
+        if ("memory_id",) not in have and n >= 10_000:
             self.memories.create_index("memory_id", config=BTree(), replace=True)
-        if vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS):
+            built = True
+        if ("vector",) not in have and (vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)):
             dim = self.embedder.dim
             sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)
             self.memories.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(n ** 0.5)),
                                                               num_sub_vectors=sub), replace=True)
+            built = True
+        if not built:
+            self.memories.optimize()
 
     def _has_vector_index(self) -> bool:
         return any(ix.columns == ["vector"] for ix in self.memories.list_indices())

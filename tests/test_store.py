@@ -79,3 +79,14 @@ def test_a_retried_clip_drops_what_a_killed_attempt_left(hash_store):
     hash_store.write_clip(_clip(), [retry], [])
     texts = [r["text"] for r in hash_store.memories.search().limit(None).to_list()]
     assert texts == [retry.text]
+
+
+def test_indexes_take_in_new_rows_without_a_rebuild(hash_store):
+    hash_store.write_clip(_clip("c1"), [_mem("a memory about tea", "c1")], [])
+    hash_store.refresh_indexes()
+    hash_store.write_clip(_clip("c2", 2000.0), [_mem("a memory about zebras", "c2", 2000.0)], [])
+    assert hash_store.search("zebras", k=1)[0].text_rank == 1  # unindexed rows are searched too
+    hash_store.refresh_indexes()
+    (after,) = [ix for ix in hash_store.memories.list_indices() if ix.columns == ["text"]]
+    assert after.num_unindexed_rows == 0 and after.num_indexed_rows == 2  # taken in by optimize()
+    assert hash_store.search("tea", k=1)[0].text_rank == 1
