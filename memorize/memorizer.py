@@ -41,12 +41,29 @@ class Memorizer:
         self.people = People.load(store.load_entities("character"), store.all_edges("same_person"))
         self.consolidator = Consolidator(store)
         self.last_event: dict[str, str] = {}  # source path -> id of its latest episodic memory
+        self._pending_edges: list[Edge] = []  # from enrol(), written with the next clip
+        self._pending_people: dict[str, Entity] = {}
+
+    def enrol(self, name: str, voice_embedding, ts: float) -> str:
+        """Register a known, named speaker by a sample of their voice: the voice entity it matches
+        (or a new one) gets a character with that name. Written with the next clip. Returns the
+        character id."""
+        (voice,) = self.voices.match_distinct([voice_embedding], ts)
+        character = self.people.ensure(voice.entity_id, ts, "", ("enrolled",), self._pending_edges, self._pending_people)
+        character.name = character.name or name
+        return character.entity_id
+
+    def _names(self) -> dict[str, str]:
+        """Entity id -> name, for the faces and voices of named characters."""
+        return {member: self.people.characters[cid].name for member, cid in self.people.member_of.items()
+                if self.people.characters.get(cid) is not None and self.people.characters[cid].name}
 
     def memorize(self, obs: ClipObservations) -> ClipWrite:
         clip = obs.clip
-        written = write_clip(obs, self.faces, self.voices)
-        edges: list[Edge] = []
-        touched: dict[str, Entity] = {}
+        written = write_clip(obs, self.faces, self.voices, names=self._names())
+        edges: list[Edge] = [replace(e, clip_id=clip.clip_id) for e in self._pending_edges]
+        touched: dict[str, Entity] = dict(self._pending_people)
+        self._pending_edges, self._pending_people = [], {}
         self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
         llm_memories: list[Memory] = []
         notes: list[str] = []

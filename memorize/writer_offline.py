@@ -39,9 +39,11 @@ def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: Ent
 
 
 def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher,
-               min_tag_prob: float = 0.3) -> OfflineWrite:
+               min_tag_prob: float = 0.3, names: dict[str, str] | None = None) -> OfflineWrite:
     """Resolve identities (updating the matchers); the clip's memories in time order, and which
-    entity each clip-local speaker and face person became."""
+    entity each clip-local speaker and face person became. ``names`` (entity id -> person's name,
+    known before this clip) puts names beside ids: ``Sheila (<voice_1>) said: …``."""
+    names = names or {}
     clip = obs.clip
     base = clip.start_ts
     tz = clip.source.recorded_at.tzinfo or timezone.utc
@@ -57,6 +59,8 @@ def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatche
         start, end = base + turn.start_s, base + turn.end_s
         entity = speakers.get(turn.speaker)
         speaker, entity_ids = (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
+        if entity and entity.entity_id in names:
+            speaker = f"{names[entity.entity_id]} ({speaker})"
         text = f'{speaker} said: "{turn.text}"'
         memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, entity_ids, (turn.segment_id,)))
@@ -83,7 +87,8 @@ def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatche
         memories.append(Memory(content_id(clip.clip_id, "face", entity_id), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, (entity_id,),
                                tuple(f.face_id for f in group)))
-    memories += _screen_memories(obs, tz) + _app_memories(obs, tz) + _scene_memories(obs, min_tag_prob)
+    memories += (_screen_memories(obs, tz) + _app_memories(obs, tz) + _image_memories(obs, tz)
+                 + _scene_memories(obs, min_tag_prob))
     return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
                         {k: e.entity_id for k, e in speakers.items()}, face_of)
 
@@ -101,6 +106,23 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
         body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
         out.append(Memory(content_id(clip.clip_id, "screen", text), "resource", body, clip.clip_id, clip.source.path,
                           start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in times)))
+    return out
+
+
+def _frame_id(obs: ClipObservations, frame) -> str:
+    return frame.source_id or f"{obs.clip.clip_id}:frame@{frame.frame_time_s:.2f}"
+
+
+def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
+    """One episodic memory per frame that carries a caption (a shared photo, a described scene)."""
+    clip = obs.clip
+    out = []
+    for frame in obs.frames:
+        if frame.caption:
+            ts = clip.start_ts + frame.frame_time_s
+            text = f"An image shown at {_clock(ts, tz)}: {frame.caption}"
+            out.append(Memory(content_id(clip.clip_id, "image", _frame_id(obs, frame), text), "episodic", text,
+                              clip.clip_id, clip.source.path, ts, ts, (), (_frame_id(obs, frame),)))
     return out
 
 

@@ -118,6 +118,8 @@ class FrameObservation:
     image_jpeg: bytes = b""  # the frame, downscaled, for an LLM memory writer; only kept when asked for
     app: str = ""  # screenshots: the application in front, when the capture recorded it
     window: str = ""  # screenshots: its window title
+    caption: str = ""  # a description of the frame (e.g. a shared photo's caption)
+    source_id: str = ""  # the item this frame came from (a screenshot path, a dataset id); "" for video
 
     @property
     def text(self) -> str:
