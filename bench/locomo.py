@@ -116,3 +116,132 @@ def recall_at_k(ranked_turns: Sequence[str], evidence: Sequence[str], k: int) ->
         raise ValueError("recall needs at least one evidence turn")
     top = list(dict.fromkeys(ranked_turns))[:k]
     return len(set(top) & set(evidence)) / len(set(evidence))
+
+
+# ---- the bench: LoCoMo through memorization and retrieval ----------------------------------------
+
+WORDS_PER_S = 2.5  # spoken pace used to lay turns out in time (150 words a minute)
+PAUSE_S = 1.0
+
+
+def session_clips(conv: Conversation, session: Session, clip_s: float = 30.0):
+    """A session as a recording of speech: turns laid out at a speaking pace from the session's
+    start, each by its named speaker (a fixed voice per speaker), cut into ``clip_s`` clips. A
+    shared image becomes a frame carrying its caption."""
+    import hashlib
+
+    import numpy as np
+
+    from perception.records import Clip, ClipObservations, FrameObservation, SourceInfo, SpeechTurn
+
+    voices = {name: np.eye(8, dtype=np.float32)[i] for i, name in enumerate(conv.speakers)}
+    timed, t = [], 0.0
+    for turn in session.turns:
+        duration = max(1.0, len(turn.text.split()) / WORDS_PER_S)
+        timed.append((turn, t, t + duration))
+        t += duration + PAUSE_S
+    sha = hashlib.sha256(f"{conv.sample_id}/{session.index}".encode()).hexdigest()
+    source = SourceInfo(f"locomo/{conv.sample_id}/session_{session.index}", sha, max(t, clip_s), True, False,
+                        session.started_at, "option")
+    out = []
+    for k in range(int(np.ceil(max(t, 1.0) / clip_s))):
+        lo, hi = k * clip_s, (k + 1) * clip_s
+        inside = [(turn, a, b) for turn, a, b in timed if lo <= a < hi]
+        if not inside:
+            continue
+        clip = Clip(f"{sha[:16]}-{k}", source, k, lo, clip_s)
+        speech = tuple(SpeechTurn(turn.dia_id, turn.text, a - lo, b - lo, "en", (), voices.get(turn.speaker),
+                                  f"s{conv.speakers.index(turn.speaker)}" if turn.speaker in voices else "")
+                       for turn, a, b in inside)
+        frames = tuple(FrameObservation(a - lo, caption=turn.image_caption, source_id=turn.dia_id)
+                       for turn, a, _ in inside if turn.image_caption)
+        out.append(ClipObservations(clip, speech, (), frames=frames))
+    return out, voices
+
+
+def ingest_conversation(conv: Conversation, store, policies) -> int:
+    """Memorize every session in time order; returns the number of memories written."""
+    from graph.records import ClipRow
+    from memorize.memorizer import Memorizer
+
+    memorizer = Memorizer(store, *policies)
+    written_total = 0
+    for session in conv.sessions:
+        clips, voices = session_clips(conv, session)
+        for name, voice in voices.items():
+            memorizer.enrol(name, voice, session.started_at.timestamp())
+        for obs in clips:
+            written = memorizer.memorize(obs)
+            c = obs.clip
+            store.write_clip(ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
+                                     c.start_ts, c.end_ts, obs.transcript), written.memories, written.entities,
+                             written.edges, written.updated)
+            written_total += len(written.memories)
+    store.refresh_indexes()
+    return written_total
+
+
+def ranked_turns(hits, known: set[str]) -> list[str]:
+    """Dialogue turns behind ranked memories, through provenance, first occurrence first."""
+    out: list[str] = []
+    for hit in hits:
+        memory = getattr(hit, "memory", hit)
+        for item in memory.provenance:
+            if item in known and item not in out:
+                out.append(item)
+    return out
+
+
+def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20), candidates: int = 50,
+        progress=lambda m: None) -> dict:
+    """Ingest each conversation into its own store (``make_store(sample_id)``), ask every question
+    through the offline answerer's retrieval, and score recall@k over categories 1-4 (5 apart)."""
+    import time
+
+    from control.answer import OfflineAnswerer
+
+    conversations = load(path)
+    scores: dict[int, dict[int, list[float]]] = {c: {k: [] for k in ks} for c in CATEGORIES}
+    ingest_s = query_s = 0.0
+    asked = 0
+    for conv in conversations:
+        store = make_store(conv.sample_id)
+        t0 = time.perf_counter()
+        n = ingest_conversation(conv, store, policies)
+        ingest_s += time.perf_counter() - t0
+        progress(f"{conv.sample_id}: {sum(len(s.turns) for s in conv.sessions)} turns in {len(conv.sessions)} "
+                 f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
+        answerer = OfflineAnswerer(store, top_k=candidates)
+        known = conv.turn_ids
+        for q in conv.questions:
+            if not q.evidence:
+                continue
+            t0 = time.perf_counter()
+            hits = answerer.retrieve(q.question)
+            turns = ranked_turns(hits, known)
+            query_s += time.perf_counter() - t0
+            asked += 1
+            for k in ks:
+                scores[q.category][k].append(recall_at_k(turns, q.evidence, k))
+    main = [c for c in CATEGORIES if c != 5]
+    figures: dict = {"questions": sum(len(scores[c][ks[0]]) for c in main)}
+    for k in ks:
+        pooled = [v for c in main for v in scores[c][k]]
+        figures[f"recall@{k}"] = round(sum(pooled) / max(1, len(pooled)), 4)
+    figures["per_category"] = {str(c): {f"recall@{k}": round(sum(scores[c][k]) / max(1, len(scores[c][k])), 4)
+                                        for k in ks} | {"questions": len(scores[c][ks[0]])} for c in CATEGORIES}
+    figures["ms_per_query"] = round(1000 * query_s / max(1, asked), 1)
+    figures["ingest_s"] = round(ingest_s, 1)
+    return figures
+
+
+def format_report(figures: dict) -> str:
+    lines = ["category          questions  recall@5  recall@10  recall@20"]
+    for c, name in CATEGORIES.items():
+        row = figures["per_category"][str(c)]
+        lines.append(f"{c} {name:<15} {row['questions']:9d}  {row['recall@5']:8.3f}  {row['recall@10']:9.3f}  "
+                     f"{row['recall@20']:9.3f}")
+    lines.append(f"1-4 overall       {figures['questions']:9d}  {figures['recall@5']:8.3f}  {figures['recall@10']:9.3f}  "
+                 f"{figures['recall@20']:9.3f}")
+    lines.append(f"{figures['ms_per_query']:.1f} ms per question (retrieval), ingest {figures['ingest_s']:.1f} s")
+    return "\n".join(lines)

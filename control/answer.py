@@ -84,8 +84,12 @@ class OfflineAnswerer:
         self.store = store
         self.top_k = top_k
 
+    def retrieve(self, question: str, before_ts: float | None = None) -> list[Hit]:
+        """The memories the answer is chosen from, best first."""
+        return _rerank(question, self.store.search(question, k=self.top_k, before_ts=before_ts))
+
     def ask(self, question: str, before_ts: float | None = None) -> Answer:
-        hits = _rerank(question, self.store.search(question, k=self.top_k, before_ts=before_ts))
+        hits = self.retrieve(question, before_ts)
         if not hits:
             return Answer(question, "I don't know: nothing in memory matches the question.", (), ())
         best = hits[0].memory

@@ -44,11 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "store"],
-                       help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale")
+    bench.add_argument("name", choices=["perception", "store", "locomo"],
+                       help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
+                            "locomo: evidence recall of retrieval on LoCoMo conversations")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
     bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
+    bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format")
     return p
 
 
@@ -104,9 +106,23 @@ def cmd_ask(args, cfg) -> int:
 
 
 def cmd_bench(args, cfg) -> int:
+    from mnemo.wiring import match_policies
+
     t0 = time.perf_counter()
     progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    if args.name == "store":
+    if args.name == "locomo":
+        import tempfile
+
+        from bench import locomo
+        from mnemo.wiring import open_store
+
+        if not args.data:
+            raise ValueError("bench locomo needs --data PATH (a LoCoMo file in the locomo10.json format)")
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
+            figures = locomo.run(args.data, lambda sid: open_store(cfg.graph, str(Path(tmp) / sid)),
+                                 match_policies(cfg.memorize, "dlib"), progress=progress)
+        print(locomo.format_report(figures))
+    elif args.name == "store":
         import tempfile
 
         from bench import store as bench_store
@@ -117,7 +133,7 @@ def cmd_bench(args, cfg) -> int:
         print(bench_store.format_report(figures))
     else:
         from bench import perception as bench_perception
-        from mnemo.wiring import build_perceivers, faces_backend_name, match_policies
+        from mnemo.wiring import build_perceivers, faces_backend_name
 
         perceivers = build_perceivers(cfg.perception, cfg.llm)
         face_policy, _ = match_policies(cfg.memorize, faces_backend_name(cfg.perception))

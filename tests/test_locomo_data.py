@@ -52,3 +52,21 @@ def test_the_dev_file_loads_with_every_category():
         assert all(set(q.evidence) <= c.turn_ids for q in c.questions)
         starts = [s.started_at for s in c.sessions]
         assert starts == sorted(starts)
+
+
+def test_bench_locomo_runs_end_to_end_on_a_small_file(tmp_path, capsys):
+    from conftest import run_cli
+
+    turns = [("Ann", "I adopted a puppy called Rex last week."), ("Bo", "Lovely! What breed is Rex?"),
+             ("Ann", "Rex is a beagle, and he loves the park."), ("Bo", "I started pottery classes on Monday.")]
+    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
+    data = [{"sample_id": "tiny", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+                                                    "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
+             "qa": [{"question": "What breed is Ann's dog?", "answer": "beagle", "evidence": ["D1:3"], "category": 4},
+                    {"question": "What class did Bo start?", "answer": "pottery", "evidence": ["D:1:4"], "category": 4}]}]
+    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "bench", "locomo", "--data", str(tmp_path / "tiny.json"), "--json")
+    assert code == 0
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["questions"] == 2 and figures["recall@10"] == 1.0
+    assert set(figures["per_category"]) == {"1", "2", "3", "4", "5"} and "ms_per_query" in figures
