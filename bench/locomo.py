@@ -193,7 +193,7 @@ def ranked_turns(hits, known: set[str]) -> list[str]:
 
 
 def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20), candidates: int = 50,
-        progress=lambda m: None) -> dict:
+        progress=lambda m: None, baselines_embedder=None, workdir: Path | None = None) -> dict:
     """Ingest each conversation into its own store (``make_store(sample_id)``), ask every question
     through the offline answerer's retrieval, and score recall@k over categories 1-4 (5 apart)."""
     import time
@@ -202,6 +202,7 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
 
     conversations = load(path)
     scores: dict[int, dict[int, list[float]]] = {c: {k: [] for k in ks} for c in CATEGORIES}
+    base: dict[str, list[float]] = {"bm25": [], "dense": [], "fusion": []}  # recall@10 over categories 1-4
     ingest_s = query_s = 0.0
     asked = 0
     for conv in conversations:
@@ -213,6 +214,11 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
                  f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
         answerer = OfflineAnswerer(store, top_k=candidates)
         known = conv.turn_ids
+        if baselines_embedder is not None:
+            rankings = baseline_rankings(conv, baselines_embedder, workdir or Path(store.uri).parent)
+            for name, per_question in rankings.items():
+                base[name] += [recall_at_k(r, q.evidence, 10)
+                               for r, q in zip(per_question, [q for q in conv.questions if q.evidence]) if q.category != 5]
         for q in conv.questions:
             if not q.evidence:
                 continue
@@ -232,7 +238,41 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
                                         for k in ks} | {"questions": len(scores[c][ks[0]])} for c in CATEGORIES}
     figures["ms_per_query"] = round(1000 * query_s / max(1, asked), 1)
     figures["ingest_s"] = round(ingest_s, 1)
+    if baselines_embedder is not None:
+        figures["baselines"] = {name: {"recall@10": round(sum(v) / max(1, len(v)), 4)} for name, v in base.items()}
     return figures
+
+
+def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 20) -> dict[str, list[list[str]]]:
+    """Per question (in order), the turns ranked by BM25 (LanceDB's full-text index), by dense
+    cosine similarity (``embedder``), and by their reciprocal-rank fusion: the issue's baselines,
+    over the same turns (speaker, text and any image caption)."""
+    import lancedb
+    import numpy as np
+    import pyarrow as pa
+    from lancedb.index import FTS
+
+    turns = [t for s in conv.sessions for t in s.turns]
+    texts = [f"{t.speaker}: {t.text}" + (f" [image: {t.image_caption}]" if t.image_caption else "") for t in turns]
+    table = lancedb.connect(workdir).create_table(
+        conv.sample_id, pa.table({"dia_id": [t.dia_id for t in turns], "text": texts}), mode="overwrite")
+    table.create_index("text", config=FTS(), replace=True)
+    vectors = embedder.embed(texts)
+    questions = [q for q in conv.questions if q.evidence]
+    qvecs = embedder.embed([q.question for q in questions])
+    out: dict[str, list[list[str]]] = {"bm25": [], "dense": [], "fusion": []}
+    for q, qv in zip(questions, qvecs):
+        terms = " ".join(re.findall(r"[A-Za-z0-9']+", q.question))
+        bm25 = [r["dia_id"] for r in table.search(terms, query_type="fts").limit(depth).to_list()] if terms else []
+        dense = [turns[i].dia_id for i in np.argsort(-(vectors @ qv))[:depth]]
+        fused: dict[str, float] = {}
+        for ranking in (bm25, dense):
+            for rank, dia_id in enumerate(ranking, start=1):
+                fused[dia_id] = fused.get(dia_id, 0.0) + 1.0 / (60 + rank)
+        out["bm25"].append(bm25)
+        out["dense"].append(dense)
+        out["fusion"].append(sorted(fused, key=fused.get, reverse=True))
+    return out
 
 
 def format_report(figures: dict) -> str:
@@ -244,4 +284,6 @@ def format_report(figures: dict) -> str:
     lines.append(f"1-4 overall       {figures['questions']:9d}  {figures['recall@5']:8.3f}  {figures['recall@10']:9.3f}  "
                  f"{figures['recall@20']:9.3f}")
     lines.append(f"{figures['ms_per_query']:.1f} ms per question (retrieval), ingest {figures['ingest_s']:.1f} s")
+    for name, row in figures.get("baselines", {}).items():
+        lines.append(f"baseline {name:<8} recall@10 {row['recall@10']:.3f} (categories 1-4, same turns)")
     return "\n".join(lines)

@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
     bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
     bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format")
+    bench.add_argument("--baselines", action="store_true",
+                       help="locomo: also score BM25, dense (MiniLM) and their fusion over the same turns")
     return p
 
 
@@ -115,12 +117,15 @@ def cmd_bench(args, cfg) -> int:
 
         from bench import locomo
         from mnemo.wiring import open_store
+        from perception.base import build
 
         if not args.data:
             raise ValueError("bench locomo needs --data PATH (a LoCoMo file in the locomo10.json format)")
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
-            figures = locomo.run(args.data, lambda sid: open_store(cfg.graph, str(Path(tmp) / sid)),
-                                 match_policies(cfg.memorize, "dlib"), progress=progress)
+            figures = locomo.run(args.data, lambda sid: open_store(cfg.graph, str(Path(tmp) / "stores" / sid)),
+                                 match_policies(cfg.memorize, "dlib"), progress=progress,
+                                 baselines_embedder=build("text", "minilm") if args.baselines else None,
+                                 workdir=Path(tmp) / "baselines")
         print(locomo.format_report(figures))
     elif args.name == "store":
         import tempfile

@@ -65,8 +65,9 @@ def test_bench_locomo_runs_end_to_end_on_a_small_file(tmp_path, capsys):
              "qa": [{"question": "What breed is Ann's dog?", "answer": "beagle", "evidence": ["D1:3"], "category": 4},
                     {"question": "What class did Bo start?", "answer": "pottery", "evidence": ["D:1:4"], "category": 4}]}]
     (tmp_path / "tiny.json").write_text(json.dumps(data))
-    code, out, _ = run_cli(capsys, "bench", "locomo", "--data", str(tmp_path / "tiny.json"), "--json")
+    code, out, _ = run_cli(capsys, "bench", "locomo", "--data", str(tmp_path / "tiny.json"), "--baselines", "--json")
     assert code == 0
     figures = json.loads(out.strip().splitlines()[-1])
     assert figures["questions"] == 2 and figures["recall@10"] == 1.0
     assert set(figures["per_category"]) == {"1", "2", "3", "4", "5"} and "ms_per_query" in figures
+    assert set(figures["baselines"]) == {"bm25", "dense", "fusion"}
