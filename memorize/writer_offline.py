@@ -93,24 +93,32 @@ def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatche
                         {k: e.entity_id for k, e in speakers.items()}, face_of)
 
 
+def _frame_id(obs: ClipObservations, frame) -> str:
+    """A frame's provenance id: the item it came from, else the clip and its time."""
+    return frame.source_id or f"{obs.clip.clip_id}:frame@{frame.frame_time_s:.2f}"
+
+
+def _span(obs: ClipObservations, frames: list) -> tuple[float, float, tuple[str, ...]]:
+    """Absolute start and end of these frames, and their provenance ids."""
+    base = obs.clip.start_ts
+    return (base + min(f.frame_time_s for f in frames), base + max(f.frame_time_s for f in frames),
+            tuple(_frame_id(obs, f) for f in frames))
+
+
 def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
     """One resource memory per distinct on-screen text, spanning the frames that showed it."""
     clip = obs.clip
-    shown: dict[str, list[float]] = {}
+    shown: dict[str, list] = {}
     for frame in obs.frames:
         if frame.text_lines:
-            shown.setdefault(frame.text, []).append(frame.frame_time_s)
+            shown.setdefault(frame.text, []).append(frame)
     out = []
-    for text, times in shown.items():
-        start, end = clip.start_ts + min(times), clip.start_ts + max(times)
+    for text, frames in shown.items():
+        start, end, provenance = _span(obs, frames)
         body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
         out.append(Memory(content_id(clip.clip_id, "screen", text), "resource", body, clip.clip_id, clip.source.path,
-                          start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in times)))
+                          start, end, (), provenance))
     return out
-
-
-def _frame_id(obs: ClipObservations, frame) -> str:
-    return frame.source_id or f"{obs.clip.clip_id}:frame@{frame.frame_time_s:.2f}"
 
 
 def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
@@ -129,17 +137,17 @@ def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
 def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
     """Screenshots: one episodic memory per application window in front during the clip."""
     clip = obs.clip
-    used: dict[tuple[str, str], list[float]] = {}
+    used: dict[tuple[str, str], list] = {}
     for frame in obs.frames:
         if frame.app or frame.window:
-            used.setdefault((frame.app, frame.window), []).append(frame.frame_time_s)
+            used.setdefault((frame.app, frame.window), []).append(frame)
     out = []
-    for (app, window), times in used.items():
-        start, end = clip.start_ts + min(times), clip.start_ts + max(times)
+    for (app, window), frames in used.items():
+        start, end, provenance = _span(obs, frames)
         what = f"{app} ({window})" if app and window else app or window
         text = f"Using {what} from {_clock(start, tz)} to {_clock(end, tz)}"
         out.append(Memory(content_id(clip.clip_id, "app", app, window), "episodic", text, clip.clip_id,
-                          clip.source.path, start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in times)))
+                          clip.source.path, start, end, (), provenance))
     return out
 
 
@@ -147,16 +155,17 @@ def _scene_memories(obs: ClipObservations, min_prob: float) -> list[Memory]:
     """The confident object/scene tags of the clip's frames, most frequent first."""
     clip = obs.clip
     counts: dict[str, int] = defaultdict(int)
-    times = []
+    tagged = []
     for frame in obs.frames:
-        for label, prob in frame.tags:
-            if prob >= min_prob:
-                counts[label] += 1
-                times.append(frame.frame_time_s)
+        confident = [label for label, prob in frame.tags if prob >= min_prob]
+        for label in confident:
+            counts[label] += 1
+        if confident:
+            tagged.append(frame)
     if not counts:
         return []
     labels = sorted(counts, key=lambda k: (-counts[k], k))[:8]
-    start, end = clip.start_ts + min(times), clip.start_ts + max(times)
+    start, end, provenance = _span(obs, tagged)
     text = "The scene shows: " + ", ".join(labels)
     return [Memory(content_id(clip.clip_id, "scene", text), "episodic", text, clip.clip_id, clip.source.path,
-                   start, end, (), tuple(f"{clip.clip_id}:frame@{t:.2f}" for t in sorted(set(times))))]
+                   start, end, (), provenance)]
