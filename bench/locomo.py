@@ -161,8 +161,7 @@ def session_clips(conv: Conversation, session: Session, clip_s: float = 30.0):
 
 def ingest_conversation(conv: Conversation, store, policies) -> int:
     """Memorize every session in time order; returns the number of memories written."""
-    from graph.records import ClipRow
-    from memorize.memorizer import Memorizer
+    from memorize.memorizer import Memorizer, clip_row
 
     memorizer = Memorizer(store, *policies)
     written_total = 0
@@ -172,10 +171,7 @@ def ingest_conversation(conv: Conversation, store, policies) -> int:
             memorizer.enrol(name, voice, session.started_at.timestamp())
         for obs in clips:
             written = memorizer.memorize(obs)
-            c = obs.clip
-            store.write_clip(ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
-                                     c.start_ts, c.end_ts, obs.transcript), written.memories, written.entities,
-                             written.edges, written.updated)
+            store.write_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
             written_total += len(written.memories)
     store.refresh_indexes()
     return written_total

@@ -10,7 +10,7 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
-from graph.records import Edge, Entity, Memory, content_id
+from graph.records import ClipRow, Edge, Entity, Memory, content_id
 from graph.store import Store
 from llm.client import LLMError
 from memorize.consolidate import Consolidator, clip_evidence
@@ -21,6 +21,13 @@ from memorize.writer_offline import write_clip
 from perception.records import ClipObservations
 
 log = logging.getLogger(__name__)
+
+
+def clip_row(obs: ClipObservations) -> ClipRow:
+    """The clip's row for the store: where its media is, and what was said, shown and noted."""
+    c = obs.clip
+    return ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
+                   c.start_ts, c.end_ts, obs.transcript, obs.notes, obs.screen_text, obs.caption)
 
 
 @dataclass

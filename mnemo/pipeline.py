@@ -14,15 +14,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from graph.records import ClipRow
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from memorize.memorizer import Memorizer
+from memorize.memorizer import Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
 from perception.screens import folders_with_screenshots, plan_screen_clips
-from perception.records import Clip, ClipObservations
 from perception.sources import expand_paths, plan_clips, probe
 
 log = logging.getLogger(__name__)
@@ -45,12 +43,6 @@ class IngestReport:
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def clip_row(obs: ClipObservations) -> ClipRow:
-    c: Clip = obs.clip
-    return ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
-                   c.start_ts, c.end_ts, obs.transcript, obs.notes, obs.screen_text, obs.caption)
 
 
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
