@@ -116,15 +116,17 @@ def cmd_bench(args, cfg) -> int:
         import tempfile
 
         from bench import locomo
-        from mnemo.wiring import open_store
+        from graph.store import Store
         from perception.base import build
 
         if not args.data:
             raise ValueError("bench locomo needs --data PATH (a LoCoMo file in the locomo10.json format)")
+        embedder = build("text", cfg.graph.text_embedder)  # one model for every conversation's store
+        dense = embedder if cfg.graph.text_embedder == "minilm" else build("text", "minilm")
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
-            figures = locomo.run(args.data, lambda sid: open_store(cfg.graph, str(Path(tmp) / "stores" / sid)),
+            figures = locomo.run(args.data, lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
                                  match_policies(cfg.memorize, "dlib"), progress=progress,
-                                 baselines_embedder=build("text", "minilm") if args.baselines else None,
+                                 baselines_embedder=dense if args.baselines else None,
                                  workdir=Path(tmp) / "baselines")
         print(locomo.format_report(figures))
     elif args.name == "store":
