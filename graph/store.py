@@ -88,6 +88,14 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _in(column: str, values) -> str:
+    return f"{column} IN ({', '.join(map(_quote, values))})"
+
+
+def _involves(entity_ids) -> str:
+    return f"array_has_any(entity_ids, [{', '.join(map(_quote, entity_ids))}])"
+
+
 class Store:
     """Open (or create) a memory store at ``uri``; ``embedder`` embeds memories and queries."""
 
@@ -158,7 +166,7 @@ class Store:
     def get_memories(self, memory_ids: list[str]) -> list[Memory]:
         if not memory_ids:
             return []
-        rows = self.memories.search().where(f"memory_id IN ({', '.join(map(_quote, memory_ids))})") \
+        rows = self.memories.search().where(_in("memory_id", memory_ids)) \
             .limit(None).to_list()
         return [_memory(r) for r in rows]
 
@@ -171,7 +179,7 @@ class Store:
         """Memories that involve any of these entities (a person's face, voice and character ids)."""
         if not entity_ids:
             return []
-        return self.memories_where(f"array_has_any(entity_ids, [{', '.join(map(_quote, entity_ids))}])", limit)
+        return self.memories_where(_involves(entity_ids), limit)
 
     def in_time_range(self, start_ts: float, end_ts: float, limit: int | None = 100) -> list[Memory]:
         return self.memories_where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}", limit)
@@ -211,7 +219,7 @@ class Store:
              .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
         if updated:
             vectors = {r["memory_id"]: r["vector"] for r in self.memories.search()
-                       .where(f"memory_id IN ({', '.join(_quote(m.memory_id) for m in updated)})")
+                       .where(_in("memory_id", [m.memory_id for m in updated]))
                        .select(["memory_id", "vector"]).limit(None).to_list()}
             rows = [_memory_row(m, vectors[m.memory_id]) for m in updated if m.memory_id in vectors]
             if rows:
@@ -371,9 +379,9 @@ class Store:
             unknown = set(kinds) - set(MEMORY_KINDS)
             if unknown:
                 raise ValueError(f"unknown memory kind(s) {sorted(unknown)}; choose from {', '.join(MEMORY_KINDS)}")
-            filters.append(f"kind IN ({', '.join(map(_quote, kinds))})")
+            filters.append(_in("kind", kinds))
         if entity_ids:
-            filters.append(f"array_has_any(entity_ids, [{', '.join(map(_quote, entity_ids))}])")
+            filters.append(_involves(entity_ids))
         if start_ts is not None:
             filters.append(f"end_ts >= {float(start_ts)!r}")
         if end_ts is not None:
