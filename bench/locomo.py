@@ -177,11 +177,10 @@ def ingest_conversation(conv: Conversation, store, policies) -> int:
     return written_total
 
 
-def ranked_turns(hits, known: set[str]) -> list[str]:
+def ranked_turns(memories, known: set[str]) -> list[str]:
     """Dialogue turns behind ranked memories, through provenance, first occurrence first."""
     out: list[str] = []
-    for hit in hits:
-        memory = getattr(hit, "memory", hit)
+    for memory in memories:
         for item in memory.provenance:
             if item in known and item not in out:
                 out.append(item)
@@ -191,10 +190,11 @@ def ranked_turns(hits, known: set[str]) -> list[str]:
 def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20), candidates: int = 50,
         progress=lambda m: None, baselines_embedder=None, workdir: Path | None = None) -> dict:
     """Ingest each conversation into its own store (``make_store(sample_id)``), ask every question
-    through the offline answerer's retrieval, and score recall@k over categories 1-4 (5 apart)."""
+    through the offline planner's retrieval, and score recall@k over categories 1-4 (5 apart)."""
     import time
 
-    from control.answer import OfflineAnswerer
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
 
     conversations = load(path)
     scores: dict[int, dict[int, list[float]]] = {c: {k: [] for k in ks} for c in CATEGORIES}
@@ -208,7 +208,7 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
         ingest_s += time.perf_counter() - t0
         progress(f"{conv.sample_id}: {sum(len(s.turns) for s in conv.sessions)} turns in {len(conv.sessions)} "
                  f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
-        answerer = OfflineAnswerer(store, top_k=candidates)
+        planner = OfflinePlanner(MemoryTools(store), candidates=candidates)
         known = conv.turn_ids
         if baselines_embedder is not None:
             rankings = baseline_rankings(conv, baselines_embedder, workdir or Path(store.uri).parent)
@@ -219,8 +219,7 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
             if not q.evidence:
                 continue
             t0 = time.perf_counter()
-            hits = answerer.retrieve(q.question)
-            turns = ranked_turns(hits, known)
+            turns = ranked_turns(planner.retrieve(q.question).memories, known)
             query_s += time.perf_counter() - t0
             asked += 1
             for k in ks:

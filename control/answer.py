@@ -1,7 +1,8 @@
-"""The offline answerer: hybrid search, then an extractive answer from the best evidence.
+"""Answers with citations: the records both agents return, name rendering, and the offline answerer.
 
-Deterministic and model-free (beyond the store's text embedder). It cites exactly the memories
-its answer quotes, and nothing it did not read.
+The offline answerer is deterministic and model-free (beyond the store's text embedder): the
+planner's retrieval, then the best memory quoted. It cites exactly the memory its answer quotes,
+and so never a clip it did not read.
 """
 
 from __future__ import annotations
@@ -10,15 +11,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from graph.records import Hit
+from control.planner import OfflinePlanner
+from control.tools import MemoryTools
+from graph.records import Memory
 from graph.store import Store
-
-_WORD = re.compile(r"[a-z0-9']+")
-STOPWORDS = frozenset("""
-a an and are as at be been but by did do does for from had has have he her here him his how i if in
-into is it its me my of on or our she so than that the their them then there these they this to was
-we were what when where which who whom whose why will with would you your
-""".split())
 
 
 @dataclass(frozen=True)
@@ -34,32 +30,17 @@ class Answer:
     question: str
     answer: str
     citations: tuple[Citation, ...]
-    evidence: tuple[Hit, ...]  # what was read, best first
+    evidence: tuple[Memory, ...]  # what was read, best first
+    steps: tuple[str, ...] = ()  # what the agent did, round by round
 
     def to_json(self) -> dict:
         return {"answer": self.answer,
                 "citations": [{"clip_id": c.clip_id, "source": c.source, "start_s": round(c.start_s, 2),
-                               "end_s": round(c.end_s, 2)} for c in self.citations]}
+                               "end_s": round(c.end_s, 2)} for c in self.citations],
+                "steps": list(self.steps)}
 
 
-def content_terms(text: str) -> set[str]:
-    return {w.strip("'") for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1}
-
-
-def _rerank(question: str, hits: list[Hit]) -> list[Hit]:
-    """Fused rank plus word overlap with the question: exact terms (names, places) matter most."""
-    q = content_terms(question)
-    if not q:
-        return hits
-
-    def key(h: Hit) -> float:
-        overlap = len(q & content_terms(h.memory.text)) / len(q)
-        return overlap + 30.0 * h.score  # RRF scores are ~1/60: scale them to break ties only
-
-    return sorted(hits, key=key, reverse=True)
-
-
-_NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(character_\d+)>\)")
+_NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(?:face|voice|character|thing)_\d+>\)")
 _ID = re.compile(r"<((?:face|voice|character|thing)_\d+)>")
 
 
@@ -79,24 +60,35 @@ def render(text: str, names: dict[str, str]) -> str:
     return _ID.sub(lambda m: names.get(m.group(1), m.group(0)), text)
 
 
-class OfflineAnswerer:
-    def __init__(self, store: Store, top_k: int = 10) -> None:
-        self.store = store
-        self.top_k = top_k
+def cite(store: Store, memory: Memory) -> Citation | None:
+    """Where a memory can be checked: its clip and its span in the source recording (None while
+    the clip is not committed: the clip row is written last)."""
+    clip = store.get_clip(memory.clip_id)
+    if clip is None:
+        return None
+    offset = clip["offset_s"] - clip["start_ts"]
+    return Citation(memory.clip_id, memory.source_path, memory.start_ts + offset, memory.end_ts + offset)
 
-    def retrieve(self, question: str, before_ts: float | None = None) -> list[Hit]:
-        """The memories the answer is chosen from, best first."""
-        return _rerank(question, self.store.search(question, k=self.top_k, before_ts=before_ts))
+
+def when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class OfflineAnswerer:
+    """The offline planner's retrieval, then an extractive answer: the best memory, rendered with
+    names and its time, citing the clip it came from."""
+
+    def __init__(self, store: Store, planner: OfflinePlanner | None = None) -> None:
+        self.store = store
+        self.planner = planner or OfflinePlanner(MemoryTools(store))
 
     def ask(self, question: str, before_ts: float | None = None) -> Answer:
-        hits = self.retrieve(question, before_ts)
-        if not hits:
-            return Answer(question, "I don't know: nothing in memory matches the question.", (), ())
-        best = hits[0].memory
-        clip = self.store.get_clip(best.clip_id)
-        when = datetime.fromtimestamp(best.start_ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        if clip is None:  # the clip row commits last: a memory without one is from a clip in flight
-            return Answer(question, "I don't know: the matching memory is not committed yet.", (), tuple(hits))
-        offset = clip["offset_s"] - clip["start_ts"]
-        citation = Citation(best.clip_id, best.source_path, best.start_ts + offset, best.end_ts + offset)
-        return Answer(question, f"{render(best.text, known_names(self.store))} (at {when})", (citation,), tuple(hits))
+        found = self.planner.retrieve(question, before_ts)
+        read = tuple(found.memories)
+        for memory in read[:1]:
+            citation = cite(self.store, memory)
+            if citation is None:
+                return Answer(question, "I don't know: the matching memory is not committed yet.", (), read)
+            text = render(memory.text, known_names(self.store))
+            return Answer(question, f"{text} (at {when(memory.start_ts)})", (citation,), read, found.rounds)
+        return Answer(question, "I don't know: nothing in memory matches the question.", (), (), found.rounds)

@@ -97,3 +97,5 @@ class Hit:
     score: float  # fused reciprocal-rank score
     vector_rank: int | None
     text_rank: int | None
+    similarity: float | None = None  # cosine similarity to the query, when the vector search found it
+    bm25: float | None = None  # full-text score, when the text search found it

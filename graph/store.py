@@ -17,6 +17,7 @@ import logging
 import re
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -159,6 +160,13 @@ class Store:
                for r in q.limit(None).to_list()]
         return sorted(out, key=lambda e: (e.kind, int(e.entity_id.rsplit("_", 1)[-1])))
 
+    def newest_ts(self) -> float | None:
+        """When the newest committed clip ends (None for an empty store)."""
+        import pyarrow.compute as pc
+
+        ends = self.clips.search().select(["end_ts"]).limit(None).to_arrow()["end_ts"]
+        return pc.max(ends).as_py() if len(ends) else None
+
     def get_clip(self, clip_id: str) -> dict | None:
         rows = self.clips.search().where(f"clip_id = {_quote(clip_id)}").limit(1).to_list()
         return rows[0] if rows else None
@@ -184,11 +192,16 @@ class Store:
     def in_time_range(self, start_ts: float, end_ts: float, limit: int | None = 100) -> list[Memory]:
         return self.memories_where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}", limit)
 
-    def neighbours(self, memory: Memory, window_s: float = 30.0, limit: int = 20) -> list[Memory]:
-        """Memories of the same recording within ``window_s`` before or after ``memory``."""
-        return self.memories_where(
-            f"source_path = {_quote(memory.source_path)} AND end_ts >= {memory.start_ts - window_s!r} "
-            f"AND start_ts <= {memory.end_ts + window_s!r} AND memory_id != {_quote(memory.memory_id)}", limit)
+    def neighbours(self, memories: Memory | Sequence[Memory], window_s: float = 30.0,
+                   limit: int | None = 20) -> list[Memory]:
+        """Memories of the same recording within ``window_s`` before or after any of ``memories``
+        (one query however many), the given ones left out; in time order."""
+        memories = [memories] if isinstance(memories, Memory) else list(memories)
+        if not memories:
+            return []
+        near = " OR ".join(f"(source_path = {_quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
+                           f"AND start_ts <= {m.end_ts + window_s!r})" for m in memories)
+        return self.memories_where(f"({near}) AND NOT {_in('memory_id', [m.memory_id for m in memories])}", limit)
 
     def edges_of(self, node_id: str, kind: str | None = None) -> list[Edge]:
         where = f"(src_id = {_quote(node_id)} OR dst_id = {_quote(node_id)})"
@@ -277,8 +290,11 @@ class Store:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
         text, the id index that keeps upserts fast (from 10,000 memories), and the vector index.
 
-        Missing indexes are built; existing ones take in the new rows incrementally
-        (``optimize``), so a small ingest into a large store does not rebuild them. Searches also
+        Every table is compacted first: each clip write adds a small fragment per table, and reads
+        slow down with their number (measured on a LoCoMo conversation, 535 memories in 157
+        fragments: a search took 70 ms, 12 ms after compaction). Existing indexes take in the new
+        rows incrementally there, so a small ingest into a large store does not rebuild them;
+        missing indexes are built after. Searches also
         see rows not yet indexed (scanned directly). ``vector_index=None`` builds IVF-PQ once the
         store holds ``VECTOR_INDEX_MIN_ROWS`` memories: one partition per ~√n rows, 48 sub-vectors
         of 8 dimensions for 384-d embeddings; searches re-rank 10x the candidates on full vectors.
@@ -288,22 +304,18 @@ class Store:
             return
         from lancedb.index import FTS, BTree, IvfPq
 
+        for table in (self.memories, self.edges, self.entities, self.clips):
+            table.optimize()
         have = {tuple(ix.columns) for ix in self.memories.list_indices()}
-        built = False
         if ("text",) not in have:
             self.memories.create_index("text", config=FTS(), replace=True)
-            built = True
         if ("memory_id",) not in have and n >= 10_000:
             self.memories.create_index("memory_id", config=BTree(), replace=True)
-            built = True
         if ("vector",) not in have and (vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)):
             dim = self.embedder.dim
             sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)
             self.memories.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(n ** 0.5)),
                                                               num_sub_vectors=sub), replace=True)
-            built = True
-        if not built:
-            self.memories.optimize()
 
     # ---- search ------------------------------------------------------------------------------
 
@@ -354,8 +366,10 @@ class Store:
                 entry = fused.setdefault(row["memory_id"], {"row": row, "score": 0.0})
                 entry["score"] += 1.0 / (RRF_K + rank)
                 entry[source] = rank
+                entry[f"{source}_value"] = 1.0 - row["_distance"] if source == "vector" else row["_score"]
         ranked = sorted(fused.values(), key=lambda e: e["score"], reverse=True)[:k]
-        return [Hit(_memory(e["row"]), e["score"], e.get("vector"), e.get("text")) for e in ranked]
+        return [Hit(_memory(e["row"]), e["score"], e.get("vector"), e.get("text"), e.get("vector_value"),
+                    e.get("text_value")) for e in ranked]
 
     def _pool(self):
         if self._executor is None:

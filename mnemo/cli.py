@@ -93,15 +93,14 @@ def print_answer(answer, as_json: bool) -> None:
 
 
 def cmd_ask(args, cfg) -> int:
-    from control.answer import OfflineAnswerer
-    from mnemo.wiring import open_store
+    from mnemo.wiring import build_agent, open_store
 
     store = open_store(cfg.graph, args.store)
     if store.count()["memories"] == 0:
         print(f"error: the store {store.uri} holds no memories; run `mnemo ingest PATH --store {store.uri}` first",
               file=sys.stderr)
         return 1
-    answerer = OfflineAnswerer(store, top_k=cfg.control.top_k)
+    answerer = build_agent(cfg.control, cfg.llm, store)
     before = args.before.timestamp() if args.before else None
     print_answer(answerer.ask(args.question, before_ts=before), args.json)
     return 0

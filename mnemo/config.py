@@ -70,7 +70,11 @@ class GraphConfig(BaseModel):
 
 
 class ControlConfig(BaseModel):
-    top_k: int = Field(10, ge=1)
+    agent: Literal["offline", "llm"] = "offline"  # "llm": the [Search]/[Answer] loop on the [llm] endpoint
+    top_k: int = Field(10, ge=1)  # memories ranked by the planner, shown per search to the LLM
+    max_rounds: int = Field(5, ge=1)  # LLM loop: rounds before the answer is forced (the last round)
+    planner_rounds: int = Field(3, ge=1)  # offline planner: expand/re-rank rounds at most
+    expand: int = Field(8, ge=0)  # offline planner: best memories whose neighbours each round reads
 
 
 class MnemoConfig(BaseSettings):

@@ -21,11 +21,10 @@ QUESTIONS = (
 
 def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     from bench.fixtures import cache_dir
-    from control.answer import OfflineAnswerer
     from mnemo.cli import print_answer
     from mnemo.demo_media import build_demo_recording
     from mnemo.pipeline import ingest
-    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, open_store
+    from mnemo.wiring import build_agent, build_llm_writer, build_perceivers, faces_backend_name, match_policies, open_store
 
     t0 = time.perf_counter()
     print("building the demo recording from pyannote's sample.wav and insightface's t1.jpg …", file=sys.stderr)
@@ -44,7 +43,7 @@ def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     counts = store.count()
     print(f"\nmemory: {counts['clips']} clips, {counts['memories']} memories, {counts['entities']} entities "
           f"in {store.uri}\n")
-    answerer = OfflineAnswerer(store, top_k=cfg.control.top_k)
+    answerer = build_agent(cfg.control, cfg.llm, store)
     for question in QUESTIONS:
         print_answer(answerer.ask(question), as_json=False)
         print()

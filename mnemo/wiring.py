@@ -10,7 +10,7 @@ from graph.store import Store
 from llm.client import ChatClient
 from memorize.identity import MatchPolicy
 from memorize.writer_llm import LLMWriter
-from mnemo.config import GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
+from mnemo.config import ControlConfig, GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
 from perception.base import build
 from perception.faces import FacePolicy
 from perception.observe import Perceivers
@@ -68,6 +68,19 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
 
 def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:
     return LLMWriter(chat_client(llm)) if cfg.writer == "llm" else None
+
+
+def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
+    """The configured question answerer: the offline planner, or the LLM loop searching through it."""
+    from control.agent import LLMAgent
+    from control.answer import OfflineAnswerer
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+
+    planner = OfflinePlanner(MemoryTools(store), k=cfg.top_k, rounds=cfg.planner_rounds, expand=cfg.expand)
+    if cfg.agent == "llm":
+        return LLMAgent(planner, chat_client(llm), max_rounds=cfg.max_rounds)
+    return OfflineAnswerer(store, planner)
 
 
 def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy, MatchPolicy]:

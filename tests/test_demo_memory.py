@@ -37,7 +37,7 @@ def test_offline_answers_are_grounded(demo_store, question, expected):
     answer = OfflineAnswerer(demo_store).ask(question)
     assert expected in answer.answer
     (cite,) = answer.citations
-    assert cite.clip_id == answer.evidence[0].memory.clip_id
+    assert cite.clip_id == answer.evidence[0].clip_id
     assert 0.0 <= cite.start_s < cite.end_s <= 30.0
 
 

@@ -1,0 +1,207 @@
+"""The offline planner: multi-round retrieval without a language model, deterministic.
+
+Rounds:
+
+1. **Read the question.** People named in it (by their names in memory) and time expressions
+   ("in June", "last week", "8 May 2023") become filters.
+2. **Search.** A hybrid search for the question; then the same search restricted to each named
+   person's memories, and to each time window. The question is embedded once.
+3. **Expand** from the best memories not yet expanded: their neighbours in the same recording (the
+   turns just before and after) are read in one query.
+4. **Re-rank** everything read: cosine similarity plus scaled BM25; a memory inherits part of the
+   score of the memory just before it (more when that one asked a question: the answer follows
+   it) and of the one just after; memories about a named person or inside a named time window get
+   a bonus. Rounds 3-4 repeat until the top ``k`` stops changing (convergence) or ``rounds`` is
+   reached.
+
+The weights were chosen on LoCoMo's dev conversations (``mnemo bench locomo``) from a handful of
+round numbers; each is a plain knob below, and the bench reports what the planner gets with them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from control.tools import MemoryTools, Person
+from control.when import TimeWindow, time_windows
+from graph.records import Hit, Memory
+
+BM25_WEIGHT = 0.35  # BM25 scaled to [0, 1] by the best full-text score of the question
+AFTER_WEIGHT = 0.8  # a memory inherits this share of the score of the memory just before it
+AFTER_QUESTION_WEIGHT = 0.95  # ... when that memory asked a question
+BEFORE_WEIGHT = 0.7  # ... and this share of the score of the memory just after it
+PERSON_BONUS = 0.3  # share of the score range added to memories about a person the question names
+TIME_BONUS = 0.3  # ... and to memories inside a time window the question names
+
+
+@dataclass
+class Candidate:
+    memory: Memory
+    similarity: float | None = None
+    bm25: float | None = None
+    found_by: set[str] = field(default_factory=set)  # "search", "person:<id>", "time:<text>", "neighbour"
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    question: str
+    people: tuple[Person, ...]
+    windows: tuple[TimeWindow, ...]
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    plan: Plan
+    ranked: tuple[Candidate, ...]  # best first
+    rounds: tuple[str, ...]  # one line per round: what it did, for logs and the CLI's --explain
+
+    @property
+    def memories(self) -> list[Memory]:
+        return [c.memory for c in self.ranked]
+
+
+class OfflinePlanner:
+    def __init__(self, tools: MemoryTools, k: int = 10, candidates: int = 50, expand: int = 8,
+                 rounds: int = 3, window_s: float = 30.0) -> None:
+        self.tools = tools
+        self.k = k
+        self.candidates = candidates
+        self.expand = expand
+        self.rounds = rounds
+        self.window_s = window_s
+        self._people: list[Person] | None = None
+        self._newest: datetime | None = None
+
+    def people(self) -> list[Person]:
+        if self._people is None:  # a planner serves one store state: people are read once
+            self._people = self.tools.list_people()
+        return self._people
+
+    def newest(self) -> datetime:
+        """When the newest clip in memory ends: what "last week" is relative to, by default."""
+        if self._newest is None:
+            ts = self.tools.store.newest_ts()
+            self._newest = datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else datetime.now(timezone.utc)
+        return self._newest
+
+    def plan(self, question: str, now: datetime | None = None) -> Plan:
+        named = tuple(p for p in self.people()
+                      if p.name and re.search(rf"\b{re.escape(p.name)}\b", question, re.IGNORECASE))
+        return Plan(question, named, tuple(time_windows(question, now or self.newest())))
+
+    def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
+        store = self.tools.store
+        now = datetime.fromtimestamp(before_ts, tz=timezone.utc) if before_ts is not None else None
+        plan = self.plan(question, now)
+        pool: dict[str, Candidate] = {}
+        log: list[str] = []
+
+        def take(hits: list[Hit], label: str) -> int:
+            new = 0
+            for h in hits:
+                c = pool.get(h.memory.memory_id)
+                if c is None:
+                    c = pool[h.memory.memory_id] = Candidate(h.memory)
+                    new += 1
+                c.similarity = h.similarity if h.similarity is not None else c.similarity
+                c.bm25 = h.bm25 if h.bm25 is not None else c.bm25
+                c.found_by.add(label)
+            return new
+
+        # the question is searched without the names of people it names: their memories are found
+        # (and favoured) by person, and the name would outweigh what is asked about them
+        words = plan.question
+        for p in plan.people:
+            words = re.sub(rf"\b{re.escape(p.name)}\b(?:'s)?", " ", words, flags=re.IGNORECASE)
+        vector = store.embedder.embed([words])[0]
+        search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
+        n = take(store.search(words, **search), "search")
+        log.append(f"search {question!r}: {n} memories")
+        for p in plan.people:
+            n = take(store.search(words, entity_ids=[p.character_id, *p.members], **search), f"person:{p.character_id}")
+            log.append(f"search about {p.label}: {n} new")
+        for w in plan.windows:
+            n = take(store.search(words, start_ts=w.start_ts, end_ts=w.end_ts, **search), f"time:{w.text}")
+            log.append(f"search within {w.text!r}: {n} new")
+
+        expanded: set[str] = set()
+        top: list[str] = []
+        ranked: list[Candidate] = []
+        for _ in range(self.rounds):
+            ranked = self._rank(pool, plan, expanded)
+            now_top = [c.memory.memory_id for c in ranked[:self.k]]
+            if now_top == top:
+                log.append("converged: the top memories did not change")
+                break
+            top = now_top
+            seeds = [c.memory for c in ranked if c.memory.memory_id not in expanded][:self.expand]
+            if not seeds:
+                break
+            expanded.update(m.memory_id for m in seeds)
+            near = [m for m in store.neighbours(seeds, self.window_s, limit=None)
+                    if before_ts is None or m.end_ts <= before_ts]
+            n = 0
+            for m in near:
+                if m.memory_id not in pool:
+                    pool[m.memory_id] = Candidate(m, found_by={"neighbour"})
+                    n += 1
+            log.append(f"expand {len(seeds)} best: {n} neighbouring memories")
+        return Retrieval(plan, tuple(ranked), tuple(log))
+
+    def _rank(self, pool: dict[str, Candidate], plan: Plan, expanded: set[str]) -> list[Candidate]:
+        cands = list(pool.values())
+        sims = [c.similarity for c in cands if c.similarity is not None]
+        floor = min(sims) if sims else 0.0  # not among the vector hits: at most as similar as the last one
+        best_bm25 = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0
+        own = np.array([(c.similarity if c.similarity is not None else floor) + BM25_WEIGHT * (c.bm25 or 0.0) / best_bm25
+                        for c in cands])
+        z = own - own.min()
+        score = z.copy()
+        # neighbours by time within a recording: memories starting together (a turn and the image
+        # shown with it) are one step
+        order = sorted(range(len(cands)), key=lambda i: (cands[i].memory.source_path, cands[i].memory.start_ts))
+        steps: list[list[int]] = []
+        for i in order:
+            m = cands[i].memory
+            last = cands[steps[-1][0]].memory if steps else None
+            if last is not None and last.source_path == m.source_path and last.start_ts == m.start_ts:
+                steps[-1].append(i)
+            else:
+                steps.append([i])
+        step_z = [max(z[i] for i in s) for s in steps]
+        asks = [any(_asks(cands[i].memory.text) for i in s) for s in steps]
+        # two steps are known to be adjacent only around an expanded memory: elsewhere the pool
+        # may lack what lies between them
+        seen = [any(cands[i].memory.memory_id in expanded for i in s) for s in steps]
+
+        def adjacent(a: int, b: int) -> bool:
+            return (0 <= a and b < len(steps) and (seen[a] or seen[b])
+                    and cands[steps[a][0]].memory.source_path == cands[steps[b][0]].memory.source_path)
+
+        for j, s in enumerate(steps):
+            inherited = 0.0
+            if adjacent(j - 1, j):
+                inherited = (AFTER_QUESTION_WEIGHT if asks[j - 1] else AFTER_WEIGHT) * step_z[j - 1]
+            if adjacent(j, j + 1):
+                inherited = max(inherited, BEFORE_WEIGHT * step_z[j + 1])
+            for i in s:
+                score[i] = max(score[i], inherited)
+        spread = float(score.max() - score.min()) if len(score) else 0.0
+        ids = {e for p in plan.people for e in (p.character_id, *p.members)}
+        for i, c in enumerate(cands):
+            if ids and ids & set(c.memory.entity_ids):
+                score[i] += PERSON_BONUS * spread
+            if any(w.contains(c.memory.start_ts, c.memory.end_ts) for w in plan.windows):
+                score[i] += TIME_BONUS * spread
+        for c, s in zip(cands, score):
+            c.score = float(s)
+        return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))
+
+
+def _asks(text: str) -> bool:
+    return text.rstrip().rstrip('"').rstrip().endswith("?")
