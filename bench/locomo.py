@@ -210,11 +210,6 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
                  f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
         planner = OfflinePlanner(MemoryTools(store), candidates=candidates)
         known = conv.turn_ids
-        if baselines_embedder is not None:
-            rankings = baseline_rankings(conv, baselines_embedder, workdir or Path(store.uri).parent)
-            for name, per_question in rankings.items():
-                base[name] += [recall_at_k(r, q.evidence, 10)
-                               for r, q in zip(per_question, [q for q in conv.questions if q.evidence]) if q.category != 5]
         for q in conv.questions:
             if not q.evidence:
                 continue
@@ -224,6 +219,11 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
             asked += 1
             for k in ks:
                 scores[q.category][k].append(recall_at_k(turns, q.evidence, k))
+        if baselines_embedder is not None:  # after the planner's questions, so as not to disturb their timing
+            rankings = baseline_rankings(conv, baselines_embedder, workdir or Path(store.uri).parent)
+            for name, per_question in rankings.items():
+                base[name] += [recall_at_k(r, q.evidence, 10)
+                               for r, q in zip(per_question, [q for q in conv.questions if q.evidence]) if q.category != 5]
     main = [c for c in CATEGORIES if c != 5]
     figures: dict = {"questions": sum(len(scores[c][ks[0]]) for c in main)}
     for k in ks:
