@@ -58,7 +58,7 @@ class Plan:
 class Retrieval:
     plan: Plan
     ranked: tuple[Candidate, ...]  # best first
-    rounds: tuple[str, ...]  # one line per round: what it did, for logs and the CLI's --explain
+    rounds: tuple[str, ...]  # one line per step: what it did (an answer's ``steps``)
 
     @property
     def memories(self) -> list[Memory]:
@@ -143,8 +143,7 @@ class OfflinePlanner:
             if not seeds:
                 break
             expanded.update(m.memory_id for m in seeds)
-            near = [m for m in store.neighbours(seeds, self.window_s, limit=None)
-                    if before_ts is None or m.end_ts <= before_ts]
+            near = [m for m in store.neighbours(seeds, self.window_s, limit=None) if _current(m, before_ts)]
             n = 0
             for m in near:
                 if m.memory_id not in pool:
@@ -201,6 +200,13 @@ class OfflinePlanner:
         for c, s in zip(cands, score):
             c.score = float(s)
         return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))
+
+
+def _current(m: Memory, before_ts: float | None) -> bool:
+    """What a search would return too: not superseded, and known by ``before_ts`` when given."""
+    if before_ts is None:
+        return m.valid_to_ts is None
+    return m.end_ts <= before_ts and (m.valid_to_ts is None or m.valid_to_ts > before_ts)
 
 
 def _asks(text: str) -> bool:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
