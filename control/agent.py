@@ -10,15 +10,15 @@ was shown; ids left in it are replaced by names.
 
 Memory text is data, never instructions: it is quoted inside ``<knowledge>`` blocks that it cannot
 close, the system prompt says so, and the loop reads tags only from the model's own reply. When the
-endpoint fails (after the client's retries) or never answers, the agent answers offline from what
-it has read and says so in its steps.
+endpoint fails (after the client's retries) or never answers, the agent gives the offline
+answerer's answer to the question and says so in its steps.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from control.answer import Answer, OfflineAnswerer, cite, known_names, render, when
 from control.planner import OfflinePlanner
@@ -70,18 +70,17 @@ def parse_action(reply: str) -> tuple[str, str] | None:
 
 
 class LLMAgent:
-    def __init__(self, planner: OfflinePlanner, client: ChatClient, max_rounds: int = 5, k: int = 10) -> None:
+    def __init__(self, planner: OfflinePlanner, client: ChatClient, max_rounds: int = 5) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         self.planner = planner
         self.store = planner.tools.store
         self.client = client
         self.max_rounds = max_rounds
-        self.k = k
 
     def ask(self, question: str, before_ts: float | None = None) -> Answer:
-        names = known_names(self.store)
         people = self.planner.people()
+        names = known_names(people)
         reading = _Reading({}, [], [])
         steps: list[str] = []
         messages = [{"role": "system", "content": SYSTEM},
@@ -98,7 +97,7 @@ class LLMAgent:
             except LLMError as e:
                 log.warning("LLM agent: %s; answering offline", e)
                 steps.append(f"round {round_no}: the LLM failed ({e}); answered offline")
-                return self._offline(question, before_ts, reading, steps)
+                return self._offline(question, before_ts, steps)
             messages.append({"role": "assistant", "content": reply})
             action = parse_action(reply)
             if action is None:
@@ -120,7 +119,7 @@ class LLMAgent:
             note, shown = self._search(text, before_ts, reading, names, people)
             steps.append(f"round {round_no}: search {text!r} -> {shown} memories")
         steps.append(f"no answer in {self.max_rounds} rounds; answered offline")
-        return self._offline(question, before_ts, reading, steps)
+        return self._offline(question, before_ts, steps)
 
     def _search(self, query: str, before_ts: float | None, reading: _Reading, names: dict[str, str],
                 people: list[Person]) -> tuple[str, int]:
@@ -136,7 +135,7 @@ class LLMAgent:
                       f"their faces and voices: {members}.\n")
             query = person.name or query
         query = re.sub(r"<((?:face|voice|character|thing)_\d+)>", lambda m: names.get(m.group(1), m.group(0)), query)
-        found = self.planner.retrieve(query, before_ts).memories[:self.k]
+        found = self.planner.retrieve(query, before_ts).memories[:self.planner.k]
         by_id = {m.memory_id: tag for tag, m in reading.memories.items()}
         tagged = []
         for m in found:
@@ -176,9 +175,9 @@ class LLMAgent:
         citations = tuple(dict.fromkeys(c for c in (cite(self.store, m) for m in used) if c is not None))
         return Answer(question, answer, citations, tuple(reading.memories.values()), tuple(steps))
 
-    def _offline(self, question: str, before_ts: float | None, reading: _Reading, steps: list[str]) -> Answer:
+    def _offline(self, question: str, before_ts: float | None, steps: list[str]) -> Answer:
         offline = OfflineAnswerer(self.store, self.planner).ask(question, before_ts)
-        return Answer(question, offline.answer, offline.citations, offline.evidence, tuple(steps) + offline.steps)
+        return replace(offline, steps=tuple(steps) + offline.steps)
 
 
 def _people_line(people: list[Person]) -> str:

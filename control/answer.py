@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from control.planner import OfflinePlanner
-from control.tools import MemoryTools
+from control.tools import MemoryTools, Person
 from graph.records import Memory
 from graph.store import Store
 
@@ -44,13 +44,9 @@ _NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(?:face|voice|character|thing)_\d+>\)")
 _ID = re.compile(r"<((?:face|voice|character|thing)_\d+)>")
 
 
-def known_names(store: Store) -> dict[str, str]:
-    """Entity id -> person's name, for characters with a name and the faces and voices linked to them."""
-    names = {c.entity_id: c.name for c in store.load_entities("character") if c.name}
-    for edge in store.all_edges("same_person"):
-        if edge.dst_id in names:
-            names[edge.src_id] = names[edge.dst_id]
-    return names
+def known_names(people: list[Person]) -> dict[str, str]:
+    """Entity id -> person's name, for named people: their character and linked faces and voices."""
+    return {e: p.name for p in people if p.name for e in (p.character_id, *p.members)}
 
 
 def render(text: str, names: dict[str, str]) -> str:
@@ -89,6 +85,6 @@ class OfflineAnswerer:
             citation = cite(self.store, memory)
             if citation is None:
                 return Answer(question, "I don't know: the matching memory is not committed yet.", (), read)
-            text = render(memory.text, known_names(self.store))
+            text = render(memory.text, known_names(self.planner.people()))
             return Answer(question, f"{text} (at {when(memory.start_ts)})", (citation,), read, found.rounds)
         return Answer(question, "I don't know: nothing in memory matches the question.", (), (), found.rounds)
