@@ -12,8 +12,9 @@ Synthetic data, shaped like real memories:
 - texts mixing a topic's words with Zipf-distributed English words (wordninja's Wikipedia list);
 - kinds, entity ids and times spread over the store.
 
-The query vector is given directly, so the times leave out the text embedder: a MiniLM query
-embedding costs a few milliseconds more.
+The query vector is given directly, so the times leave out the text embedder (one query embedding
+took 12 ms with MiniLM and 22 ms with the default mpnet on the 2-core dev machine). The vectors are
+384-d, MiniLM's size; the default mpnet embedder's are 768-d.
 """
 
 from __future__ import annotations

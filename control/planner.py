@@ -8,7 +8,8 @@ Rounds:
    person's memories, and to each time window. The question is embedded once.
 3. **Expand** from the best memories not yet expanded: their neighbours in the same recording (the
    turns just before and after) are read in one query.
-4. **Re-rank** everything read: cosine similarity plus scaled BM25; a memory inherits part of the
+4. **Re-rank** everything read: cosine similarity (neighbours' too, from their stored vectors)
+   plus scaled BM25; a memory inherits part of the
    score of the memory just before it (more when that one asked a question: the answer follows
    it) and of the one just after; memories about a named person or inside a named time window get
    a bonus. Rounds 3-4 repeat until the top ``k`` stops changing (convergence) or ``rounds`` is
@@ -30,7 +31,7 @@ from control.tools import MemoryTools, Person
 from control.when import TimeWindow, time_windows
 from graph.records import Hit, Memory
 
-BM25_WEIGHT = 0.35  # BM25 scaled to [0, 1] by the best full-text score of the question
+BM25_WEIGHT = 0.2  # BM25 scaled to [0, 1] by the best full-text score of the question
 AFTER_WEIGHT = 0.8  # a memory inherits this share of the score of the memory just before it
 AFTER_QUESTION_WEIGHT = 0.95  # ... when that memory asked a question
 BEFORE_WEIGHT = 0.7  # ... and this share of the score of the memory just after it
@@ -67,7 +68,7 @@ class Retrieval:
 
 class OfflinePlanner:
     def __init__(self, tools: MemoryTools, k: int = 10, candidates: int = 50, expand: int = 8,
-                 rounds: int = 3, window_s: float = 30.0) -> None:
+                 rounds: int = 2, window_s: float = 30.0) -> None:
         self.tools = tools
         self.k = k
         self.candidates = candidates
@@ -130,32 +131,27 @@ class OfflinePlanner:
             log.append(f"search within {w.text!r}: {n} new")
 
         expanded: set[str] = set()
-        top: list[str] = []
-        ranked: list[Candidate] = []
+        ranked = self._rank(pool, plan, expanded)
         for _ in range(self.rounds):
-            ranked = self._rank(pool, plan, expanded)
-            now_top = [c.memory.memory_id for c in ranked[:self.k]]
-            if now_top == top:
-                log.append("converged: the top memories did not change")
-                break
-            top = now_top
             seeds = [c.memory for c in ranked if c.memory.memory_id not in expanded][:self.expand]
             if not seeds:
                 break
             expanded.update(m.memory_id for m in seeds)
-            near = [m for m in store.neighbours(seeds, self.window_s, limit=None) if _current(m, before_ts)]
-            n = 0
-            for m in near:
-                if m.memory_id not in pool:
-                    pool[m.memory_id] = Candidate(m, found_by={"neighbour"})
-                    n += 1
+            near = [h for h in store.neighbour_hits(seeds, vector, self.window_s, limit=None)
+                    if _current(h.memory, before_ts)]
+            n = take(near, "neighbour")
             log.append(f"expand {len(seeds)} best: {n} neighbouring memories")
+            top = [c.memory.memory_id for c in ranked[:self.k]]
+            ranked = self._rank(pool, plan, expanded)
+            if [c.memory.memory_id for c in ranked[:self.k]] == top:
+                log.append("converged: the top memories did not change")
+                break
         return Retrieval(plan, tuple(ranked), tuple(log))
 
     def _rank(self, pool: dict[str, Candidate], plan: Plan, expanded: set[str]) -> list[Candidate]:
         cands = list(pool.values())
         sims = [c.similarity for c in cands if c.similarity is not None]
-        floor = min(sims) if sims else 0.0  # not among the vector hits: at most as similar as the last one
+        floor = min(sims) if sims else 0.0  # no stored vector (not expected): the least similar
         best_bm25 = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0
         own = np.array([(c.similarity if c.similarity is not None else floor) + BM25_WEIGHT * (c.bm25 or 0.0) / best_bm25
                         for c in cands])

@@ -97,5 +97,5 @@ class Hit:
     score: float  # fused reciprocal-rank score
     vector_rank: int | None
     text_rank: int | None
-    similarity: float | None = None  # cosine similarity to the query, when the vector search found it
+    similarity: float | None = None  # cosine similarity to the query vector
     bm25: float | None = None  # full-text score, when the text search found it

@@ -197,11 +197,18 @@ class Store:
         """Memories of the same recording within ``window_s`` before or after any of ``memories``
         (one query however many), the given ones left out; in time order."""
         memories = [memories] if isinstance(memories, Memory) else list(memories)
+        return self.memories_where(_near(memories, window_s), limit) if memories else []
+
+    def neighbour_hits(self, memories: Sequence[Memory], vector: np.ndarray, window_s: float = 30.0,
+                       limit: int | None = 20) -> list[Hit]:
+        """``neighbours`` with each one's cosine similarity to ``vector`` (from its stored
+        embedding, in the same query); no search ranks or BM25."""
         if not memories:
             return []
-        near = " OR ".join(f"(source_path = {_quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
-                           f"AND start_ts <= {m.end_ts + window_s!r})" for m in memories)
-        return self.memories_where(f"({near}) AND NOT {_in('memory_id', [m.memory_id for m in memories])}", limit)
+        rows = self.memories.search().where(_near(list(memories), window_s)).limit(limit).to_list()
+        sims = _cosines([r["vector"] for r in rows], vector)
+        hits = [Hit(_memory(r), 0.0, None, None, similarity=s) for r, s in zip(rows, sims)]
+        return sorted(hits, key=lambda h: (h.memory.start_ts, h.memory.memory_id))
 
     def edges_of(self, node_id: str, kind: str | None = None) -> list[Edge]:
         where = f"(src_id = {_quote(node_id)} OR dst_id = {_quote(node_id)})"
@@ -352,7 +359,7 @@ class Store:
         tq = None
         terms = " ".join(_WORD.findall(query))
         if terms and ("text",) in indexed:
-            tq = self.memories.search(terms, query_type="fts").limit(candidates).select([*_COLUMNS, "_score"])
+            tq = self.memories.search(terms, query_type="fts").limit(candidates).select([*_COLUMNS, "vector", "_score"])
             if where:
                 tq = tq.where(where, prefilter=selective)
         # the two searches run concurrently: LanceDB releases the GIL while it works
@@ -368,6 +375,9 @@ class Store:
                 entry[source] = rank
                 entry[f"{source}_value"] = 1.0 - row["_distance"] if source == "vector" else row["_score"]
         ranked = sorted(fused.values(), key=lambda e: e["score"], reverse=True)[:k]
+        text_only = [e for e in ranked if "vector_value" not in e]  # similarity from the stored vector
+        for e, sim in zip(text_only, _cosines([e["row"]["vector"] for e in text_only], qvec)):
+            e["vector_value"] = sim
         return [Hit(_memory(e["row"]), e["score"], e.get("vector"), e.get("text"), e.get("vector_value"),
                     e.get("text_value")) for e in ranked]
 
@@ -401,6 +411,22 @@ class Store:
         if end_ts is not None:
             filters.append(f"start_ts <= {float(end_ts)!r}")
         return (" AND ".join(f"({f})" for f in filters) or None), selective
+
+
+def _near(memories: list[Memory], window_s: float) -> str:
+    """SQL: memories of the same recordings within ``window_s`` of any of these, not these."""
+    near = " OR ".join(f"(source_path = {_quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
+                       f"AND start_ts <= {m.end_ts + window_s!r})" for m in memories)
+    return f"({near}) AND NOT {_in('memory_id', [m.memory_id for m in memories])}"
+
+
+def _cosines(vectors: list, query: np.ndarray) -> list[float]:
+    if not vectors:
+        return []
+    m = np.asarray(vectors, dtype=np.float32)
+    q = np.asarray(query, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+    return [float(x) for x in (m @ q) / np.where(norms > 0, norms, 1.0)]
 
 
 def _memory_row(m: Memory, vector) -> dict:

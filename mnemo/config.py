@@ -66,14 +66,16 @@ class LLMConfig(BaseModel):
 
 class GraphConfig(BaseModel):
     store: str = "./mnemo-data"
-    text_embedder: Literal["minilm", "hash"] = "minilm"
+    # "mpnet": all-mpnet-base-v2 (768-d, bfloat16); "minilm": all-MiniLM-L6-v2 (384-d, faster, finds less);
+    # a store keeps the embedder it was built with
+    text_embedder: Literal["mpnet", "minilm", "hash"] = "mpnet"
 
 
 class ControlConfig(BaseModel):
     agent: Literal["offline", "llm"] = "offline"  # "llm": the [Search]/[Answer] loop on the [llm] endpoint
     top_k: int = Field(10, ge=1)  # memories ranked by the planner, shown per search to the LLM
     max_rounds: int = Field(5, ge=1)  # LLM loop: rounds before the answer is forced (the last round)
-    planner_rounds: int = Field(3, ge=1)  # offline planner: expand/re-rank rounds at most
+    planner_rounds: int = Field(2, ge=1)  # offline planner: expand/re-rank rounds at most
     expand: int = Field(8, ge=0)  # offline planner: best memories whose neighbours each round reads
 
 

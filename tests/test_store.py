@@ -90,3 +90,23 @@ def test_indexes_take_in_new_rows_without_a_rebuild(hash_store):
     (after,) = [ix for ix in hash_store.memories.list_indices() if ix.columns == ["text"]]
     assert after.num_unindexed_rows == 0 and after.num_indexed_rows == 2  # taken in by optimize()
     assert hash_store.search("tea", k=1)[0].text_rank == 1
+
+
+def test_every_hit_and_neighbour_carries_its_cosine_similarity_to_the_query(hash_store):
+    """Full-text-only hits and neighbours get their similarity from the stored vectors, so the
+    planner ranks them by what they say, not by a guess."""
+    mems = [_mem("the kettle is boiling", "c1", 1000.0), _mem("zebra crossings everywhere", "c1", 1005.0),
+            _mem("a quiet afternoon", "c1", 1010.0)]
+    hash_store.write_clip(_clip(), mems, [])
+    hash_store.refresh_indexes()
+    stored = dict(zip([m.text for m in mems], hash_store.embedder.embed([m.text for m in mems])))
+    vector = stored["zebra crossings everywhere"]  # the vector search finds the zebra, the words the kettle
+    hits = hash_store.search("kettle boiling", k=3, candidates=1, vector=vector)
+    assert {(h.memory.text, h.vector_rank, h.text_rank) for h in hits} == {
+        ("zebra crossings everywhere", 1, None), ("the kettle is boiling", None, 1)}
+    for h in hits:
+        assert h.similarity == pytest.approx(float(stored[h.memory.text] @ vector), abs=1e-5)
+    near = hash_store.neighbour_hits([mems[1]], vector, window_s=10.0)
+    assert [h.memory.text for h in near] == ["the kettle is boiling", "a quiet afternoon"]
+    assert [h.similarity for h in near] == pytest.approx([float(stored[h.memory.text] @ vector) for h in near], abs=1e-5)
+    assert hash_store.neighbour_hits([], vector) == []
