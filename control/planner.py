@@ -79,11 +79,11 @@ class OfflinePlanner:
         self._newest: datetime | None = None
         self._executor = None
 
-    def _pool(self, n: int):
-        if self._executor is None or self._executor._max_workers < n:
+    def _pool(self):
+        if self._executor is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._executor = ThreadPoolExecutor(max_workers=max(n, 4), thread_name_prefix="mnemo-planner")
+            self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-planner")
         return self._executor
 
     def people(self) -> list[Person]:
@@ -129,15 +129,16 @@ class OfflinePlanner:
             words = re.sub(rf"\b{re.escape(p.name)}\b(?:'s)?", " ", words, flags=re.IGNORECASE)
         vector = store.embedder.embed([words])[0]
         search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
-        searches = [(f"search {question!r}: {{}} memories", "search", {})]
-        searches += [(f"search about {p.label}: {{}} new", f"person:{p.character_id}",
+        searches = [(f"search {question!r}", "search", {})]  # (what the log says, label, filters)
+        searches += [(f"search about {p.label}", f"person:{p.character_id}",
                       {"entity_ids": [p.character_id, *p.members]}) for p in plan.people]
-        searches += [(f"search within {w.text!r}: {{}} new", f"time:{w.text}",
+        searches += [(f"search within {w.text!r}", f"time:{w.text}",
                       {"start_ts": w.start_ts, "end_ts": w.end_ts}) for w in plan.windows]
         # the searches run at once (LanceDB works outside the GIL); their hits are taken in order
-        results = self._pool(len(searches)).map(lambda s: store.search(words, **search, **s[2]), searches)
-        for (line, label, _), hits in zip(searches, results):
-            log.append(line.format(take(hits, label)))
+        results = self._pool().map(lambda s: store.search(words, **search, **s[2]), searches)
+        for (what, label, _), hits in zip(searches, results):
+            n = take(hits, label)
+            log.append(f"{what}: {n} memories" if label == "search" else f"{what}: {n} new")
 
         expanded: set[str] = set()
         ranked = self._rank(pool, plan, expanded)
