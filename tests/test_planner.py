@@ -71,7 +71,10 @@ def test_the_answer_after_a_question_is_found_by_expanding_neighbours(chat_store
     assert found.rounds[0].startswith("search") and any(r.startswith("expand") for r in found.rounds)
     unexpanded = OfflinePlanner(MemoryTools(chat_store), expand=0).retrieve(question)
     assert "beagle" not in unexpanded.memories[0].text
-    assert len(found.rounds) <= 2 + 3 + 1  # searches, at most `rounds` expansions, the convergence line
+    assert len(found.rounds) <= 2 + 2 + 1  # searches, at most `rounds` expansions, the convergence line
+    assert all(c.similarity is not None for c in found.ranked)  # neighbours scored by their stored vectors
+    odd = OfflinePlanner(MemoryTools(chat_store)).retrieve("What did {Bo} say about {0} mountains?")
+    assert odd.rounds[0].startswith("search 'What did {Bo} say about {0} mountains?'")
 
 
 def test_answers_cite_what_they_quote_and_respect_before(chat_store):
