@@ -147,9 +147,7 @@ class OfflinePlanner:
             if not seeds:
                 break
             expanded.update(m.memory_id for m in seeds)
-            near = [h for h in store.neighbour_hits(seeds, vector, self.window_s, limit=None)
-                    if _current(h.memory, before_ts)]
-            n = take(near, "neighbour")
+            n = take(store.neighbour_hits(seeds, vector, self.window_s, limit=None, before_ts=before_ts), "neighbour")
             log.append(f"expand {len(seeds)} best: {n} neighbouring memories")
             top = [c.memory.memory_id for c in ranked[:self.k]]
             ranked = self._rank(pool, plan, expanded)
@@ -206,13 +204,6 @@ class OfflinePlanner:
         for c, s in zip(cands, score):
             c.score = float(s)
         return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))
-
-
-def _current(m: Memory, before_ts: float | None) -> bool:
-    """What a search would return too: not superseded, and known by ``before_ts`` when given."""
-    if before_ts is None:
-        return m.valid_to_ts is None
-    return m.end_ts <= before_ts and (m.valid_to_ts is None or m.valid_to_ts > before_ts)
 
 
 def _asks(text: str) -> bool:

@@ -200,12 +200,14 @@ class Store:
         return self.memories_where(_near(memories, window_s), limit) if memories else []
 
     def neighbour_hits(self, memories: Sequence[Memory], vector: np.ndarray, window_s: float = 30.0,
-                       limit: int | None = 20) -> list[Hit]:
+                       limit: int | None = 20, before_ts: float | None = None) -> list[Hit]:
         """``neighbours`` with each one's cosine similarity to ``vector`` (from its stored
-        embedding, in the same query); no search ranks or BM25."""
+        embedding, in the same query); no search ranks or BM25. Validity as in ``search``: not
+        superseded, or with ``before_ts`` what was known then."""
         if not memories:
             return []
-        rows, vectors = _split_vectors(self.memories.search().where(_near(list(memories), window_s))
+        valid, _ = self._filter(before_ts, None, None, None, None, False)
+        rows, vectors = _split_vectors(self.memories.search().where(f"({_near(list(memories), window_s)}) AND {valid}")
                                        .limit(limit).to_arrow())
         hits = [Hit(_memory(r), 0.0, None, None, similarity=s) for r, s in zip(rows, _cosines(vectors, vector))]
         return sorted(hits, key=lambda h: (h.memory.start_ts, h.memory.memory_id))

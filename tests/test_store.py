@@ -109,4 +109,6 @@ def test_every_hit_and_neighbour_carries_its_cosine_similarity_to_the_query(hash
     near = hash_store.neighbour_hits([mems[1]], vector, window_s=10.0)
     assert [h.memory.text for h in near] == ["the kettle is boiling", "a quiet afternoon"]
     assert [h.similarity for h in near] == pytest.approx([float(stored[h.memory.text] @ vector) for h in near], abs=1e-5)
+    assert [h.memory.text for h in hash_store.neighbour_hits([mems[1]], vector, 10.0, before_ts=1004.0)] == [
+        "the kettle is boiling"]  # what was known then, as in search
     assert hash_store.neighbour_hits([], vector) == []
