@@ -62,6 +62,10 @@ def test_the_plan_reads_people_and_times(chat_store):
     assert [p.name for p in plan.people] == ["Bo"]
     (june,) = plan.windows
     assert june.start_ts == _utc(2023, 6, 1).timestamp()  # the newest memory is from June 2023
+    asked = planner.plan("What did Bo tell Ann about the Alps?")  # about Bo, who is named first
+    assert [p.name for p in asked.people] == ["Bo", "Ann"] and [p.name for p in asked.subjects] == ["Bo"]
+    for together in ("What do Ann and Bo both like?", "Where did Bo, Ann go?", "Did Ann's or Bo's dog bark?"):
+        assert sorted(p.name for p in planner.plan(together).subjects) == ["Ann", "Bo"], together
 
 
 def test_the_answer_after_a_question_is_found_by_expanding_neighbours(chat_store):
