@@ -14,8 +14,9 @@ Rounds:
    plus scaled BM25; a memory inherits part of the
    score of the memory just before it (more when that one asked a question: the answer follows
    it) and of the one just after; memories about a named person or inside a named time window get
-   a bonus (the people the question is about, not every person it names). Rounds 3-4 repeat until the top ``k`` stops changing (convergence) or ``rounds`` is
-   reached.
+   a bonus (the people the question is about, not every person it names), and so do memories that
+   say when something happened ("last week", "in May") if the question asks when. Rounds 3-4
+   repeat until the top ``k`` stops changing (convergence) or ``rounds`` is reached.
 
 The weights were chosen on LoCoMo's dev conversations (``mnemo bench locomo``) from a handful of
 round numbers; each is a plain knob below, and the bench reports what the planner gets with them.
@@ -30,7 +31,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from control.tools import MemoryTools, Person
-from control.when import TimeWindow, time_windows
+from control.when import TimeWindow, asks_when, says_when, time_windows
 from graph.records import Hit, Memory
 
 BM25_WEIGHT = 0.2  # BM25 scaled to [0, 1] by the best full-text score of the question
@@ -39,6 +40,7 @@ AFTER_QUESTION_WEIGHT = 0.95  # ... when that memory asked a question
 BEFORE_WEIGHT = 0.7  # ... and this share of the score of the memory just after it
 PERSON_BONUS = 0.3  # share of the score range added to memories about a person the question is about
 TIME_BONUS = 0.3  # ... and to memories inside a time window the question names
+WHEN_BONUS = 0.2  # ... and to memories that say when, if the question asks when
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Plan:
     people: tuple[Person, ...]  # everyone the question names, in the order named
     windows: tuple[TimeWindow, ...]
     subjects: tuple[Person, ...] = ()  # whom it asks about: the first named, or all when listed together
+    when: bool = False  # it asks when something happened
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ class OfflinePlanner:
             if found:
                 at[p.character_id] = found.start()
         named = tuple(sorted((p for p in self.people() if p.character_id in at), key=lambda p: at[p.character_id]))
-        return Plan(question, named, tuple(time_windows(question, now or self.newest())), _subjects(question, named))
+        return Plan(question, named, tuple(time_windows(question, now or self.newest())), _subjects(question, named),
+                    asks_when(question))
 
     def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
         store = self.tools.store
@@ -208,6 +212,8 @@ class OfflinePlanner:
                 score[i] += PERSON_BONUS * spread
             if any(w.contains(c.memory.start_ts, c.memory.end_ts) for w in plan.windows):
                 score[i] += TIME_BONUS * spread
+            if plan.when and says_when(c.memory.text):
+                score[i] += WHEN_BONUS * spread
         for c, s in zip(cands, score):
             c.score = float(s)
         return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))

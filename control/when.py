@@ -1,4 +1,5 @@
-"""Time expressions in questions -> time windows ("in June", "May 2023", "last week", "2023-05-08").
+"""Time expressions in questions -> time windows ("in June", "May 2023", "last week", "2023-05-08"),
+and whether a question asks when, and a text says when.
 
 Deterministic and small: it recognises dates and periods people ask about, not every phrasing.
 Relative expressions ("yesterday", "last week") and months without a year are resolved against
@@ -17,6 +18,11 @@ MONTHS = {m: i for i, m in enumerate(
 MONTHS |= {m[:3]: i for m, i in list(MONTHS.items())} | {"sept": 9}
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _YEAR = r"((?:19|20)\d\d)"
+_WHEN = re.compile(r"\bwhen\b", re.IGNORECASE)
+_DATED = re.compile(r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since|last|next|morning|evening|night|"
+                    r"week|weekend|month|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+                    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+                    r"(?:19|20)\d\d)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,18 @@ def time_windows(question: str, now: datetime) -> list[TimeWindow]:
         for m in re.finditer(rf"\b{phrase}\b", q):
             add(m, start, end)
     return [w for _, w in sorted(found, key=lambda item: item[0])]
+
+
+def asks_when(question: str) -> bool:
+    return bool(_WHEN.search(question))
+
+
+def says_when(text: str) -> bool:
+    """Whether a text places something in time ("last week", "yesterday", "in May", "2022").
+
+    Of LoCoMo's dev evidence turns for questions asking when, 77% say when, against 14% of all
+    turns: the answer to "when" is mostly a dated turn (read with the session's own date)."""
+    return bool(_DATED.search(text))
 
 
 def _month(name: str) -> int:
