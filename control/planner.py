@@ -57,8 +57,8 @@ class Plan:
     question: str
     people: tuple[Person, ...]  # everyone the question names, in the order named
     windows: tuple[TimeWindow, ...]
-    subjects: tuple[Person, ...] = ()  # whom it asks about: the first named, or all when listed together
-    when: bool = False  # it asks when something happened
+    subjects: tuple[Person, ...]  # whom it asks about: the first named, or all when listed together
+    when: bool  # it asks when something happened
 
 
 @dataclass(frozen=True)
