@@ -306,7 +306,8 @@ class Store:
         missing indexes are built after. Searches also
         see rows not yet indexed (scanned directly). ``vector_index=None`` builds IVF-PQ once the
         store holds ``VECTOR_INDEX_MIN_ROWS`` memories: one partition per ~√n rows, 48 sub-vectors
-        of 8 dimensions for 384-d embeddings; searches re-rank 10x the candidates on full vectors.
+        where the dimension allows (16 dimensions each for the 768-d mpnet default, 8 for 384-d
+        MiniLM); searches re-rank 10x the candidates on full vectors.
         """
         n = self.memories.count_rows()
         if not n:
