@@ -249,8 +249,12 @@ def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 
 
     turns = [t for s in conv.sessions for t in s.turns]
     texts = [f"{t.speaker}: {t.text}" + (f" [image: {t.image_caption}]" if t.image_caption else "") for t in turns]
-    table = lancedb.connect(workdir).create_table(
-        conv.sample_id, pa.table({"dia_id": [t.dia_id for t in turns], "text": texts}), mode="overwrite")
+    db = lancedb.connect(workdir)
+    rows = pa.table({"dia_id": [t.dia_id for t in turns], "text": texts})
+    try:  # "overwrite" on a table not there yet makes Lance log a warning, so it is only the fallback
+        table = db.create_table(conv.sample_id, rows, mode="create")
+    except ValueError:  # there from an earlier run in this folder
+        table = db.create_table(conv.sample_id, rows, mode="overwrite")
     table.create_index("text", config=FTS(), replace=True)
     vectors = embedder.embed(texts)
     questions = [q for q in conv.questions if q.evidence]

@@ -71,3 +71,23 @@ def test_bench_locomo_runs_end_to_end_on_a_small_file(tmp_path, capsys):
     assert figures["questions"] == 2 and figures["recall@10"] == 1.0
     assert set(figures["per_category"]) == {"1", "2", "3", "4", "5"} and "ms_per_query" in figures
     assert set(figures["baselines"]) == {"bm25", "dense", "fusion"}
+
+
+def test_baseline_rankings_rank_bm25_and_dense_and_rerun_in_the_same_folder(tmp_path):
+    from bench.locomo import baseline_rankings
+    from perception.base import build
+
+    session = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle called Rex."},
+               {"speaker": "Bo", "dia_id": "D1:2", "text": "I started pottery classes on Monday."},
+               {"speaker": "Ann", "dia_id": "D1:3", "text": "The weather was grey all week."}]
+    data = [{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+                                                  "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
+             "qa": [{"question": "Which pottery classes did Bo start?", "answer": "pottery", "evidence": ["D1:2"],
+                     "category": 4}]}]
+    (tmp_path / "l.json").write_text(json.dumps(data))
+    (conv,) = load(tmp_path / "l.json")
+    embedder = build("text", "hash")
+    first = baseline_rankings(conv, embedder, tmp_path / "work")
+    assert first["bm25"][0][0] == "D1:2"  # the only turn sharing the question's words
+    assert set(first["dense"][0]) == {"D1:1", "D1:2", "D1:3"} and first["fusion"][0][0] == "D1:2"
+    assert baseline_rankings(conv, embedder, tmp_path / "work") == first  # the table is replaced, not added to
