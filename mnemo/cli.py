@@ -107,7 +107,7 @@ def cmd_ask(args, cfg) -> int:
 
 
 def cmd_bench(args, cfg) -> int:
-    from mnemo.wiring import match_policies
+    from mnemo.wiring import match_policies, text_embedder
 
     t0 = time.perf_counter()
     progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -116,12 +116,11 @@ def cmd_bench(args, cfg) -> int:
 
         from bench import locomo
         from graph.store import Store
-        from perception.base import build
 
         if not args.data:
             raise ValueError("bench locomo needs --data PATH (a LoCoMo file in the locomo10.json format)")
-        embedder = build("text", cfg.graph.text_embedder)  # one model for every conversation's store
-        dense = embedder if cfg.graph.text_embedder == "minilm" else build("text", "minilm")
+        embedder = text_embedder(cfg.graph)  # one model for every conversation's store
+        dense = embedder if cfg.graph.text_embedder == "minilm" else text_embedder(cfg.graph, "minilm")
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
             figures = locomo.run(args.data, lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
                                  match_policies(cfg.memorize, "dlib"), progress=progress,

@@ -88,5 +88,13 @@ def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy
     return (MatchPolicy(face_threshold, cfg.max_samples), MatchPolicy(cfg.voice_threshold, cfg.max_samples))
 
 
+def text_embedder(cfg: GraphConfig, name: str | None = None):
+    """The text embedder ``name`` (default ``cfg.text_embedder``) on ``cfg``'s device and dtype."""
+    name = name or cfg.text_embedder
+    if name == "hash":  # no model: nothing to place
+        return build("text", name)
+    return build("text", name, device=cfg.text_device, **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
+
+
 def open_store(cfg: GraphConfig, store: str | None = None) -> Store:
-    return Store(store or cfg.store, build("text", cfg.text_embedder))
+    return Store(store or cfg.store, text_embedder(cfg))

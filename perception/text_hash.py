@@ -1,7 +1,7 @@
 """A deterministic lexical text embedder (hashed word and bigram counts).
 
 No model, no weights: for tests and for stores that must be built without torch. It only captures
-word overlap, so use ``minilm`` for real memories.
+word overlap, so use ``mpnet`` or ``minilm`` for real memories.
 """
 
 from __future__ import annotations

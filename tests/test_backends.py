@@ -90,6 +90,25 @@ def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelat
     assert e.embed([]).shape == (0, 768)
 
 
+def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
+    import pydantic
+    import torch
+
+    from mnemo.config import GraphConfig
+    from mnemo.wiring import text_embedder
+
+    e = text_embedder(GraphConfig(text_embedder="minilm", text_device="cpu", text_dtype="bfloat16"))
+    v = e.embed(["Where does Diane live?"])
+    weights = next(e._load().parameters())
+    assert weights.dtype == torch.bfloat16 and weights.device.type == "cpu"
+    assert v.dtype == np.float32 and abs(np.linalg.norm(v[0]) - 1.0) < 1e-4  # vectors stay float32
+    assert text_embedder(GraphConfig(text_embedder="minilm")).dtype == "float32"  # unset: the backend's own
+    assert text_embedder(GraphConfig(text_embedder="mpnet")).dtype == "bfloat16"
+    assert text_embedder(GraphConfig(text_embedder="hash", text_dtype="float16")).name == "hash-384"
+    with pytest.raises(pydantic.ValidationError, match="text_dtype"):
+        GraphConfig(text_dtype="int8")
+
+
 def test_every_family_has_its_backends_registered():
     from perception.base import REGISTRY
 
