@@ -96,5 +96,5 @@ def text_embedder(cfg: GraphConfig, name: str | None = None):
     return build("text", name, device=cfg.text_device, **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
 
 
-def open_store(cfg: GraphConfig, store: str | None = None) -> Store:
+def open_store(cfg: GraphConfig, store: str | Path | None = None) -> Store:
     return Store(store or cfg.store, text_embedder(cfg))

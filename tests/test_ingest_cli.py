@@ -34,11 +34,10 @@ def bad_files(tmp_path_factory, demo_recording):
 
 
 def _store_state(store_dir):
-    from graph.store import Store
     from mnemo.config import GraphConfig
-    from perception.base import build
+    from mnemo.wiring import open_store
 
-    store = Store(store_dir, build("text", GraphConfig().text_embedder))  # what `mnemo ingest` wrote with
+    store = open_store(GraphConfig(), store_dir)  # as `mnemo ingest` opened it
     return store.count(), {t.name: t.version for t in (store.clips, store.entities, store.memories)}
 
 
