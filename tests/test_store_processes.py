@@ -11,13 +11,13 @@ from graph.store import Store
 from perception.base import build
 
 WRITER = textwrap.dedent("""
-    import os, signal, sys
+    import os, signal, sys, time
     from graph.records import ClipRow, Memory, content_id
     from graph.store import Store
     from perception.base import build
 
     store = Store(sys.argv[1], build("text", "hash"))
-    kill_at = int(sys.argv[3])
+    kill_at, pause_s = int(sys.argv[3]), float(sys.argv[4])
     for i in range(int(sys.argv[2])):
         clip = f"clip{i:03d}"
         memories = [Memory(content_id(clip, j), "episodic", f"clip {i} memory {j} about tea", clip, "/r.mp4",
@@ -27,17 +27,20 @@ WRITER = textwrap.dedent("""
             store.clips.merge_insert = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
         store.write_clip(ClipRow(clip, "/r.mp4", "sha", i, 30.0 * i, 30.0, 1000.0 + 30 * i, 1030.0 + 30 * i, ""),
                          memories, [])
+        time.sleep(pause_s)  # an ingest spends seconds per clip on perception; a bare loop would outrun the reader
 """)
 
 
-def _writer(store_dir, clips: int, kill_at: int = -1) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(store_dir), str(clips), str(kill_at)],
+def _writer(store_dir, clips: int, kill_at: int = -1, pause_s: float = 0.0) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(store_dir), str(clips), str(kill_at), str(pause_s)],
                             stderr=subprocess.PIPE, text=True)
 
 
 def test_readers_see_whole_tables_while_another_process_writes(tmp_path):
     store = Store(tmp_path / "s", build("text", "hash"))
-    proc = _writer(tmp_path / "s", 40)
+    # 40 clips at >= 0.1 s each take >= 4 s: with reads up to 1 s stale the reader must see several versions.
+    # Without the pause a fast machine wrote all 40 in about a second and the reader saw only 0 and 19.
+    proc = _writer(tmp_path / "s", 40, pause_s=0.1)
     seen_clips, seen_memories = [], []
     while proc.poll() is None:
         counts = store.count()
