@@ -171,7 +171,7 @@ def ingest_conversation(conv: Conversation, store, policies) -> int:
             memorizer.enrol(name, voice, session.started_at.timestamp())
         for obs in clips:
             written = memorizer.memorize(obs)
-            store.write_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
+            store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
             written_total += len(written.memories)
     store.refresh_indexes()
     return written_total

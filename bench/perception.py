@@ -23,10 +23,10 @@ import numpy as np
 from bench.fixtures import opencv_doc, pyannote_sample, read_rttm, read_stm
 from bench.metrics import cluster_purity, line_cer, speaker_attribution, word_error_rate
 from memorize.identity import EntityMatcher, MatchPolicy
-from memorize.writer_offline import write_clip_memories
-from perception.images import read_image
+from memorize.writer_offline import offline_memories
+from perception.sources.frames import read_image
 from perception.observe import Perceivers, observe_clip
-from perception.sources import plan_clips, probe
+from perception.sources.media import plan_clips, probe
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data"
 
@@ -97,7 +97,7 @@ def face_figures(p: Perceivers, face_threshold: float, report: PerceptionReport)
         for key in seconds:
             seconds[key] += obs.timings_s.get(f"{key}_s", 0.0)
         media_s += clip.duration_s
-        for memory in write_clip_memories(obs, matcher, voices):
+        for memory in offline_memories(obs, matcher, voices).memories:
             if memory.entity_ids and memory.entity_ids[0].startswith("face_"):
                 for face_id in memory.provenance:
                     entity_of[face_id] = memory.entity_ids[0]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graph.records import ClipRow, Memory, content_id
+from graph.rows import ClipRow, Memory, content_id
 from graph.store import Store
 
 DIM = 384
@@ -112,7 +112,7 @@ def run(store_dir: Path, n: int, embedder, queries: int = 200, batch: int = 20_0
                            "/bench.mp4", 1.6e9 + j * 30 + i, 1.6e9 + j * 30 + i + 1) for i in range(20)]
         row = ClipRow(clip_id, "/bench.mp4", "sha", j, j * 30.0, 30.0, 1.6e9 + j * 30, 1.6e9 + j * 30 + 30, "")
         t0 = time.perf_counter()
-        store.write_clip(row, memories, [])
+        store.commit_clip(row, memories, [])
         writes.append(time.perf_counter() - t0)
     ms = np.array(latencies) * 1000
     return {"memories": n, "search_p50_ms": round(float(np.percentile(ms, 50)), 2),

@@ -20,10 +20,10 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
-from control.answer import Answer, OfflineAnswerer, cite, known_names, render, when
+from control.answer import Answer, OfflineAnswerer, cite, known_names, render, utc_time
 from control.planner import OfflinePlanner
 from control.tools import Person
-from graph.records import Memory
+from graph.rows import Memory
 from llm.client import ChatClient, LLMError
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class LLMAgent:
             header = (f"<{person.character_id}> is {person.name or 'not named yet'}; "
                       f"their faces and voices: {members}.\n")
             query = person.name or query
-        query = re.sub(r"<((?:face|voice|character|thing)_\d+)>", lambda m: names.get(m.group(1), m.group(0)), query)
+        query = re.sub(r"<((?:face|voice|character)_\d+)>", lambda m: names.get(m.group(1), m.group(0)), query)
         found = self.planner.retrieve(query, before_ts).memories[:self.planner.k]
         by_id = {m.memory_id: tag for tag, m in reading.memories.items()}
         tagged = []
@@ -157,9 +157,9 @@ class LLMAgent:
         lines = ["<knowledge>"]
         for clip_id, items in clips.items():
             first = min(m.start_ts for _, m in items)
-            lines.append(f"clip {clip_id} ({items[0][1].source_path}, {when(first)}):")
+            lines.append(f"clip {clip_id} ({items[0][1].source_path}, {utc_time(first)}):")
             for tag, m in sorted(items, key=lambda item: item[1].start_ts):
-                lines.append(f"  [{tag}] {when(m.start_ts)[11:19]}-{when(m.end_ts)[11:19]} {_quoted(render(m.text, names))}")
+                lines.append(f"  [{tag}] {utc_time(m.start_ts)[11:19]}-{utc_time(m.end_ts)[11:19]} {_quoted(render(m.text, names))}")
         lines.append("</knowledge>")
         return "\n".join(lines)
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 from control.planner import OfflinePlanner
 from control.tools import MemoryTools, Person
-from graph.records import Memory
+from graph.rows import Memory
 from graph.store import Store
 
 
@@ -40,8 +40,8 @@ class Answer:
                 "steps": list(self.steps)}
 
 
-_NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(?:face|voice|character|thing)_\d+>\)")
-_ID = re.compile(r"<((?:face|voice|character|thing)_\d+)>")
+_NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(?:face|voice|character)_\d+>\)")
+_ID = re.compile(r"<((?:face|voice|character)_\d+)>")
 
 
 def known_names(people: list[Person]) -> dict[str, str]:
@@ -66,7 +66,7 @@ def cite(store: Store, memory: Memory) -> Citation | None:
     return Citation(memory.clip_id, memory.source_path, memory.start_ts + offset, memory.end_ts + offset)
 
 
-def when(ts: float) -> str:
+def utc_time(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
@@ -86,5 +86,5 @@ class OfflineAnswerer:
             if citation is None:
                 return Answer(question, "I don't know: the matching memory is not committed yet.", (), read)
             text = render(memory.text, known_names(self.planner.people()))
-            return Answer(question, f"{text} (at {when(memory.start_ts)})", (citation,), read, found.rounds)
+            return Answer(question, f"{text} (at {utc_time(memory.start_ts)})", (citation,), read, found.rounds)
         return Answer(question, "I don't know: nothing in memory matches the question.", (), (), found.rounds)

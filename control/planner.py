@@ -32,7 +32,7 @@ import numpy as np
 
 from control.tools import MemoryTools, Person
 from control.when import TimeWindow, asks_when, says_when, time_windows
-from graph.records import Hit, Memory
+from graph.rows import Hit, Memory
 
 BM25_WEIGHT = 0.2  # BM25 scaled to [0, 1] by the best full-text score of the question
 AFTER_WEIGHT = 0.8  # a memory inherits this share of the score of the memory just before it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graph.records import Hit, Memory
+from graph.rows import Hit, Memory
 from graph.store import Store
 
 

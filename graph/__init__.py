@@ -1,1 +1,2 @@
-"""The memory graph on LanceDB: schema, content-hash ids, writes per clip, hybrid search."""
+"""The memory graph on LanceDB: records (``rows``), table schemas (``schema``), the store and its
+per-clip commit (``store``), hybrid search (``search``) and SQL filters (``sql``)."""

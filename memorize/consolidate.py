@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from graph.records import Edge, Memory
+from graph import sql
+from graph.rows import Edge, Memory
 from graph.store import Store
 
 
@@ -38,7 +39,7 @@ class Consolidator:
         if key not in self.current:
             subject, relation = key.split("|", 1)
             found = self.store.memories_where(
-                f"kind = 'semantic' AND valid_to_ts IS NULL AND fact LIKE '{subject}|{relation}|%'")
+                f"kind = 'semantic' AND valid_to_ts IS NULL AND {sql.starts_with('fact', f'{subject}|{relation}|')}")
             if found:
                 self.current[key] = found[-1]
         return self.current.get(key)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graph.records import Entity
+from graph.rows import Entity
 
 
 @dataclass(frozen=True)

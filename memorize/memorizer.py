@@ -10,14 +10,15 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
-from graph.records import ClipRow, Edge, Entity, Memory, content_id
+from graph.rows import ClipRow, Edge, Entity, Memory, content_id
 from graph.store import Store
 from llm.client import LLMError
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
-from memorize.people import People, facts_in, names_in
+from memorize.characters import People
+from memorize.speech_facts import facts_in, names_in
 from memorize.writer_llm import LLMWriter
-from memorize.writer_offline import write_clip
+from memorize.writer_offline import offline_memories
 from perception.records import ClipObservations
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class Memorizer:
 
     def memorize(self, obs: ClipObservations) -> ClipWrite:
         clip = obs.clip
-        written = write_clip(obs, self.faces, self.voices, names=self._names())
+        written = offline_memories(obs, self.faces, self.voices, names=self._names())
         edges: list[Edge] = [replace(e, clip_id=clip.clip_id) for e in self._pending_edges]
         touched: dict[str, Entity] = dict(self._pending_people)
         self._pending_edges, self._pending_people = [], {}

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field, field_validator
 
-from graph.records import Memory, content_id
+from graph.rows import Memory, content_id
 from llm.client import ChatClient
 from llm.images import decode_jpeg, jpeg_data_url, jpeg_bytes, qwen_prepare
 from perception.records import ClipObservations

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from graph.records import Memory, content_id
+from graph.rows import Memory, content_id
 from memorize.identity import EntityMatcher
 from perception.records import ClipObservations
 
@@ -33,12 +33,7 @@ class OfflineWrite:
     face_of: dict[str, str]  # clip-local face person -> face entity id
 
 
-def write_clip_memories(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher) -> list[Memory]:
-    """Resolve identities (updating the matchers) and return the clip's memories in time order."""
-    return write_clip(obs, faces, voices).memories
-
-
-def write_clip(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher,
+def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher,
                min_tag_prob: float = 0.3, names: dict[str, str] | None = None) -> OfflineWrite:
     """Resolve identities (updating the matchers); the clip's memories in time order, and which
     entity each clip-local speaker and face person became. ``names`` (entity id -> person's name,

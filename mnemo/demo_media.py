@@ -52,7 +52,7 @@ def build_demo_recording(dest: Path | None = None) -> Path:
     """Write (once) and return the demo mp4; it is cached beside the fetched fixtures."""
     import ffmpeg
 
-    from perception.sources import ffmpeg_exe
+    from perception.sources.media import ffmpeg_exe
 
     dest = dest or cache_dir() / "demo" / "diane-and-sheila.mp4"
     if dest.is_file():

@@ -20,8 +20,8 @@ from memorize.memorizer import Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
-from perception.screens import folders_with_screenshots, plan_screen_clips
-from perception.sources import expand_paths, plan_clips, probe
+from perception.sources.screenshots import folders_with_screenshots, plan_screen_clips
+from perception.sources.media import expand_paths, plan_clips, probe
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def _ingest_clips(path: Path, jobs: list, store: Store, memorizer: Memorizer, pr
         if written.notes:
             obs = replace(obs, notes=obs.notes + tuple(written.notes))
         try:
-            store.write_clip(clip_row(obs), memories, written.entities, written.edges, written.updated)
+            store.commit_clip(clip_row(obs), memories, written.entities, written.edges, written.updated)
         except OSError as e:
             raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
                           f"({e.strerror or e}); free space or fix permissions and run ingest again: "

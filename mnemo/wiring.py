@@ -11,8 +11,9 @@ from llm.client import ChatClient
 from memorize.identity import MatchPolicy
 from memorize.writer_llm import LLMWriter
 from mnemo.config import ControlConfig, GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
-from perception.base import build
-from perception.faces import FacePolicy
+from embeddings.base import build_text_embedder
+from perception.registry import build
+from perception.faces.stage import FacePolicy
 from perception.observe import Perceivers
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,8 @@ def text_embedder(cfg: GraphConfig, name: str | None = None):
     """The text embedder ``name`` (default ``cfg.text_embedder``) on ``cfg``'s device and dtype."""
     name = name or cfg.text_embedder
     if name == "hash":  # no model: nothing to place
-        return build("text", name)
-    return build("text", name, device=cfg.text_device, **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
+        return build_text_embedder(name)
+    return build_text_embedder(name, device=cfg.text_device, **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
 
 
 def open_store(cfg: GraphConfig, store: str | Path | None = None) -> Store:

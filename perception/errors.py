@@ -1,6 +1,8 @@
-"""Errors perception raises about input media."""
+"""Errors perception raises about input media, and the errors a stage survives."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 
 class MediaError(Exception):
@@ -10,3 +12,14 @@ class MediaError(Exception):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+@lru_cache(maxsize=1)
+def stage_errors() -> tuple[type[BaseException], ...]:
+    """What a model backend or an image operation raises on bad input: a stage that meets one
+    leaves a note and an empty part of the clip's record instead of aborting the ingest.
+    ``cv2.error`` derives from ``Exception`` only, so it is named here (cv2 is imported on first
+    use, not when this module is)."""
+    import cv2
+
+    return (RuntimeError, ValueError, OSError, cv2.error)

@@ -10,24 +10,25 @@ timed.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, replace
 
 from llm.images import jpeg_bytes
-from perception.base import Captioner, FaceAnalyzer, ImageAnalyzer, SpeakerEmbedder, SpeechRecognizer, TextReader
-from perception.diarize import diarize
-from perception.errors import MediaError
-from perception.faces import FacePolicy, detect_faces
-from perception.images import distinct_frames, limit_size, read_image, to_rgb8
+from perception.errors import MediaError, stage_errors
+from perception.faces.base import FaceAnalyzer
+from perception.faces.stage import FacePolicy, detect_faces
+from perception.ocr.base import TextReader
+from perception.ocr.stage import read_frames
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
-                                SpeechTurn, Word)
-from perception.screens import ScreenClip
-from perception.sources import load_media
+                                SpeechTurn)
+from perception.sources.frames import distinct_frames, limit_size, read_image, to_rgb8
+from perception.sources.media import load_media
+from perception.sources.screenshots import ScreenClip
+from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
+from perception.speech.stage import transcribe_clip
+from perception.vision.base import Captioner, ImageAnalyzer
 
 log = logging.getLogger(__name__)
-
-_SENTENCE_END = re.compile(r"[.?!…]['\")\]]*$")
 
 
 @dataclass(frozen=True)
@@ -51,49 +52,6 @@ class Perceivers:
     keep_images_px: int = 0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
 
 
-def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn]:
-    """Split ASR segments into sentence-sized turns at sentence ends and pauses.
-
-    Whisper segments often run across a change of speaker; sentences and pauses are where a
-    change is most likely, so each turn gets its own voice embedding downstream.
-    """
-    turns: list[SpeechTurn] = []
-    for seg in segments:
-        if not seg.words:
-            turns.append(seg)
-            continue
-        groups: list[list[Word]] = [[]]
-        for prev, word in zip((None, *seg.words[:-1]), seg.words):
-            if prev is not None and groups[-1] and (
-                _SENTENCE_END.search(prev.text) or word.start_s - prev.end_s > max_gap_s
-            ):
-                groups.append([])
-            groups[-1].append(word)
-        for j, group in enumerate(groups):
-            turns.append(SpeechTurn(
-                segment_id=f"{seg.segment_id}.{j}",
-                text=" ".join(w.text for w in group),
-                start_s=group[0].start_s,
-                end_s=group[-1].end_s,
-                language=seg.language,
-                words=tuple(group),
-            ))
-    return turns
-
-
-def _speech(clip: Clip, media: ClipMedia, p: Perceivers) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
-    audio = media.audio
-    if audio is None or audio.size == 0:
-        return [], "", []
-    segments, language = p.asr.transcribe(audio, media.sample_rate)
-    if not segments:
-        return [], "", []
-    turns, timeline = diarize(split_turns(segments, p.max_turn_gap_s), audio, media.sample_rate, p.speaker,
-                              max_distance=p.diarize_max_distance, min_speaker_s=p.diarize_min_speaker_s)
-    return [SpeechTurn(f"{clip.clip_id}:{t.segment_id}", t.text, t.start_s, t.end_s, t.language, t.words,
-                       t.voice_embedding, t.speaker) for t in turns], language, timeline
-
-
 def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
             timings: dict[str, float]) -> list[FrameObservation]:
     """Tags, embedding and on-screen text of the distinct frames; a failing backend leaves a note."""
@@ -102,24 +60,14 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
     if p.image is not None and frames:
         try:
             tagged = p.image.analyze(frames)
-        except (RuntimeError, ValueError) as e:
+        except stage_errors() as e:
             notes.append(f"image tags failed: {e}")
             log.warning("image tags failed: %s", e)
     timings["image_s"] = time.perf_counter() - t0
     texts: list = [()] * len(frames)
     t0 = time.perf_counter()
     if p.ocr is not None:
-        last_t = -float("inf")
-        for i, frame in enumerate(frames):
-            if times[i] - last_t < p.ocr_every_s:
-                continue
-            last_t = times[i]
-            try:
-                if p.ocr_min_text_fraction <= 0 or p.ocr.text_fraction(frame) >= p.ocr_min_text_fraction:
-                    texts[i] = tuple(p.ocr.read(frame))
-            except (RuntimeError, ValueError) as e:
-                notes.append(f"OCR failed on the frame at {times[i]:.1f} s: {e}")
-                log.warning("OCR failed on the frame at %.1f s: %s", times[i], e)
+        texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes)
     timings["ocr_s"] = time.perf_counter() - t0
     images = [jpeg_bytes(f, p.keep_images_px) if p.keep_images_px else b"" for f in frames]
     return [FrameObservation(t, tags, emb, text, image)
@@ -149,7 +97,7 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
         try:
             frames.append(limit_size(to_rgb8(frame), p.max_frame_side)[0])
             times.append(t)
-        except ValueError as e:
+        except stage_errors() as e:
             notes.append(f"frame at {t:.1f} s skipped: {e}")
 
     speech: list[SpeechTurn] = []
@@ -157,8 +105,10 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     timeline: list[SpeakerSegment] = []
     t0 = time.perf_counter()
     try:
-        speech, language, timeline = _speech(clip, media, p)
-    except (RuntimeError, ValueError, MediaError) as e:
+        speech, language, timeline = transcribe_clip(
+            clip.clip_id, media.audio, media.sample_rate, p.asr, p.speaker, p.max_turn_gap_s,
+            p.diarize_max_distance, p.diarize_min_speaker_s)
+    except (*stage_errors(), MediaError) as e:
         notes.append(f"speech failed: {e}")
         log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
     timings["speech_s"] = time.perf_counter() - t0
@@ -170,7 +120,7 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
                                       keep_crops=p.keep_images_px > 0)
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")
-    except (RuntimeError, ValueError) as e:
+    except stage_errors() as e:
         notes.append(f"faces failed: {e}")
         log.warning("%s clip %d: faces failed: %s", clip.source.path, clip.index, e)
     timings["faces_s"] = time.perf_counter() - t0
@@ -188,7 +138,7 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
             caption = p.captioner.caption(distinct[::step][: p.caption_max_frames],
                                           distinct_times[::step][: p.caption_max_frames],
                                           " ".join(t.text for t in speech))
-        except (RuntimeError, ValueError, OSError) as e:
+        except stage_errors() as e:
             notes.append(f"caption failed: {e}")
             log.warning("%s clip %d: caption failed: %s", clip.source.path, clip.index, e)
     timings["caption_s"] = time.perf_counter() - t0

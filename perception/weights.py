@@ -1,4 +1,4 @@
-"""Packaged model weights: where they are and the SHA-256 they must have."""
+"""Packaged model weights: where they are and the SHA-256 they must have; and where models run."""
 
 from __future__ import annotations
 
@@ -130,3 +130,12 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     staging.replace(out)
     return out
+
+
+def torch_device(device: str) -> str:
+    """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -65,9 +65,9 @@ def policies():
 @pytest.fixture
 def hash_store(tmp_path):
     from graph.store import Store
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
-    return Store(tmp_path / "store", build("text", "hash"))
+    return Store(tmp_path / "store", build_text_embedder("hash"))
 
 
 @pytest.fixture(scope="session")
@@ -75,9 +75,9 @@ def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
     """The demo recording ingested once, with the real text embedder."""
     from graph.store import Store
     from mnemo.pipeline import ingest
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
-    store = Store(tmp_path_factory.mktemp("demo") / "store", build("text", "minilm"))
+    store = Store(tmp_path_factory.mktemp("demo") / "store", build_text_embedder("minilm"))
     report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert report.ok and report.clips_new == 2
     return store

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from perception import weights
-from perception.base import build
+from embeddings.base import build_text_embedder
+from perception.registry import build
 
 
 def test_unknown_backend_lists_the_valid_ones():
@@ -30,7 +31,7 @@ def test_a_weight_file_with_the_wrong_hash_is_refused(tmp_path, monkeypatch):
 
 
 def test_hash_text_embedder_is_deterministic_and_normalised():
-    e = build("text", "hash")
+    e = build_text_embedder("hash")
     a, b = e.embed(["Sheila is from Chicago", "Sheila is from Chicago"])
     assert np.allclose(a, b) and np.isclose(np.linalg.norm(a), 1.0)
 
@@ -58,7 +59,7 @@ def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_lang
                                                                                        monkeypatch):
     import soundfile as sf
 
-    from perception.asr_faster_whisper import FasterWhisperASR, packaged_base_model
+    from perception.speech.asr_faster_whisper import FasterWhisperASR, packaged_base_model
 
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
     path = packaged_base_model()
@@ -74,7 +75,7 @@ def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_lang
 
 @pytest.mark.slow
 def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelated_sentence(tmp_path, monkeypatch):
-    from perception.text_mpnet import packaged_mpnet_model
+    from embeddings.mpnet import packaged_mpnet_model
 
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
     path = packaged_mpnet_model()
@@ -83,7 +84,7 @@ def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelat
     assert not list(path.rglob("desktop.ini"))
     mtime = weights.stat().st_mtime_ns
     assert packaged_mpnet_model() == path and weights.stat().st_mtime_ns == mtime  # not unpacked again
-    e = build("text", "mpnet")
+    e = build_text_embedder("mpnet")
     v = e.embed(["Where does Diane live?", "Diane lives in New Jersey.", "The stock market fell sharply."])
     assert v.shape == (3, 768) and v.dtype == np.float32 and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.3
@@ -109,8 +110,28 @@ def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
         GraphConfig(text_dtype="int8")
 
 
-def test_every_family_has_its_backends_registered():
-    from perception.base import REGISTRY
+def test_every_registered_backend_resolves_to_a_class_with_its_family_protocol():
+    """A typo in a registry path, or a backend missing a protocol method, fails here (no model loads:
+    only the classes are imported)."""
+    import importlib
+    import inspect
 
-    assert set(REGISTRY) == {"asr", "speaker", "faces", "image", "ocr", "caption", "text"}
-    assert {"efficientnet-lite0", "open-clip"} <= set(REGISTRY["image"])
+    from embeddings import base as text_base
+    from perception.faces.base import FaceAnalyzer
+    from perception.ocr.base import TextReader
+    from perception.registry import REGISTRY
+    from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
+    from perception.vision.base import Captioner, ImageAnalyzer
+
+    protocols = {"asr": SpeechRecognizer, "speaker": SpeakerEmbedder, "faces": FaceAnalyzer, "image": ImageAnalyzer,
+                 "ocr": TextReader, "caption": Captioner, "text": text_base.TextEmbedder}
+    registries = {**REGISTRY, **text_base.REGISTRY}
+    assert set(registries) == set(protocols)
+    for family, backends in registries.items():
+        assert backends, family
+        wanted = {n for n, v in vars(protocols[family]).items() if inspect.isfunction(v) and not n.startswith("_")}
+        for name, target in backends.items():
+            module, _, cls = target.partition(":")
+            backend = getattr(importlib.import_module(module), cls)
+            missing = {m for m in wanted if not callable(getattr(backend, m, None))}
+            assert not missing, f"{family} backend {name!r} ({target}) lacks {sorted(missing)}"

@@ -38,7 +38,7 @@ def test_asr_word_error_rate_meets_the_issue_target(report):
 def test_frames_are_sampled_at_their_true_times(opencv_dir):
     """Each sampled frame carries its own timestamp, the one nearest the sample time (ffmpeg's fps
     filter handed out frames half a period late here, so a face at "4 s" was Bernard's, cut in at 4.129 s)."""
-    from perception.sources import decode_frames, plan_clips, probe
+    from perception.sources.media import decode_frames, plan_clips, probe
 
     (clip,) = plan_clips(probe(opencv_dir / "Megamind.avi"), 30.0)
     _, times = decode_frames(clip, 1.0)

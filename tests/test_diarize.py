@@ -6,8 +6,8 @@ import soundfile as sf
 
 from bench.metrics import speaker_attribution
 from bench.fixtures import read_rttm
-from perception.diarize import diarize
-from perception.observe import split_turns
+from perception.speech.diarize import diarize
+from perception.speech.stage import split_turns
 
 pytestmark = [pytest.mark.slow, pytest.mark.accuracy]
 

@@ -2,7 +2,7 @@ import numpy as np
 
 from memorize.identity import EntityMatcher, MatchPolicy
 from perception.records import SpeechTurn, Word
-from perception.observe import split_turns
+from perception.speech.stage import split_turns
 
 
 def _unit(v):

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def bad_files(tmp_path_factory, demo_recording):
     import ffmpeg
 
-    from perception.sources import ffmpeg_exe
+    from perception.sources.media import ffmpeg_exe
 
     d = tmp_path_factory.mktemp("bad")
     (d / "empty.mp4").write_bytes(b"")
@@ -99,10 +99,10 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
 
     from graph.store import Store
     from mnemo.pipeline import ingest
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
-    store = Store(tmp_path / "store", build("text", "minilm"))
-    real_write = store.write_clip
+    store = Store(tmp_path / "store", build_text_embedder("minilm"))
+    real_write = store.commit_clip
     calls = []
 
     def write_then_fill_disk(clip, *args):
@@ -111,7 +111,7 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(clip, *args)
 
-    store.write_clip = write_then_fill_disk
+    store.commit_clip = write_then_fill_disk
     with pytest.raises(OSError) as e:
         ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert str(demo_recording) in str(e.value) and "No space left" in str(e.value)
@@ -119,7 +119,7 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
     assert store.count()["clips"] == 1 and store.has_clip(calls[0])
     assert store.search("Sheila Chicago")  # the committed clip is searchable
 
-    store.write_clip = real_write
+    store.commit_clip = real_write
     report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert (report.clips_new, report.clips_skipped) == (1, 1)
     assert store.count()["clips"] == 2

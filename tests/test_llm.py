@@ -8,7 +8,7 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from llm.client import ChatClient, LLMError
-from perception.caption_vlm import VLMCaptioner
+from perception.vision.caption_vlm import VLMCaptioner
 
 
 def client(fake, **kw):

@@ -75,7 +75,7 @@ def test_bench_locomo_runs_end_to_end_on_a_small_file(tmp_path, capsys):
 
 def test_baseline_rankings_rank_bm25_and_dense_and_rerun_in_the_same_folder(tmp_path):
     from bench.locomo import baseline_rankings
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
     session = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle called Rex."},
                {"speaker": "Bo", "dia_id": "D1:2", "text": "I started pottery classes on Monday."},
@@ -86,7 +86,7 @@ def test_baseline_rankings_rank_bm25_and_dense_and_rerun_in_the_same_folder(tmp_
                      "category": 4}]}]
     (tmp_path / "l.json").write_text(json.dumps(data))
     (conv,) = load(tmp_path / "l.json")
-    embedder = build("text", "hash")
+    embedder = build_text_embedder("hash")
     first = baseline_rankings(conv, embedder, tmp_path / "work")
     assert first["bm25"][0][0] == "D1:2"  # the only turn sharing the question's words
     assert set(first["dense"][0]) == {"D1:1", "D1:2", "D1:3"} and first["fusion"][0][0] == "D1:2"

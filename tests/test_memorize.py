@@ -7,11 +7,12 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from graph.records import ClipRow, Memory, content_id
+from graph.rows import ClipRow, Memory, content_id
 from graph.store import Store, StoreError
 from memorize.consolidate import Consolidator, clip_evidence
-from memorize.people import People, facts_in, names_in
-from perception.base import build
+from memorize.characters import People
+from memorize.speech_facts import facts_in, names_in
+from embeddings.base import build_text_embedder
 from perception.records import Clip, ClipObservations, FaceObservation, SourceInfo, SpeechTurn
 
 
@@ -64,7 +65,7 @@ def _fact(clip_id: str, start: float, value: str, subject: str = "character_1") 
 
 def _write(store: Store, consolidator: Consolidator, clip_id: str, start: float, value: str) -> None:
     stored, changed, edges = consolidator.add(_fact(clip_id, start, value))
-    store.write_clip(ClipRow(clip_id, "/r.mp4", "sha", 0, 0.0, 30.0, start, start + 30, ""),
+    store.commit_clip(ClipRow(clip_id, "/r.mp4", "sha", 0, 0.0, 30.0, start, start + 30, ""),
                      [stored] if stored else [], [], edges, [changed] if changed else [])
 
 
@@ -93,13 +94,14 @@ def test_search_filters_by_entity_time_range_and_kind(hash_store):
 
     mems = [mem("coffee with Anna", 100.0, "voice_1"), mem("coffee with Ben", 200.0, "voice_2"),
             mem("Anna likes coffee", 150.0, "character_1", "semantic")]
-    hash_store.write_clip(ClipRow("c1", "/r.mp4", "sha", 0, 0.0, 300.0, 0.0, 300.0, ""), mems, [])
+    hash_store.commit_clip(ClipRow("c1", "/r.mp4", "sha", 0, 0.0, 300.0, 0.0, 300.0, ""), mems, [])
     hash_store.refresh_indexes()
     texts = lambda hits: sorted(h.memory.text for h in hits)  # noqa: E731
     assert texts(hash_store.search("coffee", entity_ids=["voice_2"])) == ["coffee with Ben"]
     assert texts(hash_store.search("coffee", start_ts=120.0, end_ts=180.0)) == ["Anna likes coffee"]
     assert texts(hash_store.search("coffee", kind=("semantic",))) == ["Anna likes coffee"]
-    assert [m.text for m in hash_store.neighbours(mems[0], window_s=60.0)] == ["Anna likes coffee"]
+    near = hash_store.neighbour_hits([mems[0]], hash_store.embedder.embed(["coffee"])[0], window_s=60.0)
+    assert [h.memory.text for h in near] == ["Anna likes coffee"]
     with pytest.raises(ValueError, match="choose from"):
         hash_store.search("coffee", kind="diary")
 
@@ -113,4 +115,4 @@ def test_a_store_from_an_older_schema_is_refused_with_what_to_do(tmp_path):
                        metadata={"schema_version": "1"})
     db.create_table("memories", schema=schema)
     with pytest.raises(StoreError, match="ingest again into a new --store"):
-        Store(tmp_path / "old", build("text", "hash"))
+        Store(tmp_path / "old", build_text_embedder("hash"))

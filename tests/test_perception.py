@@ -10,11 +10,11 @@ import pytest
 import skimage.data
 
 from perception.errors import MediaError
-from perception.faces import FacePolicy, detect_faces
-from perception.images import distinct_frames, read_image, to_rgb8
+from perception.faces.stage import FacePolicy, detect_faces
+from perception.sources.frames import distinct_frames, read_image, to_rgb8
 from perception.observe import observe_media
 from perception.records import Clip, ClipMedia, SourceInfo
-from perception.spacing import restore_spacing
+from perception.ocr.spacing import restore_spacing
 
 
 def _clip(duration_s: float = 30.0) -> Clip:
@@ -95,7 +95,7 @@ def test_efficientnet_tags_a_real_photo(perceivers):
 @pytest.mark.slow
 def test_open_clip_code_path_with_a_random_small_model_and_a_local_checkpoint(tmp_path):
     torch = pytest.importorskip("torch")
-    from perception.image_openclip import OpenClipImages
+    from perception.vision.image_openclip import OpenClipImages
 
     frames = [skimage.data.chelsea(), skimage.data.coffee()]
     random_model = OpenClipImages("RN50", random_init=True, labels=["cat", "cup of coffee", "rocket"])

@@ -35,9 +35,9 @@ def conversation(with_injection: bool = True) -> Conversation:
 @pytest.fixture(scope="module")
 def chat_store(tmp_path_factory, policies):
     from graph.store import Store
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
-    store = Store(tmp_path_factory.mktemp("chat") / "store", build("text", "minilm"))
+    store = Store(tmp_path_factory.mktemp("chat") / "store", build_text_embedder("minilm"))
     ingest_conversation(conversation(), store, policies)
     return store
 
@@ -100,9 +100,9 @@ def test_instructions_in_memory_are_data(chat_store, tmp_path, policies):
     """A turn telling the agent to ignore its instructions changes nothing: the same question gets
     the same answer and citation as from a memory without it, and asking about it quotes it."""
     from graph.store import Store
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
-    clean = Store(tmp_path / "clean", build("text", "minilm"))
+    clean = Store(tmp_path / "clean", build_text_embedder("minilm"))
     ingest_conversation(conversation(with_injection=False), clean, policies)
     for question in ("What breed is Ann's puppy?", "Which mountain did Bo climb?"):
         a, b = OfflineAnswerer(chat_store).ask(question), OfflineAnswerer(clean).ask(question)

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from mnemo.pipeline import ingest
-from perception.screens import plan_screen_clips
+from perception.sources.screenshots import plan_screen_clips
 
 pytestmark = pytest.mark.slow
 

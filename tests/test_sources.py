@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from perception.errors import MediaError
-from perception.sources import SAMPLE_RATE, decode_audio, fit_audio, load_media, plan_clips, probe
+from perception.sources.media import SAMPLE_RATE, decode_audio, fit_audio, load_media, plan_clips, probe
 
 
 def test_probe_reads_streams_duration_and_metadata_start(demo_recording):

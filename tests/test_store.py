@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from graph.records import ClipRow, Entity, Memory, content_id
+from graph.rows import ClipRow, Entity, Memory, content_id
 from graph.store import Store, StoreError
-from perception.base import build
+from embeddings.base import build_text_embedder
 
 
 def _clip(clip_id="c1", start=1000.0):
@@ -19,7 +19,7 @@ def test_write_commits_clip_last_and_search_finds_memories(hash_store):
     assert not hash_store.has_clip("c1")
     mems = [_mem('<voice_1> said: "I grew up in Chicago"'), _mem('<voice_2> said: "the weather is cold"')]
     ent = Entity("voice_1", "voice", 1000.0, 1002.0, [np.ones(4, dtype=np.float32) / 2], 1)
-    hash_store.write_clip(_clip(), mems, [ent])
+    hash_store.commit_clip(_clip(), mems, [ent])
     hash_store.refresh_indexes()
     assert hash_store.has_clip("c1")
     assert hash_store.count() == {"clips": 1, "entities": 1, "memories": 2, "edges": 0}
@@ -34,20 +34,20 @@ def test_write_commits_clip_last_and_search_finds_memories(hash_store):
 def test_rewriting_a_clip_adds_nothing(hash_store):
     mems = [_mem("a memory about tea")]
     for _ in range(2):
-        hash_store.write_clip(_clip(), mems, [])
+        hash_store.commit_clip(_clip(), mems, [])
     assert hash_store.count() == {"clips": 1, "entities": 0, "memories": 1, "edges": 0}
 
 
 def test_before_filter_hides_later_memories(hash_store):
-    hash_store.write_clip(_clip("c1", 1000.0), [_mem("coffee in the morning", "c1", 1000.0)], [])
-    hash_store.write_clip(_clip("c2", 5000.0), [_mem("coffee in the evening", "c2", 5000.0)], [])
+    hash_store.commit_clip(_clip("c1", 1000.0), [_mem("coffee in the morning", "c1", 1000.0)], [])
+    hash_store.commit_clip(_clip("c2", 5000.0), [_mem("coffee in the evening", "c2", 5000.0)], [])
     hash_store.refresh_indexes()
     assert {h.memory.clip_id for h in hash_store.search("coffee", k=5)} == {"c1", "c2"}
     assert {h.memory.clip_id for h in hash_store.search("coffee", k=5, before_ts=2000.0)} == {"c1"}
 
 
 def test_store_refuses_an_embedder_of_another_dimension(tmp_path):
-    Store(tmp_path / "s", build("text", "hash"))
+    Store(tmp_path / "s", build_text_embedder("hash"))
 
     class Other:
         name, dim = "other", 8
@@ -76,15 +76,15 @@ def test_a_retried_clip_drops_what_a_killed_attempt_left(hash_store):
     assert not hash_store.has_clip("c1")
 
     retry = _mem('<voice_1> said: "half written"')
-    hash_store.write_clip(_clip(), [retry], [])
+    hash_store.commit_clip(_clip(), [retry], [])
     texts = [r["text"] for r in hash_store.memories.search().limit(None).to_list()]
     assert texts == [retry.text]
 
 
 def test_indexes_take_in_new_rows_without_a_rebuild(hash_store):
-    hash_store.write_clip(_clip("c1"), [_mem("a memory about tea", "c1")], [])
+    hash_store.commit_clip(_clip("c1"), [_mem("a memory about tea", "c1")], [])
     hash_store.refresh_indexes()
-    hash_store.write_clip(_clip("c2", 2000.0), [_mem("a memory about zebras", "c2", 2000.0)], [])
+    hash_store.commit_clip(_clip("c2", 2000.0), [_mem("a memory about zebras", "c2", 2000.0)], [])
     assert hash_store.search("zebras", k=1)[0].text_rank == 1  # unindexed rows are searched too
     hash_store.refresh_indexes()
     (after,) = [ix for ix in hash_store.memories.list_indices() if ix.columns == ["text"]]
@@ -97,7 +97,7 @@ def test_every_hit_and_neighbour_carries_its_cosine_similarity_to_the_query(hash
     planner ranks them by what they say, not by a guess."""
     mems = [_mem("the kettle is boiling", "c1", 1000.0), _mem("zebra crossings everywhere", "c1", 1005.0),
             _mem("a quiet afternoon", "c1", 1010.0)]
-    hash_store.write_clip(_clip(), mems, [])
+    hash_store.commit_clip(_clip(), mems, [])
     hash_store.refresh_indexes()
     stored = dict(zip([m.text for m in mems], hash_store.embedder.embed([m.text for m in mems])))
     vector = stored["zebra crossings everywhere"]  # the vector search finds the zebra, the words the kettle

@@ -8,15 +8,15 @@ import textwrap
 import time
 
 from graph.store import Store
-from perception.base import build
+from embeddings.base import build_text_embedder
 
 WRITER = textwrap.dedent("""
     import os, signal, sys, time
-    from graph.records import ClipRow, Memory, content_id
+    from graph.rows import ClipRow, Memory, content_id
     from graph.store import Store
-    from perception.base import build
+    from embeddings.base import build_text_embedder
 
-    store = Store(sys.argv[1], build("text", "hash"))
+    store = Store(sys.argv[1], build_text_embedder("hash"))
     kill_at, pause_s = int(sys.argv[3]), float(sys.argv[4])
     for i in range(int(sys.argv[2])):
         clip = f"clip{i:03d}"
@@ -25,7 +25,7 @@ WRITER = textwrap.dedent("""
         if i == kill_at:  # die after the memories, before the clip row that commits them
             real = store.clips.merge_insert
             store.clips.merge_insert = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
-        store.write_clip(ClipRow(clip, "/r.mp4", "sha", i, 30.0 * i, 30.0, 1000.0 + 30 * i, 1030.0 + 30 * i, ""),
+        store.commit_clip(ClipRow(clip, "/r.mp4", "sha", i, 30.0 * i, 30.0, 1000.0 + 30 * i, 1030.0 + 30 * i, ""),
                          memories, [])
         time.sleep(pause_s)  # an ingest spends seconds per clip on perception; a bare loop would outrun the reader
 """)
@@ -37,7 +37,7 @@ def _writer(store_dir, clips: int, kill_at: int = -1, pause_s: float = 0.0) -> s
 
 
 def test_readers_see_whole_tables_while_another_process_writes(tmp_path):
-    store = Store(tmp_path / "s", build("text", "hash"))
+    store = Store(tmp_path / "s", build_text_embedder("hash"))
     # 40 clips at >= 0.1 s each take >= 4 s: with reads up to 1 s stale the reader must see several versions.
     # Without the pause a fast machine wrote all 40 in about a second and the reader saw only 0 and 19.
     proc = _writer(tmp_path / "s", 40, pause_s=0.1)
@@ -60,7 +60,7 @@ def test_a_writer_killed_mid_clip_leaves_no_committed_half_clip_and_a_rerun_comp
     proc = _writer(tmp_path / "s", 5, kill_at=3)
     proc.wait(timeout=120)
     assert proc.returncode == -9
-    store = Store(tmp_path / "s", build("text", "hash"))
+    store = Store(tmp_path / "s", build_text_embedder("hash"))
     assert [store.has_clip(f"clip{i:03d}") for i in range(5)] == [True, True, True, False, False]
     rerun = _writer(tmp_path / "s", 5)  # ingest again: clip 3's orphans are replaced, nothing doubles
     assert rerun.wait(timeout=120) == 0, rerun.stderr.read()

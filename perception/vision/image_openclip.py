@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.base import torch_device
-from perception.image_efficientnet import imagenet_classes
+from perception.weights import torch_device
+from perception.vision.image_efficientnet import imagenet_classes
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from perception.images import IMAGE_SUFFIXES
+from perception.sources.frames import IMAGE_SUFFIXES
 from perception.records import Clip, SourceInfo
-from perception.sources import file_sha256
+from perception.sources.media import file_sha256
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from perception.base import torch_device
+from perception.weights import torch_device
 from perception.weights import packaged_file
 
 

@@ -1,4 +1,4 @@
-"""People: characters that tie a face and a voice together, and the names and facts heard in speech.
+"""Characters: one person, tying their face and voice entities together.
 
 A *character* (``character_3``) is one person. It is created when evidence says a face and a voice
 belong together, or when a voice says its name, and it is stored as an entity of kind
@@ -10,52 +10,16 @@ exactly one person vote for that person's face entity. Pairs are taken one-to-on
 first; a face with at least ``min_frames`` votes and ``min_share`` of the speaker's votes not
 already spent on faces bound to other speakers is linked to the voice.
 
-Names and facts come from first-person speech, with patterns for the common self-introductions
-("I'm Sheila", "this is Diane", "my name is …") and statements about where one is from or lives.
-They are heuristics for the offline writer; the LLM writer states them instead.
+A voice that says its name also gets a character (``memorize/speech_facts.py`` reads names).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from graph.records import Edge, Entity
+from graph.rows import Edge, Entity
 from perception.records import ClipObservations
-
-_NAME = r"([A-Z][a-z]+(?:-[A-Z][a-z]+)?)"
-_PLACE = r"((?:St\. )?[A-Z][a-z]+(?: [A-Z][a-z]+){0,2})"
-_INTRO = re.compile(r"\b(?:I'm|I am|[Mm]y name is|[Tt]his is|[Ii]t's|[Cc]all me)\s+" + _NAME + r"\b")
-# Capitalised words that follow "I'm" or "this is" without being a name
-_NOT_NAMES = {
-    "I", "A", "An", "The", "And", "But", "So", "Oh", "Okay", "Ok", "Well", "Yes", "Yeah", "No", "Not", "Just",
-    "Here", "There", "Good", "Fine", "Sure", "Sorry", "Really", "Glad", "Happy", "Home", "Back", "Going",
-    "Very", "Still", "Also", "Now", "Always", "Never", "Great", "Right", "Done", "Ready", "Busy", "Tired",
-    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "English", "American",
-}
-_FACTS = (
-    ("is from", re.compile(r"\b(?:originally from|I'm from|I am from|I come from|born in|grew up in)\s+" + _PLACE)),
-    ("lives in", re.compile(r"\b(?:I live in|I'm living in|I'm in|I am in|I moved to)\s+" + _PLACE)),
-    ("lives in", re.compile(r"\b(?:I'm|I am|[Tt]his is)\s+" + _NAME + r"\s+(?:here\s+)?in\s+" + _PLACE)),
-)
-
-
-def names_in(text: str) -> list[str]:
-    """Names a speaker gives for themself: "This is Diane in New Jersey" -> ["Diane"]."""
-    return [m.group(1) for m in _INTRO.finditer(text) if m.group(1) not in _NOT_NAMES]
-
-
-def facts_in(text: str) -> list[tuple[str, str]]:
-    """(relation, value) a speaker states about themself: "I'm originally from Chicago" ->
-    [("is from", "Chicago")]."""
-    out = []
-    for relation, pattern in _FACTS:
-        for m in pattern.finditer(text):
-            value = m.group(m.lastindex)
-            if value.split()[0] not in _NOT_NAMES:
-                out.append((relation, value))
-    return list(dict.fromkeys(out))
 
 
 @dataclass

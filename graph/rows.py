@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SCHEMA_VERSION = 2
-
-# MIRIX's memory types; episodic = events, semantic = lasting facts
-MEMORY_KINDS = ("episodic", "semantic", "core", "procedural", "resource", "knowledge_vault")
-ENTITY_KINDS = ("face", "voice", "character", "thing")
+# MIRIX's memory types that the writers produce: episodic = events (speech, faces, apps, scenes),
+# semantic = lasting facts (names, origins, homes), resource = what was on screen (OCR)
+MEMORY_KINDS = ("episodic", "semantic", "resource")
+ENTITY_KINDS = ("face", "voice", "character")
 EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes")
 
 
@@ -69,10 +68,6 @@ class Memory:
     valid_from_ts: float | None = None  # None: from start_ts
     valid_to_ts: float | None = None  # set when a later memory supersedes this one
     fact: str = ""  # semantic memories: "subject|relation|value", what consolidation compares
-
-    def valid_at(self, ts: float) -> bool:
-        start = self.start_ts if self.valid_from_ts is None else self.valid_from_ts
-        return start <= ts and (self.valid_to_ts is None or ts < self.valid_to_ts)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perception.text_sbert import SentenceTransformerText
+from embeddings.sentence_transformer import SentenceTransformerText
 from perception.weights import cache_root, packaged_file, unpacked_zip
 
 PARTS = 5

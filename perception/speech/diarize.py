@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perception.base import SpeakerEmbedder
+from perception.speech.base import SpeakerEmbedder
 from perception.cluster import agglomerate, fold_small
 from perception.records import SpeakerSegment, SpeechTurn, Word
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perception.text_sbert import SentenceTransformerText
+from embeddings.sentence_transformer import SentenceTransformerText
 from perception.weights import packaged_file
 
 

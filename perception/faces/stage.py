@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perception.base import FaceAnalyzer
+from perception.faces.base import FaceAnalyzer
 from perception.cluster import agglomerate
 from perception.records import FaceObservation
 

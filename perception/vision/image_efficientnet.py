@@ -14,7 +14,7 @@ from importlib import resources
 
 import numpy as np
 
-from perception.base import torch_device
+from perception.weights import torch_device
 from perception.weights import packaged_file
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -22,7 +22,7 @@ _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 
 
 def imagenet_classes() -> list[str]:
-    text = resources.files("perception").joinpath("data/imagenet_classes.txt").read_text(encoding="utf-8")
+    text = resources.files("perception.vision").joinpath("data/imagenet_classes.txt").read_text(encoding="utf-8")
     return [line for line in text.splitlines() if line]
 
 

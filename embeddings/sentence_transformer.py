@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.base import torch_device
+from perception.weights import torch_device
 
 
 class SentenceTransformerText:

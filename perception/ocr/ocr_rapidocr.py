@@ -12,7 +12,7 @@ import logging
 import numpy as np
 
 from perception.records import TextLine
-from perception.spacing import restore_spacing
+from perception.ocr.spacing import restore_spacing
 from perception.weights import packaged_file
 
 _MODELS = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infer.onnx",

@@ -1,0 +1,1 @@
+"""Faces: detection and identity embeddings (dlib, insightface), quality filter, clip-local grouping."""

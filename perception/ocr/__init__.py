@@ -1,0 +1,1 @@
+"""On-screen text: detection and recognition (RapidOCR), with word spacing restored."""

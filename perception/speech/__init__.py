@@ -1,0 +1,1 @@
+"""Speech: recognition (faster-whisper with Silero VAD), voice embedding, and who spoke when."""

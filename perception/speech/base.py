@@ -1,0 +1,28 @@
+"""The speech family's protocols: speech recognition and speaker (voice) embedding."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from perception.records import SpeechTurn
+
+
+@runtime_checkable
+class SpeechRecognizer(Protocol):
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> tuple[list[SpeechTurn], str]:
+        """Speech segments (offsets within ``audio``, with word timing) and the language."""
+
+
+@runtime_checkable
+class SpeakerEmbedder(Protocol):
+    dim: int
+    min_duration_s: float
+
+    def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """One L2-normalised voice embedding for a stretch of speech."""
+
+    def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """L2-normalised embeddings of short sliding windows, and the window centres in seconds."""
