@@ -6,17 +6,23 @@
 - Debian ``opencv-doc`` (``apt-get download``, unpacked without root): ``Megamind.avi`` (two animated
   characters' faces) and real application screenshots from the HTML docs.
 
-The cache is ``$MNEMO_CACHE`` or ``~/.cache/mnemo``.
+The cache is ``$MNEMO_CACHE`` or ``~/.cache/mnemo``. Every fetched file is checked against its
+pinned SHA-256 when it is fetched and each time it is used from the cache; a cached file that no
+longer matches is fetched again, and a fetched one that does not match is an error (the package
+changed upstream: pin the new hash only after checking the new file). The packages come through
+their own clients (pip, apt-get, which checks the .deb against the signed package list), not by
+URL, which is why no URL downloader (pooch) is used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
-import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -27,9 +33,56 @@ log = logging.getLogger(__name__)
 PYANNOTE_WHEEL = "pyannote-audio==4.0.7"
 PYANNOTE_FILES = ("sample.wav", "sample.rttm", "sample.stm")
 
+# file name -> SHA-256 of the file as shipped in its package
+FIXTURE_SHA256 = {
+    "sample.wav": "c319b4abca767b124e41432d364fd7df006cb26bb79d09326c487d606a134e6e",
+    "sample.rttm": "d78fe62c69d8e6dcbb42c26adfce83faccb374c5a1e6d987fe37f85f1c173c87",
+    "sample.stm": "f861f3004927e1c4429199f9695bfd252def75d7d5e4bdf735d3d85fd4a667f7",
+    "Megamind.avi": "0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5",
+    "eclipse_cdt_cfg7.png": "c405c8319d01860610db35bd284bca73157ecfcc3cc0e24e70ac31a74edaf469",
+    "qtgui.png": "f7f05242a706c97ae07d9beb5e44b2a2c1bfb54c0982834218faf3235b248d01",
+}
+
 
 class FixtureUnavailable(RuntimeError):
     """A fixture could not be fetched (no registry, package gone); the message says which."""
+
+
+class FixtureMismatch(RuntimeError):
+    """A fetched fixture is not the file its SHA-256 pins."""
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _cached(folder: Path, names: list[str]) -> bool:
+    """Whether every file is in ``folder`` with its pinned SHA-256 (a stale or damaged one is removed)."""
+    ok = True
+    for name in names:
+        path = folder / name
+        if not path.is_file():
+            ok = False
+        elif sha256_of(path) != FIXTURE_SHA256[name]:
+            log.warning("%s does not match its pinned SHA-256; fetching it again", path)
+            path.unlink()
+            ok = False
+    return ok
+
+
+def _place(data_path: Path, out: Path, origin: str) -> None:
+    """Check a fetched file against its pin, then move it into the cache atomically."""
+    got = sha256_of(data_path)
+    if got != FIXTURE_SHA256[out.name]:
+        raise FixtureMismatch(f"{out.name} from {origin} has SHA-256 {got}, pinned {FIXTURE_SHA256[out.name]}; "
+                              "the package changed: check the new file, then update FIXTURE_SHA256 in bench/fixtures.py")
+    part = out.with_name(out.name + ".part")
+    shutil.copyfile(data_path, part)
+    part.replace(out)  # atomic: a killed fetch leaves no half file
 
 
 def cache_dir() -> Path:
@@ -41,7 +94,7 @@ def cache_dir() -> Path:
 def pyannote_sample() -> Path:
     """Folder holding sample.wav, sample.rttm and sample.stm from the pyannote-audio wheel."""
     out = cache_dir() / "pyannote-sample"
-    if all((out / f).is_file() for f in PYANNOTE_FILES):
+    if _cached(out, list(PYANNOTE_FILES)):
         return out
     with tempfile.TemporaryDirectory() as tmp:
         log.info("fetching %s (wheel, no dependencies) for its sample recording", PYANNOTE_WHEEL)
@@ -59,10 +112,9 @@ def pyannote_sample() -> Path:
         out.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheels[0]) as zf:
             for name in PYANNOTE_FILES:
-                data = zf.read(f"pyannote/audio/sample/{name}")
-                part = out / (name + ".part")
-                part.write_bytes(data)
-                part.replace(out / name)  # atomic: a killed fetch leaves no half file
+                member = Path(tmp) / name
+                member.write_bytes(zf.read(f"pyannote/audio/sample/{name}"))
+                _place(member, out / name, PYANNOTE_WHEEL)
     return out
 
 
@@ -82,8 +134,7 @@ def opencv_doc() -> Path:
     opencv-doc package (fetched with ``apt-get download``; the package lists are refreshed once if
     they are missing)."""
     out = cache_dir() / "opencv-doc"
-    names = [Path(f).name for f in OPENCV_DOC_FILES]
-    if all((out / n).is_file() for n in names):
+    if _cached(out, [Path(f).name for f in OPENCV_DOC_FILES]):
         return out
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
         raise FixtureUnavailable("opencv-doc needs apt-get and dpkg-deb (Debian/Ubuntu) to be fetched")
@@ -96,18 +147,39 @@ def opencv_doc() -> Path:
         debs = list(Path(tmp).glob("opencv-doc_*.deb"))
         if proc.returncode != 0 or not debs:
             raise FixtureUnavailable(f"could not fetch opencv-doc with apt-get: {(proc.stderr or proc.stdout).strip()[-300:]}")
-        members = ["./" + f for f in OPENCV_DOC_FILES]
-        tar = subprocess.run(f"dpkg-deb --fsys-tarfile {shlex.quote(str(debs[0]))} | tar -x -C {shlex.quote(tmp)} "
-                             + " ".join(shlex.quote(m) for m in members),
-                             shell=True, capture_output=True, text=True, check=False)
-        if tar.returncode != 0:
-            raise FixtureUnavailable(f"could not unpack opencv-doc: {tar.stderr.strip()[-300:]}")
         out.mkdir(parents=True, exist_ok=True)
-        for f in OPENCV_DOC_FILES:
-            part = out / (Path(f).name + ".part")
-            shutil.copyfile(Path(tmp) / f, part)
-            part.replace(out / Path(f).name)
+        for name, data in _deb_members(debs[0], OPENCV_DOC_FILES, Path(tmp)).items():
+            _place(data, out / name, debs[0].name)
     return out
+
+
+def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, Path]:
+    """Extract ``members`` (paths inside the package) of a .deb into ``dest``: ``dpkg-deb`` streams
+    the data tar, read here member by member (no shell, nothing else written)."""
+    wanted = {"./" + m: Path(m).name for m in members}
+    found: dict[str, Path] = {}
+    with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as proc:
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                for info in tar:
+                    name = wanted.get(info.name)
+                    if name and info.isfile():
+                        target = dest / name
+                        with tar.extractfile(info) as src, target.open("wb") as dst:
+                            shutil.copyfileobj(src, dst, 1 << 20)
+                        found[name] = target
+        except tarfile.TarError as e:
+            raise FixtureUnavailable(f"could not unpack {deb.name}: {e}") from e
+        finally:
+            proc.stdout.close()
+            stderr = proc.stderr.read().decode(errors="replace")
+    if proc.returncode not in (0, None) and len(found) < len(wanted):
+        raise FixtureUnavailable(f"dpkg-deb could not read {deb.name}: {stderr.strip()[-300:]}")
+    missing = sorted(set(wanted.values()) - set(found))
+    if missing:
+        raise FixtureUnavailable(f"{deb.name} does not contain {', '.join(missing)}")
+    return found
 
 
 def group_photo() -> Path:

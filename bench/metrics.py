@@ -92,3 +92,12 @@ def cluster_purity(assigned: Sequence[str], truth: Sequence[str]) -> float:
         by_cluster.setdefault(a, Counter())[t] += 1
     total = sum(sum(c.values()) for c in by_cluster.values())
     return sum(max(c.values()) for c in by_cluster.values()) / total if total else 0.0
+
+
+def recall_at_k(ranked_turns: Sequence[str], evidence: Sequence[str], k: int) -> float:
+    """|evidence turns among the first k ranked turns| / |evidence turns| (ranked turns deduplicated
+    in first-occurrence order)."""
+    if not evidence:
+        raise ValueError("recall needs at least one evidence turn")
+    top = list(dict.fromkeys(ranked_turns))[:k]
+    return len(set(top) & set(evidence)) / len(set(evidence))

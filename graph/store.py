@@ -214,7 +214,7 @@ class Store(HybridSearch):
         rows incrementally there, so a small ingest into a large store does not rebuild them;
         missing indexes are built after. Searches also
         see rows not yet indexed (scanned directly). ``vector_index=None`` builds IVF-PQ once the
-        store holds ``VECTOR_INDEX_MIN_ROWS`` memories: one partition per ~√n rows, 48 sub-vectors
+        store holds ``VECTOR_INDEX_MIN_ROWS`` memories: ~√n partitions (at most n/256), 48 sub-vectors
         where the dimension allows (16 dimensions each for the 768-d mpnet default, 8 for 384-d
         MiniLM); searches re-rank 10x the candidates on full vectors.
         """
@@ -233,5 +233,7 @@ class Store(HybridSearch):
         if ("vector",) not in have and (vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)):
             dim = self.embedder.dim
             sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)
-            self.memories.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(n ** 0.5)),
+            # ~√n partitions, but no more than k-means can train (it wants 256 rows per partition)
+            partitions = max(1, min(int(n ** 0.5), n // 256))
+            self.memories.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
                                                               num_sub_vectors=sub), replace=True)

@@ -131,10 +131,9 @@ def cmd_bench(args, cfg) -> int:
         import tempfile
 
         from bench import store as bench_store
-        from embeddings.base import build_text_embedder
 
-        with tempfile.TemporaryDirectory(prefix="mnemo-bench-store-") as tmp:
-            figures = bench_store.run(Path(args.store or tmp), args.memories, build_text_embedder("hash"), progress=progress)
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-store-") as tmp:  # the configured embedder's dimension
+            figures = bench_store.run(Path(args.store or tmp), args.memories, text_embedder(cfg.graph), progress=progress)
         print(bench_store.format_report(figures))
     else:
         from bench import perception as bench_perception

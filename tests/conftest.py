@@ -11,13 +11,21 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
 def _fetched(fetch, what: str):
+    """The fixture, or: in CI (``CI=true``) a failure, since a skipped real-media test tests nothing;
+    locally a skip that says loudly what is missing."""
     from bench.fixtures import FixtureUnavailable
 
     try:
         return fetch()
     except FixtureUnavailable as e:
-        pytest.skip(f"{what} unavailable: {e}")
+        if in_ci():
+            pytest.fail(f"{what} unavailable in CI, so the real-media tests cannot run: {e}", pytrace=False)
+        pytest.skip(f"REAL MEDIA MISSING, test not run: {what} unavailable: {e}")
 
 
 @pytest.fixture(scope="session")

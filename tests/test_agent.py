@@ -84,7 +84,8 @@ def test_tags_never_shown_are_not_cited(chat_store):
 def test_memory_text_stays_data_inside_the_knowledge_block(chat_store, tmp_path, policies):
     """The injected turn reaches the model only inside <knowledge>, which memory text cannot close;
     a transcript holding an action tag does not act."""
-    from bench.locomo import Session, Turn, ingest_conversation
+    from bench.datasets.locomo import Session, Turn
+    from bench.locomo import ingest_conversation
     from graph.store import Store
     from embeddings.base import build_text_embedder
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.locomo import load, normalize_evidence, parse_session_time, recall_at_k
+from bench.datasets.locomo import load, normalize_evidence, parse_session_time
+from bench.metrics import recall_at_k
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 

@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from bench.locomo import Conversation, Session, Turn, ingest_conversation
+from bench.datasets.locomo import Conversation, Session, Turn
+from bench.locomo import ingest_conversation
 from control.answer import OfflineAnswerer
 from control.planner import OfflinePlanner
 from control.tools import MemoryTools

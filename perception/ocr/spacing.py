@@ -20,14 +20,26 @@ _MIN_LEN_TWO_WORDS = 10
 
 
 @lru_cache(maxsize=1)
-def _model():
+def english_words() -> tuple[str, ...]:
+    """wordninja's word list (English Wikipedia unigrams, most frequent first), read from the file
+    the package ships and builds its own model from."""
+    import gzip
+    import os
+
     import wordninja
 
-    return wordninja.DEFAULT_LANGUAGE_MODEL
+    path = os.path.join(os.path.dirname(os.path.abspath(wordninja.__file__)), "wordninja", "wordninja_words.txt.gz")
+    with gzip.open(path) as f:
+        return tuple(f.read().decode().split())
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> frozenset[str]:
+    return frozenset(english_words())
 
 
 def _known(word: str) -> bool:
-    return word.lower() in _model()._wordcost
+    return word.lower() in _vocabulary()
 
 
 def _split_token(token: str) -> str:
@@ -39,7 +51,9 @@ def _split_token(token: str) -> str:
     lead, letters, trail = m.groups()
     if len(letters) < _MIN_LEN or _known(letters):
         return token
-    words = _model().split(letters)
+    import wordninja
+
+    words = wordninja.split(letters)
     if len(words) < 2 or "".join(words) != letters or (len(words) == 2 and len(letters) < _MIN_LEN_TWO_WORDS):
         return token
     return lead + " ".join(words) + trail
