@@ -4,47 +4,69 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from itertools import permutations
 
 
 def speaker_attribution(reference: Sequence[tuple[str, float, float]], predicted: Sequence[tuple[str, float, float]],
                         step_s: float = 0.01) -> float:
     """Fraction of reference speech time whose predicted speaker maps to a right reference speaker,
-    under the best one-to-one mapping of predicted to reference labels.
+    under the best one-to-one mapping of predicted to reference labels (Hungarian assignment).
 
     Both arguments are ``(speaker, start_s, end_s)``. Time where references overlap counts as right
     if the prediction maps to any of them; reference time with no prediction counts as wrong.
+    Speech predicted where the reference has none is not counted here: ``diarization_error_rate``
+    counts it (false alarm).
     """
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
     ref_speakers = sorted({s for s, _, _ in reference})
     pred_speakers = sorted({s for s, _, _ in predicted})
     end = max((e for _, _, e in reference), default=0.0)
     grid = [i * step_s for i in range(int(end / step_s) + 1)]
-    samples = []
+    agree = np.zeros((max(1, len(pred_speakers)), max(1, len(ref_speakers))))  # samples per (pred, ref)
+    samples = 0
     for t in grid:
         refs = {s for s, a, b in reference if a <= t < b}
         if refs:
+            samples += 1
             pred = next((s for s, a, b in predicted if a <= t < b), None)
-            samples.append((refs, pred))
+            if pred is not None:
+                for r in refs:
+                    agree[pred_speakers.index(pred), ref_speakers.index(r)] += 1
     if not samples:
         return 0.0
-    best = 0
-    k = min(len(pred_speakers), len(ref_speakers))
-    for chosen in permutations(pred_speakers, k):
-        for targets in permutations(ref_speakers, k):
-            mapping = dict(zip(chosen, targets))
-            best = max(best, sum(1 for refs, pred in samples if mapping.get(pred) in refs))
-    return best / len(samples)
+    rows, cols = linear_sum_assignment(agree, maximize=True)
+    return float(agree[rows, cols].sum()) / samples
+
+
+def diarization_error_rate(reference: Sequence[tuple[str, float, float]],
+                           predicted: Sequence[tuple[str, float, float]]) -> float:
+    """DER (pyannote.metrics, no collar, overlap scored): (missed speech + false alarm + speaker
+    confusion) / reference speech, under the best label mapping. Unlike ``speaker_attribution`` it
+    penalises speech predicted where there is none."""
+    import warnings
+
+    from pyannote.core import Annotation, Segment
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    def annotation(turns):
+        a = Annotation()
+        for i, (speaker, start, end) in enumerate(turns):
+            if end > start:
+                a[Segment(start, end), i] = speaker
+        return a
+
+    with warnings.catch_warnings():  # it says it takes the evaluated extent from the two inputs: as meant
+        warnings.simplefilter("ignore", UserWarning)
+        return float(DiarizationErrorRate(collar=0.0, skip_overlap=False)(annotation(reference), annotation(predicted)))
 
 
 def edit_distance(ref: Sequence, hyp: Sequence) -> int:
-    """Levenshtein distance (substitutions, insertions, deletions all cost 1)."""
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, start=1):
-        cur = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, start=1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
-        prev = cur
-    return prev[-1]
+    """Levenshtein distance (substitutions, insertions, deletions all cost 1) between two strings
+    or two sequences of words."""
+    from rapidfuzz.distance import Levenshtein
+
+    return int(Levenshtein.distance(ref, hyp))
 
 
 _PUNCT = re.compile(r"[^\w\s']|_")
@@ -71,7 +93,9 @@ def normalize_chars(text: str) -> str:
 def line_cer(reference_lines: Sequence[str], hypothesis_lines: Sequence[str]) -> tuple[int, int]:
     """(character edits, reference characters) when each reference line is compared with the
     hypothesis line closest to it. OCR may cut one printed line into several boxes, so the
-    candidates also include each hypothesis line joined with the following ones (up to 6)."""
+    candidates also include each hypothesis line joined with the following ones (up to 6).
+    Hypothesis text that no reference line matched is not counted (the references may be a partial
+    transcription)."""
     hyps = [normalize_chars(h) for h in hypothesis_lines if h.strip()]
     candidates = {" ".join(hyps[i:i + n]) for i in range(len(hyps)) for n in range(1, 7) if i + n <= len(hyps)}
     edits = chars = 0

@@ -43,9 +43,16 @@ def test_recall_at_k_counts_first_occurrences():
     assert recall_at_k(["D1:1", "D1:2"], ["D1:2"], 10) == 1.0
 
 
-@pytest.mark.skipif(not DEV.is_file(), reason=f"{DEV} not present (shared evaluation data)")
 def test_the_dev_file_loads_with_every_category():
-    conversations = load(DEV)
+    from conftest import _fetched
+    from bench.fixtures import FixtureUnavailable
+
+    def dev_file():
+        if not DEV.is_file():
+            raise FixtureUnavailable(f"{DEV} not present (the shared evaluation data beside the repository)")
+        return DEV
+
+    conversations = load(_fetched(dev_file, "LoCoMo dev file"))
     assert len(conversations) == 6
     questions = [q for c in conversations for q in c.questions]
     assert {q.category for q in questions} == {1, 2, 3, 4, 5}
@@ -55,23 +62,51 @@ def test_the_dev_file_loads_with_every_category():
         assert starts == sorted(starts)
 
 
-def test_bench_locomo_runs_end_to_end_on_a_small_file(tmp_path, capsys):
+# filler turns on other topics, so that the evidence has to be ranked, not just be there
+FILLER = ["The weather in the mountains was cold and wet.", "My brother fixed the old bicycle in the garage.",
+          "We watched a documentary about whales on Friday.", "The bakery on the corner sells rye bread.",
+          "Traffic on the highway was terrible this morning.", "I finished reading a novel about sailors.",
+          "Our neighbours painted their fence bright yellow.", "The train to the city was delayed again.",
+          "She bought new running shoes for the marathon.", "The garden tomatoes are finally ripe.",
+          "He is learning to play the violin slowly.", "We booked a cabin by the lake for August."]
+
+
+def test_bench_locomo_ranks_the_evidence_first_among_other_turns(tmp_path, capsys):
     from conftest import run_cli
 
-    turns = [("Ann", "I adopted a puppy called Rex last week."), ("Bo", "Lovely! What breed is Rex?"),
-             ("Ann", "Rex is a beagle, and he loves the park."), ("Bo", "I started pottery classes on Monday.")]
+    turns = [("Ann", "I adopted a puppy called Rex last week.")]
+    turns += [("Bo" if i % 2 else "Ann", t) for i, t in enumerate(FILLER)]
+    turns += [("Ann", "Rex is a beagle, and he loves the park."), ("Bo", "I started pottery classes on Monday.")]
+    turns += [("Ann" if i % 2 else "Bo", t) for i, t in enumerate(FILLER)]
     session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
-    data = [{"sample_id": "tiny", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
-                                                    "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
-             "qa": [{"question": "What breed is Ann's dog?", "answer": "beagle", "evidence": ["D1:3"], "category": 4},
-                    {"question": "What class did Bo start?", "answer": "pottery", "evidence": ["D:1:4"], "category": 4}]}]
-    (tmp_path / "tiny.json").write_text(json.dumps(data))
-    code, out, _ = run_cli(capsys, "bench", "locomo", "--data", str(tmp_path / "tiny.json"), "--baselines", "--json")
+    beagle, pottery = len(FILLER) + 2, len(FILLER) + 3
+    # an id that is no safe path or table name: it must not choose where the store is written
+    data = [{"sample_id": "../../escape me", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+             "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
+             "qa": [{"question": "What breed is Ann's dog?", "answer": "beagle", "evidence": [f"D1:{beagle}"],
+                     "category": 4},
+                    {"question": "What class did Bo start?", "answer": "pottery", "evidence": [f"D:1:{pottery}"],
+                     "category": 4}]}]
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "tiny.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "bench", "locomo", "--data", str(tmp_path / "work" / "tiny.json"), "--baselines",
+                           "--json")
     assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing written beside it
     figures = json.loads(out.strip().splitlines()[-1])
-    assert figures["questions"] == 2 and figures["recall@10"] == 1.0
+    assert figures["questions"] == 2 and figures["recall@5"] == 1.0  # among 28 turns
     assert set(figures["per_category"]) == {"1", "2", "3", "4", "5"} and "ms_per_query" in figures
     assert set(figures["baselines"]) == {"bm25", "dense", "fusion"}
+    assert "perfect identities" in out
+
+
+def test_a_conversation_key_is_its_id_only_when_safe_as_a_path():
+    from bench.datasets.locomo import Conversation
+
+    assert Conversation("conv-26", ("a", "b"), (), ()).key == "conv-26"
+    for unsafe in ("../../etc", "a/b", "", "x" * 65, "c:\\d"):
+        key = Conversation(unsafe, ("a", "b"), (), ()).key
+        assert key.startswith("conv-") and len(key) == 21 and "/" not in key and "." not in key
 
 
 def test_baseline_rankings_rank_bm25_and_dense_and_rerun_in_the_same_folder(tmp_path):
