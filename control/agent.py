@@ -25,6 +25,7 @@ from control.planner import OfflinePlanner
 from control.tools import Person
 from graph.rows import Memory
 from llm.client import ChatClient, LLMError
+from llm.quoting import defuse
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,8 @@ class LLMAgent:
             first = min(m.start_ts for _, m in items)
             lines.append(f"clip {clip_id} ({items[0][1].source_path}, {utc_time(first)}):")
             for tag, m in sorted(items, key=lambda item: item[1].start_ts):
-                lines.append(f"  [{tag}] {utc_time(m.start_ts)[11:19]}-{utc_time(m.end_ts)[11:19]} {_quoted(render(m.text, names))}")
+                text = defuse(render(m.text, names), "knowledge")
+                lines.append(f"  [{tag}] {utc_time(m.start_ts)[11:19]}-{utc_time(m.end_ts)[11:19]} {text}")
         lines.append("</knowledge>")
         return "\n".join(lines)
 
@@ -185,12 +187,6 @@ def _people_line(people: list[Person]) -> str:
         return "People in memory: none identified yet."
     return "People in memory: " + "; ".join(
         f"{p.label} (<{p.character_id}>{''.join(f', <{m}>' for m in p.members)})" for p in people) + "."
-
-
-def _quoted(text: str) -> str:
-    """Memory text that cannot end or open a knowledge block."""
-    return re.sub(r"</?\s*knowledge\s*>", lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text,
-                  flags=re.IGNORECASE)
 
 
 def _normal(query: str) -> str:

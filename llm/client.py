@@ -4,17 +4,23 @@ Transient failures (timeouts, refused connections, HTTP 429 and 5xx) are retried
 backoff, at most ``max_retries`` times; other HTTP errors fail at once with the server's message.
 ``chat_json`` also retries a reply that is not the JSON the caller's validator accepts (models
 sometimes wrap JSON in prose or refuse), then raises ``LLMError`` so the caller can fall back.
-Prompts and replies are logged only at DEBUG.
+
+The API key is sent only to https endpoints or to this machine (loopback), unless the caller says
+``allow_plain_http_key``: a config file in an untrusted folder must not be able to send the key in
+the clear to a host it names. Prompts and replies hold transcripts and screen text, so they are
+logged (at DEBUG) only with ``log_content``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +47,46 @@ def extract_json(text: str) -> Any:
         raise
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def key_allowed(url: str) -> bool:
+    """Whether a bearer key may go to ``url`` without an explicit opt-in: https, or this machine."""
+    parts = urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname or ""))
+
+
 class ChatClient:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
-                 max_retries: int = 2, backoff_s: float = 0.5) -> None:
+                 max_retries: int = 2, backoff_s: float = 0.5, allow_plain_http_key: bool = False,
+                 log_content: bool = False, key_name: str = "the API key") -> None:
         if not base_url:
             raise LLMError("no LLM endpoint configured: set [llm] base_url in mnemo.toml or "
                            "MNEMO_LLM__BASE_URL (e.g. http://localhost:8000/v1)")
         if not model:
             raise LLMError("no LLM model configured: set [llm] model or MNEMO_LLM__MODEL")
+        if urlsplit(base_url).scheme not in ("http", "https"):
+            raise LLMError(f"[llm] base_url {base_url!r} is not an http(s) URL; write e.g. http://localhost:8000/v1")
         self.url = base_url.rstrip("/") + "/chat/completions"
+        if api_key and not key_allowed(self.url) and not allow_plain_http_key:
+            raise LLMError(f"refusing to send {key_name} in the clear to {self.url}: keys go only to https or "
+                           "loopback endpoints. Use https, unset the key variable, or set [llm] "
+                           "allow_plain_http_key = true if this network is yours")
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.log_content = log_content
         self._http = None
+        log.info("LLM endpoint %s, model %s, %s", self.url, model,
+                 f"authenticated with {key_name}" if api_key else "no API key")
 
     def _client(self):
         if self._http is None:
@@ -78,7 +109,8 @@ class ChatClient:
         body = {"model": self.model, "messages": messages, "temperature": temperature, **extra}
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        log.debug("LLM request to %s: %s", self.url, json.dumps(messages)[:2000])
+        if self.log_content:
+            log.debug("LLM request to %s: %s", self.url, json.dumps(messages)[:2000])
         last = ""
         for attempt in range(self.max_retries + 1):
             if attempt:
@@ -110,7 +142,8 @@ class ChatClient:
                            f"{resp.text[:200]!r}") from e
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        log.debug("LLM reply: %s", content[:2000])
+        if self.log_content:
+            log.debug("LLM reply: %s", content[:2000])
         return content
 
     def chat_json(self, messages: list[dict], validate: Callable[[Any], T], **kwargs: Any) -> T:

@@ -21,23 +21,66 @@ _NOT_NAMES = {
 }
 _FACTS = (
     ("is from", re.compile(r"\b(?:originally from|I'm from|I am from|I come from|born in|grew up in)\s+" + _PLACE)),
-    ("lives in", re.compile(r"\b(?:I live in|I'm living in|I'm in|I am in|I moved to)\s+" + _PLACE)),
+    ("lives in", re.compile(r"\b(?:I live in|I'm living in|I moved to)\s+" + _PLACE)),
     ("lives in", re.compile(r"\b(?:I'm|I am|[Tt]his is)\s+" + _NAME + r"\s+(?:here\s+)?in\s+" + _PLACE)),
 )
+# The speaker speaks of themself: "I", or a self-introduction "(hi,) this is …" / "it's …" opening the sentence.
+_FIRST_PERSON = re.compile(r"\bI(?:'m|'ve|'d)?\b|^(?:\s*(?:hi|hello|hey|yes|yeah|oh|and|so|well)\b,?)*\s*"
+                           r"(?:this is|it's)\b", re.IGNORECASE)
+# Someone else is the subject: "my son was born in …", "he grew up in …", "you're from …".
+_OTHER_SUBJECT = re.compile(r"\b(?:you|he|she|they|we|it|my|his|her|their|our|your|its)\b", re.IGNORECASE)
+_WHEN = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+         r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|spring|summer|autumn|fall|winter|\d{4})")
+_AT_A_TIME = re.compile(r"^\s+(?:in|on|at|during)\s+" + _WHEN + r"\b")  # "This is Paris in April": a place, a time
+_TEMPORARY = re.compile(r"^\s*(?:this|next|for|until|till|today|tonight|tomorrow|right now|at the moment|"
+                        r"on (?:vacation|holiday|business|a trip))\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
+
+
+def _statements(text: str) -> list[str]:
+    """The sentences of ``text`` that are not questions ("Are you originally from Chicago?")."""
+    return [s for s in _SENTENCE.findall(text) if s.strip() and not s.rstrip().endswith("?")]
+
+
+def _about_the_speaker(before: str) -> bool:
+    """Whether the speaker is the subject at the end of ``before`` (the sentence up to a fact's
+    value): a first-person word, or an opening self-introduction, with no other subject after it."""
+    first = [m.end() for m in _FIRST_PERSON.finditer(before)]
+    if not first:
+        return False
+    return not _OTHER_SUBJECT.search(before, first[-1])
 
 
 def names_in(text: str) -> list[str]:
-    """Names a speaker gives for themself: "This is Diane in New Jersey" -> ["Diane"]."""
-    return [m.group(1) for m in _INTRO.finditer(text) if m.group(1) not in _NOT_NAMES]
+    """Names a speaker gives for themself: "This is Diane in New Jersey" -> ["Diane"]; not in
+    questions, not about someone else ("my friend, I'm told, is …"), and not a place at a time
+    ("This is Paris in April")."""
+    out = []
+    for sentence in _statements(text):
+        for m in _INTRO.finditer(sentence):
+            name = m.group(1)
+            # "I'm …", "my name is …", "call me …" say who speaks; "this is …", "it's …" only open a call
+            own = not re.match(r"(?i)this is|it's", m.group(0))
+            if (name in _NOT_NAMES or _AT_A_TIME.match(sentence[m.end():])
+                    or not (own or _about_the_speaker(sentence[:m.start(1)]))):
+                continue
+            out.append(name)
+    return out
 
 
 def facts_in(text: str) -> list[tuple[str, str]]:
     """(relation, value) a speaker states about themself: "I'm originally from Chicago" ->
-    [("is from", "Chicago")]."""
+    [("is from", "Chicago")]. Questions, facts about others ("My son was born in Boston") and
+    passing stays ("I'm here in Denver this week") are not the speaker's facts."""
     out = []
-    for relation, pattern in _FACTS:
-        for m in pattern.finditer(text):
-            value = m.group(m.lastindex)
-            if value.split()[0] not in _NOT_NAMES:
+    for sentence in _statements(text):
+        for relation, pattern in _FACTS:
+            for m in pattern.finditer(sentence):
+                value = m.group(m.lastindex)
+                rest = sentence[m.end():]
+                if (value.split()[0] in _NOT_NAMES or re.fullmatch(_WHEN, value.split()[0])
+                        or not _about_the_speaker(sentence[:m.start(m.lastindex)])
+                        or (relation == "lives in" and _TEMPORARY.match(rest))):
+                    continue
                 out.append((relation, value))
     return list(dict.fromkeys(out))

@@ -60,6 +60,9 @@ class LLMConfig(BaseModel):
     base_url: str = ""  # e.g. http://localhost:8000/v1; empty: no LLM
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
+    # the key goes only to https or loopback endpoints; true also sends it over plain http elsewhere
+    allow_plain_http_key: bool = False
+    log_prompts: bool = False  # with -v, log prompts and replies (they hold transcripts and screen text)
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0)
 

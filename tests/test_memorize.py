@@ -22,6 +22,16 @@ from perception.records import Clip, ClipObservations, FaceObservation, SourceIn
     ("Hi, my name is Bob and I live in San Francisco.", ["Bob"], [("lives in", "San Francisco")]),
     ("Okay, I'm fine. I'm Going home.", [], []),
     ("They all call me a Yankee down here.", [], []),
+    # facts and names are the speaker's own, stated, and lasting
+    ("My son was born in Boston.", [], []),
+    ("Are you originally from Chicago?", [], []),
+    ("I told her she grew up in Denver.", [], []),
+    ("This is Paris in April.", [], []),
+    ("I'm in Denver this week.", [], []),
+    ("I'm Tom here in Denver this week, but I grew up in Ohio.", ["Tom"], [("is from", "Ohio")]),
+    ("Is this Anna? I was born in Lisbon.", [], [("is from", "Lisbon")]),
+    ("Hi, this is Diane in New Jersey.", ["Diane"], [("lives in", "New Jersey")]),
+    ("Oh hi, it's Sheila.", ["Sheila"], []),
 ])
 def test_names_and_facts_from_first_person_speech(text, names, facts):
     assert names_in(text) == names
