@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
     from mnemo.config import load_config
+    from perception.errors import stage_errors
 
     try:
         cfg = load_config()
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         from mnemo.demo import run_demo
 
         return run_demo(cfg, args.store)
-    except (OSError, RuntimeError, ValueError) as e:
+    except (OSError, RuntimeError, ValueError, *stage_errors()) as e:  # stage_errors: cv2.error too
         log.debug("failed", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2

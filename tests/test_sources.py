@@ -73,3 +73,16 @@ def test_probe_rejects_non_media_with_the_file_named(tmp_path, content, reason):
 def test_probe_rejects_missing_path(tmp_path):
     with pytest.raises(MediaError, match="no such file"):
         probe(tmp_path / "nope.mp4")
+
+
+def test_a_decode_that_runs_too_long_is_stopped_and_named(demo_recording, monkeypatch):
+    import perception.sources.media as media
+
+    (clip, *_) = plan_clips(probe(demo_recording), 30.0)
+    monkeypatch.setattr(media, "DECODE_TIMEOUT_S", 1e-6)
+    with pytest.raises(MediaError, match="took longer than") as e:
+        decode_audio(clip)
+    assert str(demo_recording.resolve()) in str(e.value)
+    with pytest.raises(MediaError, match="nothing decodable") as e:  # frames hit the same limit
+        load_media(clip, 1.0)
+    assert "took longer than" in str(e.value)
