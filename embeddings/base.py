@@ -26,10 +26,6 @@ REGISTRY: dict[str, dict[str, str]] = {"text": {
 }}
 
 
-def names() -> list[str]:
-    return sorted(REGISTRY["text"])
-
-
 def build_text_embedder(name: str, **kwargs: Any) -> TextEmbedder:
     """Text embedder ``name`` (``mpnet``, ``minilm`` or ``hash``); the error lists the valid names."""
     return build_from(REGISTRY, "text", name, **kwargs)
