@@ -1,9 +1,15 @@
 """A small synchronous client for ``POST {base_url}/chat/completions``.
 
-Transient failures (timeouts, refused connections, HTTP 429 and 5xx) are retried with exponential
-backoff, at most ``max_retries`` times; other HTTP errors fail at once with the server's message.
-``chat_json`` also retries a reply that is not the JSON the caller's validator accepts (models
-sometimes wrap JSON in prose or refuse), then raises ``LLMError`` so the caller can fall back.
+Transient failures (timeouts, refused connections, HTTP 408/409/425/429 and 5xx) are retried by
+``tenacity``, at most ``max_retries`` times: after the server's ``Retry-After`` when it sends one
+(seconds or an HTTP date, at most ``max_wait_s``), else with exponential backoff and jitter. Other
+HTTP errors fail at once with the server's message.
+
+``chat_json`` asks for JSON that fits a JSON schema through ``response_format`` (``json_schema``:
+vLLM, llama.cpp server, Ollama and OpenAI constrain decoding to it); an endpoint that rejects the
+field is asked again without it, once per client. It also retries a reply that is not the JSON the
+caller's validator accepts (models sometimes wrap JSON in prose or refuse), then raises
+``LLMError`` so the caller can fall back.
 
 The API key is sent only to https endpoints or to this machine (loopback), unless the caller says
 ``allow_plain_http_key``: a config file in an untrusted folder must not be able to send the key in
@@ -19,6 +25,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -30,6 +37,41 @@ _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 class LLMError(RuntimeError):
     """The endpoint could not give a usable reply; the message says why and what to check."""
+
+
+class LLMRejected(LLMError):
+    """The endpoint refused the request (HTTP 4xx other than the transient ones); not retried."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Transient(Exception):
+    """A failure worth another try; ``retry_after`` is the server's ``Retry-After`` in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def extract_json(text: str) -> Any:
@@ -65,7 +107,7 @@ def key_allowed(url: str) -> bool:
 class ChatClient:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
                  max_retries: int = 2, backoff_s: float = 0.5, allow_plain_http_key: bool = False,
-                 log_content: bool = False, key_name: str = "the API key") -> None:
+                 log_content: bool = False, key_name: str = "the API key", max_wait_s: float = 60.0) -> None:
         if not base_url:
             raise LLMError("no LLM endpoint configured: set [llm] base_url in mnemo.toml or "
                            "MNEMO_LLM__BASE_URL (e.g. http://localhost:8000/v1)")
@@ -83,7 +125,9 @@ class ChatClient:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.max_wait_s = max_wait_s
         self.log_content = log_content
+        self.json_schema_supported = True  # until the endpoint rejects response_format json_schema
         self._http = None
         log.info("LLM endpoint %s, model %s, %s", self.url, model,
                  f"authenticated with {key_name}" if api_key else "no API key")
@@ -101,37 +145,58 @@ class ChatClient:
             self._http.close()
             self._http = None
 
+    def _wait(self, state) -> float:
+        """Before the next try: the server's Retry-After (capped), else exponential backoff with jitter."""
+        import random
+
+        error = state.outcome.exception()
+        asked = getattr(error, "retry_after", None)
+        if asked is not None:
+            if asked > self.max_wait_s:
+                log.warning("%s asks to wait %.0f s (Retry-After); waiting %.0f s", self.url, asked, self.max_wait_s)
+            return min(asked, self.max_wait_s)
+        backoff = self.backoff_s * 2 ** (state.attempt_number - 1)
+        return min(backoff * (1 + 0.25 * random.random()), self.max_wait_s)
+
+    def _post(self, body: dict) -> str:
+        import httpx
+
+        try:
+            resp = self._client().post(self.url, json=body)
+        except httpx.TimeoutException as e:
+            raise _Transient(f"no reply within {self.timeout_s:g} s") from e
+        except httpx.TransportError as e:
+            raise _Transient(f"cannot reach {self.url}: {e}") from e
+        if resp.status_code in _TRANSIENT_STATUS:
+            raise _Transient(f"HTTP {resp.status_code}: {resp.text[:200]}", retry_after_s(resp.headers.get("Retry-After")))
+        if resp.status_code >= 400:
+            raise LLMRejected(f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}; "
+                              "check the model name, the API key and the request size", resp.status_code)
+        return self._content(resp)
+
     def chat(self, messages: list[dict], temperature: float = 0.0, max_tokens: int | None = None,
              **extra: Any) -> str:
         """The assistant's reply text. Raises ``LLMError`` after the retries are spent."""
-        import httpx
+        import tenacity
 
         body = {"model": self.model, "messages": messages, "temperature": temperature, **extra}
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         if self.log_content:
             log.debug("LLM request to %s: %s", self.url, json.dumps(messages)[:2000])
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            try:
-                resp = self._client().post(self.url, json=body)
-            except httpx.TimeoutException:
-                last = f"no reply within {self.timeout_s:g} s"
-            except httpx.TransportError as e:
-                last = f"cannot reach {self.url}: {e}"
-            else:
-                if resp.status_code in _TRANSIENT_STATUS:
-                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                elif resp.status_code >= 400:
-                    raise LLMError(f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}; "
-                                   "check the model name, the API key and the request size")
-                else:
-                    return self._content(resp)
-            log.warning("LLM call failed (attempt %d of %d): %s", attempt + 1, self.max_retries + 1, last)
-        raise LLMError(f"{self.url}: {last} (after {self.max_retries + 1} attempts); "
-                       "check that the server is running, or raise [llm] timeout_s")
+
+        def warn(state) -> None:
+            log.warning("LLM call failed (attempt %d of %d): %s", state.attempt_number, self.max_retries + 1,
+                        state.outcome.exception())
+
+        retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(self.max_retries + 1), wait=self._wait,
+                                     retry=tenacity.retry_if_exception_type(_Transient), before_sleep=warn,
+                                     reraise=True)
+        try:
+            return retrying(self._post, body)
+        except _Transient as e:
+            raise LLMError(f"{self.url}: {e} (after {self.max_retries + 1} attempts); "
+                           "check that the server is running, or raise [llm] timeout_s") from None
 
     def _content(self, resp) -> str:
         try:
@@ -146,12 +211,14 @@ class ChatClient:
             log.debug("LLM reply: %s", content[:2000])
         return content
 
-    def chat_json(self, messages: list[dict], validate: Callable[[Any], T], **kwargs: Any) -> T:
-        """Ask for JSON and return ``validate(parsed)``; a reply that does not parse or validate
-        (or a refusal) is asked again, at most ``max_retries`` more times."""
+    def chat_json(self, messages: list[dict], validate: Callable[[Any], T], schema: dict | None = None,
+                  **kwargs: Any) -> T:
+        """Ask for JSON (fitting ``schema`` where the endpoint takes a JSON-schema response format)
+        and return ``validate(parsed)``; a reply that does not parse or validate (or a refusal) is
+        asked again, at most ``max_retries`` more times."""
         problem = ""
         for attempt in range(self.max_retries + 1):
-            reply = self.chat(messages, **kwargs)
+            reply = self._chat_structured(messages, schema, **kwargs)
             try:
                 return validate(extract_json(reply))
             except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError and pydantic errors are ValueErrors
@@ -159,3 +226,17 @@ class ChatClient:
                 log.warning("LLM reply not usable (attempt %d of %d): %s", attempt + 1, self.max_retries + 1, problem)
         raise LLMError(f"{self.url}: the model's reply was not the JSON asked for ({problem}) "
                        f"after {self.max_retries + 1} attempts")
+
+    def _chat_structured(self, messages: list[dict], schema: dict | None, **kwargs: Any) -> str:
+        if schema is None or not self.json_schema_supported:
+            return self.chat(messages, **kwargs)
+        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+        try:
+            return self.chat(messages, response_format=response_format, **kwargs)
+        except LLMRejected as e:
+            if e.status not in (400, 404, 415, 422):
+                raise
+            log.info("%s rejected response_format json_schema (HTTP %d); asking for plain JSON from now on",
+                     self.url, e.status)
+            self.json_schema_supported = False
+            return self.chat(messages, **kwargs)

@@ -65,6 +65,7 @@ class LLMConfig(BaseModel):
     log_prompts: bool = False  # with -v, log prompts and replies (they hold transcripts and screen text)
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0)
+    max_wait_s: float = Field(60.0, gt=0)  # the longest wait between tries, a server's Retry-After included
 
 
 class GraphConfig(BaseModel):

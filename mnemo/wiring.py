@@ -30,7 +30,7 @@ def faces_backend_name(cfg: PerceptionConfig) -> str:
 def chat_client(cfg: LLMConfig) -> ChatClient:
     return ChatClient(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, cfg.timeout_s, cfg.max_retries,
                       allow_plain_http_key=cfg.allow_plain_http_key, log_content=cfg.log_prompts,
-                      key_name=f"the key in ${cfg.api_key_env}")
+                      key_name=f"the key in ${cfg.api_key_env}", max_wait_s=cfg.max_wait_s)
 
 
 def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False) -> Perceivers:

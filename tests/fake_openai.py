@@ -1,8 +1,11 @@
 """A loopback fake of an OpenAI-compatible chat endpoint, for tests of everything that talks to an LLM.
 
 Scripted: each request takes the next reply from ``replies``. A reply is a string (the assistant's
-content), an int (that HTTP status with an error body), or ``("sleep", seconds, content)`` to answer
-late. Every request body and its headers are kept in ``requests`` for the test to check.
+content), an int (that HTTP status with an error body), ``("status", code, headers)`` for a status
+with headers (``Retry-After``), or ``("sleep", seconds, content)`` to answer late. With
+``reject_response_format`` a request carrying ``response_format`` gets HTTP 400, as from servers
+without structured output. Every request body, its headers and its arrival time are kept for the
+test to check.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAI:
-    def __init__(self, replies: list | None = None) -> None:
+    def __init__(self, replies: list | None = None, reject_response_format: bool = False) -> None:
         self.replies = list(replies or [])
+        self.reject_response_format = reject_response_format
         self.requests: list[dict] = []
+        self.times: list[float] = []
         self.headers: list[dict] = []
         self.paths: list[str] = []
         fake = self
@@ -30,21 +35,29 @@ class FakeOpenAI:
                 fake.requests.append(body)
                 fake.headers.append(dict(self.headers))
                 fake.paths.append(self.path)
+                fake.times.append(time.monotonic())
+                if fake.reject_response_format and "response_format" in body:
+                    self._send(400, {"error": {"message": "response_format json_schema is not supported"}})
+                    return
                 reply = fake.replies.pop(0) if fake.replies else "ok"
                 if isinstance(reply, tuple) and reply[0] == "sleep":
                     time.sleep(reply[1])
                     reply = reply[2]
                 if isinstance(reply, int):
-                    self._send(reply, {"error": {"message": f"scripted status {reply}"}})
+                    reply = ("status", reply, {})
+                if isinstance(reply, tuple) and reply[0] == "status":
+                    self._send(reply[1], {"error": {"message": f"scripted status {reply[1]}"}}, reply[2])
                     return
                 self._send(200, {"id": "x", "object": "chat.completion", "model": body.get("model"),
                                  "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": reply}}]})
 
-            def _send(self, status, payload):
+            def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

@@ -45,6 +45,40 @@ def test_client_errors_are_not_retried():
     assert len(fake.requests) == 1
 
 
+def test_retry_after_is_honoured_in_seconds_and_as_an_http_date():
+    from email.utils import formatdate
+
+    from llm.client import retry_after_s
+
+    # backoff_s 0.01: without the header the retry would come at once
+    with FakeOpenAI([("status", 429, {"Retry-After": "0.6"}), "fine"]) as fake:
+        assert client(fake, max_retries=1).chat([{"role": "user", "content": "x"}]) == "fine"
+    assert fake.times[1] - fake.times[0] >= 0.55
+    assert retry_after_s(formatdate(1000.0 + 30, usegmt=True), now=1000.0) == 30.0
+    assert retry_after_s("soon") is None and retry_after_s(None) is None and retry_after_s("-3") == 0.0
+
+
+def test_a_long_retry_after_is_capped_by_max_wait():
+    with FakeOpenAI([("status", 503, {"Retry-After": "3600"}), "fine"]) as fake:
+        assert client(fake, max_retries=1, max_wait_s=0.2).chat([{"role": "user", "content": "x"}]) == "fine"
+    assert 0.15 <= fake.times[1] - fake.times[0] < 2
+
+
+def test_json_is_asked_for_with_a_schema_and_without_it_where_rejected():
+    schema = {"type": "object", "properties": {"episodic": {"type": "array", "items": {"type": "string"}}},
+              "required": ["episodic"]}
+    with FakeOpenAI(['{"episodic": ["a"]}']) as fake:
+        assert client(fake).chat_json([{"role": "user", "content": "x"}], dict, schema=schema) == {"episodic": ["a"]}
+    assert fake.requests[0]["response_format"] == {"type": "json_schema",
+                                                   "json_schema": {"name": "reply", "schema": schema}}
+    with FakeOpenAI(['{"episodic": ["a"]}', '{"episodic": ["b"]}'], reject_response_format=True) as fake:
+        c = client(fake)
+        assert c.chat_json([{"role": "user", "content": "x"}], dict, schema=schema) == {"episodic": ["a"]}
+        assert c.chat_json([{"role": "user", "content": "y"}], dict, schema=schema) == {"episodic": ["b"]}
+    # rejected once, then asked without it, and not offered again
+    assert ["response_format" in r for r in fake.requests] == [True, False, False]
+
+
 def test_unreachable_server_names_the_url():
     c = ChatClient("http://127.0.0.1:9/v1", "m", max_retries=0, timeout_s=1)
     with pytest.raises(LLMError, match="127.0.0.1:9"):
