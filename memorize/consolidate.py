@@ -1,14 +1,17 @@
 """Consolidation of semantic memories: repeat -> reinforce, contradiction -> supersede.
 
-A semantic memory states one fact, ``subject|relation|value`` (``character_2|is from|Chicago``);
-relations are single-valued (one origin, one current home, one name). For a new fact:
+A semantic memory states one fact, ``subject|relation|value`` (``character_2|is from|Chicago``).
+The relations in ``SINGLE_VALUED`` hold one value at a time (one origin, one current home, one
+name); any other relation (the LLM writer's "likes", "has a sister named") may hold many. For a new
+fact, the current memory is the one for ``subject|relation`` (single-valued) or for
+``subject|relation|value`` (values compared without case or extra spaces):
 
-- no current memory for ``subject|relation``: it is stored as is;
+- no current memory: it is stored as is;
 - the current one has the same value: the new one is not stored; the current one gains the new
   evidence in its provenance and ``weight`` = the number of clips that stated it (idempotent: a
   re-run of a clip adds nothing);
-- the value differs: the new one is stored, the current one gets ``valid_to_ts`` = the new one's
-  start and stays in the store, and a ``supersedes`` edge links them.
+- a single-valued relation with another value: the new one is stored, the current one gets
+  ``valid_to_ts`` = the new one's start and stays in the store, and a ``supersedes`` edge links them.
 
 Episodic memories are events and never consolidated.
 """
@@ -22,6 +25,9 @@ from graph.rows import Edge, Memory
 from graph.store import Store
 
 
+SINGLE_VALUED = frozenset({"is named", "is from", "lives in", "works as", "works at", "is married to"})
+
+
 def _norm(value: str) -> str:
     return " ".join(value.lower().split())
 
@@ -33,13 +39,15 @@ def clip_evidence(clip_id: str) -> str:
 class Consolidator:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.current: dict[str, Memory] = {}  # subject|relation -> current memory, once seen this run
+        self.current: dict[str, Memory] = {}  # subject|relation(|value) -> current memory, once seen this run
 
-    def _current(self, key: str) -> Memory | None:
+    def _current(self, key: str, subject: str, relation: str, value: str | None) -> Memory | None:
+        """The current memory for ``subject|relation`` (``value`` None) or ``subject|relation|value``."""
         if key not in self.current:
-            subject, relation = key.split("|", 1)
             found = self.store.memories_where(
                 f"kind = 'semantic' AND valid_to_ts IS NULL AND {sql.starts_with('fact', f'{subject}|{relation}|')}")
+            if value is not None:
+                found = [m for m in found if _norm(m.fact.split("|", 2)[2]) == _norm(value)]
             if found:
                 self.current[key] = found[-1]
         return self.current.get(key)
@@ -47,8 +55,9 @@ class Consolidator:
     def add(self, new: Memory) -> tuple[Memory | None, Memory | None, list[Edge]]:
         """(memory to store or None, changed earlier memory or None, edges) for a new semantic memory."""
         subject, relation, value = new.fact.split("|", 2)
-        key = f"{subject}|{relation}"
-        old = self._current(key)
+        single = relation in SINGLE_VALUED
+        key = f"{subject}|{relation}" if single else f"{subject}|{relation}|{_norm(value)}"
+        old = self._current(key, subject, relation, None if single else value)
         if old is None:
             self.current[key] = new
             return new, None, []

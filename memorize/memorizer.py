@@ -17,7 +17,7 @@ from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.characters import People
 from memorize.speech_facts import facts_in, names_in
-from memorize.writer_llm import LLMWriter
+from memorize.writer_llm import LLMClipMemories, LLMWriter
 from memorize.writer_offline import offline_memories
 from perception.records import ClipObservations
 
@@ -73,22 +73,26 @@ class Memorizer:
         touched: dict[str, Entity] = dict(self._pending_people)
         self._pending_edges, self._pending_people = [], {}
         self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
-        llm_memories: list[Memory] = []
+        llm: LLMClipMemories | None = None
         notes: list[str] = []
         if self.llm_writer is not None:
             try:
-                llm_memories, pairs = self.llm_writer.write(obs, written.voice_of, written.face_of)
+                llm = self.llm_writer.write(obs, written.voice_of, written.face_of)
             except LLMError as e:
                 notes.append(f"LLM writer failed, offline memories kept: {e}")
                 log.warning("%s clip %d: the LLM writer failed (%s); keeping the offline writer's memories",
                             clip.source.path, clip.index, e)
             else:
-                for voice, face in pairs:  # the model's statement is evidence too
+                for voice, face in llm.same_person:  # the model's statement is evidence too
                     self.people.link(voice, face, clip.clip_id, clip.start_ts, (f"llm:{clip.clip_id}",), 1.0,
                                      edges, touched)
 
         semantic = self._heard_facts(obs, written.voice_of, edges, touched)
-        memories = [self._with_characters(m) for m in written.memories + llm_memories]
+        for entity, relation, value, evidence in (llm.facts if llm else []):
+            character = self.people.ensure(entity, clip.start_ts, clip.clip_id, evidence[:1], edges, touched)
+            semantic.append(self._fact(character, entity, relation, value, obs, clip.start_ts, clip.end_ts,
+                                       evidence + (clip_evidence(clip.clip_id),)))
+        memories = [self._with_characters(m) for m in written.memories + (llm.episodic if llm else [])]
         updated: dict[str, Memory] = {}
         for memory in semantic:
             stored, changed, new_edges = self.consolidator.add(memory)
@@ -125,20 +129,28 @@ class Memorizer:
             start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
             evidence = (turn.segment_id, clip_evidence(clip.clip_id))
             character = self.people.ensure(voice, start, clip.clip_id, (turn.segment_id,), edges, touched)
-            cid = character.entity_id
             for name in names[:1]:
-                if not character.name:
-                    character.name = name
-                text = f"{name} (<{cid}>) is the person speaking as <{voice}>."
-                semantic.append(Memory(content_id(clip.clip_id, "name", cid, name), "semantic", text, clip.clip_id,
-                                       clip.source.path, start, end, (cid, voice), evidence,
-                                       fact=f"{cid}|is named|{name}"))
+                semantic.append(self._fact(character, voice, "is named", name, obs, start, end, evidence))
             for relation, value in facts:
-                label = f"{character.name} (<{cid}>)" if character.name else f"<{cid}>"
-                semantic.append(Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic",
-                                       f"{label} {relation} {value}.", clip.clip_id, clip.source.path, start, end,
-                                       (cid, voice), evidence, fact=f"{cid}|{relation}|{value}"))
+                semantic.append(self._fact(character, voice, relation, value, obs, start, end, evidence))
         return semantic
+
+    @staticmethod
+    def _fact(character: Entity, entity: str, relation: str, value: str, obs: ClipObservations, start: float,
+              end: float, evidence: tuple[str, ...]) -> Memory:
+        """A semantic memory stating ``character relation value``, with the fact consolidation
+        compares. "is named" also names a character that has no name yet."""
+        clip, cid = obs.clip, character.entity_id
+        if relation == "is named":
+            character.name = character.name or value
+            how = "speaking as" if entity.startswith("voice_") else "seen as"
+            return Memory(content_id(clip.clip_id, "name", cid, value), "semantic",
+                          f"{value} (<{cid}>) is the person {how} <{entity}>.", clip.clip_id, clip.source.path,
+                          start, end, (cid, entity), evidence, fact=f"{cid}|is named|{value}")
+        label = f"{character.name} (<{cid}>)" if character.name else f"<{cid}>"
+        return Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic", f"{label} {relation} {value}.",
+                      clip.clip_id, clip.source.path, start, end, (cid, entity), evidence,
+                      fact=f"{cid}|{relation}|{value}")
 
     def _mentions(self, memories: list[Memory], clip_id: str) -> list[Edge]:
         """``mentions`` edges from episodic memories to the named characters their text names."""

@@ -7,9 +7,12 @@ The request, sent to an OpenAI-compatible endpoint through ``llm/``:
 - the transcript, one line per turn with the speaker's id (``<voice_1>``) and time;
 - on-screen text.
 
-The reply must be one JSON object that the ``ClipMemories`` schema accepts:
-``{"episodic": [...], "semantic": [...], "same_person": [["face_2", "voice_1"], ...]}``. Only the
-entity ids given may appear. A reply that does not parse or validate, a refusal or a timeout is
+The reply must be one JSON object that the ``ClipMemories`` schema accepts (the schema is also sent
+as the request's JSON-schema response format, where the endpoint takes one):
+``{"episodic": [...], "semantic": [{"subject": "voice_1", "relation": "is from", "value": "Chicago"}],
+"same_person": [["face_2", "voice_1"], ...]}``. Semantic memories are facts, subject|relation|value,
+so the memorizer consolidates them with the offline writer's facts. Only the entity ids given may
+appear. A reply that does not parse or validate, a refusal or a timeout is
 asked again a bounded number of times (``llm.ChatClient``); then ``LLMError`` is raised, and the
 memorizer keeps the offline writer's memories for that clip, with a warning.
 """
@@ -17,6 +20,7 @@ memorizer keeps the offline writer's memories for that clip, with a warning.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field, field_validator
@@ -39,20 +43,57 @@ SYSTEM = (
 
 INSTRUCTIONS = """Write this clip's memories as JSON:
 {"episodic": ["<voice_1> tells <face_2> that she grew up in Chicago.", ...],
- "semantic": ["<voice_1> is originally from Chicago.", ...],
+ "semantic": [{"subject": "voice_1", "relation": "is from", "value": "Chicago"}, ...],
  "same_person": [["face_2", "voice_1"], ...]}
 - episodic: what happens in this clip, who does and says what, 1 to 15 short sentences.
-- semantic: lasting facts the clip reveals (names, relations, preferences, habits, where things are); may be empty.
+- semantic: lasting facts the clip reveals about a person (name, origin, home, work, relations, preferences,
+  habits), each as its subject id, a short relation and a value; may be empty. Use these relations where
+  they fit: "is named", "is from", "lives in", "works as", "works at", "is married to".
 - same_person: a face and a voice you are confident belong to one person (the face visibly speaking); may be empty.
 Use only these ids: {ids}."""
 
 
+def _phrase(text: str) -> str:
+    return " ".join(text.split()).strip(" .")
+
+
+class Fact(BaseModel):
+    """One lasting fact about a person in the clip: ``subject`` is a face or voice id."""
+
+    subject: str = Field(min_length=1, max_length=40)
+    relation: str = Field(min_length=1, max_length=60)
+    value: str = Field(min_length=1, max_length=200)
+
+    @field_validator("subject", "relation", "value")
+    @classmethod
+    def _clean(cls, text: str) -> str:
+        text = _phrase(text)
+        if not text or "|" in text:
+            raise ValueError("a fact's subject, relation and value are non-empty and hold no '|'")
+        return text
+
+    @field_validator("relation")
+    @classmethod
+    def _lower(cls, relation: str) -> str:
+        return relation.lower()
+
+
+@dataclass
+class LLMClipMemories:
+    """What the writer makes of one reply: episodic memories, facts (subject id, relation, value,
+    provenance) for the memorizer to attach to characters and consolidate, and face–voice pairs."""
+
+    episodic: list[Memory]
+    facts: list[tuple[str, str, str, tuple[str, ...]]]
+    same_person: list[tuple[str, str]]
+
+
 class ClipMemories(BaseModel):
     episodic: list[str] = Field(min_length=1, max_length=30)
-    semantic: list[str] = Field(default_factory=list, max_length=30)
+    semantic: list[Fact] = Field(default_factory=list, max_length=30)
     same_person: list[tuple[str, str]] = Field(default_factory=list, max_length=20)
 
-    @field_validator("episodic", "semantic")
+    @field_validator("episodic")
     @classmethod
     def _sentences(cls, items: list[str]) -> list[str]:
         out = [" ".join(s.split()) for s in items]
@@ -102,36 +143,39 @@ class LLMWriter:
         content.append({"type": "text", "text": INSTRUCTIONS.replace("{ids}", ", ".join(ids) or "none")})
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
 
-    def write(self, obs: ClipObservations, voice_of: dict[str, str], face_of: dict[str, str]
-              ) -> tuple[list[Memory], list[tuple[str, str]]]:
-        """The clip's LLM memories and the face–voice pairs the model says are one person.
-        Raises ``llm.LLMError`` when no usable reply came back."""
+    def write(self, obs: ClipObservations, voice_of: dict[str, str], face_of: dict[str, str]) -> LLMClipMemories:
+        """The clip's LLM memories. Raises ``llm.LLMError`` when no usable reply came back."""
         known = set(voice_of.values()) | set(face_of.values())
 
         def validate(obj) -> ClipMemories:
             reply = ClipMemories.model_validate(obj)
-            used = {m for text in reply.episodic + reply.semantic for m in _ID.findall(text)}
+            used = {m for text in reply.episodic for m in _ID.findall(text)}
+            used |= {f.subject.strip("<>") for f in reply.semantic}
             used |= {x.strip("<>") for pair in reply.same_person for x in pair}
             unknown = used - known
             if unknown:
                 raise ValueError(f"the reply uses ids that are not in the clip: {sorted(unknown)}")
             return reply
 
-        reply = self.client.chat_json(self.messages(obs, voice_of, face_of), validate, max_tokens=self.max_tokens)
+        reply = self.client.chat_json(self.messages(obs, voice_of, face_of), validate,
+                                      schema=ClipMemories.model_json_schema(), max_tokens=self.max_tokens)
         clip = obs.clip
-        observation_ids = {**{e: [] for e in known}}
+        observation_ids: dict[str, list[str]] = {e: [] for e in known}
         for t in obs.speech:
             if t.speaker in voice_of:
                 observation_ids[voice_of[t.speaker]].append(t.segment_id)
         for f in obs.faces:
             if f.person in face_of:
                 observation_ids[face_of[f.person]].append(f.face_id)
-        memories = []
-        for kind, texts in (("episodic", reply.episodic), ("semantic", reply.semantic)):
-            for text in texts:
-                entities = tuple(dict.fromkeys(_ID.findall(text)))
-                provenance = tuple(p for e in entities for p in observation_ids.get(e, [])) or (f"clip:{clip.clip_id}",)
-                memories.append(Memory(content_id(clip.clip_id, "llm", kind, text), kind, text, clip.clip_id,
-                                       clip.source.path, clip.start_ts, clip.end_ts, entities, provenance))
+        episodic = []
+        for text in reply.episodic:
+            entities = tuple(dict.fromkeys(_ID.findall(text)))
+            provenance = tuple(p for e in entities for p in observation_ids.get(e, [])) or (f"clip:{clip.clip_id}",)
+            episodic.append(Memory(content_id(clip.clip_id, "llm", "episodic", text), "episodic", text, clip.clip_id,
+                                   clip.source.path, clip.start_ts, clip.end_ts, entities, provenance))
+        facts = []
+        for f in reply.semantic:
+            subject = f.subject.strip("<>")
+            facts.append((subject, f.relation, f.value, tuple(observation_ids.get(subject, [])[:5]) + (f"llm:{clip.clip_id}",)))
         pairs = [tuple(sorted((a.strip("<>"), b.strip("<>")))) for a, b in reply.same_person]
-        return memories, [(v, f) for f, v in pairs if f.startswith("face_") and v.startswith("voice_")]
+        return LLMClipMemories(episodic, facts, [(v, f) for f, v in pairs if f.startswith("face_") and v.startswith("voice_")])

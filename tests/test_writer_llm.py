@@ -14,7 +14,7 @@ from fake_openai import FakeOpenAI
 from llm.client import ChatClient
 from llm.images import jpeg_bytes
 from memorize.identity import MatchPolicy
-from memorize.memorizer import Memorizer
+from memorize.memorizer import Memorizer, clip_row as clip_row_of
 from memorize.writer_llm import LLMWriter
 from perception.records import Clip, ClipObservations, FaceObservation, FrameObservation, SourceInfo, SpeechTurn
 
@@ -39,7 +39,9 @@ def _memorizer(hash_store, fake, **kw) -> Memorizer:
 
 
 GOOD = json.dumps({"episodic": ["<voice_1> says that she grew up in Lisbon while <face_1> smiles."],
-                   "semantic": ["<voice_1> grew up in Lisbon."], "same_person": [["face_1", "voice_1"]]})
+                   "semantic": [{"subject": "voice_1", "relation": "Is from", "value": "Lisbon."},
+                                {"subject": "<face_1>", "relation": "likes", "value": "green  tea"}],
+                   "same_person": [["face_1", "voice_1"]]})
 
 
 def test_llm_memories_are_written_with_entities_provenance_and_the_request_is_complete(hash_store):
@@ -49,7 +51,11 @@ def test_llm_memories_are_written_with_entities_provenance_and_the_request_is_co
     episodic = by_text["<voice_1> says that she grew up in Lisbon while <face_1> smiles."]
     assert episodic.kind == "episodic" and set(episodic.entity_ids) >= {"voice_1", "face_1"}
     assert "c1:seg0" in episodic.provenance and "c1:f0.0" in episodic.provenance
-    assert by_text["<voice_1> grew up in Lisbon."].kind == "semantic"
+    facts = {m.fact: m for m in written.memories if m.kind == "semantic"}
+    # the LLM's origin and the offline writer's ("I grew up in Lisbon") are one fact, stated twice
+    assert set(facts) == {"character_1|is from|Lisbon", "character_1|likes|green tea"}
+    assert "llm:c1" in facts["character_1|is from|Lisbon"].provenance
+    assert facts["character_1|likes|green tea"].text == "<character_1> likes green tea."
     assert any(m.text.startswith('<voice_1> said: "I grew up') for m in written.memories)  # offline ones kept
     assert {(e.src_id, e.dst_id.split("_")[0]) for e in written.edges if e.kind == "same_person"} >= {
         ("voice_1", "character"), ("face_1", "character")}
@@ -63,6 +69,40 @@ def test_llm_memories_are_written_with_entities_provenance_and_the_request_is_co
     assert all(u.startswith("data:image/jpeg;base64,") and base64.b64decode(u.split(",", 1)[1]) for u in urls)
     text = "\n".join(p["text"] for p in parts if p["type"] == "text")
     assert "<voice_1>: I grew up in Lisbon." in text and "<face_1>:" in text and "face_1, voice_1" in text
+    schema = body["response_format"]["json_schema"]["schema"]  # the reply's shape, for constrained decoding
+    assert schema["properties"]["semantic"]["items"]["$ref"].endswith("Fact")
+
+
+def _reply(*facts) -> str:
+    return json.dumps({"episodic": ["<voice_1> talks."],
+                       "semantic": [{"subject": "voice_1", "relation": r, "value": v} for r, v in facts]})
+
+
+def test_llm_facts_are_consolidated_across_clips(hash_store):
+    """A single-valued relation is superseded by a new value, repeated facts reinforce, and other
+    relations may hold many values."""
+    from dataclasses import replace
+
+    replies = [_reply(("lives in", "Porto"), ("likes", "tea")),
+               _reply(("lives in", "porto"), ("likes", "coffee")),
+               _reply(("lives in", "Madrid"), ("likes", "Tea"))]
+    stored: dict[str, object] = {}
+    with FakeOpenAI(replies) as fake:
+        memorizer = _memorizer(hash_store, fake)
+        for i in range(3):
+            obs = _obs()
+            clip = replace(obs.clip, clip_id=f"c{i}", index=i, offset_s=30.0 * i)
+            obs = replace(obs, clip=clip, speech=(replace(obs.speech[0], text="Hello there.",
+                                                          segment_id=f"c{i}:seg0"),))
+            written = memorizer.memorize(obs)
+            hash_store.commit_clip(clip_row_of(obs), written.memories, written.entities, written.edges, written.updated)
+            for m in written.memories + written.updated:
+                stored[m.memory_id] = m
+    current = {m.fact: m for m in stored.values() if m.kind == "semantic" and m.valid_to_ts is None}
+    assert set(current) == {"character_1|lives in|Madrid", "character_1|likes|tea", "character_1|likes|coffee"}
+    assert current["character_1|likes|tea"].weight == 2  # said in c0 and c2
+    porto = [m for m in stored.values() if m.fact == "character_1|lives in|Porto"]
+    assert len(porto) == 1 and porto[0].weight == 2 and porto[0].valid_to_ts == clip.start_ts  # ended by c2
 
 
 def test_a_reply_with_unknown_ids_is_asked_again(hash_store):
