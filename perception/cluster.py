@@ -1,8 +1,10 @@
 """Average-linkage clustering of L2-normalised embeddings, with cannot-link constraints.
 
-Used inside one clip: voice windows (diarization) and faces (two faces of one frame are two people).
-Clips hold at most a few hundred items, so the plain O(n^3) merge loop is fast enough and keeps the
-constraint handling obvious.
+Used inside one clip: voice windows (diarization, no constraints: ``scipy.cluster.hierarchy``'s
+UPGMA on cosine distances) and faces (two faces of one frame are two people: a cannot-link rule that
+scipy's linkage cannot express, so a plain merge loop that never joins clusters sharing a group;
+clips hold at most a few hundred faces). Both merge while the average cosine distance between two
+clusters is at most the threshold, so they give the same clusters where no constraint applies.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None 
     n = len(embs)
     if n == 0:
         return np.zeros(0, dtype=int)
+    if groups is None:
+        return _average_linkage(np.asarray(embs, dtype=np.float64), max_distance)
     sims = np.asarray(embs, dtype=np.float64) @ np.asarray(embs, dtype=np.float64).T
     total = sims.copy()  # sum of pairwise similarities between clusters i and j
     size = np.ones(n)
@@ -48,6 +52,25 @@ def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None 
     for k, (_, r) in enumerate(roots):
         labels[members[r]] = k
     return labels
+
+
+def _first_seen_order(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0..k-1 in the order their first item appears."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=int)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse]
+
+
+def _average_linkage(embs: np.ndarray, max_distance: float) -> np.ndarray:
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import pdist
+
+    if len(embs) == 1:
+        return np.zeros(1, dtype=int)
+    distances = np.clip(pdist(embs, "cosine"), 0.0, 2.0)  # rounding can make a self-similar pair slightly negative
+    tree = linkage(distances, method="average")
+    return _first_seen_order(fcluster(tree, t=max_distance, criterion="distance"))
 
 
 def fold_small(labels: np.ndarray, embs: np.ndarray, min_size: int) -> np.ndarray:
