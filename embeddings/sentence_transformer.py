@@ -3,11 +3,14 @@ text backends share (``text_minilm.py``, ``text_mpnet.py``)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
 
-from perception.weights import torch_device
+from perception.weights import fast_dtype, torch_device
+
+log = logging.getLogger(__name__)
 
 
 class SentenceTransformerText:
@@ -17,7 +20,9 @@ class SentenceTransformerText:
     def __init__(self, device: str = "cpu", batch_size: int = 64, dtype: str = "float32") -> None:
         self.device = device
         self.batch_size = batch_size
-        self.dtype = dtype  # "bfloat16" halves the weights read per query: CPU inference is bound by that
+        # "bfloat16" halves the weights read per query, but only CPUs with native bfloat16 gain from it;
+        # "auto" picks from the device (perception.weights.fast_dtype)
+        self.dtype = dtype
         self._model = None
 
     def model_dir(self) -> Path:
@@ -31,7 +36,11 @@ class SentenceTransformerText:
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()  # our own progress lines say what is loading
-            model = SentenceTransformer(str(self.model_dir()), device=torch_device(self.device), local_files_only=True)
+            device = torch_device(self.device)
+            model = SentenceTransformer(str(self.model_dir()), device=device, local_files_only=True)
+            if self.dtype == "auto":
+                self.dtype = fast_dtype(device)
+            log.info("text embedder %s on %s in %s", self.name, device, self.dtype)
             self._model = model.to(getattr(torch, self.dtype))
         return self._model
 

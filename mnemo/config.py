@@ -70,12 +70,13 @@ class LLMConfig(BaseModel):
 
 class GraphConfig(BaseModel):
     store: str = "./mnemo-data"
-    # "mpnet": all-mpnet-base-v2 (768-d, bfloat16); "minilm": all-MiniLM-L6-v2 (384-d, faster, finds less);
+    # "mpnet": all-mpnet-base-v2 (768-d); "minilm": all-MiniLM-L6-v2 (384-d, faster, finds less);
     # a store keeps the embedder it was built with
     text_embedder: Literal["mpnet", "minilm", "hash"] = "mpnet"
     text_device: str = "auto"  # where it runs: "auto" (a GPU when torch sees one), "cpu", "cuda:1", ...
-    # weights' dtype; None: the backend's own (mpnet bfloat16, minilm float32). Vectors in float32 either way
-    text_dtype: Literal["bfloat16", "float16", "float32"] | None = None
+    # weights' dtype; None: the backend's own (mpnet "auto": bfloat16 where the CPU or GPU computes in it
+    # natively, else float32; minilm float32). Vectors in float32 either way
+    text_dtype: Literal["auto", "bfloat16", "float16", "float32"] | None = None
 
 
 class ControlConfig(BaseModel):

@@ -132,6 +132,33 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
     return out
 
 
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU computes in bfloat16 natively (x86 AVX512-BF16 or AMX, ARM BF16). Without
+    it torch emulates bfloat16 and is slower than float32: on a 2-core AVX2 EPYC, mpnet took 121 ms
+    a query in bfloat16 against 63 ms in float32, and 165 against 22 ms a text in batches."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return False
+    flags = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            flags.update(value.split())
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def fast_dtype(device: str) -> str:
+    """The quickest dtype that keeps embeddings' quality on ``device``: bfloat16 on a GPU that has it
+    (else float16), bfloat16 on a CPU with native bfloat16, float32 on other CPUs."""
+    if device.startswith("cuda"):
+        import torch
+
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    return "bfloat16" if device == "cpu" and cpu_has_bf16() else "float32"
+
+
 def torch_device(device: str) -> str:
     """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given."""
     if device != "auto":

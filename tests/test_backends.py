@@ -104,10 +104,21 @@ def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
     assert weights.dtype == torch.bfloat16 and weights.device.type == "cpu"
     assert v.dtype == np.float32 and abs(np.linalg.norm(v[0]) - 1.0) < 1e-4  # vectors stay float32
     assert text_embedder(GraphConfig(text_embedder="minilm")).dtype == "float32"  # unset: the backend's own
-    assert text_embedder(GraphConfig(text_embedder="mpnet")).dtype == "bfloat16"
+    assert text_embedder(GraphConfig(text_embedder="mpnet")).dtype == "auto"  # chosen from the device at load
     assert text_embedder(GraphConfig(text_embedder="hash", text_dtype="float16")).name == "hash-384"
     with pytest.raises(pydantic.ValidationError, match="text_dtype"):
         GraphConfig(text_dtype="int8")
+
+
+def test_bfloat16_only_where_the_cpu_computes_in_it():
+    from perception.weights import cpu_has_bf16, fast_dtype
+
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    sapphire = "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+    graviton3 = "Features\t: fp asimd sve bf16 i8mm\n"
+    assert not cpu_has_bf16(avx2) and cpu_has_bf16(sapphire) and cpu_has_bf16(graviton3)
+    assert not cpu_has_bf16("")
+    assert fast_dtype("cpu") == ("bfloat16" if cpu_has_bf16() else "float32")
 
 
 def test_every_registered_backend_resolves_to_a_class_with_its_family_protocol():
