@@ -85,7 +85,8 @@ class HybridSearch:
         if not memories:
             return []
         valid, _ = sql.memory_filter(before_ts)
-        rows, vectors = split_vectors(self.memories.search().where(f"({sql.near(list(memories), window_s)}) AND {valid}")
+        near = sql.near(list(memories), window_s, self.longest_memory_s())
+        rows, vectors = split_vectors(self.memories.search().where(f"({near}) AND {valid}")
                                       .limit(limit).to_arrow())
         hits = [Hit(memory_from_row(r), 0.0, None, None, similarity=s) for r, s in zip(rows, cosines(vectors, vector))]
         return sorted(hits, key=lambda h: (h.memory.start_ts, h.memory.memory_id))

@@ -28,9 +28,14 @@ def starts_with(column: str, prefix: str) -> str:
     return f"{column} LIKE {quote(escaped + '%')} ESCAPE '\\'"
 
 
-def near(memories: Sequence[Memory], window_s: float) -> str:
-    """Memories of the same recordings within ``window_s`` of any of these, not these."""
-    spans = " OR ".join(f"(source_path = {quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
+def near(memories: Sequence[Memory], window_s: float, longest_s: float | None = None) -> str:
+    """Memories of the same recordings within ``window_s`` of any of these, not these.
+    ``longest_s``, the longest any memory lasts, bounds ``start_ts`` from below too, so the scalar
+    index on it reads a few rows instead of every memory that started earlier."""
+    def lower(m: Memory) -> str:
+        return "" if longest_s is None else f"start_ts >= {m.start_ts - window_s - longest_s!r} AND "
+
+    spans = " OR ".join(f"(source_path = {quote(m.source_path)} AND {lower(m)}end_ts >= {m.start_ts - window_s!r} "
                         f"AND start_ts <= {m.end_ts + window_s!r})" for m in memories)
     return f"({spans}) AND NOT {in_list('memory_id', [m.memory_id for m in memories])}"
 

@@ -20,6 +20,7 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graph import sql
 from graph.rows import ClipRow, Edge, Entity, Memory
@@ -29,6 +30,7 @@ from graph.search import HybridSearch
 
 log = logging.getLogger(__name__)
 
+MIN_SPAN_S = 60.0  # neighbour queries assume a memory may last this long, whatever the store holds
 VECTOR_INDEX_MIN_ROWS = 100_000  # below this an exact scan is fast enough (LanceDB's own guidance)
 
 
@@ -64,6 +66,7 @@ class Store(HybridSearch):
         self.clips = self._open("clips", clip_schema())
         self.entities = self._open("entities", entity_schema())
         self.edges = self._open("edges", edge_schema())
+        self._longest_s: float | None = None  # the longest memory's duration, read once, kept up by our writes
     def _open(self, name: str, schema: pa.Schema):
         try:
             table = self._db.open_table(name)
@@ -156,6 +159,7 @@ class Store(HybridSearch):
         """
         self.memories.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self.edges.delete(f"clip_id = {sql.quote(clip.clip_id)}")
+        self._wrote(list(memories) + list(updated))
         if memories:
             vectors = self.embedder.embed([m.text for m in memories])
             rows = [memory_row(m, v) for m, v in zip(memories, vectors)]
@@ -181,11 +185,26 @@ class Store(HybridSearch):
         (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
          .execute(pa.Table.from_pylist([clip_row_dict(clip, time.time())], schema=clip_schema())))
 
+    def longest_memory_s(self) -> float:
+        """How long the longest memory lasts (at least ``MIN_SPAN_S``): read from the store once,
+        then raised by this handle's writes. Memories lie within their clip, so a memory written by
+        another process since is no longer than a clip, which ``MIN_SPAN_S`` covers."""
+        if self._longest_s is None:
+            spans = self.memories.search().select(["start_ts", "end_ts"]).limit(None).to_arrow()
+            longest = pc.max(pc.subtract(spans["end_ts"], spans["start_ts"])).as_py() if spans.num_rows else None
+            self._longest_s = max(MIN_SPAN_S, longest or 0.0)
+        return self._longest_s
+
+    def _wrote(self, memories: list[Memory]) -> None:
+        if self._longest_s is not None and memories:
+            self._longest_s = max(self._longest_s, max(m.end_ts - m.start_ts for m in memories))
+
     def insert_memories(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
         """Append memories in bulk (imports, benchmarks): no per-clip commit and no dedup by id, so
         callers must not insert an id twice. ``vectors`` skips embedding."""
         if not memories:
             return
+        self._wrote(memories)
         if vectors is None:
             vectors = self.embedder.embed([m.text for m in memories])
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -206,7 +225,7 @@ class Store(HybridSearch):
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
-        text, the id index that keeps upserts fast (from 10,000 memories), and the vector index.
+        text, scalar indexes on id, recording and start time (from 10,000 memories), and the vector index.
 
         Every table is compacted first: each clip write adds a small fragment per table, and reads
         slow down with their number (measured on a LoCoMo conversation, 535 memories in 157
@@ -228,8 +247,11 @@ class Store(HybridSearch):
         have = {tuple(ix.columns) for ix in self.memories.list_indices()}
         if ("text",) not in have:
             self.memories.create_index("text", config=FTS(), replace=True)
-        if ("memory_id",) not in have and n >= 10_000:
-            self.memories.create_index("memory_id", config=BTree(), replace=True)
+        # from 10,000 memories: the id index keeps upserts fast, the recording and start-time
+        # indexes serve neighbour queries (a time range in one recording)
+        for column in ("memory_id", "source_path", "start_ts"):
+            if (column,) not in have and n >= 10_000:
+                self.memories.create_index(column, config=BTree(), replace=True)
         if ("vector",) not in have and (vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)):
             dim = self.embedder.dim
             sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)

@@ -112,3 +112,21 @@ def test_every_hit_and_neighbour_carries_its_cosine_similarity_to_the_query(hash
     assert [h.memory.text for h in hash_store.neighbour_hits([mems[1]], vector, 10.0, before_ts=1004.0)] == [
         "the kettle is boiling"]  # what was known then, as in search
     assert hash_store.neighbour_hits([], vector) == []
+
+
+def test_neighbours_include_a_memory_longer_than_the_assumed_span(hash_store, tmp_path):
+    """Neighbour queries bound start_ts from below by the longest memory: one that began 100 s
+    before the seed and ended during it must still be found, by the handle that wrote it and by a
+    handle opened later."""
+    from dataclasses import replace
+
+    seed = _mem("the seed", "c1", 1000.0)
+    long = replace(_mem("a long talk", "c1", 900.0), end_ts=1001.0)  # 101 s, more than MIN_SPAN_S
+    far = _mem("much earlier", "c1", 700.0)
+    assert hash_store.longest_memory_s() == 60.0  # read from the empty store: the floor
+    hash_store.commit_clip(_clip("c1", 900.0), [seed, long, far], [])
+    vector = hash_store.embedder.embed(["talk"])[0]
+    for store in (hash_store, Store(hash_store.uri, hash_store.embedder)):
+        texts = {h.memory.text for h in store.neighbour_hits([seed], vector, window_s=30.0)}
+        assert texts == {"a long talk"}
+        assert store.longest_memory_s() >= 101.0
