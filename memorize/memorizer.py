@@ -10,6 +10,7 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
+from graph import sql
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id
 from graph.store import Store
 from llm.client import LLMError
@@ -44,11 +45,12 @@ class Memorizer:
     def __init__(self, store: Store, face_policy: MatchPolicy, voice_policy: MatchPolicy,
                  llm_writer: LLMWriter | None = None) -> None:
         self.llm_writer = llm_writer
+        self.store = store
         self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
         self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))
         self.people = People.load(store.load_entities("character"), store.all_edges("same_person"))
         self.consolidator = Consolidator(store)
-        self.last_event: dict[str, str] = {}  # source path -> id of its latest episodic memory
+        self.last_event: dict[str, str | None] = {}  # source path -> id of its latest episodic memory
         self._pending_edges: list[Edge] = []  # from enrol(), written with the next clip
         self._pending_people: dict[str, Entity] = {}
 
@@ -107,13 +109,24 @@ class Memorizer:
         memories.sort(key=lambda m: (m.start_ts, m.memory_id))
         edges += self._mentions(memories, clip.clip_id)
         events = [m for m in memories if m.kind == "episodic"]
-        previous = self.last_event.get(clip.source.path)
-        for a, b in zip(([previous] if previous else []) + events, events):
-            edges.append(Edge("next_in_time", a if isinstance(a, str) else a.memory_id, b.memory_id, 1.0, clip.clip_id))
+        previous = self._last_event(clip)
+        chain = ([previous] if previous else []) + [m.memory_id for m in events]
+        for a, b in zip(chain, chain[1:]):
+            edges.append(Edge("next_in_time", a, b, 1.0, clip.clip_id))
         if events:
             self.last_event[clip.source.path] = events[-1].memory_id
         entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
         return ClipWrite(memories, entities, edges, list(updated.values()), notes)
+
+    def _last_event(self, clip) -> str | None:
+        """The latest episodic memory of this clip's recording before it: remembered from earlier
+        clips, or read from the store when this memorizer starts mid-recording (a resumed ingest)."""
+        path = clip.source.path
+        if path not in self.last_event:
+            earlier = self.store.memories_where(
+                f"kind = 'episodic' AND source_path = {sql.quote(path)} AND start_ts < {clip.start_ts!r}")
+            self.last_event[path] = max(earlier, key=lambda m: (m.start_ts, m.memory_id)).memory_id if earlier else None
+        return self.last_event[path]
 
     def _heard_facts(self, obs: ClipObservations, voice_of: dict[str, str], edges: list[Edge],
                      touched: dict[str, Entity]) -> list[Memory]:

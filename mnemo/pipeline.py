@@ -1,7 +1,13 @@
-"""Ingest: recordings and screenshot folders → clips → observations → memories → store, one clip at a time.
+"""Ingest: recordings and screenshot folders → clips → observations → memories → store.
 
-Per source, clips run in time order (identity depends on the past). Each clip commits on its
-own, so a crash loses at most the clip in flight, and a rerun skips committed clips.
+Three parts, shared by the sequential path here and the Ray path (``ray_jobs/ingest.py``):
+
+- ``plan``: probe the files, cut clips and group screenshots, skip committed clips, and number the
+  rest in the order they are memorized (files first, then folders; clips in time order);
+- ``observe_job``: one clip's perception, a pure function of the job (any process may run it);
+- ``ClipWriter``: memorize and commit clips strictly in plan order (identity and consolidation
+  depend on the past). Each clip commits on its own, so a crash loses at most the clip in flight,
+  and a rerun skips committed clips.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +26,9 @@ from memorize.memorizer import Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
-from perception.sources.screenshots import folders_with_screenshots, plan_screen_clips
+from perception.records import Clip, ClipObservations
 from perception.sources.media import expand_paths, plan_clips, probe
+from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
 
 log = logging.getLogger(__name__)
 
@@ -41,91 +48,153 @@ class IngestReport:
         return bool(self.files_ingested) or not self.files_failed
 
 
+@dataclass(frozen=True)
+class ClipJob:
+    """One clip to observe and memorize; ``seq`` is its place in the memorizing order."""
+
+    seq: int
+    path: str  # the file or screenshot folder it comes from
+    label: str  # for progress lines
+    clip: Clip
+    screens: ScreenClip | None = None  # a clip of screenshots
+
+
+@dataclass
+class Plan:
+    jobs: list[ClipJob]
+    clips_of: dict[str, int]  # path -> its clips, committed ones included (files and folders in order)
+
+
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime | None = None,
+         progress: Callable[[str], None] = _stderr, report: IngestReport | None = None) -> Plan:
+    """The clips still to ingest, numbered in memorizing order. Unreadable files go to
+    ``report.files_failed`` and committed clips to ``report.clips_skipped``."""
+    report = report if report is not None else IngestReport()
+    files = list(expand_paths(paths))
+    folders = folders_with_screenshots(paths)
+    total = len(files) + len(folders)
+    jobs: list[ClipJob] = []
+    clips_of: dict[str, int] = {}
+
+    def add(path: Path, clip: Clip, label: str, screens: ScreenClip | None = None) -> None:
+        if store.has_clip(clip.clip_id):
+            report.clips_skipped += 1
+            progress(f"{label} already stored, skipped")
+        else:
+            jobs.append(ClipJob(len(jobs), str(path), label, clip, screens))
+
+    for n, path in enumerate(files, start=1):
+        try:
+            source = probe(path, start=start)
+        except MediaError as e:
+            report.files_failed.append((str(path), e.reason))
+            progress(f"[{n}/{total}] skipped {e}")
+            continue
+        clips = list(plan_clips(source, clip_s))
+        clips_of[str(path)] = len(clips)
+        progress(f"[{n}/{total}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
+                 f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
+        for clip in clips:
+            add(path, clip, f"  {path.name} clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]")
+    for n, folder in enumerate(folders, start=len(files) + 1):
+        screen_clips = plan_screen_clips(folder, clip_s)
+        clips_of[str(folder)] = len(screen_clips)
+        progress(f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} screenshot(s) in "
+                 f"{len(screen_clips)} clip(s) of {clip_s:g} s")
+        for k, sc in enumerate(screen_clips, start=1):
+            add(folder, sc.clip, f"  {folder.name} clip {k}/{len(screen_clips)} "
+                                 f"[{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)]", sc)
+    return Plan(jobs, clips_of)
+
+
+def observe_job(job: ClipJob, perceivers: Perceivers) -> ClipObservations:
+    """The clip's observations; ``MediaError`` when nothing of it can be decoded."""
+    return observe_screen_clip(job.screens, perceivers) if job.screens else observe_clip(job.clip, perceivers)
+
+
+class ClipWriter:
+    """Memorizes and commits observed clips in plan order (the caller keeps the order)."""
+
+    def __init__(self, store: Store, memorizer: Memorizer, report: IngestReport,
+                 progress: Callable[[str], None] = _stderr) -> None:
+        self.store = store
+        self.memorizer = memorizer
+        self.report = report
+        self.progress = progress
+        self.failed_of: dict[str, int] = {}
+        self.serial_s = 0.0  # time spent memorizing and committing: the part no worker can share
+
+    def failed(self, job: ClipJob, error: MediaError) -> None:
+        self.report.clips_failed.append((job.path, error.reason))
+        self.failed_of[job.path] = self.failed_of.get(job.path, 0) + 1
+        self.progress(f"{job.label} skipped: {error}")
+
+    def write(self, job: ClipJob, obs: ClipObservations, observe_s: float = 0.0) -> None:
+        t0 = time.perf_counter()
+        written = self.memorizer.memorize(obs)
+        if written.notes:
+            obs = replace(obs, notes=obs.notes + tuple(written.notes))
+        try:
+            self.store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
+        except OSError as e:
+            raise OSError(e.errno, f"writing clip {job.clip.index} of {job.path} to the store {self.store.uri} failed "
+                          f"({e.strerror or e}); free space or fix permissions and run ingest again: "
+                          "committed clips are kept and will be skipped") from e
+        write_s = time.perf_counter() - t0
+        self.serial_s += write_s
+        self.report.clips_new += 1
+        self.report.memories_new += len(written.memories)
+        notes = f"; {job.path}: {'; '.join(obs.notes)}" if obs.notes else ""
+        text_lines = sum(len(f.text_lines) for f in obs.frames)
+        self.progress(f"{job.label} {len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
+                      f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
+                      f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s), "
+                      f"{len(written.memories)} memories in {observe_s + write_s:.1f} s{notes}")
+
+    def finish(self, planned: Plan) -> None:
+        """Per file: failed when none of its clips could be decoded; then the indexes are refreshed."""
+        for path, n in planned.clips_of.items():
+            if n and self.failed_of.get(path, 0) == n:
+                self.report.files_failed.append((path, "no clip could be decoded; the file may be truncated or corrupt"))
+            else:
+                self.report.files_ingested.append(path)
+        if self.report.clips_new:  # also after a failure: what was committed stays searchable by text
+            self.store.refresh_indexes()
+
+
+def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObservations | MediaError, float]]) -> None:
+    """Write each (job, observations or error, seconds) as it comes."""
+    for job, result, seconds in results:
+        if isinstance(result, MediaError):
+            writer.failed(job, result)
+        else:
+            writer.write(job, result, seconds)
 
 
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
            clip_s: float = 30.0, start: datetime | None = None,
            progress: Callable[[str], None] = _stderr, llm_writer: LLMWriter | None = None) -> IngestReport:
-    """Ingest recordings (files, or media files found in folders) and folders of screenshots."""
+    """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
+    clip at a time in this process."""
     report = IngestReport()
-    memorizer = Memorizer(store, *policies, llm_writer=llm_writer)
-    files = list(expand_paths(paths))
-    folders = folders_with_screenshots(paths)
-    total = len(files) + len(folders)
+    planned = plan(paths, store, clip_s, start, progress, report)
+    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer), report, progress)
+
+    def observed():
+        for job in planned.jobs:
+            t0 = time.perf_counter()
+            try:
+                obs: ClipObservations | MediaError = observe_job(job, perceivers)
+            except MediaError as e:
+                obs = e
+            yield job, obs, time.perf_counter() - t0
+
     try:
-        for n, path in enumerate(files, start=1):
-            _ingest_file(path, f"[{n}/{total}]", store, perceivers, memorizer, clip_s, start, progress, report)
-        for n, folder in enumerate(folders, start=len(files) + 1):
-            _ingest_screens(folder, f"[{n}/{total}]", store, perceivers, memorizer, clip_s, progress, report)
+        write_in_order(writer, observed())
     finally:
-        if report.clips_new:  # also after a failure: what was committed stays searchable by text
-            store.refresh_indexes()
+        writer.finish(planned)
     return report
-
-
-def _ingest_file(path: Path, counter: str, store: Store, perceivers: Perceivers, memorizer: Memorizer,
-                 clip_s: float, start: datetime | None, progress: Callable[[str], None], report: IngestReport) -> None:
-    try:
-        source = probe(path, start=start)
-    except MediaError as e:
-        report.files_failed.append((str(path), e.reason))
-        progress(f"{counter} skipped {e}")
-        return
-    clips = list(plan_clips(source, clip_s))
-    progress(f"{counter} {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
-             f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
-    jobs = [(clip, f"  clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]",
-             lambda clip=clip: observe_clip(clip, perceivers)) for clip in clips]
-    _ingest_clips(path, jobs, store, memorizer, progress, report)
-
-
-def _ingest_screens(folder: Path, counter: str, store: Store, perceivers: Perceivers, memorizer: Memorizer,
-                    clip_s: float, progress: Callable[[str], None], report: IngestReport) -> None:
-    clips = plan_screen_clips(folder, clip_s)
-    shots = sum(len(c.shots) for c in clips)
-    progress(f"{counter} {folder}: {shots} screenshot(s) in {len(clips)} clip(s) of {clip_s:g} s")
-    jobs = [(sc.clip, f"  clip {k}/{len(clips)} [{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)]",
-             lambda sc=sc: observe_screen_clip(sc, perceivers)) for k, sc in enumerate(clips, start=1)]
-    _ingest_clips(folder, jobs, store, memorizer, progress, report)
-
-
-def _ingest_clips(path: Path, jobs: list, store: Store, memorizer: Memorizer, progress: Callable[[str], None],
-                  report: IngestReport) -> None:
-    """Observe, memorize and commit each (clip, label, observe) job in order; skip stored clips."""
-    failed_before = len(report.clips_failed)
-    for clip, label, observe in jobs:
-        if store.has_clip(clip.clip_id):
-            report.clips_skipped += 1
-            progress(f"{label} already stored, skipped")
-            continue
-        t0 = time.perf_counter()
-        try:
-            obs = observe()
-        except MediaError as e:
-            report.clips_failed.append((str(path), e.reason))
-            progress(f"{label} skipped: {e}")
-            continue
-        written = memorizer.memorize(obs)
-        memories = written.memories
-        if written.notes:
-            obs = replace(obs, notes=obs.notes + tuple(written.notes))
-        try:
-            store.commit_clip(clip_row(obs), memories, written.entities, written.edges, written.updated)
-        except OSError as e:
-            raise OSError(e.errno, f"writing clip {clip.index} of {path} to the store {store.uri} failed "
-                          f"({e.strerror or e}); free space or fix permissions and run ingest again: "
-                          "committed clips are kept and will be skipped") from e
-        report.clips_new += 1
-        report.memories_new += len(memories)
-        notes = f"; {path}: {'; '.join(obs.notes)}" if obs.notes else ""
-        text_lines = sum(len(f.text_lines) for f in obs.frames)
-        progress(f"{label} {len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
-                 f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
-                 f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s), "
-                 f"{len(memories)} memories in {time.perf_counter() - t0:.1f} s{notes}")
-    if jobs and len(report.clips_failed) - failed_before == len(jobs):
-        report.files_failed.append((str(path), "no clip could be decoded; the file may be truncated or corrupt"))
-    else:
-        report.files_ingested.append(str(path))

@@ -126,3 +126,33 @@ def test_a_store_from_an_older_schema_is_refused_with_what_to_do(tmp_path):
     db.create_table("memories", schema=schema)
     with pytest.raises(StoreError, match="ingest again into a new --store"):
         Store(tmp_path / "old", build_text_embedder("hash"))
+
+
+def test_a_resumed_memorizer_continues_the_time_chain_from_the_store(hash_store):
+    """A new Memorizer (an ingest restarted after a crash) links its first event to the last event
+    the store holds for that recording, as one run over both clips would."""
+    from dataclasses import replace
+
+    from memorize.identity import MatchPolicy
+    from memorize.memorizer import Memorizer, clip_row
+
+    voice = np.ones(8, np.float32) / np.sqrt(8)
+    first = _obs({}, [])
+    first = replace(first, speech=(SpeechTurn("c1:s0", "We start here.", 1.0, 2.0, "en", (), voice, "s0"),
+                                   SpeechTurn("c1:s1", "Then this.", 5.0, 6.0, "en", (), voice, "s0")))
+    second = replace(first, clip=replace(first.clip, clip_id="c2", index=1, offset_s=30.0),
+                     speech=(SpeechTurn("c2:s0", "And now this.", 1.0, 2.0, "en", (), voice, "s0"),))
+
+    def chain(memorizers: list[Memorizer]) -> set[tuple[str, str]]:
+        edges = set()
+        for memorizer, obs in zip(memorizers, (first, second)):
+            w = memorizer.memorize(obs)
+            hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+            edges |= {(e.src_id, e.dst_id) for e in w.edges if e.kind == "next_in_time"}
+        texts = {m.memory_id: m.text for m in hash_store.memories_where("kind = 'episodic'")}
+        return {(texts[a], texts[b]) for a, b in edges}
+
+    policy = MatchPolicy(0.9)
+    resumed = chain([Memorizer(hash_store, policy, policy), Memorizer(hash_store, policy, policy)])
+    assert ('<voice_1> said: "Then this."', '<voice_1> said: "And now this."') in resumed
+    assert len(resumed) == 2
