@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	# torch/torchvision first, pinned to the pair this machine carries on disk (see DESIGN.md)
 	$(VENV)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1"
-	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,ray]"
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -33,6 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     ing.add_argument("--start", type=_parse_time,
                      help="absolute start of the recording(s), ISO 8601 (default: file metadata, then mtime)")
+    ing.add_argument("--ray", action="store_true",
+                     help="perception on Ray workers (pip install 'mnemo[ray]'); memorizing stays in clip order")
+    ing.add_argument("--workers", type=int, help="--ray: perception workers (default: one per CPU of the cluster)")
+    ing.add_argument("--address", help="--ray: join this cluster (auto, or HOST:PORT) instead of starting a local one")
 
     ask = sub.add_parser("ask", help="answer a question from memory, with citations")
     ask.add_argument("question")
@@ -69,9 +73,23 @@ def cmd_ingest(args, cfg) -> int:
     from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, open_store
 
     store = open_store(cfg.graph, args.store)
-    perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
-    report = ingest(args.paths, store, perceivers, match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
-                    clip_s=cfg.perception.clip_s, start=args.start, llm_writer=build_llm_writer(cfg.memorize, cfg.llm))
+    policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+    llm_writer = build_llm_writer(cfg.memorize, cfg.llm)
+    if args.ray:
+        from ray_jobs.ingest import ingest_ray
+
+        try:
+            import ray.data  # noqa: F401  (an extra: say how to install it rather than fail inside)
+        except ImportError as e:
+            print(f"error: --ray needs Ray ({e}); install it with: pip install 'mnemo[ray]'", file=sys.stderr)
+            return 2
+        report = ingest_ray(args.paths, store, cfg.perception, policies, clip_s=cfg.perception.clip_s,
+                            start=args.start, llm=cfg.llm, llm_writer=llm_writer, workers=args.workers,
+                            address=args.address)
+    else:
+        perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
+        report = ingest(args.paths, store, perceivers, policies, clip_s=cfg.perception.clip_s, start=args.start,
+                        llm_writer=llm_writer)
     counts = store.count()
     print(f"ingested {len(report.files_ingested)} file(s): {report.clips_new} new clip(s), "
           f"{report.clips_skipped} already stored, {len(report.clips_failed)} failed, "

@@ -13,6 +13,9 @@ class MediaError(Exception):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self):  # pickled whole (Ray workers send it back), not rebuilt from the message
+        return MediaError, (self.path, self.reason)
+
 
 @lru_cache(maxsize=1)
 def stage_errors() -> tuple[type[BaseException], ...]:

@@ -1,0 +1,108 @@
+"""``mnemo ingest --ray``: the sequential ingest's stages, with perception on a Ray Data actor pool.
+
+- The driver plans (``mnemo.pipeline.plan``): probes files, cuts clips, skips committed ones and
+  numbers the rest in memorizing order.
+- Perception runs in ``Perceive`` actors (``map_batches`` with a callable class and a fixed pool):
+  each loads its models once, with ``num_cpus`` CPUs (and ``num_gpus``) and its libraries' threads
+  matched to them. A clip whose media is broken comes back as a ``MediaError`` row, never dropped;
+  an actor that dies is restarted and its clip retried.
+- The driver memorizes and commits (``ClipWriter``), one clip at a time in sequence order: results
+  arrive in any order and wait in a reorder buffer. LanceDB's ``write_lance`` is not used: the
+  memory store commits per clip, so a crash loses at most the clip in flight and a rerun resumes at
+  the first uncommitted clip.
+
+Media paths and the store must be reachable from every worker (a shared path, or ``s3://``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from graph.store import Store
+from memorize.identity import MatchPolicy
+from memorize.memorizer import Memorizer
+from memorize.writer_llm import LLMWriter
+from mnemo.config import LLMConfig, PerceptionConfig
+from mnemo.pipeline import ClipWriter, IngestReport, _stderr, observe_job, plan, write_in_order
+from perception.errors import MediaError
+from ray_jobs.order import in_order
+
+log = logging.getLogger(__name__)
+
+
+class Perceive:
+    """A Ray Data actor: builds the perceivers once, then observes one clip job per row."""
+
+    def __init__(self, perception: PerceptionConfig, llm: LLMConfig | None, keep_images: bool, threads: int) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+
+        from mnemo.wiring import build_perceivers
+
+        torch.set_num_threads(threads)
+        self.perceivers = build_perceivers(perception, llm, keep_images=keep_images)
+
+    def __call__(self, batch: dict) -> dict:
+        seqs, results, seconds = [], [], []
+        for seq, blob in zip(batch["seq"], batch["job"]):
+            job = pickle.loads(blob)
+            t0 = time.perf_counter()
+            try:
+                result = observe_job(job, self.perceivers)
+            except MediaError as e:
+                result = e
+            seqs.append(int(seq))
+            results.append(pickle.dumps(result))
+            seconds.append(time.perf_counter() - t0)
+        return {"seq": seqs, "result": results, "seconds": seconds}
+
+
+def connect(address: str | None, workers: int | None) -> int:
+    """Join the cluster at ``address`` ("auto" or host:port), or start a local Ray with this
+    machine's CPUs; returns how many perception workers to run."""
+    import ray
+
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(1, workers or cpus)
+
+
+def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, policies: tuple[MatchPolicy, MatchPolicy],
+               clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = _stderr,
+               llm: LLMConfig | None = None, llm_writer: LLMWriter | None = None, workers: int | None = None,
+               address: str | None = None, gpus_per_worker: float = 0.0) -> IngestReport:
+    """Ingest as ``mnemo.pipeline.ingest`` does, with perception on ``workers`` Ray actors."""
+    import ray
+    import ray.data
+
+    report = IngestReport()
+    planned = plan(paths, store, clip_s, start, progress, report)
+    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer), report, progress)
+    try:
+        if planned.jobs:
+            n = min(connect(address, workers), len(planned.jobs))
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
+            progress(f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order")
+            ray.data.DataContext.get_current().enable_progress_bars = False
+            items = [{"seq": job.seq, "job": pickle.dumps(job)} for job in planned.jobs]
+            rows = (ray.data.from_items(items, override_num_blocks=len(items))
+                    .map_batches(Perceive, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n),
+                                 fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
+                                 num_cpus=cpus, num_gpus=gpus_per_worker or None,
+                                 max_restarts=3, max_task_retries=3))
+            jobs = planned.jobs
+            pairs = ((int(r["seq"]), r) for r in rows.iter_rows())
+            write_in_order(writer, ((jobs[r["seq"]], pickle.loads(r["result"]), float(r["seconds"]))
+                                    for r in in_order(pairs)))
+    finally:
+        writer.finish(planned)
+    return report
