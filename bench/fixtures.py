@@ -41,6 +41,7 @@ FIXTURE_SHA256 = {
     "Megamind.avi": "0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5",
     "eclipse_cdt_cfg7.png": "c405c8319d01860610db35bd284bca73157ecfcc3cc0e24e70ac31a74edaf469",
     "qtgui.png": "f7f05242a706c97ae07d9beb5e44b2a2c1bfb54c0982834218faf3235b248d01",
+    "t1.jpg": "47f682e945b659f93a9e490b9c9c4a2a864abe64dace9e1a2893845ddfd69489",  # insightface's group photo
 }
 
 
@@ -192,6 +193,9 @@ def group_photo() -> Path:
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / "images" / "t1.jpg"
     if not path.is_file():
         raise FixtureUnavailable(f"{path} is missing from the installed insightface package")
+    if sha256_of(path) != FIXTURE_SHA256["t1.jpg"]:
+        raise FixtureMismatch(f"{path} has SHA-256 {sha256_of(path)}, pinned {FIXTURE_SHA256['t1.jpg']}; the "
+                              "insightface package changed: check the photo, then update FIXTURE_SHA256")
     return path
 
 
