@@ -24,10 +24,8 @@ def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None 
     sims = np.asarray(embs, dtype=np.float64) @ np.asarray(embs, dtype=np.float64).T
     total = sims.copy()  # sum of pairwise similarities between clusters i and j
     size = np.ones(n)
-    conflict = np.zeros((n, n), dtype=bool)
-    if groups is not None:
-        g = np.asarray(groups)
-        conflict = g[:, None] == g[None, :]
+    g = np.asarray(groups)
+    conflict = g[:, None] == g[None, :]
     alive = np.ones(n, dtype=bool)
     members = [[i] for i in range(n)]
     while alive.sum() > 1:
@@ -48,10 +46,9 @@ def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None 
         alive[j] = False
         members[i] += members[j]
     labels = np.empty(n, dtype=int)
-    roots = sorted((min(members[r]), r) for r in np.flatnonzero(alive))
-    for k, (_, r) in enumerate(roots):
-        labels[members[r]] = k
-    return labels
+    for r in np.flatnonzero(alive):
+        labels[members[r]] = r
+    return _first_seen_order(labels)
 
 
 def _first_seen_order(labels: np.ndarray) -> np.ndarray:
