@@ -111,9 +111,15 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
     return Plan(jobs, clips_of)
 
 
-def observe_job(job: ClipJob, perceivers: Perceivers) -> ClipObservations:
-    """The clip's observations; ``MediaError`` when nothing of it can be decoded."""
-    return observe_screen_clip(job.screens, perceivers) if job.screens else observe_clip(job.clip, perceivers)
+def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations | MediaError, float]:
+    """The clip's observations, or the ``MediaError`` saying that nothing of it could be decoded,
+    and the seconds it took."""
+    t0 = time.perf_counter()
+    try:
+        obs = observe_screen_clip(job.screens, perceivers) if job.screens else observe_clip(job.clip, perceivers)
+    except MediaError as e:
+        return e, time.perf_counter() - t0
+    return obs, time.perf_counter() - t0
 
 
 class ClipWriter:
@@ -126,7 +132,6 @@ class ClipWriter:
         self.report = report
         self.progress = progress
         self.failed_of: dict[str, int] = {}
-        self.serial_s = 0.0  # time spent memorizing and committing: the part no worker can share
 
     def failed(self, job: ClipJob, error: MediaError) -> None:
         self.report.clips_failed.append((job.path, error.reason))
@@ -145,7 +150,6 @@ class ClipWriter:
                           f"({e.strerror or e}); free space or fix permissions and run ingest again: "
                           "committed clips are kept and will be skipped") from e
         write_s = time.perf_counter() - t0
-        self.serial_s += write_s
         self.report.clips_new += 1
         self.report.memories_new += len(written.memories)
         notes = f"; {job.path}: {'; '.join(obs.notes)}" if obs.notes else ""
@@ -184,17 +188,8 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
     planned = plan(paths, store, clip_s, start, progress, report)
     writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer), report, progress)
 
-    def observed():
-        for job in planned.jobs:
-            t0 = time.perf_counter()
-            try:
-                obs: ClipObservations | MediaError = observe_job(job, perceivers)
-            except MediaError as e:
-                obs = e
-            yield job, obs, time.perf_counter() - t0
-
     try:
-        write_in_order(writer, observed())
+        write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in planned.jobs))
     finally:
         writer.finish(planned)
     return report
