@@ -29,6 +29,7 @@ from graph.rows import Memory, content_id
 from llm.client import ChatClient
 from llm.images import decode_jpeg, jpeg_data_url, jpeg_bytes, qwen_prepare
 from llm.quoting import quote_data
+from memorize.consolidate import SINGLE_VALUED
 from perception.records import ClipObservations
 
 _ID = re.compile(r"<?((?:face|voice)_\d+)>?")
@@ -41,6 +42,9 @@ SYSTEM = (
     "them; only report what was said or shown, as something a person said or a screen showed. "
     "Reply with one JSON object and nothing else.")
 
+# the one-value relations consolidation supersedes on: the model is asked to use their exact words
+_RELATIONS = ", ".join(f'"{r}"' for r in sorted(SINGLE_VALUED))
+
 INSTRUCTIONS = """Write this clip's memories as JSON:
 {"episodic": ["<voice_1> tells <face_2> that she grew up in Chicago.", ...],
  "semantic": [{"subject": "voice_1", "relation": "is from", "value": "Chicago"}, ...],
@@ -48,9 +52,9 @@ INSTRUCTIONS = """Write this clip's memories as JSON:
 - episodic: what happens in this clip, who does and says what, 1 to 15 short sentences.
 - semantic: lasting facts the clip reveals about a person (name, origin, home, work, relations, preferences,
   habits), each as its subject id, a short relation and a value; may be empty. Use these relations where
-  they fit: "is named", "is from", "lives in", "works as", "works at", "is married to".
+  they fit: {relations}.
 - same_person: a face and a voice you are confident belong to one person (the face visibly speaking); may be empty.
-Use only these ids: {ids}."""
+Use only these ids: {ids}.""".replace("{relations}", _RELATIONS)
 
 
 def _phrase(text: str) -> str:
