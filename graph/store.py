@@ -149,19 +149,22 @@ class Store(HybridSearch):
     # ---- writes ------------------------------------------------------------------------------
 
     def commit_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity],
-                    edges: list[Edge] = (), updated: list[Memory] = ()) -> None:
+                    edges: list[Edge] = (), updated: list[Memory] = (), vectors: np.ndarray | None = None) -> None:
         """Store one clip's memories, edges and touched entities, then the clip row that commits them.
 
         ``updated`` are memories of earlier clips this clip changed (reinforced or superseded); they
         keep their ids and vectors. Memories and edges left by an earlier attempt at this clip that
         died before its commit are dropped first: entity ids, and so memory texts, may differ on the
-        retry.
+        retry. ``vectors`` are the memories' text embeddings when the caller computed them already.
         """
+        if vectors is not None and len(vectors) != len(memories):
+            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories")
         self.memories.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self.edges.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self._wrote(list(memories) + list(updated))
         if memories:
-            vectors = self.embedder.embed([m.text for m in memories])
+            if vectors is None:
+                vectors = self.embedder.embed([m.text for m in memories])
             rows = [memory_row(m, v) for m, v in zip(memories, vectors)]
             (self.memories.merge_insert("memory_id").when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))

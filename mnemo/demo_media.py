@@ -23,12 +23,14 @@ CROPS = {"speaker90": (1, 217, 240), "speaker91": (1040, 217, 240)}  # Diane, Sh
 FACE_PX = 300
 
 
-def _background() -> np.ndarray:
-    y = np.linspace(70, 110, HEIGHT, dtype=np.float32)[:, None, None]
-    return np.broadcast_to(y, (HEIGHT, WIDTH, 3)).astype(np.uint8).copy()
+def background(width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
+    """A plain wall: a vertical grey gradient."""
+    y = np.linspace(70, 110, height, dtype=np.float32)[:, None, None]
+    return np.broadcast_to(y, (height, width, 3)).astype(np.uint8).copy()
 
 
-def _faces() -> dict[str, np.ndarray]:
+def speaker_faces() -> dict[str, np.ndarray]:
+    """The two speakers' faces (rttm speaker label -> RGB crop of FACE_PX), from the group photo."""
     import cv2
 
     img = cv2.imread(str(group_photo()))
@@ -39,10 +41,20 @@ def _faces() -> dict[str, np.ndarray]:
             for spk, (x, y, s) in CROPS.items()}
 
 
-def _frame(faces: dict[str, np.ndarray], visible: list[str]) -> np.ndarray:
-    frame = _background()
-    top = (HEIGHT - FACE_PX) // 2
-    slots = [(WIDTH - FACE_PX) // 2] if len(visible) == 1 else [10, WIDTH - FACE_PX - 10]
+def visible_at(turns: list, t: float) -> list[str]:
+    """Who the camera shows at ``t``: whoever spoke last until the next turn starts; nobody before
+    the first turn, and both after the call."""
+    if t >= max(x.end_s for x in turns):
+        return ["speaker90", "speaker91"]
+    started = [x for x in turns if x.start_s <= t]
+    return [max(started, key=lambda x: x.start_s).speaker] if started else []
+
+
+def face_frame(faces: dict[str, np.ndarray], visible: list[str], width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
+    """The wall with the visible speakers' faces: one centred, or two side by side."""
+    frame = background(width, height)
+    top = (height - FACE_PX) // 2
+    slots = [(width - FACE_PX) // 2] if len(visible) == 1 else [10, width - FACE_PX - 10]
     for spk, left in zip(visible, slots):
         frame[top:top + FACE_PX, left:left + FACE_PX] = faces[spk]
     return frame
@@ -59,18 +71,8 @@ def build_demo_recording(dest: Path | None = None) -> Path:
         return dest
     sample = pyannote_sample()
     turns = read_rttm(sample / "sample.rttm")
-    faces = _faces()
-    frames = []
-    call_end = max(t.end_s for t in turns)
-    for i in range(int(DURATION_S * FPS)):
-        t = i / FPS
-        if t >= call_end:
-            visible = ["speaker90", "speaker91"]
-        else:
-            started = [x for x in turns if x.start_s <= t]
-            # the camera stays on whoever spoke last until the next turn starts
-            visible = [max(started, key=lambda x: x.start_s).speaker] if started else []
-        frames.append(_frame(faces, visible))
+    faces = speaker_faces()
+    frames = [face_frame(faces, visible_at(turns, i / FPS)) for i in range(int(DURATION_S * FPS))]
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(".part.mp4")

@@ -15,14 +15,16 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from memorize.memorizer import Memorizer, clip_row
+from memorize.memorizer import ClipWrite, Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
@@ -41,6 +43,9 @@ class IngestReport:
     clips_new: int = 0
     clips_skipped: int = 0
     memories_new: int = 0
+    stage_s: dict[str, float] = field(default_factory=dict)  # perception stage -> seconds, summed over new clips
+    writer_s: float = 0.0  # memorizing and committing, the serial part, summed over new clips
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)  # process -> its peak resident memory
 
     @property
     def ok(self) -> bool:
@@ -122,16 +127,41 @@ def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations 
     return obs, time.perf_counter() - t0
 
 
+@dataclass
+class _Pending:
+    """A memorized clip waiting for its memories' text embeddings before it commits."""
+
+    job: ClipJob
+    obs: ClipObservations
+    written: ClipWrite
+    vectors: Future
+    observe_s: float
+    memorize_s: float
+
+
 class ClipWriter:
-    """Memorizes and commits observed clips in plan order (the caller keeps the order)."""
+    """Memorizes and commits observed clips in plan order (the caller keeps the order).
+
+    Memorizing is the serial part: identity and consolidation depend on every earlier clip. The
+    text embedding of a clip's memories is not: it runs on ``embed_pool`` (one thread by default)
+    while the next clip is memorized, and each clip commits, in order, once its vectors are ready.
+    The memorizer needs no earlier clip committed (it keeps what it wrote this run), so the store
+    is the one a fully serial writer gives. At most ``max_pending`` clips wait uncommitted; a crash
+    loses those, and a rerun redoes them.
+    """
 
     def __init__(self, store: Store, memorizer: Memorizer, report: IngestReport,
-                 progress: Callable[[str], None] = _stderr) -> None:
+                 progress: Callable[[str], None] = _stderr, embed_pool: Executor | None = None,
+                 max_pending: int = 2) -> None:
         self.store = store
         self.memorizer = memorizer
         self.report = report
         self.progress = progress
         self.failed_of: dict[str, int] = {}
+        self.max_pending = max(1, max_pending)
+        self._own_pool = embed_pool is None
+        self.embed_pool = embed_pool or ThreadPoolExecutor(1, thread_name_prefix="mnemo-embed")
+        self.pending: deque[_Pending] = deque()
 
     def failed(self, job: ClipJob, error: MediaError) -> None:
         self.report.clips_failed.append((job.path, error.reason))
@@ -139,17 +169,36 @@ class ClipWriter:
         self.progress(f"{job.label} skipped: {error}")
 
     def write(self, job: ClipJob, obs: ClipObservations, observe_s: float = 0.0) -> None:
+        """Memorize the clip now; it commits when its vectors are ready (here or in a later call)."""
         t0 = time.perf_counter()
         written = self.memorizer.memorize(obs)
+        # entities are the memorizer's live objects, changed again by later clips: commit this clip's state
+        written.entities = [replace(e, samples=list(e.samples)) for e in written.entities]
         if written.notes:
             obs = replace(obs, notes=obs.notes + tuple(written.notes))
+        texts = [m.text for m in written.memories]
+        vectors = self.embed_pool.submit(self.store.embedder.embed, texts)
+        memorize_s = time.perf_counter() - t0
+        self.report.writer_s += memorize_s
+        self.pending.append(_Pending(job, obs, written, vectors, observe_s, memorize_s))
+        while self.pending and (len(self.pending) > self.max_pending or self.pending[0].vectors.done()):
+            self._commit(self.pending.popleft())
+
+    def _commit(self, p: _Pending) -> None:
+        t0 = time.perf_counter()
+        vectors = p.vectors.result()  # waits only when embedding falls behind memorizing
+        written, obs, job = p.written, p.obs, p.job
         try:
-            self.store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
+            self.store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated,
+                                   vectors=vectors)
         except OSError as e:
             raise OSError(e.errno, f"writing clip {job.clip.index} of {job.path} to the store {self.store.uri} failed "
                           f"({e.strerror or e}); free space or fix permissions and run ingest again: "
                           "committed clips are kept and will be skipped") from e
-        write_s = time.perf_counter() - t0
+        commit_s = time.perf_counter() - t0
+        self.report.writer_s += commit_s
+        for stage, seconds in obs.timings_s.items():
+            self.report.stage_s[stage] = self.report.stage_s.get(stage, 0.0) + seconds
         self.report.clips_new += 1
         self.report.memories_new += len(written.memories)
         notes = f"; {job.path}: {'; '.join(obs.notes)}" if obs.notes else ""
@@ -157,17 +206,29 @@ class ClipWriter:
         self.progress(f"{job.label} {len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
                       f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
                       f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s), "
-                      f"{len(written.memories)} memories in {observe_s + write_s:.1f} s{notes}")
+                      f"{len(written.memories)} memories in {p.observe_s + p.memorize_s + commit_s:.1f} s{notes}")
+
+    def flush(self) -> None:
+        """Commit every memorized clip, in order."""
+        while self.pending:
+            self._commit(self.pending.popleft())
 
     def finish(self, planned: Plan) -> None:
-        """Per file: failed when none of its clips could be decoded; then the indexes are refreshed."""
-        for path, n in planned.clips_of.items():
-            if n and self.failed_of.get(path, 0) == n:
-                self.report.files_failed.append((path, "no clip could be decoded; the file may be truncated or corrupt"))
-            else:
-                self.report.files_ingested.append(path)
-        if self.report.clips_new:  # also after a failure: what was committed stays searchable by text
-            self.store.refresh_indexes()
+        """Commit what is memorized; per file: failed when none of its clips could be decoded;
+        then the indexes are refreshed."""
+        try:
+            self.flush()
+        finally:
+            self.pending.clear()
+            if self._own_pool:
+                self.embed_pool.shutdown(wait=True)
+            for path, n in planned.clips_of.items():
+                if n and self.failed_of.get(path, 0) == n:
+                    self.report.files_failed.append((path, "no clip could be decoded; the file may be truncated or corrupt"))
+                else:
+                    self.report.files_ingested.append(path)
+            if self.report.clips_new:  # also after a failure: what was committed stays searchable by text
+                self.store.refresh_indexes()
 
 
 def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObservations | MediaError, float]]) -> None:

@@ -38,9 +38,9 @@ def test_hash_text_embedder_is_deterministic_and_normalised():
 
 @pytest.mark.slow
 def test_dlib_finds_the_two_faces_of_the_demo_and_tells_them_apart(perceivers):
-    from mnemo.demo_media import CROPS, _faces, _frame
+    from mnemo.demo_media import CROPS, face_frame, speaker_faces
 
-    frame = _frame(_faces(), list(CROPS))
+    frame = face_frame(speaker_faces(), list(CROPS))
     found = perceivers.faces.analyze(frame)
     assert len(found) == 2
     assert all(min(box[2:]) >= 40 for box, _s, _e in found)

@@ -105,11 +105,11 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
     real_write = store.commit_clip
     calls = []
 
-    def write_then_fill_disk(clip, *args):
+    def write_then_fill_disk(clip, *args, **kwargs):
         calls.append(clip.clip_id)
         if len(calls) == 2:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(clip, *args)
+        return real_write(clip, *args, **kwargs)
 
     store.commit_clip = write_then_fill_disk
     with pytest.raises(OSError) as e:

@@ -1,0 +1,118 @@
+"""The speed bench's recording: five minutes of a day, made from the real media the project uses.
+
+- Sound: pyannote's ``sample.wav`` (Diane and Sheila on a call, 30 s) played ten times over.
+- Picture, 1280x720 at 10 fps, one scene per 30 s clip in turn:
+  - the call: the speaker's face (insightface's group photo) on screen while she talks, as in the demo;
+  - a film: opencv-doc's ``Megamind.avi`` (two animated characters, motion), looped;
+  - a screen: opencv-doc's application screenshots (``qtgui.png``, then ``eclipse_cdt_cfg7.png``
+    after 15 s), so on-screen text is read.
+
+It is built once with ffmpeg (H.264 + AAC) and cached beside the other fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from bench.fixtures import cache_dir, opencv_doc, pyannote_sample, read_rttm
+
+WIDTH, HEIGHT, FPS = 1280, 720, 10
+CLIPS = 10
+CLIP_S = 30.0
+SCENES = ("call", "film", "screen")
+RECORDED_AT = "2026-11-21T09:00:00Z"
+
+
+def _centred(image: np.ndarray) -> np.ndarray:
+    """``image`` (RGB) scaled to fit and centred on a dark 1280x720 canvas."""
+    import cv2
+
+    h, w = image.shape[:2]
+    scale = min(WIDTH / w, HEIGHT / h, 1.0 if w <= WIDTH and h <= HEIGHT else 10.0)
+    if scale != 1.0:
+        image = cv2.resize(image, (int(w * scale), int(h * scale)), interpolation=cv2.INTER_AREA)
+        h, w = image.shape[:2]
+    canvas = np.full((HEIGHT, WIDTH, 3), 24, dtype=np.uint8)
+    top, left = (HEIGHT - h) // 2, (WIDTH - w) // 2
+    canvas[top:top + h, left:left + w] = image
+    return canvas
+
+
+def _film_frames(path: Path) -> list[np.ndarray]:
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, bgr = cap.read()
+        if not ok:
+            break
+        frames.append(_centred(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+    cap.release()
+    if not frames:
+        raise RuntimeError(f"cannot decode {path}")
+    return frames
+
+
+def _frames() -> Iterator[np.ndarray]:
+    import cv2
+
+    from mnemo.demo_media import face_frame, speaker_faces, visible_at
+
+    docs = opencv_doc()
+    turns = read_rttm(pyannote_sample() / "sample.rttm")
+    faces = speaker_faces()
+    film = _film_frames(docs / "Megamind.avi")
+    film_fps = 23.976
+    screens = [_centred(cv2.cvtColor(cv2.imread(str(docs / name)), cv2.COLOR_BGR2RGB))
+               for name in ("qtgui.png", "eclipse_cdt_cfg7.png")]
+    calls: dict[tuple[str, ...], np.ndarray] = {}
+    for i in range(int(CLIPS * CLIP_S * FPS)):
+        t = i / FPS
+        scene = SCENES[int(t // CLIP_S) % len(SCENES)]
+        in_clip = t % CLIP_S
+        if scene == "call":
+            visible = tuple(visible_at(turns, in_clip))
+            if visible not in calls:
+                calls[visible] = face_frame(faces, list(visible), WIDTH, HEIGHT)
+            yield calls[visible]
+        elif scene == "film":
+            yield film[int(in_clip * film_fps) % len(film)]
+        else:
+            yield screens[0 if in_clip < CLIP_S / 2 else 1]
+
+
+def build_speed_recording(dest: Path | None = None) -> Path:
+    """Write (once) and return the bench recording."""
+    import ffmpeg
+
+    from perception.sources.media import ffmpeg_exe
+
+    dest = dest or cache_dir() / "speed" / f"lifelog-{CLIPS * CLIP_S / 60:g}min.mp4"
+    if dest.is_file():
+        return dest
+    wav = pyannote_sample() / "sample.wav"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_suffix(".part.mp4")
+    video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS)
+    audio = ffmpeg.input(str(wav), stream_loop=-1).audio
+    proc = (
+        ffmpeg.output(video, audio, str(part), t=CLIPS * CLIP_S, vcodec="libx264", preset="veryfast", pix_fmt="yuv420p",
+                      acodec="aac", ar=16000, movflags="+faststart", **{"metadata": f"creation_time={RECORDED_AT}"})
+        .global_args("-nostdin", "-loglevel", "error")
+        .overwrite_output()
+        .run_async(cmd=ffmpeg_exe(), pipe_stdin=True)
+    )
+    try:
+        for frame in _frames():
+            proc.stdin.write(frame.tobytes())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    if proc.wait() != 0:
+        raise RuntimeError(f"ffmpeg could not write {part}")
+    part.replace(dest)
+    return dest
