@@ -48,13 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "store", "locomo"],
+    bench.add_argument("name", choices=["perception", "store", "locomo", "speed"],
                        help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
-                            "locomo: evidence recall of retrieval on LoCoMo conversations")
+                            "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
+                            "5-minute recording, sequential and on Ray, against ASR alone")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
     bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
     bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format")
+    bench.add_argument("--workers", type=int, help="speed: Ray perception workers (default: one per CPU)")
     bench.add_argument("--baselines", action="store_true",
                        help="locomo: also score BM25, dense (MiniLM) and their fusion over the same turns")
     return p
@@ -145,6 +147,15 @@ def cmd_bench(args, cfg) -> int:
                                  baselines_embedder=dense if args.baselines else None,
                                  workdir=Path(tmp) / "baselines")
         print(locomo.format_report(figures))
+    elif args.name == "speed":
+        import tempfile
+
+        from bench import speed
+
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-speed-") as tmp:
+            figures = speed.run(cfg, Path(tmp), args.workers, progress=progress)
+        print(speed.format_report(figures))
+        figures = speed.summary(figures)
     elif args.name == "store":
         import tempfile
 

@@ -18,8 +18,11 @@ class PerceptionConfig(BaseModel):
     clip_s: float = Field(30.0, gt=0, description="clip length in seconds")
     frame_fps: float = Field(1.0, gt=0, le=30, description="frames sampled per second")
     duplicate_max_diff: float = Field(3.0, ge=0, description="mean grey-level change under which a frame "
-                                      "repeats the previous one and is skipped for tags/OCR/captions; 0 keeps all")
+                                      "repeats the previous one: its faces are the previous one's and it is skipped "
+                                      "for tags/OCR/captions; 0 keeps all")
     device: str = "auto"
+    threads: int = Field(0, ge=0, description="CPU threads per model library (torch, CTranslate2, ONNX Runtime); "
+                         "0: the CPUs this process may use. A Ray worker gets its share of CPUs")
     asr_model: str = "tiny.en"  # packaged: "tiny.en" (English), "base" (multilingual); or a name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"

@@ -33,6 +33,22 @@ def chat_client(cfg: LLMConfig) -> ChatClient:
                       key_name=f"the key in ${cfg.api_key_env}", max_wait_s=cfg.max_wait_s)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, e.g. a container's cpuset), not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def set_torch_threads(threads: int) -> None:
+    """torch's intra-op threads (speaker, image and text models) for this process."""
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False) -> Perceivers:
     """The perception backends; ``keep_images`` keeps frames and face crops for an LLM writer."""
     faces = faces_backend_name(cfg)
@@ -51,12 +67,15 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         captioner = build("caption", "vlm", client=chat_client(llm or LLMConfig()))
     cluster_distance = (cfg.face_cluster_distance_insightface if faces == "insightface"
                         else cfg.face_cluster_distance_dlib)
+    threads = cfg.threads or usable_cpus()
+    set_torch_threads(threads)
     return Perceivers(
-        asr=build("asr", "faster-whisper", model=cfg.asr_model, device=cfg.device, compute_type=cfg.asr_compute_type),
+        asr=build("asr", "faster-whisper", model=cfg.asr_model, device=cfg.device, compute_type=cfg.asr_compute_type,
+                  cpu_threads=threads),
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device),
         faces=build("faces", faces, **face_kwargs),
         image=image,
-        ocr=build("ocr", cfg.ocr_backend) if cfg.ocr_backend != "none" else None,
+        ocr=build("ocr", cfg.ocr_backend, threads=threads) if cfg.ocr_backend != "none" else None,
         captioner=captioner,
         frame_fps=cfg.frame_fps,
         diarize_max_distance=cfg.diarize_max_distance,

@@ -113,11 +113,12 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
         log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
     timings["speech_s"] = time.perf_counter() - t0
 
+    keep = distinct_frames(frames, p.duplicate_max_diff)
     faces: list[FaceObservation] = []
     t0 = time.perf_counter()
-    try:
+    try:  # a repeated frame repeats its faces: only the distinct frames are analysed
         faces, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy,
-                                      keep_crops=p.keep_images_px > 0)
+                                      keep_crops=p.keep_images_px > 0, analyzed=keep)
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")
     except stage_errors() as e:
@@ -125,7 +126,6 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
         log.warning("%s clip %d: faces failed: %s", clip.source.path, clip.index, e)
     timings["faces_s"] = time.perf_counter() - t0
 
-    keep = distinct_frames(frames, p.duplicate_max_diff)
     distinct = [frames[i] for i in keep]
     distinct_times = [times[i] for i in keep]
     frame_obs = _frames(distinct, distinct_times, p, notes, timings)

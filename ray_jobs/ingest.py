@@ -35,12 +35,11 @@ class Perceive:
 
     def __init__(self, perception: PerceptionConfig, llm: LLMConfig | None, keep_images: bool, threads: int) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import torch
-
         from mnemo.wiring import build_perceivers
 
-        torch.set_num_threads(threads)
-        self.perceivers = build_perceivers(perception, llm, keep_images=keep_images)
+        # every library's threads matched to the CPUs Ray gave this actor, so workers do not oversubscribe
+        self.perceivers = build_perceivers(perception.model_copy(update={"threads": threads}), llm,
+                                           keep_images=keep_images)
 
     def __call__(self, batch: dict) -> dict:
         seqs, results, seconds = [], [], []
@@ -49,7 +48,16 @@ class Perceive:
             seqs.append(int(seq))
             results.append(pickle.dumps(result))  # a MediaError too: a broken clip is a row, not a gap
             seconds.append(took)
-        return {"seq": seqs, "result": results, "seconds": seconds}
+        n = len(seqs)
+        return {"seq": seqs, "result": results, "seconds": seconds, "worker": [f"{os.uname().nodename}:{os.getpid()}"] * n,
+                "rss_mb": [peak_rss_mb()] * n}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def connect(address: str | None, workers: int | None) -> int:
@@ -89,10 +97,16 @@ def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, pol
                                  fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
                                  num_cpus=cpus, num_gpus=gpus_per_worker or None,
                                  max_restarts=3, max_task_retries=3))
-            jobs = planned.jobs
-            pairs = ((int(r["seq"]), r) for r in rows.iter_rows())
-            write_in_order(writer, ((jobs[r["seq"]], pickle.loads(r["result"]), float(r["seconds"]))
-                                    for r in in_order(pairs)))
+            write_in_order(writer, _results(planned.jobs, rows, report))
     finally:
         writer.finish(planned)
+        report.peak_rss_mb["driver"] = peak_rss_mb()
     return report
+
+
+def _results(jobs: list, rows, report: IngestReport):
+    """(job, observations or error, seconds) in sequence order; each worker's peak memory noted."""
+    for r in in_order((int(r["seq"]), r) for r in rows.iter_rows()):
+        worker = f"perception worker {r['worker']}"
+        report.peak_rss_mb[worker] = max(report.peak_rss_mb.get(worker, 0.0), float(r["rss_mb"]))
+        yield jobs[r["seq"]], pickle.loads(r["result"]), float(r["seconds"])

@@ -15,8 +15,12 @@ class DlibFaces:
     dim = 128
 
     def __init__(self, upsample: int = 1, min_face_px: int = 40, min_score: float = 0.3,
-                 jitter: int = 0) -> None:
+                 jitter: int = 0, detect_max_side: int = 640) -> None:
         self.upsample = upsample
+        # the HOG detector runs on the frame scaled to this long side (its cost grows with the pixels;
+        # 640 against 960 measured 0.12 against 0.21 s a frame); landmarks and embeddings use the full
+        # frame. With upsample 1 the smallest face found is 40 px at this size (60 px on a 960 px frame)
+        self.detect_max_side = detect_max_side
         self.min_face_px = min_face_px
         self.min_score = min_score
         self.jitter = jitter
@@ -34,8 +38,20 @@ class DlibFaces:
 
     def analyze(self, frame_rgb: np.ndarray) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
         detector, shape_predictor, recognizer = self._load()
+        import dlib
+
         frame = np.ascontiguousarray(frame_rgb)
-        rects, scores, _ = detector.run(frame, self.upsample, 0.0)
+        scale = min(1.0, self.detect_max_side / max(frame.shape[:2])) if self.detect_max_side else 1.0
+        if scale < 1.0:
+            import cv2
+
+            small = cv2.resize(frame, (round(frame.shape[1] * scale), round(frame.shape[0] * scale)),
+                               interpolation=cv2.INTER_AREA)
+            rects, scores, _ = detector.run(small, self.upsample, 0.0)
+            rects = [dlib.rectangle(round(r.left() / scale), round(r.top() / scale), round(r.right() / scale),
+                                    round(r.bottom() / scale)) for r in rects]
+        else:
+            rects, scores, _ = detector.run(frame, self.upsample, 0.0)
         faces = []
         for rect, score in zip(rects, scores):
             w, h = rect.width(), rect.height()

@@ -47,20 +47,30 @@ def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int 
 
 
 def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], analyzer: FaceAnalyzer,
-                 policy: FacePolicy, keep_crops: bool = False) -> tuple[list[FaceObservation], int]:
+                 policy: FacePolicy, keep_crops: bool = False,
+                 analyzed: list[int] | None = None) -> tuple[list[FaceObservation], int]:
     """Usable faces with a clip-local ``person`` label, and how many detections were dropped.
-    ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
+
+    ``analyzed`` are the frames to run the analyzer on (default: all); any other frame repeats the
+    last analyzed one before it (a near-duplicate, ``distinct_frames``) and gets its faces at its
+    own time without detecting and embedding them again. ``keep_crops`` keeps a small JPEG of each
+    face (for an LLM memory writer)."""
+    todo = set(range(len(frames)) if analyzed is None else analyzed)
     kept: list[FaceObservation] = []
     frame_of: list[int] = []
     dropped = 0
+    found: list[tuple[tuple[int, int, int, int], float, np.ndarray, float]] = []  # of the last analyzed frame
     for i, (frame, t) in enumerate(zip(frames, times_s)):
-        for j, (box, score, emb) in enumerate(analyzer.analyze(frame)):
-            sharp = sharpness(frame, box)
-            if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
-                dropped += 1
-                continue
-            box = tuple(int(v) for v in box)
-            kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, box, float(score), emb, sharp,
+        if i in todo or i == 0:
+            found = []
+            for box, score, emb in analyzer.analyze(frame):
+                sharp = sharpness(frame, box)
+                if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
+                    dropped += 1
+                    continue
+                found.append((tuple(int(v) for v in box), float(score), emb, sharp))
+        for j, (box, score, emb, sharp) in enumerate(found):
+            kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, box, score, emb, sharp,
                                         crop_jpeg=_crop(frame, box) if keep_crops else b""))
             frame_of.append(i)
     if not kept:

@@ -11,6 +11,7 @@ import logging
 
 import numpy as np
 
+from perception.ocr.base import TextBoxes
 from perception.records import TextLine
 from perception.ocr.spacing import restore_spacing
 from perception.weights import packaged_file
@@ -22,8 +23,10 @@ _MODELS = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infer.on
 class RapidOCRReader:
     name = "rapidocr"
 
-    def __init__(self, min_confidence: float = 0.5, threads: int = 0, restore_spaces: bool = True) -> None:
+    def __init__(self, min_confidence: float = 0.5, threads: int = 0, restore_spaces: bool = True,
+                 use_cls: bool = True) -> None:
         self.min_confidence = min_confidence
+        self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines); measured ~3% of OCR time
         self.threads = threads  # 0: let ONNX Runtime decide
         self.restore_spaces = restore_spaces
         self._engine = None
@@ -41,26 +44,39 @@ class RapidOCRReader:
             logging.getLogger("RapidOCR").propagate = True
         return self._engine
 
-    def text_fraction(self, frame_rgb: np.ndarray) -> float:
-        """Fraction of the frame covered by detected text boxes (detection only, no recognition)."""
-        boxes, _ = self._load()(np.ascontiguousarray(frame_rgb[:, :, ::-1]), use_cls=False, use_rec=False)
-        if not boxes:
-            return 0.0
-        h, w = frame_rgb.shape[:2]
-        area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in map(_bounds, boxes))
-        return float(min(1.0, area / float(h * w)))
+    def detect(self, frame_rgb: np.ndarray) -> TextBoxes:
+        """RapidOCR's detection steps (resize, letterbox, DBNet, box order), kept for ``read``."""
+        engine = self._load()
+        image = np.ascontiguousarray(frame_rgb[:, :, ::-1])  # RapidOCR takes BGR
+        raw_h, raw_w = image.shape[:2]
+        resized, ratio_h, ratio_w = engine.preprocess(image)
+        resized, record = engine.maybe_add_letterbox(resized, {"preprocess": {"ratio_h": ratio_h, "ratio_w": ratio_w}})
+        found, _ = engine.auto_text_det(resized)
+        if found is None:
+            return TextBoxes(0.0)
+        quads = engine._get_origin_points(found, record, raw_h, raw_w)  # in the frame's pixels
+        area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in map(_bounds, quads))
+        return TextBoxes(float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads))
 
-    def read(self, frame_rgb: np.ndarray) -> list[TextLine]:
-        result, _ = self._load()(np.ascontiguousarray(frame_rgb[:, :, ::-1]))  # RapidOCR takes BGR
+    def read(self, frame_rgb: np.ndarray, boxes: TextBoxes | None = None) -> list[TextLine]:
+        boxes = boxes if boxes is not None else self.detect(frame_rgb)
+        if boxes.detection is None:
+            return []
+        engine = self._load()
+        resized, found, quads = boxes.detection
+        crops = engine.get_crop_img_list(resized, found)
+        if self.use_cls:
+            crops, _, _ = engine.text_cls(crops)
+        recognized, _ = engine.text_rec(crops, False)
         lines = []
-        for box, text, conf in result or []:
+        for quad, (text, conf, *_rest) in zip(quads, recognized):
             conf = float(conf)
             text = text.strip()
             if not text or conf < self.min_confidence:
                 continue
             if self.restore_spaces:
                 text = restore_spacing(text)
-            lines.append(TextLine(text, _bounds(box), round(conf, 4)))
+            lines.append(TextLine(text, _bounds(quad), round(conf, 4)))
         lines.sort(key=lambda ln: (ln.box_xyxy[1] // 10, ln.box_xyxy[0]))
         return lines
 

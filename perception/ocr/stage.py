@@ -24,8 +24,10 @@ def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader,
             continue
         last_t = times_s[i]
         try:
-            if min_text_fraction <= 0 or ocr.text_fraction(frame) >= min_text_fraction:
+            if min_text_fraction <= 0:
                 texts[i] = tuple(ocr.read(frame))
+            elif (boxes := ocr.detect(frame)).fraction >= min_text_fraction:
+                texts[i] = tuple(ocr.read(frame, boxes))  # the gate's detection, not a second one
         except (RuntimeError, ValueError) as e:
             notes.append(f"OCR failed on the frame at {times_s[i]:.1f} s: {e}")
             log.warning("OCR failed on the frame at %.1f s: %s", times_s[i], e)
