@@ -77,8 +77,9 @@ def connect(address: str | None, workers: int | None) -> int:
 def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, policies: tuple[MatchPolicy, MatchPolicy],
                clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = _stderr,
                llm: LLMConfig | None = None, llm_writer: LLMWriter | None = None, workers: int | None = None,
-               address: str | None = None, gpus_per_worker: float = 0.0) -> IngestReport:
-    """Ingest as ``mnemo.pipeline.ingest`` does, with perception on ``workers`` Ray actors."""
+               address: str | None = None, gpus_per_worker: float = 0.0, actor: type = None) -> IngestReport:
+    """Ingest as ``mnemo.pipeline.ingest`` does, with perception on ``workers`` Ray actors of class
+    ``actor`` (default ``Perceive``; the fault tests pass one that dies)."""
     import ray
     import ray.data
 
@@ -93,7 +94,7 @@ def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, pol
             ray.data.DataContext.get_current().enable_progress_bars = False
             items = [{"seq": job.seq, "job": pickle.dumps(job)} for job in planned.jobs]
             rows = (ray.data.from_items(items, override_num_blocks=len(items))
-                    .map_batches(Perceive, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n),
+                    .map_batches(actor or Perceive, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n),
                                  fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
                                  num_cpus=cpus, num_gpus=gpus_per_worker or None,
                                  max_restarts=3, max_task_retries=3))

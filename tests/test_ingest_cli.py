@@ -123,3 +123,36 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
     report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert (report.clips_new, report.clips_skipped) == (1, 1)
     assert store.count()["clips"] == 2
+
+
+def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(tmp_path, demo_recording, demo_store,
+                                                                        perceivers, policies):
+    """SIGKILL, no cleanup: the rerun skips the committed clip, ingests the rest, duplicates nothing."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from embeddings.base import build_text_embedder
+    from graph.compare import differences
+    from graph.store import Store
+    from mnemo.pipeline import ingest
+
+    env = dict(os.environ, MNEMO_GRAPH__TEXT_EMBEDDER="minilm", MNEMO_PERCEPTION__FACES_BACKEND="dlib",
+               HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen([sys.executable, "-m", "mnemo", "ingest", str(demo_recording), "--store",
+                             str(tmp_path / "store")], stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "clip 1/2" in line and "memories in" in line:  # printed once clip 1 is committed
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "".join(seen[-5:])
+
+    store = Store(tmp_path / "store", build_text_embedder("minilm"))
+    assert store.count()["clips"] == 1
+    report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
+    assert (report.clips_new, report.clips_skipped) == (1, 1)
+    assert differences(store, demo_store) == []

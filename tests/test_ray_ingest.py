@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from functools import partialmethod
 
 import pytest
 
@@ -43,3 +45,41 @@ def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(local_ray
     again = ingest_ray([str(demo_recording)], store, PerceptionConfig(faces_backend="dlib"), policies, workers=2,
                        progress=lines.append)
     assert again.clips_new == 0 and again.clips_skipped == 2 and table_rows(store) == ray_rows
+
+
+class DyingPerceive:
+    """``Perceive`` whose process exits in the middle of the clip numbered ``die_on``, the first
+    time any worker reaches it (a marker file remembers across processes)."""
+
+    def __init__(self, marker: str, die_on: int, *args) -> None:
+        from ray_jobs.ingest import Perceive
+
+        self.inner = Perceive(*args)
+        self.marker, self.die_on = marker, die_on
+
+    def __call__(self, batch: dict) -> dict:
+        if self.die_on in [int(s) for s in batch["seq"]] and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)  # no cleanup, as a kill or an out-of-memory end
+        return self.inner(batch)
+
+
+def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(local_ray, tmp_path, demo_recording,
+                                                                               demo_store, policies):
+    from embeddings.base import build_text_embedder
+    from graph.compare import differences
+    from graph.store import Store
+    from mnemo.config import PerceptionConfig
+    from ray import cloudpickle
+    from ray_jobs.ingest import ingest_ray
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    marker = tmp_path / "died"
+    dying = type("DyingPerceiveHere", (DyingPerceive,), {"__init__": partialmethod(DyingPerceive.__init__,
+                                                                                       str(marker), 1)})
+    store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
+    report = ingest_ray([str(demo_recording)], store, PerceptionConfig(faces_backend="dlib"), policies, workers=2,
+                        progress=lambda _m: None, actor=dying)
+    assert marker.exists()  # a worker did die in the second clip
+    assert report.clips_new == 2 and not report.clips_failed
+    assert differences(store, demo_store) == []
