@@ -77,7 +77,7 @@ def connect(address: str | None, workers: int | None) -> int:
 def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, policies: tuple[MatchPolicy, MatchPolicy],
                clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = _stderr,
                llm: LLMConfig | None = None, llm_writer: LLMWriter | None = None, workers: int | None = None,
-               address: str | None = None, gpus_per_worker: float = 0.0, actor: type = None) -> IngestReport:
+               address: str | None = None, gpus_per_worker: float = 0.0, actor: type | None = None) -> IngestReport:
     """Ingest as ``mnemo.pipeline.ingest`` does, with perception on ``workers`` Ray actors of class
     ``actor`` (default ``Perceive``; the fault tests pass one that dies)."""
     import ray
