@@ -125,3 +125,8 @@ def recall_at_k(ranked_turns: Sequence[str], evidence: Sequence[str], k: int) ->
         raise ValueError("recall needs at least one evidence turn")
     top = list(dict.fromkeys(ranked_turns))[:k]
     return len(set(top) & set(evidence)) / len(set(evidence))
+
+
+def meets(value, op: str, bound) -> bool:
+    """Whether a bench figure meets its target ``op bound`` (``<=``, ``>=`` or ``==``)."""
+    return value <= bound if op == "<=" else value >= bound if op == ">=" else value == bound

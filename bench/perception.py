@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.fixtures import opencv_doc, pyannote_sample, read_rttm, read_stm
-from bench.metrics import cluster_purity, diarization_error_rate, line_cer, speaker_attribution, word_error_rate
+from bench.metrics import cluster_purity, diarization_error_rate, line_cer, meets, speaker_attribution, word_error_rate
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.writer_offline import offline_memories
 from perception.sources.frames import read_image
@@ -44,9 +44,7 @@ class PerceptionReport:
     details: list[str] = field(default_factory=list)
 
     def meets(self, name: str) -> bool:
-        op, bound = TARGETS[name]
-        v = self.figures[name]
-        return v <= bound if op == "<=" else v >= bound if op == ">=" else v == bound
+        return meets(self.figures[name], *TARGETS[name])
 
 
 def _labels(name: str) -> dict:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.metrics import meets
 from bench.speed_media import build_speed_recording
 from graph.compare import differences
 from graph.store import Store
@@ -115,12 +116,6 @@ def summary(f: dict) -> dict:
     return {k: (round(f[k], 3) if isinstance(f[k], float) else f[k]) for k in keys}
 
 
-def meets(f: dict, name: str) -> bool:
-    op, bound = TARGETS[name]
-    v = f[name]
-    return v >= bound if op == ">=" else v <= bound if op == "<=" else v == bound
-
-
 def format_report(f: dict) -> str:
     lines = [f"recording: {f['recording']} ({f['recording_s']:.0f} s, {f['clips']} clips of 30 s), "
              f"{f['cpus']} CPU(s)", "",
@@ -141,5 +136,5 @@ def format_report(f: dict) -> str:
     for name, (op, bound) in TARGETS.items():
         v = f[name]
         shown = f"{v:.3f}" if isinstance(v, float) else str(v)
-        lines.append(f"{name:22} {shown:>8}  {op} {bound}  {'ok' if meets(f, name) else 'MISSED'}")
+        lines.append(f"{name:22} {shown:>8}  {op} {bound}  {'ok' if meets(v, op, bound) else 'MISSED'}")
     return "\n".join(lines)
