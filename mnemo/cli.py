@@ -47,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="offline demo on real media: build, ingest, ask")
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
 
+    from mnemo.capture_cli import add_parsers
+
+    add_parsers(sub)
+
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
     bench.add_argument("name", choices=["perception", "store", "locomo", "speed"],
                        help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
@@ -193,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_ask(args, cfg)
         if args.command == "bench":
             return cmd_bench(args, cfg)
+        if args.command in ("capture", "watch"):
+            from mnemo.capture_cli import cmd_capture, cmd_watch
+
+            return (cmd_capture if args.command == "capture" else cmd_watch)(args, cfg)
         from mnemo.demo import run_demo
 
         return run_demo(cfg, args.store)

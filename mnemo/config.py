@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from perception.capture.config import CaptureConfig
+
 
 class PerceptionConfig(BaseModel):
     clip_s: float = Field(30.0, gt=0, description="clip length in seconds")
@@ -98,6 +100,7 @@ class MnemoConfig(BaseSettings):
     graph: GraphConfig = GraphConfig()
     llm: LLMConfig = LLMConfig()
     control: ControlConfig = ControlConfig()
+    capture: CaptureConfig = CaptureConfig()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -75,9 +75,12 @@ def _stderr(msg: str) -> None:
 
 
 def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime | None = None,
-         progress: Callable[[str], None] = _stderr, report: IngestReport | None = None) -> Plan:
+         progress: Callable[[str], None] = _stderr, report: IngestReport | None = None,
+         screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> Plan:
     """The clips still to ingest, numbered in memorizing order. Unreadable files go to
-    ``report.files_failed`` and committed clips to ``report.clips_skipped``."""
+    ``report.files_failed`` and committed clips to ``report.clips_skipped``. For live capture:
+    screenshot clips still open at ``screens_closed_before`` wait, and those that started before
+    ``screens_since`` are not looked at."""
     report = report if report is not None else IngestReport()
     files = list(expand_paths(paths))
     folders = folders_with_screenshots(paths)
@@ -106,7 +109,7 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
         for clip in clips:
             add(path, clip, f"  {path.name} clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]")
     for n, folder in enumerate(folders, start=len(files) + 1):
-        screen_clips = plan_screen_clips(folder, clip_s)
+        screen_clips = plan_screen_clips(folder, clip_s, screens_closed_before, screens_since)
         clips_of[str(folder)] = len(screen_clips)
         progress(f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} screenshot(s) in "
                  f"{len(screen_clips)} clip(s) of {clip_s:g} s")
@@ -242,11 +245,12 @@ def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObse
 
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
            clip_s: float = 30.0, start: datetime | None = None,
-           progress: Callable[[str], None] = _stderr, llm_writer: LLMWriter | None = None) -> IngestReport:
+           progress: Callable[[str], None] = _stderr, llm_writer: LLMWriter | None = None,
+           screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process."""
     report = IngestReport()
-    planned = plan(paths, store, clip_s, start, progress, report)
+    planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
     writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer), report, progress)
 
     try:

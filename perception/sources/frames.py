@@ -12,6 +12,7 @@ import numpy as np
 
 from perception.errors import MediaError
 
+ENCRYPTED_SUFFIX = ".enc"  # an image encrypted at rest by the capture daemon: <name>.jpg.enc
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"}
 
 
@@ -46,6 +47,13 @@ def to_rgb8(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.clip(f * 255.0 + 0.5, 0, 255).astype(np.uint8))
 
 
+def is_image_file(path: Path) -> bool:
+    """An image by its suffix, or an encrypted one (``x.jpg.enc``)."""
+    suffixes = [s.lower() for s in path.suffixes[-2:]]
+    return bool(suffixes) and (suffixes[-1] in IMAGE_SUFFIXES
+                               or (suffixes[-1] == ENCRYPTED_SUFFIX and len(suffixes) == 2 and suffixes[0] in IMAGE_SUFFIXES))
+
+
 def read_image(path: str | Path) -> np.ndarray:
     """An image file as RGB uint8; ``MediaError`` naming the file when it cannot be read."""
     import cv2
@@ -55,6 +63,13 @@ def read_image(path: str | Path) -> np.ndarray:
         data = np.fromfile(path, dtype=np.uint8)
     except OSError as e:
         raise MediaError(path, f"cannot read the file ({e.strerror or e}); check that it exists and is readable") from e
+    if path.suffix == ENCRYPTED_SUFFIX:  # written by `mnemo capture` with encryption at rest
+        from perception.capture.crypto import CaptureKeyError, decrypt_file
+
+        try:
+            data = np.frombuffer(decrypt_file(path), dtype=np.uint8)
+        except (CaptureKeyError, ValueError) as e:
+            raise MediaError(path, f"cannot decrypt the screenshot: {e}") from e
     image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
     if image is None:
         raise MediaError(path, "not a readable image (empty, truncated or an unsupported format); "

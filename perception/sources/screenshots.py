@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from perception.sources.frames import IMAGE_SUFFIXES
+from perception.sources.frames import is_image_file
 from perception.records import Clip, SourceInfo
 from perception.sources.media import file_sha256
 
@@ -76,7 +76,7 @@ def scan(folder: Path) -> list[Screenshot]:
     """The folder's screenshots (not recursive), in capture order."""
     shots = []
     for path in sorted(folder.iterdir()):
-        if path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES:
+        if path.is_file() and is_image_file(path) and not path.name.startswith("."):
             meta = _sidecar(path)
             when, origin = _when(path, meta)
             shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", ""))))
@@ -90,16 +90,24 @@ def folders_with_screenshots(paths: list[str]) -> list[Path]:
         p = Path(raw)
         if p.is_dir():
             for d in [p, *sorted(x for x in p.rglob("*") if x.is_dir())]:
-                if any(c.is_file() and c.suffix.lower() in IMAGE_SUFFIXES for c in d.iterdir()):
+                if any(c.is_file() and is_image_file(c) for c in d.iterdir()):
                     out.append(d)
     return out
 
 
-def plan_screen_clips(folder: Path, clip_s: float = 30.0) -> list[ScreenClip]:
-    """One clip per ``clip_s`` window that holds screenshots; unreadable files are left to decoding."""
+def plan_screen_clips(folder: Path, clip_s: float = 30.0, closed_before: datetime | None = None,
+                      since: datetime | None = None) -> list[ScreenClip]:
+    """One clip per ``clip_s`` window that holds screenshots; unreadable files are left to decoding.
+    With ``closed_before`` (a folder still being captured), only windows that ended by then: a
+    window that gains a screenshot later would become a second clip. With ``since``, only windows
+    that start then or later (a watcher that already looked at the earlier ones)."""
     windows: dict[int, list[Screenshot]] = {}
     for shot in scan(folder):
         windows.setdefault(int(shot.captured_at.timestamp() // clip_s), []).append(shot)
+    if closed_before is not None:
+        windows = {i: s for i, s in windows.items() if (i + 1) * clip_s <= closed_before.timestamp()}
+    if since is not None:
+        windows = {i: s for i, s in windows.items() if i * clip_s >= since.timestamp()}
     clips = []
     for index, shots in sorted(windows.items()):
         start = datetime.fromtimestamp(index * clip_s, tz=shots[0].captured_at.tzinfo or timezone.utc)

@@ -1,0 +1,177 @@
+"""``mnemo capture`` and ``mnemo watch``: the screenshot daemon, its control commands, and live
+ingestion of what it captures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger("mnemo")
+
+ACTIONS = ("start", "pause", "resume", "status", "stop", "keygen")
+
+
+def parse_duration(value: str) -> float:
+    """``90``, ``90s``, ``15m``, ``2h`` → seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", value)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a duration; write e.g. 90s, 15m or 2h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def add_parsers(sub) -> None:
+    cap = sub.add_parser("capture", help="X11 screenshot daemon: private by construction, searchable within a minute")
+    cap.add_argument("action", nargs="?", default="start", choices=ACTIONS,
+                     help="start (default) runs the daemon in the foreground; pause/resume/status/stop talk to a "
+                          "running one; keygen writes a key for --encrypt")
+    cap.add_argument("--out", help="where screenshots go (default: [capture] out, ~/.local/share/mnemo/screens)")
+    cap.add_argument("--interval", type=float, help="seconds between grabs while active (default 2)")
+    cap.add_argument("--duration", type=parse_duration, help="stop after this long (e.g. 90s, 15m); default: run until stopped")
+    cap.add_argument("--exclude-class", action="append", default=[], metavar="CLS",
+                     help="never store a window of this WM_CLASS (repeatable)")
+    cap.add_argument("--exclude-title", action="append", default=[], metavar="REGEX",
+                     help="never store a window whose title matches (repeatable, case-insensitive)")
+    cap.add_argument("--ingest", action="store_true", help="ingest each 30 s clip into --store once it closes")
+    cap.add_argument("--store", help="--ingest: store directory (default: graph.store, ./mnemo-data)")
+    cap.add_argument("--encrypt", action="store_true", help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)")
+    cap.add_argument("--budget-mb", type=float, help="keep at most this many MB of screenshots (oldest deleted first)")
+    cap.add_argument("--for", dest="for_", type=parse_duration, help="pause: resume by itself after this long (e.g. 15m)")
+    cap.add_argument("--json", action="store_true", help="status: print the daemon's status as JSON")
+
+    w = sub.add_parser("watch", help="ingest a capture folder's 30 s screenshot clips as they close")
+    w.add_argument("folder")
+    w.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    w.add_argument("--duration", type=parse_duration, help="stop after this long; default: until interrupted")
+    w.add_argument("--poll", type=float, help="seconds between looks at the folder (default: [capture] ingest_poll_s)")
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+
+def cmd_watch(args, cfg) -> int:
+    from mnemo.watch import watch
+    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
+
+    store = open_store(cfg.graph, args.store)
+    perceivers = build_perceivers(cfg.perception, cfg.llm)
+    policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    print(f"watch: ingesting closed clips of {args.folder} into {store.uri}", flush=True)
+    report = watch(args.folder, store, perceivers, policies, clip_s=cfg.perception.clip_s,
+                   poll_s=args.poll or cfg.capture.ingest_poll_s, duration_s=args.duration, stop=stop,
+                   say=lambda s: print(s, flush=True))
+    print(f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} poll(s)")
+    return 0
+
+
+def _client(args) -> int:
+    from perception.capture.control import DaemonNotRunning, request
+
+    msg = {"cmd": args.action}
+    if args.action == "pause" and args.for_:
+        msg["for_s"] = args.for_
+    try:
+        reply = request(msg)
+    except DaemonNotRunning as e:
+        if args.action == "status":
+            print("not running" if not args.json else json.dumps({"state": "not running"}))
+            return 3  # as systemctl status does for a stopped unit
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if "error" in reply:
+        print(f"error: {reply['error']}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(reply))
+    else:
+        why = f" ({reply['why']})" if reply.get("why") else ""
+        print(f"{reply['state']}{why}: {reply['written']} frame(s) written of {reply['ticks']} grab(s), "
+              f"{reply['bytes_stored'] / 1e6:.1f} MB stored in {reply['out']}")
+    return 0
+
+
+def cmd_capture(args, cfg) -> int:
+    if args.action == "keygen":
+        from perception.capture.crypto import CaptureKeyError, default_key_file, generate_key
+
+        try:
+            path = generate_key(Path(cfg.capture.key_file).expanduser() if cfg.capture.key_file else default_key_file())
+        except CaptureKeyError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote a new capture key to {path} (mode 600); keep a copy: without it the images cannot be read")
+        return 0
+    if args.action != "start":
+        return _client(args)
+    return _run_daemon(args, cfg)
+
+
+def _run_daemon(args, cfg) -> int:
+    from perception.capture.control import ControlServer
+    from perception.capture.crypto import CaptureKeyError, load_cipher
+    from perception.capture.daemon import Capturer
+    from perception.capture.storage import CaptureStore
+    from perception.capture.x11 import NotX11, XConnectionLost
+
+    c = cfg.capture.model_copy(update={k: v for k, v in {
+        "out": args.out, "interval_s": args.interval, "encrypt": args.encrypt or None,
+        "budget_mb": args.budget_mb}.items() if v is not None})
+    c = c.model_copy(update={"exclude_classes": [*c.exclude_classes, *args.exclude_class],
+                             "exclude_titles": [*c.exclude_titles, *args.exclude_title]})
+    try:
+        cipher = load_cipher(c.key_file or None) if c.encrypt else None
+    except CaptureKeyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    store = CaptureStore(c.out, int(c.budget_mb * 1e6), c.max_age_days, int(c.min_free_mb * 1e6), cipher)
+    try:
+        capturer = Capturer(c, store)
+    except NotX11 as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (XConnectionLost, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        server = ControlServer(capturer.handle)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    threading.Thread(target=lambda: (stop.wait(), capturer.stop()), daemon=True).start()
+    watcher = None
+    if args.ingest:
+        cmd = [sys.executable, "-m", "mnemo", "watch", str(store.root)]
+        if args.store:
+            cmd += ["--store", args.store]
+        watcher = subprocess.Popen(cmd)  # its own process: perception never slows or bloats the grabs
+    print(f"capture: every {c.interval_s:g} s into {store.root}; control socket {server.path}", flush=True)
+    code = 0
+    try:
+        counters = capturer.run(args.duration)
+    except XConnectionLost as e:
+        print(f"error: {e}", file=sys.stderr)
+        counters, code = capturer.counters, 1
+    finally:
+        server.close()
+        if watcher is not None:
+            watcher.send_signal(signal.SIGTERM)
+            try:
+                watcher.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                watcher.kill()
+    print(f"capture: {counters.written} frame(s) written ({counters.bytes_written / 1e6:.1f} MB) of {counters.ticks} "
+          f"grab(s); {counters.static_ticks} static, {counters.excluded} excluded, {counters.focus_changed} dropped "
+          f"on a focus change; reasons {counters.reasons}")
+    return code

@@ -1,0 +1,257 @@
+"""The capture loop: grab each monitor, drop what is private, keep what changed, write it.
+
+Each tick reads the focused window before and after the grab and drops the grab when focus moved
+in between (the pixels and the metadata would disagree). Exclusions fail closed: if the focused
+window cannot be read, or is excluded, nothing of its monitor is stored. A frame is kept when the
+app or window changed, when enough of the screen changed, or when any (non-volatile) tile changed
+while the user typed or moved the mouse; a static screen writes only a heartbeat line now and then.
+The loop grabs slower when the user is idle and stops grabbing while the screen saver is on, the
+screen is locked, the user paused it, or the disk is nearly full.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from perception.capture.config import CaptureConfig
+from perception.capture.privacy import Exclusions, blackout
+from perception.capture.storage import CaptureStore
+from perception.capture.tiles import TileTracker
+from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Counters:
+    ticks: int = 0
+    written: int = 0
+    bytes_written: int = 0
+    static_ticks: int = 0  # grabs that kept nothing because nothing (outside volatile tiles) changed
+    focus_changed: int = 0  # grabs dropped because focus moved during the grab
+    excluded: int = 0  # monitor grabs not stored: an excluded window had focus
+    blacked_out: int = 0  # excluded windows painted black in stored frames
+    heartbeats: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Monitor:
+    index: int  # mss numbering: 1 is the first monitor
+    rect: Rect
+    tiles: TileTracker
+    last_meta: tuple[str, str] | None = None
+
+
+class Capturer:
+    """The daemon's state; ``run`` loops until ``stop`` or the duration ends."""
+
+    def __init__(self, cfg: CaptureConfig, store: CaptureStore, display_name: str | None = None,
+                 on_frame=None) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.exclusions = Exclusions(tuple(cfg.exclude_classes), tuple(cfg.exclude_titles), cfg.builtin_exclusions)
+        self.x = X11Session(display_name)
+        import mss
+
+        try:
+            self.grabber = mss.MSS(display=display_name) if display_name else mss.MSS()
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"cannot grab the screen: {e}") from e
+        self.monitors = [_Monitor(i, Rect(m["left"], m["top"], m["width"], m["height"]), TileTracker(cfg.tile_px))
+                         for i, m in enumerate(self.grabber.monitors) if i > 0]
+        self.counters = Counters()
+        self.on_frame = on_frame  # called with (image path, sidecar dict) after each write
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._user_pause_until: float | None = None  # inf: until resumed
+        self.state = "starting"
+        self.why = ""
+        self.last_tick = 0.0
+        self.last_input = 0.0
+        self.last_heartbeat = 0.0
+        self.error = ""
+
+    # control (called from the socket thread)
+    def handle(self, req: dict) -> dict:
+        cmd = req.get("cmd")
+        with self._lock:
+            if cmd == "pause":
+                for_s = req.get("for_s")
+                self._user_pause_until = time.time() + float(for_s) if for_s else float("inf")
+            elif cmd == "resume":
+                self._user_pause_until = None
+            elif cmd == "stop":
+                self._stop.set()
+            elif cmd != "status":
+                return {"error": f"unknown command {cmd!r}; one of status, pause, resume, stop"}
+        return self.status()
+
+    def status(self) -> dict:
+        state, why = self.state, self.why
+        late = time.time() - self.last_tick
+        if state == "capturing" and self.last_tick and late > 3 * max(self.cfg.interval_s, self.cfg.idle_interval_s) + 5:
+            state, why = "stalled", f"no grab for {late:.0f} s"
+        c = self.counters
+        return {"state": state, "why": why, "out": str(self.store.root), "ticks": c.ticks, "written": c.written,
+                "bytes_stored": self.store.total_bytes, "static_ticks": c.static_ticks, "excluded": c.excluded,
+                "focus_changed": c.focus_changed, "last_tick": self.last_tick,
+                "paused_until": self._user_pause_until if self._user_pause_until not in (None, float("inf")) else None}
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # the loop
+    def run(self, duration_s: float | None = None) -> Counters:
+        from Xlib.error import XError
+
+        self.store.recover()
+        end = time.monotonic() + duration_s if duration_s else float("inf")
+        try:
+            while not self._stop.is_set() and time.monotonic() < end:
+                try:
+                    wait = self.tick()
+                except XError as e:  # a window vanished mid-query: this grab is dropped, the next one is fresh
+                    log.debug("X error during a grab, dropped: %s", e)
+                    wait = min(0.5, self.cfg.interval_s)
+                self._sleep(min(wait, end - time.monotonic()))
+        finally:
+            self.state, self.why = "stopped", self.error or "stopped"
+            self.x.close()
+            self.grabber.close()
+        return self.counters
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait; a long (idle) wait ends early at the first keyboard or mouse input."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        while not self._stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            self._stop.wait(min(left, 1.0))
+            if seconds > self.cfg.interval_s and self.state == "capturing" \
+                    and self.x.idle_s() < time.time() - self.last_tick:
+                return
+
+    def _pause(self, why: str, wait: float) -> float:
+        if self.state != "paused" or self.why != why:
+            log.info("capture paused: %s", why)
+        self.state, self.why = "paused", why
+        for m in self.monitors:
+            m.tiles.reset()  # the first grab after a pause is kept
+        self.last_tick = time.time()
+        return wait
+
+    def tick(self) -> float:
+        """One grab of every monitor; returns the seconds to wait before the next."""
+        now = time.time()
+        with self._lock:
+            until = self._user_pause_until
+            if until is not None and now >= until:
+                self._user_pause_until = until = None
+        if until is not None:
+            return self._pause("paused by the user" + ("" if until == float("inf") else
+                               f" until {datetime.fromtimestamp(until).astimezone().isoformat(timespec='seconds')}"),
+                               min(1.0, self.cfg.interval_s))
+        if self.x.screensaver_on():
+            return self._pause("the screen saver is on", 1.0)
+        if self.store.low_on_disk():
+            return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}", 10.0)
+        idle = self.x.idle_s()
+        had_input = now - idle > self.last_tick if self.last_tick else True
+        if had_input:
+            self.last_input = now - idle
+        focused = self.x.focused()
+        windows = self.x.stacking()
+        if self.x.locked(windows, focused):
+            return self._pause("the screen is locked", 1.0)
+        if self.state != "capturing":
+            log.info("capture resumed")
+        self.state, self.why = "capturing", ""
+        self.last_tick = now
+        self.counters.ticks += 1
+        grabs = [self._grab(m) for m in self.monitors]
+        after = self.x.focused()
+        if _key(after) != _key(focused):
+            self.counters.focus_changed += 1
+            return min(0.3, self.cfg.interval_s)  # grab again soon, when focus has settled
+        for m, frame in zip(self.monitors, grabs):
+            self._consider(m, frame, focused, windows, had_input, now)
+        if self.store.max_age_days and self.counters.ticks % 300 == 1:
+            self.store.expire()
+        return self.cfg.idle_interval_s if idle >= self.cfg.idle_after_s else self.cfg.interval_s
+
+    def _grab(self, m: _Monitor) -> np.ndarray:
+        import mss
+
+        try:
+            shot = self.grabber.grab({"left": m.rect.x, "top": m.rect.y, "width": m.rect.width, "height": m.rect.height})
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"grabbing monitor {m.index} failed: {e}") from e
+        return np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
+
+    def _consider(self, m: _Monitor, frame: np.ndarray, focused: WindowInfo | None, windows: list[WindowInfo],
+                  had_input: bool, now: float) -> None:
+        import cv2
+
+        focused_here = self._focus_on(m, focused, windows)
+        if focused_here is not None and self.exclusions.why(focused_here):
+            self.counters.excluded += 1
+            m.tiles.reset()
+            return
+        excluded = [w.wid for w in windows if self.exclusions.why(w)]
+        if excluded:
+            frame = frame.copy()
+            self.counters.blacked_out += blackout(frame, m.rect, windows, excluded)
+        gray = cv2.cvtColor(frame, cv2.COLOR_BGRA2GRAY)
+        change = m.tiles.observe(gray, had_input)
+        top = focused_here or next((w for w in reversed(windows) if w.rect is not None and w.rect.intersects(m.rect)
+                                    and w.wid not in excluded), None)
+        meta = (top.app, top.title) if top is not None else ("", "")
+        if m.last_meta is None:
+            reason = "start"
+        elif meta != m.last_meta:
+            reason = "window"
+        elif change.fraction >= self.cfg.min_changed_fraction:
+            reason = "change"
+        elif change.changed and had_input:
+            reason = "input"
+        else:
+            self.counters.static_ticks += 1
+            if now - self.last_heartbeat >= self.cfg.heartbeat_s:
+                self.store.heartbeat({"at": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+                                      "monitor": m.index, "app": meta[0], "window": meta[1], "reason": "static"})
+                self.last_heartbeat = now
+                self.counters.heartbeats += 1
+            return
+        ok, jpeg = cv2.imencode(".jpg", frame[:, :, :3], [cv2.IMWRITE_JPEG_QUALITY, self.cfg.jpeg_quality])
+        if not ok:
+            log.warning("JPEG encoding of monitor %d failed; frame skipped", m.index)
+            return
+        side = {"app": meta[0], "window": meta[1], "pid": top.pid if top is not None else None, "reason": reason,
+                "changed_tiles": change.changed}
+        written = self.store.write(jpeg.tobytes(), side, datetime.fromtimestamp(now, timezone.utc), m.index)
+        m.tiles.kept(gray)
+        m.last_meta = meta
+        self.counters.written += 1
+        self.counters.bytes_written += written.bytes
+        self.counters.reasons[reason] = self.counters.reasons.get(reason, 0) + 1
+        if self.on_frame is not None:
+            self.on_frame(written.image, side)
+
+
+    def _focus_on(self, m: _Monitor, focused: WindowInfo | None, windows: list[WindowInfo]) -> WindowInfo | None:
+        """The window that has focus on this monitor; where it is unknown, it counts as on every
+        monitor, and with nothing focused the top window counts as focused (fail closed)."""
+        if focused is None:
+            return next((w for w in reversed(windows) if w.rect is not None and w.rect.intersects(m.rect)), None)
+        if focused.rect is None or len(self.monitors) == 1 or focused.rect.center_in(m.rect):
+            return focused
+        return None
+
+
+def _key(w: WindowInfo | None) -> tuple:
+    return (w.wid, w.title) if w is not None else (None, None)

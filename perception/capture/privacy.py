@@ -1,0 +1,78 @@
+"""Exclusions that hold for the pixels, not only the metadata.
+
+A focused excluded window means nothing of its monitor is stored. An excluded window that is
+visible but not focused is painted black in the stored image, except where windows above it in the
+stack cover it, so the window on top stays readable. The black happens before anything is encoded,
+written, read by OCR or embedded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perception.capture.x11 import Rect, WindowInfo
+
+PRIVATE_TITLES = (r"\bPrivate Browsing\b", r"\bIncognito\b", r"\bInPrivate\b", r"\bPrivate Window\b")
+# password managers and secret prompts, by WM_CLASS class or instance (lower case)
+SECRET_APPS = ("keepassxc", "keepass2", "keepass", "1password", "bitwarden", "enpass", "seahorse",
+               "pinentry", "gcr-prompter", "kwalletmanager5", "proton pass", "lastpass")
+
+
+@dataclass(frozen=True)
+class Exclusions:
+    classes: tuple[str, ...] = ()
+    titles: tuple[str, ...] = ()  # regular expressions, searched case-insensitively
+    builtin: bool = True  # private/incognito windows and password managers
+    _compiled: tuple[re.Pattern, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        patterns = [*self.titles, *(PRIVATE_TITLES if self.builtin else ())]
+        compiled = []
+        for p in patterns:
+            try:
+                compiled.append(re.compile(p, re.IGNORECASE))
+            except re.error as e:
+                raise ValueError(f"--exclude-title {p!r} is not a valid regular expression: {e}") from e
+        object.__setattr__(self, "_compiled", tuple(compiled))
+
+    def why(self, window: WindowInfo) -> str | None:
+        """Why the window is excluded (the rule that matched), or None."""
+        names = {window.app.lower(), window.instance.lower()} - {""}
+        for cls in (*self.classes, *(SECRET_APPS if self.builtin else ())):
+            if cls.lower() in names:
+                return f"class {cls}"
+        for p in self._compiled:
+            if p.search(window.title):
+                return f"title /{p.pattern}/"
+        return None
+
+
+def blackout(frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], excluded: Iterable[int]) -> int:
+    """Paint black, in place, what the excluded windows show on this monitor. ``windows`` are
+    bottom to top; returns how many excluded windows were painted."""
+    stack = [w for w in windows if w.rect is not None]
+    excluded = set(excluded)
+    painted = 0
+    for i, w in enumerate(stack):
+        if w.wid not in excluded or not w.rect.intersects(monitor):
+            continue
+        mask = np.zeros(frame.shape[:2], dtype=bool)
+        _fill(mask, w.rect, monitor, True)
+        for above in stack[i + 1:]:
+            if above.wid not in excluded:
+                _fill(mask, above.rect, monitor, False)
+        frame[mask] = 0
+        painted += 1
+    return painted
+
+
+def _fill(mask: np.ndarray, rect: Rect, monitor: Rect, value: bool) -> None:
+    x0, y0 = max(rect.x - monitor.x, 0), max(rect.y - monitor.y, 0)
+    x1 = min(rect.x + rect.width - monitor.x, monitor.width)
+    y1 = min(rect.y + rect.height - monitor.y, monitor.height)
+    if x1 > x0 and y1 > y0:
+        mask[y0:y1, x0:x1] = value
