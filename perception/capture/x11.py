@@ -11,6 +11,8 @@ import logging
 import os
 from dataclasses import dataclass
 
+from perception.capture.ctext import decode_compound_text
+
 log = logging.getLogger(__name__)
 
 # lockers' WM_CLASS (lower case); their window on top means the screen is locked
@@ -64,30 +66,22 @@ def check_session() -> None:
         raise NotX11("DISPLAY is not set: run mnemo capture inside an X11 session (or set DISPLAY=:0)")
 
 
-def decode_text(display, prop) -> str:
-    """A text property as str: UTF8_STRING, STRING (Latin-1) or COMPOUND_TEXT (ISO 2022)."""
+def decode_text(display, prop, utf8: bool = False) -> str:
+    """A text property as str: UTF8_STRING, STRING (Latin-1) or COMPOUND_TEXT (ISO 2022).
+    ``utf8``: a property that is UTF-8 by definition (_NET_WM_NAME), whatever type a client gave it
+    (xdotool's set_window writes it as STRING)."""
     if prop is None or prop.value is None:
         return ""
     raw = prop.value if isinstance(prop.value, bytes) else bytes(prop.value)
     kind = display.get_atom_name(prop.property_type) if prop.property_type else ""
-    if kind == "UTF8_STRING":
-        return raw.decode("utf-8", "replace")
-    if kind == "COMPOUND_TEXT":  # multibyte sets (ESC $ …) are the ISO 2022 that Python reads as iso2022_jp_2
-        return raw.decode("iso2022_jp_2", "replace") if b"\x1b$" in raw else _compound_latin(raw)
+    if kind == "UTF8_STRING" or utf8:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    if kind == "COMPOUND_TEXT":
+        return decode_compound_text(raw)
     return raw.decode("latin-1")
-
-
-def _compound_latin(raw: bytes) -> str:
-    """COMPOUND_TEXT without multibyte sets: Latin-1 with ISO 2022 switches (ESC - A etc.) dropped;
-    what X clients send for European titles."""
-    out, i = bytearray(), 0
-    while i < len(raw):
-        if raw[i] == 0x1B and i + 2 < len(raw):
-            i += 3
-            continue
-        out.append(raw[i])
-        i += 1
-    return out.decode("latin-1")
 
 
 class X11Session:
@@ -136,7 +130,7 @@ class X11Session:
         win = self.display.create_resource_object("window", wid)
         try:
             cls = win.get_wm_class() or ("", "")
-            title = decode_text(self.display, self._prop(win, "_NET_WM_NAME")) or decode_text(
+            title = decode_text(self.display, self._prop(win, "_NET_WM_NAME"), utf8=True) or decode_text(
                 self.display, win.get_full_property(Xatom.WM_NAME, X.AnyPropertyType))
             pid_prop = self._prop(win, "_NET_WM_PID")
             pid = int(pid_prop.value[0]) if pid_prop is not None and len(pid_prop.value) else None

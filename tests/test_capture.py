@@ -1,0 +1,213 @@
+"""The capture daemon on a real X server (Xvfb + openbox) with real xterm and xclock windows."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from perception.capture.config import CaptureConfig
+from perception.capture.control import request
+from perception.capture.daemon import Capturer
+from perception.capture.storage import CaptureStore
+from tests.xdesktop import Desktop
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def desktop(tmp_path):
+    d = Desktop(tmp_path)
+    yield d
+    d.close()
+
+
+@contextmanager
+def capturing(desktop: Desktop, out: Path, budget_bytes: int = 0, **cfg):
+    """A capturer on a thread; yields it while it runs."""
+    c = CaptureConfig(out=str(out), **{"interval_s": 0.5, "idle_after_s": 3600.0, **cfg})
+    capturer = Capturer(c, CaptureStore(out, budget_bytes=budget_bytes), display_name=desktop.display)
+    thread = threading.Thread(target=capturer.run)
+    thread.start()
+    try:
+        _until(lambda: capturer.counters.ticks > 0 or capturer.state == "paused")
+        yield capturer
+    finally:
+        capturer.stop()
+        thread.join(timeout=10)
+
+
+def _until(cond, timeout: float = 10.0) -> None:
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
+def sidecars(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(out.rglob("*.jpg.json"))]
+
+
+def images(out: Path) -> list[Path]:
+    return sorted(out.rglob("*.jpg"))
+
+
+def test_sidecars_follow_focus_and_titles(desktop, tmp_path):
+    a = desktop.xterm("naïve café, Latin-1", cls="AppAlpha", geometry="60x20+50+50", latin1=True)
+    b = desktop.xterm("日本語のメモ ✓", cls="AppBeta", geometry="60x20+900+300")
+    out = tmp_path / "out"
+    with capturing(desktop, out) as cap:
+        desktop.focus(a)
+        _until(lambda: any(s["app"] == "AppAlpha" for s in sidecars(out)))
+        desktop.focus(b)
+        _until(lambda: any(s["app"] == "AppBeta" for s in sidecars(out)))
+        desktop.run(["xdotool", "set_window", "--name", "renamed ✎ window", b])
+        _until(lambda: any(s["window"] == "renamed ✎ window" for s in sidecars(out)))
+    by_app = {}
+    for s in sidecars(out):
+        by_app.setdefault(s["app"], set()).add(s["window"])
+    assert by_app["AppAlpha"] == {"naïve café, Latin-1"}  # WM_NAME as STRING
+    assert by_app["AppBeta"] >= {"日本語のメモ ✓", "renamed ✎ window"}  # COMPOUND_TEXT, then _NET_WM_NAME
+    first = sidecars(out)[0]
+    assert set(first) >= {"captured_at", "app", "window", "monitor", "reason", "pid"}
+    assert first["captured_at"].endswith("+00:00") and first["monitor"] == 1
+    assert cap.counters.written == len(images(out))
+
+
+def _region(out: Path, box: tuple[int, int, int, int]) -> np.ndarray:
+    """The newest stored image's pixels inside box (x, y, w, h), as grey levels."""
+    img = cv2.imread(str(images(out)[-1]), cv2.IMREAD_GRAYSCALE)
+    x, y, w, h = box
+    return img[y:y + h, x:x + w]
+
+
+def _geometry(desktop: Desktop, wid: str) -> tuple[int, int, int, int]:
+    vals = dict(line.split("=") for line in desktop.run(["xdotool", "getwindowgeometry", "--shell", wid]).split())
+    return int(vals["X"]), int(vals["Y"]), int(vals["WIDTH"]), int(vals["HEIGHT"])
+
+
+@pytest.mark.parametrize("rule", ["class", "title", "private"])
+def test_excluded_window_never_stored_and_blacked_out(desktop, tmp_path, rule):
+    title = {"class": "bank statement", "title": "Salary review 2026", "private": "Mozilla Firefox Private Browsing"}[rule]
+    secret = desktop.xterm(title, cls="SecretApp" if rule == "class" else "XTerm", geometry="60x15+60+60")
+    work = desktop.xterm("work notes", cls="WorkApp", geometry="60x15+1000+500")
+    desktop.focus(secret)
+    desktop.type("top secret 12345")
+    out = tmp_path / "out"
+    cfg = {"exclude_classes": ["SecretApp"] if rule == "class" else [],
+           "exclude_titles": ["^salary review"] if rule == "title" else []}
+    with capturing(desktop, out, **cfg) as cap:
+        _until(lambda: cap.counters.excluded >= 3)
+        assert images(out) == [], "a frame was stored while the excluded window had focus"
+        desktop.focus(work)
+        desktop.type("hello")
+        _until(lambda: len(images(out)) >= 1)
+        time.sleep(1.0)
+    assert all(s["app"] != "SecretApp" and s["window"] != title for s in sidecars(out))
+    x, y, w, h = _geometry(desktop, secret)
+    inner = _region(out, (x + 4, y + 4, w - 8, h - 8))
+    assert inner.max() <= 12, "the excluded window's pixels are visible in the stored image"
+    wx, wy, ww, wh = _geometry(desktop, work)
+    assert _region(out, (wx, wy, ww, wh)).mean() > 100, "the focused window should be stored as it is"
+
+
+def test_static_screen_with_ticking_clock_writes_almost_nothing_but_typing_is_kept(desktop, tmp_path):
+    term = desktop.xterm("editor", geometry="80x24+100+100")
+    desktop.xclock()
+    desktop.focus(term)
+    out = tmp_path / "out"
+    with capturing(desktop, out) as cap:
+        time.sleep(8)  # a static screen but for the clock's second hand
+        static_written, static_ticks = cap.counters.written, cap.counters.ticks
+        typed_before = cap.counters.reasons.get("input", 0)
+        for word in ["alpha", "bravo", "charlie", "delta", "echo"]:
+            desktop.type(word + " ")
+            time.sleep(1.2)
+        typed = cap.counters.reasons.get("input", 0) - typed_before
+    assert static_ticks >= 12
+    assert static_written <= 2, f"{static_written} frames written of {static_ticks} static ticks"
+    assert typed >= 5, f"only {typed} of 5 typed words kept"
+
+
+def test_screen_saver_pauses_and_input_resumes(desktop, tmp_path):
+    term = desktop.xterm("term")
+    desktop.focus(term)
+    with capturing(desktop, tmp_path / "out") as cap:
+        desktop.run(["xset", "s", "activate"])
+        _until(lambda: cap.state == "paused" and "screen saver" in cap.why)
+        ticks = cap.counters.ticks
+        time.sleep(1.5)
+        assert cap.counters.ticks == ticks, "grabbed while the screen saver was on"
+        desktop.run(["xdotool", "mousemove", "500", "500"])
+        _until(lambda: cap.state == "capturing")
+        _until(lambda: cap.counters.ticks > ticks)
+
+
+def test_pause_resume_status_over_the_socket(desktop, tmp_path):
+    term = desktop.xterm("term")
+    desktop.focus(term)
+    sock = tmp_path / "run" / "mnemo" / "capture.sock"
+    from perception.capture.control import ControlServer
+
+    with capturing(desktop, tmp_path / "out") as cap:
+        server = ControlServer(cap.handle, sock)
+        try:
+            assert request({"cmd": "status"}, sock)["state"] == "capturing"
+            reply = request({"cmd": "pause", "for_s": 60}, sock)
+            assert reply["paused_until"] is not None
+            _until(lambda: request({"cmd": "status"}, sock)["state"] == "paused")
+            assert "paused by the user" in request({"cmd": "status"}, sock)["why"]
+            request({"cmd": "resume"}, sock)
+            _until(lambda: request({"cmd": "status"}, sock)["state"] == "capturing")
+            assert "error" in request({"cmd": "explode"}, sock)
+        finally:
+            server.close()
+    assert not sock.exists()
+
+
+def test_byte_budget_never_exceeded_by_more_than_one_frame(desktop, tmp_path):
+    term = desktop.xterm("term", geometry="120x40+0+0")
+    desktop.focus(term)
+    out = tmp_path / "out"
+    budget = 400_000
+    sizes = []
+    with capturing(desktop, out, budget_bytes=budget) as cap:
+        for i in range(12):
+            desktop.type(f"line {i} of text that fills the budget quickly\n", delay_ms=5)
+            sizes.append(sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and "heartbeat" not in p.name))
+            time.sleep(0.6)
+        deleted = cap.store.deleted
+    largest = max(p.stat().st_size for p in images(out)) + 400
+    assert deleted > 0, "the budget was never reached; the test would prove nothing"
+    assert max(sizes) <= budget + largest, sizes
+
+
+def test_lost_x_connection_ends_the_daemon_with_an_error(tmp_path):
+    from perception.capture.x11 import XConnectionLost
+
+    d = Desktop(tmp_path)
+    term = d.xterm("term")
+    d.focus(term)
+    c = CaptureConfig(out=str(tmp_path / "out"), interval_s=0.3, idle_after_s=3600.0)
+    capturer = Capturer(c, CaptureStore(tmp_path / "out"), display_name=d.display)
+    errors = []
+
+    def run():
+        try:
+            capturer.run()
+        except XConnectionLost as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    _until(lambda: capturer.counters.ticks > 1)
+    d.close()  # the X server goes away
+    thread.join(timeout=20)
+    assert not thread.is_alive() and errors, "the daemon should stop with XConnectionLost"

@@ -1,0 +1,97 @@
+"""A real X desktop for tests: Xvfb with openbox and real X clients (xterm, xclock), driven with
+xdotool. Debian's xvfb, openbox, xterm, x11-apps, xdotool and x11-xserver-utils provide them
+(`.ci/run` installs them); without them a test skips locally and fails in CI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+TOOLS = ("Xvfb", "openbox", "xterm", "xclock", "xdotool", "xset")
+
+
+def require_tools() -> None:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        msg = (f"missing X tools {missing}: apt-get install xvfb openbox xterm x11-apps xdotool x11-xserver-utils "
+               "fonts-dejavu-core")
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+class Desktop:
+    """One Xvfb display with a window manager; ``xterm`` and ``xclock`` open windows on it."""
+
+    def __init__(self, tmp: Path, size: str = "1920x1080") -> None:
+        require_tools()
+        read, write = os.pipe()
+        self.procs: list[subprocess.Popen] = []
+        self.server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", f"{size}x24", "-nolisten",
+                                        "tcp", "-noreset"], pass_fds=(write,), stderr=subprocess.DEVNULL)
+        os.close(write)
+        with os.fdopen(read) as f:
+            self.display = ":" + f.readline().strip()
+        self.env = {**os.environ, "DISPLAY": self.display, "XDG_RUNTIME_DIR": str(tmp / "run")}
+        self.env.pop("WAYLAND_DISPLAY", None)
+        (tmp / "run").mkdir(mode=0o700, exist_ok=True)
+        self.spawn(["openbox"])
+        deadline = time.time() + 10
+        while time.time() < deadline and "_NET_SUPPORTING_WM_CHECK" not in self.run(["xprop", "-root"], check=False):
+            time.sleep(0.1)
+        self.run(["xset", "s", "off"], check=False)  # tests turn the screen saver on themselves
+
+    def spawn(self, cmd: list[str]) -> subprocess.Popen:
+        p = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def run(self, cmd: list[str], check: bool = True) -> str:
+        out = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30)
+        if check and out.returncode:
+            raise RuntimeError(f"{cmd} failed: {out.stderr}")
+        return out.stdout
+
+    def xterm(self, title: str, cls: str = "XTerm", geometry: str = "80x24+100+100", font_px: int = 14,
+              latin1: bool = False) -> str:
+        """Open an xterm with this title and WM_CLASS class; returns its window id once mapped. In
+        a UTF-8 locale xterm sets WM_NAME as COMPOUND_TEXT; with ``latin1`` (the C locale, a
+        Latin-1 title) as STRING."""
+        arg = title.encode("latin-1") if latin1 else title.encode()
+        env = {**self.env, "LC_ALL": "C" if latin1 else "C.UTF-8"}
+        self.procs.append(subprocess.Popen(
+            [b"xterm", b"-class", cls.encode(), b"-T", arg, b"-fa", b"DejaVu Sans Mono", b"-fs", str(font_px).encode(),
+             b"-geometry", geometry.encode(), b"-xrm", b"XTerm*allowTitleOps: false"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self.wait_window(cls)
+
+    def xclock(self, geometry: str = "200x200-0+0") -> str:
+        self.spawn(["xclock", "-update", "1", "-geometry", geometry])
+        return self.wait_window("XClock")
+
+    def wait_window(self, cls: str) -> str:
+        out = self.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", cls])
+        return out.split()[-1]
+
+    def focus(self, wid: str) -> None:
+        self.run(["xdotool", "windowactivate", "--sync", wid])
+        time.sleep(0.2)
+
+    def type(self, text: str, delay_ms: int = 20) -> None:
+        self.run(["xdotool", "type", "--delay", str(delay_ms), text])
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.server.terminate()
+        self.server.wait(timeout=10)
