@@ -18,7 +18,7 @@ from perception.errors import MediaError, stage_errors
 from perception.faces.base import FaceAnalyzer
 from perception.faces.stage import FacePolicy, detect_faces
 from perception.ocr.base import TextReader
-from perception.ocr.stage import read_frames
+from perception.ocr.stage import read_frames, read_screens
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
                                 SpeechTurn)
 from perception.sources.frames import distinct_frames, limit_size, read_image, to_rgb8
@@ -47,6 +47,7 @@ class Perceivers:
     duplicate_max_diff: float = 3.0  # mean grey-level change below which a frame repeats the last one
     ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
     ocr_every_s: float = 5.0  # video: look for text at most this often (screenshots: every frame)
+    ocr_last_of_edits: bool = False  # screenshots: read only the last frame of each run of small edits
     caption_max_frames: int = 4
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
     keep_images_px: int = 0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
@@ -66,7 +67,9 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
     timings["image_s"] = time.perf_counter() - t0
     texts: list = [()] * len(frames)
     t0 = time.perf_counter()
-    if p.ocr is not None:
+    if p.ocr is not None and p.ocr_last_of_edits:
+        texts = read_screens(frames, times, p.ocr, notes)
+    elif p.ocr is not None:
         texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes)
     timings["ocr_s"] = time.perf_counter() - t0
     images = [jpeg_bytes(f, p.keep_images_px) if p.keep_images_px else b"" for f in frames]
@@ -166,7 +169,8 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
         raise MediaError(sc.clip.source.path, f"none of the {len(sc.shots)} screenshot(s) of this clip could be read "
                          f"({'; '.join(notes)})")
     timings = {"decode_s": time.perf_counter() - t0}
-    screens = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0)
+    # the capture daemon keeps a frame for a typed word, a change whole-frame dedup calls a repeat
+    screens = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0, duplicate_max_diff=0.0, ocr_last_of_edits=True)
     obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), screens, notes, timings)
     frames_with_apps = []
     for f in obs.frames:
