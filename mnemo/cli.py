@@ -52,10 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     add_parsers(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "store", "locomo", "speed"],
+    bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture"],
                        help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
-                            "5-minute recording, sequential and on Ray, against ASR alone")
+                            "5-minute recording, sequential and on Ray, against ASR alone; capture: the screenshot daemon on "
+                            "an Xvfb desktop with a scripted session and live ingestion")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
     bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
@@ -160,6 +161,15 @@ def cmd_bench(args, cfg) -> int:
             figures = speed.run(cfg, Path(tmp), args.workers, progress=progress)
         print(speed.format_report(figures))
         figures = speed.summary(figures)
+    elif args.name == "capture":
+        import tempfile
+
+        from bench import capture
+
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:
+            figures = capture.run(Path(tmp), progress=progress)
+        print(capture.format_report(figures))
+        figures = capture.summary(figures)
     elif args.name == "store":
         import tempfile
 

@@ -15,16 +15,10 @@ from pathlib import Path
 import cv2
 import pytest
 
-from tests.xdesktop import Desktop
+from bench.xdesktop import Desktop
+from tests.test_capture import desktop  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def desktop(tmp_path):
-    d = Desktop(tmp_path)
-    yield d
-    d.close()
 
 
 def _mnemo(desktop: Desktop, *args: str, **kw) -> subprocess.Popen:

@@ -1,6 +1,6 @@
-"""A real X desktop for tests: Xvfb with openbox and real X clients (xterm, xclock), driven with
-xdotool. Debian's xvfb, openbox, xterm, x11-apps, xdotool and x11-xserver-utils provide them
-(`.ci/run` installs them); without them a test skips locally and fails in CI."""
+"""A real X desktop for the capture tests and bench: Xvfb with openbox and real X clients (xterm,
+xclock), driven with xdotool. Debian's xvfb, openbox, xterm, x11-apps, x11-utils, xdotool,
+x11-xserver-utils and fonts-dejavu-core provide them (`.ci/run` installs them)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,22 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
+TOOLS = ("Xvfb", "openbox", "xterm", "xclock", "xdotool", "xset", "xprop")
+APT = "apt-get install xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core"
 
-TOOLS = ("Xvfb", "openbox", "xterm", "xclock", "xdotool", "xset")
 
-
-def require_tools() -> None:
+def missing_tools() -> str:
+    """Empty when every tool is installed, else what is missing and how to install it."""
     missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        msg = (f"missing X tools {missing}: apt-get install xvfb openbox xterm x11-apps xdotool x11-xserver-utils "
-               "fonts-dejavu-core")
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    return f"missing X tools {missing}: {APT}" if missing else ""
 
 
 class Desktop:
     """One Xvfb display with a window manager; ``xterm`` and ``xclock`` open windows on it."""
 
     def __init__(self, tmp: Path, size: str = "1920x1080") -> None:
-        require_tools()
+        if why := missing_tools():
+            raise RuntimeError(why)
         read, write = os.pipe()
         self.procs: list[subprocess.Popen] = []
         self.server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", f"{size}x24", "-nolisten",

@@ -1,0 +1,142 @@
+"""The capture daemon's parts without an X server: tile dedup, blackout, storage, encryption, titles."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+import cv2
+import numpy as np
+import pytest
+from skimage import data
+
+from perception.capture.ctext import decode_compound_text
+from perception.capture.privacy import Exclusions, blackout
+from perception.capture.storage import CaptureStore
+from perception.capture.tiles import TileTracker
+from perception.capture.x11 import Rect, WindowInfo
+from perception.errors import MediaError
+from perception.sources.frames import read_image
+from perception.sources.screenshots import plan_screen_clips
+
+
+def _screen() -> np.ndarray:
+    """A 1080p grey screen with a real page of text (scikit-image's page.png) in it."""
+    screen = np.full((1080, 1920), 235, np.uint8)
+    page = data.page()
+    screen[100:100 + page.shape[0], 200:200 + page.shape[1]] = page
+    return screen
+
+
+def test_a_twenty_character_edit_is_a_change_that_whole_frame_measures_miss():
+    before = _screen()
+    after = before.copy()
+    cv2.putText(after, "meeting moved to 3pm", (900, 700), cv2.FONT_HERSHEY_PLAIN, 1.0, 0, 1)
+    mean_diff = float(np.abs(after.astype(int) - before.astype(int)).mean())
+    assert mean_diff < 0.1  # what a mean-difference / similarity dedup sees: "unchanged"
+    tracker = TileTracker()
+    tracker.observe(before, had_input=True)
+    tracker.kept(before)
+    assert tracker.observe(before, had_input=False).changed == 0
+    change = tracker.observe(after, had_input=True)
+    assert change.changed >= 5 and change.fraction < 0.01
+
+
+def test_tiles_that_change_without_input_become_volatile_and_stop_counting():
+    tracker = TileTracker(volatile_window=8, volatile_hits=3)
+    frame = _screen()
+    tracker.observe(frame, had_input=False)
+    tracker.kept(frame)
+    for second in range(4):  # a clock in the corner ticks while nobody types
+        frame = frame.copy()
+        frame[10:40, 1800:1900] = 40 * second
+        change = tracker.observe(frame, had_input=False)
+    assert change.changed == 0 and change.volatile_changed > 0
+    typed = frame.copy()
+    cv2.putText(typed, "hello", (900, 700), cv2.FONT_HERSHEY_PLAIN, 1.0, 0, 1)
+    assert tracker.observe(typed, had_input=True).changed > 0
+
+
+def _win(wid, rect, app="App", title="t"):
+    return WindowInfo(wid, app, app.lower(), title, None, rect)
+
+
+def test_blackout_paints_the_excluded_window_but_not_what_covers_it():
+    frame = np.full((100, 200, 4), 200, np.uint8)
+    monitor = Rect(0, 0, 200, 100)
+    stack = [_win(1, Rect(10, 10, 100, 60), "KeePassXC"), _win(2, Rect(80, 40, 100, 50), "Editor")]
+    painted = blackout(frame, monitor, stack, [1])
+    assert painted == 1
+    assert frame[20, 20, :3].max() == 0  # the password manager
+    assert frame[50, 90, :3].min() == 200  # the editor on top of it
+    assert frame[95, 5, :3].min() == 200  # the desktop
+
+
+def test_exclusion_rules():
+    ex = Exclusions(classes=("Slack",), titles=(r"^bank",))
+    assert ex.why(_win(1, None, "slack"))
+    assert ex.why(_win(1, None, "Firefox", "Bank statement - Firefox"))
+    assert ex.why(_win(1, None, "firefox", "Mozilla Firefox Private Browsing"))
+    assert ex.why(_win(1, None, "KeePassXC", "Passwords"))
+    assert ex.why(_win(1, None, "Code", "notes.md - Code")) is None
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        Exclusions(titles=("(",))
+
+
+def test_compound_text_titles():
+    assert decode_compound_text(b"\x1b$(BF|K\\8l$N%a%b\x1b(B \x1b%G\xe2\x9c\x93\x1b%@") == "日本語のメモ ✓"
+    assert decode_compound_text(b"na\xefve caf\xe9") == "naïve café"
+    assert decode_compound_text(b"\x1b-L\xbf\xe0\xd8\xd2\xd5\xe2") == "Привет"
+
+
+def _jpeg(seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    ok, buf = cv2.imencode(".jpg", rng.integers(0, 255, (120, 160, 3), dtype=np.uint8))
+    return buf.tobytes()
+
+
+def test_store_budget_recovery_and_age(tmp_path):
+    store = CaptureStore(tmp_path / "screens", budget_bytes=60_000)
+    store.recover()
+    t = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
+    for i in range(12):
+        store.write(_jpeg(i), {"app": "a", "window": "w", "reason": "input"}, t + timedelta(seconds=2 * i), 1)
+        on_disk = sum(p.stat().st_size for p in store.root.rglob("*") if p.is_file())
+        assert on_disk <= store.budget_bytes
+    assert store.deleted > 0
+    day = next(store.root.rglob("*.jpg")).parent
+    assert oct(day.stat().st_mode & 0o777) == "0o700" and oct(store.root.stat().st_mode & 0o777) == "0o700"
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in day.iterdir())
+    side = json.loads(sorted(day.glob("*.json"))[-1].read_text())
+    assert side["captured_at"] == "2026-11-20T09:00:22.000+00:00" and side["monitor"] == 1
+
+    (day / ".x.jpg.tmp").write_bytes(b"half")  # what a kill mid-write leaves
+    (day / "20261120T090100.000Z_m1.jpg").write_bytes(_jpeg(99))  # killed before the sidecar
+    again = CaptureStore(tmp_path / "screens", max_age_days=1)
+    assert again.recover() == {"temps": 1, "orphans": 1, "frames": len(list(day.glob("*.jpg")))}
+    assert again.expire(now=(t + timedelta(days=2)).timestamp()) > 0
+    assert not list(day.glob("*.jpg")) and not list(day.glob("*.json"))
+
+
+def test_encrypted_screenshots_are_read_back_by_ingest(tmp_path, monkeypatch):
+    from cryptography.fernet import Fernet
+
+    from perception.capture.crypto import load_cipher
+
+    monkeypatch.setenv("MNEMO_CAPTURE_KEY", Fernet.generate_key().decode())
+    store = CaptureStore(tmp_path / "screens", cipher=load_cipher())
+    store.recover()
+    written = store.write(_jpeg(1), {"app": "a", "window": "w", "reason": "start"}, datetime.now(timezone.utc), 1)
+    assert written.image.name.endswith(".jpg.enc")
+    assert not written.image.read_bytes().startswith(b"\xff\xd8")  # not a JPEG on disk
+    assert read_image(written.image).shape == (120, 160, 3)
+    (clip,) = plan_screen_clips(written.image.parent)
+    assert clip.shots[0].app == "a"
+    monkeypatch.setenv("MNEMO_CAPTURE_KEY", Fernet.generate_key().decode())
+    with pytest.raises(MediaError, match="does not decrypt with this key"):
+        read_image(written.image)
+    monkeypatch.delenv("MNEMO_CAPTURE_KEY")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nokey"))
+    with pytest.raises(MediaError, match="mnemo capture keygen"):
+        read_image(written.image)
