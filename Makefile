@@ -4,7 +4,9 @@ PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install clean
+XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core
+
+.PHONY: demo test install xtools clean
 
 install: $(STAMP)
 
@@ -19,7 +21,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/mnemo demo
 
-test: $(STAMP)
+# the capture daemon's tests need a real X server and X clients (Debian packages); as root they are
+# installed here, otherwise those tests skip locally (and fail in CI) saying what to install
+xtools:
+	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(XPKGS); \
+	  else echo "note: missing$$missing; the capture tests need: sudo apt-get install $(XPKGS)"; fi; \
+	fi
+
+test: $(STAMP) xtools
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
 
 clean:
