@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,7 +30,7 @@ class WatchReport:
     clips_new: int = 0
     clips_failed: int = 0
     memories_new: int = 0
-    lag_s: list[float] | None = None  # per ingested clip: seconds from its last screenshot to searchable
+    lag_s: list[float] = field(default_factory=list)  # per ingested clip: seconds from its last screenshot to searchable
 
 
 def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
@@ -39,7 +39,7 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
     """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed."""
     stop = stop or threading.Event()
     folder = Path(folder)
-    report = WatchReport(lag_s=[])
+    report = WatchReport()
     since: datetime | None = None  # the first poll looks at everything (resumes after a restart)
     end = time.monotonic() + duration_s if duration_s else float("inf")
     while not stop.is_set():

@@ -156,11 +156,11 @@ class Capturer:
             return self._pause("paused by the user" + ("" if until == float("inf") else
                                f" until {datetime.fromtimestamp(until).astimezone().isoformat(timespec='seconds')}"),
                                min(1.0, self.cfg.interval_s))
-        if self.x.screensaver_on():
+        saver_on, idle = self.x.saver()
+        if saver_on:
             return self._pause("the screen saver is on", 1.0)
         if self.store.low_on_disk():
             return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}", 10.0)
-        idle = self.x.idle_s()
         had_input = now - idle > self.last_tick if self.last_tick else True
         if had_input:
             self.last_input = now - idle

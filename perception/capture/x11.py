@@ -180,14 +180,15 @@ class X11Session:
 
     def idle_s(self) -> float:
         """Seconds since the last keyboard or mouse input (0 without the screen-saver extension)."""
-        if not self.has_screensaver:
-            return 0.0
-        return self._call(self.root.screensaver_query_info).idle / 1000.0
+        return self.saver()[1]
 
-    def screensaver_on(self) -> bool:
+    def saver(self) -> tuple[bool, float]:
+        """Whether the screen saver is on, and seconds since the last input: one round trip.
+        Without the screen-saver extension: off, and 0 s idle."""
         if not self.has_screensaver:
-            return False
-        return self._call(self.root.screensaver_query_info).state == 1  # ScreenSaverOn
+            return False, 0.0
+        info = self._call(self.root.screensaver_query_info)
+        return info.state == 1, info.idle / 1000.0  # state 1: ScreenSaverOn
 
     def locked(self, windows: list[WindowInfo], focused: WindowInfo | None) -> bool:
         """A known screen locker is focused or on top of the stack."""
