@@ -130,3 +130,51 @@ def recall_at_k(ranked_turns: Sequence[str], evidence: Sequence[str], k: int) ->
 def meets(value, op: str, bound) -> bool:
     """Whether a bench figure meets its target ``op bound`` (``<=``, ``>=`` or ``==``)."""
     return value <= bound if op == "<=" else value >= bound if op == ">=" else value == bound
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NOT_WORD = re.compile(r"[^\w\s]|_")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, punctuation and articles (a, an, the) removed,
+    whitespace collapsed. "The Pirate Ship Float." -> "pirate ship float"."""
+    text = _NOT_WORD.sub(" ", text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def token_f1(gold: str, predicted: str) -> float:
+    """SQuAD token F1 of two answers after ``normalize_answer`` (a proxy, not accuracy)."""
+    from collections import Counter
+
+    g, p = normalize_answer(gold).split(), normalize_answer(predicted).split()
+    if not g or not p:
+        return float(g == p)
+    common = sum((Counter(g) & Counter(p)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def contains_answer(gold: str, text: str) -> bool:
+    """Whether the normalised gold answer occurs in the normalised text as whole words."""
+    g = normalize_answer(gold)
+    return bool(g) and f" {g} " in f" {normalize_answer(text)} "
+
+
+def is_yes_no(answer: str) -> bool:
+    """A gold answer that starts with "yes" or "no" ("Yes.", "No, she doesn't."): such a word
+    occurs in almost any text, so these are scored apart."""
+    return normalize_answer(answer).split()[:1] in (["yes"], ["no"])
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion (``z`` for another level); (0, 1) when n == 0."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = p + z * z / (2 * n)
+    spread = z * ((p * (1 - p) + z * z / (4 * n)) / n) ** 0.5
+    denom = 1 + z * z / n
+    return max(0.0, (centre - spread) / denom), min(1.0, (centre + spread) / denom)

@@ -57,57 +57,68 @@ def _film_frames(path: Path) -> list[np.ndarray]:
     return frames
 
 
+class Scenes:
+    """The pictures of the scenes a bench recording is made of, each loaded once: ``call`` (the
+    speaker's face while she talks, as in the demo), ``film`` (Megamind, looped) and a screen per
+    opencv-doc screenshot name."""
+
+    def __init__(self) -> None:
+        import cv2
+
+        from mnemo.demo_media import speaker_faces
+
+        self.docs = opencv_doc()
+        self.turns = read_rttm(pyannote_sample() / "sample.rttm")
+        self.faces = speaker_faces()
+        self.film = _film_frames(self.docs / "Megamind.avi")
+        self.screens = {name: _centred(cv2.cvtColor(cv2.imread(str(self.docs / name)), cv2.COLOR_BGR2RGB))
+                        for name in ("qtgui.png", "eclipse_cdt_cfg7.png")}
+        self._calls: dict[tuple[str, ...], np.ndarray] = {}
+
+    def frame(self, scene: str, t: float) -> np.ndarray:
+        """The frame of ``scene`` at ``t`` seconds into it (a screen name shows that screenshot)."""
+        from mnemo.demo_media import face_frame, visible_at
+
+        if scene == "call":
+            visible = tuple(visible_at(self.turns, t))
+            if visible not in self._calls:
+                self._calls[visible] = face_frame(self.faces, list(visible), WIDTH, HEIGHT)
+            return self._calls[visible]
+        if scene == "film":
+            return self.film[int(t * 23.976) % len(self.film)]
+        return self.screens[scene]
+
+
 def _frames() -> Iterator[np.ndarray]:
-    import cv2
-
-    from mnemo.demo_media import face_frame, speaker_faces, visible_at
-
-    docs = opencv_doc()
-    turns = read_rttm(pyannote_sample() / "sample.rttm")
-    faces = speaker_faces()
-    film = _film_frames(docs / "Megamind.avi")
-    film_fps = 23.976
-    screens = [_centred(cv2.cvtColor(cv2.imread(str(docs / name)), cv2.COLOR_BGR2RGB))
-               for name in ("qtgui.png", "eclipse_cdt_cfg7.png")]
-    calls: dict[tuple[str, ...], np.ndarray] = {}
+    scenes = Scenes()
     for i in range(int(CLIPS * CLIP_S * FPS)):
         t = i / FPS
         scene = SCENES[int(t // CLIP_S) % len(SCENES)]
         in_clip = t % CLIP_S
-        if scene == "call":
-            visible = tuple(visible_at(turns, in_clip))
-            if visible not in calls:
-                calls[visible] = face_frame(faces, list(visible), WIDTH, HEIGHT)
-            yield calls[visible]
-        elif scene == "film":
-            yield film[int(in_clip * film_fps) % len(film)]
-        else:
-            yield screens[0 if in_clip < CLIP_S / 2 else 1]
+        if scene == "screen":  # two screenshots a clip, so on-screen text changes within it
+            scene = "qtgui.png" if in_clip < CLIP_S / 2 else "eclipse_cdt_cfg7.png"
+        yield scenes.frame(scene, in_clip)
 
 
-def build_speed_recording(dest: Path | None = None) -> Path:
-    """Write (once) and return the bench recording."""
+def encode(dest: Path, frames: Iterator[np.ndarray], seconds: float, audio, recorded_at: str = RECORDED_AT) -> Path:
+    """Write ``frames`` (RGB, WIDTH x HEIGHT at FPS) with ``audio`` (an ffmpeg-python audio stream)
+    as H.264 + AAC, atomically (a part file renamed when complete)."""
     import ffmpeg
 
     from perception.sources.media import ffmpeg_exe
 
-    dest = dest or cache_dir() / "speed" / f"lifelog-{CLIPS * CLIP_S / 60:g}min.mp4"
-    if dest.is_file():
-        return dest
-    wav = pyannote_sample() / "sample.wav"
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(".part.mp4")
     video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS)
-    audio = ffmpeg.input(str(wav), stream_loop=-1).audio
     proc = (
-        ffmpeg.output(video, audio, str(part), t=CLIPS * CLIP_S, vcodec="libx264", preset="veryfast", pix_fmt="yuv420p",
-                      acodec="aac", ar=16000, movflags="+faststart", **{"metadata": f"creation_time={RECORDED_AT}"})
+        ffmpeg.output(video, audio, str(part), t=seconds, vcodec="libx264", preset="veryfast", pix_fmt="yuv420p",
+                      acodec="aac", ar=16000, movflags="+faststart", **{"metadata": f"creation_time={recorded_at}"})
         .global_args("-nostdin", "-loglevel", "error")
         .overwrite_output()
         .run_async(cmd=ffmpeg_exe(), pipe_stdin=True)
     )
     try:
-        for frame in _frames():
+        for frame in frames:
             proc.stdin.write(frame.tobytes())
         proc.stdin.close()
     except BrokenPipeError:
@@ -116,3 +127,14 @@ def build_speed_recording(dest: Path | None = None) -> Path:
         raise RuntimeError(f"ffmpeg could not write {part}")
     part.replace(dest)
     return dest
+
+
+def build_speed_recording(dest: Path | None = None) -> Path:
+    """Write (once) and return the bench recording."""
+    import ffmpeg
+
+    dest = dest or cache_dir() / "speed" / f"lifelog-{CLIPS * CLIP_S / 60:g}min.mp4"
+    if dest.is_file():
+        return dest
+    audio = ffmpeg.input(str(pyannote_sample() / "sample.wav"), stream_loop=-1).audio
+    return encode(dest, _frames(), CLIPS * CLIP_S, audio)

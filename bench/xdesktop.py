@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 TOOLS = ("Xvfb", "openbox", "xterm", "xclock", "xdotool", "xset", "xprop")
-APT = "apt-get install xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core"
+APT = "apt-get install xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base"
 
 
 def missing_tools() -> str:

@@ -52,16 +52,28 @@ def _parser() -> argparse.ArgumentParser:
     add_parsers(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture"],
+    bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture", "m3", "screenshotvqa"],
                        help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
                             "5-minute recording, sequential and on Ray, against ASR alone; capture: the screenshot daemon on "
-                            "an Xvfb desktop with a scripted session and live ingestion")
+                            "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
+                            "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
     bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
-    bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format")
+    bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format; "
+                       "screenshotvqa: a folder with qa_pairs.json and one folder of screenshots per user")
     bench.add_argument("--workers", type=int, help="speed: Ray perception workers (default: one per CPU)")
+    bench.add_argument("--annotations", help="m3: robot.json or web.json from the M3-Agent release")
+    bench.add_argument("--videos", help="m3: folder holding the videos (as the annotations' video_path, or by file name)")
+    bench.add_argument("--split", choices=["robot", "web"], help="m3: the split (default: from the file name)")
+    bench.add_argument("--limit", type=int, help="m3: only the first N videos found")
+    bench.add_argument("--judge", action="store_true",
+                       help="m3, screenshotvqa: score answers with the paper's judge prompt on the [llm] endpoint "
+                            "([llm] judge_model, default [llm] model)")
+    bench.add_argument("--mini", action="store_true",
+                       help="m3, screenshotvqa: the small sets built from real media, with hand-written questions")
+    bench.add_argument("--details", help="m3, screenshotvqa: write every question, answer and score to this JSON file")
     bench.add_argument("--baselines", action="store_true",
                        help="locomo: also score BM25, dense (MiniLM) and their fusion over the same turns")
     return p
@@ -152,6 +164,15 @@ def cmd_bench(args, cfg) -> int:
                                  baselines_embedder=dense if args.baselines else None,
                                  workdir=Path(tmp) / "baselines")
         print(locomo.format_report(figures))
+    elif args.name in ("m3", "screenshotvqa"):
+        from mnemo import bench_qa
+
+        text, figures, code = bench_qa.run(args, cfg, progress)
+        print(f"error: {text}" if code else text, file=sys.stderr if code else sys.stdout)
+        if code:
+            if args.json:
+                print(json.dumps(figures))
+            return code
     elif args.name == "speed":
         import tempfile
 

@@ -1,0 +1,111 @@
+"""``mnemo bench m3`` and ``mnemo bench screenshotvqa``: the runners wired to the configured
+perception, store, agent and judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.fixtures import cache_dir
+
+
+def _harness(cfg, root: Path, progress):
+    from bench.m3 import Harness
+    from graph.store import Store
+    from mnemo.pipeline import ingest
+    from mnemo.wiring import build_agent, build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
+
+    embedder = text_embedder(cfg.graph)  # one model for every store
+    perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
+    policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+    llm_writer = build_llm_writer(cfg.memorize, cfg.llm)
+    # stores are kept between runs; one folder per embedder, whose vectors they hold
+    stores = root / cfg.graph.text_embedder
+    quiet = lambda m: None  # noqa: E731  (per-clip lines would drown the bench's own)
+    return Harness(
+        store=lambda key: Store(stores / key, embedder),
+        ingest=lambda paths, store, start: ingest(paths, store, perceivers, policies, clip_s=30.0, start=start,
+                                                  progress=quiet, llm_writer=llm_writer),
+        agent=lambda store: build_agent(cfg.control, cfg.llm, store),
+    )
+
+
+def build_judge(cfg, progress):
+    from bench.judge import PAPER_MODEL, Judge
+    from mnemo.wiring import chat_client
+
+    llm = cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model})
+    judge = Judge(chat_client(llm))
+    if not judge.is_paper_model:
+        progress(f"warning: the judge is {judge.model!r}, not the paper's {PAPER_MODEL}; accuracy is not "
+                 "comparable with the published figures")
+    return judge
+
+
+def run(args, cfg, progress) -> tuple[str, dict, int]:
+    """(report text, figures, exit code) of ``bench m3`` or ``bench screenshotvqa``."""
+    from bench import m3, screenshotvqa
+    from bench.mini_sets import build_m3_mini, build_screenshotvqa_mini
+
+    judge = build_judge(cfg, progress) if args.judge else None
+    root = Path(args.store) if args.store else cache_dir() / "bench-stores" / args.name
+    if args.name == "m3":
+        if cfg.perception.clip_s != 30.0:
+            progress(f"note: M3-Bench clips are 30 s; [perception] clip_s = {cfg.perception.clip_s:g} is ignored here")
+        if args.mini:
+            data = build_m3_mini()
+            sets = [(data / f"{split}.json", data, split) for split in ("robot", "web")]
+        else:
+            if not args.annotations or not args.videos:
+                raise ValueError("bench m3 needs --annotations robot.json|web.json and --videos DIR (or --mini)")
+            sets = [(Path(args.annotations), Path(args.videos), args.split)]
+        harness = _harness(cfg, root, progress)
+        runs, text = {}, []
+        for annotations, videos, split in sets:
+            try:
+                figures = m3.run(annotations, videos, harness, split, args.limit, judge, progress)
+            except m3.NoVideos as e:
+                return str(e), {"questions": 0, "error": str(e)}, 1
+            runs[figures["split"]] = figures
+            text.append(m3.format_report(figures))
+        _details(args.details, [a for r in runs.values() for a in r["asked"]], progress)
+        return "\n\n".join(text), _combined(runs, judge is not None), 0
+    if args.mini:
+        data = build_screenshotvqa_mini()
+    elif args.data:
+        data = Path(args.data)
+    else:
+        raise ValueError("bench screenshotvqa needs --data DIR (qa_pairs.json and a folder per user) or --mini")
+    figures = screenshotvqa.run(data, _harness(cfg, root, progress), root / "work", judge, progress)
+    _details(args.details, figures["asked"], progress)
+    return screenshotvqa.format_report(figures), _last_line(figures), 0
+
+
+def _details(path: str | None, asked: list, progress) -> None:
+    if path:
+        Path(path).write_text(json.dumps([a.to_json() for a in asked], indent=1, ensure_ascii=False), encoding="utf-8")
+        progress(f"every question, answer and score: {path}")
+
+
+_KEYS = ("questions", "answer_in_context@5", "token_f1", "containment", "leakage", "ms_per_query", "store_mb",
+         "ingest_s", "accuracy", "ci95", "judged", "out_of_reach_questions", "not_found_ok", "yes_no_questions")
+
+
+def _last_line(figures: dict) -> dict:
+    out = {k: figures.get(k) for k in _KEYS}
+    out["per_type"] = figures.get("per_type", {})
+    return out
+
+
+def _combined(runs: dict[str, dict], judged: bool) -> dict:
+    """One split: its figures. Both (``--mini``): the questions of both pooled, and each split's
+    own figures under ``splits``."""
+    if len(runs) == 1:
+        figures = next(iter(runs.values()))
+        return _last_line(figures) | {"split": figures["split"], "coverage": figures["coverage"]}
+    from bench.qa import summarise
+
+    pooled = summarise([a for r in runs.values() for a in r["asked"]], judged)
+    pooled.update(store_mb=round(sum(r["store_mb"] for r in runs.values()), 2),
+                  ingest_s=round(sum(r["ingest_s"] for r in runs.values()), 1))
+    return _last_line(pooled) | {"splits": {split: _last_line(r) for split, r in runs.items()}}
