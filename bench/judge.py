@@ -8,6 +8,7 @@ comparable with the paper's; the runner says so.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from llm.client import ChatClient, LLMError
@@ -54,4 +55,6 @@ class Judge:
             log.warning("judge: %s", e)
             return Verdict(None, str(e))
         said = (reply or "").lower()
-        return Verdict("yes" in said, reply, unclear="yes" not in said and "no" not in said)
+        # the paper's rule: correct when the reply contains "yes"; a reply with neither word is
+        # scored "no" as upstream does, and counted as unclear
+        return Verdict("yes" in said, reply, unclear=re.search(r"\b(yes|no)\b", said) is None)

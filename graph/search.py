@@ -33,8 +33,8 @@ class HybridSearch:
         """Hybrid search: vector and full-text result lists fused by reciprocal rank.
 
         Filters: memory ``kind`` (one or several), memories involving any of ``entity_ids``, a time
-        range overlapping ``[start_ts, end_ts]``, and ``before_ts``: only what was known at that
-        time (memories that ended by then and were not yet superseded). Without ``before_ts``,
+        range overlapping ``[start_ts, end_ts]``, and ``before_ts``: only what was known before that
+        time (memories that ended before it and were not yet superseded). Without ``before_ts``,
         superseded memories are left out unless ``include_superseded``. ``vector`` skips embedding
         the query (benchmarks, callers that embed in batches); ``exact`` scans every vector
         instead of using the vector index (the reference for recall).

@@ -49,12 +49,14 @@ def memory_filter(before_ts: float | None = None, kind: str | tuple[str, ...] | 
                   entity_ids: Sequence[str] | None = None, start_ts: float | None = None,
                   end_ts: float | None = None, include_superseded: bool = False) -> tuple[str | None, bool]:
     """The filter of a memory search, and whether it is selective enough to apply before the
-    vector search. ``before_ts``: only what was known then (ended by then, not yet superseded);
-    without it superseded memories are left out unless ``include_superseded``."""
+    vector search. ``before_ts``: only what was known strictly before then (ended before it, not
+    superseded before it), so a memory that begins and ends at ``before_ts`` (a frame read at the
+    first instant of the next clip) is left out; without it superseded memories are left out unless
+    ``include_superseded``."""
     filters = []
     if before_ts is not None:
         t = float(before_ts)
-        filters.append(f"end_ts <= {t!r} AND (valid_to_ts IS NULL OR valid_to_ts > {t!r})")
+        filters.append(f"end_ts < {t!r} AND (valid_to_ts IS NULL OR valid_to_ts >= {t!r})")
     elif not include_superseded:
         filters.append("valid_to_ts IS NULL")
     selective = before_ts is not None or bool(kind) or bool(entity_ids) or start_ts is not None or end_ts is not None
