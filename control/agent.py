@@ -80,7 +80,7 @@ class LLMAgent:
         self.max_rounds = max_rounds
 
     def ask(self, question: str, before_ts: float | None = None) -> Answer:
-        people = self.planner.people()
+        people = self.planner.people(before_ts)
         names = known_names(people)
         reading = _Reading({}, [], [])
         steps: list[str] = []

@@ -85,6 +85,6 @@ class OfflineAnswerer:
             citation = cite(self.store, memory)
             if citation is None:
                 return Answer(question, "I don't know: the matching memory is not committed yet.", (), read)
-            text = render(memory.text, known_names(self.planner.people()))
+            text = render(memory.text, known_names(self.planner.people(before_ts)))
             return Answer(question, f"{text} (at {utc_time(memory.start_ts)})", (citation,), read, found.rounds)
         return Answer(question, "I don't know: nothing in memory matches the question.", (), (), found.rounds)

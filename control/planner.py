@@ -92,10 +92,11 @@ class OfflinePlanner:
             self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-planner")
         return self._executor
 
-    def people(self) -> list[Person]:
+    def people(self, before_ts: float | None = None) -> list[Person]:
+        """Everyone in memory; with ``before_ts``, only people first seen before then."""
         if self._people is None:  # a planner serves one store state: people are read once
             self._people = self.tools.list_people()
-        return self._people
+        return self._people if before_ts is None else [p for p in self._people if p.first_seen_ts < before_ts]
 
     def newest(self) -> datetime:
         """When the newest clip in memory ends: what "last week" is relative to, by default."""
@@ -104,20 +105,21 @@ class OfflinePlanner:
             self._newest = datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else datetime.now(timezone.utc)
         return self._newest
 
-    def plan(self, question: str, now: datetime | None = None) -> Plan:
+    def plan(self, question: str, now: datetime | None = None, before_ts: float | None = None) -> Plan:
         at = {}
-        for p in self.people():
+        people = self.people(before_ts)
+        for p in people:
             found = re.search(rf"\b{re.escape(p.name)}\b", question, re.IGNORECASE) if p.name else None
             if found:
                 at[p.character_id] = found.start()
-        named = tuple(sorted((p for p in self.people() if p.character_id in at), key=lambda p: at[p.character_id]))
+        named = tuple(sorted((p for p in people if p.character_id in at), key=lambda p: at[p.character_id]))
         return Plan(question, named, tuple(time_windows(question, now or self.newest())), _subjects(question, named),
                     asks_when(question))
 
     def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
         store = self.tools.store
         now = datetime.fromtimestamp(before_ts, tz=timezone.utc) if before_ts is not None else None
-        plan = self.plan(question, now)
+        plan = self.plan(question, now, before_ts)
         pool: dict[str, Candidate] = {}
         log: list[str] = []
 

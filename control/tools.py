@@ -18,6 +18,7 @@ class Person:
     character_id: str
     name: str  # "" while unnamed
     members: tuple[str, ...]  # face/voice entity ids linked to the character
+    first_seen_ts: float = 0.0  # when the character first appeared: a question asked before then knows nobody
 
     @property
     def label(self) -> str:
@@ -44,7 +45,7 @@ class MemoryTools:
         members: dict[str, list[str]] = {}
         for edge in self.store.all_edges("same_person"):
             members.setdefault(edge.dst_id, []).append(edge.src_id)
-        return [Person(c.entity_id, c.name, tuple(sorted(members.get(c.entity_id, ()))))
+        return [Person(c.entity_id, c.name, tuple(sorted(members.get(c.entity_id, ()))), c.first_seen_ts)
                 for c in self.store.load_entities("character")]
 
     def person(self, who: str) -> Person:

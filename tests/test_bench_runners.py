@@ -1,0 +1,108 @@
+"""The M3-Bench and ScreenshotVQA runners end to end on the mini sets (real media, real models), on
+the real M3-Bench annotation files, and with the LLM agent and the judge on the loopback fake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mnemo.cli import main
+from tests.fake_openai import FakeOpenAI
+from tests.test_bench_qa import _m3_file
+from tests.test_capture import require_x
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("bench-stores")  # shared: a video is ingested once for the module
+
+
+@pytest.fixture(scope="module")
+def m3_mini(pyannote_dir, opencv_dir) -> Path:
+    from bench.mini_sets import build_m3_mini
+
+    return build_m3_mini()
+
+
+def _bench(capsys, *argv) -> tuple[int, dict, str]:
+    code = main(["bench", *argv, "--json"])
+    out = capsys.readouterr()
+    return code, json.loads(out.out.strip().splitlines()[-1]), out.out + out.err
+
+
+def test_m3_mini_offline_never_leaks_and_finds_the_answers(m3_mini, stores, capsys):
+    code, f, text = _bench(capsys, "m3", "--mini", "--store", str(stores))
+    assert code == 0, text
+    assert f["questions"] == 16 and set(f["splits"]) == {"robot", "web"}
+    assert f["leakage"] == 0.0, text
+    assert f["out_of_reach_questions"] == 2 and f["not_found_ok"] == 2, text  # asked before their evidence
+    assert f["answer_in_context@5"] >= 0.8, text  # the issue's target on the mini sets
+    assert f["accuracy"] is None and "not judged" in text
+    assert set(f["per_type"]) <= {"ME", "MH", "CM", "PU", "GK"} and f["per_type"]["PU"]["questions"] >= 5
+    assert f["store_mb"] > 0 and f["ms_per_query"] > 0
+
+
+def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(m3_mini, stores, tmp_path, capsys):
+    videos = tmp_path / "videos"
+    (videos / "data" / "videos" / "robot").mkdir(parents=True)
+    (videos / "data" / "videos" / "robot" / "living_room_06.mp4").symlink_to(
+        m3_mini / "data" / "videos" / "robot" / "mini_robot_01.mp4")  # one video present, under a real id
+    code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("robot.json")), "--videos", str(videos),
+                           "--store", str(stores))
+    assert code == 0, text
+    assert f["coverage"]["videos"] == 100 and f["coverage"]["videos_found"] == 1
+    assert "1 of 100 videos found" in text
+    assert f["questions"] == f["coverage"]["questions_covered"] > 0
+    assert f["leakage"] == 0.0  # the release's own before_clip values, enforced in the store query
+    assert "0 new clip(s), 4 already stored" in text  # the store made for the same file is reused
+
+    code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("web.json")), "--videos", str(tmp_path / "none"))
+    assert code == 1 and f["questions"] == 0
+    assert "error: --videos" in text and "Traceback" not in text
+    (tmp_path / "empty").mkdir()
+    code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("web.json")), "--videos", str(tmp_path / "empty"))
+    assert code == 1 and "none of the 920 videos named in" in text and "Efk3K4epEzg.mp4" in text
+
+
+def test_m3_with_the_llm_agent_and_judge_answers_within_the_cutoff(m3_mini, stores, tmp_path):
+    from bench import m3
+    from mnemo.bench_qa import _harness, build_judge
+    from mnemo.config import MnemoConfig
+
+    annotations = tmp_path / "robot.json"
+    annotations.write_text(json.dumps({"mini": {"video_path": "data/videos/robot/mini_robot_01.mp4", "qa_list": [
+        {"question": "Where is Sheila originally from?", "answer": "Chicago.", "question_id": "mini_Q1",
+         "timestamp": "01:10", "before_clip": 1, "type": ["Human Understanding"]},
+        {"question": "Where is Sheila originally from?", "answer": "Chicago.", "question_id": "mini_Q2",
+         "timestamp": "00:40", "before_clip": 0, "type": ["Human Understanding"],
+         "evidence": [{"start_s": 44.4, "end_s": 47.8}]}]}}))
+    replies = ["[Search] Sheila originally from", "[Answer] Sheila is from Chicago [m1]", "Yes",
+               "[Search] Sheila originally from", "[Answer] I don't know", "No"]
+    said = []
+    with FakeOpenAI(replies) as fake:
+        cfg = MnemoConfig(control={"agent": "llm"}, llm={"base_url": fake.base_url, "model": "local-model"})
+        judge = build_judge(cfg, said.append)
+        f = m3.run(annotations, m3_mini, _harness(cfg, stores, said.append), judge=judge)
+    assert any("not the paper's gpt-4o-2024-11-20" in s for s in said)
+    assert f["questions"] == 2 and f["leakage"] == 0.0
+    assert (f["accuracy"], f["judged"], f["ci95"]) == (0.5, 2, [0.0945, 0.9055])
+    assert f["per_type"]["PU"]["accuracy"] == 0.5  # "Human Understanding" counted as Person Understanding
+    first, second = f["asked"]
+    assert first.answer == "Sheila is from Chicago" and first.in_context()
+    knowledge = [m["content"] for m in fake.requests[4]["messages"] if "<knowledge>" in m["content"]]
+    assert knowledge and "Chicago" not in knowledge[0]  # before clip 1 the call is out of reach, for the LLM too
+    assert second.read == 0 and f["not_found_ok"] == 1
+    judged = fake.requests[2]["messages"][0]["content"]
+    assert "ground_truth_answer: Chicago. agent_answer: Sheila is from Chicago" in judged
+
+
+def test_screenshotvqa_mini_skips_compressed_files_and_finds_the_answers(stores, capsys):
+    require_x()
+    code, f, text = _bench(capsys, "screenshotvqa", "--mini", "--store", str(stores))
+    assert code == 0, text
+    assert f["questions"] == 9 and "6 screenshots (1 compressed skipped)" in text
+    assert f["out_of_reach_questions"] == 1 and f["not_found_ok"] == 1, text  # only the skipped file had it
+    assert f["answer_in_context@5"] >= 0.8, text
+    assert f["leakage"] == 0.0 and f["accuracy"] is None
