@@ -82,7 +82,7 @@ def run(annotations: str | Path, videos_dir: str | Path, harness: Harness, split
         asked += ask_video(video, store, harness.agent(store), split, judge)
     figures = summarise(asked, judged=judge is not None)
     figures.update(split=split, coverage=cover, videos_asked=len(present) - len(failed), videos_failed=failed,
-                   ingest_s=round(ingest_s, 1), store_mb=round(sum(_size_mb(p) for p in stores), 2),
+                   ingest_s=round(ingest_s, 1), store_mb=round(sum(size_mb(p) for p in stores), 2),
                    asked=asked)
     if judge is not None:
         figures["judge_model"] = judge.model
@@ -114,7 +114,7 @@ def ask_video(video: m3bench.Video, store, agent, split: str, judge: Judge | Non
     return out
 
 
-def _size_mb(path: Path) -> float:
+def size_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6 if path.is_dir() else 0.0
 
 

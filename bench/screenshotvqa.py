@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.datasets import screenshotvqa
 from bench.judge import Judge
-from bench.m3 import Harness, _size_mb
+from bench.m3 import Harness, size_mb
 from bench.qa import Asked, format_table, pct, summarise
 
 
@@ -70,7 +70,7 @@ def run(data: str | Path, harness: Harness, work: Path, judge: Judge | None = No
         figures["judge_model"] = judge.model
     figures.update(users=len(users), screenshots=sum(len(u.screenshots) for u in users),
                    skipped_compressed=sum(len(u.skipped) for u in users), per_user=per_user,
-                   ingest_s=round(ingest_s, 1), store_mb=round(sum(_size_mb(p) for p in stores), 2),
+                   ingest_s=round(ingest_s, 1), store_mb=round(sum(size_mb(p) for p in stores), 2),
                    asked=asked_all)
     return figures
 
