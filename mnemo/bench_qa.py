@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.fixtures import cache_dir
 
 
-def _harness(cfg, root: Path, progress):
+def harness(cfg, root: Path, progress):
     from bench.m3 import Harness
     from graph.store import Store
     from mnemo.pipeline import ingest
@@ -59,11 +59,11 @@ def run(args, cfg, progress) -> tuple[str, dict, int]:
             if not args.annotations or not args.videos:
                 raise ValueError("bench m3 needs --annotations robot.json|web.json and --videos DIR (or --mini)")
             sets = [(Path(args.annotations), Path(args.videos), args.split)]
-        harness = _harness(cfg, root, progress)
+        wired = harness(cfg, root, progress)
         runs, text = {}, []
         for annotations, videos, split in sets:
             try:
-                figures = m3.run(annotations, videos, harness, split, args.limit, judge, progress)
+                figures = m3.run(annotations, videos, wired, split, args.limit, judge, progress)
             except m3.NoVideos as e:
                 return str(e), {"questions": 0, "error": str(e)}, 1
             runs[figures["split"]] = figures
@@ -76,7 +76,7 @@ def run(args, cfg, progress) -> tuple[str, dict, int]:
         data = Path(args.data)
     else:
         raise ValueError("bench screenshotvqa needs --data DIR (qa_pairs.json and a folder per user) or --mini")
-    figures = screenshotvqa.run(data, _harness(cfg, root, progress), root / "work", judge, progress)
+    figures = screenshotvqa.run(data, harness(cfg, root, progress), root / "work", judge, progress)
     _details(args.details, figures["asked"], progress)
     return screenshotvqa.format_report(figures), _last_line(figures), 0
 

@@ -60,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
                             "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
-    bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one)")
+    bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one); m3, "
+                       "screenshotvqa: folder of the per-video/per-user stores, kept between runs "
+                       "(default: ~/.cache/mnemo/bench-stores/NAME)")
     bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format; "
                        "screenshotvqa: a folder with qa_pairs.json and one folder of screenshots per user")
     bench.add_argument("--workers", type=int, help="speed: Ray perception workers (default: one per CPU)")

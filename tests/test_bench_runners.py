@@ -57,7 +57,10 @@ def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(m3_mi
     assert "1 of 100 videos found" in text
     assert f["questions"] == f["coverage"]["questions_covered"] > 0
     assert f["leakage"] == 0.0  # the release's own before_clip values, enforced in the store query
-    assert "0 new clip(s), 4 already stored" in text  # the store made for the same file is reused
+    code, again, text = _bench(capsys, "m3", "--annotations", str(_m3_file("robot.json")), "--videos", str(videos),
+                               "--store", str(stores), "--limit", "1")
+    assert code == 0 and "0 new clip(s), 4 already stored" in text  # a later run reuses the video's store
+    assert again["questions"] == f["questions"]
 
     code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("web.json")), "--videos", str(tmp_path / "none"))
     assert code == 1 and f["questions"] == 0
@@ -69,7 +72,7 @@ def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(m3_mi
 
 def test_m3_with_the_llm_agent_and_judge_answers_within_the_cutoff(m3_mini, stores, tmp_path):
     from bench import m3
-    from mnemo.bench_qa import _harness, build_judge
+    from mnemo.bench_qa import harness, build_judge
     from mnemo.config import MnemoConfig
 
     annotations = tmp_path / "robot.json"
@@ -85,7 +88,7 @@ def test_m3_with_the_llm_agent_and_judge_answers_within_the_cutoff(m3_mini, stor
     with FakeOpenAI(replies) as fake:
         cfg = MnemoConfig(control={"agent": "llm"}, llm={"base_url": fake.base_url, "model": "local-model"})
         judge = build_judge(cfg, said.append)
-        f = m3.run(annotations, m3_mini, _harness(cfg, stores, said.append), judge=judge)
+        f = m3.run(annotations, m3_mini, harness(cfg, stores, said.append), judge=judge)
     assert any("not the paper's gpt-4o-2024-11-20" in s for s in said)
     assert f["questions"] == 2 and f["leakage"] == 0.0
     assert (f["accuracy"], f["judged"], f["ci95"]) == (0.5, 2, [0.0945, 0.9055])
