@@ -3,34 +3,23 @@
 Each video is ingested into its own store (M3-Agent builds a memory graph per video), keyed by the
 file's content so a later run, or another annotation naming the same file, reuses it. Clip *i* is
 [30i, 30i+30) of the video. A robot question is asked with memory truncated to clips ≤
-``before_clip``: the agent's store queries carry ``before_ts`` = the end of that clip (memories that
-ended by then, as the store's filter enforces), and leakage is measured independently, from the
+``before_clip``: the agent's store queries carry ``before_ts`` = the end of that clip (only memories
+that ended before it, as the store's filter enforces), and leakage is measured independently, from the
 clip index of every memory the agent read. Web questions use the whole video.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.datasets import m3bench
 from bench.judge import Judge
-from bench.qa import Asked, format_table, summarise
+from bench.qa import Asked, Harness, ask, format_table, size_mb, summarise
 
 # every video is ingested as if recorded from this instant, so clip i starts at ORIGIN + 30 i
 ORIGIN = datetime(2025, 1, 1, tzinfo=timezone.utc)
-
-
-@dataclass(frozen=True)
-class Harness:
-    """What a runner needs from the composition root: a store per key, ingestion, an agent."""
-
-    store: Callable[[str], object]  # key -> graph.Store
-    ingest: Callable[[list[str], object, datetime | None], object]  # (paths, store, start) -> IngestReport
-    agent: Callable[[object], object]  # store -> an answerer with .ask(question, before_ts=)
 
 
 class NoVideos(ValueError):
@@ -102,20 +91,10 @@ def ask_video(video: m3bench.Video, store, agent, split: str, judge: Judge | Non
     for q in video.questions:
         cutoff = q.before_clip if split == "robot" else None
         before_ts = None if cutoff is None else ORIGIN.timestamp() + (cutoff + 1) * m3bench.CLIP_S
-        t0 = time.perf_counter()
-        answer = agent.ask(q.question, before_ts=before_ts)
-        ms = 1000 * (time.perf_counter() - t0)
-        read = answer.evidence
-        leaked = None if cutoff is None else sum(1 for m in read if index_of(m.clip_id) > cutoff)
-        verdict = judge.judge(q.question, q.answer, answer.answer) if judge is not None else None
-        out.append(Asked(q.question_id, q.question, q.answer, answer.answer,
-                         tuple(m3bench.TYPES[t] for t in q.types), tuple(m.text for m in read),
-                         q.evidence_is_later, len(read), leaked, ms, verdict))
+        leaked = None if cutoff is None else (lambda read, c=cutoff: sum(1 for m in read if index_of(m.clip_id) > c))
+        out.append(ask(agent, q.question_id, q.question, q.answer, judge, tuple(m3bench.TYPES[t] for t in q.types),
+                       q.evidence_is_later, before_ts, leaked))
     return out
-
-
-def size_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6 if path.is_dir() else 0.0
 
 
 def format_report(figures: dict) -> str:

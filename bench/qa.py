@@ -10,12 +10,25 @@ any text), and so are the mini sets' questions whose evidence lies where the age
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
-from bench.judge import Verdict
+from bench.judge import Judge, Verdict
 from bench.metrics import contains_answer, is_yes_no, token_f1, wilson_interval
 
 K = 5
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What a runner needs from the composition root: a store per key, ingestion, an agent."""
+
+    store: Callable[[str], object]  # key -> graph.Store
+    ingest: Callable[[list[str], object, datetime | None], object]  # (paths, store, start) -> IngestReport
+    agent: Callable[[object], object]  # store -> an answerer with .ask(question, before_ts=)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,25 @@ class Asked:
         if self.verdict is not None:
             out["judge"] = {"correct": self.verdict.correct, "reply": self.verdict.reply[:200]}
         return out
+
+
+def ask(agent, question_id: str, question: str, gold: str, judge: Judge | None, types: tuple[str, ...] = (),
+        expect_not_found: bool = False, before_ts: float | None = None,
+        leaked: Callable[[Sequence], int] | None = None) -> Asked:
+    """Ask ``agent`` one question (timed), count what it read beyond the cutoff with ``leaked``
+    (memories read -> how many are out of bounds; None: no cutoff), and judge the answer."""
+    t0 = time.perf_counter()
+    answer = agent.ask(question, before_ts=before_ts)
+    ms = 1000 * (time.perf_counter() - t0)
+    read = answer.evidence
+    verdict = judge.judge(question, gold, answer.answer) if judge is not None else None
+    return Asked(question_id, question, gold, answer.answer, types, tuple(m.text for m in read), expect_not_found,
+                 len(read), None if leaked is None else leaked(read), ms, verdict)
+
+
+def size_mb(path: Path) -> float:
+    """Bytes under a folder, in MB (0 when it is not there)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6 if path.is_dir() else 0.0
 
 
 def _mean(values: list[float]) -> float | None:

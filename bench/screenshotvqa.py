@@ -16,8 +16,7 @@ from pathlib import Path
 
 from bench.datasets import screenshotvqa
 from bench.judge import Judge
-from bench.m3 import Harness, size_mb
-from bench.qa import Asked, format_table, pct, summarise
+from bench.qa import Asked, Harness, ask, format_table, pct, size_mb, summarise
 
 
 def _stage(user: screenshotvqa.User, dest: Path) -> Path:
@@ -51,15 +50,8 @@ def run(data: str | Path, harness: Harness, work: Path, judge: Judge | None = No
         for path, why in report.clips_failed:
             progress(f"  {path}: {why}")
         agent = harness.agent(store)
-        asked = []
-        for i, qa in enumerate(user.questions):
-            t0 = time.perf_counter()
-            answer = agent.ask(qa.question)
-            ms = 1000 * (time.perf_counter() - t0)
-            verdict = judge.judge(qa.question, qa.answer, answer.answer) if judge is not None else None
-            asked.append(Asked(f"{user.name}_Q{i + 1}", qa.question, qa.answer, answer.answer, (),
-                               tuple(m.text for m in answer.evidence), qa.expects_not_found, len(answer.evidence),
-                               None, ms, verdict))
+        asked = [ask(agent, f"{user.name}_Q{i + 1}", qa.question, qa.answer, judge, expect_not_found=qa.expects_not_found)
+                 for i, qa in enumerate(user.questions)]
         per_user[user.name] = {k: v for k, v in summarise(asked, judge is not None).items() if k != "per_type"}
         asked_all += asked
     figures = summarise(asked_all, judge is not None)

@@ -10,7 +10,7 @@ from bench.fixtures import cache_dir
 
 
 def harness(cfg, root: Path, progress):
-    from bench.m3 import Harness
+    from bench.qa import Harness
     from graph.store import Store
     from mnemo.pipeline import ingest
     from mnemo.wiring import build_agent, build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
