@@ -116,6 +116,12 @@ class Store(HybridSearch):
         rows = self.clips.search().where(f"clip_id = {sql.quote(clip_id)}").limit(1).to_list()
         return rows[0] if rows else None
 
+    def clips_in_range(self, start_ts: float, end_ts: float, limit: int | None = 1000) -> list[dict]:
+        """Committed clip rows overlapping ``[start_ts, end_ts]``, in time order."""
+        rows = (self.clips.search().where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}")
+                .limit(limit).to_list())
+        return sorted(rows, key=lambda r: (r["start_ts"], r["clip_id"]))
+
     def get_memories(self, memory_ids: list[str]) -> list[Memory]:
         if not memory_ids:
             return []

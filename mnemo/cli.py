@@ -48,8 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
 
     from mnemo.capture_cli import add_parsers
+    from mnemo.serve.cli import add_parsers as add_serve_parsers
 
     add_parsers(sub)
+    add_serve_parsers(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
     bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture", "m3", "screenshotvqa"],
@@ -234,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
             from mnemo.capture_cli import cmd_capture, cmd_watch
 
             return (cmd_capture if args.command == "capture" else cmd_watch)(args, cfg)
+        if args.command in ("serve", "mcp"):
+            from mnemo.serve.cli import cmd_mcp, cmd_serve
+
+            return (cmd_serve if args.command == "serve" else cmd_mcp)(args, cfg)
         from mnemo.demo import run_demo
 
         return run_demo(cfg, args.store)

@@ -147,9 +147,16 @@ def plan_clips(source: SourceInfo, clip_s: float = 30.0) -> Iterator[Clip]:
 
 
 def _run_ffmpeg(clip: Clip, **output_kwargs) -> bytes:
+    return run_ffmpeg(clip.source.path, clip.offset_s, clip.duration_s, **output_kwargs)
+
+
+def run_ffmpeg(path: str, offset_s: float, duration_s: float, **output_kwargs) -> bytes:
+    """``[offset_s, offset_s + duration_s)`` of ``path`` through ffmpeg to bytes (``output_kwargs``
+    are ffmpeg output options); ``MediaError`` naming the file and the span when it fails."""
     import ffmpeg
 
-    stream = ffmpeg.input(clip.source.path, ss=f"{clip.offset_s:.6f}", t=f"{clip.duration_s:.6f}")
+    span = f"{offset_s:.0f}-{offset_s + duration_s:.0f} s"
+    stream = ffmpeg.input(path, ss=f"{offset_s:.6f}", t=f"{duration_s:.6f}")
     proc = (stream.output("pipe:", **output_kwargs).global_args("-nostdin", "-loglevel", "error")
             .run_async(cmd=ffmpeg_exe(), pipe_stdout=True, pipe_stderr=True))
     try:
@@ -157,12 +164,11 @@ def _run_ffmpeg(clip: Clip, **output_kwargs) -> bytes:
     except subprocess.TimeoutExpired as e:
         proc.kill()
         proc.communicate()
-        raise MediaError(clip.source.path, f"decoding {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s took longer than "
+        raise MediaError(path, f"decoding {span} took longer than "
                          f"{DECODE_TIMEOUT_S:g} s and was stopped; the file may be damaged: re-export it") from e
     if proc.returncode != 0:
         detail = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-        raise MediaError(clip.source.path,
-                         f"ffmpeg could not decode {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s: {detail[0]}")
+        raise MediaError(path, f"ffmpeg could not decode {span}: {detail[0]}")
     return out
 
 

@@ -1,0 +1,170 @@
+"""The REST API and the timeline page of ``mnemo serve`` (FastAPI).
+
+Routes are plain functions: FastAPI runs them on its thread pool, so slow reads (an ``/ask`` that
+embeds its question, a frame that ffmpeg decodes) do not hold up the others. With a token every
+route, the page and ``/docs`` included, needs it: ``Authorization: Bearer TOKEN``, or the cookie that
+opening the page as ``/?token=TOKEN`` sets, so the page's own requests carry it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from datetime import datetime
+from importlib import resources
+from typing import Annotated, Literal
+
+from fastapi import Body, FastAPI, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from graph.rows import MEMORY_KINDS
+from mnemo.serve.media import MediaError, MediaGone, clip_media
+from mnemo.serve.models import AskOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
+from mnemo.serve.service import MemoryService, NotFound
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "MNEMO_SERVE_TOKEN"
+COOKIE = "mnemo_token"
+STATIC = ("timeline.js", "timeline.css")
+
+
+class AskIn(BaseModel):
+    question: str = Field(min_length=1, max_length=2000, examples=["Where is Sheila from?"])
+    before: datetime | None = Field(None, description="use only what was known before this time (ISO 8601)")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _error(status: int, message: str, **extra) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def create_app(service: MemoryService, token: str | None = None, cors_origins: tuple[str, ...] = ()) -> FastAPI:
+    """The app over ``service``. ``token``: required on every request when set. ``cors_origins``:
+    web origins allowed to call the API from a browser (none by default)."""
+    app = FastAPI(title="mnemo", version="0.1.0",
+                  description="Ask and browse a mnemo memory: answers with citations, hybrid search, people, "
+                              "clips and their media, a timeline.")
+    if cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
+
+    @app.middleware("http")
+    async def check_token(request: Request, call_next):
+        if token is None:
+            return await call_next(request)
+        auth = request.headers.get("authorization", "")
+        given = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get(COOKIE, "")
+        from_query = request.query_params.get("token", "")
+        if not hmac.compare_digest(given.encode(), token.encode()) and not (
+                request.url.path == "/" and hmac.compare_digest(from_query.encode(), token.encode())):
+            return _error(401, f"this server needs its token: send 'Authorization: Bearer ${TOKEN_ENV}', "
+                               "or open the page as /?token=...")
+        response = await call_next(request)
+        if from_query:  # the page was opened with its token: its own requests carry it from now on
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError):
+        problems = []
+        for e in exc.errors():
+            where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+            problems.append(f"{where}: {e.get('msg', 'invalid')}" + (f" (got {e['input']!r})"
+                                                                     if "input" in e and e["input"] is not None else ""))
+        return _error(422, "; ".join(problems) or "invalid request", detail=jsonable(exc.errors()))
+
+    @app.exception_handler(NotFound)
+    async def not_found(_request: Request, exc: NotFound):
+        return _error(404, str(exc))
+
+    @app.exception_handler(ValueError)
+    async def bad_value(_request: Request, exc: ValueError):
+        return _error(422, str(exc))
+
+    @app.get("/health", response_model=HealthOut, summary="store counts; 200 while the store opens")
+    def health():
+        return service.health()
+
+    @app.post("/ask", response_model=AskOut, summary="answer a question from memory, with citations")
+    def ask(body: Annotated[AskIn, Body()]):
+        return service.ask(body.question, body.before)
+
+    @app.get("/search", response_model=list[MemoryOut], summary="hybrid search (vector + full text) over memories")
+    def search(q: Annotated[str, Query(min_length=1, max_length=2000, description="what to look for")],
+               kind: Annotated[Literal[MEMORY_KINDS] | None, Query()] = None,
+               person: Annotated[str | None, Query(description="a name or an id (character_1, voice_2)")] = None,
+               start: Annotated[datetime | None, Query(alias="from", description="ISO 8601 or epoch seconds")] = None,
+               end: Annotated[datetime | None, Query(alias="to")] = None,
+               before: Annotated[datetime | None, Query(description="only what was known before this time")] = None,
+               limit: Annotated[int, Query(ge=1, le=100)] = 10):
+        return service.search(q, kind, person, start, end, before, limit)
+
+    @app.get("/people", response_model=list[PersonOut], summary="the people in memory")
+    def people():
+        return service.people()
+
+    @app.get("/clips/{clip_id}", response_model=ClipOut, summary="a clip: transcript, screen text, memories")
+    def clip(clip_id: Annotated[str, Path(max_length=200)]):
+        return service.clip(clip_id)
+
+    @app.get("/timeline", response_model=TimelineOut, summary="clips and their memories in a time range")
+    def timeline(start: Annotated[datetime | None, Query(alias="from", description="default: 24 h before `to`")] = None,
+                 end: Annotated[datetime | None, Query(alias="to", description="default: the newest clip")] = None,
+                 limit: Annotated[int, Query(ge=1, le=5000)] = 500):
+        return service.timeline(start, end, limit)
+
+    @app.get("/media/{clip_id}", summary="the clip's frame (JPEG) or audio (WAV) from the original file",
+             responses={200: {"content": {"image/jpeg": {}, "audio/wav": {}}}})
+    def media(clip_id: Annotated[str, Path(max_length=200)],
+              kind: Annotated[Literal["frame", "audio"], Query()] = "frame",
+              at: Annotated[float | None, Query(ge=0, description="seconds into the clip (frame)")] = None):
+        row = service.clip_row(clip_id)
+        try:
+            out = clip_media(row, kind, at)
+        except MediaGone as e:
+            raise HTTPException(404, str(e)) from e
+        except MediaError as e:
+            raise HTTPException(500, str(e)) from e
+        return Response(out.data, media_type=out.media_type, headers={"Cache-Control": "private, max-age=3600"})
+
+    @app.exception_handler(StarletteHTTPException)  # ours, and the router's own 404 and 405
+    async def http_error(_request: Request, exc: StarletteHTTPException):
+        return _error(exc.status_code, str(exc.detail))
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page():
+        return HTMLResponse(_static("index.html"), headers={"Cache-Control": "no-store"})
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str):
+        if name not in STATIC:
+            raise HTTPException(404, f"no static file {name!r}")
+        kind = "text/javascript" if name.endswith(".js") else "text/css"
+        return Response(_static(name), media_type=kind)
+
+    return app
+
+
+def _static(name: str) -> str:
+    return resources.files("mnemo.serve").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def jsonable(errors: list[dict]) -> list[dict]:
+    """Validation errors as JSON (their ``ctx`` may hold exceptions)."""
+    return [{k: (v if k != "ctx" else {c: str(x) for c, x in v.items()}) for k, v in e.items() if k != "url"}
+            for e in errors]

@@ -1,0 +1,68 @@
+"""``mnemo serve`` and ``mnemo mcp``: argument parsing and start-up."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def add_parsers(sub) -> None:
+    serve = sub.add_parser("serve", help="REST API and timeline page over a store (FastAPI + uvicorn)")
+    serve.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default 127.0.0.1; any other needs $MNEMO_SERVE_TOKEN)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                       help="a web origin allowed to call the API from a browser (repeatable; none by default)")
+    mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, read_clip, timeline")
+    mcp.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+
+
+def open_service(cfg, store_dir: str | None):
+    """The service over an existing store; ``FileNotFoundError`` saying what to do when there is none."""
+    from mnemo.serve.service import MemoryService
+    from mnemo.wiring import build_agent, open_store
+
+    where = store_dir or cfg.graph.store
+    if "://" not in str(where) and not Path(where).is_dir():
+        raise FileNotFoundError(f"no store at {where}: run `mnemo ingest PATH --store {where}` first, "
+                                "or pass --store DIR")
+    store = open_store(cfg.graph, where)
+    return MemoryService(store, build_agent(cfg.control, cfg.llm, store))
+
+
+def cmd_serve(args, cfg) -> int:
+    import uvicorn
+
+    from mnemo.serve.api import TOKEN_ENV, create_app, is_loopback
+
+    token = os.environ.get(TOKEN_ENV, "").strip() or None
+    if not is_loopback(args.host) and token is None:
+        print(f"error: --host {args.host} is reachable from other machines; set {TOKEN_ENV} to a secret token "
+              "first (every request must then send it), or keep the default --host 127.0.0.1", file=sys.stderr)
+        return 2
+    service = open_service(cfg, args.store)
+    health = service.health()
+    if not health.memories:
+        log.warning("the store %s holds no memories yet; new clips appear as they are ingested", health.store)
+    service.store.embedder.embed(["warm up"])  # load the text model now, not on the first question
+    app = create_app(service, token=token, cors_origins=tuple(args.cors_origin))
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"serving {health.store} ({health.clips} clips, {health.memories} memories) at http://{host}:{args.port}/ "
+          f"(API docs at /docs){'; token required' if token else ''}", file=sys.stderr, flush=True)
+    verbose = logging.getLogger("mnemo").isEnabledFor(logging.DEBUG)
+    # no access log unless -v: its lines would carry the search queries
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info" if verbose else "warning", access_log=verbose)
+    return 0
+
+
+def cmd_mcp(args, cfg) -> int:
+    from mnemo.serve.mcp_server import build_server
+
+    service = open_service(cfg, args.store)
+    build_server(service).run("stdio")
+    return 0

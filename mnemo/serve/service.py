@@ -1,0 +1,149 @@
+"""The memory reads that ``mnemo serve`` and ``mnemo mcp`` expose, once for both.
+
+Reads go through one ``Store`` handle whose read-consistency interval lets clips committed by
+another process (``mnemo ingest``, ``capture --ingest``) appear within that window. A clip row is
+the commit marker of its memories (see ``graph.store``), so a reader that sees a clip sees all of
+its memories: there is no half-written clip to show.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from control.answer import known_names, render
+from control.tools import MemoryTools, Person
+from graph import sql
+from graph.rows import Memory
+from graph.store import Store
+from mnemo.serve.models import AskOut, CitationOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
+
+CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+DAY_S = 86_400.0
+
+
+class NotFound(LookupError):
+    """An id or a name the store does not hold; the message says what exists."""
+
+
+def timestamp(when: datetime | float | None) -> float | None:
+    """Seconds since the epoch; a time without a zone is local time (as ``mnemo ask --before``)."""
+    if when is None or isinstance(when, (int, float)):
+        return when
+    return (when if when.tzinfo else when.astimezone()).timestamp()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class MemoryService:
+    def __init__(self, store: Store, answerer) -> None:
+        """``answerer``: what ``mnemo ask`` uses (``mnemo.wiring.build_agent``)."""
+        self.store = store
+        self.tools = MemoryTools(store)
+        self.answerer = answerer
+
+    # ---- the routes --------------------------------------------------------------------------
+
+    def health(self) -> HealthOut:
+        counts = self.store.count()
+        return HealthOut(status="ok", store=self.store.uri, clips=counts["clips"], memories=counts["memories"],
+                         entities=counts["entities"], newest_ts=self.store.newest_ts())
+
+    def ask(self, question: str, before: datetime | float | None = None) -> AskOut:
+        question = question.strip()
+        if not question:
+            raise ValueError("the question is empty")
+        return AskOut.model_validate(self.answerer.ask(question, before_ts=timestamp(before)).to_json())
+
+    def search(self, query: str, kind: str | None = None, person: str | None = None,
+               start: datetime | float | None = None, end: datetime | float | None = None,
+               before: datetime | float | None = None, limit: int = 10) -> list[MemoryOut]:
+        query = query.strip()
+        if not query:
+            raise ValueError("the query is empty")
+        start_ts, end_ts = timestamp(start), timestamp(end)
+        if start_ts is not None and end_ts is not None and end_ts < start_ts:
+            raise ValueError(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
+        people = self.tools.list_people()
+        entity_ids = None
+        if person:
+            p = self._person(person)
+            entity_ids = [p.character_id, *p.members]
+        hits = self.tools.search(query, k=limit, kind=kind, entity_ids=entity_ids, start_ts=start_ts, end_ts=end_ts,
+                                 before_ts=timestamp(before))
+        view = _People(people)
+        return [view.memory(h.memory, score=h.score) for h in hits]
+
+    def people(self) -> list[PersonOut]:
+        return [PersonOut(id=p.character_id, name=p.name, label=p.label, members=list(p.members),
+                          first_seen_ts=p.first_seen_ts) for p in self.tools.list_people()]
+
+    def clip(self, clip_id: str) -> ClipOut:
+        row = self.clip_row(clip_id)
+        memories = self.store.memories_where(f"clip_id = {sql.quote(clip_id)}")
+        return _People(self.tools.list_people()).clip(row, memories)
+
+    def timeline(self, start: datetime | float | None = None, end: datetime | float | None = None,
+                 limit: int = 500) -> TimelineOut:
+        """Clips and their memories overlapping ``[start, end]``; by default the 24 hours up to the
+        newest clip."""
+        start_ts, end_ts = timestamp(start), timestamp(end)
+        if end_ts is None:
+            newest = self.store.newest_ts()
+            end_ts = newest if newest is not None else datetime.now(timezone.utc).timestamp()
+            if start_ts is not None and start_ts > end_ts:
+                end_ts = start_ts + DAY_S
+        if start_ts is None:
+            start_ts = end_ts - DAY_S
+        if end_ts < start_ts:
+            raise ValueError(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
+        rows = self.store.clips_in_range(start_ts, end_ts, limit + 1)
+        truncated = len(rows) > limit
+        rows = rows[:limit]
+        by_clip: dict[str, list[Memory]] = {}
+        if rows:
+            for m in self.store.memories_where(sql.in_list("clip_id", [r["clip_id"] for r in rows])):
+                by_clip.setdefault(m.clip_id, []).append(m)
+        view = _People(self.tools.list_people())
+        return TimelineOut(from_ts=start_ts, to_ts=end_ts, truncated=truncated,
+                           clips=[view.clip(r, by_clip.get(r["clip_id"], [])) for r in rows])
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def clip_row(self, clip_id: str) -> dict:
+        row = self.store.get_clip(clip_id) if CLIP_ID.match(clip_id) else None
+        if row is None:
+            raise NotFound(f"no clip {clip_id!r} in the store {self.store.uri}")
+        return row
+
+    def _person(self, who: str) -> Person:
+        try:
+            return self.tools.person(who)
+        except ValueError as e:
+            raise NotFound(str(e)) from None
+
+
+class _People:
+    """Names and labels of the people in memories, for one response."""
+
+    def __init__(self, people: list[Person]) -> None:
+        self.names = known_names(people)
+        self.label = {e: p.label for p in people for e in (p.character_id, *p.members)}
+
+    def people_of(self, memories: list[Memory]) -> list[str]:
+        return sorted({self.label[e] for m in memories for e in m.entity_ids if e in self.label})
+
+    def memory(self, m: Memory, score: float | None = None) -> MemoryOut:
+        return MemoryOut(memory_id=m.memory_id, kind=m.kind, text=render(m.text, self.names), clip_id=m.clip_id,
+                         source=m.source_path, start_ts=m.start_ts, end_ts=m.end_ts, time=_iso(m.start_ts),
+                         people=self.people_of([m]), score=score)
+
+    def clip(self, row: dict, memories: list[Memory]) -> ClipOut:
+        return ClipOut(clip_id=row["clip_id"], source=row["source_path"], media_location=row["media_location"],
+                       media_url=f"/media/{row['clip_id']}", index=row["index"], start_ts=row["start_ts"],
+                       end_ts=row["end_ts"], offset_s=row["offset_s"], duration_s=row["duration_s"],
+                       transcript=row["transcript"], screen_text=row["screen_text"], caption=row["caption"],
+                       notes=list(row["notes"] or ()), people=self.people_of(memories),
+                       memories=[self.memory(m) for m in memories])

@@ -1,0 +1,150 @@
+// The timeline page: a day's clips on a time axis, people, search, ask, and the selected clip.
+// Memory text is shown with textContent only: it is data (transcripts, screen text), never markup.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { clips: [], from: 0, to: 0, cited: new Set() };
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+function el(tag, text, cls) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (cls) node.className = cls;
+  return node;
+}
+
+const clock = (ts) => new Date(ts * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+const dayOf = (ts) => { const d = new Date(ts * 1000); d.setHours(0, 0, 0, 0); return d; };
+const isoDay = (d) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+
+function status(text) { $("status").textContent = text; }
+
+async function loadPeople() {
+  const people = await api("/people");
+  const list = $("people");
+  list.replaceChildren(...people.map((p) => el("li", p.label, "person")));
+  if (!people.length) list.replaceChildren(el("li", "nobody yet", "muted"));
+}
+
+async function loadTimeline(from, to) {
+  const query = from === undefined ? "" : `?from=${from}&to=${to}`;
+  const t = await api(`/timeline${query}`);
+  state.clips = t.clips;
+  if (!t.clips.length) {
+    state.from = t.from_ts; state.to = t.to_ts;
+  } else {  // zoom onto the clips of the range, with a margin
+    const first = t.clips[0].start_ts, last = t.clips[t.clips.length - 1].end_ts;
+    const pad = Math.max(5, (last - first) * 0.03);
+    state.from = Math.max(t.from_ts, first - pad); state.to = Math.min(t.to_ts, last + pad);
+  }
+  $("day").value = isoDay(dayOf(t.clips.length ? t.clips[0].start_ts : t.to_ts));
+  $("timeline-title").textContent = `Timeline: ${t.clips.length} clip(s) on ${$("day").value}` +
+    (t.truncated ? " (more in this range than shown)" : "");
+  drawTimeline();
+  status(t.clips.length ? "Pick a clip, search, or ask a question." : "No clips on this day.");
+}
+
+function drawTimeline() {
+  const span = Math.max(1, state.to - state.from);
+  const x = (ts) => `${((ts - state.from) / span) * 100}%`;
+  const ticks = [];
+  const step = [10, 30, 60, 300, 900, 1800, 3600, 7200, 21600].find((s) => span / s <= 8) || 21600;
+  for (let ts = Math.ceil(state.from / step) * step; ts <= state.to; ts += step) {
+    const tick = el("span", clock(ts), "tick");
+    tick.style.left = x(ts);
+    const at = (ts - state.from) / span;
+    if (at < 0.05 || at > 0.95) tick.style.transform = at < 0.05 ? "none" : "translateX(-100%)";  // keep labels inside
+    ticks.push(tick);
+  }
+  $("axis").replaceChildren(...ticks);
+  $("track").replaceChildren(...state.clips.map((c) => {
+    const box = el("div", undefined, "clip");
+    box.dataset.clipId = c.clip_id;
+    box.style.left = x(c.start_ts);
+    box.style.width = `calc(${((c.end_ts - c.start_ts) / span) * 100}% - 2px)`;
+    box.title = `${clock(c.start_ts)}–${clock(c.end_ts)}: ${c.memories.length} memories`;
+    box.append(el("span", c.people.join(", ") || "—", "who"), el("span", `${c.memories.length} memories`));
+    if (state.cited.has(c.clip_id)) box.classList.add("cited");
+    box.addEventListener("click", () => showClip(c.clip_id));
+    return box;
+  }));
+}
+
+// atSourceS: a moment in the source recording (a citation's start) whose frame to show
+async function showClip(clipId, atSourceS) {
+  const c = await api(`/clips/${encodeURIComponent(clipId)}`);
+  document.querySelectorAll(".clip").forEach((b) => b.classList.toggle("selected", b.dataset.clipId === clipId));
+  $("clip").hidden = false;
+  $("clip-title").textContent = `Clip ${c.index + 1}: ${clock(c.start_ts)}–${clock(c.end_ts)}`;
+  const at = atSourceS === undefined ? "" : `&at=${Math.min(c.duration_s, Math.max(0, atSourceS - c.offset_s)).toFixed(2)}`;
+  $("clip-frame").src = `${c.media_url}?kind=frame${at}`;
+  $("clip-people").textContent = c.people.length ? `People: ${c.people.join(", ")}` : "Nobody recognised";
+  $("clip-memories").replaceChildren(...c.memories.map((m) => {
+    const li = el("li");
+    li.append(el("span", m.kind, "kind"), el("span", m.text));
+    return li;
+  }));
+  $("clip-transcript").textContent = c.transcript || "(no speech)";
+  $("clip-screen").textContent = c.screen_text || "(no text on screen)";
+  $("clip-location").textContent = c.media_location;
+}
+
+async function ask(event) {
+  event.preventDefault();
+  const question = $("ask-input").value.trim();
+  if (!question) return;
+  status("Thinking…");
+  try {
+    const a = await api("/ask", { method: "POST", headers: { "Content-Type": "application/json" },
+                                  body: JSON.stringify({ question }) });
+    $("answer").hidden = false;
+    $("answer-text").textContent = a.answer;
+    state.cited = new Set(a.citations.map((c) => c.clip_id));
+    $("citations").replaceChildren(...a.citations.map((c) => {
+      const li = el("li");
+      const link = el("a", `clip ${c.clip_id.slice(0, 12)}… at ${c.start_s.toFixed(1)}–${c.end_s.toFixed(1)} s of ${c.source.split("/").pop()}`);
+      link.addEventListener("click", () => showClip(c.clip_id, c.start_s));
+      li.append(link);
+      return li;
+    }));
+    drawTimeline();
+    if (a.citations.length) await showClip(a.citations[0].clip_id, a.citations[0].start_s);
+    status("Answered.");
+  } catch (e) { status(`Ask failed: ${e.message}`); }
+}
+
+async function search(event) {
+  event.preventDefault();
+  const q = $("search-input").value.trim();
+  if (!q) return;
+  try {
+    const hits = await api(`/search?q=${encodeURIComponent(q)}&limit=10`);
+    $("results").hidden = false;
+    $("result-list").replaceChildren(...hits.map((m) => {
+      const li = el("li");
+      const link = el("a", `${clock(m.start_ts)}`);
+      link.addEventListener("click", () => showClip(m.clip_id));
+      li.append(link, el("span", " "), el("span", m.kind, "kind"), el("span", m.text));
+      return li;
+    }));
+    if (!hits.length) $("result-list").replaceChildren(el("li", "nothing found", "muted"));
+  } catch (e) { status(`Search failed: ${e.message}`); }
+}
+
+function pickDay() {
+  const [y, m, d] = $("day").value.split("-").map(Number);
+  if (!y) return;
+  const from = new Date(y, m - 1, d).getTime() / 1000;
+  loadTimeline(from, from + 86400).catch((e) => status(`Timeline failed: ${e.message}`));
+}
+
+$("ask-form").addEventListener("submit", ask);
+$("search-form").addEventListener("submit", search);
+$("day").addEventListener("change", pickDay);
+Promise.all([loadPeople(), loadTimeline()]).catch((e) => status(`Loading failed: ${e.message}`));
