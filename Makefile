@@ -4,7 +4,8 @@ PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base
+XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
+	chromium chromium-driver
 
 .PHONY: demo test install xtools clean
 
@@ -21,10 +22,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/mnemo demo
 
-# the capture daemon's tests need a real X server and X clients (Debian packages); as root they are
-# installed here, otherwise those tests skip locally (and fail in CI) saying what to install
+# the capture daemon's tests need a real X server and X clients, the timeline page's test a real
+# Chromium and its driver (Debian packages); as root they are installed here, otherwise those tests
+# skip locally (and fail in CI) saying what to install
 xtools:
-	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop chromium chromedriver; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(XPKGS); \

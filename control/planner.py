@@ -171,6 +171,8 @@ class OfflinePlanner:
 
     def _rank(self, pool: dict[str, Candidate], plan: Plan, expanded: set[str]) -> list[Candidate]:
         cands = list(pool.values())
+        if not cands:  # nothing matched (or nothing was known yet, before_ts)
+            return []
         sims = [c.similarity for c in cands if c.similarity is not None]
         floor = min(sims) if sims else 0.0  # no stored vector (not expected): the least similar
         best_bm25 = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0

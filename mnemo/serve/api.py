@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from graph.rows import MEMORY_KINDS
 from mnemo.serve.media import MediaError, MediaGone, clip_media
 from mnemo.serve.models import AskOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
-from mnemo.serve.service import MemoryService, NotFound
+from mnemo.serve.service import BadRequest, MemoryService, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,14 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     async def not_found(_request: Request, exc: NotFound):
         return _error(404, str(exc))
 
-    @app.exception_handler(ValueError)
-    async def bad_value(_request: Request, exc: ValueError):
+    @app.exception_handler(BadRequest)
+    async def bad_request(_request: Request, exc: BadRequest):
         return _error(422, str(exc))
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception):
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _error(500, f"the server failed ({type(exc).__name__}: {exc}); its log has the details")
 
     @app.get("/health", response_model=HealthOut, summary="store counts; 200 while the store opens")
     def health():

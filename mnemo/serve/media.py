@@ -10,6 +10,7 @@ from pathlib import Path
 
 from perception.errors import MediaError
 from perception.sources.media import run_ffmpeg
+from mnemo.serve.service import BadRequest
 
 KINDS = ("frame", "audio")
 MAX_AUDIO_S = 120.0
@@ -31,12 +32,12 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
     """``kind`` of the clip in ``row`` (a store clip row); ``at_s``: seconds into the clip for the
     frame (default: its middle)."""
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        raise BadRequest(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     source = Path(row["source_path"])
     duration = float(row["duration_s"])
     at = duration / 2 if at_s is None else at_s
     if not 0 <= at <= duration:
-        raise ValueError(f"at={at_s} lies outside the clip (0 to {duration:g} s)")
+        raise BadRequest(f"at={at_s} lies outside the clip (0 to {duration:g} s)")
     if source.is_dir():
         return _screenshot(row, source, kind, at)
     if not source.is_file():
@@ -46,8 +47,9 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
     if kind == "audio":
         if not has_audio:
             raise MediaGone(f"{source} has no audio; ask for kind=frame")
-        wav = run_ffmpeg(str(source), offset, min(duration, MAX_AUDIO_S), format="wav", ac=1, ar=16000)
-        return MediaBytes(wav, "audio/wav")
+        pcm = run_ffmpeg(str(source), offset, min(duration, MAX_AUDIO_S), format="s16le", acodec="pcm_s16le",
+                         ac=1, ar=16000)
+        return MediaBytes(_wav(pcm, 16000), "audio/wav")
     if not has_video:
         raise MediaGone(f"{source} has no video; ask for kind=audio")
     # a frame a little before the clip's end when asked for the very end: the last instant has none
@@ -56,6 +58,21 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
     if not jpeg:
         raise MediaGone(f"{source}: no frame decodes at {offset + at:.1f} s")
     return MediaBytes(jpeg, "image/jpeg")
+
+
+def _wav(pcm: bytes, rate: int) -> bytes:
+    """16-bit mono PCM in a WAV file with its real length (ffmpeg writing to a pipe cannot go back
+    and fill it in)."""
+    import io
+    import wave
+
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+    return out.getvalue()
 
 
 def _streams(path: Path) -> tuple[bool, bool]:

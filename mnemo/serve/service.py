@@ -22,6 +22,10 @@ CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 DAY_S = 86_400.0
 
 
+class BadRequest(ValueError):
+    """A parameter the caller must change; the message says which and why."""
+
+
 class NotFound(LookupError):
     """An id or a name the store does not hold; the message says what exists."""
 
@@ -54,7 +58,7 @@ class MemoryService:
     def ask(self, question: str, before: datetime | float | None = None) -> AskOut:
         question = question.strip()
         if not question:
-            raise ValueError("the question is empty")
+            raise BadRequest("the question is empty")
         return AskOut.model_validate(self.answerer.ask(question, before_ts=timestamp(before)).to_json())
 
     def search(self, query: str, kind: str | None = None, person: str | None = None,
@@ -62,10 +66,10 @@ class MemoryService:
                before: datetime | float | None = None, limit: int = 10) -> list[MemoryOut]:
         query = query.strip()
         if not query:
-            raise ValueError("the query is empty")
+            raise BadRequest("the query is empty")
         start_ts, end_ts = timestamp(start), timestamp(end)
         if start_ts is not None and end_ts is not None and end_ts < start_ts:
-            raise ValueError(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
+            raise BadRequest(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
         people = self.tools.list_people()
         entity_ids = None
         if person:
@@ -82,6 +86,7 @@ class MemoryService:
 
     def clip(self, clip_id: str) -> ClipOut:
         row = self.clip_row(clip_id)
+        self.store.catch_up()  # the clip's memories went in before its row: see them too
         memories = self.store.memories_where(f"clip_id = {sql.quote(clip_id)}")
         return _People(self.tools.list_people()).clip(row, memories)
 
@@ -98,12 +103,13 @@ class MemoryService:
         if start_ts is None:
             start_ts = end_ts - DAY_S
         if end_ts < start_ts:
-            raise ValueError(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
+            raise BadRequest(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
         rows = self.store.clips_in_range(start_ts, end_ts, limit + 1)
         truncated = len(rows) > limit
         rows = rows[:limit]
         by_clip: dict[str, list[Memory]] = {}
         if rows:
+            self.store.catch_up()  # memories at least as new as the clip rows just read: no torn clip
             for m in self.store.memories_where(sql.in_list("clip_id", [r["clip_id"] for r in rows])):
                 by_clip.setdefault(m.clip_id, []).append(m)
         view = _People(self.tools.list_people())

@@ -1,0 +1,262 @@
+"""``mnemo serve``'s REST API on the demo store (real media, real models): every route, bad
+parameters, unknown ids, /media confinement, the token, CORS, and reads while another process writes."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import time
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from conftest import run_cli
+from control.answer import OfflineAnswerer
+from graph.rows import ClipRow, Memory, content_id
+from mnemo.serve.api import create_app
+from mnemo.serve.service import MemoryService
+
+pytestmark = pytest.mark.slow
+
+DEMO_START = "2026-11-20T10:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def service(demo_store):
+    return MemoryService(demo_store, OfflineAnswerer(demo_store))
+
+
+@pytest.fixture(scope="module")
+def client(service):
+    return TestClient(create_app(service))
+
+
+def test_health_people_and_ask(client):
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["clips"] == 2 and health["memories"] > 10
+    people = client.get("/people").json()
+    assert {p["name"] for p in people} == {"Diane", "Sheila"}
+    assert all(len(p["members"]) == 2 for p in people)  # a face and a voice each
+
+    reply = client.post("/ask", json={"question": "Where is Sheila from?"})
+    assert reply.status_code == 200
+    body = reply.json()
+    assert set(body) == {"answer", "citations", "steps"}  # what `mnemo ask --json` prints
+    assert "Chicago" in body["answer"] and body["citations"]
+    cited = body["citations"][0]
+    assert client.get(f"/clips/{cited['clip_id']}").status_code == 200
+
+    early = client.post("/ask", json={"question": "Where is Sheila from?", "before": DEMO_START}).json()
+    assert early["answer"].startswith("I don't know") and not early["citations"]
+
+
+def test_search_filters(client, service):
+    hits = client.get("/search", params={"q": "Chicago", "limit": 5}).json()
+    assert hits and any("Chicago" in h["text"] for h in hits)
+    assert all(h["score"] > 0 and h["time"].endswith("Z") for h in hits)
+
+    sheila = client.get("/search", params={"q": "Chicago", "person": "Sheila"}).json()
+    assert sheila and all("Sheila" in h["people"] for h in sheila)
+    semantic = client.get("/search", params={"q": "where from", "kind": "semantic"}).json()
+    assert semantic and {h["kind"] for h in semantic} == {"semantic"}
+
+    second_clip = client.get("/timeline").json()["clips"][1]
+    ranged = client.get("/search", params={"q": "said", "from": second_clip["start_ts"],
+                                           "to": second_clip["end_ts"]}).json()
+    assert ranged and all(h["end_ts"] >= second_clip["start_ts"] for h in ranged)
+    assert client.get("/search", params={"q": "Chicago", "before": DEMO_START}).json() == []
+
+
+def test_clip_and_timeline(client):
+    timeline = client.get("/timeline").json()
+    clips = timeline["clips"]
+    assert [c["index"] for c in clips] == [0, 1] and not timeline["truncated"]
+    assert timeline["to_ts"] == clips[-1]["end_ts"]  # default: the day up to the newest clip
+    assert all(c["memories"] and set(c["people"]) == {"Diane", "Sheila"} for c in clips)
+    assert all(m["clip_id"] == c["clip_id"] for c in clips for m in c["memories"])
+
+    clip = client.get(f"/clips/{clips[0]['clip_id']}").json()
+    assert "Diane in New Jersey" in clip["transcript"]
+    assert clip["media_location"].endswith("#t=0,30") and clip["media_url"] == f"/media/{clip['clip_id']}"
+    assert any(m["text"] == "Sheila is from Chicago." for m in clip["memories"])  # names, not <voice_1>
+
+    only_second = client.get("/timeline", params={"from": clips[1]["start_ts"] + 1, "to": clips[1]["end_ts"]}).json()
+    assert [c["clip_id"] for c in only_second["clips"]] == [clips[1]["clip_id"]]
+    one = client.get("/timeline", params={"from": clips[0]["start_ts"], "limit": 1}).json()
+    assert len(one["clips"]) == 1 and one["truncated"]
+
+
+def test_media_frame_and_audio(client):
+    import cv2
+
+    clip_id = client.get("/timeline").json()["clips"][0]["clip_id"]
+    frame = client.get(f"/media/{clip_id}", params={"at": 15})
+    assert frame.status_code == 200 and frame.headers["content-type"] == "image/jpeg"
+    image = cv2.imdecode(np.frombuffer(frame.content, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None and image.shape[0] > 100 and image.std() > 10  # a picture, not a blank
+    audio = client.get(f"/media/{clip_id}", params={"kind": "audio"})
+    assert audio.status_code == 200 and audio.headers["content-type"] == "audio/wav"
+    with wave.open(io.BytesIO(audio.content)) as w:
+        assert w.getframerate() == 16000 and abs(w.getnframes() / 16000 - 30.0) < 0.5
+
+
+@pytest.mark.parametrize("path, params, says", [
+    ("/search", {"q": "x", "limit": 0}, "limit"),
+    ("/search", {"q": ""}, "q"),
+    ("/search", {"q": "x", "kind": "dream"}, "kind"),
+    ("/search", {"q": "x", "from": "yesterday-ish"}, "from"),
+    ("/search", {"q": "x", "from": "2026-11-21T00:00:00Z", "to": "2026-11-20T00:00:00Z"}, "ends"),
+    ("/timeline", {"limit": 100000}, "limit"),
+    ("/media/{clip}", {"kind": "video"}, "kind"),
+    ("/media/{clip}", {"at": 99}, "outside the clip"),
+])
+def test_bad_parameters_are_422_with_a_message(client, path, params, says):
+    clip_id = client.get("/timeline").json()["clips"][0]["clip_id"]
+    reply = client.get(path.format(clip=clip_id), params=params)
+    assert reply.status_code == 422, reply.text
+    assert says in reply.json()["error"]
+
+
+def test_bad_ask_bodies_are_422(client):
+    for body in ({"question": ""}, {}, {"question": "x", "before": "soon"}):
+        reply = client.post("/ask", json=body)
+        assert reply.status_code == 422 and reply.json()["error"].split(":")[0] in ("question", "before"), body
+
+
+def test_unknown_ids_are_404(client):
+    for path in ("/clips/no-such-clip", "/media/no-such-clip", "/nowhere"):
+        reply = client.get(path)
+        assert reply.status_code == 404 and reply.json()["error"], path
+    reply = client.get("/search", params={"q": "x", "person": "Bob"})
+    assert reply.status_code == 404 and "known: " in reply.json()["error"]
+
+
+@pytest.mark.parametrize("path", [
+    "/media/..%2F..%2F..%2Fetc%2Fpasswd", "/media/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/media/....//etc/passwd",
+    "/media/..\\..\\etc\\passwd", "/static/..%2Fapi.py", "/static/%2e%2e%2fservice.py",
+])
+def test_media_and_static_refuse_paths(client, path):
+    reply = client.get(path)
+    assert reply.status_code == 404
+    assert b"root:" not in reply.content and b"import" not in reply.content
+
+
+def test_media_only_from_what_the_store_references(hash_store, tmp_path):
+    import cv2
+
+    from perception.capture.crypto import generate_key
+
+    gone = ClipRow("gone-clip", str(tmp_path / "moved.mp4"), "sha", 0, 0.0, 30.0, 1.8e9, 1.8e9 + 30, "")
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    t0 = 1_800_000_000  # 2027-01-15 08:00:00 UTC, on a 30 s boundary
+    image = np.full((60, 80, 3), 200, np.uint8)
+    cv2.putText(image, "hi", (10, 40), cv2.FONT_HERSHEY_SIMPLEX, 1, (0, 0, 0), 2)
+    plain = shots / "a.png"
+    cv2.imwrite(str(plain), image)
+    os.utime(plain, (t0 + 5, t0 + 5))
+    key = generate_key(tmp_path / "capture.key")
+    from cryptography.fernet import Fernet
+
+    secret = shots / "b.jpg.enc"
+    secret.write_bytes(Fernet(key.read_bytes()).encrypt(b"\xff\xd8jpeg bytes"))
+    os.utime(secret, (t0 + 20, t0 + 20))
+    screen = ClipRow("screen-clip", str(shots), "sha2", 0, 0.0, 30.0, t0, t0 + 30, "")
+    for row in (gone, screen):
+        hash_store.commit_clip(row, [Memory(content_id(row.clip_id), "episodic", "x", row.clip_id, row.source_path,
+                                            row.start_ts, row.end_ts)], [])
+    client = TestClient(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
+
+    reply = client.get("/media/gone-clip")
+    assert reply.status_code == 404 and "moved.mp4 is no longer there" in reply.json()["error"]
+    reply = client.get("/media/screen-clip", params={"at": 4})
+    assert reply.status_code == 200 and reply.content == plain.read_bytes()
+    assert reply.headers["content-type"] == "image/png"
+    assert client.get("/media/screen-clip", params={"kind": "audio"}).status_code == 404
+    os.environ.pop("MNEMO_CAPTURE_KEY", None)
+    reply = client.get("/media/screen-clip", params={"at": 21})  # no key: said, not crashed
+    assert reply.status_code == 404 and "encrypted" in reply.json()["error"]
+    os.environ["MNEMO_CAPTURE_KEY"] = key.read_text()
+    try:
+        reply = client.get("/media/screen-clip", params={"at": 21})
+    finally:
+        del os.environ["MNEMO_CAPTURE_KEY"]
+    assert reply.status_code == 200 and reply.content == b"\xff\xd8jpeg bytes"
+
+
+def test_token_on_every_route(service):
+    client = TestClient(create_app(service, token="s3cret-token"))
+    for path in ("/", "/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline"):
+        reply = client.get(path)
+        assert reply.status_code == 401 and "token" in reply.json()["error"], path
+    assert client.post("/ask", json={"question": "Where is Sheila from?"}).status_code == 401
+    assert client.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/health", params={"token": "s3cret-token"}).status_code == 401  # the page only
+    assert client.get("/health", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+    page = client.get("/", params={"token": "s3cret-token"})
+    assert page.status_code == 200 and "mnemo_token" in page.headers["set-cookie"]
+    assert client.get("/people").status_code == 200  # the cookie the page got
+
+
+def test_cors_closed_by_default(service):
+    origin = {"Origin": "http://evil.example"}
+    closed = TestClient(create_app(service)).get("/health", headers=origin)
+    assert "access-control-allow-origin" not in closed.headers
+    opened = TestClient(create_app(service, cors_origins=("http://evil.example",))).get("/health", headers=origin)
+    assert opened.headers["access-control-allow-origin"] == "http://evil.example"
+
+
+def test_serve_off_loopback_needs_a_token(capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("MNEMO_SERVE_TOKEN", raising=False)
+    code, _, err = run_cli(capsys, "serve", "--host", "0.0.0.0", "--store", str(tmp_path))
+    assert code == 2 and "MNEMO_SERVE_TOKEN" in err
+    code, _, err = run_cli(capsys, "serve", "--store", str(tmp_path / "missing"))
+    assert code == 2 and "no store at" in err and "mnemo ingest" in err
+
+
+def _write_clips(uri: str, n: int, per_clip: int, started) -> None:
+    """Another process writing clips one at a time, as `mnemo ingest` does."""
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+
+    store = Store(uri, build_text_embedder("hash"))
+    started.set()
+    for i in range(n):
+        clip_id = f"live-{i:03d}"
+        row = ClipRow(clip_id, "/rec.mp4", "sha", i, i * 30.0, 30.0, 1.9e9 + i * 30, 1.9e9 + i * 30 + 30, f"words {i}")
+        memories = [Memory(content_id(clip_id, j), "episodic", f"event {j} of clip {i}", clip_id, "/rec.mp4",
+                           row.start_ts + j, row.start_ts + j + 1) for j in range(per_clip)]
+        store.commit_clip(row, memories, [])
+        time.sleep(0.05)
+
+
+def test_reads_while_another_process_writes(tmp_path):
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+
+    n, per_clip, window_s = 12, 4, 0.5
+    uri = str(tmp_path / "store")
+    store = Store(uri, build_text_embedder("hash"), read_consistency_s=window_s)
+    client = TestClient(create_app(MemoryService(store, OfflineAnswerer(store))))
+    ctx = multiprocessing.get_context("spawn")
+    started = ctx.Event()
+    writer = ctx.Process(target=_write_clips, args=(uri, n, per_clip, started))
+    writer.start()
+    started.wait(60)
+    seen: set[str] = set()
+    deadline = time.monotonic() + 120
+    while writer.is_alive() and time.monotonic() < deadline:
+        for clip in client.get("/timeline", params={"from": 1.9e9, "to": 1.9e9 + 86400}).json()["clips"]:
+            assert len(clip["memories"]) == per_clip, f"torn read: {clip['clip_id']} shows {len(clip['memories'])}"
+            seen.add(clip["clip_id"])
+    writer.join(30)
+    assert writer.exitcode == 0
+    assert seen, "no clip became visible while the writer ran"
+    time.sleep(window_s + 0.1)  # the store's read-consistency window
+    final = client.get("/timeline", params={"from": 1.9e9, "to": 1.9e9 + 86400}).json()["clips"]
+    assert [c["clip_id"] for c in final] == [f"live-{i:03d}" for i in range(n)]
+    assert client.get("/health").json()["clips"] == n
