@@ -7,6 +7,8 @@ content to read, never as instructions.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -14,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from graph.rows import MEMORY_KINDS
 from mnemo.serve.models import AskOut, ClipOut, MemoryOut, PersonOut, TimelineOut
-from mnemo.serve.service import MemoryService
+from mnemo.serve.service import BadRequest, MemoryService, NotFound
 
 INSTRUCTIONS = ("Personal lifelog memory (recordings and screenshots cut into 30 s clips). Use `ask` for a "
                 "question answered with clip citations, `search` to find memories, `list_people`, `read_clip` for "
@@ -30,6 +32,18 @@ class PeopleResult(BaseModel):
     people: list[PersonOut]
 
 
+@contextmanager
+def _told() -> Iterator[None]:
+    """An unknown id or a bad argument is the caller's to fix: its message reaches the client (the
+    SDK withholds the text of any other exception)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except (NotFound, BadRequest) as e:
+        raise ToolError(str(e)) from e
+
+
 def build_server(service: MemoryService):
     from mcp.server.mcpserver import MCPServer
 
@@ -39,7 +53,8 @@ def build_server(service: MemoryService):
     def ask(question: Annotated[str, Field(min_length=1, max_length=2000)],
             before: Annotated[datetime | None, Field(description="use only what was known before this time "
                                                                  "(ISO 8601)")] = None) -> AskOut:
-        return service.ask(question, before)
+        with _told():
+            return service.ask(question, before)
 
     @server.tool(description="Hybrid search over memories, with optional filters.")
     def search(query: Annotated[str, Field(min_length=1, max_length=2000)],
@@ -48,20 +63,24 @@ def build_server(service: MemoryService):
                start: Annotated[datetime | None, Field(description="from this time (ISO 8601)")] = None,
                end: Annotated[datetime | None, Field(description="until this time (ISO 8601)")] = None,
                limit: Annotated[int, Field(ge=1, le=100)] = 10) -> SearchResult:
-        return SearchResult(memories=service.search(query, kind, person, start, end, None, limit))
+        with _told():
+            return SearchResult(memories=service.search(query, kind, person, start, end, None, limit))
 
     @server.tool(description="The people in memory: names (once heard) and their face and voice ids.")
     def list_people() -> PeopleResult:
-        return PeopleResult(people=service.people())
+        with _told():
+            return PeopleResult(people=service.people())
 
     @server.tool(description="One clip: transcript, on-screen text, caption, people and memories.")
     def read_clip(clip_id: Annotated[str, Field(min_length=1, max_length=200)]) -> ClipOut:
-        return service.clip(clip_id)
+        with _told():
+            return service.clip(clip_id)
 
     @server.tool(description="Clips and their memories in a time range (default: the 24 h up to the newest clip).")
     def timeline(start: Annotated[datetime | None, Field(description="ISO 8601")] = None,
                  end: Annotated[datetime | None, Field(description="ISO 8601")] = None,
                  limit: Annotated[int, Field(ge=1, le=1000)] = 100) -> TimelineOut:
-        return service.timeline(start, end, limit)
+        with _told():
+            return service.timeline(start, end, limit)
 
     return server
