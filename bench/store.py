@@ -69,6 +69,26 @@ def _batch(synth: _Synth, start: int, n: int) -> tuple[list[Memory], np.ndarray]
     return memories, synth.vectors(topics)
 
 
+def fill(store: Store, n: int, batch: int = 20_000, progress: Callable[[str], None] = lambda m: None) -> _Synth:
+    """Insert ``n`` synthetic memories (vectors given, nothing embedded); the generator, to draw
+    queries on the same topics from."""
+    synth = _Synth(store.embedder.dim)
+    for start in range(0, n, batch):
+        memories, vectors = _batch(synth, start, min(batch, n - start))
+        store.insert_memories(memories, vectors)
+        if (start // batch) % 10 == 0:
+            progress(f"inserted {start + len(memories):,} of {n:,} memories ({store.embedder.dim}-d)")
+    return synth
+
+
+def queries(dim: int, n: int, seed: int = 1) -> list[str]:
+    """``n`` query texts on the topics of a store ``fill`` made (its topics are drawn before any
+    memory, so a new generator has the same ones)."""
+    synth = _Synth(dim)
+    synth.rng = np.random.default_rng(seed)
+    return synth.texts(synth.rng.integers(0, TOPICS, n), topic_n=3, common_n=0)
+
+
 def _percentiles(seconds: list[float]) -> tuple[float, float]:
     ms = np.array(seconds) * 1000
     return round(float(np.percentile(ms, 50)), 2), round(float(np.percentile(ms, 95)), 2)
@@ -88,13 +108,8 @@ def run(store_dir: Path, n: int, embedder, queries: int = 200, asks: int = 50, b
     store = Store(store_dir, embedder)
     if store.count()["memories"]:
         raise ValueError(f"{store_dir} is not empty; the store bench needs a fresh directory")
-    synth = _Synth(embedder.dim)
     t0 = time.perf_counter()
-    for start in range(0, n, batch):
-        memories, vectors = _batch(synth, start, min(batch, n - start))
-        store.insert_memories(memories, vectors)
-        if (start // batch) % 10 == 0:
-            progress(f"inserted {start + len(memories):,} of {n:,} memories ({embedder.dim}-d)")
+    synth = fill(store, n, batch, progress)
     insert_s = time.perf_counter() - t0
     progress("building the full-text, id and vector indexes …")
     t0 = time.perf_counter()

@@ -54,16 +54,18 @@ def _parser() -> argparse.ArgumentParser:
     add_serve_parsers(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture", "m3", "screenshotvqa"],
+    bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture", "m3", "screenshotvqa", "serve"],
                        help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
                             "5-minute recording, sequential and on Ray, against ASR alone; capture: the screenshot daemon on "
                             "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
-                            "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout")
+                            "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout; serve: /ask and /search "
+                            "latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
-    bench.add_argument("--memories", type=int, default=1_000_000, help="store: how many synthetic memories")
+    bench.add_argument("--memories", type=int, default=1_000_000,
+                       help="store, serve: how many synthetic memories (serve: 0 for the demo store alone)")
     bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one); m3, "
-                       "screenshotvqa: folder of the per-video/per-user stores, kept between runs "
+                       "screenshotvqa, serve: folder of the stores, kept between runs "
                        "(default: ~/.cache/mnemo/bench-stores/NAME)")
     bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format; "
                        "screenshotvqa: a folder with qa_pairs.json and one folder of screenshots per user")
@@ -177,6 +179,13 @@ def cmd_bench(args, cfg) -> int:
             if args.json:
                 print(json.dumps(figures))
             return code
+    elif args.name == "serve":
+        from bench import serve
+        from mnemo import bench_serve
+
+        figures = bench_serve.run(cfg, args.memories, args.store, progress)
+        print(serve.format_report(figures))
+        figures = serve.summary(figures)
     elif args.name == "speed":
         import tempfile
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
-
 import numpy as np
 import pytest
 
@@ -28,30 +24,6 @@ def _require_chromium() -> None:
         pytest.skip(why)
 
 
-@pytest.fixture(scope="module")
-def server_url(demo_store):
-    import uvicorn
-
-    from control.answer import OfflineAnswerer
-    from mnemo.serve.api import create_app
-    from mnemo.serve.service import MemoryService
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(MemoryService(demo_store, OfflineAnswerer(demo_store)))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-
-
 @pytest.fixture
 def browser():
     _require_chromium()
@@ -68,12 +40,12 @@ def browser():
     driver.quit()
 
 
-def test_timeline_page_shows_people_clips_and_an_answer(server_url, browser, tmp_path):
+def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tmp_path):
     import cv2
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(server_url + "/")
+    browser.get(demo_server + "/")
     wait = WebDriverWait(browser, 60)
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
     people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")]

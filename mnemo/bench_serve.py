@@ -1,0 +1,121 @@
+"""``mnemo bench serve``: prepares the stores, starts ``mnemo serve`` on each, and loads it.
+
+Two stores: the demo recording ingested (kept between runs, ingest skips what it holds), and a store
+of N synthetic memories (default 1,000,000; ``bench.store``'s generator, built once with its
+indexes and kept). The server is the real command in its own process, on a free loopback port, so
+the load generator does not share its interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.fixtures import cache_dir
+
+READY_FILE = ".complete"
+
+
+def demo_store(cfg, root: Path, progress) -> Path:
+    from mnemo.demo_media import build_demo_recording
+    from mnemo.pipeline import ingest
+    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
+
+    where = root / "demo" / cfg.graph.text_embedder
+    store = open_store(cfg.graph, where)
+    recording = build_demo_recording()
+    if store.count()["clips"] < 2:
+        progress(f"ingesting the demo recording into {where} …")
+        report = ingest([str(recording)], store, build_perceivers(cfg.perception),
+                        match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s=cfg.perception.clip_s,
+                        progress=progress)
+        if not report.ok:
+            raise RuntimeError(f"the demo recording could not be ingested: {report.files_failed}")
+    return where
+
+
+def synthetic_store(cfg, root: Path, n: int, progress) -> Path:
+    from bench.store import fill
+    from mnemo.wiring import open_store
+
+    where = root / f"synthetic-{n}" / cfg.graph.text_embedder
+    if (where / READY_FILE).exists():
+        return where
+    import shutil
+
+    shutil.rmtree(where, ignore_errors=True)  # a build that did not finish
+    store = open_store(cfg.graph, where)
+    progress(f"building a store of {n:,} synthetic memories in {where} (once; kept for later runs) …")
+    fill(store, n, progress=progress)
+    progress("building its full-text, id and vector indexes …")
+    store.refresh_indexes(vector_index=True)
+    (where / READY_FILE).write_text("built by mnemo bench serve\n")
+    return where
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
+    import httpx
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("MNEMO_SERVE_TOKEN", None)  # loopback: no token
+    with log_path.open("w") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "mnemo", "serve", "--store", str(store), "--port", str(port)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mnemo serve exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+        try:
+            if httpx.get(url + "/health", timeout=5).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"mnemo serve did not answer on {url} within {timeout_s:.0f} s")
+
+
+def run(cfg, memories: int, root: Path | None, progress) -> dict:
+    from bench import serve
+    from bench.store import queries
+    from mnemo.demo import QUESTIONS
+    from mnemo.wiring import text_embedder
+
+    root = Path(root) if root else cache_dir() / "bench-stores" / "serve"
+    dim = text_embedder(cfg.graph).dim
+    stores = {"demo": (demo_store(cfg, root, progress),
+                       [*QUESTIONS, "Who lives in New Jersey?", "Who is from Chicago?"],
+                       ["Chicago", "New Jersey", "Yankee", "Texas", "hello", "down there"])}
+    if memories:
+        texts = queries(dim, 200)
+        stores[f"synthetic {memories:,}"] = (synthetic_store(cfg, root, memories, progress),
+                                             [f"What did I say about {t}?" for t in texts], texts)
+    figures: dict = {"stores": {}}
+    for name, (where, questions, search_texts) in stores.items():
+        progress(f"serving {name} ({where}) …")
+        proc, url = _serve(where, root / "serve.log")
+        try:
+            import httpx
+
+            count = httpx.get(url + "/health", timeout=30).json()["memories"]
+            phases = serve.run(url, list(questions), list(search_texts), progress=progress)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        figures["stores"][name] = {"memories": count, "phases": phases}
+    return figures

@@ -1,0 +1,37 @@
+"""``bench.serve``'s load loop against the real app on the demo store: figures, errors, bounds."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from bench import serve
+
+pytestmark = pytest.mark.slow
+
+
+def test_load_phases_on_the_demo_server(demo_server):
+    figures = serve.run(demo_server, ["Where is Sheila from?", "Where does Diane live?"], ["Chicago", "Yankee"],
+                        requests=8, levels=(1, 4))
+    assert set(figures) == {"ask_1", "ask_4", "search_1", "search_4"}
+    for name, f in figures.items():
+        assert f["errors"] == 0 and f["requests"] == 8, (name, f)
+        assert 0 < f["p50_ms"] <= f["p95_ms"] and f["per_s"] > 0
+    report = serve.format_report({"stores": {"demo": {"memories": 23, "phases": {
+        **figures, "ask_16": figures["ask_4"]}}}})
+    assert "/ask" in report and "errors == 0 (0)" in report
+
+
+def test_errors_are_counted_and_the_loop_is_bounded(demo_server):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    phase = serve.load(dead, "search", ["x"], clients=2, per_client=3, timeout_s=2)
+    assert phase.errors == 6 and not phase.latencies_ms and "ConnectError" in phase.first_error
+    wrong = serve.load(demo_server, "search", [""], clients=1, per_client=2)  # an empty query: 422
+    assert wrong.errors == 2 and wrong.first_error.startswith("HTTP 422")
+    t0 = time.monotonic()
+    slow = serve.load(demo_server, "ask", ["Where is Sheila from?"], clients=1, per_client=10_000, max_s=1.0)
+    assert time.monotonic() - t0 < 20 and 0 < len(slow.latencies_ms) < 10_000
