@@ -23,15 +23,18 @@ def add_parsers(sub) -> None:
 
 
 def open_service(cfg, store_dir: str | None):
-    """The service over an existing store; ``FileNotFoundError`` saying what to do when there is none."""
+    """The service over an existing store; ``FileNotFoundError`` saying what to do when there is none.
+    Concurrent requests' query embeddings are computed in batches."""
+    from embeddings.batching import BatchingEmbedder
+    from graph.store import Store
     from mnemo.serve.service import MemoryService
-    from mnemo.wiring import build_agent, open_store
+    from mnemo.wiring import build_agent, text_embedder
 
     where = store_dir or cfg.graph.store
     if "://" not in str(where) and not Path(where).is_dir():
         raise FileNotFoundError(f"no store at {where}: run `mnemo ingest PATH --store {where}` first, "
                                 "or pass --store DIR")
-    store = open_store(cfg.graph, where)
+    store = Store(where, BatchingEmbedder(text_embedder(cfg.graph)))
     return MemoryService(store, build_agent(cfg.control, cfg.llm, store))
 
 
