@@ -95,7 +95,7 @@ def load(url: str, endpoint: str, texts: list[str], clients: int, per_client: in
     return phase
 
 
-def run(url: str, questions: list[str], queries: list[str], requests: int = 48, levels: tuple[int, ...] = LEVELS,
+def run(url: str, questions: list[str], queries: list[str], requests: int = 96, levels: tuple[int, ...] = LEVELS,
         max_s: float = 120.0, token: str | None = None, progress: Callable[[str], None] = lambda m: None) -> dict:
     """Both endpoints at each concurrency level; about ``requests`` requests per phase."""
     load(url, "ask", questions[-4:], 1, 4, max_s, token)  # warm: caches, index files, thread pool
