@@ -48,11 +48,12 @@ class MemoryTools:
         return [Person(c.entity_id, c.name, tuple(sorted(members.get(c.entity_id, ()))), c.first_seen_ts)
                 for c in self.store.load_entities("character")]
 
-    def person(self, who: str) -> Person:
+    def person(self, who: str, people: list[Person] | None = None) -> Person:
         """A person by name (case-insensitive) or by any of their entity ids (``character_2``,
-        ``<voice_1>``); ``ValueError`` naming the known people otherwise."""
+        ``<voice_1>``), among ``people`` (default: ``list_people()``); ``ValueError`` naming the
+        known people otherwise."""
         key = who.strip().strip("<>").lower()
-        people = self.list_people()
+        people = self.list_people() if people is None else people
         for p in people:
             if key in (p.name.lower(), p.character_id) or key in p.members:
                 return p

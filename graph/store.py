@@ -124,6 +124,14 @@ class Store(HybridSearch):
         for table in (self.memories, self.entities, self.edges):
             table.checkout_latest()
 
+    def memories_of_clips(self, clip_ids: list[str]) -> list[Memory]:
+        """All memories of these committed clips (rows read from this store), in time order; never
+        fewer than the clips committed, whatever the read-consistency interval (see ``catch_up``)."""
+        if not clip_ids:
+            return []
+        self.catch_up()
+        return self.memories_where(sql.in_list("clip_id", clip_ids))
+
     def clips_in_range(self, start_ts: float, end_ts: float, limit: int | None = 1000) -> list[dict]:
         """Committed clip rows overlapping ``[start_ts, end_ts]``, in time order."""
         rows = (self.clips.search().where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}")

@@ -21,18 +21,14 @@ READY_FILE = ".complete"
 
 
 def demo_store(cfg, root: Path, progress) -> Path:
-    from mnemo.demo_media import build_demo_recording
-    from mnemo.pipeline import ingest
-    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
+    from mnemo.demo import ingest_demo
+    from mnemo.wiring import open_store
 
     where = root / "demo" / cfg.graph.text_embedder
     store = open_store(cfg.graph, where)
-    recording = build_demo_recording()
     if store.count()["clips"] < 2:
         progress(f"ingesting the demo recording into {where} …")
-        report = ingest([str(recording)], store, build_perceivers(cfg.perception),
-                        match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s=cfg.perception.clip_s,
-                        progress=progress)
+        report = ingest_demo(cfg, store, progress=progress)
         if not report.ok:
             raise RuntimeError(f"the demo recording could not be ingested: {report.files_failed}")
     return where
@@ -57,7 +53,8 @@ def synthetic_store(cfg, root: Path, n: int, progress) -> Path:
     return where
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -66,7 +63,7 @@ def _free_port() -> int:
 def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
     import httpx
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("MNEMO_SERVE_TOKEN", None)  # loopback: no token

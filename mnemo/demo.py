@@ -19,24 +19,32 @@ QUESTIONS = (
 )
 
 
+def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
+    """The demo recording (built on first use) ingested into ``store`` with the configured models;
+    the ``IngestReport``."""
+    from mnemo.demo_media import build_demo_recording
+    from mnemo.pipeline import ingest
+    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies
+
+    recording = build_demo_recording()
+    perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
+    return ingest([str(recording)], store, perceivers,
+                  match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s=cfg.perception.clip_s,
+                  llm_writer=build_llm_writer(cfg.memorize, cfg.llm), **ingest_kwargs)
+
+
 def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     from bench.fixtures import cache_dir
     from mnemo.cli import print_answer
-    from mnemo.demo_media import build_demo_recording
-    from mnemo.pipeline import ingest
-    from mnemo.wiring import build_agent, build_llm_writer, build_perceivers, faces_backend_name, match_policies, open_store
+    from mnemo.wiring import build_agent, open_store
 
     t0 = time.perf_counter()
     print("building the demo recording from pyannote's sample.wav and insightface's t1.jpg …", file=sys.stderr)
-    recording = build_demo_recording()
     if store_dir is None:
         store_dir = str(cache_dir() / "demo" / "store")
         shutil.rmtree(store_dir, ignore_errors=True)  # the demo starts from an empty memory
     store = open_store(cfg.graph, store_dir)
-    perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
-    report = ingest([str(recording)], store, perceivers,
-                    match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s=cfg.perception.clip_s,
-                    llm_writer=build_llm_writer(cfg.memorize, cfg.llm))
+    report = ingest_demo(cfg, store)
     if not report.ok:
         print(f"error: the demo recording could not be ingested: {report.files_failed}", file=sys.stderr)
         return 1

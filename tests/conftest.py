@@ -102,19 +102,17 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="session")
 def demo_server(demo_store):
     """``mnemo serve``'s app on the demo store, in uvicorn on a free loopback port (a thread)."""
-    import socket
     import threading
     import time
 
     import uvicorn
 
     from control.answer import OfflineAnswerer
+    from mnemo.bench_serve import free_port
     from mnemo.serve.api import create_app
     from mnemo.serve.service import MemoryService
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     app = create_app(MemoryService(demo_store, OfflineAnswerer(demo_store)))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -22,9 +22,10 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.rows import MEMORY_KINDS
-from mnemo.serve.media import MediaError, MediaGone, clip_media
+from mnemo.serve.media import MediaGone, clip_media
 from mnemo.serve.models import AskOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
+from perception.errors import MediaError
 
 log = logging.getLogger(__name__)
 

@@ -110,6 +110,3 @@ def _screenshot(row: dict, folder: Path, kind: str, at: float) -> MediaBytes:
         return MediaBytes(path.read_bytes(), _TYPES.get(path.suffix.lower(), "application/octet-stream"))
     except OSError as e:
         raise MediaGone(f"{path} cannot be read: {e}") from e
-
-
-__all__ = ["KINDS", "MediaBytes", "MediaError", "MediaGone", "clip_media"]

@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 
 from control.answer import known_names, render
 from control.tools import MemoryTools, Person
-from graph import sql
 from graph.rows import Memory
 from graph.store import Store
 from mnemo.serve.models import AskOut, CitationOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
@@ -73,7 +72,7 @@ class MemoryService:
         people = self.tools.list_people()
         entity_ids = None
         if person:
-            p = self._person(person)
+            p = self._person(person, people)
             entity_ids = [p.character_id, *p.members]
         hits = self.tools.search(query, k=limit, kind=kind, entity_ids=entity_ids, start_ts=start_ts, end_ts=end_ts,
                                  before_ts=timestamp(before))
@@ -86,9 +85,7 @@ class MemoryService:
 
     def clip(self, clip_id: str) -> ClipOut:
         row = self.clip_row(clip_id)
-        self.store.catch_up()  # the clip's memories went in before its row: see them too
-        memories = self.store.memories_where(f"clip_id = {sql.quote(clip_id)}")
-        return _People(self.tools.list_people()).clip(row, memories)
+        return _People(self.tools.list_people()).clip(row, self.store.memories_of_clips([clip_id]))
 
     def timeline(self, start: datetime | float | None = None, end: datetime | float | None = None,
                  limit: int = 500) -> TimelineOut:
@@ -108,10 +105,8 @@ class MemoryService:
         truncated = len(rows) > limit
         rows = rows[:limit]
         by_clip: dict[str, list[Memory]] = {}
-        if rows:
-            self.store.catch_up()  # memories at least as new as the clip rows just read: no torn clip
-            for m in self.store.memories_where(sql.in_list("clip_id", [r["clip_id"] for r in rows])):
-                by_clip.setdefault(m.clip_id, []).append(m)
+        for m in self.store.memories_of_clips([r["clip_id"] for r in rows]):
+            by_clip.setdefault(m.clip_id, []).append(m)
         view = _People(self.tools.list_people())
         return TimelineOut(from_ts=start_ts, to_ts=end_ts, truncated=truncated,
                            clips=[view.clip(r, by_clip.get(r["clip_id"], [])) for r in rows])
@@ -124,9 +119,9 @@ class MemoryService:
             raise NotFound(f"no clip {clip_id!r} in the store {self.store.uri}")
         return row
 
-    def _person(self, who: str) -> Person:
+    def _person(self, who: str, people: list[Person]) -> Person:
         try:
-            return self.tools.person(who)
+            return self.tools.person(who, people)
         except ValueError as e:
             raise NotFound(str(e)) from None
 
