@@ -34,8 +34,8 @@ class MPNetText(SentenceTransformerText):
     name = "all-mpnet-base-v2"
     dim = 768
 
-    def __init__(self, device: str = "cpu", batch_size: int = 32, dtype: str = "auto") -> None:
-        super().__init__(device, batch_size, dtype)
+    def __init__(self, device: str = "cpu", batch_size: int = 32, dtype: str = "auto", runtime: str = "auto") -> None:
+        super().__init__(device, batch_size, dtype, runtime=runtime)
 
     def model_dir(self) -> Path:
         return packaged_mpnet_model()

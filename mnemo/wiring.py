@@ -111,11 +111,12 @@ def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy
 
 
 def text_embedder(cfg: GraphConfig, name: str | None = None):
-    """The text embedder ``name`` (default ``cfg.text_embedder``) on ``cfg``'s device and dtype."""
+    """The text embedder ``name`` (default ``cfg.text_embedder``) on ``cfg``'s device, dtype and runtime."""
     name = name or cfg.text_embedder
     if name == "hash":  # no model: nothing to place
         return build_text_embedder(name)
-    return build_text_embedder(name, device=cfg.text_device, **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
+    return build_text_embedder(name, device=cfg.text_device, runtime=cfg.text_runtime,
+                               **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
 
 
 def open_store(cfg: GraphConfig, store: str | Path | None = None) -> Store:

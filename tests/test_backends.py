@@ -100,8 +100,8 @@ def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
 
     e = text_embedder(GraphConfig(text_embedder="minilm", text_device="cpu", text_dtype="bfloat16"))
     v = e.embed(["Where does Diane live?"])
-    weights = next(e._load().parameters())
-    assert weights.dtype == torch.bfloat16 and weights.device.type == "cpu"
+    weights = next(e._load().model.parameters())
+    assert weights.dtype == torch.bfloat16 and weights.device.type == "cpu" and e.runtime == "torch"
     assert v.dtype == np.float32 and abs(np.linalg.norm(v[0]) - 1.0) < 1e-4  # vectors stay float32
     assert text_embedder(GraphConfig(text_embedder="minilm")).dtype == "float32"  # unset: the backend's own
     assert text_embedder(GraphConfig(text_embedder="mpnet")).dtype == "auto"  # chosen from the device at load

@@ -1,0 +1,83 @@
+"""The text embedders' ONNX Runtime path: the same vectors as torch, chosen for float32 on the CPU,
+exported once and checked."""
+
+import json
+
+import numpy as np
+import pytest
+
+from embeddings import onnx_text
+from embeddings.minilm import MiniLMText
+
+TEXTS = ["Where does Diane live?", "Diane lives in New Jersey.", "ok",
+         "The meeting moved to Thursday because the projector in room 4 was broken again. " * 8]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
+    return tmp_path / "models" / "onnx" / MiniLMText.name
+
+
+def test_onnx_runtime_gives_torchs_vectors_for_texts_of_every_length(cache):
+    onnx, torch = MiniLMText(runtime="auto"), MiniLMText(runtime="torch")
+    v, w = onnx.embed(TEXTS), torch.embed(TEXTS)
+    assert (onnx.runtime, torch.runtime) == ("onnx", "torch")  # float32 on the CPU: ONNX Runtime
+    assert v.shape == (4, 384) and v.dtype == np.float32
+    assert np.abs(v - w).max() < 1e-4
+    assert np.abs(onnx.embed(TEXTS[:1]) - w[:1]).max() < 1e-4  # alone as in a batch
+    assert (cache / "model.onnx").is_file() and not list(cache.glob("*.part"))
+
+
+def test_the_export_is_made_once_and_again_when_the_weights_change(cache, monkeypatch):
+    MiniLMText().embed(["first"])
+    mtime = (cache / "model.onnx").stat().st_mtime_ns
+
+    def no_export(*a, **k):
+        raise AssertionError("exported again")
+
+    import torch
+
+    monkeypatch.setattr(torch.onnx, "export", no_export)
+    MiniLMText().embed(["second"])  # a new process-worth of embedder: read from the cache
+    assert (cache / "model.onnx").stat().st_mtime_ns == mtime
+    (cache / "source").write_text("0-0")  # other weights than the cached export's
+    with pytest.raises(AssertionError, match="exported again"):
+        MiniLMText().embed(["third"])
+
+
+def test_an_export_that_differs_from_torch_is_refused_and_leaves_nothing(cache, monkeypatch):
+    monkeypatch.setattr(onnx_text, "CHECK_TOLERANCE", -1.0)
+    with pytest.raises(RuntimeError, match='text_runtime = "torch"'):
+        MiniLMText().embed(["x"])
+    assert not list(cache.glob("*.onnx")) and not list(cache.glob("*.part"))
+
+
+def test_the_runtime_follows_the_device_and_dtype():
+    import pydantic
+
+    from mnemo.config import GraphConfig
+    from mnemo.wiring import text_embedder
+
+    bf16 = text_embedder(GraphConfig(text_embedder="minilm", text_device="cpu", text_dtype="bfloat16"))
+    bf16.embed(["x"])
+    assert bf16.runtime == "torch"  # ONNX Runtime here runs float32 only
+    with pytest.raises(ValueError, match="runs float32 on the CPU"):
+        MiniLMText(dtype="bfloat16", runtime="onnx").embed(["x"])
+    with pytest.raises(ValueError, match="choose one of auto, torch, onnx"):
+        MiniLMText(runtime="tensorrt")
+    with pytest.raises(pydantic.ValidationError, match="text_runtime"):
+        GraphConfig(text_runtime="tensorrt")
+    assert text_embedder(GraphConfig(text_embedder="minilm", text_runtime="torch")).runtime == "torch"
+
+
+def test_only_mean_pooled_models_are_run_by_the_onnx_encoder(tmp_path):
+    model = MiniLMText().model_dir()
+    assert onnx_text.pooling_is_mean(model)
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "modules.json").write_text((model / "modules.json").read_text())
+    pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
+    (tmp_path / "1_Pooling" / "config.json").write_text(
+        json.dumps(pooling | {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}))
+    assert not onnx_text.pooling_is_mean(tmp_path)
+    assert not onnx_text.pooling_is_mean(tmp_path / "missing")
