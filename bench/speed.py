@@ -7,7 +7,9 @@ one run and with the configured (offline default) models:
 - the sequential ingest (``mnemo ingest``), models loaded inside the timing;
 - the Ray ingest (``mnemo ingest --ray``) with one worker and with one worker per CPU, each worker
   loading its models inside the timing;
-- per-stage seconds per 30 s clip, the writer's serial seconds per clip, peak memory per process;
+- per-stage seconds per 30 s clip, the writer's serial seconds per clip (memorizing, and waiting
+  when the commit thread is behind) and the commit thread's (embedding memories and committing),
+  peak memory per process;
 - whether each Ray store equals the sequential one (``graph.compare.differences``).
 
 The stores are written under a temporary folder and removed afterwards.
@@ -49,6 +51,7 @@ def _per_clip(report) -> dict[str, float]:
     n = max(1, report.clips_new)
     out = {k.removesuffix("_s"): v / n for k, v in report.stage_s.items() if v > 0}
     out["writer (serial)"] = report.writer_s / n
+    out["embed + commit (behind)"] = report.commit_s / n
     return out
 
 

@@ -44,7 +44,8 @@ class IngestReport:
     clips_skipped: int = 0
     memories_new: int = 0
     stage_s: dict[str, float] = field(default_factory=dict)  # perception stage -> seconds, summed over new clips
-    writer_s: float = 0.0  # memorizing and committing, the serial part, summed over new clips
+    writer_s: float = 0.0  # the writer's serial part: memorizing, and waiting on commits behind, summed over new clips
+    commit_s: float = 0.0  # embedding memories and committing, on the commit thread behind the writer
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # process -> its peak resident memory
 
     @property
@@ -132,29 +133,29 @@ def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations 
 
 @dataclass
 class _Pending:
-    """A memorized clip waiting for its memories' text embeddings before it commits."""
+    """A memorized clip whose memories are being embedded and committed on the commit thread."""
 
     job: ClipJob
     obs: ClipObservations
     written: ClipWrite
-    vectors: Future
     observe_s: float
     memorize_s: float
+    committed: Future | None = None  # of the seconds its embedding and commit took
 
 
 class ClipWriter:
     """Memorizes and commits observed clips in plan order (the caller keeps the order).
 
     Memorizing is the serial part: identity and consolidation depend on every earlier clip. The
-    text embedding of a clip's memories is not: it runs on ``embed_pool`` (one thread by default)
-    while the next clip is memorized, and each clip commits, in order, once its vectors are ready.
-    The memorizer needs no earlier clip committed (it keeps what it wrote this run), so the store
-    is the one a fully serial writer gives. At most ``max_pending`` clips wait uncommitted; a crash
-    loses those, and a rerun redoes them.
+    text embedding of a clip's memories and its commit are not: they run on ``commit_pool`` (one
+    thread, so clips commit in order) while the next clip is memorized. The memorizer needs no
+    earlier clip committed (it keeps what it wrote this run), so the store is the one a fully serial
+    writer gives. At most ``max_pending`` clips wait uncommitted (the writer waits beyond that); a
+    crash loses those, and a rerun redoes them. After a failed commit no later clip commits.
     """
 
     def __init__(self, store: Store, memorizer: Memorizer, report: IngestReport,
-                 progress: Callable[[str], None] = _stderr, embed_pool: Executor | None = None,
+                 progress: Callable[[str], None] = _stderr, commit_pool: Executor | None = None,
                  max_pending: int = 2) -> None:
         self.store = store
         self.memorizer = memorizer
@@ -162,9 +163,10 @@ class ClipWriter:
         self.progress = progress
         self.failed_of: dict[str, int] = {}
         self.max_pending = max(1, max_pending)
-        self._own_pool = embed_pool is None
-        self.embed_pool = embed_pool or ThreadPoolExecutor(1, thread_name_prefix="mnemo-embed")
+        self._own_pool = commit_pool is None
+        self.commit_pool = commit_pool or ThreadPoolExecutor(1, thread_name_prefix="mnemo-commit")
         self.pending: deque[_Pending] = deque()
+        self._broken = False  # a commit failed: later clips must not commit after the gap
 
     def failed(self, job: ClipJob, error: MediaError) -> None:
         self.report.clips_failed.append((job.path, error.reason))
@@ -172,34 +174,50 @@ class ClipWriter:
         self.progress(f"{job.label} skipped: {error}")
 
     def write(self, job: ClipJob, obs: ClipObservations, observe_s: float = 0.0) -> None:
-        """Memorize the clip now; it commits when its vectors are ready (here or in a later call)."""
+        """Memorize the clip now; it is embedded and committed behind, on the commit thread."""
         t0 = time.perf_counter()
         written = self.memorizer.memorize(obs)
         # entities are the memorizer's live objects, changed again by later clips: commit this clip's state
         written.entities = [replace(e, samples=list(e.samples)) for e in written.entities]
         if written.notes:
             obs = replace(obs, notes=obs.notes + tuple(written.notes))
-        texts = [m.text for m in written.memories]
-        vectors = self.embed_pool.submit(self.store.embedder.embed, texts)
-        memorize_s = time.perf_counter() - t0
-        self.report.writer_s += memorize_s
-        self.pending.append(_Pending(job, obs, written, vectors, observe_s, memorize_s))
-        while self.pending and (len(self.pending) > self.max_pending or self.pending[0].vectors.done()):
-            self._commit(self.pending.popleft())
+        pending = _Pending(job, obs, written, observe_s, time.perf_counter() - t0)
+        pending.committed = self.commit_pool.submit(self._embed_and_commit, pending)
+        self.pending.append(pending)
+        self._settle(self.max_pending)  # waits only when embedding and committing fall behind
+        self.report.writer_s += time.perf_counter() - t0
 
-    def _commit(self, p: _Pending) -> None:
+    def _embed_and_commit(self, p: _Pending) -> float:
+        """On the commit thread: the clip's memory vectors, then its commit; returns the seconds."""
+        if self._broken:
+            raise RuntimeError(f"clip {p.job.clip.index} of {p.job.path} not committed: an earlier clip's commit failed")
         t0 = time.perf_counter()
-        vectors = p.vectors.result()  # waits only when embedding falls behind memorizing
-        written, obs, job = p.written, p.obs, p.job
+        written, job = p.written, p.job
         try:
-            self.store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated,
-                                   vectors=vectors)
+            vectors = self.store.embedder.embed([m.text for m in written.memories])
+            self.store.commit_clip(clip_row(p.obs), written.memories, written.entities, written.edges,
+                                   written.updated, vectors=vectors)
         except OSError as e:
+            self._broken = True
             raise OSError(e.errno, f"writing clip {job.clip.index} of {job.path} to the store {self.store.uri} failed "
                           f"({e.strerror or e}); free space or fix permissions and run ingest again: "
                           "committed clips are kept and will be skipped") from e
-        commit_s = time.perf_counter() - t0
-        self.report.writer_s += commit_s
+        except BaseException:
+            self._broken = True
+            raise
+        return time.perf_counter() - t0
+
+    def _settle(self, keep: int) -> None:
+        """Account for committed clips in order, waiting until at most ``keep`` are pending; a
+        failed commit raises here."""
+        while self.pending and (len(self.pending) > keep or self.pending[0].committed.done()):
+            p = self.pending.popleft()
+            commit_s = p.committed.result()
+            self._committed(p, commit_s)
+
+    def _committed(self, p: _Pending, commit_s: float) -> None:
+        written, obs, job = p.written, p.obs, p.job
+        self.report.commit_s += commit_s
         for stage, seconds in obs.timings_s.items():
             self.report.stage_s[stage] = self.report.stage_s.get(stage, 0.0) + seconds
         self.report.clips_new += 1
@@ -212,9 +230,8 @@ class ClipWriter:
                       f"{len(written.memories)} memories in {p.observe_s + p.memorize_s + commit_s:.1f} s{notes}")
 
     def flush(self) -> None:
-        """Commit every memorized clip, in order."""
-        while self.pending:
-            self._commit(self.pending.popleft())
+        """Wait until every memorized clip is committed, in order."""
+        self._settle(0)
 
     def finish(self, planned: Plan) -> None:
         """Commit what is memorized; per file: failed when none of its clips could be decoded;
@@ -224,7 +241,7 @@ class ClipWriter:
         finally:
             self.pending.clear()
             if self._own_pool:
-                self.embed_pool.shutdown(wait=True)
+                self.commit_pool.shutdown(wait=True)
             for path, n in planned.clips_of.items():
                 if n and self.failed_of.get(path, 0) == n:
                     self.report.files_failed.append((path, "no clip could be decoded; the file may be truncated or corrupt"))
