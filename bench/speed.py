@@ -7,8 +7,9 @@ one run and with the configured (offline default) models:
 - the sequential ingest (``mnemo ingest``), models loaded inside the timing;
 - the Ray ingest (``mnemo ingest --ray``) with one worker and with one worker per CPU, each worker
   loading its models inside the timing;
-- per-stage seconds per 30 s clip, the writer's serial seconds per clip (memorizing, and waiting
-  when the commit thread is behind) and the commit thread's (embedding memories and committing),
+- per-stage seconds per 30 s clip; the writer's serial seconds per clip (memorizing, and committing
+  on the commit thread; both in clip order), and apart from them the embedding of the memories
+  (on the commit thread, off the serial path) and how long the writer's loop waited on that thread;
   peak memory per process;
 - whether each Ray store equals the sequential one (``graph.compare.differences``).
 
@@ -50,8 +51,10 @@ def asr_only_s(cfg: MnemoConfig, recording: Path, clip_s: float) -> float:
 def _per_clip(report) -> dict[str, float]:
     n = max(1, report.clips_new)
     out = {k.removesuffix("_s"): v / n for k, v in report.stage_s.items() if v > 0}
-    out["writer (serial)"] = report.writer_s / n
-    out["embed + commit (behind)"] = report.commit_s / n
+    out["writer: memorize"] = report.memorize_s / n
+    out["writer: commit"] = report.commit_s / n
+    out["writer: embed memories"] = report.embed_s / n
+    out["writer: loop waited"] = report.writer_wait_s / n
     return out
 
 

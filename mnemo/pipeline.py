@@ -44,9 +44,19 @@ class IngestReport:
     clips_skipped: int = 0
     memories_new: int = 0
     stage_s: dict[str, float] = field(default_factory=dict)  # perception stage -> seconds, summed over new clips
-    writer_s: float = 0.0  # the writer's serial part: memorizing, and waiting on commits behind, summed over new clips
-    commit_s: float = 0.0  # embedding memories and committing, on the commit thread behind the writer
+    # the writer, summed over new clips: memorizing (on the writer's loop) and committing (on the
+    # commit thread behind it) are serial, in clip order; embedding memories is not (it runs on the
+    # commit thread too, but could run anywhere); the loop waits when the commit thread is behind
+    memorize_s: float = 0.0
+    commit_s: float = 0.0
+    embed_s: float = 0.0
+    writer_wait_s: float = 0.0
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # process -> its peak resident memory
+
+    @property
+    def writer_s(self) -> float:
+        """The writer's serial work: memorizing and committing, in clip order."""
+        return self.memorize_s + self.commit_s
 
     @property
     def ok(self) -> bool:
@@ -140,7 +150,7 @@ class _Pending:
     written: ClipWrite
     observe_s: float
     memorize_s: float
-    committed: Future | None = None  # of the seconds its embedding and commit took
+    committed: Future | None = None  # of the seconds its embedding and its commit took
 
 
 class ClipWriter:
@@ -182,19 +192,22 @@ class ClipWriter:
         if written.notes:
             obs = replace(obs, notes=obs.notes + tuple(written.notes))
         pending = _Pending(job, obs, written, observe_s, time.perf_counter() - t0)
+        self.report.memorize_s += pending.memorize_s
         pending.committed = self.commit_pool.submit(self._embed_and_commit, pending)
         self.pending.append(pending)
+        t1 = time.perf_counter()
         self._settle(self.max_pending)  # waits only when embedding and committing fall behind
-        self.report.writer_s += time.perf_counter() - t0
+        self.report.writer_wait_s += time.perf_counter() - t1
 
-    def _embed_and_commit(self, p: _Pending) -> float:
-        """On the commit thread: the clip's memory vectors, then its commit; returns the seconds."""
+    def _embed_and_commit(self, p: _Pending) -> tuple[float, float]:
+        """On the commit thread: the clip's memory vectors, then its commit; returns the seconds of each."""
         if self._broken:
             raise RuntimeError(f"clip {p.job.clip.index} of {p.job.path} not committed: an earlier clip's commit failed")
         t0 = time.perf_counter()
         written, job = p.written, p.job
         try:
             vectors = self.store.embedder.embed([m.text for m in written.memories])
+            t1 = time.perf_counter()
             self.store.commit_clip(clip_row(p.obs), written.memories, written.entities, written.edges,
                                    written.updated, vectors=vectors)
         except OSError as e:
@@ -205,18 +218,18 @@ class ClipWriter:
         except BaseException:
             self._broken = True
             raise
-        return time.perf_counter() - t0
+        return t1 - t0, time.perf_counter() - t1
 
     def _settle(self, keep: int) -> None:
         """Account for committed clips in order, waiting until at most ``keep`` are pending; a
         failed commit raises here."""
         while self.pending and (len(self.pending) > keep or self.pending[0].committed.done()):
             p = self.pending.popleft()
-            commit_s = p.committed.result()
-            self._committed(p, commit_s)
+            self._committed(p, *p.committed.result())
 
-    def _committed(self, p: _Pending, commit_s: float) -> None:
+    def _committed(self, p: _Pending, embed_s: float, commit_s: float) -> None:
         written, obs, job = p.written, p.obs, p.job
+        self.report.embed_s += embed_s
         self.report.commit_s += commit_s
         for stage, seconds in obs.timings_s.items():
             self.report.stage_s[stage] = self.report.stage_s.get(stage, 0.0) + seconds
@@ -227,7 +240,7 @@ class ClipWriter:
         self.progress(f"{job.label} {len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
                       f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
                       f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s), "
-                      f"{len(written.memories)} memories in {p.observe_s + p.memorize_s + commit_s:.1f} s{notes}")
+                      f"{len(written.memories)} memories in {p.observe_s + p.memorize_s + embed_s + commit_s:.1f} s{notes}")
 
     def flush(self) -> None:
         """Wait until every memorized clip is committed, in order."""
