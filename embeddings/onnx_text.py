@@ -63,23 +63,27 @@ def exported_model(name: str, model_dir: Path, load_torch) -> Path:
     tokenizer, transformer = model.tokenizer, _LastHidden(model[0].auto_model.float().eval())
     batch = tokenizer(list(CHECK_TEXTS), padding=True, return_tensors="pt")
     tmp = out.with_name(f"model.{os.getpid()}.onnx.part")
-    with torch.inference_mode(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
-        torch.onnx.export(transformer, (batch["input_ids"], batch["attention_mask"]), str(tmp),
-                          input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
-                          dynamic_axes={n: {0: "batch", 1: "tokens"}
-                                        for n in ("input_ids", "attention_mask", "last_hidden_state")},
-                          opset_version=OPSET, dynamo=False)
-        want = torch.nn.functional.normalize(
-            model.encode(list(CHECK_TEXTS), convert_to_tensor=True, show_progress_bar=False).float(), dim=-1).numpy()
-    _fuse(tmp, transformer.transformer.config)
-    got = OnnxEncoder(tmp, tokenizer, model.max_seq_length, threads=1).encode(list(CHECK_TEXTS))
-    worst = float(np.abs(got - want).max())
-    if worst > CHECK_TOLERANCE:
-        tmp.unlink(missing_ok=True)
-        raise RuntimeError(f"the ONNX export of {name} differs from torch by {worst:.2e} (more than "
-                           f"{CHECK_TOLERANCE}); set [graph] text_runtime = \"torch\" to run it in torch")
-    os.replace(tmp, out)
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
+            torch.onnx.export(transformer, (batch["input_ids"], batch["attention_mask"]), str(tmp),
+                              input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
+                              dynamic_axes={n: {0: "batch", 1: "tokens"}
+                                            for n in ("input_ids", "attention_mask", "last_hidden_state")},
+                              opset_version=OPSET, dynamo=False)
+            want = torch.nn.functional.normalize(
+                model.encode(list(CHECK_TEXTS), convert_to_tensor=True, show_progress_bar=False).float(),
+                dim=-1).numpy()
+        _fuse(tmp, transformer.transformer.config)
+        got = OnnxEncoder(tmp, tokenizer, model.max_seq_length, threads=1).encode(list(CHECK_TEXTS))
+        worst = float(np.abs(got - want).max())
+        if worst > CHECK_TOLERANCE:
+            raise RuntimeError(f"the ONNX export of {name} differs from torch by {worst:.2e} (more than "
+                               f"{CHECK_TOLERANCE}); set [graph] text_runtime = \"torch\" to run it in torch")
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed or refused export leaves nothing behind
+        raise
     marker.write_text(key)
     return out
 

@@ -156,11 +156,11 @@ class _Pending:
 class ClipWriter:
     """Memorizes and commits observed clips in plan order (the caller keeps the order).
 
-    Memorizing is the serial part: identity and consolidation depend on every earlier clip. The
-    text embedding of a clip's memories and its commit are not: they run on ``commit_pool`` (one
-    thread, so clips commit in order) while the next clip is memorized. The memorizer needs no
-    earlier clip committed (it keeps what it wrote this run), so the store is the one a fully serial
-    writer gives. At most ``max_pending`` clips wait uncommitted (the writer waits beyond that); a
+    Memorizing and committing are the serial part, in clip order: identity and consolidation depend
+    on every earlier clip. Only memorizing runs on the caller's loop. Each clip's memories are
+    embedded and then committed on ``commit_pool`` (one thread, so clips commit in order) while the
+    next clip is memorized. The memorizer needs no earlier clip committed (it keeps what it wrote
+    this run), so the store is the one a fully serial writer gives. At most ``max_pending`` clips wait uncommitted (the writer waits beyond that); a
     crash loses those, and a rerun redoes them. After a failed commit no later clip commits.
     """
 
