@@ -134,8 +134,7 @@ class OnnxEncoder:
         self.max_length = max_length
 
     def lengths(self, texts: list[str]) -> list[int]:
-        ids = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
-        return [len(x) for x in ids]
+        return token_lengths(self.tokenizer, texts, self.max_length)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
@@ -144,3 +143,9 @@ class OnnxEncoder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def token_lengths(tokenizer, texts: list[str], max_length: int) -> list[int]:
+    """Each text's length in tokens as the model reads it (special tokens in, truncated)."""
+    return [len(ids) for ids in tokenizer(texts, add_special_tokens=True, truncation=True,
+                                          max_length=max_length)["input_ids"]]

@@ -102,9 +102,9 @@ class _TorchEncoder:
         self.model = model
 
     def lengths(self, texts: list[str]) -> list[int]:
-        ids = self.model.tokenizer(texts, add_special_tokens=True, truncation=True,
-                                   max_length=self.model.max_seq_length)["input_ids"]
-        return [len(x) for x in ids]
+        from embeddings.onnx_text import token_lengths
+
+        return token_lengths(self.model.tokenizer, texts, self.model.max_seq_length)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         import torch

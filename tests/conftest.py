@@ -91,6 +91,24 @@ def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
     return store
 
 
+def disk_full_on_commit(store, n: int) -> list[str]:
+    """Make ``store``'s ``n``-th ``commit_clip`` fail as a full disk does; returns the clip ids it
+    was asked to commit, in order (the failing one included). ``store.commit_clip`` is an instance
+    attribute afterwards: delete it to restore the real method."""
+    import errno
+
+    real_commit, calls = store.commit_clip, []
+
+    def commit_or_fill_disk(clip, *args, **kwargs):
+        calls.append(clip.clip_id)
+        if len(calls) == n:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_commit(clip, *args, **kwargs)
+
+    store.commit_clip = commit_or_fill_disk
+    return calls
+
+
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     from mnemo.cli import main
 

@@ -1,4 +1,4 @@
-"""The writer memorizes clip n+1 while clip n's memories are embedded, commits in order, and a
+"""The writer memorizes clip n+1 while clip n's memories are embedded and committed, in order, and a
 writer that dies with clips memorized but uncommitted leaves a store a rerun completes exactly."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import disk_full_on_commit
 
 
-class DyingEmbedPool(ThreadPoolExecutor):
-    """Embeds in a thread, slowly, and dies on the ``die_on``-th clip (the writer killed mid-run)."""
+class DyingCommitPool(ThreadPoolExecutor):
+    """Embeds and commits in a thread, slowly, and dies on the ``die_on``-th clip (the writer killed mid-run)."""
 
     def __init__(self, die_on: int) -> None:
         super().__init__(1)
@@ -41,7 +42,7 @@ def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_sam
     store = Store(tmp_path / "store", build_text_embedder("minilm"))
     report = IngestReport()
     planned = plan([str(demo_recording)], store, progress=lambda _m: None, report=report)
-    pool = DyingEmbedPool(die_on=2)
+    pool = DyingCommitPool(die_on=2)
     writer = ClipWriter(store, Memorizer(store, *policies), report, lambda _m: None, commit_pool=pool)
     with pytest.raises(RuntimeError, match="writer killed"):
         try:
@@ -61,7 +62,6 @@ def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_sam
 def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
     """Clips commit behind the writer, in order: when clip 2's commit fails (a full disk), clip 3,
     already memorized and queued, must not commit after the gap; the error names the file."""
-    import errno
     from datetime import datetime, timezone
 
     import numpy as np
@@ -70,21 +70,14 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from mnemo.pipeline import ClipJob, ClipWriter, IngestReport
+    from mnemo.pipeline import ClipJob, ClipWriter, IngestReport, Plan
     from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
 
     store = Store(tmp_path / "store", build_text_embedder("hash"))
-    source = SourceInfo("/rec/day.mp4", "ab" * 32, 90.0, True, False, datetime(2026, 5, 1, tzinfo=timezone.utc), "option")
+    source = SourceInfo("/rec/day.mp4", "ab" * 32, 90.0, True, False, datetime(2026, 5, 1, tzinfo=timezone.utc),
+                        "option")
     voice = np.eye(8, dtype=np.float32)[0]
-    real_commit, calls = store.commit_clip, []
-
-    def commit_then_fill_disk(clip, *args, **kwargs):
-        calls.append(clip.clip_id)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_commit(clip, *args, **kwargs)
-
-    store.commit_clip = commit_then_fill_disk
+    calls = disk_full_on_commit(store, 2)
     writer = ClipWriter(store, Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)), IngestReport(),
                         lambda _m: None, max_pending=3)
     with pytest.raises(OSError, match="/rec/day.mp4.*run ingest again"):
@@ -94,12 +87,6 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
                 turn = SpeechTurn(f"t{k}", f"This is the turn of clip {k}.", 1.0, 4.0, "en", (), voice, "s0")
                 writer.write(ClipJob(k, source.path, f"clip {k}", clip), ClipObservations(clip, (turn,), ()))
         finally:
-            writer.finish(_plan_of(source.path))
+            writer.finish(Plan([], {source.path: 3}))
     assert calls == ["day-0", "day-1"]  # clip 3 was never committed
     assert store.count()["clips"] == 1 and store.has_clip("day-0")
-
-
-def _plan_of(path):
-    from mnemo.pipeline import Plan
-
-    return Plan([], {path: 3})

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
+from conftest import disk_full_on_commit, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -95,23 +95,12 @@ def test_ask_on_an_empty_store_says_what_to_do(capsys, tmp_path):
 
 def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_recording, perceivers, policies):
     """A full disk on the second clip: a clear error; the first clip stays; a rerun finishes the job."""
-    import errno
-
     from graph.store import Store
     from mnemo.pipeline import ingest
     from embeddings.base import build_text_embedder
 
     store = Store(tmp_path / "store", build_text_embedder("minilm"))
-    real_write = store.commit_clip
-    calls = []
-
-    def write_then_fill_disk(clip, *args, **kwargs):
-        calls.append(clip.clip_id)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(clip, *args, **kwargs)
-
-    store.commit_clip = write_then_fill_disk
+    calls = disk_full_on_commit(store, 2)
     with pytest.raises(OSError) as e:
         ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert str(demo_recording) in str(e.value) and "No space left" in str(e.value)
@@ -119,7 +108,7 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
     assert store.count()["clips"] == 1 and store.has_clip(calls[0])
     assert store.search("Sheila Chicago")  # the committed clip is searchable
 
-    store.commit_clip = real_write
+    del store.commit_clip  # the real method again
     report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert (report.clips_new, report.clips_skipped) == (1, 1)
     assert store.count()["clips"] == 2
