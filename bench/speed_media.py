@@ -26,7 +26,7 @@ SCENES = ("call", "film", "screen")
 RECORDED_AT = "2026-11-21T09:00:00Z"
 
 
-def _centred(image: np.ndarray) -> np.ndarray:
+def centred(image: np.ndarray) -> np.ndarray:
     """``image`` (RGB) scaled to fit and centred on a dark 1280x720 canvas."""
     import cv2
 
@@ -50,7 +50,7 @@ def _film_frames(path: Path) -> list[np.ndarray]:
         ok, bgr = cap.read()
         if not ok:
             break
-        frames.append(_centred(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+        frames.append(centred(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
     cap.release()
     if not frames:
         raise RuntimeError(f"cannot decode {path}")
@@ -71,7 +71,7 @@ class Scenes:
         self.turns = read_rttm(pyannote_sample() / "sample.rttm")
         self.faces = speaker_faces()
         self.film = _film_frames(self.docs / "Megamind.avi")
-        self.screens = {name: _centred(cv2.cvtColor(cv2.imread(str(self.docs / name)), cv2.COLOR_BGR2RGB))
+        self.screens = {name: centred(cv2.cvtColor(cv2.imread(str(self.docs / name)), cv2.COLOR_BGR2RGB))
                         for name in ("qtgui.png", "eclipse_cdt_cfg7.png")}
         self._calls: dict[tuple[str, ...], np.ndarray] = {}
 

@@ -21,7 +21,8 @@ def test_speaker_faces_and_ocr_meet_their_targets(report):
     assert f["speaker_attribution"] >= 0.85  # measured 0.914
     assert f["face_identities"] == 2
     assert f["face_purity"] >= 0.90  # measured 1.0
-    assert f["ocr_cer"] <= 0.10  # measured 0.024
+    assert f["ocr_cer"] <= 0.10  # measured 0.010 (0.024 with RapidOCR's upscaled detection)
+    assert f["ocr_cer_video"] <= 0.10  # the screens in 960x540 video frames: measured 0.019 (upscaled: 0.048)
     # DER counts what attribution misses and speech found where there is none: measured 0.191
     assert 1.0 - f["speaker_attribution"] - 0.02 <= f["speaker_der"] <= 0.25
 
@@ -54,5 +55,5 @@ def test_cli_prints_the_json_contract(capsys, opencv_dir, pyannote_dir):
     assert code == 0
     figures = json.loads(out.strip().splitlines()[-1])
     assert set(figures) == {"asr_wer", "speaker_attribution", "speaker_der", "face_identities", "face_purity",
-                            "ocr_cer"}
+                            "ocr_cer", "ocr_cer_video"}
     assert "per 30 s of media" in out

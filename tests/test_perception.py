@@ -123,6 +123,24 @@ def test_ocr_reads_a_real_scanned_page_in_grayscale(perceivers):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("min_side, network_input", [(0, (544, 960)), (736, (736, 1312))])
+def test_ocr_detects_on_the_frame_at_its_own_size_unless_told_to_upscale(min_side, network_input):
+    from perception.ocr.ocr_rapidocr import RapidOCRReader
+
+    reader = RapidOCRReader(threads=1, detect_min_side=min_side)
+    detector = reader._load().text_det
+    seen = []
+    infer = detector.infer
+    detector.infer = lambda batch: seen.append(batch.shape[2:]) or infer(batch)
+    page = cv2.resize(to_rgb8(skimage.data.page()), (960, 540))  # a 960x540 video frame of a page
+    lines = reader.read(page)
+    assert seen == [network_input]  # one detection pass; DBNet needs sides in multiples of 32
+    assert "Region-based segmentation" in " ".join(ln.text for ln in lines)
+    with pytest.raises(ValueError, match="detect_min_side"):
+        RapidOCRReader(detect_min_side=-1)
+
+
+@pytest.mark.slow
 def test_blurred_faces_are_dropped_and_two_faces_of_one_frame_stay_two_people(perceivers):
     face = skimage.data.astronaut()[40:320, 100:380]  # one real face, 280x280
     sharp = np.hstack([face, face])  # the same face twice in one frame

@@ -30,6 +30,7 @@ SAMPLE_RATE = 16_000
 # A clip's decode is stopped after this long: a hostile or damaged file must not hang an ingest.
 # Decoding a 30 s clip takes about a second here.
 DECODE_TIMEOUT_S = 120.0
+VIDEO_MAX_SIDE = 960  # video frames are decoded with at most this long side
 MEDIA_SUFFIXES = frozenset(
     ".mp4 .mkv .mov .avi .webm .m4v .mpg .mpeg .wav .mp3 .m4a .aac .flac .ogg .opus .wma".split()
 )
@@ -190,7 +191,7 @@ def fit_audio(audio: np.ndarray, duration_s: float) -> tuple[np.ndarray, str | N
     return np.pad(audio, (0, n - audio.size)), note
 
 
-def decode_frames(clip: Clip, fps: float, max_side: int = 960) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
+def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
     """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``.
 
     Decoded with PyAV: for each sample time ``k / fps`` the frame whose timestamp is nearest is
