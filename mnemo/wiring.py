@@ -78,6 +78,7 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         ocr=build("ocr", cfg.ocr_backend, threads=threads, detect_min_side=cfg.ocr_detect_min_side) if cfg.ocr_backend != "none" else None,
         captioner=captioner,
         frame_fps=cfg.frame_fps,
+        decode_threads=threads,
         diarize_max_distance=cfg.diarize_max_distance,
         diarize_min_speaker_s=cfg.diarize_min_speaker_s,
         face_policy=FacePolicy(cfg.face_min_px, cfg.face_min_sharpness, cluster_distance),

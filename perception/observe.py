@@ -40,6 +40,7 @@ class Perceivers:
     ocr: TextReader | None = None
     captioner: Captioner | None = None
     frame_fps: float = 1.0
+    decode_threads: int = 0  # video decoder threads; 0: the machine's CPUs
     max_turn_gap_s: float = 0.6
     diarize_max_distance: float = 0.25
     diarize_min_speaker_s: float = 2.5
@@ -84,7 +85,7 @@ def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
     """
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    media, notes = load_media(clip, p.frame_fps)
+    media, notes = load_media(clip, p.frame_fps, p.decode_threads)
     notes = list(notes)
     timings["decode_s"] = time.perf_counter() - t0
     return observe_media(clip, media, p, notes, timings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.accuracy]
@@ -44,8 +45,11 @@ def test_frames_are_sampled_at_their_true_times(opencv_dir):
     from perception.sources.media import decode_frames, plan_clips, probe
 
     (clip,) = plan_clips(probe(opencv_dir / "Megamind.avi"), 30.0)
-    _, times = decode_frames(clip, 1.0)
+    frames, times = decode_frames(clip, 1.0)
     assert len(times) == 12 and all(abs(t - round(t)) < 0.05 for t in times)
+    # a Ray worker decodes with its share of the CPUs: the same frames at the same times
+    one_thread, times_1 = decode_frames(clip, 1.0, threads=1)
+    assert times_1 == times and all(np.array_equal(a, b) for a, b in zip(one_thread, frames))
 
 
 def test_cli_prints_the_json_contract(capsys, opencv_dir, pyannote_dir):

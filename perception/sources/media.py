@@ -191,8 +191,10 @@ def fit_audio(audio: np.ndarray, duration_s: float) -> tuple[np.ndarray, str | N
     return np.pad(audio, (0, n - audio.size)), note
 
 
-def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
-    """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``.
+def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, threads: int = 0
+                  ) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
+    """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``;
+    the decoder uses ``threads`` threads (0: one per CPU of the machine).
 
     Decoded with PyAV: for each sample time ``k / fps`` the frame whose timestamp is nearest is
     taken, and its own timestamp (offset within the clip) is returned, so times say what the frame
@@ -212,6 +214,8 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE) -> tup
     with container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
+        if threads > 0:  # a Ray worker's share, not the machine's CPUs
+            stream.codec_context.thread_count = threads
         w, h = stream.codec_context.width, stream.codec_context.height
         if w <= 0 or h <= 0:
             raise MediaError(clip.source.path, "video stream has no frame size")
@@ -258,9 +262,10 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE) -> tup
     return images, tuple(min(max(t, 0.0), clip.duration_s) for t, _ in chosen)
 
 
-def load_media(clip: Clip, fps: float) -> tuple[ClipMedia, tuple[str, ...]]:
-    """Decode what the clip has. A stream that fails to decode is left out and said why in notes;
-    a clip where nothing decodes raises ``MediaError``."""
+def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tuple[str, ...]]:
+    """Decode what the clip has (video with ``threads`` decoder threads, 0: the machine's CPUs). A
+    stream that fails to decode is left out and said why in notes; a clip where nothing decodes
+    raises ``MediaError``."""
     notes: list[str] = []
     audio = None
     frames: tuple[np.ndarray, ...] = ()
@@ -279,7 +284,7 @@ def load_media(clip: Clip, fps: float) -> tuple[ClipMedia, tuple[str, ...]]:
         notes.append("no audio stream: speech skipped")
     if clip.source.has_video:
         try:
-            frames, times = decode_frames(clip, fps)
+            frames, times = decode_frames(clip, fps, threads=threads)
             expected = int(clip.duration_s * fps)
             if len(frames) < expected - 1:
                 notes.append(f"video ends early ({len(frames)} of {expected} frames; the file may be truncated)")
