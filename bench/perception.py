@@ -178,9 +178,10 @@ def format_report(report: PerceptionReport) -> str:
         lines.append(f"{name:<21}  {shown:>7}  {op} {bound}  {'ok' if report.meets(name) else 'MISSED'}")
     for name in REPORTED:
         lines.append(f"{name:<21}  {report.figures[name]:7.3f}  (reported)")
-    lines += ["", "stage                                   seconds   per 30 s of media"]
+    width = max(38, *map(len, report.stage_s))
+    lines += ["", f"{'stage':<{width}}  seconds   per 30 s of media"]
     for stage, (secs, media) in report.stage_s.items():
         per30 = f"{secs * 30.0 / media:.2f}" if media else "-"
-        lines.append(f"{stage:<38}  {secs:7.2f}   {per30}")
+        lines.append(f"{stage:<{width}}  {secs:7.2f}   {per30}")
     lines += [""] + report.details
     return "\n".join(lines)
