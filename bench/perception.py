@@ -150,7 +150,8 @@ def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
             where = "" if figure == "ocr_cer" else " in a video frame"
             report.stage_s[f"OCR {name}{where} ({frame.shape[1]}x{frame.shape[0]})"] = (time.perf_counter() - t0, 0.0)
             e, c = line_cer(lines, [ln.text for ln in read])
-            report.details.append(f"OCR {name}{where}: {len(read)} lines, CER {e / c:.3f} on {len(lines)} hand-typed lines")
+            report.details.append(f"OCR {name}{where}: {len(read)} lines, CER {e / c:.3f} "
+                                  f"on {len(lines)} hand-typed lines")
             totals[figure][0] += e
             totals[figure][1] += c
     for figure, (edits, chars) in totals.items():

@@ -75,7 +75,8 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device),
         faces=build("faces", faces, **face_kwargs),
         image=image,
-        ocr=build("ocr", cfg.ocr_backend, threads=threads, detect_min_side=cfg.ocr_detect_min_side) if cfg.ocr_backend != "none" else None,
+        ocr=(build("ocr", cfg.ocr_backend, threads=threads, detect_min_side=cfg.ocr_detect_min_side)
+             if cfg.ocr_backend != "none" else None),
         captioner=captioner,
         frame_fps=cfg.frame_fps,
         decode_threads=threads,

@@ -96,7 +96,8 @@ def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, pol
             # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
             # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
             rows = (ray.data.from_items(items, override_num_blocks=len(items))
-                    .map_batches(actor or Perceive, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
+                    .map_batches(actor or Perceive, batch_size=1,
+                                 compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
                                  fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
                                  num_cpus=cpus, num_gpus=gpus_per_worker or None,
                                  max_restarts=3, max_task_retries=3))

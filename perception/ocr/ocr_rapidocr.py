@@ -33,7 +33,8 @@ class RapidOCRReader:
     def __init__(self, min_confidence: float = 0.5, threads: int = 0, restore_spaces: bool = True,
                  use_cls: bool = True, detect_min_side: int = 0) -> None:
         if detect_min_side < 0:
-            raise ValueError(f"detect_min_side must be 0 (the frame's own size) or a side in pixels, not {detect_min_side}")
+            raise ValueError(f"detect_min_side must be 0 (the frame's own size) or a side in pixels, "
+                             f"not {detect_min_side}")
         self.min_confidence = min_confidence
         self.detect_min_side = detect_min_side  # >0: upscale the short side to this before detecting
         self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines); measured ~3% of OCR time
