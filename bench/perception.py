@@ -126,28 +126,24 @@ def face_figures(p: Perceivers, face_threshold: float, report: PerceptionReport)
 def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
     if p.ocr is None:
         raise ValueError("the OCR figure needs an OCR backend; set [perception] ocr_backend = \"rapidocr\"")
-    import cv2
-
     from bench.speed_media import centred
     from perception.ocr.stage import read_frames
+    from perception.sources.frames import limit_size
     from perception.sources.media import VIDEO_MAX_SIDE
+
+    def in_video(frame):  # the video path: the coverage gate's detection, reused by the read
+        return read_frames([frame], [0.0], p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, [])[0]
 
     labels = _labels("ocr_lines.json")
     folder = opencv_doc()
     totals = {"ocr_cer": [0, 0], "ocr_cer_video": [0, 0]}
     for name, lines in labels["images"].items():
         image = read_image(folder / name)
-        canvas = centred(image)
-        scale = VIDEO_MAX_SIDE / max(canvas.shape[:2])
-        video = cv2.resize(canvas, (round(canvas.shape[1] * scale), round(canvas.shape[0] * scale)),
-                           interpolation=cv2.INTER_AREA)
-        for figure, frame in (("ocr_cer", image), ("ocr_cer_video", video)):
+        video = limit_size(centred(image), VIDEO_MAX_SIDE)[0]
+        for figure, frame, where, read_text in (("ocr_cer", image, "", p.ocr.read),
+                                                ("ocr_cer_video", video, " in a video frame", in_video)):
             t0 = time.perf_counter()
-            if figure == "ocr_cer":
-                read = p.ocr.read(frame)
-            else:  # the video path: the coverage gate's detection, reused by the read
-                (read,) = read_frames([frame], [0.0], p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, [])
-            where = "" if figure == "ocr_cer" else " in a video frame"
+            read = read_text(frame)
             report.stage_s[f"OCR {name}{where} ({frame.shape[1]}x{frame.shape[0]})"] = (time.perf_counter() - t0, 0.0)
             e, c = line_cer(lines, [ln.text for ln in read])
             report.details.append(f"OCR {name}{where}: {len(read)} lines, CER {e / c:.3f} "

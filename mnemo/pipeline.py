@@ -160,8 +160,9 @@ class ClipWriter:
     on every earlier clip. Only memorizing runs on the caller's loop. Each clip's memories are
     embedded and then committed on ``commit_pool`` (one thread, so clips commit in order) while the
     next clip is memorized. The memorizer needs no earlier clip committed (it keeps what it wrote
-    this run), so the store is the one a fully serial writer gives. At most ``max_pending`` clips wait uncommitted (the writer waits beyond that); a
-    crash loses those, and a rerun redoes them. After a failed commit no later clip commits.
+    this run), so the store is the one a fully serial writer gives. At most ``max_pending`` clips
+    wait uncommitted (the writer waits beyond that); a crash loses those, and a rerun redoes them.
+    After a failed commit no later clip commits.
     """
 
     def __init__(self, store: Store, memorizer: Memorizer, report: IngestReport,
