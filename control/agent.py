@@ -132,7 +132,7 @@ class LLMAgent:
             except ValueError as e:
                 return f"{e}.", 0
             members = ", ".join(f"<{m}>" for m in person.members) or "no face or voice linked yet"
-            header = (f"<{person.character_id}> is {person.name or 'not named yet'}; "
+            header = (f"<{person.person_id}> is {person.name or 'not named yet'}; "
                       f"their faces and voices: {members}.\n")
             query = person.name or query
         query = re.sub(r"<((?:face|voice|character)_\d+)>", lambda m: names.get(m.group(1), m.group(0)), query)
@@ -186,7 +186,7 @@ def _people_line(people: list[Person]) -> str:
     if not people:
         return "People in memory: none identified yet."
     return "People in memory: " + "; ".join(
-        f"{p.label} (<{p.character_id}>{''.join(f', <{m}>' for m in p.members)})" for p in people) + "."
+        f"{p.label} (<{p.person_id}>{''.join(f', <{m}>' for m in p.members)})" for p in people) + "."
 
 
 def _normal(query: str) -> str:

@@ -46,7 +46,7 @@ _ID = re.compile(r"<((?:face|voice|character)_\d+)>")
 
 def known_names(people: list[Person]) -> dict[str, str]:
     """Entity id -> person's name, for named people: their character and linked faces and voices."""
-    return {e: p.name for p in people if p.name for e in (p.character_id, *p.members)}
+    return {e: p.name for p in people if p.name for e in p.ids}
 
 
 def render(text: str, names: dict[str, str]) -> str:

@@ -111,8 +111,8 @@ class OfflinePlanner:
         for p in people:
             found = re.search(rf"\b{re.escape(p.name)}\b", question, re.IGNORECASE) if p.name else None
             if found:
-                at[p.character_id] = found.start()
-        named = tuple(sorted((p for p in people if p.character_id in at), key=lambda p: at[p.character_id]))
+                at[p.person_id] = found.start()
+        named = tuple(sorted((p for p in people if p.person_id in at), key=lambda p: at[p.person_id]))
         return Plan(question, named, tuple(time_windows(question, now or self.newest())), _subjects(question, named),
                     asks_when(question))
 
@@ -143,8 +143,8 @@ class OfflinePlanner:
         vector = store.embedder.embed([words])[0]
         search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
         searches = [(f"search {question!r}", "search", {})]  # (what the log says, label, filters)
-        searches += [(f"search about {p.label}", f"person:{p.character_id}",
-                      {"entity_ids": [p.character_id, *p.members]}) for p in plan.people]
+        searches += [(f"search about {p.label}", f"person:{p.person_id}",
+                      {"entity_ids": list(p.ids)}) for p in plan.people]
         searches += [(f"search within {w.text!r}", f"time:{w.text}",
                       {"start_ts": w.start_ts, "end_ts": w.end_ts}) for w in plan.windows]
         # the searches run at once (LanceDB works outside the GIL); their hits are taken in order
@@ -210,7 +210,7 @@ class OfflinePlanner:
             for i in s:
                 score[i] = max(score[i], inherited)
         spread = float(score.max() - score.min()) if len(score) else 0.0
-        ids = {e for p in plan.subjects for e in (p.character_id, *p.members)}
+        ids = {e for p in plan.subjects for e in p.ids}
         for i, c in enumerate(cands):
             if ids and ids & set(c.memory.entity_ids):
                 score[i] += PERSON_BONUS * spread

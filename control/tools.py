@@ -9,20 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graph.people import PeopleError, Person, find_person
 from graph.rows import Hit, Memory
 from graph.store import Store
-
-
-@dataclass(frozen=True)
-class Person:
-    character_id: str
-    name: str  # "" while unnamed
-    members: tuple[str, ...]  # face/voice entity ids linked to the character
-    first_seen_ts: float = 0.0  # when the character first appeared: a question asked before then knows nobody
-
-    @property
-    def label(self) -> str:
-        return self.name or f"<{self.character_id}>"
 
 
 @dataclass(frozen=True)
@@ -42,23 +31,17 @@ class MemoryTools:
         self.store = store
 
     def list_people(self) -> list[Person]:
-        members: dict[str, list[str]] = {}
-        for edge in self.store.all_edges("same_person"):
-            members.setdefault(edge.dst_id, []).append(edge.src_id)
-        return [Person(c.entity_id, c.name, tuple(sorted(members.get(c.entity_id, ()))), c.first_seen_ts)
-                for c in self.store.load_entities("character")]
+        """Everyone in memory, resolved now: names, merges and splits as the user left them."""
+        return self.store.people()
 
     def person(self, who: str, people: list[Person] | None = None) -> Person:
         """A person by name (case-insensitive) or by any of their entity ids (``character_2``,
         ``<voice_1>``), among ``people`` (default: ``list_people()``); ``ValueError`` naming the
         known people otherwise."""
-        key = who.strip().strip("<>").lower()
-        people = self.list_people() if people is None else people
-        for p in people:
-            if key in (p.name.lower(), p.character_id) or key in p.members:
-                return p
-        known = ", ".join(p.label for p in people) or "nobody yet"
-        raise ValueError(f"no person called {who!r} in memory; known: {known}")
+        try:
+            return find_person(self.list_people() if people is None else people, who)
+        except PeopleError as e:
+            raise ValueError(str(e)) from None
 
     def search(self, query: str, k: int = 10, **filters) -> list[Hit]:
         return self.store.search(query, k=k, **filters)

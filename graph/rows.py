@@ -11,7 +11,10 @@ import numpy as np
 # semantic = lasting facts (names, origins, homes), resource = what was on screen (OCR)
 MEMORY_KINDS = ("episodic", "semantic", "resource")
 ENTITY_KINDS = ("face", "voice", "character")
-EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes")
+# introduced_as / addressed_as: a voice heard giving, or being called by, a name (dst ``name:<Name>``);
+# says_name: a voice that called someone else by that name (so it is probably not theirs)
+EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes", "introduced_as", "addressed_as",
+              "says_name")
 
 
 def content_id(*parts: object) -> str:

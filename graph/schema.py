@@ -57,6 +57,11 @@ def edge_schema() -> pa.Schema:
     ])
 
 
+def people_log_schema() -> pa.Schema:
+    return versioned([("seq", pa.int64()), ("op", pa.string()), ("person", pa.string()), ("args", pa.string()),
+                      ("ts", pa.float64())])
+
+
 def memory_row(m: Memory, vector) -> dict:
     return {
         "memory_id": m.memory_id, "kind": m.kind, "text": m.text, "vector": list(vector),

@@ -24,8 +24,10 @@ import pyarrow.compute as pc
 
 from graph import sql
 from graph.rows import ClipRow, Edge, Entity, Memory
+from graph.people import NAME_EVIDENCE, PeopleOp, Person, resolve
 from graph.schema import (SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row, edge_schema,
-                          entity_from_row, entity_row, entity_schema, memory_from_row, memory_row, memory_schema)
+                          entity_from_row, entity_row, entity_schema, memory_from_row, memory_row, memory_schema,
+                          people_log_schema)
 from graph.search import HybridSearch
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ class Store(HybridSearch):
         self.clips = self._open("clips", clip_schema())
         self.entities = self._open("entities", entity_schema())
         self.edges = self._open("edges", edge_schema())
+        self.people_log = self._open("people_log", people_log_schema())  # the user's changes to people
         self._longest_s: float | None = None  # the longest memory's duration, read once, kept up by our writes
     def _open(self, name: str, schema: pa.Schema):
         try:
@@ -167,6 +170,25 @@ class Store(HybridSearch):
 
     def all_edges(self, kind: str) -> list[Edge]:
         return [edge_from_row(r) for r in self.edges.search().where(f"kind = {sql.quote(kind)}").limit(None).to_list()]
+
+    def people_ops(self) -> list[PeopleOp]:
+        """The user's changes to people, in order (undone ones and undo rows included)."""
+        self.people_log.checkout_latest()  # another process's change counts at once
+        return sorted((PeopleOp.from_row(r) for r in self.people_log.search().limit(None).to_list()),
+                      key=lambda o: o.seq)
+
+    def people(self) -> list[Person]:
+        """Everyone in memory, resolved now (``graph.people``): groups of characters, voices and
+        faces, with the user's names, merges and splits applied."""
+        entities = self.load_entities()
+        kinds = " OR ".join(f"kind = {sql.quote(k)}" for k in NAME_EVIDENCE)
+        names = [edge_from_row(r) for r in self.edges.search().where(kinds).limit(None).to_list()]
+        return resolve(entities, self.all_edges("same_person"), self.people_ops(), names)
+
+    def append_people_op(self, op: PeopleOp) -> None:
+        """Record one change to people (callers hold ``graph.people_ops``' lock, which numbers them)."""
+        (self.people_log.merge_insert("seq").when_not_matched_insert_all()
+         .execute(pa.Table.from_pylist([op.to_row()], schema=people_log_schema())))
 
     # ---- writes ------------------------------------------------------------------------------
 

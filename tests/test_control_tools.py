@@ -17,7 +17,7 @@ def test_people_are_listed_with_their_faces_and_voices(demo_store):
 def test_a_person_by_name_or_id_and_her_memories(demo_store):
     tools = MemoryTools(demo_store)
     sheila = tools.person("sheila")
-    assert tools.person(f"<{sheila.members[0]}>") == sheila == tools.person(sheila.character_id)
+    assert tools.person(f"<{sheila.members[0]}>") == sheila == tools.person(sheila.person_id)
     texts = " ".join(m.text for m in tools.about_person("Sheila"))
     assert "Yankee" in texts and "Sheila (<" in texts
     with pytest.raises(ValueError, match="known: Sheila, Diane|known: Diane, Sheila"):

@@ -73,14 +73,14 @@ class MemoryService:
         entity_ids = None
         if person:
             p = self._person(person, people)
-            entity_ids = [p.character_id, *p.members]
+            entity_ids = list(p.ids)
         hits = self.tools.search(query, k=limit, kind=kind, entity_ids=entity_ids, start_ts=start_ts, end_ts=end_ts,
                                  before_ts=timestamp(before))
         view = _People(people)
         return [view.memory(h.memory, score=h.score) for h in hits]
 
     def people(self) -> list[PersonOut]:
-        return [PersonOut(id=p.character_id, name=p.name, label=p.label, members=list(p.members),
+        return [PersonOut(id=p.person_id, name=p.name, label=p.label, members=list(p.members),
                           first_seen_ts=p.first_seen_ts) for p in self.tools.list_people()]
 
     def clip(self, clip_id: str) -> ClipOut:
@@ -131,7 +131,7 @@ class _People:
 
     def __init__(self, people: list[Person]) -> None:
         self.names = known_names(people)
-        self.label = {e: p.label for p in people for e in (p.character_id, *p.members)}
+        self.label = {e: p.label for p in people for e in p.ids}
 
     def people_of(self, memories: list[Memory]) -> list[str]:
         return sorted({self.label[e] for m in memories for e in m.entity_ids if e in self.label})
