@@ -33,11 +33,26 @@ class People:
     min_share: float = 0.6
 
     @classmethod
-    def load(cls, characters: list[Entity], same_person: list[Edge], **kw) -> People:
+    def load(cls, characters: list[Entity], groups: list[tuple[str, ...]], **kw) -> People:
+        """From the characters and the people groups (``graph.people``: each group's ids, its
+        lowest character first): every other member belongs to that character."""
         people = cls({c.entity_id: c for c in characters}, **kw)
-        for e in same_person:
-            people.member_of[e.src_id] = e.dst_id
+        for ids in groups:
+            if ids and ids[0] in people.characters:
+                for member in ids[1:]:
+                    people.member_of[member] = ids[0]
         return people
+
+    def merge(self, keep: str, other: str, clip_id: str, weight: float, evidence: tuple[str, ...],
+              edges: list[Edge], touched: dict[str, Entity]) -> None:
+        """Make character ``other`` part of ``keep`` (a ``same_person`` edge between the two: the
+        evidence stays, and a user's split can take it apart again)."""
+        edges.append(Edge("same_person", other, keep, weight, clip_id, evidence))
+        for member, cid in list(self.member_of.items()):
+            if cid == other:
+                self.member_of[member] = keep
+        self.member_of[other] = keep
+        touched[keep] = self.characters[keep]
 
     def _new(self, ts: float) -> Entity:
         n = max((int(c.rsplit("_", 1)[-1]) for c in self.characters), default=0) + 1
@@ -46,7 +61,7 @@ class People:
         return entity
 
     def character_of(self, entity_id: str) -> Entity | None:
-        cid = self.member_of.get(entity_id)
+        cid = entity_id if entity_id in self.characters and entity_id not in self.member_of else self.member_of.get(entity_id)
         return self.characters.get(cid) if cid else None
 
     def members(self, character_id: str) -> list[str]:

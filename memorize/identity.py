@@ -19,6 +19,10 @@ from graph.rows import Entity
 class MatchPolicy:
     threshold: float  # cosine similarity to join an existing entity
     max_samples: int = 8
+    same_similarity: float | None = None  # see ``EntityMatcher.match_distinct`` (voices)
+    same_margin: float = 0.1
+    merge_similarity: float | None = None  # entities this alike are one person (``alike``; voices)
+    min_found_s: float = 0.0  # voices: speech needed to found a new entity
 
 
 class EntityMatcher:
@@ -34,11 +38,18 @@ class EntityMatcher:
 
     def match(self, embedding: np.ndarray, ts: float) -> Entity:
         """The entity this embedding belongs to (created if none is close enough); updates it."""
-        return self.match_distinct([embedding], ts)[0]
+        return self.match_distinct([embedding], ts)[0]  # type: ignore[return-value]  (may_found: always)
 
-    def match_distinct(self, embeddings: list[np.ndarray], ts: float) -> list[Entity]:
+    def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: list[bool] | None = None
+                       ) -> list[Entity | None]:
         """Match embeddings known to be different people (two faces in one frame, two speakers
-        of one clip): greedy one-to-one by similarity, so they never share an entity."""
+        of one clip): greedy one-to-one by similarity, so they never share an entity.
+
+        One exception, for voices: clustering inside a clip may split one voice in two (a voice's
+        1.6 s windows are only ~0.78 alike), and the spare part, whose own entity is taken, joins
+        it anyway when it is at least ``policy.same_similarity`` like it and clearly closer to it
+        than to any other entity. An embedding with ``may_found`` False (a fragment too short to
+        found a person) that matches nothing gets None instead of a new entity."""
         queries = np.stack(embeddings)
         sims = np.full((len(embeddings), len(self.entities)), -1.0)
         for j, entity in enumerate(self.entities):
@@ -53,10 +64,23 @@ class EntityMatcher:
             if i not in chosen and j not in used:
                 chosen[int(i)] = self.entities[j]
                 used.add(int(j))
-        out = []
+        same = self.policy.same_similarity
+        if same is not None and self.entities:
+            for i in range(len(embeddings)):
+                if i in chosen:
+                    continue
+                order = np.argsort(-sims[i])
+                best = sims[i, order[0]]
+                second = sims[i, order[1]] if len(order) > 1 else -1.0
+                if best >= same and best - second >= self.policy.same_margin:
+                    chosen[i] = self.entities[int(order[0])]
+        out: list[Entity | None] = []
         for i, embedding in enumerate(embeddings):
             entity = chosen.get(i)
             if entity is None:
+                if may_found is not None and not may_found[i]:
+                    out.append(None)
+                    continue
                 entity = Entity(self._next_id(), self.kind, ts, ts)
                 self.entities.append(entity)
             self._add_sample(entity, embedding)
@@ -66,6 +90,20 @@ class EntityMatcher:
             self.touched[entity.entity_id] = entity
             out.append(entity)
         return out
+
+    def centroid(self, entity: Entity) -> np.ndarray:
+        c = np.mean(entity.samples, axis=0)
+        return c / (np.linalg.norm(c) + 1e-9)
+
+    def alike(self, entity: Entity, min_similarity: float, min_samples: int = 2) -> list[tuple[float, Entity]]:
+        """Other entities whose sample centroid is at least ``min_similarity`` like this one's
+        (both with ``min_samples``), most alike first: candidates to be the same person."""
+        if len(entity.samples) < min_samples:
+            return []
+        mine = self.centroid(entity)
+        out = [(float(self.centroid(e) @ mine), e) for e in self.entities
+               if e is not entity and len(e.samples) >= min_samples]
+        return sorted((x for x in out if x[0] >= min_similarity), key=lambda x: -x[0])
 
     def _add_sample(self, entity: Entity, embedding: np.ndarray) -> None:
         entity.samples.append(embedding.astype(np.float32))

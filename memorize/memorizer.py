@@ -11,13 +11,15 @@ import re
 from dataclasses import dataclass, replace
 
 from graph import sql
+from graph.people import active_ops
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id
 from graph.store import Store
 from llm.client import LLMError
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.characters import People
-from memorize.speech_facts import facts_in, names_in
+from memorize.naming import KINDS as NAME_KINDS, Naming
+from memorize.speech_facts import addressed_in, facts_in, names_in
 from memorize.writer_llm import LLMClipMemories, LLMWriter
 from memorize.writer_offline import offline_memories
 from perception.records import ClipObservations
@@ -48,9 +50,17 @@ class Memorizer:
         self.store = store
         self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
         self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))
-        self.people = People.load(store.load_entities("character"), store.all_edges("same_person"))
+        groups = [p.ids for p in store.people()]  # the user's merges and splits included
+        self.people = People.load(store.load_entities("character"), groups)
+        # entities a user split off: never merged again by voice similarity
+        self.kept_apart = {m for op in active_ops(store.people_ops()) if op.op == "split" for m in op.args["members"]}
+        self.naming = Naming([e for kind in NAME_KINDS for e in store.all_edges(kind)])
         self.consolidator = Consolidator(store)
         self.last_event: dict[str, str | None] = {}  # source path -> id of its latest episodic memory
+        # source path -> character -> (voice, end ts) of its latest turn there: whom a name was said to
+        self.recent: dict[str, dict[str, tuple[str, float]]] = {}
+        # enrolled names are given, not inferred: evidence does not change them
+        self.enrolled = {e.dst_id for e in store.all_edges("same_person") if e.evidence == ("enrolled",)}
         self._pending_edges: list[Edge] = []  # from enrol(), written with the next clip
         self._pending_people: dict[str, Entity] = {}
 
@@ -61,19 +71,18 @@ class Memorizer:
         (voice,) = self.voices.match_distinct([voice_embedding], ts)
         character = self.people.ensure(voice.entity_id, ts, "", ("enrolled",), self._pending_edges, self._pending_people)
         character.name = character.name or name
+        self.enrolled.add(character.entity_id)
         return character.entity_id
-
-    def _names(self) -> dict[str, str]:
-        """Entity id -> name, for the faces and voices of named characters."""
-        return {member: self.people.characters[cid].name for member, cid in self.people.member_of.items()
-                if self.people.characters.get(cid) is not None and self.people.characters[cid].name}
 
     def memorize(self, obs: ClipObservations) -> ClipWrite:
         clip = obs.clip
-        written = offline_memories(obs, self.faces, self.voices, names=self._names())
+        written = offline_memories(obs, self.faces, self.voices)
         edges: list[Edge] = [replace(e, clip_id=clip.clip_id) for e in self._pending_edges]
         touched: dict[str, Entity] = dict(self._pending_people)
         self._pending_edges, self._pending_people = [], {}
+        for voice in dict.fromkeys(written.voice_of.values()):  # every voice is someone: a person to name
+            self.people.ensure(voice, clip.start_ts, clip.clip_id, (clip_evidence(clip.clip_id),), edges, touched)
+        self._merge_alike_voices(written.voice_of.values(), clip.clip_id, edges, touched)
         self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
         llm: LLMClipMemories | None = None
         notes: list[str] = []
@@ -94,7 +103,10 @@ class Memorizer:
             character = self.people.ensure(entity, clip.start_ts, clip.clip_id, evidence[:1], edges, touched)
             semantic.append(self._fact(character, entity, relation, value, obs, clip.start_ts, clip.end_ts,
                                        evidence + (clip_evidence(clip.clip_id),)))
-        memories = [self._with_characters(m) for m in written.memories + (llm.episodic if llm else [])]
+            if relation == "is named" and entity.startswith("voice_"):
+                edges.append(self.naming.add("introduced_as", entity, value, clip.clip_id, evidence[0]))
+        self._name_people(touched)
+        memories = written.memories + (llm.episodic if llm else [])
         updated: dict[str, Memory] = {}
         for memory in semantic:
             stored, changed, new_edges = self.consolidator.add(memory)
@@ -116,6 +128,7 @@ class Memorizer:
         if events:
             self.last_event[clip.source.path] = events[-1].memory_id
         entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
+        edges = list({e.edge_id: e for e in edges}.values())  # one row an edge: its latest state
         return ClipWrite(memories, entities, edges, list(updated.values()), notes)
 
     def _last_event(self, clip) -> str | None:
@@ -136,14 +149,18 @@ class Memorizer:
         semantic: list[Memory] = []
         for turn in obs.speech:
             voice = voice_of.get(turn.speaker)
+            if voice is None:
+                continue
             names, facts = names_in(turn.text), facts_in(turn.text)
-            if voice is None or not (names or facts):
+            self._heard_address(obs, turn, voice, voice_of, edges)
+            if not (names or facts):
                 continue
             start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
             evidence = (turn.segment_id, clip_evidence(clip.clip_id))
             character = self.people.ensure(voice, start, clip.clip_id, (turn.segment_id,), edges, touched)
             for name in names[:1]:
                 semantic.append(self._fact(character, voice, "is named", name, obs, start, end, evidence))
+                edges.append(self.naming.add("introduced_as", voice, name, clip.clip_id, turn.segment_id))
             for relation, value in facts:
                 semantic.append(self._fact(character, voice, relation, value, obs, start, end, evidence))
         return semantic
@@ -155,13 +172,11 @@ class Memorizer:
         compares. "is named" also names a character that has no name yet."""
         clip, cid = obs.clip, character.entity_id
         if relation == "is named":
-            character.name = character.name or value
             how = "speaking as" if entity.startswith("voice_") else "seen as"
             return Memory(content_id(clip.clip_id, "name", cid, value), "semantic",
                           f"{value} (<{cid}>) is the person {how} <{entity}>.", clip.clip_id, clip.source.path,
                           start, end, (cid, entity), evidence, fact=f"{cid}|is named|{value}")
-        label = f"{character.name} (<{cid}>)" if character.name else f"<{cid}>"
-        return Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic", f"{label} {relation} {value}.",
+        return Memory(content_id(clip.clip_id, "fact", cid, relation, value), "semantic", f"<{cid}> {relation} {value}.",
                       clip.clip_id, clip.source.path, start, end, (cid, entity), evidence,
                       fact=f"{cid}|{relation}|{value}")
 
@@ -175,6 +190,62 @@ class Memorizer:
                 for m in memories if m.kind == "episodic"
                 for name in dict.fromkeys(pattern.findall(m.text))]
 
-    def _with_characters(self, memory: Memory) -> Memory:
-        extra = tuple(c.entity_id for e in memory.entity_ids if (c := self.people.character_of(e)) is not None)
-        return replace(memory, entity_ids=tuple(dict.fromkeys(memory.entity_ids + extra))) if extra else memory
+    def _heard_address(self, obs: ClipObservations, turn, voice: str, voice_of: dict[str, str],
+                       edges: list[Edge]) -> None:
+        """A name the speaker calls the listener by goes to the listener: the one other person
+        heard in this clip, or else the last other voice of this recording within a minute; with
+        more than one other person, nobody can tell whom it was said to."""
+        clip = obs.clip
+        start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
+        mine = self.people.character_of(voice).entity_id
+        recent = self.recent.setdefault(clip.source.path, {})
+        addressed = addressed_in(turn.text)
+        if addressed:
+            others = {self.people.character_of(v).entity_id: v for v in voice_of.values()}
+            others.pop(mine, None)
+            if not others:
+                others = {cid: v for cid, (v, at) in recent.items()
+                          if self.people.character_of(v).entity_id != mine and start - at <= 60.0}
+            for name in addressed:
+                edges.append(self.naming.add("says_name", voice, name, clip.clip_id, turn.segment_id))
+                if len(others) == 1:
+                    edges.append(self.naming.add("addressed_as", next(iter(others.values())), name, clip.clip_id,
+                                                 turn.segment_id))
+        recent[mine] = (voice, end)
+
+    def _merge_alike_voices(self, voices, clip_id: str, edges: list[Edge], touched: dict[str, Entity]) -> None:
+        """Voices heard now that are as alike as one voice's own clips (``merge_similarity``) become
+        one person: identities are reconsidered as evidence grows, and each merge is an edge
+        carrying its similarity. Never two differently named people, nor what a user split off."""
+        threshold = self.voices.policy.merge_similarity
+        if threshold is None:
+            return
+        for voice_id in dict.fromkeys(voices):
+            entity = next(e for e in self.voices.entities if e.entity_id == voice_id)
+            if voice_id in self.kept_apart:
+                continue
+            for sim, other in self.voices.alike(entity, threshold):
+                a, b = self.people.character_of(voice_id), self.people.character_of(other.entity_id)
+                if a is None or b is None or a is b or other.entity_id in self.kept_apart:
+                    continue
+                if a.name and b.name and a.name != b.name:
+                    continue
+                keep, gone = sorted((a, b), key=lambda c: int(c.entity_id.rsplit("_", 1)[-1]))
+                keep.name = keep.name or gone.name
+                self.people.merge(keep.entity_id, gone.entity_id, clip_id, round(sim, 4),
+                                  (f"voice:{voice_id}~{other.entity_id}", f"similarity:{sim:.3f}"), edges, touched)
+
+    def _name_people(self, touched: dict[str, Entity]) -> None:
+        """Name (or unname) the people whose name evidence now says so (``memorize.naming``)."""
+        voices: dict[str, set[str]] = {}
+        for member in self.people.member_of:
+            if member.startswith("voice_"):
+                character = self.people.character_of(member)
+                voices.setdefault(character.entity_id, set()).add(member)
+        for cid, name in self.naming.decide(voices).items():
+            character = self.people.characters[cid]
+            if cid in self.enrolled:
+                continue
+            if character.name != name:
+                character.name = name
+                touched[cid] = character

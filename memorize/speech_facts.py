@@ -68,6 +68,34 @@ def names_in(text: str) -> list[str]:
     return out
 
 
+# words that open an address: "Hey Caroline", "Thanks, Melanie!", "Congrats Caroline"
+_GREETING = (r"(?:hey|hi|hiya|hello|thanks|thank you|bye|goodbye|congrats|congratulations|see you|take care|"
+             r"good morning|good night|morning|welcome|cheers|sorry|wow|oh|yes|yeah|well|dear)")
+_ADDRESS = (
+    re.compile(r"\b" + _GREETING + r",?\s+" + _NAME + r"\b(?!['’]s\b)(?!\s+(?:is|was|has|had|and|or|said|says|told)\b)",
+               re.IGNORECASE),  # "… hey Caroline …"
+    re.compile(r",\s*" + _NAME + r"\s*[.!?]*\s*$"),  # "That's great, Melanie!"
+)
+_NOT_ADDRESSED = _NOT_NAMES | {"Me", "You", "Everyone", "Guys", "Man", "Dude", "Girl", "Mom", "Dad", "Honey", "Buddy",
+                               "Thanks", "Thank", "Hey", "Hi", "Hello", "Bye", "Wow", "Congrats", "Congratulations",
+                               "Morning", "Welcome", "Cheers", "God", "Lord", "Jesus", "Again", "Too", "Though",
+                               "Everything", "Everybody", "Anyway", "Haha", "Lol", "Omg", "Awesome", "Nice", "Cool"}
+
+
+def addressed_in(text: str) -> list[str]:
+    """Names the speaker calls the listener by: "Hey Caroline, how are you?", "Thanks, Melanie!",
+    "That's great, Jon." -> the listener's name. The name must be capitalised as a name is in a
+    transcript; "hey you" or "thanks, everyone" name nobody."""
+    out = []
+    for sentence in _SENTENCE.findall(text):
+        for pattern in _ADDRESS:
+            for m in pattern.finditer(sentence):
+                name = m.group(1)
+                if name[0].isupper() and name.capitalize() not in _NOT_ADDRESSED and name not in out:
+                    out.append(name)
+    return out
+
+
 def facts_in(text: str) -> list[tuple[str, str]]:
     """(relation, value) a speaker states about themself: "I'm originally from Chicago" ->
     [("is from", "Chicago")]. Questions, facts about others ("My son was born in Boston") and

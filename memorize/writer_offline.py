@@ -34,11 +34,12 @@ class OfflineWrite:
 
 
 def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher,
-               min_tag_prob: float = 0.3, names: dict[str, str] | None = None) -> OfflineWrite:
+                     min_tag_prob: float = 0.3) -> OfflineWrite:
     """Resolve identities (updating the matchers); the clip's memories in time order, and which
-    entity each clip-local speaker and face person became. ``names`` (entity id -> person's name,
-    known before this clip) puts names beside ids: ``Sheila (<voice_1>) said: …``."""
-    names = names or {}
+    entity each clip-local speaker and face person became. Memories name people by entity id
+    (``<voice_1> said: …``): names are resolved when read, so a rename shows everywhere. A
+    speaker heard for less than the voice policy's ``min_found_s`` in the clip joins a known voice or stays
+    "someone": a fragment never founds a person."""
     clip = obs.clip
     base = clip.start_ts
     tz = clip.source.recorded_at.tzinfo or timezone.utc
@@ -46,16 +47,20 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
 
     # one entity per diarized speaker of the clip; they are different people, so matched distinctly
     voice_of: dict[str, np.ndarray] = {}
+    spoken_s: dict[str, float] = defaultdict(float)
     for turn in obs.speech:
         if turn.speaker and turn.voice_embedding is not None:
             voice_of.setdefault(turn.speaker, turn.voice_embedding)
-    speakers = dict(zip(voice_of, voices.match_distinct(list(voice_of.values()), base))) if voice_of else {}
+            spoken_s[turn.speaker] += turn.end_s - turn.start_s
+    speakers = {}
+    if voice_of:
+        matched = voices.match_distinct(list(voice_of.values()), base,
+                                        may_found=[spoken_s[k] >= voices.policy.min_found_s for k in voice_of])
+        speakers = {k: e for k, e in zip(voice_of, matched) if e is not None}
     for turn in obs.speech:
         start, end = base + turn.start_s, base + turn.end_s
         entity = speakers.get(turn.speaker)
         speaker, entity_ids = (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
-        if entity and entity.entity_id in names:
-            speaker = f"{names[entity.entity_id]} ({speaker})"
         text = f'{speaker} said: "{turn.text}"'
         memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,
                                clip.clip_id, clip.source.path, start, end, entity_ids, (turn.segment_id,)))

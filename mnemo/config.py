@@ -56,6 +56,14 @@ class MemorizeConfig(BaseModel):
     face_threshold_dlib: float = 0.92
     face_threshold_insightface: float = 0.45
     voice_threshold: float = 0.75
+    # a clip-local speaker whose own voice entity is taken by another speaker of the clip joins it
+    # when this alike and 0.1 closer to it than to any other (one voice split in two by clustering)
+    voice_same_similarity: float = 0.88
+    # two voice entities whose sample centroids are this alike are one person (merged, with the
+    # similarity as evidence); measured: one espeak voice's clip centroids 0.95-0.975 alike, two
+    # espeak voices' at most 0.77, pyannote's two real callers 0.89-0.91
+    voice_merge_similarity: float = 0.93
+    min_voice_s: float = 1.0  # speech a clip-local speaker needs to found a new voice (a person)
     max_samples: int = Field(8, ge=1)
     writer: Literal["offline", "llm"] = "offline"  # "llm": the [llm] endpoint writes memories too
 

@@ -109,7 +109,9 @@ def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
 
 def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy, MatchPolicy]:
     face_threshold = cfg.face_threshold_insightface if faces_backend == "insightface" else cfg.face_threshold_dlib
-    return (MatchPolicy(face_threshold, cfg.max_samples), MatchPolicy(cfg.voice_threshold, cfg.max_samples))
+    return (MatchPolicy(face_threshold, cfg.max_samples),
+            MatchPolicy(cfg.voice_threshold, cfg.max_samples, same_similarity=cfg.voice_same_similarity,
+                        merge_similarity=cfg.voice_merge_similarity, min_found_s=cfg.min_voice_s))
 
 
 def text_embedder(cfg: GraphConfig, name: str | None = None):

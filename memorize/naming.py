@@ -1,0 +1,103 @@
+"""Names for people from what is said, each with its evidence.
+
+Two kinds of evidence, kept per voice entity and name as edges to ``name:<Name>`` (``graph.people``):
+
+- ``introduced_as``: the voice gives its own name ("I'm Sheila", "this is Diane");
+- ``addressed_as``: the voice is called by a name in a two-party exchange ("Hey Caroline", "Thanks,
+  Melanie!"): the name goes to the *other* person, never the speaker, who gets ``says_name`` instead
+  (a voice that calls someone Caroline is probably not Caroline).
+
+An edge's weight is the number of clips that gave it, its evidence those clips and the turns said.
+A person (a character and its voices) is given the name with the most support (2 a clip introducing,
+1 a clip addressed) when that support is at least ``MIN_SUPPORT``, at least ``MIN_SHARE`` of all the
+name support heard for them, contradicted (``says_name``) in at most a third as many clips, and not
+as well supported for someone else: a wrong name is worse than none, so a person whose evidence
+stops agreeing loses the name until it agrees again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from graph.rows import Edge
+
+KINDS = ("introduced_as", "addressed_as", "says_name")
+WEIGHT = {"introduced_as": 2.0, "addressed_as": 1.0}
+MIN_SUPPORT = 2.0
+MIN_SHARE = 0.75
+MAX_EVIDENCE = 200  # evidence items kept on one edge (its weight keeps counting)
+
+
+class Naming:
+    def __init__(self, edges: list[Edge] = ()) -> None:
+        # (kind, voice, name) -> clip ids that gave it, and the evidence items (clips and turns)
+        self.clips: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        self.items: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.loaded: dict[tuple[str, str, str], int] = {}  # clip counts beyond the evidence kept
+        for e in edges:
+            key = (e.kind, e.src_id, e.dst_id.removeprefix("name:"))
+            self.items[key] = list(e.evidence)
+            self.clips[key] = {x.removeprefix("clip:") for x in e.evidence if x.startswith("clip:")}
+            self.loaded[key] = max(0, int(e.weight) - len(self.clips[key]))
+
+    def add(self, kind: str, voice: str, name: str, clip_id: str, segment_id: str) -> Edge:
+        """Record one hearing; returns the edge to store (it replaces the earlier one)."""
+        key = (kind, voice, name)
+        self.clips[key].add(clip_id)
+        items = self.items[key]
+        for item in (f"clip:{clip_id}", segment_id):
+            if item not in items:
+                items.append(item)
+        del items[:-MAX_EVIDENCE]
+        return Edge(kind, voice, f"name:{name}", float(self.count(key)), clip_id, tuple(items))
+
+    def count(self, key: tuple[str, str, str]) -> int:
+        return len(self.clips.get(key, ())) + self.loaded.get(key, 0)
+
+    def support(self, voices: set[str]) -> tuple[dict[str, float], dict[str, int]]:
+        """(name -> support, name -> clips contradicting it) over these voices; a short form
+        ("Mel") counts for the full name heard for them too ("Melanie")."""
+        support: dict[str, float] = defaultdict(float)
+        against: dict[str, int] = defaultdict(int)
+        for key in self.clips:
+            kind, voice, name = key
+            if voice in voices:
+                if kind == "says_name":
+                    against[name] += self.count(key)
+                else:
+                    support[name] += WEIGHT[kind] * self.count(key)
+        return _fold_short_forms(support), _fold_short_forms(against)
+
+    def decide(self, people: dict[str, set[str]]) -> dict[str, str]:
+        """Character id -> the name its voices' evidence gives ("" for none), for every person
+        with any name evidence; ``people`` maps character ids to their voice entities."""
+        best: dict[str, tuple[str, float]] = {}
+        out: dict[str, str] = {}
+        for cid, voices in people.items():
+            support, against = self.support(voices)
+            if not support:
+                continue
+            out[cid] = ""
+            name, score = max(support.items(), key=lambda kv: (kv[1], kv[0]))
+            if (score >= MIN_SUPPORT and score >= MIN_SHARE * sum(support.values())
+                    and 3 * against.get(name, 0) <= score):
+                best[cid] = (name, score)
+        by_name: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        for cid, (name, score) in best.items():
+            by_name[name].append((score, cid))
+        for name, claims in by_name.items():
+            claims.sort(reverse=True)
+            # one name, two people: only a clear winner (twice the support of the next) keeps it
+            if len(claims) == 1 or claims[0][0] >= 2 * claims[1][0]:
+                out[claims[0][1]] = name
+        return out
+
+
+def _fold_short_forms(counts: dict) -> dict:
+    """Counts of a name's short form ("Mel", "Jo") added to the one full name it starts ("Melanie")."""
+    out = dict(counts)
+    for short in sorted(counts, key=len):
+        longer = [n for n in out if n != short and len(short) >= 3 and n.lower().startswith(short.lower())]
+        if len(longer) == 1:
+            out[longer[0]] += out.pop(short)
+    return out
