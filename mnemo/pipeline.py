@@ -29,7 +29,7 @@ from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
 from perception.records import Clip, ClipObservations
-from perception.sources.media import expand_paths, plan_clips, probe
+from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
 from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
 
 log = logging.getLogger(__name__)
@@ -115,8 +115,10 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
             continue
         clips = list(plan_clips(source, clip_s))
         clips_of[str(path)] = len(clips)
+        missing = missing_streams(source)  # said once for the file, not for each clip
         progress(f"[{n}/{total}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
-                 f"start {source.recorded_at.isoformat()} (from {source.start_origin})")
+                 f"start {source.recorded_at.isoformat()} (from {source.start_origin})"
+                 + (f"; {missing}" if missing else ""))
         for clip in clips:
             add(path, clip, f"  {path.name} clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]")
     for n, folder in enumerate(folders, start=len(files) + 1):

@@ -31,9 +31,18 @@ SAMPLE_RATE = 16_000
 # Decoding a 30 s clip takes about a second here.
 DECODE_TIMEOUT_S = 120.0
 VIDEO_MAX_SIDE = 960  # video frames are decoded with at most this long side
-MEDIA_SUFFIXES = frozenset(
-    ".mp4 .mkv .mov .avi .webm .m4v .mpg .mpeg .wav .mp3 .m4a .aac .flac .ogg .opus .wma".split()
-)
+AUDIO_SUFFIXES = frozenset(".wav .mp3 .m4a .aac .flac .ogg .opus .wma".split())
+MEDIA_SUFFIXES = frozenset(".mp4 .mkv .mov .avi .webm .m4v .mpg .mpeg".split()) | AUDIO_SUFFIXES
+
+
+def missing_streams(source: SourceInfo) -> str:
+    """What a whole recording lacks, said once for the file ("" when nothing is missing that its
+    kind should have: an audio file is not expected to have video)."""
+    if not source.has_audio:
+        return "no audio stream: speech skipped"
+    if not source.has_video and Path(source.path).suffix.lower() not in AUDIO_SUFFIXES:
+        return "no video stream: faces and frames skipped"
+    return ""
 
 
 @lru_cache(maxsize=1)
@@ -280,8 +289,6 @@ def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tup
                 notes.append(note)
         except MediaError as e:
             notes.append(f"audio skipped: {e.reason}")
-    else:
-        notes.append("no audio stream: speech skipped")
     if clip.source.has_video:
         try:
             frames, times = decode_frames(clip, fps, threads=threads)
@@ -290,8 +297,6 @@ def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tup
                 notes.append(f"video ends early ({len(frames)} of {expected} frames; the file may be truncated)")
         except MediaError as e:
             notes.append(f"video skipped: {e.reason}")
-    else:
-        notes.append("no video stream: faces skipped")
     if decoded_audio_s < 0.05 and not frames:
         raise MediaError(clip.source.path, f"nothing decodable in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s "
                          f"({'; '.join(notes)}); the file may be truncated: re-export it")
