@@ -48,7 +48,7 @@ class MemoryTools:
 
     def about_person(self, who: str, limit: int = 50) -> list[Memory]:
         p = self.person(who)
-        return self.store.about([p.character_id, *p.members], limit)
+        return self.store.about(list(p.ids), limit)
 
     def in_time_range(self, start_ts: float, end_ts: float, limit: int = 100) -> list[Memory]:
         if end_ts < start_ts:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from control.answer import OfflineAnswerer
+from control.answer import OfflineAnswerer, known_names, render
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,9 @@ def test_semantic_memories_say_where_each_is_from(demo_store):
     assert f"{sheila}|is from|Chicago" in facts and f"{diane}|is from|Chicago" in facts
     assert f"{diane}|lives in|New Jersey" in facts
     origin = facts[f"{sheila}|is from|Chicago"]
-    assert origin.text == f"Sheila (<{sheila}>) is from Chicago." and sheila in origin.entity_ids
+    # the memory names her by id; her name is resolved when it is read
+    assert origin.text == f"<{sheila}> is from Chicago." and sheila in origin.entity_ids
+    assert render(origin.text, known_names(demo_store.people())) == "Sheila is from Chicago."
     assert any(p.endswith(":seg7.0") for p in origin.provenance)  # the turn where she said it
 
 
