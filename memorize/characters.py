@@ -1,16 +1,17 @@
 """Characters: one person, tying their face and voice entities together.
 
-A *character* (``character_3``) is one person. It is created when evidence says a face and a voice
-belong together, or when a voice says its name, and it is stored as an entity of kind
+A *character* (``character_3``) is one person. Every voice entity gets one when first heard, and a
+face joins it when evidence says they belong together; it is stored as an entity of kind
 ``character`` with ``same_person`` edges to its face and voice entities (the edge keeps the clips
-that are its evidence).
+that are its evidence). Two characters found to be one person get a ``same_person`` edge between
+them; ``graph.people`` resolves the groups when they are read.
 
 Face–voice evidence (offline): while a clip-local speaker talks, the sampled frames that show
 exactly one person vote for that person's face entity. Pairs are taken one-to-one, most votes
 first; a face with at least ``min_frames`` votes and ``min_share`` of the speaker's votes not
 already spent on faces bound to other speakers is linked to the voice.
 
-A voice that says its name also gets a character (``memorize/speech_facts.py`` reads names).
+Names are decided from what is heard (``memorize/naming.py``).
 """
 
 from __future__ import annotations
