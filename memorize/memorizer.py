@@ -105,7 +105,7 @@ class Memorizer:
                                        evidence + (clip_evidence(clip.clip_id),)))
             if relation == "is named" and entity.startswith("voice_"):
                 edges.append(self.naming.add("introduced_as", entity, value, clip.clip_id, evidence[0]))
-        self._name_people(touched)
+        self._name_people({e.src_id for e in edges if e.kind in NAME_KINDS}, touched)
         memories = written.memories + (llm.episodic if llm else [])
         updated: dict[str, Memory] = {}
         for memory in semantic:
@@ -235,14 +235,17 @@ class Memorizer:
                 self.people.merge(keep.entity_id, gone.entity_id, clip_id, round(sim, 4),
                                   (f"voice:{voice_id}~{other.entity_id}", f"similarity:{sim:.3f}"), edges, touched)
 
-    def _name_people(self, touched: dict[str, Entity]) -> None:
-        """Name (or unname) the people whose name evidence now says so (``memorize.naming``)."""
-        voices: dict[str, set[str]] = {}
+    def _name_people(self, voices_heard, touched: dict[str, Entity]) -> None:
+        """Name (or unname) the people heard in this clip whose name evidence now says so
+        (``memorize.naming``), weighed against everyone else that evidence names."""
+        members: dict[str, set[str]] = {}
         for member in self.people.member_of:
             if member.startswith("voice_"):
-                character = self.people.character_of(member)
-                voices.setdefault(character.entity_id, set()).add(member)
-        for cid, name in self.naming.decide(voices).items():
+                members.setdefault(self.people.character_of(member).entity_id, set()).add(member)
+        heard = {self.people.character_of(v).entity_id for v in voices_heard}
+        names = self.naming.names_heard({v for c in heard for v in members.get(c, ())})
+        rivals = {c for c, vs in members.items() if self.naming.names_heard(vs) & names} if names else set()
+        for cid, name in self.naming.decide({c: members.get(c, set()) for c in heard | rivals}).items():
             character = self.people.characters[cid]
             if cid in self.enrolled:
                 continue

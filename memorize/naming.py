@@ -34,16 +34,19 @@ class Naming:
         self.clips: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.items: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         self.loaded: dict[tuple[str, str, str], int] = {}  # clip counts beyond the evidence kept
+        self.of_voice: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
         for e in edges:
             key = (e.kind, e.src_id, e.dst_id.removeprefix("name:"))
             self.items[key] = list(e.evidence)
             self.clips[key] = {x.removeprefix("clip:") for x in e.evidence if x.startswith("clip:")}
             self.loaded[key] = max(0, int(e.weight) - len(self.clips[key]))
+            self.of_voice[e.src_id].add(key)
 
     def add(self, kind: str, voice: str, name: str, clip_id: str, segment_id: str) -> Edge:
         """Record one hearing; returns the edge to store (it replaces the earlier one)."""
         key = (kind, voice, name)
         self.clips[key].add(clip_id)
+        self.of_voice[voice].add(key)
         items = self.items[key]
         for item in (f"clip:{clip_id}", segment_id):
             if item not in items:
@@ -59,18 +62,21 @@ class Naming:
         ("Mel") counts for the full name heard for them too ("Melanie")."""
         support: dict[str, float] = defaultdict(float)
         against: dict[str, int] = defaultdict(int)
-        for key in self.clips:
+        for key in (k for v in voices for k in self.of_voice.get(v, ())):
             kind, voice, name = key
-            if voice in voices:
-                if kind == "says_name":
-                    against[name] += self.count(key)
-                else:
-                    support[name] += WEIGHT[kind] * self.count(key)
+            if kind == "says_name":
+                against[name] += self.count(key)
+            else:
+                support[name] += WEIGHT[kind] * self.count(key)
         return _fold_short_forms(support), _fold_short_forms(against)
+
+    def names_heard(self, voices: set[str]) -> set[str]:
+        return {name for v in voices for (_, _, name) in self.of_voice.get(v, ())}
 
     def decide(self, people: dict[str, set[str]]) -> dict[str, str]:
         """Character id -> the name its voices' evidence gives ("" for none), for every person
-        with any name evidence; ``people`` maps character ids to their voice entities."""
+        with any name evidence; ``people`` maps character ids to their voice entities, and must
+        hold everyone who may claim the same names (see ``names_heard``)."""
         best: dict[str, tuple[str, float]] = {}
         out: dict[str, str] = {}
         for cid, voices in people.items():
