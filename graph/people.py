@@ -167,6 +167,7 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: list[PeopleOp]
             groups.links = [(a, b) for a, b in groups.links
                             if not ((a in group or b in group) and ((a in leaving) != (b in leaving)))]
         elif op.op == "name":
+            user_names.pop(op.person, None)  # to the end: the latest name given in a group wins
             user_names[op.person] = op.args["name"]
     sources = _name_sources(list(name_edges))
     people = []

@@ -25,9 +25,9 @@ import pyarrow.compute as pc
 from graph import sql
 from graph.rows import ClipRow, Edge, Entity, Memory
 from graph.people import NAME_EVIDENCE, PeopleOp, Person, resolve
-from graph.schema import (SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row, edge_schema,
-                          entity_from_row, entity_row, entity_schema, memory_from_row, memory_row, memory_schema,
-                          people_log_schema)
+from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row,
+                          edge_schema, entity_from_row, entity_row, entity_schema, memory_from_row, memory_row,
+                          memory_schema, people_log_schema)
 from graph.search import HybridSearch
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,8 @@ class Store(HybridSearch):
 
     def memories_where(self, where: str, limit: int | None = None) -> list[Memory]:
         """Memories matching a SQL filter (LanceDB/DataFusion syntax), in time order."""
-        rows = self.memories.search().where(where).limit(limit).to_list()
+        # without the vectors: a memory record has none, and they are most of a row's bytes
+        rows = self.memories.search().where(where).select(MEMORY_COLUMNS).limit(limit).to_list()
         return sorted((memory_from_row(r) for r in rows), key=lambda m: (m.start_ts, m.memory_id))
 
     def about(self, entity_ids: list[str], limit: int | None = 50) -> list[Memory]:
