@@ -41,6 +41,9 @@ def test_health_people_and_ask(client):
     people = client.get("/people").json()
     assert {p["name"] for p in people} == {"Diane", "Sheila"}
     assert all(len(p["members"]) == 2 for p in people)  # a face and a voice each
+    for p in people:  # the details of `mnemo people --json`
+        assert len(p["voices"]) == len(p["faces"]) == 1 and p["clips"] == 2 and p["name_source"]
+        assert p["quote"] and "<voice_" not in p["quote"] and p["first_seen"].endswith("Z")
 
     reply = client.post("/ask", json={"question": "Where is Sheila from?"})
     assert reply.status_code == 200
@@ -194,6 +197,10 @@ def test_token_on_every_route(service):
         reply = client.get(path)
         assert reply.status_code == 401 and "token" in reply.json()["error"], path
     assert client.post("/ask", json={"question": "Where is Sheila from?"}).status_code == 401
+    for path, body in (("/people/Sheila/name", {"name": "Mallory"}), ("/people/undo", {}),
+                       ("/people/merge", {"a": "Sheila", "b": "Diane"}), ("/people/Sheila/split", {"members": ["x"]})):
+        assert client.post(path, json=body).status_code == 401, path
+    assert client.get("/people/history").status_code == 401
     assert client.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert client.get("/health", params={"token": "s3cret-token"}).status_code == 401  # the page only
     assert client.get("/health", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200

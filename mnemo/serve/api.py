@@ -15,7 +15,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Annotated, Literal
 
-from fastapi import Body, FastAPI, HTTPException, Path, Query, Request
+from fastapi import Body, Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.rows import MEMORY_KINDS
 from mnemo.serve.media import MediaGone, clip_media
-from mnemo.serve.models import AskOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
+from mnemo.serve.models import AskOut, ChangeOut, ClipOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut, TimelineOut
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
 from perception.errors import MediaError
 
@@ -37,6 +37,34 @@ STATIC = ("timeline.js", "timeline.css")
 class AskIn(BaseModel):
     question: str = Field(min_length=1, max_length=2000, examples=["Where is Sheila from?"])
     before: datetime | None = Field(None, description="use only what was known before this time (ISO 8601)")
+
+
+class NameIn(BaseModel):
+    name: str = Field(min_length=1, max_length=200, examples=["Carol"],
+                      description="at most 80 characters on one line, without < or >")
+
+
+class MergeIn(BaseModel):
+    a: str = Field(min_length=1, max_length=200, examples=["character_1"],
+                   description="a person: id, member id or name")
+    b: str = Field(min_length=1, max_length=200, examples=["voice_3"])
+
+
+class SplitIn(BaseModel):
+    members: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        min_length=1, max_length=100, examples=[["voice_3"]],
+        description="the person's voices, faces or characters that are someone else")
+
+
+PersonId = Annotated[str, Path(max_length=200, description="the person's id, a member id or their name")]
+
+
+def json_only(request: Request) -> None:
+    """Changes come as JSON only: a page on another site can post a form (or text) here without
+    asking, but not JSON, which needs a CORS preflight this server does not grant."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise HTTPException(415, f"send the change as JSON (Content-Type: application/json), not {kind or 'no body'}")
 
 
 def is_loopback(host: str) -> bool:
@@ -120,9 +148,32 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
                limit: Annotated[int, Query(ge=1, le=100)] = 10):
         return service.search(q, kind, person, start, end, before, limit)
 
-    @app.get("/people", response_model=list[PersonOut], summary="the people in memory")
+    @app.get("/people", response_model=list[PersonOut],
+             summary="the people in memory: names and where they came from, voices, faces, clips, a quote")
     def people():
         return service.people()
+
+    @app.get("/people/history", response_model=list[PeopleOpOut], summary="the user's changes to people, oldest first")
+    def people_history():
+        return service.people_history()
+
+    change = {"response_model": ChangeOut, "dependencies": [Depends(json_only)]}
+
+    @app.post("/people/merge", summary="make two people one", **change)
+    def merge_people(body: Annotated[MergeIn, Body()]):
+        return service.merge_people(body.a, body.b)
+
+    @app.post("/people/undo", summary="reverse the latest change to people still in force (body: {})", **change)
+    def undo_people_change():
+        return service.undo_people_change()
+
+    @app.post("/people/{person}/name", summary="name a person; wins over names heard in recordings", **change)
+    def name_person(person: PersonId, body: Annotated[NameIn, Body()]):
+        return service.name_person(person, body.name)
+
+    @app.post("/people/{person}/split", summary="take voices, faces or characters out of a person", **change)
+    def split_person(person: PersonId, body: Annotated[SplitIn, Body()]):
+        return service.split_person(person, body.members)
 
     @app.get("/clips/{clip_id}", response_model=ClipOut, summary="a clip: transcript, screen text, memories")
     def clip(clip_id: Annotated[str, Path(max_length=200)]):

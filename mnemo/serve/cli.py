@@ -18,7 +18,8 @@ def add_parsers(sub) -> None:
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                        help="a web origin allowed to call the API from a browser (repeatable; none by default)")
-    mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, read_clip, timeline")
+    mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, read_clip, timeline, "
+                         "name_person, merge_people, split_person, undo_people_change")
     mcp.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
 
 

@@ -12,10 +12,14 @@ import re
 from datetime import datetime, timezone
 
 from control.answer import known_names, render
+from control.people import PersonSummary, summarize_people
 from control.tools import MemoryTools, Person
+from graph import people_ops
+from graph.people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
-from mnemo.serve.models import AskOut, CitationOut, ClipOut, HealthOut, MemoryOut, PersonOut, TimelineOut
+from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
+                                TimelineOut)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 DAY_S = 86_400.0
@@ -80,8 +84,34 @@ class MemoryService:
         return [view.memory(h.memory, score=h.score) for h in hits]
 
     def people(self) -> list[PersonOut]:
-        return [PersonOut(id=p.person_id, name=p.name, label=p.label, members=list(p.members),
-                          first_seen_ts=p.first_seen_ts) for p in self.tools.list_people()]
+        """Everyone in memory, with where their name came from, clip count and a sample quote."""
+        return [person_out(s) for s in summarize_people(self.store, self.tools.list_people())]
+
+    def people_history(self) -> list[PeopleOpOut]:
+        return history_out(self.store.people_ops())
+
+    # ---- the user's changes to people (graph.people_ops: checked, recorded, reversible) --------
+
+    def name_person(self, who: str, name: str) -> ChangeOut:
+        return self._change(people_ops.name, who, name)
+
+    def merge_people(self, a: str, b: str) -> ChangeOut:
+        return self._change(people_ops.merge, a, b)
+
+    def split_person(self, who: str, members: list[str]) -> ChangeOut:
+        return self._change(people_ops.split, who, members)
+
+    def undo_people_change(self) -> ChangeOut:
+        return self._change(people_ops.undo)
+
+    def _change(self, action, *args) -> ChangeOut:
+        try:
+            change = action(self.store, *args)
+        except people_ops.UnknownPerson as e:
+            raise NotFound(str(e)) from None
+        except PeopleError as e:
+            raise BadRequest(str(e)) from None
+        return change_out(change, self.store)
 
     def clip(self, clip_id: str) -> ClipOut:
         row = self.clip_row(clip_id)
@@ -124,6 +154,36 @@ class MemoryService:
             return self.tools.person(who, people)
         except ValueError as e:
             raise NotFound(str(e)) from None
+
+
+def person_out(s: PersonSummary) -> PersonOut:
+    p = s.person
+    return PersonOut(id=p.person_id, name=p.name, name_source=p.name_source, label=p.label, members=list(p.members),
+                     voices=list(p.voices), faces=list(p.faces), clips=s.clips, first_seen_ts=p.first_seen_ts,
+                     last_seen_ts=p.last_seen_ts, first_seen=_iso(p.first_seen_ts), last_seen=_iso(p.last_seen_ts),
+                     quote=s.quote)
+
+
+def history_out(ops: list[PeopleOp]) -> list[PeopleOpOut]:
+    """The people log in order, each change marked when a later undo reversed it."""
+    undone = {int(o.args["target"]) for o in ops if o.op == "undo"}
+    by_seq = {o.seq: o for o in ops}
+
+    def describe(o: PeopleOp) -> str:
+        target = by_seq.get(int(o.args["target"])) if o.op == "undo" else None
+        return f"undo #{target.seq} ({target.describe()})" if target else o.describe()
+
+    return [PeopleOpOut(seq=o.seq, op=o.op, person=o.person, args=o.args, ts=o.ts, time=_iso(o.ts),
+                        description=describe(o), undone=o.seq in undone) for o in ops]
+
+
+def change_out(change: people_ops.Change, store: Store) -> ChangeOut:
+    """A recorded change, and the people it touched with their clip counts and quotes."""
+    ops = store.people_ops()
+    log = {o.seq: o for o in history_out(ops)}
+    summaries = summarize_people(store, list(change.people), known_names(store.people()))
+    return ChangeOut(change=log[change.op.seq], undid=log[change.undone.seq] if change.undone else None,
+                     people=[person_out(s) for s in summaries])
 
 
 class _People:

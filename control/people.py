@@ -1,0 +1,54 @@
+"""People as the user sees them: who, by what name and from where, heard and seen when, in how
+many clips, and something they said. ``mnemo people``, ``GET /people`` and the MCP ``list_people``
+tool all show this one listing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from control.answer import known_names, render
+from graph.people import Person
+from graph.store import Store
+
+QUOTE_CHARS = 160  # a sample quote is a reminder of who this is, not the transcript
+# a speech memory: `<voice_2> said: "…"` (older stores: `Name (<voice_2>) said: "…"`); the id
+# before "said" is the speaker, any other id in the text is someone spoken about
+_SAID = re.compile(r'<((?:voice|face|character)_\d+)>\)? said: "(.*)"\s*$', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class PersonSummary:
+    person: Person
+    clips: int  # clips holding a memory that involves any of the person's entities
+    quote: str  # the longest thing they were heard saying, names resolved ("" when none)
+    quote_clip_id: str = ""
+
+
+def summarize_people(store: Store, people: list[Person] | None = None,
+                     names: dict[str, str] | None = None) -> list[PersonSummary]:
+    """Everyone in memory (``people``, default: ``store.people()``) with their clip count and a
+    sample quote, from one memory query over all their entities, whatever the number of people.
+    ``names``: how to name people the quotes speak of (default: ``people``'s names)."""
+    people = store.people() if people is None else people
+    owner = {e: p.person_id for p in people for e in p.ids}
+    clips: dict[str, set[str]] = {p.person_id: set() for p in people}
+    best: dict[str, tuple[str, str]] = {}  # person -> (quote, clip id)
+    for m in store.about(list(owner), limit=None):
+        for pid in {owner[e] for e in m.entity_ids if e in owner}:
+            clips[pid].add(m.clip_id)
+        said = _SAID.search(m.text)
+        if said and said.group(1) in owner:
+            pid, quote = owner[said.group(1)], said.group(2).strip()
+            if len(quote) > len(best.get(pid, ("", ""))[0]):
+                best[pid] = (quote, m.clip_id)
+    names = known_names(people) if names is None else names
+    out = []
+    for p in people:
+        quote, clip_id = best.get(p.person_id, ("", ""))
+        quote = render(quote, names)
+        if len(quote) > QUOTE_CHARS:
+            quote = quote[:QUOTE_CHARS - 1].rstrip() + "…"
+        out.append(PersonSummary(p, len(clips[p.person_id]), quote, clip_id))
+    return out

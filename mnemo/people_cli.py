@@ -1,0 +1,107 @@
+"""``mnemo people``: the people in memory, and the user's changes to them (name, merge, split,
+undo, history). Every change is checked first and recorded in the store's people log
+(``graph.people_ops``); a bad one exits 2 with ``error: …`` and changes nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_parsers(sub) -> None:
+    # --store and --json are accepted before and after the action; SUPPRESS keeps an action's
+    # parser from overwriting what was given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--store", default=argparse.SUPPRESS,
+                        help="store directory (default: graph.store, ./mnemo-data)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print one JSON value on the last line")
+    p = sub.add_parser("people", help="who is in memory; name, merge and split people, undo a change",
+                       description="Without an action: everyone in memory, with where their name came from, their "
+                                   "voices and faces, when they were first and last seen, in how many clips, and "
+                                   "something they said. Names you give win over names heard in recordings; every "
+                                   "change is recorded and `mnemo people undo` reverses the latest.")
+    p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    p.add_argument("--json", action="store_true", help="print one JSON value on the last line")
+    actions = p.add_subparsers(dest="people_action", metavar="ACTION")
+    name = actions.add_parser("name", parents=[common], help="give a person a name: people name voice_2 Carol")
+    name.add_argument("who", metavar="ID", help="the person: their id, any member id (voice_2) or current name")
+    name.add_argument("name", nargs="+", metavar="NAME", help="the name (words are joined by spaces)")
+    merge = actions.add_parser("merge", parents=[common], help="make two people one: people merge voice_1 voice_3")
+    merge.add_argument("a", metavar="A")
+    merge.add_argument("b", metavar="B")
+    split = actions.add_parser("split", parents=[common], help="take voices, faces or characters out of a person: "
+                                                               "people split character_1 voice_3")
+    split.add_argument("who", metavar="ID")
+    split.add_argument("members", nargs="+", metavar="MEMBER", help="the entities that are someone else")
+    actions.add_parser("undo", parents=[common], help="reverse the latest change still in force")
+    actions.add_parser("history", parents=[common], help="every change, oldest first")
+
+
+def _open(cfg, store_dir: str | None):
+    from mnemo.wiring import open_store
+
+    where = store_dir or cfg.graph.store
+    if "://" not in str(where) and not Path(where).is_dir():  # opening would create an empty store
+        raise FileNotFoundError(f"no store at {where}: run `mnemo ingest PATH --store {where}` first, "
+                                "or pass --store DIR")
+    return open_store(cfg.graph, where)
+
+
+def _cell(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def format_people(people) -> str:
+    """``PersonOut`` records as a table, one line each, with the quote on the line below."""
+    if not people:
+        return "nobody in memory yet"
+    lines = [f"{'ID':<14} {'NAME':<22} {'FROM':<10} {'VOICES':<18} {'FACES':<14} {'CLIPS':>5}  {'FIRST SEEN':<20} "
+             "LAST SEEN"]
+    for p in people:
+        lines.append(f"{p.id:<14} {_cell(p.name or '-', 22):<22} {p.name_source or '-':<10} "
+                     f"{_cell(','.join(p.voices) or '-', 18):<18} {_cell(','.join(p.faces) or '-', 14):<14} "
+                     f"{p.clips:>5}  {p.first_seen[:19].replace('T', ' '):<20} {p.last_seen[:19].replace('T', ' ')}")
+        if p.quote:
+            lines.append(f"{'':<14} said: \"{p.quote}\"")
+    return "\n".join(lines)
+
+
+def cmd_people(args, cfg) -> int:
+    from control.people import summarize_people
+    from graph import people_ops
+    from mnemo.serve.service import change_out, history_out, person_out
+
+    store = _open(cfg, args.store)
+    action = args.people_action or "list"
+    if action == "list":
+        people = [person_out(s) for s in summarize_people(store)]
+        print(format_people(people))
+        if args.json:
+            print(json.dumps([p.model_dump() for p in people], ensure_ascii=False))
+        return 0
+    if action == "history":
+        log = history_out(store.people_ops())
+        for o in log:
+            print(f"#{o.seq:<4} {o.time[:19].replace('T', ' ')}  {o.description}{'  (undone)' if o.undone else ''}")
+        if not log:
+            print("no changes to people yet")
+        if args.json:
+            print(json.dumps([o.model_dump() for o in log], ensure_ascii=False))
+        return 0
+    if action == "name":
+        change = people_ops.name(store, args.who, " ".join(args.name))
+    elif action == "merge":
+        change = people_ops.merge(store, args.a, args.b)
+    elif action == "split":
+        change = people_ops.split(store, args.who, args.members)
+    else:
+        change = people_ops.undo(store)
+    out = change_out(change, store)
+    print(change.describe())
+    print(format_people(out.people))
+    if args.json:
+        print(json.dumps(out.model_dump(), ensure_ascii=False))
+    return 0
+
