@@ -31,6 +31,7 @@ class EntityMatcher:
         self.policy = policy
         self.entities = list(entities or [])
         self.touched: dict[str, Entity] = {}
+        self.absorbed: set[str] = set()  # entities merged into another: matched no more
 
     def _next_id(self) -> str:
         taken = [int(e.entity_id.rsplit("_", 1)[-1]) for e in self.entities]
@@ -53,7 +54,7 @@ class EntityMatcher:
         queries = np.stack(embeddings)
         sims = np.full((len(embeddings), len(self.entities)), -1.0)
         for j, entity in enumerate(self.entities):
-            if entity.samples:
+            if entity.samples and entity.entity_id not in self.absorbed:
                 sims[:, j] = (queries @ np.stack(entity.samples).T).max(axis=1)
         chosen: dict[int, Entity] = {}
         used: set[int] = set()
@@ -91,6 +92,17 @@ class EntityMatcher:
             out.append(entity)
         return out
 
+    def absorb(self, keep: Entity, gone: Entity) -> None:
+        """``gone`` turned out to be ``keep``: it is matched no more, so later speech goes to one
+        entity (memories that name ``gone`` resolve through the edge that records the merge).
+        Samples are not moved: ``keep``'s stay its own, so a user who splits ``gone`` off again gets
+        two entities that match as they did before the merge."""
+        self.absorbed.add(gone.entity_id)
+        keep.first_seen_ts = min(keep.first_seen_ts, gone.first_seen_ts)
+        keep.last_seen_ts = max(keep.last_seen_ts, gone.last_seen_ts)
+        self.touched[keep.entity_id] = keep
+        self.touched[gone.entity_id] = gone
+
     def centroid(self, entity: Entity) -> np.ndarray:
         c = np.mean(entity.samples, axis=0)
         return c / (np.linalg.norm(c) + 1e-9)
@@ -102,7 +114,7 @@ class EntityMatcher:
             return []
         mine = self.centroid(entity)
         out = [(float(self.centroid(e) @ mine), e) for e in self.entities
-               if e is not entity and len(e.samples) >= min_samples]
+               if e is not entity and len(e.samples) >= min_samples and e.entity_id not in self.absorbed]
         return sorted((x for x in out if x[0] >= min_similarity), key=lambda x: -x[0])
 
     def _add_sample(self, entity: Entity, embedding: np.ndarray) -> None:

@@ -54,6 +54,11 @@ class Memorizer:
         self.people = People.load(store.load_entities("character"), groups)
         # entities a user split off: never merged again by voice similarity
         self.kept_apart = {m for op in active_ops(store.people_ops()) if op.op == "split" for m in op.args["members"]}
+        for merge in store.all_edges("same_person"):  # voices merged by likeness, unless split off again
+            for pair in (x.removeprefix("voice:").split("~") for x in merge.evidence if x.startswith("voice:")):
+                gone = max(pair, key=lambda v: int(v.rsplit("_", 1)[-1]))
+                if gone not in self.kept_apart:
+                    self.voices.absorbed.add(gone)
         self.naming = Naming([e for kind in NAME_KINDS for e in store.all_edges(kind)])
         self.consolidator = Consolidator(store)
         self.last_event: dict[str, str | None] = {}  # source path -> id of its latest episodic memory
@@ -222,11 +227,12 @@ class Memorizer:
             return
         for voice_id in dict.fromkeys(voices):
             entity = next(e for e in self.voices.entities if e.entity_id == voice_id)
-            if voice_id in self.kept_apart:
+            if voice_id in self.kept_apart or voice_id in self.voices.absorbed:
                 continue
             for sim, other in self.voices.alike(entity, threshold):
                 a, b = self.people.character_of(voice_id), self.people.character_of(other.entity_id)
-                if a is None or b is None or a is b or other.entity_id in self.kept_apart:
+                if (a is None or b is None or a is b or other.entity_id in self.kept_apart
+                        or voice_id in self.voices.absorbed):
                     continue
                 if a.name and b.name and a.name != b.name:
                     continue
@@ -234,6 +240,7 @@ class Memorizer:
                 keep.name = keep.name or gone.name
                 self.people.merge(keep.entity_id, gone.entity_id, clip_id, round(sim, 4),
                                   (f"voice:{voice_id}~{other.entity_id}", f"similarity:{sim:.3f}"), edges, touched)
+                self.voices.absorb(*sorted((entity, other), key=lambda e: int(e.entity_id.rsplit("_", 1)[-1])))
 
     def _name_people(self, voices_heard, touched: dict[str, Entity]) -> None:
         """Name (or unname) the people heard in this clip whose name evidence now says so

@@ -130,8 +130,12 @@ def test_a_voice_found_twice_becomes_one_person_and_a_user_split_keeps_them_apar
     assert merge.dst_id == "character_1" and any(x.startswith("similarity:") for x in merge.evidence)
     hash_store.append_people_op(PeopleOp(1, "split", "character_1", {"members": ["character_2", "voice_2"]}))
     assert sorted(p.voices for p in hash_store.people()) == [("voice_1",), ("voice_2",)]
-    _memorize(hash_store, [_clip(2, [("s0", "eleven twelve", near_a)])])  # more of it: still apart
+    assert hash_store.people()[0].voices == ("voice_1",)
+    # voice_2 was matched no more once merged (its speech went to voice_1); split off, it is again
+    _memorize(hash_store, [_clip(2, [("s0", "eleven twelve", near_a)])])
     assert sorted(p.voices for p in hash_store.people()) == [("voice_1",), ("voice_2",)]
+    said = hash_store.memories_where("clip_id = 'clip2'")
+    assert said[0].entity_ids == ("voice_2",)
 
 
 def test_the_users_name_wins_over_what_is_heard_later(hash_store):
