@@ -157,9 +157,10 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-@pytest.fixture(scope="session")
-def demo_server(demo_store):
-    """``mnemo serve``'s app on the demo store, in uvicorn on a free loopback port (a thread)."""
+def serving(store):
+    """``mnemo serve``'s app on ``store``, in uvicorn on a free loopback port (a thread): a context
+    manager giving the base URL."""
+    import contextlib
     import threading
     import time
 
@@ -170,15 +171,28 @@ def demo_server(demo_store):
     from mnemo.serve.api import create_app
     from mnemo.serve.service import MemoryService
 
-    port = free_port()
-    app = create_app(MemoryService(demo_store, OfflineAnswerer(demo_store)))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    @contextlib.contextmanager
+    def running():
+        port = free_port()
+        app = create_app(MemoryService(store, OfflineAnswerer(store)))
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "uvicorn did not start"
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+            thread.join(10)
+
+    return running()
+
+
+@pytest.fixture(scope="session")
+def demo_server(demo_store):
+    """``mnemo serve``'s app on the demo store (see ``serving``)."""
+    with serving(demo_store) as url:
+        yield url

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import in_ci
+from conftest import in_ci, serving
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     browser.get(demo_server + "/")
     wait = WebDriverWait(browser, 60)
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
-    people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")]
+    people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person .name")]
     assert sorted(people) == ["Diane", "Sheila"]
     assert "2 clip(s) on 2026-11-20" in browser.find_element(By.ID, "timeline-title").text
 
@@ -80,3 +80,56 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     text = browser.find_element(By.TAG_NAME, "body").text
     for expected in ("Diane", "Sheila", "Chicago", "Answered."):
         assert expected in text
+
+
+def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
+    """Rename a person in the People panel: the panel, the timeline and the open clip's memories
+    show the new name at once; a bad name is refused with the server's reason; Undo reverts."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def person(d, pid):
+        return d.find_element(By.CSS_SELECTOR, f'#people .person[data-person-id="{pid}"]')
+
+    def shown(d) -> tuple[str, str, str]:
+        return (person(d, "character_2").find_element(By.CLASS_NAME, "name").text,
+                " ".join(b.text for b in d.find_elements(By.CSS_SELECTOR, "#track .clip .who")),
+                d.find_element(By.ID, "clip-memories").text)
+
+    with serving(people_store) as url:
+        browser.get(url + "/")
+        wait = WebDriverWait(browser, 60)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#people .person")) == 2
+                   and len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
+        carol = person(browser, "character_2")
+        assert "unnamed" in carol.text and "voices: voice_2 · 2 clips" in carol.text and "2 clips" in carol.text
+        assert "Lisbon was lovely" in carol.find_element(By.CLASS_NAME, "quote").text
+        browser.find_elements(By.CSS_SELECTOR, "#track .clip")[0].click()
+        wait.until(lambda d: '<voice_2> said: "Lisbon was lovely' in shown(d)[2])
+
+        form = person(browser, "character_2").find_element(By.CSS_SELECTOR, "form.rename")
+        form.find_element(By.TAG_NAME, "input").send_keys("Carol")
+        form.find_element(By.TAG_NAME, "button").click()
+        wait.until(lambda d: shown(d)[0] == "Carol")
+        name, who, memories = shown(browser)
+        assert "Carol" in who and 'Carol said: "Lisbon was lovely' in memories and "<voice_2>" not in memories
+        assert "named by you" in person(browser, "character_2").text
+        assert "Saved: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+
+        form = person(browser, "character_1").find_element(By.CSS_SELECTOR, "form.rename")
+        form.find_element(By.TAG_NAME, "input").send_keys("<b>Al</b>")
+        form.find_element(By.TAG_NAME, "button").click()
+        wait.until(lambda d: "Not changed" in d.find_element(By.ID, "people-status").text)
+        assert "< or >" in browser.find_element(By.ID, "people-status").text
+
+        shot = tmp_path / "people.png"
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert browser.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+
+        browser.find_element(By.ID, "people-undo").click()
+        wait.until(lambda d: shown(d)[0] == "<character_2>")
+        name, who, memories = shown(browser)
+        assert "Carol" not in who and '<voice_2> said: "Lisbon was lovely' in memories
+        assert "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+    assert [o.op for o in people_store.people_ops()] == ["name", "undo"]

@@ -1,9 +1,14 @@
-// The timeline page: a day's clips on a time axis, people, search, ask, and the selected clip.
-// Memory text is shown with textContent only: it is data (transcripts, screen text), never markup.
+// The timeline page: a day's clips on a time axis, people (renamed here, or a change undone),
+// search, ask, and the selected clip. Memory text, names and quotes are shown with textContent
+// only: they are data (transcripts, screen text, what a user typed), never markup.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { clips: [], from: 0, to: 0, cited: new Set() };
+// range: the timeline's requested [from, to] (undefined: the server's default day); open: the
+// clip shown below it and the moment shown, so a change to people can redraw both with new names
+const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined };
+const SOURCES = { user: "named by you", introduced: "introduced themselves", addressed: "called so by others",
+                  enrolled: "enrolled", "": "unnamed" };
 
 async function api(path, options) {
   const response = await fetch(path, options);
@@ -25,14 +30,54 @@ const isoDay = (d) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2,
 
 function status(text) { $("status").textContent = text; }
 
+function personItem(p) {
+  const li = el("li", undefined, "person");
+  li.dataset.personId = p.id;
+  const head = el("div", undefined, "person-head");
+  head.append(el("strong", p.label, "name"), el("span", SOURCES[p.name_source] ?? p.name_source, "source"));
+  if (p.name) head.append(el("span", p.id, "pid"));
+  const seen = [p.voices.length ? `voices: ${p.voices.join(", ")}` : "",
+                p.faces.length ? `faces: ${p.faces.join(", ")}` : "",
+                `${p.clips} clip${p.clips === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+  li.append(head, el("div", seen, "seen"));
+  if (p.quote) li.append(el("q", p.quote, "quote"));
+  const form = el("form", undefined, "rename");
+  const input = el("input");
+  Object.assign(input, { type: "text", name: "name", maxLength: 80, placeholder: "Name", autocomplete: "off" });
+  input.setAttribute("aria-label", `new name for ${p.label}`);
+  form.append(input, el("button", "Rename"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = input.value.trim();
+    if (name) changePeople(`/people/${encodeURIComponent(p.id)}/name`, { name });
+  });
+  li.append(form);
+  return li;
+}
+
 async function loadPeople() {
   const people = await api("/people");
   const list = $("people");
-  list.replaceChildren(...people.map((p) => el("li", p.label, "person")));
+  list.replaceChildren(...people.map(personItem));
   if (!people.length) list.replaceChildren(el("li", "nobody yet", "muted"));
 }
 
+// a change to people (rename, undo): names are resolved when read, so the people, the timeline
+// and the open clip are read again and show the change at once
+async function changePeople(path, body) {
+  $("people-status").textContent = "Saving…";
+  try {
+    const out = await api(path, { method: "POST", headers: { "Content-Type": "application/json" },
+                                  body: JSON.stringify(body || {}) });
+    const done = out.undid ? `Undid: ${out.undid.description}` : `Saved: ${out.change.description}`;
+    await Promise.all([loadPeople(), loadTimeline(...(state.range || [])),
+                       state.open ? showClip(...state.open) : Promise.resolve()]);
+    $("people-status").textContent = done;
+  } catch (e) { $("people-status").textContent = `Not changed: ${e.message}`; }
+}
+
 async function loadTimeline(from, to) {
+  state.range = from === undefined ? undefined : [from, to];
   const query = from === undefined ? "" : `?from=${from}&to=${to}`;
   const t = await api(`/timeline${query}`);
   state.clips = t.clips;
@@ -71,6 +116,7 @@ function drawTimeline() {
     box.title = `${clock(c.start_ts)}–${clock(c.end_ts)}: ${c.memories.length} memories`;
     box.append(el("span", c.people.join(", ") || "—", "who"), el("span", `${c.memories.length} memories`));
     if (state.cited.has(c.clip_id)) box.classList.add("cited");
+    if (state.open && state.open[0] === c.clip_id) box.classList.add("selected");
     box.addEventListener("click", () => showClip(c.clip_id));
     return box;
   }));
@@ -79,10 +125,12 @@ function drawTimeline() {
 // atSourceS: a moment in the source recording (a citation's start) whose frame to show
 async function showClip(clipId, atSourceS) {
   const c = await api(`/clips/${encodeURIComponent(clipId)}`);
+  state.open = [clipId, atSourceS];
   document.querySelectorAll(".clip").forEach((b) => b.classList.toggle("selected", b.dataset.clipId === clipId));
   $("clip").hidden = false;
   $("clip-title").textContent = `Clip ${c.index + 1}: ${clock(c.start_ts)}–${clock(c.end_ts)}`;
   const at = atSourceS === undefined ? "" : `&at=${Math.min(c.duration_s, Math.max(0, atSourceS - c.offset_s)).toFixed(2)}`;
+  $("clip-frame").hidden = false;  // hidden again if the clip has no picture (audio, a moved file)
   $("clip-frame").src = `${c.media_url}?kind=frame${at}`;
   $("clip-people").textContent = c.people.length ? `People: ${c.people.join(", ")}` : "Nobody recognised";
   $("clip-memories").replaceChildren(...c.memories.map((m) => {
@@ -147,4 +195,6 @@ function pickDay() {
 $("ask-form").addEventListener("submit", ask);
 $("search-form").addEventListener("submit", search);
 $("day").addEventListener("change", pickDay);
+$("people-undo").addEventListener("click", () => changePeople("/people/undo"));
+$("clip-frame").addEventListener("error", () => { $("clip-frame").hidden = true; });
 Promise.all([loadPeople(), loadTimeline()]).catch((e) => status(`Loading failed: ${e.message}`));
