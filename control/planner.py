@@ -93,8 +93,9 @@ class OfflinePlanner:
         return self._executor
 
     def people(self, before_ts: float | None = None) -> list[Person]:
-        """Everyone in memory; with ``before_ts``, only people first seen before then."""
-        if self._people is None:  # a planner serves one store state: people are read once
+        """Everyone in memory as of the latest ``retrieve`` (read then: a rename, a merge or a new
+        person shows in the next question); with ``before_ts``, only people first seen before then."""
+        if self._people is None:
             self._people = self.tools.list_people()
         return self._people if before_ts is None else [p for p in self._people if p.first_seen_ts < before_ts]
 
@@ -118,6 +119,7 @@ class OfflinePlanner:
 
     def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
         store = self.tools.store
+        self._people = self.tools.list_people()  # people change under a long-lived planner (serve)
         now = datetime.fromtimestamp(before_ts, tz=timezone.utc) if before_ts is not None else None
         plan = self.plan(question, now, before_ts)
         pool: dict[str, Candidate] = {}

@@ -105,4 +105,4 @@ def entity_row(e: Entity) -> dict:
 
 def entity_from_row(row: dict) -> Entity:
     return Entity(row["entity_id"], row["kind"], row["first_seen_ts"], row["last_seen_ts"],
-                  [np.asarray(s, dtype=np.float32) for s in row["samples"]], row["observations"], row["name"])
+                  [np.asarray(s, dtype=np.float32) for s in row.get("samples") or ()], row["observations"], row["name"])

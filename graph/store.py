@@ -101,8 +101,12 @@ class Store(HybridSearch):
         return {"clips": self.clips.count_rows(), "entities": self.entities.count_rows(),
                 "memories": self.memories.count_rows(), "edges": self.edges.count_rows()}
 
-    def load_entities(self, kind: str | None = None) -> list[Entity]:
+    def load_entities(self, kind: str | None = None, samples: bool = True) -> list[Entity]:
+        """Entities (of one ``kind``), by kind and number; ``samples=False`` leaves their embedding
+        samples unread (most of a row's bytes)."""
         q = self.entities.search()
+        if not samples:
+            q = q.select([f.name for f in self.entities.schema if f.name != "samples"])
         if kind is not None:
             q = q.where(f"kind = {sql.quote(kind)}")
         out = [entity_from_row(r) for r in q.limit(None).to_list()]
@@ -181,7 +185,7 @@ class Store(HybridSearch):
     def people(self) -> list[Person]:
         """Everyone in memory, resolved now (``graph.people``): groups of characters, voices and
         faces, with the user's names, merges and splits applied."""
-        entities = self.load_entities()
+        entities = self.load_entities(samples=False)
         kinds = " OR ".join(f"kind = {sql.quote(k)}" for k in NAME_EVIDENCE)
         names = [edge_from_row(r) for r in self.edges.search().where(kinds).limit(None).to_list()]
         return resolve(entities, self.all_edges("same_person"), self.people_ops(), names)

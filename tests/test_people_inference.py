@@ -147,3 +147,16 @@ def test_the_users_name_wins_over_what_is_heard_later(hash_store):
     carol = next(p for p in hash_store.people() if "voice_2" in p.voices)
     assert (carol.name, carol.name_source) == ("Carol", "user")
     assert hash_store.load_entities("character")[1].name == "Caroline"  # inference kept its own view apart
+
+
+def test_a_long_lived_planner_sees_a_rename_at_the_next_question(hash_store):
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+
+    _memorize(hash_store, [_clip(0, [("s0", "I painted a lake at dawn.", A), ("s1", "Lovely!", B)])])
+    planner = OfflinePlanner(MemoryTools(hash_store))  # as mnemo serve keeps one
+    assert planner.retrieve("What did Carol paint?").plan.people == ()
+    hash_store.append_people_op(PeopleOp(1, "name", "voice_1", {"name": "Carol"}))
+    found = planner.retrieve("What did Carol paint?")
+    assert [p.name for p in found.plan.people] == ["Carol"]
+    assert found.memories[0].text == '<voice_1> said: "I painted a lake at dawn."'  # her own words first
