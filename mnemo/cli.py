@@ -84,6 +84,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--details", help="m3, screenshotvqa: write every question, answer and score to this JSON file")
     bench.add_argument("--baselines", action="store_true",
                        help="locomo: also score BM25, dense (MiniLM) and their fusion over the same turns")
+    bench.add_argument("--spoken", action="store_true",
+                       help="locomo: speak the conversations with espeak-ng (one voice per speaker) and run them "
+                            "through the whole pipeline into one store; needs espeak-ng and sox")
+    bench.add_argument("--sessions", type=int, help="locomo --spoken: only the first N sessions of each conversation")
+    bench.add_argument("--conversations", type=int, help="locomo --spoken: only the first N conversations")
     return p
 
 
@@ -164,14 +169,27 @@ def cmd_bench(args, cfg) -> int:
 
         if not args.data:
             raise ValueError("bench locomo needs --data PATH (a LoCoMo file in the locomo10.json format)")
-        embedder = text_embedder(cfg.graph)  # one model for every conversation's store
-        dense = embedder if cfg.graph.text_embedder == "minilm" else text_embedder(cfg.graph, "minilm")
-        with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
-            figures = locomo.run(args.data, lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
-                                 match_policies(cfg.memorize, "dlib"), progress=progress,
-                                 baselines_embedder=dense if args.baselines else None,
-                                 workdir=Path(tmp) / "baselines")
-        print(locomo.format_report(figures))
+        if args.spoken:
+            from bench import locomo_spoken
+
+            if args.baselines:
+                raise ValueError("--baselines scores the text bench; run `bench locomo --baselines` without --spoken")
+            with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-spoken-") as tmp:
+                figures = locomo_spoken.run(cfg, args.data, Path(tmp), args.sessions, args.conversations,
+                                            progress=progress)
+            print(locomo_spoken.format_report(figures))
+            figures = locomo_spoken.summary(figures)
+        else:
+            if args.sessions is not None or args.conversations is not None:
+                raise ValueError("--sessions and --conversations apply to `bench locomo --spoken` only")
+            embedder = text_embedder(cfg.graph)  # one model for every conversation's store
+            dense = embedder if cfg.graph.text_embedder == "minilm" else text_embedder(cfg.graph, "minilm")
+            with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
+                figures = locomo.run(args.data, lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
+                                     match_policies(cfg.memorize, "dlib"), progress=progress,
+                                     baselines_embedder=dense if args.baselines else None,
+                                     workdir=Path(tmp) / "baselines")
+            print(locomo.format_report(figures))
     elif args.name in ("m3", "screenshotvqa"):
         from mnemo import bench_qa
 
