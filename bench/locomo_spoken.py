@@ -14,9 +14,11 @@ is known but the audio:
    (``turns_of_memory``), scored as evidence recall@5/10/20 per category (1-4 pooled, 5 apart);
 4. the same questions on the text path (``bench.locomo.ingest_conversation``, a store per
    conversation restricted to the same sessions), in the same run;
-5. speaker figures from the spoken store: attribution of reference speech time to persons
-   (``attribution``), voice entities per real speaker, speakers named right, wrongly or not at all;
-   the ASR word error rate of the stored clip transcripts against the spoken turns.
+5. speaker figures from the spoken store: attribution of reference speech time to persons under
+   one one-to-one mapping of all real speakers of the store (``attribute``: a person heard in two
+   conversations stands for one of their speakers), voice entities per real speaker, speakers named
+   right, wrongly or not at all; the ASR word error rate of the stored clip transcripts against
+   the spoken turns.
 """
 
 from __future__ import annotations
@@ -131,6 +133,20 @@ def overlap_by_label(reference: Sequence[tuple[str, float, float]],
             for speaker, s in _covered(reference, spans).items()}
 
 
+def assign(overlap: dict[tuple[str, str], float]) -> dict[str, str]:
+    """Reference speakers to predicted labels one-to-one, with the most shared time in all
+    (Hungarian assignment); a speaker sharing no time with the label left to it maps to none."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    speakers, labels = sorted({s for s, _ in overlap}), sorted({lab for _, lab in overlap})
+    if not labels:
+        return {}
+    matrix = np.array([[overlap.get((s, lab), 0.0) for lab in labels] for s in speakers])
+    rows, cols = linear_sum_assignment(matrix, maximize=True)
+    return {speakers[r]: labels[c] for r, c in zip(rows, cols) if matrix[r, c] > 0}
+
+
 def attribution(reference: Sequence[tuple[str, float, float]],
                 predicted: Sequence[tuple[str | None, float, float]]) -> Attribution:
     """Speaker attribution of reference speech (``(speaker, start, end)``, not overlapping each
@@ -139,19 +155,10 @@ def attribution(reference: Sequence[tuple[str, float, float]],
     ``share`` is the part of the heard reference time (under some predicted span) that a span of
     the label mapped to its speaker covers. Reference time under no span at all (a pause the ASR
     cut out, a turn it missed) is not an identity error: ``coverage`` reports it apart."""
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
-
     total = sum(max(0.0, b - a) for _, a, b in reference)
     heard = sum(_covered(reference, [(a, b) for _, a, b in predicted if b > a]).values())
     overlap = overlap_by_label(reference, predicted)
-    speakers = sorted({s for s, _, _ in reference})
-    labels = sorted({lab for _, lab in overlap})
-    mapping: dict[str, str] = {}
-    if labels:
-        matrix = np.array([[overlap.get((s, lab), 0.0) for lab in labels] for s in speakers])
-        rows, cols = linear_sum_assignment(matrix, maximize=True)
-        mapping = {speakers[r]: labels[c] for r, c in zip(rows, cols) if matrix[r, c] > 0}
+    mapping = assign(overlap)
     right = sum(overlap.get((s, lab), 0.0) for s, lab in mapping.items())
     return Attribution(right / heard if heard else 0.0, heard / total if total else 0.0, right, heard, total, mapping,
                        overlap)
@@ -183,7 +190,9 @@ def naming(speakers: Sequence[str], voice_overlap: dict[tuple[str, str], float],
 
 
 def speaker_figures(conv: Conversation, sessions: Sequence[SpokenSession], store, people) -> dict:
-    """Attribution, voice entities and naming for one conversation from the spoken store."""
+    """Speech time per (speaker, person), heard time, voice entities and naming for one
+    conversation from the spoken store; ``attribute`` turns the first into attribution. Speakers
+    are named ``<conversation>/<name>``, so that one mapping serves the whole store."""
     from graph import sql
 
     paths = [str(s.path) for s in sessions]
@@ -192,15 +201,28 @@ def speaker_figures(conv: Conversation, sessions: Sequence[SpokenSession], store
     owner = {e: p.person_id for p in people for e in p.ids}
     # a voice merged into a person with another voice is that person: persons are what a user sees;
     # speech heard from nobody known ("someone said") is heard time no person got
-    result = attribution(reference, [(owner.get(v, v) if v else None, m.start_ts, m.end_ts) for v, m in speech])
+    result = attribution([(f"{conv.key}/{who}", a, b) for who, a, b in reference],
+                         [(owner.get(v, v) if v else None, m.start_ts, m.end_ts) for v, m in speech])
     voices = sorted({v for v, _ in speech if v}, key=lambda v: int(v.rsplit("_", 1)[-1]))
     named = naming(conv.speakers, overlap_by_label(reference, [(v, m.start_ts, m.end_ts) for v, m in speech]), people)
-    return {"attribution": result.share, "speech_coverage": result.coverage, "speech_s": result.total_s,
-            "heard_s": result.heard_s, "attributed_s": result.right_s,
-            "mapping": result.mapping, "voice_entities_total": len(voices), "voice_entity_ids": voices,
+    return {"overlap_s": result.overlap_s, "speech_coverage": result.coverage, "speech_s": result.total_s,
+            "heard_s": result.heard_s, "voice_entities_total": len(voices), "voice_entity_ids": voices,
             "speakers_total": len(conv.speakers), "speakers": named,
             **{f"speakers_{v}": sum(1 for n in named.values() if n["verdict"] == v)
                for v in ("named", "wrong", "unnamed")}}
+
+
+def attribute(rows: list[dict]) -> None:
+    """Each conversation's attribution (``speaker_figures`` rows, completed in place) under ONE
+    one-to-one mapping of every real speaker of the store to persons: a person heard in two
+    conversations stands for one real speaker only, as in a lifelog it is one person."""
+    mapping = assign({k: v for r in rows for k, v in r["overlap_s"].items()})
+    for r in rows:
+        own = {q: lab for q, lab in mapping.items() if any(q == who for who, _ in r["overlap_s"])}
+        r["attributed_s"] = sum(r["overlap_s"][(q, lab)] for q, lab in own.items())
+        r["attribution"] = r["attributed_s"] / r["heard_s"] if r["heard_s"] else 0.0
+        r["mapping"] = {q.split("/", 1)[1]: lab for q, lab in own.items()}
+        del r["overlap_s"]  # keyed by tuples: not for the report
 
 
 def asr_errors(sessions: Sequence[SpokenSession], store) -> tuple[int, int]:
@@ -327,6 +349,7 @@ def run(cfg, path: str | Path, workdir: Path, sessions: int | None = None, conve
         progress(f"{conv.key}: {len(conv.questions)} questions, spoken recall@10 {row['spoken']['recall@10']}, "
                  f"text {row['text']['recall@10']}")
 
+    attribute(per_conv)
     speech_s, heard_s = sum(r["speech_s"] for r in per_conv), sum(r["heard_s"] for r in per_conv)
     speakers = sum(r["speakers_total"] for r in per_conv)
     return {"conversations": per_conv, "spoken": recall_table(pooled), "text": recall_table(pooled_text),
@@ -409,8 +432,11 @@ def format_report(f: dict) -> str:
         voices = ", ".join(f"{k}: {v}" for k, v in r["voices"].items())
         lines += [f"{r['conversation']} ({voices}), {r['sessions']} session(s), {r['audio_s']:.1f} s of audio",
                   *_recall_lines(r["spoken"], r["text"]), _speaker_line(r),
-                  "  " + "; ".join(f"{s}: {n['voice'] or 'no voice'} -> {n['person'] or 'nobody'} "
-                                   f"({n['name'] or 'unnamed'}, {n['verdict']})" for s, n in r["speakers"].items()),
+                  "  voice heard most -> its person (name, verdict): " + "; ".join(
+                      f"{s}: {n['voice'] or 'no voice'} -> {n['person'] or 'nobody'} ({n['name'] or 'unnamed'}, "
+                      f"{n['verdict']})" for s, n in r["speakers"].items()),
+                  "  attributed to (one mapping for the whole store): " + "; ".join(
+                      f"{s}: {r['mapping'].get(s) or 'nobody'}" for s in r["speakers"]),
                   f"{r['ms_per_query']:.1f} ms per question (text path {r['text_ms_per_query']:.1f} ms)", ""]
     lines += [f"pooled over {len(f['conversations'])} conversation(s)", *_recall_lines(f["spoken"], f["text"]),
               _speaker_line(f),

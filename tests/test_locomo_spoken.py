@@ -86,6 +86,18 @@ def test_attribution_maps_speakers_to_persons_one_to_one_and_counts_heard_time()
     assert attribution(reference, []).share == 0.0 and attribution(reference, []).coverage == 0.0
 
 
+def test_one_person_heard_in_two_conversations_is_attributed_to_one_speaker_only():
+    from bench.locomo_spoken import attribute
+
+    rows = [{"overlap_s": {("c1/Ann", "p1"): 6.0, ("c1/Bo", "p2"): 4.0}, "heard_s": 10.0},
+            {"overlap_s": {("c2/Cy", "p2"): 8.0, ("c2/Dee", "p3"): 2.0, ("c2/Dee", "p2"): 1.0}, "heard_s": 12.0}]
+    attribute(rows)
+    # p2 is Bo's voice in c1 and Cy's in c2: it goes to Cy (8 s > 4 s), Bo gets no one
+    assert rows[0]["mapping"] == {"Ann": "p1"} and rows[0]["attribution"] == pytest.approx(0.6)
+    assert rows[1]["mapping"] == {"Cy": "p2", "Dee": "p3"} and rows[1]["attribution"] == pytest.approx(10 / 12)
+    assert "overlap_s" not in rows[0]
+
+
 def test_naming_takes_the_person_of_the_voice_heard_most_and_judges_the_name():
     from graph.people import Person
 
