@@ -25,9 +25,7 @@ from graph.rows import Edge, Entity
 
 # where an inferred name came from, strongest first (the edge kinds that carry its evidence)
 NAME_EVIDENCE = ("introduced_as", "addressed_as")
-SAYS_NAME = "says_name"  # the speaker said this name to someone else: evidence they are not it
 _ID = re.compile(r"^(character|voice|face)_(\d+)$")
-OPS = ("name", "merge", "split", "undo")
 
 
 class PeopleError(ValueError):
