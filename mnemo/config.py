@@ -55,7 +55,11 @@ class MemorizeConfig(BaseModel):
     # cosine similarity to join an entity, per backend; see memorize/identity.py and the issue notes
     face_threshold_dlib: float = 0.92
     face_threshold_insightface: float = 0.45
-    voice_threshold: float = 0.75
+    # a voice this alike to a known one (its best sample) is that voice, else a new one. Measured
+    # with Resemblyzer: pyannote's two callers in 10 s clips 0.85-0.88 to their own voice, 0.805
+    # to each other; twelve distinct espeak-ng voices at most 0.81 to each other (bench locomo
+    # --spoken). At 0.75 a new person heard alone took over someone else's voice
+    voice_threshold: float = 0.82
     # a clip-local speaker whose own voice entity is taken by another speaker of the clip joins it
     # when this alike and 0.1 closer to it than to any other (one voice split in two by clustering)
     voice_same_similarity: float = 0.88
