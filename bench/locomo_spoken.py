@@ -32,6 +32,7 @@ from pathlib import Path
 from bench.datasets.locomo import CATEGORIES, Conversation, load
 from bench.metrics import edit_distance, normalize_words, recall_at_k
 from bench.speech_synth import SpokenSession
+from perception.speech.diarize import union_spans
 
 KS = (5, 10, 20)
 SUBSTANTIAL = 0.3  # a memory maps to every turn covering this share of the memory or of the turn
@@ -100,19 +101,9 @@ class Attribution:
     overlap_s: dict[tuple[str, str], float]  # (reference speaker, predicted label) -> seconds
 
 
-def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
-
-
 def _covered(reference: Sequence[tuple[str, float, float]], spans: list[tuple[float, float]]) -> dict[str, float]:
     """Seconds of each reference speaker's speech under the union of ``spans``."""
-    merged, out = _union(spans), {}
+    merged, out = union_spans(spans), {}
     for speaker, a, b in reference:
         covered = sum(max(0.0, min(b, y) - max(a, x)) for x, y in merged)
         if covered > 0:

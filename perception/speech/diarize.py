@@ -39,7 +39,8 @@ def speech_regions(audio: np.ndarray, sample_rate: int) -> list[tuple[float, flo
     return [(s["start"] / sample_rate, s["end"] / sample_rate) for s in stamps]
 
 
-def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def union_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping or touching spans joined, in time order."""
     out: list[list[float]] = []
     for a, b in sorted(spans):
         if out and a <= out[-1][1]:
@@ -103,7 +104,7 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
         return list(turns), []
     if regions is None:
         regions = speech_regions(audio, sample_rate)
-    regions = _union(list(regions) + [(t.start_s, t.end_s) for t in turns])
+    regions = union_spans(list(regions) + [(t.start_s, t.end_s) for t in turns])
     if not regions:
         return list(turns), []
     embs, centres = speaker.embed_windows(audio, sample_rate, RATE_HZ)
