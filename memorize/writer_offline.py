@@ -1,6 +1,7 @@
 """The offline memory writer: deterministic episodic memories from one clip's observations.
 
-- one memory per speech turn: ``<voice_2> said: "…"``
+- one memory per speaker turn: ``<voice_2> said: "…"``, the consecutive sentences of one voice
+  (ASR and diarization give sentences; a turn keeps what someone said together)
 - one memory per face entity seen in the clip (perception's clip-local face clusters are matched to
   entities one-to-one): ``<face_1> is visible from 10:00:07 to 10:00:29``
 - what was on screen: one ``resource`` memory per distinct text shown (OCR), with its times, and
@@ -57,13 +58,14 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
         matched = voices.match_distinct(list(voice_of.values()), base,
                                         may_found=[spoken_s[k] >= voices.policy.min_found_s for k in voice_of])
         speakers = {k: e for k, e in zip(voice_of, matched) if e is not None}
-    for turn in obs.speech:
-        start, end = base + turn.start_s, base + turn.end_s
-        entity = speakers.get(turn.speaker)
+    for turns in _speaker_turns(obs.speech, {k: e.entity_id for k, e in speakers.items()}):
+        start, end = base + turns[0].start_s, base + turns[-1].end_s
+        entity = speakers.get(turns[0].speaker)
         speaker, entity_ids = (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
-        text = f'{speaker} said: "{turn.text}"'
-        memories.append(Memory(content_id(clip.clip_id, "speech", turn.segment_id, text), "episodic", text,
-                               clip.clip_id, clip.source.path, start, end, entity_ids, (turn.segment_id,)))
+        text = f'{speaker} said: "{" ".join(t.text for t in turns)}"'
+        ids = tuple(t.segment_id for t in turns)
+        memories.append(Memory(content_id(clip.clip_id, "speech", *ids, text), "episodic", text,
+                               clip.clip_id, clip.source.path, start, end, entity_ids, ids))
 
     # one entity per clip-local face cluster (perception groups faces; two of one frame never share)
     people: dict[str, list] = defaultdict(list)
@@ -91,6 +93,23 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
                  + _scene_memories(obs, min_tag_prob))
     return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
                         {k: e.entity_id for k, e in speakers.items()}, face_of)
+
+
+def _speaker_turns(speech, entity_of: dict[str, str], max_gap_s: float = 1.5, max_s: float = 20.0) -> list[list]:
+    """The clip's sentences grouped into turns: consecutive sentences of one voice with pauses of at
+    most ``max_gap_s``, up to ``max_s`` long. ASR gives sentences, but a question is about what
+    someone said in a turn ("I researched adoption agencies. It's been a dream..."), and one memory
+    a turn keeps its sentences' context together (LoCoMo spoken: see ``bench locomo --spoken``)."""
+    groups: list[list] = []
+    for turn in sorted(speech, key=lambda t: t.start_s):
+        last = groups[-1][-1] if groups else None
+        if (last is not None and entity_of.get(last.speaker) is not None
+                and entity_of.get(last.speaker) == entity_of.get(turn.speaker)
+                and turn.start_s - last.end_s <= max_gap_s and turn.end_s - groups[-1][0].start_s <= max_s):
+            groups[-1].append(turn)
+        else:
+            groups.append([turn])
+    return groups
 
 
 def _frame_id(obs: ClipObservations, frame) -> str:

@@ -160,3 +160,18 @@ def test_a_long_lived_planner_sees_a_rename_at_the_next_question(hash_store):
     found = planner.retrieve("What did Carol paint?")
     assert [p.name for p in found.plan.people] == ["Carol"]
     assert found.memories[0].text == '<voice_1> said: "I painted a lake at dawn."'  # her own words first
+
+
+def test_a_voice_s_consecutive_sentences_are_one_memory_another_voice_or_a_pause_starts_the_next(hash_store):
+    clip = _clip(0, [])
+    speech = (SpeechTurn("clip0:a", "I went to a support group.", 0.0, 2.0, "en", (), A, "s0"),
+              SpeechTurn("clip0:b", "It was powerful.", 2.5, 4.0, "en", (), A, "s0"),
+              SpeechTurn("clip0:c", "Wow, tell me more!", 4.3, 6.0, "en", (), B, "s1"),
+              SpeechTurn("clip0:d", "Well, everyone shared.", 6.5, 8.0, "en", (), A, "s0"),
+              SpeechTurn("clip0:e", "Much later.", 12.0, 13.0, "en", (), A, "s0"))
+    w = Memorizer(hash_store, FACES, VOICES).memorize(ClipObservations(clip.clip, speech, ()))
+    said = [(m.text, m.provenance) for m in w.memories if " said: " in m.text]
+    assert said == [('<voice_1> said: "I went to a support group. It was powerful."', ("clip0:a", "clip0:b")),
+                    ('<voice_2> said: "Wow, tell me more!"', ("clip0:c",)),
+                    ('<voice_1> said: "Well, everyone shared."', ("clip0:d",)),
+                    ('<voice_1> said: "Much later."', ("clip0:e",))]
