@@ -66,6 +66,7 @@ class Memorizer:
         self.recent: dict[str, dict[str, tuple[str, float]]] = {}
         # enrolled names are given, not inferred: evidence does not change them
         self.enrolled = {e.dst_id for e in store.all_edges("same_person") if e.evidence == ("enrolled",)}
+        self.source_of_clip: dict[str, str] = {}  # clip id -> its recording (name rivals must have met)
         self._pending_edges: list[Edge] = []  # from enrol(), written with the next clip
         self._pending_people: dict[str, Entity] = {}
 
@@ -81,6 +82,7 @@ class Memorizer:
 
     def memorize(self, obs: ClipObservations) -> ClipWrite:
         clip = obs.clip
+        self.source_of_clip[clip.clip_id] = clip.source.path
         written = offline_memories(obs, self.faces, self.voices)
         edges: list[Edge] = [replace(e, clip_id=clip.clip_id) for e in self._pending_edges]
         touched: dict[str, Entity] = dict(self._pending_people)
@@ -242,6 +244,16 @@ class Memorizer:
                                   (f"voice:{voice_id}~{other.entity_id}", f"similarity:{sim:.3f}"), edges, touched)
                 self.voices.absorb(*sorted((entity, other), key=lambda e: int(e.entity_id.rsplit("_", 1)[-1])))
 
+    def _heard_together(self, clips_a: set[str], clips_b: set[str]) -> bool:
+        """Whether two sets of clips share a recording (clips of earlier runs are looked up once)."""
+        unknown = [c for c in clips_a | clips_b if c not in self.source_of_clip]
+        if unknown:
+            for row in self.store.clips.search().where(sql.in_list("clip_id", unknown)).select(
+                    ["clip_id", "source_path"]).limit(None).to_list():
+                self.source_of_clip[row["clip_id"]] = row["source_path"]
+        sources = lambda clips: {self.source_of_clip.get(c, c) for c in clips}  # noqa: E731
+        return bool(sources(clips_a) & sources(clips_b))
+
     def _name_people(self, voices_heard, touched: dict[str, Entity]) -> None:
         """Name (or unname) the people heard in this clip whose name evidence now says so
         (``memorize.naming``), weighed against everyone else that evidence names."""
@@ -252,7 +264,8 @@ class Memorizer:
         heard = {self.people.character_of(v).entity_id for v in voices_heard}
         names = self.naming.names_heard({v for c in heard for v in members.get(c, ())})
         rivals = {c for c, vs in members.items() if self.naming.names_heard(vs) & names} if names else set()
-        for cid, name in self.naming.decide({c: members.get(c, set()) for c in heard | rivals}).items():
+        people = {c: members.get(c, set()) for c in heard | rivals}
+        for cid, name in self.naming.decide(people, self._heard_together).items():
             character = self.people.characters[cid]
             if cid in self.enrolled:
                 continue

@@ -18,6 +18,7 @@ stops agreeing loses the name until it agrees again.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from graph.rows import Edge
 
@@ -73,10 +74,17 @@ class Naming:
     def names_heard(self, voices: set[str]) -> set[str]:
         return {name for v in voices for (_, _, name) in self.of_voice.get(v, ())}
 
-    def decide(self, people: dict[str, set[str]]) -> dict[str, str]:
+    def clips_of(self, voices: set[str]) -> set[str]:
+        """The clips that gave any name evidence about these voices."""
+        return {c for v in voices for key in self.of_voice.get(v, ()) for c in self.clips.get(key, ())}
+
+    def decide(self, people: dict[str, set[str]],
+               heard_together: Callable[[set[str], set[str]], bool] = lambda a, b: True) -> dict[str, str]:
         """Character id -> the name its voices' evidence gives ("" for none), for every person
         with any name evidence; ``people`` maps character ids to their voice entities, and must
-        hold everyone who may claim the same names (see ``names_heard``)."""
+        hold everyone who may claim the same names (see ``names_heard``). Two people who claim one
+        name compete only when ``heard_together`` (their evidence clips) says they met: two Johns
+        of different recordings may both be John, but of the two voices of one exchange only one is."""
         best: dict[str, tuple[str, float]] = {}
         out: dict[str, str] = {}
         for cid, voices in people.items():
@@ -92,10 +100,12 @@ class Naming:
         for cid, (name, score) in best.items():
             by_name[name].append((score, cid))
         for name, claims in by_name.items():
-            claims.sort(reverse=True)
-            # one name, two people: only a clear winner (twice the support of the next) keeps it
-            if len(claims) == 1 or claims[0][0] >= 2 * claims[1][0]:
-                out[claims[0][1]] = name
+            clips = {cid: self.clips_of(people[cid]) for _, cid in claims}
+            for score, cid in claims:
+                rivals = [s for s, other in claims if other != cid and heard_together(clips[cid], clips[other])]
+                # one name, two people who met: only a clear winner (twice the support of the next) keeps it
+                if all(score >= 2 * s for s in rivals):
+                    out[cid] = name
         return out
 
 

@@ -175,3 +175,12 @@ def test_a_voice_s_consecutive_sentences_are_one_memory_another_voice_or_a_pause
                     ('<voice_2> said: "Wow, tell me more!"', ("clip0:c",)),
                     ('<voice_1> said: "Well, everyone shared."', ("clip0:d",)),
                     ('<voice_1> said: "Much later."', ("clip0:e",))]
+
+
+def test_two_people_of_different_recordings_may_share_a_name_but_not_two_of_one_exchange():
+    people = {"character_1": {"voice_1"}, "character_2": {"voice_2"}}
+    naming = Naming(_edges(("addressed_as", "voice_1", "John", 6), ("addressed_as", "voice_2", "John", 2)))
+    apart = naming.decide(people, heard_together=lambda a, b: False)
+    assert apart == {"character_1": "John", "character_2": "John"}
+    together = Naming(_edges(("addressed_as", "voice_1", "John", 3), ("addressed_as", "voice_2", "John", 2)))
+    assert together.decide(people, heard_together=lambda a, b: True) == {"character_1": "", "character_2": ""}
