@@ -26,8 +26,8 @@ def conversation(with_injection: bool = True) -> Conversation:
              ("Ann", "Ha, nice try. See you soon!")]
     second = [("Bo", "I went hiking in the Alps with my sister."), ("Ann", "Which mountain did you climb?"),
               ("Bo", "We climbed the Matterhorn, it took two days.")]
-    if not with_injection:
-        first = [t for t in first if t[1] != INJECTION]
+    if not with_injection:  # Bo still speaks between Ann's lines, so Ann's two lines stay two turns
+        first = [(who, "Tell me more about him." if text == INJECTION else text) for who, text in first]
     sessions = tuple(Session(i, start, tuple(Turn(f"D{i}:{j}", who, text) for j, (who, text) in enumerate(turns, 1)))
                      for i, (start, turns) in enumerate([(_utc(2023, 5, 8, 13), first), (_utc(2023, 6, 20, 9), second)], 1))
     return Conversation("chat", ("Ann", "Bo"), sessions, ())
