@@ -90,21 +90,74 @@ def normalize_chars(text: str) -> str:
     return " ".join(text.split())
 
 
-def line_cer(reference_lines: Sequence[str], hypothesis_lines: Sequence[str]) -> tuple[int, int]:
-    """(character edits, reference characters) when each reference line is compared with the
-    hypothesis line closest to it. OCR may cut one printed line into several boxes, so the
-    candidates also include each hypothesis line joined with the following ones (up to 6).
-    Hypothesis text that no reference line matched is not counted (the references may be a partial
-    transcription)."""
+def closest_lines(reference_lines: Sequence[str], hypothesis_lines: Sequence[str]) -> list[tuple[str, str]]:
+    """Each reference line (normalized) with the hypothesis text closest to it by edit distance ("" for
+    none). OCR may cut one printed line into several boxes, so the candidates also include each
+    hypothesis line joined with the following ones (up to 6)."""
     hyps = [normalize_chars(h) for h in hypothesis_lines if h.strip()]
-    candidates = {" ".join(hyps[i:i + n]) for i in range(len(hyps)) for n in range(1, 7) if i + n <= len(hyps)}
-    edits = chars = 0
+    candidates = sorted({" ".join(hyps[i:i + n]) for i in range(len(hyps)) for n in range(1, 7) if i + n <= len(hyps)})
+    pairs = []
     for ref in reference_lines:
         ref = normalize_chars(ref)
         near = [c for c in candidates if abs(len(c) - len(ref)) <= len(ref) // 2]  # others cannot be closest
-        edits += min((edit_distance(ref, c) for c in near), default=len(ref))
-        chars += len(ref)
-    return edits, chars
+        pairs.append((ref, min(near, key=lambda c: (edit_distance(ref, c), c), default="")))
+    return pairs
+
+
+def line_cer(reference_lines: Sequence[str], hypothesis_lines: Sequence[str]) -> tuple[int, int]:
+    """(character edits, reference characters) when each reference line is compared with the
+    hypothesis line closest to it (``closest_lines``). Hypothesis text that no reference line matched
+    is not counted (the references may be a partial transcription)."""
+    pairs = closest_lines(reference_lines, hypothesis_lines)
+    return sum(edit_distance(r, h) for r, h in pairs), sum(len(r) for r, _ in pairs)
+
+
+_EDGE_PUNCT = "\"'.,;:!?()[]{}<>$#*"
+
+
+def word_tokens(text: str) -> list[str]:
+    tokens = (t.strip(_EDGE_PUNCT) for t in text.split())
+    return [t for t in tokens if any(c.isalnum() for c in t)]
+
+
+def words_found(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(reference words found as a whole token of the hypothesis, reference words). Tokens are split
+    at whitespace and compared with their surrounding punctuation stripped; case counts. A word read
+    with a space inside ("BLUE HERON") or glued to its neighbour ("shipson") is not found."""
+    from collections import Counter
+
+    ref, hyp = word_tokens(reference), Counter(word_tokens(hypothesis))
+    found = 0
+    for word in ref:
+        if hyp[word] > 0:
+            hyp[word] -= 1
+            found += 1
+    return found, len(ref)
+
+
+def space_errors(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(merged, split): word boundaries of the reference missing from the hypothesis, and boundaries
+    the hypothesis has inside a reference word. The two are compared on their characters with the
+    spaces taken out, aligned; a boundary is counted only where the characters on both sides align,
+    so a misread letter is CER's business, not a merge or split."""
+    from difflib import SequenceMatcher
+
+    def bare(text: str) -> tuple[str, set[int]]:
+        chars, starts = [], set()
+        for word in text.split():
+            if chars:
+                starts.add(len(chars))
+            chars.extend(word)
+        return "".join(chars), starts
+
+    (r, r_starts), (h, h_starts) = bare(reference), bare(hypothesis)
+    to_hyp = {}
+    for a, b, size in SequenceMatcher(None, r, h, autojunk=False).get_matching_blocks():
+        to_hyp.update((a + k, b + k) for k in range(size))
+    aligned = [i for i in range(1, len(r)) if i in to_hyp and i - 1 in to_hyp and to_hyp[i] == to_hyp[i - 1] + 1]
+    merged = sum(1 for i in aligned if i in r_starts and to_hyp[i] not in h_starts)
+    split = sum(1 for i in aligned if i not in r_starts and to_hyp[i] in h_starts)
+    return merged, split
 
 
 def cluster_purity(assigned: Sequence[str], truth: Sequence[str]) -> float:

@@ -1,0 +1,127 @@
+"""``mnemo bench ocr``: reading screen text with its word boundaries, on screens whose text is known.
+
+The screens (``bench/ocr_screens.py``) are whole desktop frames rendered by xterm, Chromium and
+xmessage under Xvfb. Each reference line is compared with the OCR text closest to it
+(``bench.metrics.closest_lines``), and the bench reports:
+
+- word accuracy with spaces: the share of reference words found as a whole token (a word read with
+  a space inside, glued to its neighbour or misspelt is not found), for terminal and UI text apart,
+  and for the terminal at 12-16 px, the sizes the issue's target names;
+- the merged/split rate: reference word boundaries lost plus boundaries invented inside words, per
+  reference word (``bench.metrics.space_errors``);
+- the character error rate over all lines, and milliseconds of OCR per frame (the reader warmed up);
+- search over the read text: the share of the reference words of at least four characters that a
+  full-text search of a store holding the read lines finds (``search_recall``), the store built as
+  the screenshot path builds it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bench.metrics import closest_lines, edit_distance, space_errors, words_found
+from bench.ocr_screens import Screen, screen_folder, screens
+
+TARGETS = {"word_accuracy_terminal_12_16": (">=", 0.98), "word_accuracy_ui": (">=", 0.97),
+           "merged_split_rate": ("<=", 0.01)}
+
+
+@dataclass
+class ScreenResult:
+    screen: Screen
+    read: list[str]  # the OCR lines, in reading order
+    ms: float
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # (reference, closest read text)
+
+
+@dataclass
+class OcrReport:
+    figures: dict[str, float]
+    results: list[ScreenResult]
+
+    def table(self) -> str:
+        rows = [f"{'screen':24} {'lines':>5} {'words':>7} {'merged':>6} {'split':>5} {'CER':>6} {'ms':>6}"]
+        for r in self.results:
+            found, words = _sum(words_found(a, b) for a, b in r.pairs)
+            merged, split = _sum(space_errors(a, b) for a, b in r.pairs)
+            edits, chars = _sum((edit_distance(a, b), len(a)) for a, b in r.pairs)
+            rows.append(f"{r.screen.name:24} {len(r.pairs):5d} {found:3d}/{words:<3d} {merged:6d} {split:5d} "
+                        f"{edits / chars:6.3f} {r.ms:6.0f}")
+        return "\n".join(rows)
+
+    def misreads(self, limit: int = 30) -> list[str]:
+        """Reference lines not read word for word, with what was read."""
+        out = []
+        for r in self.results:
+            for ref, hyp in r.pairs:
+                if words_found(ref, hyp)[0] < words_found(ref, ref)[0]:
+                    out.append(f"{r.screen.name}: {ref!r} -> {hyp!r}")
+        return out[:limit]
+
+
+def _sum(pairs) -> tuple[int, int]:
+    a = b = 0
+    for x, y in pairs:
+        a, b = a + x, b + y
+    return a, b
+
+
+def run(reader, progress: Callable[[str], None] = lambda m: None, search_store=None) -> OcrReport:
+    """Read every screen with ``reader`` (a ``TextReader``) and score it. ``search_store`` (a function
+    from (screen name, read lines) lists to a search function ``query -> set of screen names``)
+    measures search over the read text when given."""
+    from perception.sources.frames import read_image
+
+    progress("rendering or reading the cached screens …")
+    folder = screen_folder()
+    frames = {s.name: read_image(folder / f"{s.name}.png") for s in screens()}
+    reader.read(frames[screens()[0].name][:64, :64])  # load the models before timing
+    results = []
+    for s in screens():
+        t0 = time.perf_counter()
+        lines = [ln.text for ln in reader.read(frames[s.name])]
+        ms = 1000 * (time.perf_counter() - t0)
+        results.append(ScreenResult(s, lines, ms, closest_lines(s.lines, lines)))
+        progress(f"{s.name}: {len(lines)} lines read in {ms:.0f} ms")
+    figures = _figures(results)
+    if search_store is not None:
+        figures["search_recall"] = _search_recall(results, search_store)
+    return OcrReport(figures, results)
+
+
+def _figures(results: list[ScreenResult]) -> dict[str, float]:
+    def accuracy(keep) -> float:
+        found, words = _sum(words_found(a, b) for r in results if keep(r.screen) for a, b in r.pairs)
+        return round(found / words, 4) if words else 0.0
+
+    pairs = [p for r in results for p in r.pairs]
+    merged, split = _sum(space_errors(a, b) for a, b in pairs)
+    words = sum(words_found(a, a)[1] for a, _ in pairs)
+    edits, chars = _sum((edit_distance(a, b), len(a)) for a, b in pairs)
+    return {
+        "lines": len(pairs),
+        "words": words,
+        "word_accuracy_terminal": accuracy(lambda s: s.kind == "terminal"),
+        "word_accuracy_terminal_12_16": accuracy(lambda s: s.kind == "terminal" and 12 <= s.px <= 16),
+        "word_accuracy_ui": accuracy(lambda s: s.kind == "ui"),
+        "merged": merged,
+        "split": split,
+        "merged_split_rate": round((merged + split) / words, 4),
+        "ocr_cer": round(edits / chars, 4),
+        "ms_per_frame": round(statistics.mean(r.ms for r in results), 1),
+    }
+
+
+def _search_recall(results: list[ScreenResult], search_store) -> float:
+    from bench.metrics import word_tokens
+
+    search = search_store([(r.screen.name, r.read) for r in results])
+    asked = found = 0
+    for r in results:
+        for word in {w for line in r.screen.lines for w in word_tokens(line) if len(w) >= 4}:
+            asked += 1
+            found += r.screen.name in search(word)
+    return round(found / asked, 4) if asked else 0.0
