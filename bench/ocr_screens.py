@@ -3,8 +3,8 @@
 Each screen is one full 1280x800 desktop frame (what the capture daemon grabs) holding lines whose
 exact text the bench knows, because it put them there:
 
-- terminal: xterm showing a file with ``cat``, in DejaVu Sans Mono at 10-18 px (xterm's FreeType
-  path) and in the misc-fixed bitmap fonts of ``xfonts-base`` (7x14, 9x15, 10x20: xterm's core-font
+- terminal: xterm showing a file with ``cat``, in DejaVu Sans Mono at 10-18 px (fontconfig's
+  ``pixelsize``, xterm's FreeType path) and in the misc-fixed bitmap fonts of ``xfonts-base`` (7x14, 9x15, 10x20: xterm's core-font
   path, another look of terminal text);
 - ui: a Chromium window (``--app``, no browser chrome) with a menu bar, a page of body text and a
   dialog with a message and buttons, in DejaVu Sans and Nimbus Sans at 13-16 px; and xmessage,
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench.fixtures import cache_dir
 
-VERSION = "1"
+VERSION = "2"
 
 # Terminal lines: commands, logs, notes and identifiers as a desktop shows them (at most 72 columns)
 TERMINAL_LINES = (
@@ -93,10 +93,10 @@ def screens() -> list[Screen]:
     for i, font in enumerate(("7x14", "9x15", "10x20")):
         lines = TERMINAL_LINES[i * 8:] + TERMINAL_LINES[:i * 8]
         out.append(Screen(f"xterm-{font}", "terminal", "xterm-core", font, int(font.split("x")[1]), lines[:16]))
-    ui = (*UI_MENU, *UI_BODY, *UI_DIALOG, *UI_BUTTONS)
+    ui = (" ".join(UI_MENU), *UI_BODY, *UI_DIALOG, " ".join(UI_BUTTONS))  # a menu bar and a button row read as lines
     for font, px in (("DejaVu Sans", 13), ("Nimbus Sans", 15), ("DejaVu Sans", 16)):
         out.append(Screen(f"page-{font.split()[0].lower()}-{px}", "ui", "chromium", font, px, ui))
-    out.append(Screen("xmessage-10x20", "ui", "xmessage", "10x20", 20, (*XMESSAGE_LINES, *XMESSAGE_BUTTONS)))
+    out.append(Screen("xmessage-10x20", "ui", "xmessage", "10x20", 20, (*XMESSAGE_LINES, " ".join(XMESSAGE_BUTTONS))))
     return out
 
 
@@ -153,7 +153,7 @@ def _open(desk, screen: Screen, tmp: Path) -> subprocess.Popen:
     if screen.program.startswith("xterm"):
         text = tmp / f"{screen.name}.txt"
         text.write_text("\n".join(screen.lines) + "\n")
-        font = (["-fa", screen.font, "-fs", str(screen.px)] if screen.program == "xterm" else ["-fn", screen.font])
+        font = (["-fa", f"{screen.font}:pixelsize={screen.px}"] if screen.program == "xterm" else ["-fn", screen.font])
         cmd = ["xterm", *font, "-geometry", "76x26+40+40", "-T", "notes", "-hold", "-e", "cat", str(text)]
         cls = "XTerm"
     elif screen.program == "xmessage":
@@ -164,7 +164,7 @@ def _open(desk, screen: Screen, tmp: Path) -> subprocess.Popen:
         page = tmp / f"{screen.name}.html"
         page.write_text(_page(screen.font, screen.px), encoding="utf-8")
         cmd = ["chromium", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-               "--disable-dev-shm-usage", f"--user-data-dir={tmp / 'chromium'}", "--window-position=0,0",
+               "--disable-dev-shm-usage", "--test-type", f"--user-data-dir={tmp / 'chromium'}", "--window-position=0,0",
                "--window-size=1280,800", f"--app=file://{page}"]
         cls = "Chromium"
     proc = subprocess.Popen(cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)

@@ -21,6 +21,7 @@ import numpy as np
 from perception.ocr.base import TextBoxes
 from perception.records import TextLine
 from perception.ocr.spacing import restore_spacing
+from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, spaced
 from perception.weights import packaged_file
 
 _MODELS = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infer.onnx",
@@ -31,7 +32,7 @@ class RapidOCRReader:
     name = "rapidocr"
 
     def __init__(self, min_confidence: float = 0.5, threads: int = 0, restore_spaces: bool = True,
-                 use_cls: bool = True, detect_min_side: int = 0) -> None:
+                 use_cls: bool = True, detect_min_side: int = 0, word_gaps: bool = True) -> None:
         if detect_min_side < 0:
             raise ValueError(f"detect_min_side must be 0 (the frame's own size) or a side in pixels, "
                              f"not {detect_min_side}")
@@ -39,7 +40,8 @@ class RapidOCRReader:
         self.detect_min_side = detect_min_side  # >0: upscale the short side to this before detecting
         self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines); measured ~3% of OCR time
         self.threads = threads  # 0: let ONNX Runtime decide
-        self.restore_spaces = restore_spaces
+        self.restore_spaces = restore_spaces  # wordninja, where the pixels cannot place the spaces
+        self.word_gaps = word_gaps  # spaces from the crop's blank columns (words.py)
         self._engine = None
 
     def _load(self):
@@ -79,20 +81,46 @@ class RapidOCRReader:
         engine = self._load()
         resized, found, quads = boxes.detection
         crops = engine.get_crop_img_list(resized, found)
-        if self.use_cls:
-            crops, _, _ = engine.text_cls(crops)
-        recognized, _ = engine.text_rec(crops, False)
+        turned, verdicts, _ = engine.text_cls(crops) if self.use_cls else (crops, [("0", 0.0)] * len(crops), 0)
         lines = []
-        for quad, (text, conf, *_rest) in zip(quads, recognized):
-            conf = float(conf)
-            text = text.strip()
+        for quad, crop, turn, (label, score) in zip(quads, crops, turned, verdicts):
+            text, conf = self._recognize(engine, crop)
+            if "180" in label and score > engine.text_cls.cls_thresh:
+                # the classifier says upside down (on screen text it is often wrong): keep the surer reading
+                text, conf = max((text, conf), self._recognize(engine, turn), key=lambda tc: tc[1])
             if not text or conf < self.min_confidence:
                 continue
-            if self.restore_spaces:
-                text = restore_spacing(text)
             lines.append(TextLine(text, _bounds(quad), round(conf, 4)))
         lines.sort(key=lambda ln: (ln.box_xyxy[1] // 10, ln.box_xyxy[0]))
         return lines
+
+
+    def _recognize(self, engine, crop: np.ndarray) -> tuple[str, float]:
+        """One line crop read on its own (so its reading never depends on the crops batched with
+        it), its spaces placed from its pixels where they are clean (``words.py``)."""
+        rec = engine.text_rec
+        height = rec.rec_image_shape[1]
+        ratio = crop.shape[1] / float(crop.shape[0])
+        image = rec.resize_norm_img(crop, ratio)
+        probs = rec.session(image[None])[0][0]
+        charset = rec.postprocess_op.character
+        input_width = min(image.shape[2], int(np.ceil(height * ratio)))
+        chars = ctc_chars(probs, charset, crop.shape[1], input_width)
+        if not chars:
+            return "", 0.0
+        conf = float(np.mean([c.confidence for c in chars]))
+        runs = blank_runs(crop) if self.word_gaps else None
+        text = fix_confusions(_ascii_forms(spaced(chars, runs)).strip())
+        if runs is None and self.restore_spaces:
+            text = restore_spacing(text)
+        return text, conf
+
+
+_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}  # the recogniser's "，" and "：" are "," and ":"
+
+
+def _ascii_forms(text: str) -> str:
+    return text.translate(_FULLWIDTH)
 
 
 def _bounds(quad) -> tuple[int, int, int, int]:
