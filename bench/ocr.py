@@ -9,10 +9,7 @@ xmessage under Xvfb. Each reference line is compared with the OCR text closest t
   and for the terminal at 12-16 px, the sizes the issue's target names;
 - the merged/split rate: reference word boundaries lost plus boundaries invented inside words, per
   reference word (``bench.metrics.space_errors``);
-- the character error rate over all lines, and milliseconds of OCR per frame (the reader warmed up);
-- search over the read text: the share of the reference words of at least four characters that a
-  full-text search of a store holding the read lines finds (``search_recall``), the store built as
-  the screenshot path builds it.
+- the character error rate over all lines, and milliseconds of OCR per frame (the reader warmed up).
 """
 
 from __future__ import annotations
@@ -62,6 +59,24 @@ class OcrReport:
         return out[:limit]
 
 
+def format_report(report: OcrReport) -> str:
+    from bench.metrics import meets
+
+    f = report.figures
+    lines = [report.table(), "",
+             f"{f['lines']} lines, {f['words']} words; OCR {f['ms_per_frame']:.0f} ms a 1280x800 frame", ""]
+    for name in ("word_accuracy_terminal", "word_accuracy_terminal_12_16", "word_accuracy_ui", "merged_split_rate",
+                 "ocr_cer"):
+        target = TARGETS.get(name)
+        verdict = (f"  target {target[0]} {target[1]}: {'met' if meets(f[name], *target) else 'MISSED'}"
+                   if target else "")
+        lines.append(f"{name:30} {f[name]:.4f}{verdict}")
+    lines.append(f"merged words {f['merged']}, split words {f['split']}")
+    if misread := report.misreads():
+        lines += ["", "lines not read word for word (reference -> read):", *(f"  {m}" for m in misread)]
+    return "\n".join(lines)
+
+
 def _sum(pairs) -> tuple[int, int]:
     a = b = 0
     for x, y in pairs:
@@ -69,10 +84,8 @@ def _sum(pairs) -> tuple[int, int]:
     return a, b
 
 
-def run(reader, progress: Callable[[str], None] = lambda m: None, search_store=None) -> OcrReport:
-    """Read every screen with ``reader`` (a ``TextReader``) and score it. ``search_store`` (a function
-    from (screen name, read lines) lists to a search function ``query -> set of screen names``)
-    measures search over the read text when given."""
+def run(reader, progress: Callable[[str], None] = lambda m: None) -> OcrReport:
+    """Read every screen with ``reader`` (a ``TextReader``) and score it."""
     from perception.sources.frames import read_image
 
     progress("rendering or reading the cached screens …")
@@ -86,10 +99,7 @@ def run(reader, progress: Callable[[str], None] = lambda m: None, search_store=N
         ms = 1000 * (time.perf_counter() - t0)
         results.append(ScreenResult(s, lines, ms, closest_lines(s.lines, lines)))
         progress(f"{s.name}: {len(lines)} lines read in {ms:.0f} ms")
-    figures = _figures(results)
-    if search_store is not None:
-        figures["search_recall"] = _search_recall(results, search_store)
-    return OcrReport(figures, results)
+    return OcrReport(_figures(results), results)
 
 
 def _figures(results: list[ScreenResult]) -> dict[str, float]:
@@ -113,15 +123,3 @@ def _figures(results: list[ScreenResult]) -> dict[str, float]:
         "ocr_cer": round(edits / chars, 4),
         "ms_per_frame": round(statistics.mean(r.ms for r in results), 1),
     }
-
-
-def _search_recall(results: list[ScreenResult], search_store) -> float:
-    from bench.metrics import word_tokens
-
-    search = search_store([(r.screen.name, r.read) for r in results])
-    asked = found = 0
-    for r in results:
-        for word in {w for line in r.screen.lines for w in word_tokens(line) if len(w) >= 4}:
-            asked += 1
-            found += r.screen.name in search(word)
-    return round(found / asked, 4) if asked else 0.0

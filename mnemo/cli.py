@@ -56,8 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     add_people_parsers(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "store", "locomo", "speed", "capture", "m3", "screenshotvqa", "serve"],
-                       help="perception: ASR, speakers, faces, OCR on real media; store: hybrid search at scale; "
+    bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "capture", "m3", "screenshotvqa",
+                                        "serve"],
+                       help="perception: ASR, speakers, faces, OCR on real media; ocr: screen text "
+                            "with its word boundaries on terminal, page and dialog screens rendered under Xvfb; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
                             "5-minute recording, sequential and on Ray, against ASR alone; capture: the screenshot daemon on "
                             "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
@@ -232,6 +234,16 @@ def cmd_bench(args, cfg) -> int:
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-store-") as tmp:  # the configured embedder's dimension
             figures = bench_store.run(Path(args.store or tmp), args.memories, text_embedder(cfg.graph), progress=progress)
         print(bench_store.format_report(figures))
+    elif args.name == "ocr":
+        from bench import ocr as bench_ocr
+        from mnemo.wiring import build_ocr
+
+        reader = build_ocr(cfg.perception)
+        if reader is None:
+            raise ValueError("bench ocr needs an OCR backend; set [perception] ocr_backend = \"rapidocr\"")
+        report = bench_ocr.run(reader, progress=progress)
+        print(bench_ocr.format_report(report))
+        figures = report.figures
     else:
         from bench import perception as bench_perception
         from mnemo.wiring import build_perceivers, faces_backend_name

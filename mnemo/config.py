@@ -46,6 +46,8 @@ class PerceptionConfig(BaseModel):
     ocr_min_text_fraction: float = Field(0.01, ge=0, le=1, description="run OCR recognition on frames "
                                          "at least this covered by detected text; 0 reads every frame")
     ocr_every_s: float = Field(5.0, ge=0, description="look for on-screen text in video at most this often")
+    ocr_word_gaps: bool = Field(True, description="place spaces in screen text where the line's pixels have "
+                                "blank columns (perception/ocr/words.py); false: the recogniser's own spaces")
     ocr_detect_min_side: int = Field(0, ge=0, description="0: detect text on the frame at its own size; N: "
                                      "upscale the short side to N px first (RapidOCR's default, 736)")
     caption_backend: Literal["none", "vlm"] = "none"  # "vlm" uses the [llm] endpoint

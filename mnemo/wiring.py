@@ -49,6 +49,14 @@ def set_torch_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def build_ocr(cfg: PerceptionConfig, threads: int | None = None):
+    """The configured on-screen text reader, or None."""
+    if cfg.ocr_backend == "none":
+        return None
+    return build("ocr", cfg.ocr_backend, threads=threads or cfg.threads or usable_cpus(),
+                 detect_min_side=cfg.ocr_detect_min_side, word_gaps=cfg.ocr_word_gaps)
+
+
 def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False) -> Perceivers:
     """The perception backends; ``keep_images`` keeps frames and face crops for an LLM writer."""
     faces = faces_backend_name(cfg)
@@ -75,8 +83,7 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device),
         faces=build("faces", faces, **face_kwargs),
         image=image,
-        ocr=(build("ocr", cfg.ocr_backend, threads=threads, detect_min_side=cfg.ocr_detect_min_side)
-             if cfg.ocr_backend != "none" else None),
+        ocr=build_ocr(cfg, threads),
         captioner=captioner,
         frame_fps=cfg.frame_fps,
         decode_threads=threads,
