@@ -86,8 +86,8 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
         cap.send_signal(signal.SIGTERM)
         cap.wait(timeout=180)
     assert answer is not None, f"no clip was ingested: {''.join(lines)}"
-    # the recogniser's word gaps differ between CPUs (one CI machine read "level3bay42" on a
-    # monospace line): what is under test is that the typed fact is found, not OCR spacing
-    assert "bay42" in re.sub(r"\s+", "", answer["answer"]).lower(), answer
+    # the typed words come back as words: spaces are placed from the line's pixels, not from the
+    # recogniser's numerics (which read "level3bay42" on one CI machine and "level 3 bay_42" on another)
+    assert re.search(r"\blevel 3 bay 42\b", answer["answer"]), answer
     assert answer["citations"] and all(c["clip_id"].startswith("screen-") for c in answer["citations"])
     assert any(str(out) in c["source"] for c in answer["citations"])

@@ -24,6 +24,10 @@ from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, spaced
 from perception.weights import packaged_file
 
+# with the pixels' spacing, wordninja still splits letter runs this long (small proportional text
+# whose letter and word gaps are alike: "Atrackbarcreatedwitha"); shorter ones are kept, since a
+# split of a short unknown word is as likely wrong ("BLUEHERON" -> "BLUE HER ON")
+LONG_RUN = 10
 _MODELS = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infer.onnx",
            "models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
 
@@ -99,20 +103,20 @@ class RapidOCRReader:
         """One line crop read on its own (so its reading never depends on the crops batched with
         it), its spaces placed from its pixels where they are clean (``words.py``)."""
         rec = engine.text_rec
-        height = rec.rec_image_shape[1]
+        _, height, width = rec.rec_image_shape
         ratio = crop.shape[1] / float(crop.shape[0])
-        image = rec.resize_norm_img(crop, ratio)
+        image = rec.resize_norm_img(crop, max(ratio, width / height))  # padded to 320 px at least, as RapidOCR does
         probs = rec.session(image[None])[0][0]
         charset = rec.postprocess_op.character
         input_width = min(image.shape[2], int(np.ceil(height * ratio)))
-        chars = ctc_chars(probs, charset, crop.shape[1], input_width)
+        chars = ctc_chars(probs, charset, crop.shape[1], input_width, image.shape[2])
         if not chars:
             return "", 0.0
         conf = float(np.mean([c.confidence for c in chars]))
-        runs = blank_runs(crop) if self.word_gaps else None
-        text = fix_confusions(_ascii_forms(spaced(chars, runs)).strip())
-        if runs is None and self.restore_spaces:
-            text = restore_spacing(text)
+        pixels = blank_runs(crop) if self.word_gaps else None
+        text = fix_confusions(_ascii_forms(spaced(chars, pixels)).strip())
+        if self.restore_spaces:  # long unknown letter runs: by the pixels too, when they were unsure
+            text = restore_spacing(text, LONG_RUN if pixels is not None else 6)
         return text, conf
 
 

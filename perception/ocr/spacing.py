@@ -42,14 +42,14 @@ def _known(word: str) -> bool:
     return word.lower() in _vocabulary()
 
 
-def _split_token(token: str) -> str:
+def _split_token(token: str, min_len: int = _MIN_LEN) -> str:
     if "-" in token.strip("-"):  # "Region-basedsegmentation": each hyphenated part on its own
-        return "-".join(_split_token(part) if part else part for part in token.split("-"))
+        return "-".join(_split_token(part, min_len) if part else part for part in token.split("-"))
     m = _TOKEN.match(token)
     if not m:
         return token
     lead, letters, trail = m.groups()
-    if len(letters) < _MIN_LEN or _known(letters):
+    if len(letters) < min_len or _known(letters):
         return token
     import wordninja
 
@@ -59,8 +59,9 @@ def _split_token(token: str) -> str:
     return lead + " ".join(words) + trail
 
 
-def restore_spacing(text: str) -> str:
-    """``text`` with missing spaces between Latin words put back; other text is unchanged."""
+def restore_spacing(text: str, min_len: int = _MIN_LEN) -> str:
+    """``text`` with missing spaces between Latin words put back (in runs of ``min_len`` letters or
+    more); other text is unchanged."""
     # a sentence end glued to the next word ("panel.There") gets its space first
     text = re.sub(r"(?<=[a-z]{2})([.,;:!?])(?=[A-Z][a-z])", r"\1 ", text)
-    return " ".join(_split_token(t) for t in text.split())
+    return " ".join(_split_token(t, min_len) for t in text.split())

@@ -28,6 +28,10 @@ NARROW, WIDE, JUMP = 0.35, 0.55, 1.8  # proportional text: letter gaps and word 
 DROP = 0.3  # a model's space over no blank run this wide is not one
 MIN_CONTRAST = 60  # grey levels between background and ink for the pixels to be trusted
 MIN_BACKGROUND = 0.5  # share of a clean crop's pixels at the background's level
+# anti-aliased screen text at 10-18 px has 0.8-1.4 edge pixels (between background and ink) per ink
+# pixel; text scaled down into a video frame 1.2-3.2 (measured on the bench screens and opencv-doc)
+MAX_BLUR = 1.6
+UNDERSCORE = 0.6  # an underscore lies this far below the line's band at most (in band heights)
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,13 @@ class Char:
     confidence: float
 
 
-def ctc_chars(probs: np.ndarray, charset: list[str], crop_width: int, input_width: int) -> list[Char]:
+def ctc_chars(probs: np.ndarray, charset: list[str], crop_width: int, input_width: int,
+              padded_width: int) -> list[Char]:
     """Greedy CTC decoding of one line (``probs``: time steps x classes, class 0 the blank) keeping
     each character's centre, mapped to the crop's pixels (``input_width``: the crop's width in the
-    model's input, which it may pad)."""
+    model's input, ``padded_width`` that input's width with its padding)."""
     best = probs.argmax(axis=1)
-    step = input_width / probs.shape[0] * crop_width / input_width if input_width else 0.0
+    step = padded_width / probs.shape[0] * crop_width / input_width if input_width else 0.0
     out: list[Char] = []
     t = 0
     while t < len(best):
@@ -56,10 +61,18 @@ def ctc_chars(probs: np.ndarray, charset: list[str], crop_width: int, input_widt
     return out
 
 
-def blank_runs(crop_rgb: np.ndarray) -> list[tuple[int, int]] | None:
-    """The runs of blank columns between the ink of a line crop, as (start, end) pixel columns, or
-    None when the crop is not clean screen text: too little contrast, or a background that is not
-    flat (a photo, a gradient)."""
+@dataclass(frozen=True)
+class LinePixels:
+    """What a line crop's pixels say about its spacing."""
+
+    runs: list[tuple[int, int]]  # blank column runs between the line's ink, (start, end) columns
+    underline: np.ndarray  # per column: any ink in the line's rows or down to an underscore's depth
+
+
+def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
+    """The runs of blank columns between the ink of a line crop, or None when the crop is not clean
+    screen text: too little contrast, a background that is not flat (a photo, a gradient), or soft
+    edges (``MAX_BLUR``)."""
     grey = crop_rgb.astype(np.float32).mean(axis=2) if crop_rgb.ndim == 3 else crop_rgb.astype(np.float32)
     h, w = grey.shape
     if h < 6 or w < 6:
@@ -70,13 +83,17 @@ def blank_runs(crop_rgb: np.ndarray) -> list[tuple[int, int]] | None:
     if ink_level < MIN_CONTRAST or (distance < 10).mean() < MIN_BACKGROUND:
         return None
     ink = distance > ink_level / 2
+    edge = (distance > 0.15 * ink_level) & (distance < 0.85 * ink_level)
+    if edge.sum() > MAX_BLUR * ink.sum():  # soft edges: scaled-down video text, its blank runs unsure
+        return None
     # the line's own rows: its band of dense rows (x-height to baseline, mostly) with room for
     # ascenders and descenders, so a neighbour line's descenders above it do not fill its gaps
     rows = ink.sum(axis=1)
     first, last = _densest_band(rows >= 0.2 * rows.max(), rows)
     band = last - first + 1
-    top, bottom = max(0, int(first - 0.3 * band)), min(h, int(last + 0.3 * band) + 1)
-    columns = ink[top:bottom].any(axis=0)
+    top, bottom = max(0, int(first - 0.3 * band)), min(h, int(last + 0.45 * band) + 1)
+    # an underscore's columns are not blank: it may lie below the band (UNDERSCORE)
+    columns = ink[top:max(bottom, min(h, int(last + UNDERSCORE * band) + 1))].any(axis=0)
     inked = np.flatnonzero(columns)
     if len(inked) < 2:
         return None
@@ -88,7 +105,7 @@ def blank_runs(crop_rgb: np.ndarray) -> list[tuple[int, int]] | None:
         elif columns[x] and start is not None:
             runs.append((start, x))
             start = None
-    return runs
+    return LinePixels(runs, columns)
 
 
 def _densest_band(dense: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
@@ -106,15 +123,16 @@ def _densest_band(dense: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
     return best
 
 
-def spaced(chars: list[Char], runs: list[tuple[int, int]] | None) -> str:
+def spaced(chars: list[Char], pixels: LinePixels | None) -> str:
     """The line's text, its spaces corrected by the blank runs: a space added where the blank run
     between two characters is at least ``ADD`` character pitches wide, the model's space dropped
-    where it is under ``DROP``; in between the model decides. ``runs`` None: the model's spaces."""
-    if runs is None:
+    where it is under ``DROP``; in between the model decides. ``pixels`` None: the model's spaces."""
+    if pixels is None:
         return "".join(c.text for c in chars).strip()
     glyphs = [c for c in chars if not c.text.isspace()]
     if len(glyphs) < 2:
         return "".join(c.text for c in glyphs)
+    runs = pixels.runs
     model_space = set()
     for i, c in enumerate(chars):
         if c.text.isspace():
@@ -133,7 +151,8 @@ def spaced(chars: list[Char], runs: list[tuple[int, int]] | None) -> str:
     for i, g in enumerate(glyphs):
         if i in spaces:
             out.append(" ")
-        if g.text == "_" and any(a <= g.x <= b and b - a >= DROP * pitch for a, b in runs):
+        x = min(max(int(round(g.x)), 0), len(pixels.underline) - 1)
+        if g.text == "_" and not pixels.underline[max(0, x - 1):x + 2].any():
             out.append(" ")  # an underscore read where the pixels are blank: a space
         else:
             out.append(g.text)

@@ -1,0 +1,49 @@
+"""``mnemo bench ocr`` on screens rendered by xterm, Chromium and xmessage under Xvfb: the reader keeps
+words whole, and without the pixels' spacing it does not."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import os
+
+import pytest
+
+from bench.ocr_screens import missing_tools
+from bench.ocr import TARGETS
+from bench.metrics import meets
+
+
+@pytest.fixture(scope="module")
+def figures():
+    if why := missing_tools():
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    out = subprocess.run([sys.executable, "-m", "mnemo", "bench", "ocr", "--json"], capture_output=True, text=True,
+                         timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_screen_text_keeps_its_words_whole(figures):
+    text, f = figures
+    for key in ("lines", "word_accuracy_terminal", "word_accuracy_ui", "merged_split_rate", "ocr_cer", "ms_per_frame"):
+        assert key in f, key
+    assert f["lines"] >= 100 and f["words"] >= 1000
+    for name, (op, bound) in TARGETS.items():
+        assert meets(f[name], op, bound), (name, f[name], text)
+    assert "word_accuracy_terminal_12_16" in text and "lines not read word for word" in text
+
+
+def test_without_the_pixels_spacing_words_are_merged(figures):
+    """The same screens read with the recogniser's own spaces: the check above can fail."""
+    from bench import ocr
+    from perception.ocr.ocr_rapidocr import RapidOCRReader
+
+    _, spaced = figures
+    plain = ocr.run(RapidOCRReader(threads=1, word_gaps=False)).figures
+    assert plain["merged_split_rate"] > 3 * spaced["merged_split_rate"]
+    assert plain["word_accuracy_terminal_12_16"] < TARGETS["word_accuracy_terminal_12_16"][1]

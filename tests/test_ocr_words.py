@@ -1,0 +1,92 @@
+"""Word boundaries of screen text from a line's pixels (perception/ocr/words.py), and the bench's
+word metrics, on hand-made cases."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.metrics import space_errors, words_found
+from perception.ocr.words import Char, LinePixels, blank_runs, fix_confusions, spaced
+
+
+def chars(text: str, pitch: float = 10.0, start: float = 5.0) -> list[Char]:
+    """One Char per character of ``text`` on a monospace grid (a space is a cell too)."""
+    return [Char(c, start + i * pitch, 0.99) for i, c in enumerate(text)]
+
+
+def pixels(runs: list[tuple[int, int]], width: int = 200) -> LinePixels:
+    """The line's pixels as ``blank_runs`` gives them: these runs blank, every other column inked."""
+    inked = np.ones(width, bool)
+    for a, b in runs:
+        inked[a:b] = False
+    return LinePixels(sorted(runs), inked)
+
+
+def test_a_wide_blank_run_is_a_space_the_model_missed():
+    read = [c for c in chars("ships on") if c.text != " "]  # the model read "shipson"
+    runs = [(51, 59), (22, 24)]  # the blank cell between "s" and "o", and a letter gap
+    assert spaced(read, pixels(runs)) == "ships on"
+
+
+def test_a_model_space_over_no_blank_run_is_dropped():
+    read = chars("BLUE HERON")
+    # "BLUE HER ON": the model's second space lies where the pixels are inked; only 1 px letter gaps
+    read = read[:8] + [Char(" ", read[7].x + 5, 0.6)] + read[8:]
+    runs = [(38, 52)] + [(int(c.x) + 4, int(c.x) + 5) for c in read[5:]]
+    assert spaced(read, pixels(runs)) == "BLUE HERON"
+
+
+def test_monospace_gaps_beside_narrow_glyphs_are_not_spaces():
+    read = chars("10.0.4.21")
+    # beside "." a monospace cell leaves 4-5 px of blank on each side: under a whole cell
+    runs = [(int(c.x) - 9, int(c.x) - 5) for c in read if c.text == "."] + \
+           [(int(c.x) + 5, int(c.x) + 9) for c in read if c.text == "."]
+    assert spaced(read, pixels(runs)) == "10.0.4.21"
+
+
+def test_an_underscore_read_over_blank_pixels_is_a_space():
+    read = chars("is_level")
+    runs = [(20, 32)]  # the underscore's cell (x=25) is blank
+    assert spaced(read, pixels(runs)) == "is level"
+    assert spaced(read, pixels([(20, 21)])) == "is_level"  # inked there: a real underscore
+
+
+def test_proportional_text_spaces_from_the_two_groups_of_gaps():
+    # letter gaps of 1-3 px, word spaces of 6-7 px, pitch 10: no run in between, so 6 px is a space
+    words = ["Please", "lock", "the", "shed"]
+    read, runs, x = [], [], 5.0
+    for w in words:
+        for i, c in enumerate(w):
+            read.append(Char(c, x, 0.99))
+            if i < len(w) - 1:
+                runs.append((int(x) + 4, int(x) + 4 + (1 + i % 3)))
+            x += 10
+        runs.append((int(x) - 6, int(x)))  # the word space ends where the next word's glyph begins
+        x += 2
+    runs.pop()
+    assert spaced(read, pixels(runs)) == "Please lock the shed"
+    assert spaced(read, None) == "Pleaselocktheshed"  # no pixels to trust: the model's reading
+
+
+def test_blank_runs_on_a_drawn_line_and_none_on_a_photo():
+    crop = np.full((20, 60, 3), 255, np.uint8)
+    for x0, x1 in ((5, 12), (14, 21), (32, 39)):  # two glyphs 2 px apart, a 11 px space, a third glyph
+        crop[5:15, x0:x1] = 0
+    assert blank_runs(crop).runs == [(12, 14), (21, 32)]
+    noise = np.random.default_rng(0).integers(0, 256, (20, 60, 3), dtype=np.uint8)
+    assert blank_runs(noise) is None
+    assert blank_runs(np.full((20, 60, 3), 128, np.uint8)) is None  # no ink
+
+
+def test_glyph_confusions_fixed_only_where_the_word_decides():
+    assert fix_confusions("0rder 1ogin ERRoR INFo at 9l percent") == "Order login ERROR INFO at 91 percent"
+    for kept in ("4f2a9c1", "1st", "B17", "BA 283", "README.md", "10.0.4.21", "x86_64"):
+        assert fix_confusions(kept) == kept
+
+
+def test_the_bench_counts_merged_and_split_words():
+    assert space_errors("It ships on Friday", "It shipson Friday") == (1, 0)
+    assert space_errors("codename: BLUEHERON", "codename: BLUE HER ON") == (0, 2)
+    assert space_errors("level 3 bay 42", "level 3 bay 42") == (0, 0)
+    assert space_errors("level 3 bay 42", "levl 3 bay 42") == (0, 0)  # a misread letter is CER's
+    assert words_found("the spot is level 3 bay 42", "the spot is level3 bay 42.") == (5, 7)
