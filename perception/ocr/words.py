@@ -1,19 +1,25 @@
 """Word boundaries of a recognised line from its pixels.
 
 PP-OCR's recogniser decides spaces from a crop resized to 48 px high, and on screen text it often
-gets them wrong: monospace glyphs at 10-18 px leave gaps between letters close to a space's width
-once scaled, and the model (trained mostly on Chinese) emits few spaces anyway. Measured on
-``mnemo bench ocr`` before this: 78 % of terminal words at 12-16 px read whole, 6 % of word
-boundaries lost or invented. Whether the model emits a space also moves with tiny numeric
-differences, so it differed between CPUs.
+gets them wrong: it emits few spaces (it was trained mostly on Chinese), and whether it emits one
+moves with the crop's neighbours in a batch and with small numeric differences. Measured on
+``mnemo bench ocr`` before this module: 84 % of terminal words at 12-16 px read whole, 6 % of word
+boundaries lost or invented.
 
-Screen text has what scene text lacks: flat background, crisp ink, and a blank column run where
-every space is. So the line's characters keep the model's reading, and the spaces come from the
-pixels: the CTC decoder gives each character its position in the crop, the crop's ink profile gives
-its blank runs, and a blank run at least ``GAP`` times the line's character pitch wide is a space
-between the characters on either side of it; a space the model put where the pixels show no gap is
-dropped. A crop whose background and ink are not cleanly separated (a photo, a gradient, low
-contrast) keeps the model's spaces.
+Screen text has what scene text lacks: a flat background, crisp ink, and a blank column run where
+every space is. So a line keeps the model's characters, and its spaces are corrected by its pixels:
+the CTC decoder gives each character its position in the crop, the crop's ink (in the line's own
+rows) gives the blank runs between characters, and
+
+- a blank run at least ``ADD`` character pitches wide is a space, whatever the model read (a
+  monospace space is a whole cell; a narrow glyph such as ``.`` leaves under half a cell);
+- proportional text, whose gaps fall in two groups with nothing between ``NARROW`` and ``WIDE``
+  pitches, has its spaces at the wide group;
+- a space the model put over a blank run narrower than ``DROP`` pitches is dropped;
+- an underscore read where the line's columns hold no ink is a space.
+
+A crop that is not clean screen text (low contrast, a background that is not flat, soft edges as
+in text scaled down into a video frame) keeps the model's spaces. Figures: README, ``bench ocr``.
 """
 
 from __future__ import annotations
