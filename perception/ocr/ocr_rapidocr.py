@@ -2,7 +2,8 @@
 
 The ONNX files ship inside ``rapidocr-onnxruntime``; each is checked by SHA-256 before the engine
 is built. Lines come back in reading order (top to bottom, then left to right) with their boxes and
-recognition confidence, and Latin lines get their word spacing restored (``spacing.py``).
+recognition confidence. Each line is recognised on its own, and its spaces are placed from its
+pixels where it is clean screen text (``words.py``), else restored by a word model (``spacing.py``).
 
 Detection runs on the frame at its own size by default (``detect_min_side = 0``; a frame whose long
 side is over 2000 px is scaled down). RapidOCR's own default upscales the short side to 736 px first,
@@ -98,7 +99,6 @@ class RapidOCRReader:
         lines.sort(key=lambda ln: (ln.box_xyxy[1] // 10, ln.box_xyxy[0]))
         return lines
 
-
     def _recognize(self, engine, crop: np.ndarray) -> tuple[str, float]:
         """One line crop read on its own (so its reading never depends on the crops batched with
         it), its spaces placed from its pixels where they are clean (``words.py``)."""
@@ -115,8 +115,8 @@ class RapidOCRReader:
         conf = float(np.mean([c.confidence for c in chars]))
         pixels = blank_runs(crop) if self.word_gaps else None
         text = fix_confusions(_ascii_forms(spaced(chars, pixels)).strip())
-        if self.restore_spaces:  # long unknown letter runs: by the pixels too, when they were unsure
-            text = restore_spacing(text, LONG_RUN if pixels is not None else 6)
+        if self.restore_spaces:  # long unknown letter runs; with pixels to go by, only very long ones
+            text = restore_spacing(text) if pixels is None else restore_spacing(text, LONG_RUN)
         return text, conf
 
 
