@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
-	chromium chromium-driver espeak-ng sox
+	chromium chromium-driver espeak-ng sox fonts-urw-base35
 
 .PHONY: demo test install xtools clean
 
