@@ -78,9 +78,27 @@ def test_blank_runs_on_a_drawn_line_and_none_on_a_photo():
     assert blank_runs(np.full((20, 60, 3), 128, np.uint8)) is None  # no ink
 
 
+def test_an_underline_does_not_join_the_words_it_runs_under():
+    # "CV GUI" drawn as a link: glyphs on rows 4-13, a 2-row rule under the whole line on rows 15-16
+    crop = np.full((20, 60, 3), 255, np.uint8)
+    for x0, x1 in ((5, 12), (14, 21), (32, 39), (41, 48), (50, 53)):
+        crop[4:14, x0:x1] = 0
+    crop[15:17, 4:54] = 0
+    pixels = blank_runs(crop)
+    assert (21, 32) in pixels.runs  # the space between the words is blank above the rule
+    assert pixels.underline[21:32].all()  # but an underscore read there lies on the rule: kept
+    read = [Char(c, x, 0.9) for c, x in zip("CV_GUI", (8, 17, 26, 35, 44, 51))]
+    assert spaced(read, pixels) == "CV_GUI"  # no space is added beside the underscore
+    crop[15:17] = 255  # the same words without the rule: the same blank run
+    assert (21, 32) in blank_runs(crop).runs
+
+
 def test_glyph_confusions_fixed_only_where_the_word_decides():
     assert fix_confusions("0rder 1ogin ERRoR INFo at 9l percent") == "Order login ERROR INFO at 91 percent"
-    for kept in ("4f2a9c1", "1st", "B17", "BA 283", "README.md", "10.0.4.21", "x86_64"):
+    # each part of a path or identifier on its own
+    assert fix_confusions("Install: 1ibmixed_sample.so => 1ibs/armeabi-v7a/") == "Install: libmixed_sample.so => libs/armeabi-v7a/"
+    for kept in ("4f2a9c1", "1st", "B17", "BA 283", "README.md", "10.0.4.21", "x86_64", "build-07.example.org",
+                 "v7a", "x0", "3/20"):
         assert fix_confusions(kept) == kept
 
 

@@ -38,6 +38,7 @@ MIN_BACKGROUND = 0.5  # share of a clean crop's pixels at the background's level
 # pixel; text scaled down into a video frame 1.2-3.2 (measured on the bench screens and opencv-doc)
 MAX_BLUR = 1.6
 UNDERSCORE = 0.6  # an underscore lies this far below the line's band at most (in band heights)
+UNDERLINE = 0.5  # a row under the band inked unbroken across this share of the line is an underline
 
 
 @dataclass(frozen=True)
@@ -92,14 +93,19 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
     edge = (distance > 0.15 * ink_level) & (distance < 0.85 * ink_level)
     if edge.sum() > MAX_BLUR * ink.sum():  # soft edges: scaled-down video text, its blank runs unsure
         return None
+    # an underline (a link, a label) is not ink between words; it lies under the ink's middle row
+    rows = ink.sum(axis=1)
+    written = ink
+    ink = _without_underline(ink, int(np.searchsorted(np.cumsum(rows), rows.sum() / 2)) + 1)
     # the line's own rows: its band of dense rows (x-height to baseline, mostly) with room for
     # ascenders and descenders, so a neighbour line's descenders above it do not fill its gaps
     rows = ink.sum(axis=1)
     first, last = _densest_band(rows >= 0.2 * rows.max(), rows)
     band = last - first + 1
     top, bottom = max(0, int(first - 0.3 * band)), min(h, int(last + 0.45 * band) + 1)
-    # an underscore's columns are not blank: it may lie below the band (UNDERSCORE)
-    columns = ink[top:max(bottom, min(h, int(last + UNDERSCORE * band) + 1))].any(axis=0)
+    # an underscore's columns are not blank: it may lie below the band (UNDERSCORE), or on an underline
+    depth = max(bottom, min(h, int(last + UNDERSCORE * band) + 1))
+    columns = ink[top:depth].any(axis=0)
     inked = np.flatnonzero(columns)
     if len(inked) < 2:
         return None
@@ -111,7 +117,31 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
         elif columns[x] and start is not None:
             runs.append((start, x))
             start = None
-    return LinePixels(runs, columns)
+    return LinePixels(runs, written[top:depth].any(axis=0))
+
+
+def _without_underline(rows: np.ndarray, below: int) -> np.ndarray:
+    """``rows`` (the line's ink, top down) with the rows from ``below`` down that hold one unbroken
+    run of ink across most of the line blanked (a rule scaled into a video frame spreads over two
+    rows): underlined text's rule joins its words."""
+    inked = np.flatnonzero(rows.any(axis=0))
+    if len(inked) < 2:
+        return rows
+    span = inked[-1] - inked[0] + 1
+    out = rows.copy()
+    for y in range(max(0, below), rows.shape[0]):
+        pair = rows[y:y + 2].any(axis=0)
+        if _longest_run(pair) >= UNDERLINE * span:
+            out[y:y + 2] = False
+    return out
+
+
+def _longest_run(row: np.ndarray) -> int:
+    """The longest run of True in a 1-d boolean array."""
+    if not row.any():
+        return 0
+    edges = np.diff(np.concatenate(([0], row.astype(np.int8), [0])))
+    return int((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).max())
 
 
 def _densest_band(dense: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
@@ -146,12 +176,15 @@ def spaced(chars: list[Char], pixels: LinePixels | None) -> str:
     widest = []
     for left, right in zip(glyphs, glyphs[1:]):
         widest.append(max((b - a for a, b in runs if left.x <= (a + b) / 2 <= right.x), default=0))
+    # an underscore's own cell is blank where the pixels lose it (on an underline): no space beside it
+    beside_underscore = [left.text == "_" or right.text == "_" for left, right in zip(glyphs, glyphs[1:])]
     pitch = (glyphs[-1].x - glyphs[0].x) / (len(glyphs) - 1 + len(model_space))
     add = min(ADD, _word_gap(widest, pitch))
     spaces = set(model_space)
     for _ in range(2):  # the pitch counts the spaces as cells: once more after adding the missing ones
         spaces = {i for i in range(1, len(glyphs))
-                  if widest[i - 1] >= add * pitch or (i in model_space and widest[i - 1] >= DROP * pitch)}
+                  if (widest[i - 1] >= add * pitch and not beside_underscore[i - 1])
+                  or (i in model_space and widest[i - 1] >= DROP * pitch)}
         pitch = (glyphs[-1].x - glyphs[0].x) / (len(glyphs) - 1 + len(spaces))
     out = []
     for i, g in enumerate(glyphs):
@@ -186,24 +219,31 @@ def fix_confusions(text: str) -> str:
     """The recogniser's glyph confusions on screen fonts, fixed where the word around them decides:
     a lone ``0``/``1`` in a word of letters is ``O``/``o``/``l`` ("0rder", "1ogin"), a lone ``o`` in
     an upper-case word is ``O`` ("ERRoR"), a lone ``l``/``I``/``O``/``o`` among digits is a digit
-    ("9l"). Tokens that mix classes on purpose (hex, versions, "1st", "B17") are left alone."""
+    ("9l"). Each part of a path or identifier is a word of its own ("1ibmixed_sample.so"). Tokens
+    that mix classes on purpose (hex, versions, "1st", "B17", "v7a") are left alone."""
     out = []
     for token in text.split(" "):
         core = token.strip(".,;:!?'\"()[]")
-        fixed = core
-        if len(core) >= 3 and _LETTERS_BUT_ONE_DIGIT.match(core) and not _ORDINAL.match(core):
-            i = next(k for k, c in enumerate(core) if c.isdigit())
-            neighbours = core[max(0, i - 1):i] + core[i + 1:i + 2]
-            upper = neighbours.isupper()
-            if core[i] == "0":
-                fixed = core[:i] + ("O" if upper or i == 0 else "o") + core[i + 1:]
-            else:
-                fixed = core[:i] + ("I" if upper else "l") + core[i + 1:]
-        elif len(core) >= 3 and core.isalpha() and sum(c.islower() for c in core) == 1 and core[1:].lower() != core[1:]:
-            lower = next(k for k, c in enumerate(core) if c.islower())
-            if core[lower] == "o" and core.replace("o", "").isupper():
-                fixed = core.replace("o", "O")
-        elif len(core) >= 2 and sum(c in "lIOo" for c in core) == 1 and sum(c.isdigit() for c in core) == len(core) - 1:
-            fixed = core.translate(str.maketrans("lIOo", "1100"))
+        fixed = "".join(_fix_word(part) for part in _PART.split(core))
         out.append(token.replace(core, fixed) if core else token)
     return " ".join(out)
+
+
+_PART = re.compile(r"([_./\\=-])")  # separators inside paths and identifiers, kept by split
+
+
+def _fix_word(core: str) -> str:
+    if len(core) >= 3 and _LETTERS_BUT_ONE_DIGIT.match(core) and not _ORDINAL.match(core):
+        i = next(k for k, c in enumerate(core) if c.isdigit())
+        neighbours = core[max(0, i - 1):i] + core[i + 1:i + 2]
+        upper = neighbours.isupper()
+        if core[i] == "0":
+            return core[:i] + ("O" if upper or i == 0 else "o") + core[i + 1:]
+        return core[:i] + ("I" if upper else "l") + core[i + 1:]
+    if len(core) >= 3 and core.isalpha() and sum(c.islower() for c in core) == 1 and core[1:].lower() != core[1:]:
+        lower = next(k for k, c in enumerate(core) if c.islower())
+        if core[lower] == "o" and core.replace("o", "").isupper():
+            return core.replace("o", "O")
+    elif len(core) >= 2 and sum(c in "lIOo" for c in core) == 1 and sum(c.isdigit() for c in core) == len(core) - 1:
+        return core.translate(str.maketrans("lIOo", "1100"))
+    return core
