@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from graph.rows import ClipRow, Edge, Entity, Memory
+from graph.spelling import search_text
 
 SCHEMA_VERSION = 2
 # every memory column but the vector: what searches return
@@ -46,6 +47,7 @@ def memory_schema(dim: int) -> pa.Schema:
         ("start_ts", pa.float64()), ("end_ts", pa.float64()), ("entity_ids", pa.list_(pa.string())),
         ("provenance", pa.list_(pa.string())), ("weight", pa.float64()),
         ("valid_from_ts", pa.float64()), ("valid_to_ts", pa.float64()), ("fact", pa.string()),
+        ("search_text", pa.string()),  # what the full-text index reads (graph/spelling.py)
     ])
 
 
@@ -68,7 +70,7 @@ def memory_row(m: Memory, vector) -> dict:
         "clip_id": m.clip_id, "source_path": m.source_path, "start_ts": m.start_ts, "end_ts": m.end_ts,
         "entity_ids": list(m.entity_ids), "provenance": list(m.provenance), "weight": m.weight,
         "valid_from_ts": m.start_ts if m.valid_from_ts is None else m.valid_from_ts,
-        "valid_to_ts": m.valid_to_ts, "fact": m.fact,
+        "valid_to_ts": m.valid_to_ts, "fact": m.fact, "search_text": search_text(m.kind, m.text),
     }
 
 

@@ -4,7 +4,6 @@ time with their similarity to a query."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,9 +12,10 @@ import pyarrow as pa
 from graph import sql
 from graph.rows import Hit, Memory
 from graph.schema import MEMORY_COLUMNS, memory_from_row
+from graph.spelling import full_text_terms
 
 RRF_K = 60
-_WORD = re.compile(r"[A-Za-z0-9']+")
+FTS_COLUMN = "search_text"  # the full-text index's column: the text, and joins of screen words (spelling.py)
 
 
 class HybridSearch:
@@ -52,8 +52,8 @@ class HybridSearch:
             vq = vq.where(where, prefilter=selective)
         tq = None
         terms = full_text_terms(query)
-        if terms and ("text",) in indexed:
-            tq = self.memories.search(terms, query_type="fts").limit(candidates).select(
+        if terms and (FTS_COLUMN,) in indexed:
+            tq = self.memories.search(terms, query_type="fts", fts_columns=FTS_COLUMN).limit(candidates).select(
                 [*MEMORY_COLUMNS, "vector", "_score"])
             if where:
                 tq = tq.where(where, prefilter=selective)
@@ -97,11 +97,6 @@ class HybridSearch:
 
             self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-fts")
         return self._executor
-
-
-def full_text_terms(query: str) -> str:
-    """The query's words for the full-text index (its query syntax would read punctuation)."""
-    return " ".join(_WORD.findall(query))
 
 
 def fuse(vector_hits: list[dict], text_hits: list[dict], text_vectors: np.ndarray | None, qvec: np.ndarray,

@@ -28,7 +28,8 @@ from graph.people import NAME_EVIDENCE, PeopleOp, Person, resolve
 from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row,
                           edge_schema, entity_from_row, entity_row, entity_schema, memory_from_row, memory_row,
                           memory_schema, people_log_schema)
-from graph.search import HybridSearch
+from graph.search import FTS_COLUMN, HybridSearch
+from graph.spelling import search_text
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class Store(HybridSearch):
         self._db = lancedb.connect(self.uri, read_consistency_interval=interval)
         self.memories = self._open("memories", memory_schema(embedder.dim))
         self._check_memory_schema()
+        self._add_search_text()
         self.clips = self._open("clips", clip_schema())
         self.entities = self._open("entities", entity_schema())
         self.edges = self._open("edges", edge_schema())
@@ -91,6 +93,14 @@ class Store(HybridSearch):
                 f"{self.embedder.name!r} gives {self.embedder.dim}-d; use the embedder the store was "
                 "built with (graph.text_embedder) or ingest into a new --store"
             )
+
+    def _add_search_text(self) -> None:
+        """A store written before ``search_text`` existed gets the column, holding each memory's
+        text (the joins of screen words come with memories written from now on); its full-text
+        index moves to the column at the next ``refresh_indexes``."""
+        if "search_text" not in self.memories.schema.names:
+            log.info("%s: adding the memories' search_text column", self.uri)
+            self.memories.add_columns({"search_text": "text"})
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -271,13 +281,14 @@ class Store(HybridSearch):
             "weight": [m.weight for m in memories],
             "valid_from_ts": [m.start_ts if m.valid_from_ts is None else m.valid_from_ts for m in memories],
             "valid_to_ts": [m.valid_to_ts for m in memories], "fact": [m.fact for m in memories],
+            "search_text": [search_text(m.kind, m.text) for m in memories],
         }
         self.memories.add(pa.table([pa.array(columns[f.name], type=f.type) if f.name != "vector" else columns[f.name]
                                     for f in schema], schema=schema))
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
-        text, scalar indexes on id, recording and start time (from 10,000 memories), and the vector index.
+        text (``search_text``), scalar indexes on id, recording and start time (from 10,000 memories), and the vector index.
 
         Every table is compacted first: each clip write adds a small fragment per table, and reads
         slow down with their number (measured on a LoCoMo conversation, 535 memories in 157
@@ -297,8 +308,10 @@ class Store(HybridSearch):
         for table in (self.memories, self.edges, self.entities, self.clips):
             table.optimize()
         have = {tuple(ix.columns) for ix in self.memories.list_indices()}
-        if ("text",) not in have:
-            self.memories.create_index("text", config=FTS(), replace=True)
+        if (FTS_COLUMN,) not in have:
+            self.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
+            if ("text",) in have:  # a store from before search_text: its old full-text index goes
+                self.memories.drop_index(next(ix.name for ix in self.memories.list_indices() if ix.columns == ["text"]))
         # from 10,000 memories: the id index keeps upserts fast, the recording and start-time
         # indexes serve neighbour queries (a time range in one recording)
         for column in ("memory_id", "source_path", "start_ts"):

@@ -87,7 +87,7 @@ def test_indexes_take_in_new_rows_without_a_rebuild(hash_store):
     hash_store.commit_clip(_clip("c2", 2000.0), [_mem("a memory about zebras", "c2", 2000.0)], [])
     assert hash_store.search("zebras", k=1)[0].text_rank == 1  # unindexed rows are searched too
     hash_store.refresh_indexes()
-    (after,) = [ix for ix in hash_store.memories.list_indices() if ix.columns == ["text"]]
+    (after,) = [ix for ix in hash_store.memories.list_indices() if ix.columns == ["search_text"]]
     assert after.num_unindexed_rows == 0 and after.num_indexed_rows == 2  # taken in by optimize()
     assert hash_store.search("tea", k=1)[0].text_rank == 1
 
@@ -130,3 +130,38 @@ def test_neighbours_include_a_memory_longer_than_the_assumed_span(hash_store, tm
         texts = {h.memory.text for h in store.neighbour_hits([seed], vector, window_s=30.0)}
         assert texts == {"a long talk"}
         assert store.longest_memory_s() >= 101.0
+
+
+def _screen(text, clip_id="c1", start=1000.0):
+    return Memory(content_id(clip_id, "screen", text), "resource", f"On screen at 10:00: {text}", clip_id,
+                  "/rec/screens", start, start + 30.0, (), ())
+
+
+@pytest.mark.parametrize("query", ["BLUEHERON", "ships on", "bay42", "level3"])
+def test_screen_text_is_found_whatever_its_word_boundaries(hash_store, query):
+    """Words the screen reader split, merged or joined with "_" are found by the words as typed."""
+    read = _screen("codename: BLUE HER ON | It shipson Friday | level 3 bay_42")
+    said = _mem('<voice_1> said: "the BLUE HER ON note, level 3"')  # speech is not joined
+    hash_store.commit_clip(_clip(), [read, said], [])
+    hash_store.refresh_indexes()
+    hits = hash_store.search(query, k=2)
+    assert [h.memory.kind for h in hits if h.text_rank is not None] == ["resource"]
+    # the joins stay inside a screen line and out of speech: "onit" spans " | ", "blueheron" is spoken
+    assert not [h for h in hash_store.search("onit", k=2) if h.text_rank is not None]
+
+
+def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path):
+    embedder = build_text_embedder("hash")
+    old = Store(tmp_path / "s", embedder)
+    old.commit_clip(_clip(), [_mem("a memory about zebras")], [])
+    old.refresh_indexes()
+    old.memories.drop_columns(["search_text"])  # as a store written before the column existed
+    old.memories.create_index("text", config=__import__("lancedb").index.FTS(), replace=True)
+    store = Store(tmp_path / "s", embedder)
+    assert "search_text" in store.memories.schema.names
+    store.refresh_indexes()
+    assert [ix.columns for ix in store.memories.list_indices()] == [["search_text"]]
+    assert store.search("zebras", k=1)[0].text_rank == 1
+    store.commit_clip(_clip("c2", 2000.0), [_screen("BLUE HER ON", "c2", 2000.0)], [])
+    store.refresh_indexes()
+    assert store.search("BLUEHERON", k=1)[0].text_rank == 1

@@ -1,0 +1,48 @@
+"""Full-text search that forgives word boundaries read wrong from a screen.
+
+OCR of screen text still splits or merges some words ("BLUE HER ON" for "BLUEHERON", "shipson" for
+"ships on", "level3bay_42"). The full-text index of the memories is built on ``search_text``: the
+memory's text plus, for screen text (``resource`` memories), every run of two or three adjacent
+words written together ("blueher", "heron", "blueheron"). A query is searched with its words and
+the joins of each two adjacent words ("shipson"). So a query word matches a stored token that
+differs from it only in spacing or an inserted ``_``/``-`` (the index's tokenizer splits at those):
+stored "BLUE HER ON" is found by "BLUEHERON", stored "shipson" by "ships on", stored "bay_42" by
+"bay42". Figures: ``mnemo bench ocr`` (``search_found``).
+"""
+
+from __future__ import annotations
+
+import re
+
+JOIN_WORDS = 3  # runs of up to this many adjacent words are also indexed written together
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_TOKEN = re.compile(r"[A-Za-z0-9]+")  # as the index's tokenizer splits: at spaces, "_", "-", "." …
+_SEGMENT = re.compile(r"\s\|\s|\n")  # screen lines are joined with " | " in a memory's text
+FORGIVING_KINDS = ("resource",)  # what was read from a screen
+
+
+def joined(text: str, longest: int = JOIN_WORDS) -> list[str]:
+    """Each run of 2..``longest`` adjacent tokens of ``text`` written together, lower-cased, within
+    each line (never across a `` | `` that separates screen lines)."""
+    out: list[str] = []
+    for segment in _SEGMENT.split(text):
+        tokens = [t.lower() for t in _TOKEN.findall(segment)]
+        for n in range(2, longest + 1):
+            out += ["".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return out
+
+
+def search_text(kind: str, text: str) -> str:
+    """What the full-text index holds for a memory: its text, and for screen text the joins."""
+    if kind not in FORGIVING_KINDS:
+        return text
+    joins = joined(text)
+    return f"{text}\n{' '.join(joins)}" if joins else text
+
+
+def full_text_terms(query: str) -> str:
+    """The query's words for the full-text index (its query syntax would read punctuation), and the
+    joins of adjacent words, so a word the screen read merged is found."""
+    words = _WORD.findall(query)
+    lower = {w.lower() for w in words}
+    return " ".join(words + [j for j in joined(" ".join(words), longest=2) if j not in lower])
