@@ -9,7 +9,10 @@ xmessage under Xvfb. Each reference line is compared with the OCR text closest t
   and for the terminal at 12-16 px, the sizes the issue's target names;
 - the merged/split rate: reference word boundaries lost plus boundaries invented inside words, per
   reference word (``bench.metrics.space_errors``);
-- the character error rate over all lines, and milliseconds of OCR per frame (the reader warmed up).
+- the character error rate over all lines, and milliseconds of OCR per frame (the reader warmed up);
+- search: the share of reference words a full-text search finds in the line read for them, with
+  the store's forgiving index (``search_found``: screen words joined, ``graph/spelling.py``) and
+  with the plain text (``search_found_plain``).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def format_report(report: OcrReport) -> str:
     lines = [report.table(), "",
              f"{f['lines']} lines, {f['words']} words; OCR {f['ms_per_frame']:.0f} ms a 1280x800 frame", ""]
     for name in ("word_accuracy_terminal", "word_accuracy_terminal_12_16", "word_accuracy_ui", "merged_split_rate",
-                 "ocr_cer"):
+                 "ocr_cer", "search_found_plain", "search_found"):
         target = TARGETS.get(name)
         verdict = (f"  target {target[0]} {target[1]}: {'met' if meets(f[name], *target) else 'MISSED'}"
                    if target else "")
@@ -99,7 +102,47 @@ def run(reader, progress: Callable[[str], None] = lambda m: None) -> OcrReport:
         ms = 1000 * (time.perf_counter() - t0)
         results.append(ScreenResult(s, lines, ms, closest_lines(s.lines, lines)))
         progress(f"{s.name}: {len(lines)} lines read in {ms:.0f} ms")
-    return OcrReport(_figures(results), results)
+    progress("searching the read lines for every reference word …")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-ocr-") as tmp:
+        return OcrReport({**_figures(results), **search_figures(results, tmp)}, results)
+
+
+def search_figures(results: list[ScreenResult], folder) -> dict[str, float]:
+    """How many reference words a full-text search finds in the line read for them, with the store's
+    forgiving index (``graph/spelling.py``: screen words joined) and with the plain text, in
+    LanceDB tables of the read lines (FTS as the store builds it). Words the index cannot find in
+    their own reference line (stop words) are not counted."""
+    import lancedb
+    import pyarrow as pa
+    from lancedb.index import FTS
+
+    from bench.metrics import word_tokens
+    from graph.spelling import full_text_terms, search_text
+
+    pairs = [p for r in results for p in r.pairs]
+    rows = [{"line": i, "ref": ref, "text": read, "search_text": search_text("resource", read)}
+            for i, (ref, read) in enumerate(pairs)]
+    table = lancedb.connect(str(folder)).create_table("lines", pa.Table.from_pylist(rows), mode="overwrite")
+    for column in ("ref", "text", "search_text"):
+        table.create_index(column, config=FTS(), replace=True)
+
+    def finds(word: str, column: str, line: int) -> bool:
+        terms = full_text_terms(word) if column == "search_text" else " ".join(word_tokens(word))
+        hits = table.search(terms, query_type="fts", fts_columns=column).limit(None).to_list()
+        return any(h["line"] == line for h in hits)
+
+    counted = plain = forgiving = 0
+    for line, (ref, _) in enumerate(pairs):
+        for word in {w for w in word_tokens(ref)}:
+            if not finds(word, "ref", line):
+                continue
+            counted += 1
+            plain += finds(word, "text", line)
+            forgiving += finds(word, "search_text", line)
+    return {"search_words": counted, "search_found_plain": round(plain / counted, 4) if counted else 0.0,
+            "search_found": round(forgiving / counted, 4) if counted else 0.0}
 
 
 def _figures(results: list[ScreenResult]) -> dict[str, float]:

@@ -30,8 +30,10 @@ def figures():
 
 def test_screen_text_keeps_its_words_whole(figures):
     text, f = figures
-    for key in ("lines", "word_accuracy_terminal", "word_accuracy_ui", "merged_split_rate", "ocr_cer", "ms_per_frame"):
+    for key in ("lines", "word_accuracy_terminal", "word_accuracy_ui", "merged_split_rate", "ocr_cer", "ms_per_frame",
+                "search_found", "search_found_plain"):
         assert key in f, key
+    assert f["search_found"] >= f["search_found_plain"] and f["search_words"] >= 1000
     assert f["lines"] >= 100 and f["words"] >= 1000
     for name, (op, bound) in TARGETS.items():
         assert meets(f[name], op, bound), (name, f[name], text)

@@ -108,3 +108,15 @@ def test_the_bench_counts_merged_and_split_words():
     assert space_errors("level 3 bay 42", "level 3 bay 42") == (0, 0)
     assert space_errors("level 3 bay 42", "levl 3 bay 42") == (0, 0)  # a misread letter is CER's
     assert words_found("the spot is level 3 bay 42", "the spot is level3 bay 42.") == (5, 7)
+
+
+def test_the_bench_searches_the_read_lines_with_and_without_the_forgiving_index(tmp_path):
+    from bench.ocr import ScreenResult, search_figures
+    from bench.ocr_screens import screens
+
+    pairs = [("Quarterly launch codename: BLUEHERON", "Quarterly launch codename: BLUE HER ON"),
+             ("It ships on Friday", "It shipson Friday"), ("level 3 bay 42", "level 3 bay_42")]
+    f = search_figures([ScreenResult(screens()[0], [], 0.0, pairs)], tmp_path)
+    # ten searchable words ("It" and "on" are stop words); "BLUEHERON" is found only through the
+    # joins, "ships" (glued to "on") by neither; "bay" and "42" through the tokenizer's split at "_"
+    assert f == {"search_words": 10, "search_found_plain": 0.8, "search_found": 0.9}
