@@ -101,20 +101,55 @@ def screens() -> list[Screen]:
 
 
 def screen_folder() -> Path:
-    """The folder of rendered frames (``<name>.png``), rendered first when missing or stale."""
-    key = hashlib.sha256(json.dumps([VERSION, [s.__dict__ for s in screens()]]).encode()).hexdigest()[:16]
-    root = cache_dir() / "ocr-screens"
-    if (root / ".key").is_file() and (root / ".key").read_text() == key and all(
-            (root / f"{s.name}.png").is_file() for s in screens()):
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    """The folder of rendered frames (``<name>.png``), rendered first when missing or stale. The
+    frames are rendered into a folder of their own and moved in place, so two processes rendering
+    at once never leave one half-written."""
+    import os
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="mnemo-ocr-screens-") as tmp:
-        _render_all(root, Path(tmp))
-    (root / ".key").write_text(key)
+    key = hashlib.sha256(json.dumps([VERSION, [s.__dict__ for s in screens()]]).encode()).hexdigest()[:16]
+    root = cache_dir() / "ocr-screens"
+    if _complete(root, key):
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=".ocr-screens-", dir=root.parent))
+    try:
+        with tempfile.TemporaryDirectory(prefix="mnemo-ocr-screens-") as tmp:
+            _render_all(fresh, Path(tmp))
+        (fresh / ".key").write_text(key)
+        if not _complete(root, key):  # another process may have finished first
+            shutil.rmtree(root, ignore_errors=True)
+            os.replace(fresh, root)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
     return root
+
+
+def _complete(root: Path, key: str) -> bool:
+    return ((root / ".key").is_file() and (root / ".key").read_text() == key
+            and all((root / f"{s.name}.png").is_file() for s in screens()))
+
+
+def render(screen: Screen, size: str = "1280x800"):
+    """One screen rendered on a desktop of ``size`` (``WxH``) and grabbed, as an RGB array."""
+    import tempfile
+
+    import mss
+    import numpy as np
+
+    from bench.xdesktop import Desktop
+
+    if why := missing_tools():
+        raise RuntimeError(f"rendering a screen needs real X programs: {why}")
+    with tempfile.TemporaryDirectory(prefix="mnemo-screen-") as tmp:
+        desk = Desktop(Path(tmp), size=size)
+        try:
+            _open(desk, screen, Path(tmp))
+            with mss.MSS(display=desk.display) as grab:
+                shot = grab.grab(grab.monitors[1])
+                return np.frombuffer(shot.rgb, dtype=np.uint8).reshape(shot.height, shot.width, 3).copy()
+        finally:
+            desk.close()
 
 
 def missing_tools() -> str:

@@ -50,6 +50,9 @@ class PerceptionConfig(BaseModel):
                                 "blank columns (perception/ocr/words.py); false: the recogniser's own spaces")
     ocr_detect_min_side: int = Field(0, ge=0, description="0: detect text on the frame at its own size; N: "
                                      "upscale the short side to N px first (RapidOCR's default, 736)")
+    ocr_detect_max_side: int = Field(4096, ge=640, description="a frame with a longer side is scaled down to "
+                                     "it to detect text (its lines are read at full size); 4096 detects a 4K screen "
+                                     "as it is, 2000 (RapidOCR's own cap) costs a quarter of that and misses small text")
     caption_backend: Literal["none", "vlm"] = "none"  # "vlm" uses the [llm] endpoint
 
 

@@ -54,7 +54,8 @@ def build_ocr(cfg: PerceptionConfig, threads: int | None = None):
     if cfg.ocr_backend == "none":
         return None
     return build("ocr", cfg.ocr_backend, threads=threads or cfg.threads or usable_cpus(),
-                 detect_min_side=cfg.ocr_detect_min_side, word_gaps=cfg.ocr_word_gaps)
+                 detect_min_side=cfg.ocr_detect_min_side, detect_max_side=cfg.ocr_detect_max_side,
+                 word_gaps=cfg.ocr_word_gaps)
 
 
 def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False) -> Perceivers:

@@ -9,6 +9,10 @@ import numpy as np
 
 from perception.records import TextLine
 
+# a detected region less high than this holds text of about 8 px or less (DBNet's boxes are padded:
+# measured under Xvfb, 10 px xterm text gives 16-21 px regions, 8 px text 14-23, 6 px text 8-13)
+SMALL_REGION_PX = 14
+
 
 @dataclass(frozen=True)
 class TextBoxes:
@@ -17,6 +21,20 @@ class TextBoxes:
 
     fraction: float
     detection: object = None
+    regions: int = 0  # text regions found
+    small: int = 0  # of them, regions of text about 8 px high or less (SMALL_REGION_PX as the detector saw them)
+
+    def unreadable_note(self, lines_read: int, at_s: float) -> str | None:
+        """What a clip's notes say when text was found on the frame but could not be read well: most
+        of its regions gave no line, or several hold text too small to read reliably (what was read
+        of it is kept); None otherwise (a lone icon taken for text is no news)."""
+        missed = max(0, self.regions - lines_read)
+        parts = []
+        if missed >= 2 and 2 * missed >= self.regions:
+            parts.append(f"{missed} of {self.regions} text regions unreadable")
+        if self.small >= 2:
+            parts.append(f"{self.small} regions of text about 8 px high or less, read unreliably")
+        return f"on-screen text at {at_s:.1f} s: {'; '.join(parts)}" if parts else None
 
 
 @runtime_checkable

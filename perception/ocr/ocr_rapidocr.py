@@ -6,7 +6,8 @@ recognition confidence. Each line is recognised on its own, and its spaces are p
 pixels where it is clean screen text (``words.py``), else restored by a word model (``spacing.py``).
 
 Detection runs on the frame at its own size by default (``detect_min_side = 0``; a frame whose long
-side is over 2000 px is scaled down). RapidOCR's own default upscales the short side to 736 px first,
+side is over ``DETECT_MAX_SIDE`` px is scaled down for detection, and its lines are still read from
+its own pixels). RapidOCR's own default upscales the short side to 736 px first,
 which on a 960x540 video frame is 1.9 times the pixels: measured at 1 thread on the two opencv-doc
 screens of ``mnemo bench perception``, detection took 0.24-0.27 s a frame instead of 0.52, and the
 character error rates were 0.010 instead of 0.024 (``ocr_cer``) and 0.019 instead of 0.048
@@ -19,7 +20,7 @@ import logging
 
 import numpy as np
 
-from perception.ocr.base import TextBoxes
+from perception.ocr.base import SMALL_REGION_PX, TextBoxes
 from perception.records import TextLine
 from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, spaced
@@ -29,6 +30,10 @@ from perception.weights import packaged_file
 # whose letter and word gaps are alike: "Atrackbarcreatedwitha"); shorter ones are kept, since a
 # split of a short unknown word is as likely wrong ("BLUEHERON" -> "BLUE HER ON")
 LONG_RUN = 10
+# a frame with a longer side is scaled down to it for detection: a 4K screen (3840 px) is detected
+# at its own size, since at 2000 px (RapidOCR's cap) its 14 px terminal text lost most of its words
+# (an xterm under Xvfb: 12 of 87 words found, 87 at its own size)
+DETECT_MAX_SIDE = 4096
 _MODELS = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infer.onnx",
            "models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
 
@@ -37,10 +42,12 @@ class RapidOCRReader:
     name = "rapidocr"
 
     def __init__(self, min_confidence: float = 0.5, threads: int = 0, restore_spaces: bool = True,
-                 use_cls: bool = True, detect_min_side: int = 0, word_gaps: bool = True) -> None:
+                 use_cls: bool = True, detect_min_side: int = 0, word_gaps: bool = True,
+                 detect_max_side: int = DETECT_MAX_SIDE) -> None:
         if detect_min_side < 0:
             raise ValueError(f"detect_min_side must be 0 (the frame's own size) or a side in pixels, "
                              f"not {detect_min_side}")
+        self.detect_max_side = detect_max_side  # a longer frame is scaled down to this to detect text
         self.min_confidence = min_confidence
         self.detect_min_side = detect_min_side  # >0: upscale the short side to this before detecting
         self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines); measured ~3% of OCR time
@@ -56,10 +63,17 @@ class RapidOCRReader:
             for rel in _MODELS:
                 packaged_file("rapidocr_onnxruntime", rel)
             n = self.threads or -1
-            # "max" never upscales; it scales a frame down only when its long side is over 2000 px
+            # "max" never upscales; it scales a frame down only when its long side is over detect_max_side
             size = ({"det_limit_type": "min", "det_limit_side_len": self.detect_min_side} if self.detect_min_side
-                    else {"det_limit_type": "max", "det_limit_side_len": 2000})
-            self._engine = RapidOCR(intra_op_num_threads=n, inter_op_num_threads=n, **size)
+                    else {"det_limit_type": "max", "det_limit_side_len": self.detect_max_side})
+            self._engine = RapidOCR(intra_op_num_threads=n, inter_op_num_threads=n,
+                                    max_side_len=self.detect_max_side, **size)
+            if not self.detect_min_side:
+                # the detector's own step caps a frame at 2000 px whatever it is told: ours holds
+                from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
+
+                det, side = self._engine.text_det, self.detect_max_side
+                det.get_preprocess = lambda _: DetPreProcess(side, "max", det.mean, det.std)
             # RapidOCR attaches its own stream handler; our CLI owns logging
             logging.getLogger("RapidOCR").handlers.clear()
             logging.getLogger("RapidOCR").propagate = True
@@ -77,7 +91,8 @@ class RapidOCRReader:
             return TextBoxes(0.0)
         quads = engine._get_origin_points(found, record, raw_h, raw_w)  # in the frame's pixels
         area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in map(_bounds, quads))
-        return TextBoxes(float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads))
+        small = sum(1 for _, y0, _, y1 in map(_bounds, found) if y1 - y0 < SMALL_REGION_PX)  # as DBNet saw them
+        return TextBoxes(float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads), len(quads), small)
 
     def read(self, frame_rgb: np.ndarray, boxes: TextBoxes | None = None) -> list[TextLine]:
         boxes = boxes if boxes is not None else self.detect(frame_rgb)
@@ -85,7 +100,10 @@ class RapidOCRReader:
             return []
         engine = self._load()
         resized, found, quads = boxes.detection
-        crops = engine.get_crop_img_list(resized, found)
+        if resized.shape[:2] == frame_rgb.shape[:2]:
+            crops = engine.get_crop_img_list(resized, found)
+        else:  # detected on a scaled copy (an 8K screen): each line is read from the frame's own pixels
+            crops = engine.get_crop_img_list(np.ascontiguousarray(frame_rgb[:, :, ::-1]), list(quads))
         turned, verdicts, _ = engine.text_cls(crops) if self.use_cls else (crops, [("0", 0.0)] * len(crops), 0)
         lines = []
         for quad, crop, turn, (label, score) in zip(quads, crops, turned, verdicts):

@@ -24,10 +24,9 @@ def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader,
             continue
         last_t = times_s[i]
         try:
-            if min_text_fraction <= 0:
-                texts[i] = tuple(ocr.read(frame))
-            elif (boxes := ocr.detect(frame)).fraction >= min_text_fraction:
-                texts[i] = tuple(ocr.read(frame, boxes))  # the gate's detection, not a second one
+            boxes = ocr.detect(frame)
+            if boxes.fraction >= min_text_fraction:
+                texts[i] = _read(ocr, frame, boxes, times_s[i], notes)  # the gate's detection, not a second one
         except (RuntimeError, ValueError) as e:
             notes.append(f"OCR failed on the frame at {times_s[i]:.1f} s: {e}")
             log.warning("OCR failed on the frame at %.1f s: %s", times_s[i], e)
@@ -66,9 +65,19 @@ def read_screens(frames: list[np.ndarray], times_s: list[float], ocr: TextReader
                 texts.append(())
                 continue
         try:
-            texts.append(tuple(ocr.read(frame)))
+            texts.append(_read(ocr, frame, ocr.detect(frame), times_s[i], notes))
         except (RuntimeError, ValueError) as e:
             notes.append(f"OCR failed on the frame at {times_s[i]:.1f} s: {e}")
             log.warning("OCR failed on the frame at %.1f s: %s", times_s[i], e)
             texts.append(())
     return texts
+
+
+def _read(ocr: TextReader, frame: np.ndarray, boxes, at_s: float, notes: list[str]) -> tuple[TextLine, ...]:
+    """The frame's lines; text found but not (reliably) readable is said once per clip in ``notes``."""
+    lines = tuple(ocr.read(frame, boxes))
+    note = boxes.unreadable_note(len(lines), at_s)
+    if note and not any(n.startswith("on-screen text at ") for n in notes):
+        notes.append(note)
+        log.info("%s", note)
+    return lines
