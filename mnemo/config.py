@@ -52,7 +52,7 @@ class PerceptionConfig(BaseModel):
                                      "upscale the short side to N px first (RapidOCR's default, 736)")
     ocr_detect_max_side: int = Field(4096, ge=640, description="a frame with a longer side is scaled down to "
                                      "it to detect text (its lines are read at full size); 4096 detects a 4K screen "
-                                     "as it is, 2000 (RapidOCR's own cap) costs a quarter of that and misses small text")
+                                     "as it is, 2000 (RapidOCR's own cap) is 4-7x cheaper there and misses small text")
     caption_backend: Literal["none", "vlm"] = "none"  # "vlm" uses the [llm] endpoint
 
 
