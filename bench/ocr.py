@@ -10,9 +10,9 @@ xmessage under Xvfb. Each reference line is compared with the OCR text closest t
 - the merged/split rate: reference word boundaries lost plus boundaries invented inside words, per
   reference word (``bench.metrics.space_errors``);
 - the character error rate over all lines, and milliseconds of OCR per frame (the reader warmed up);
-- search: the share of reference words a full-text search finds in the line read for them, with
-  the store's forgiving index (``search_found``: screen words joined, ``graph/spelling.py``) and
-  with the plain text (``search_found_plain``).
+- search: the share of queries (each reference word, each two adjacent words) that a full-text
+  search answers with the line read for them, with the store's forgiving index (``search_found``:
+  words joined, ``graph/spelling.py``) and on the plain text (``search_found_plain``).
 """
 
 from __future__ import annotations
@@ -110,10 +110,11 @@ def run(reader, progress: Callable[[str], None] = lambda m: None) -> OcrReport:
 
 
 def search_figures(results: list[ScreenResult], folder) -> dict[str, float]:
-    """How many reference words a full-text search finds in the line read for them, with the store's
-    forgiving index (``graph/spelling.py``: screen words joined) and with the plain text, in
-    LanceDB tables of the read lines (FTS as the store builds it). Words the index cannot find in
-    their own reference line (stop words) are not counted."""
+    """How many queries a full-text search answers with the line read for them, with the store's
+    forgiving index (``graph/spelling.py``: screen words joined, a query's adjacent words joined)
+    and with the plain text, in LanceDB tables of the read lines (FTS as the store builds it). The
+    queries are each reference word and each two adjacent words of a reference line, as a user
+    types them; queries that do not find even their reference line (stop words) are not counted."""
     import lancedb
     import pyarrow as pa
     from lancedb.index import FTS
@@ -130,18 +131,19 @@ def search_figures(results: list[ScreenResult], folder) -> dict[str, float]:
 
     def finds(word: str, column: str, line: int) -> bool:
         terms = full_text_terms(word) if column == "search_text" else " ".join(word_tokens(word))
-        hits = table.search(terms, query_type="fts", fts_columns=column).limit(None).to_list()
+        hits = table.search(terms, query_type="fts", fts_columns=column).limit(len(rows)).to_list()
         return any(h["line"] == line for h in hits)
 
     counted = plain = forgiving = 0
     for line, (ref, _) in enumerate(pairs):
-        for word in {w for w in word_tokens(ref)}:
-            if not finds(word, "ref", line):
+        words = word_tokens(ref)
+        for query in {*words, *(f"{a} {b}" for a, b in zip(words, words[1:]))}:
+            if not finds(query, "ref", line):
                 continue
             counted += 1
-            plain += finds(word, "text", line)
-            forgiving += finds(word, "search_text", line)
-    return {"search_words": counted, "search_found_plain": round(plain / counted, 4) if counted else 0.0,
+            plain += finds(query, "text", line)
+            forgiving += finds(query, "search_text", line)
+    return {"search_queries": counted, "search_found_plain": round(plain / counted, 4) if counted else 0.0,
             "search_found": round(forgiving / counted, 4) if counted else 0.0}
 
 

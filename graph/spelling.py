@@ -3,11 +3,13 @@
 OCR of screen text still splits or merges some words ("BLUE HER ON" for "BLUEHERON", "shipson" for
 "ships on", "level3bay_42"). The full-text index of the memories is built on ``search_text``: the
 memory's text plus, for screen text (``resource`` memories), every run of two or three adjacent
-words written together ("blueher", "heron", "blueheron"). A query is searched with its words and
-the joins of each two adjacent words ("shipson"). So a query word matches a stored token that
-differs from it only in spacing or an inserted ``_``/``-`` (the index's tokenizer splits at those):
-stored "BLUE HER ON" is found by "BLUEHERON", stored "shipson" by "ships on", stored "bay_42" by
-"bay42". Figures: ``mnemo bench ocr`` (``search_found``).
+words written together ("blueher", "heron", "blueheron") and the words wordninja finds inside
+long letter runs ("shipson": "ships", "on"). A query is searched with its words and the joins of
+each two adjacent words ("shipson"). So a query word matches a stored token that differs from it
+only in spacing or an inserted ``_``/``-`` (the index's tokenizer splits at those): stored
+"BLUE HER ON" is found by "BLUEHERON", stored "shipson" by "ships on" and by "ships", stored
+"bay_42" by "bay42". These forms are only indexed, never shown. Figures: ``mnemo bench ocr``
+(``search_found`` beside ``search_found_plain``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ _WORD = re.compile(r"[A-Za-z0-9']+")
 _TOKEN = re.compile(r"[A-Za-z0-9]+")  # as the index's tokenizer splits: at spaces, "_", "-", "." …
 _SEGMENT = re.compile(r"\s\|\s|\n")  # screen lines are joined with " | " in a memory's text
 FORGIVING_KINDS = ("resource",)  # what was read from a screen
+MIN_RUN = 6  # letter runs this long are also indexed as the words wordninja splits them into
+_LETTER_RUN = re.compile(r"[A-Za-z]{%d,}" % MIN_RUN)
 
 
 def joined(text: str, longest: int = JOIN_WORDS) -> list[str]:
@@ -32,12 +36,26 @@ def joined(text: str, longest: int = JOIN_WORDS) -> list[str]:
     return out
 
 
+def split_runs(text: str) -> list[str]:
+    """The words of each run of ``MIN_RUN`` or more letters that wordninja (a unigram model of
+    English Wikipedia) splits in two or more: "shipson" gives "ships", "on"."""
+    import wordninja
+
+    out: list[str] = []
+    for run in _LETTER_RUN.findall(text):
+        words = wordninja.split(run)
+        if len(words) > 1:
+            out += words
+    return out
+
+
 def search_text(kind: str, text: str) -> str:
-    """What the full-text index holds for a memory: its text, and for screen text the joins."""
+    """What the full-text index holds for a memory: its text, and for screen text the joins of
+    adjacent words and the words inside long letter runs."""
     if kind not in FORGIVING_KINDS:
         return text
-    joins = joined(text)
-    return f"{text}\n{' '.join(joins)}" if joins else text
+    extra = joined(text) + split_runs(text)
+    return f"{text}\n{' '.join(extra)}" if extra else text
 
 
 def full_text_terms(query: str) -> str:

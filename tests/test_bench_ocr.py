@@ -33,7 +33,7 @@ def test_screen_text_keeps_its_words_whole(figures):
     for key in ("lines", "word_accuracy_terminal", "word_accuracy_ui", "merged_split_rate", "ocr_cer", "ms_per_frame",
                 "search_found", "search_found_plain"):
         assert key in f, key
-    assert f["search_found"] >= f["search_found_plain"] and f["search_words"] >= 1000
+    assert f["search_found"] >= f["search_found_plain"] and f["search_queries"] >= 2000
     assert f["lines"] >= 100 and f["words"] >= 1000
     for name, (op, bound) in TARGETS.items():
         assert meets(f[name], op, bound), (name, f[name], text)
@@ -49,3 +49,5 @@ def test_without_the_pixels_spacing_words_are_merged(figures):
     plain = ocr.run(RapidOCRReader(threads=1, word_gaps=False)).figures
     assert plain["merged_split_rate"] > 3 * spaced["merged_split_rate"]
     assert plain["word_accuracy_terminal_12_16"] < TARGETS["word_accuracy_terminal_12_16"][1]
+    # where reading gets the spaces wrong, the forgiving index finds what the plain text does not
+    assert plain["search_found"] > plain["search_found_plain"] + 0.005

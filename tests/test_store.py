@@ -137,7 +137,7 @@ def _screen(text, clip_id="c1", start=1000.0):
                   "/rec/screens", start, start + 30.0, (), ())
 
 
-@pytest.mark.parametrize("query", ["BLUEHERON", "ships on", "bay42", "level3"])
+@pytest.mark.parametrize("query", ["BLUEHERON", "ships on", "ships", "bay42", "level3"])
 def test_screen_text_is_found_whatever_its_word_boundaries(hash_store, query):
     """Words the screen reader split, merged or joined with "_" are found by the words as typed."""
     read = _screen("codename: BLUE HER ON | It shipson Friday | level 3 bay_42")
