@@ -288,7 +288,8 @@ class Store(HybridSearch):
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
-        text (``search_text``), scalar indexes on id, recording and start time (from 10,000 memories), and the vector index.
+        text (``search_text``), scalar indexes on id, recording and start time (from 10,000
+        memories), and the vector index.
 
         Every table is compacted first: each clip write adds a small fragment per table, and reads
         slow down with their number (measured on a LoCoMo conversation, 535 memories in 157
