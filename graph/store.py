@@ -100,7 +100,12 @@ class Store(HybridSearch):
         index moves to the column at the next ``refresh_indexes``."""
         if "search_text" not in self.memories.schema.names:
             log.info("%s: adding the memories' search_text column", self.uri)
-            self.memories.add_columns({"search_text": "text"})
+            try:
+                self.memories.add_columns({"search_text": "text"})
+            except (OSError, RuntimeError, ValueError):
+                self.memories.checkout_latest()  # another process opening the store added it first
+                if "search_text" not in self.memories.schema.names:
+                    raise
 
     # ---- reads -------------------------------------------------------------------------------
 
