@@ -60,6 +60,17 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def loopback_only() -> None:
+    """Keep a local Ray (started after this) on 127.0.0.1: it serves this process only. Ray turns a
+    node address of 127.0.0.1 into the machine's network address (``resolve_ip_for_localhost``)
+    unless its single-machine switch is off, which the driver reads when ray is imported and Ray's
+    own processes read from the environment they inherit."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
 def connect(address: str | None, workers: int | None) -> int:
     """Join the cluster at ``address`` ("auto" or host:port), or start a local Ray with this
     machine's CPUs; returns how many perception workers to run."""
@@ -69,6 +80,7 @@ def connect(address: str | None, workers: int | None) -> int:
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
+            loopback_only()
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return max(1, workers or cpus)

@@ -14,8 +14,12 @@ import ray  # the [ray] extra, installed by `make test`: a missing Ray fails her
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray for the module: 2 CPUs, a small object store, no dashboard."""
+    from ray_jobs.ingest import loopback_only
+
+    loopback_only()
     ray.init(num_cpus=2, object_store_memory=200 * 1024 * 1024, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}  # no test traffic beyond loopback
     yield
     ray.shutdown()
 
