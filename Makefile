@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
-	chromium chromium-driver espeak-ng sox fonts-urw-base35
+	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user
 
 .PHONY: demo test install xtools clean
 
@@ -23,14 +23,14 @@ demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/mnemo demo
 
 # the capture daemon's tests need a real X server and X clients, the timeline page's test a real
-# Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox (Debian packages); as
-# root they are installed here, otherwise those tests skip locally (and fail in CI) saying what to install
+# Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox, bench ocr's CPU
+# comparison QEMU's user-mode emulator (Debian packages); as root they are installed here, otherwise those tests skip locally (and fail in CI) saying what to install
 xtools:
-	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(XPKGS); \
-	  else echo "note: missing$$missing; the capture, page and spoken-bench tests need: sudo apt-get install $(XPKGS)"; fi; \
+	  else echo "note: missing$$missing; the capture, page, spoken-bench and OCR CPU tests need: sudo apt-get install $(XPKGS)"; fi; \
 	fi
 
 test: $(STAMP) xtools

@@ -90,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="locomo: speak the conversations with espeak-ng (one voice per speaker) and run them "
                             "through the whole pipeline into one store; needs espeak-ng and sox")
     bench.add_argument("--sessions", type=int, help="locomo --spoken: only the first N sessions of each conversation")
+    bench.add_argument("--cpus", help="ocr: also read bands of the screens under QEMU's emulation of these x86-64 CPU "
+                       "models, comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
+                       "with the native reading (needs qemu-user; about 150 times slower than native)")
     bench.add_argument("--conversations", type=int, help="locomo --spoken: only the first N conversations")
     return p
 
@@ -244,6 +247,14 @@ def cmd_bench(args, cfg) -> int:
         report = bench_ocr.run(reader, progress=progress)
         print(bench_ocr.format_report(report))
         figures = report.figures
+        if args.cpus:
+            from bench import ocr_cpus
+            from bench.ocr_screens import screen_folder
+
+            cpus = tuple(c.strip() for c in args.cpus.split(",") if c.strip())
+            comparison = ocr_cpus.compare(reader, screen_folder(), cpus, progress=progress)
+            print("\nthe same screen bands read natively and on emulated CPUs:\n" + comparison.report())
+            figures = {**figures, **comparison.figures()}
     else:
         from bench import perception as bench_perception
         from mnemo.wiring import build_perceivers, faces_backend_name

@@ -51,3 +51,38 @@ def test_without_the_pixels_spacing_words_are_merged(figures):
     assert plain["word_accuracy_terminal_12_16"] < TARGETS["word_accuracy_terminal_12_16"][1]
     # where reading gets the spaces wrong, the forgiving index finds what the plain text does not
     assert plain["search_found"] > plain["search_found_plain"] + 0.005
+
+
+def test_screen_text_is_read_the_same_on_another_cpu():
+    """The reader on this CPU and on an emulated Nehalem (no AVX: ONNX Runtime's and NumPy's SSE
+    kernels instead of AVX2/AVX-512 ones) gives the same lines, word for word."""
+    from bench.ocr_cpus import EmulatorMissing, compare, emulator
+    from bench.ocr_screens import screen_folder
+    from perception.ocr.ocr_rapidocr import RapidOCRReader
+
+    why = missing_tools()
+    try:
+        emulator()
+    except EmulatorMissing as e:
+        why = why or str(e)
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    result = compare(RapidOCRReader(threads=1), screen_folder(), cpus=("Nehalem",),
+                     names=("xterm-dejavu-12", "page-dejavu-13"), rows=100)
+    native, nehalem = result.native, result.others[0]
+    assert "AVX2" in native.features and not nehalem.features  # the two took different kernel paths
+    assert sum(map(len, native.lines.values())) >= 8
+    assert result.identical, result.report()
+
+
+def test_a_reading_that_differs_between_cpus_is_reported():
+    from bench.ocr_cpus import CpuComparison, CpuReading
+
+    native = CpuReading("native", ["AVX2"], {"s": ["echo the parking spot is level 3 bay 42"]}, 1.0)
+    other = CpuReading("Nehalem", [], {"s": ["echo the parking spot is level3bay 42"]}, 90.0)
+    result = CpuComparison(native, [other])
+    assert not result.identical and result.figures()["same_text_across_cpus"] is False
+    assert "level3bay" in result.report()
+    assert CpuComparison(native, [CpuReading("Haswell", ["AVX2"], dict(native.lines), 80.0)]).identical
