@@ -164,6 +164,11 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: list[PeopleOp]
             group = groups.group_of(op.person)
             groups.links = [(a, b) for a, b in groups.links
                             if not ((a in group or b in group) and ((a in leaving) != (b in leaving)))]
+            # each side stays whole: a member linked only through one that left (a voice hung on the
+            # character split off) stays with the rest, as the split's check told the user
+            for side in (group - leaving, group & leaving):
+                ordered = sorted(side, key=id_order)
+                groups.links += [(ordered[0], m) for m in ordered[1:]]
         elif op.op == "name":
             user_names.pop(op.person, None)  # to the end: the latest name given in a group wins
             user_names[op.person] = op.args["name"]

@@ -54,10 +54,13 @@ class Memorizer:
         self.people = People.load(store.load_entities("character"), groups)
         # entities a user split off: never merged again by voice similarity
         self.kept_apart = {m for op in active_ops(store.people_ops()) if op.op == "split" for m in op.args["members"]}
+        # entity id -> the name the user gave its person: inference never merges two people the
+        # user named differently, nor gives a user's name to someone else
+        self.user_names = {i: p.name for p in store.people() if p.name_source == "user" for i in p.ids}
         for merge in store.all_edges("same_person"):  # voices merged by likeness, unless split off again
             for pair in (x.removeprefix("voice:").split("~") for x in merge.evidence if x.startswith("voice:")):
                 gone = max(pair, key=lambda v: int(v.rsplit("_", 1)[-1]))
-                if gone not in self.kept_apart:
+                if not set(pair) & self.kept_apart:  # either voice split off: both are matched again
                     self.voices.absorbed.add(gone)
         self.naming = Naming([e for kind in NAME_KINDS for e in store.all_edges(kind)])
         self.consolidator = Consolidator(store)
@@ -236,10 +239,16 @@ class Memorizer:
                 if (a is None or b is None or a is b or other.entity_id in self.kept_apart
                         or voice_id in self.voices.absorbed):
                     continue
-                if a.name and b.name and a.name != b.name:
+                name_a, name_b = (self.user_names.get(c.entity_id) or c.name for c in (a, b))
+                if name_a and name_b and name_a != name_b:
                     continue
                 keep, gone = sorted((a, b), key=lambda c: int(c.entity_id.rsplit("_", 1)[-1]))
-                keep.name = keep.name or gone.name
+                # the person's name lives on the kept character only, so a name the evidence later
+                # takes from it does not come back from the merged one; a given name stays given
+                keep.name, gone.name = keep.name or gone.name, ""
+                if gone.entity_id in self.enrolled:
+                    self.enrolled.add(keep.entity_id)
+                touched[gone.entity_id] = gone
                 self.people.merge(keep.entity_id, gone.entity_id, clip_id, round(sim, 4),
                                   (f"voice:{voice_id}~{other.entity_id}", f"similarity:{sim:.3f}"), edges, touched)
                 self.voices.absorb(*sorted((entity, other), key=lambda e: int(e.entity_id.rsplit("_", 1)[-1])))
@@ -265,10 +274,14 @@ class Memorizer:
         names = self.naming.names_heard({v for c in heard for v in members.get(c, ())})
         rivals = {c for c, vs in members.items() if self.naming.names_heard(vs) & names} if names else set()
         people = {c: members.get(c, set()) for c in heard | rivals}
+        given = {n.casefold(): i for i, n in self.user_names.items()}
         for cid, name in self.naming.decide(people, self._heard_together).items():
             character = self.people.characters[cid]
             if cid in self.enrolled:
                 continue
+            owner = given.get(name.casefold())
+            if owner is not None and self.people.character_of(owner) is not character:
+                name = ""  # the user gave this name to someone else
             if character.name != name:
                 character.name = name
                 touched[cid] = character

@@ -184,3 +184,41 @@ def test_two_people_of_different_recordings_may_share_a_name_but_not_two_of_one_
     assert apart == {"character_1": "John", "character_2": "John"}
     together = Naming(_edges(("addressed_as", "voice_1", "John", 3), ("addressed_as", "voice_2", "John", 2)))
     assert together.decide(people, heard_together=lambda a, b: True) == {"character_1": "", "character_2": ""}
+
+
+def test_a_split_keeps_each_side_whole():
+    """Splitting a merged-in character off leaves its voice and face with the person, as the
+    split's check says (they hung on the character's links, which the split cut)."""
+    from graph.people import resolve
+    from graph.rows import Entity
+
+    ids = ["character_1", "voice_1", "character_3", "voice_3", "face_2"]
+    entities = [Entity(i, i.split("_")[0], 0.0, 1.0) for i in ids]
+    links = [Edge("same_person", "voice_1", "character_1", 1.0, "c", ()),
+             Edge("same_person", "voice_3", "character_3", 1.0, "c", ()),
+             Edge("same_person", "face_2", "character_3", 1.0, "c", ()),
+             Edge("same_person", "character_3", "character_1", 0.95, "c", ())]
+    split = PeopleOp(1, "split", "character_1", {"members": ["character_3"]})
+    people = {p.person_id: set(p.ids) for p in resolve(entities, links, [split])}
+    assert people == {"character_1": {"character_1", "voice_1", "face_2", "voice_3"}, "character_3": {"character_3"}}
+
+
+def test_voices_alike_never_merge_two_people_the_user_named_apart(hash_store):
+    near_a = _unit([1, 0.12, 0.02, 0])
+    _memorize(hash_store, [_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)])])
+    assert len(hash_store.people()) == 2  # one clip each: not yet evidence enough to merge
+    hash_store.append_people_op(PeopleOp(1, "name", "voice_1", {"name": "Carol"}))
+    hash_store.append_people_op(PeopleOp(2, "name", "voice_2", {"name": "Dave"}))
+    _memorize(hash_store, [_clip(1, [("s0", "seven eight nine", A), ("s1", "ten", near_a)])])
+    assert sorted(p.name for p in hash_store.people()) == ["Carol", "Dave"]
+
+
+def test_a_name_the_user_gave_is_not_inferred_for_someone_else(hash_store):
+    clips = [_clip(0, [("s0", "Hello there!", A), ("s1", "Hi!", B)]),
+             _clip(1, [("s0", "Hey Carol!", A), ("s1", "Hi!", B)]),
+             _clip(2, [("s0", "Bye Carol!", A), ("s1", "Bye!", B)])]
+    _memorize(hash_store, clips[:1])
+    hash_store.append_people_op(PeopleOp(1, "name", "voice_1", {"name": "Carol"}))  # the user says A is Carol
+    _memorize(hash_store, clips[1:])
+    people = {p.person_id: p for p in hash_store.people()}
+    assert [(p.name, p.name_source) for p in people.values()] == [("Carol", "user"), ("", "")]
