@@ -121,7 +121,10 @@ def _read(folder: Path, out: Path, options: dict, rows: int, names: list[str]) -
     from perception.sources.frames import read_image
 
     reader = RapidOCRReader(threads=1, **options)
-    from numpy._core._multiarray_umath import __cpu_features__  # what cpuid answered, as NumPy read it
+    try:  # what cpuid answered, as NumPy read it
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__
 
     features = sorted(k for k, on in __cpu_features__.items() if on and k.startswith("AVX"))
     lines = {n: [ln.text for ln in reader.read(read_image(folder / f"{n}.png")[:rows])] for n in names}

@@ -52,8 +52,10 @@ class HybridSearch:
             vq = vq.where(where, prefilter=selective)
         tq = None
         terms = full_text_terms(query)
-        if terms and (FTS_COLUMN,) in indexed:
-            tq = self.memories.search(terms, query_type="fts", fts_columns=FTS_COLUMN).limit(candidates).select(
+        # a store from before search_text keeps its index on text until the next ingest refreshes it
+        fts = FTS_COLUMN if (FTS_COLUMN,) in indexed else "text" if ("text",) in indexed else None
+        if terms and fts:
+            tq = self.memories.search(terms, query_type="fts", fts_columns=fts).limit(candidates).select(
                 [*MEMORY_COLUMNS, "vector", "_score"])
             if where:
                 tq = tq.where(where, prefilter=selective)

@@ -316,8 +316,9 @@ class Store(HybridSearch):
         have = {tuple(ix.columns) for ix in self.memories.list_indices()}
         if (FTS_COLUMN,) not in have:
             self.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
-            if ("text",) in have:  # a store from before search_text: its old full-text index goes
-                self.memories.drop_index(next(ix.name for ix in self.memories.list_indices() if ix.columns == ["text"]))
+        if ("text",) in have:  # a store from before search_text: its old full-text index goes (even
+            # when an earlier refresh stopped between building the new one and dropping it)
+            self.memories.drop_index(next(ix.name for ix in self.memories.list_indices() if ix.columns == ["text"]))
         # from 10,000 memories: the id index keeps upserts fast, the recording and start-time
         # indexes serve neighbour queries (a time range in one recording)
         for column in ("memory_id", "source_path", "start_ts"):

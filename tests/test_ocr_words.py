@@ -94,12 +94,16 @@ def test_an_underline_does_not_join_the_words_it_runs_under():
 
 
 def test_glyph_confusions_fixed_only_where_the_word_decides():
-    assert fix_confusions("0rder 1ogin ERRoR INFo at 9l percent") == "Order login ERROR INFO at 91 percent"
+    assert (fix_confusions("0rder 1ogin 1oss ERRoR ERR0R INFo INF0 c0mpile at 9l or 9l0 percent")
+            == "Order login loss ERROR ERROR INFO INFO compile at 91 or 910 percent")
     # each part of a path or identifier on its own
     assert (fix_confusions("Install: 1ibmixed_sample.so => 1ibs/armeabi-v7a/")
             == "Install: libmixed_sample.so => libs/armeabi-v7a/")
     for kept in ("4f2a9c1", "1st", "B17", "BA 283", "README.md", "10.0.4.21", "x86_64", "build-07.example.org",
-                 "v7a", "x0", "3/20"):
+                 "v7a", "x0", "3/20",
+                 # digits that are digits: interfaces, hashes, versions, hex, a word after a digit, short mixes
+                 "eth0", "wlan0", "sha1", "tty1", "1.0.1-rc1", "v1beta", "0xff", "0xdeadbeef", "deadbeef0", "a1fe",
+                 "1Password", "gpt-4o", "o1", "O2", "4o", "O365"):
         assert fix_confusions(kept) == kept
 
 

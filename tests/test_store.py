@@ -159,6 +159,7 @@ def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path)
     old.memories.create_index("text", config=__import__("lancedb").index.FTS(), replace=True)
     store = Store(tmp_path / "s", embedder)
     assert "search_text" in store.memories.schema.names
+    assert store.search("zebras", k=1)[0].text_rank == 1  # before the next ingest: the old index serves
     store.refresh_indexes()
     assert [ix.columns for ix in store.memories.list_indices()] == [["search_text"]]
     assert store.search("zebras", k=1)[0].text_rank == 1

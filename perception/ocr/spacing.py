@@ -38,7 +38,8 @@ def _vocabulary() -> frozenset[str]:
     return frozenset(english_words())
 
 
-def _known(word: str) -> bool:
+def known_word(word: str) -> bool:
+    """Whether ``word`` is in wordninja's English list (case aside)."""
     return word.lower() in _vocabulary()
 
 
@@ -49,7 +50,7 @@ def _split_token(token: str, min_len: int = _MIN_LEN) -> str:
     if not m:
         return token
     lead, letters, trail = m.groups()
-    if len(letters) < min_len or _known(letters):
+    if len(letters) < min_len or known_word(letters):
         return token
     import wordninja
 

@@ -217,9 +217,10 @@ _ORDINAL = re.compile(r"^\d+(st|nd|rd|th)$", re.IGNORECASE)
 
 def fix_confusions(text: str) -> str:
     """The recogniser's glyph confusions on screen fonts, fixed where the word around them decides:
-    a lone ``0``/``1`` in a word of letters is ``O``/``o``/``l`` ("0rder", "1ogin"), a lone ``o`` in
-    an upper-case word is ``O`` ("ERRoR"), a lone ``l``/``I``/``O``/``o`` among digits is a digit
-    ("9l"). Each part of a path or identifier is a word of its own ("1ibmixed_sample.so"). Tokens
+    a lone ``0``/``1`` in a word of letters is ``O``/``o``/``l`` where it cannot be a digit
+    (``_misread``: "0rder", "1ogin", "ERR0R"; not "eth0", "0xff", "v1beta"), a lone ``o`` in an
+    upper-case word is ``O`` ("ERRoR"), a lone ``l``/``I``/``O``/``o`` after a digit, among digits,
+    is a digit ("9l", "9l0"; not "gpt-4o", "O365"). Each part of a path or identifier is a word of its own ("1ibmixed_sample.so"). Tokens
     that mix classes on purpose (hex, versions, "1st", "B17", "v7a") are left alone."""
     out = []
     for token in text.split(" "):
@@ -238,12 +239,26 @@ def _fix_word(core: str) -> str:
         neighbours = core[max(0, i - 1):i] + core[i + 1:i + 2]
         upper = neighbours.isupper()
         if core[i] == "0":
-            return core[:i] + ("O" if upper or i == 0 else "o") + core[i + 1:]
-        return core[:i] + ("I" if upper else "l") + core[i + 1:]
+            fixed = core[:i] + ("O" if upper or i == 0 else "o") + core[i + 1:]
+        else:
+            fixed = core[:i] + ("I" if upper else "l") + core[i + 1:]
+        return fixed if _misread(core, i, fixed) else core
     if len(core) >= 3 and core.isalpha() and sum(c.islower() for c in core) == 1 and core[1:].lower() != core[1:]:
         lower = next(k for k, c in enumerate(core) if c.islower())
         if core[lower] == "o" and core.replace("o", "").isupper():
             return core.replace("o", "O")
-    elif len(core) >= 2 and sum(c in "lIOo" for c in core) == 1 and sum(c.isdigit() for c in core) == len(core) - 1:
-        return core.translate(str.maketrans("lIOo", "1100"))
+    elif (len(core) >= 2 and core[0].isdigit() and sum(c in "lIOo" for c in core) == 1
+          and sum(c.isdigit() for c in core) == len(core) - 1 and (len(core) >= 3 or core[1] in "lI")):
+        return core.translate(str.maketrans("lIOo", "1100"))  # "9l", "9l0"; not "4o", "o3", "O365"
     return core
+
+
+def _misread(core: str, i: int, fixed: str) -> bool:
+    """Whether the digit at ``i`` of a word of letters is a misread letter: when the word then is a
+    known one ("1oss", "ERR0R", "INF0"; not "eth0", "sha1", "v1beta", "a1fe"), or, leading, when the
+    rest is no word of its own and no hex prefix ("1ibmixed"; not "1Password", "0xff")."""
+    from perception.ocr.spacing import known_word
+
+    if known_word(fixed):
+        return True
+    return i == 0 and not known_word(core[1:]) and core[:2].lower() != "0x"
