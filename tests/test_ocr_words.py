@@ -127,3 +127,14 @@ def test_the_bench_searches_the_read_lines_with_and_without_the_forgiving_index(
     # forgiving index finds them through the joins and wordninja's split of "shipson". "bay" and
     # "42" are found either way (the tokenizer splits at "_"), and so are pairs holding a found word
     assert f == {"search_queries": 19, "search_found_plain": round(15 / 19, 4), "search_found": 1.0}
+
+
+def test_dim_text_beside_bright_text_is_not_a_blank_run():
+    """A dimmed word (a comment, a shell's suggestion) between bright ones is not a gap: the pixels
+    give no spacing and the model's own spaces stand."""
+    crop = np.zeros((20, 80, 3), np.uint8)
+    for x0, x1, level in ((5, 12, 230), (14, 21, 230), (30, 37, 100), (39, 46, 100), (55, 62, 230)):
+        crop[5:15, x0:x1] = level  # "ab" bright, "cd" dim, "e" bright
+    assert blank_runs(crop) is None
+    crop[crop == 100] = 230  # the same words all bright: the spacing is read
+    assert blank_runs(crop).runs == [(12, 14), (21, 30), (37, 39), (46, 55)]

@@ -38,6 +38,10 @@ MIN_BACKGROUND = 0.5  # share of a clean crop's pixels at the background's level
 # pixel; text scaled down into a video frame 1.2-3.2 (measured on the bench screens and opencv-doc)
 MAX_BLUR = 1.6
 UNDERSCORE = 0.6  # an underscore lies this far below the line's band at most (in band heights)
+# a blank run whose inner columns are mostly this much ink holds dim text (a comment, a shell's
+# suggestion, a greyed-out label beside bright text), not a gap: the line's spacing is not sure
+DIM_INK = 0.2
+DIM_GLYPH_PX = 3  # columns of such ink side by side: a glyph, not the fringe of a bright one
 UNDERLINE = 0.5  # a row under the band inked unbroken across this share of the line is an underline
 
 
@@ -117,7 +121,20 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
         elif columns[x] and start is not None:
             runs.append((start, x))
             start = None
+    # dim ink a glyph wide inside a blank run, in the line's dense band (x-height to baseline: a dim
+    # word's letters are there; the crop's edge rows, blurred by its warp, are not looked at)
+    faint = (distance[first:last + 1] > DIM_INK * ink_level).any(axis=0)
+    if any(_longest_true(faint[a + 1:b - 1]) >= DIM_GLYPH_PX for a, b in runs):
+        return None  # dim text in a "blank" run (a comment, a suggestion, greyed-out text): unsure
     return LinePixels(runs, written[top:depth].any(axis=0))
+
+
+def _longest_true(flags: np.ndarray) -> int:
+    best = count = 0
+    for f in flags:
+        count = count + 1 if f else 0
+        best = max(best, count)
+    return best
 
 
 def _without_underline(rows: np.ndarray, below: int) -> np.ndarray:
