@@ -311,6 +311,9 @@ class Store(HybridSearch):
             return
         from lancedb.index import FTS, BTree, IvfPq
 
+        # rows an older mnemo wrote into a migrated store carry no search_text: index their text
+        if self.memories.count_rows(f"{FTS_COLUMN} IS NULL"):
+            self.memories.update(where=f"{FTS_COLUMN} IS NULL", values_sql={FTS_COLUMN: "text"})
         for table in (self.memories, self.edges, self.entities, self.clips):
             table.optimize()
         have = {tuple(ix.columns) for ix in self.memories.list_indices()}

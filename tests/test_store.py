@@ -166,3 +166,12 @@ def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path)
     store.commit_clip(_clip("c2", 2000.0), [_screen("BLUE HER ON", "c2", 2000.0)], [])
     store.refresh_indexes()
     assert store.search("BLUEHERON", k=1)[0].text_rank == 1
+    # a row an older mnemo writes into the migrated store has no search_text: its text is indexed
+    import pyarrow as pa
+
+    row = store.memories.search().where("text = 'a memory about zebras'").limit(1).to_arrow()
+    row = row.set_column(row.schema.get_field_index("memory_id"), "memory_id", pa.array(["m-okapi"]))
+    row = row.set_column(row.schema.get_field_index("text"), "text", pa.array(["a memory about okapis"]))
+    store.memories.add(row.drop_columns(["search_text"]))
+    store.refresh_indexes()
+    assert store.search("okapis", k=1)[0].text_rank == 1
