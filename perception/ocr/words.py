@@ -80,10 +80,10 @@ class LinePixels:
     underline: np.ndarray  # per column: any ink in the line's rows or down to an underscore's depth
 
 
-def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
-    """The runs of blank columns between the ink of a line crop, or None when the crop is not clean
-    screen text: too little contrast, a background that is not flat (a photo, a gradient), or soft
-    edges (``MAX_BLUR``)."""
+def _inked(crop_rgb: np.ndarray) -> tuple[np.ndarray, float, bool] | None:
+    """Each pixel's distance from the background level, the ink's level, and whether the ink's
+    edges are soft (``MAX_BLUR``); None when the crop is not text on a flat background with
+    contrast (a photo, a gradient, a tiny crop)."""
     grey = crop_rgb.astype(np.float32).mean(axis=2) if crop_rgb.ndim == 3 else crop_rgb.astype(np.float32)
     h, w = grey.shape
     if h < 6 or w < 6:
@@ -95,8 +95,25 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
         return None
     ink = distance > ink_level / 2
     edge = (distance > 0.15 * ink_level) & (distance < 0.85 * ink_level)
-    if edge.sum() > MAX_BLUR * ink.sum():  # soft edges: scaled-down video text, its blank runs unsure
+    return distance, ink_level, bool(edge.sum() > MAX_BLUR * ink.sum())
+
+
+def soft_text(crop_rgb: np.ndarray) -> bool:
+    """Whether a line crop is text with soft edges: screen text scaled down into a video frame."""
+    inked = _inked(crop_rgb)
+    return inked is not None and inked[2]
+
+
+def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
+    """The runs of blank columns between the ink of a line crop, or None when the crop is not clean
+    screen text: too little contrast, a background that is not flat (a photo, a gradient), or soft
+    edges (``MAX_BLUR``)."""
+    inked = _inked(crop_rgb)
+    if inked is None or inked[2]:  # soft edges: scaled-down video text, its blank runs unsure
         return None
+    distance, ink_level, _ = inked
+    h = distance.shape[0]
+    ink = distance > ink_level / 2
     # an underline (a link, a label) is not ink between words; it lies under the ink's middle row
     rows = ink.sum(axis=1)
     written = ink
