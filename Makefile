@@ -24,7 +24,8 @@ demo: $(STAMP)
 
 # the capture daemon's tests need a real X server and X clients, the timeline page's test a real
 # Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox, bench ocr's CPU
-# comparison QEMU's user-mode emulator (Debian packages); as root they are installed here, otherwise those tests skip locally (and fail in CI) saying what to install
+# comparison QEMU's user-mode emulator (Debian packages); as root they are installed here,
+# otherwise those tests skip locally (and fail in CI) saying what to install
 xtools:
 	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \

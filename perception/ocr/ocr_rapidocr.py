@@ -106,7 +106,7 @@ class RapidOCRReader:
             crops = engine.get_crop_img_list(np.ascontiguousarray(frame_rgb[:, :, ::-1]), list(quads))
         turned, verdicts, _ = engine.text_cls(crops) if self.use_cls else (crops, [("0", 0.0)] * len(crops), 0)
         # a frame of mostly soft text (a screen in a video) is read in RapidOCR's batches: measured on
-        # the opencv-doc screens in 960x540 video frames, CER 0.036 with each line read alone, 0.019
+        # the opencv-doc screens in 960x540 video frames, CER 0.036 with each line read alone, 0.021
         # in batches (sharp screen text reads as well or better alone: bench ocr)
         batched = _batched_probs(engine, crops) if 2 * sum(map(soft_text, crops)) > len(crops) else {}
         lines = []

@@ -38,7 +38,7 @@ MIN_BACKGROUND = 0.5  # share of a clean crop's pixels at the background's level
 # pixel; text scaled down into a video frame 1.2-3.2 (measured on the bench screens and opencv-doc)
 MAX_BLUR = 1.6
 UNDERSCORE = 0.6  # an underscore lies this far below the line's band at most (in band heights)
-# a blank run whose inner columns are mostly this much ink holds dim text (a comment, a shell's
+# ink this bright (of the line's ink level) inside a blank run is dim text (a comment, a shell's
 # suggestion, a greyed-out label beside bright text), not a gap: the line's spacing is not sure
 DIM_INK = 0.2
 DIM_GLYPH_PX = 3  # columns of such ink side by side: a glyph, not the fringe of a bright one
@@ -254,7 +254,8 @@ def fix_confusions(text: str) -> str:
     a lone ``0``/``1`` in a word of letters is ``O``/``o``/``l`` where it cannot be a digit
     (``_misread``: "0rder", "1ogin", "ERR0R"; not "eth0", "0xff", "v1beta"), a lone ``o`` in an
     upper-case word is ``O`` ("ERRoR"), a lone ``l``/``I``/``O``/``o`` after a digit, among digits,
-    is a digit ("9l", "9l0"; not "gpt-4o", "O365"). Each part of a path or identifier is a word of its own ("1ibmixed_sample.so"). Tokens
+    is a digit ("9l", "9l0"; not "gpt-4o", "O365"). Each part of a path or identifier is a word
+    of its own ("1ibmixed_sample.so"). Tokens
     that mix classes on purpose (hex, versions, "1st", "B17", "v7a") are left alone."""
     out = []
     for token in text.split(" "):
