@@ -140,3 +140,44 @@ def test_encrypted_screenshots_are_read_back_by_ingest(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nokey"))
     with pytest.raises(MediaError, match="mnemo capture keygen"):
         read_image(written.image)
+
+
+def _raw(path, payload: bytes) -> dict:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(str(path))
+        s.sendall(payload)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
+
+
+def test_the_control_socket_answers_bad_requests_and_keeps_serving(tmp_path):
+    """A JSON array, a string, broken JSON or a request whose handling fails gets an error reply;
+    the socket keeps answering, so a second daemon on the same folder is still refused."""
+    from perception.capture.control import ControlServer, request
+
+    def handle(req: dict) -> dict:
+        if req.get("cmd") == "boom":
+            raise KeyError("boom")
+        return {"state": "capturing"}
+
+    path = tmp_path / "run" / "capture.sock"
+    server = ControlServer(handle, path)
+    try:
+        for payload in (b"[1]\n", b'"status"\n', b"{not json\n", b"null\n"):
+            assert "bad request" in _raw(path, payload)["error"], payload
+        assert "KeyError" in request({"cmd": "boom"}, path)["error"]
+        assert request({"cmd": "status"}, path) == {"state": "capturing"}
+        with pytest.raises(RuntimeError, match="already listens"):
+            ControlServer(handle, path)
+    finally:
+        server.close()
+    path.touch()  # a socket file left by a daemon that died: the next one takes its place
+    ControlServer(handle, path).close()

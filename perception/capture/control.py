@@ -57,8 +57,11 @@ class ControlServer:
         if self.path.exists():
             try:
                 request({"cmd": "status"}, self.path, timeout_s=1.0)
-            except (DaemonNotRunning, OSError, ValueError):
+            except DaemonNotRunning:
                 self.path.unlink()  # left by a daemon that died
+            except (OSError, ValueError) as e:  # something accepted the connection: a daemon, stuck
+                raise RuntimeError(f"a process listens on {self.path} but does not answer ({e}); stop the "
+                                   "capture daemon that runs there before starting another") from e
             else:
                 raise RuntimeError(f"a capture daemon already listens on {self.path}; stop it with "
                                    "`mnemo capture stop` or use it")
@@ -89,9 +92,15 @@ class ControlServer:
                             break
                         data += chunk
                     try:
-                        reply = self.handle(json.loads(data))
+                        message = json.loads(data)
+                        if not isinstance(message, dict):
+                            raise ValueError('a request is one JSON object, like {"cmd": "status"}')
+                        reply = self.handle(message)
                     except (ValueError, TypeError) as e:
                         reply = {"error": f"bad request: {e}"}
+                    except Exception as e:  # noqa: BLE001 - the socket outlives any one request
+                        log.exception("control request failed")
+                        reply = {"error": f"the request failed: {type(e).__name__}"}
                     conn.sendall(json.dumps(reply).encode() + b"\n")
                 except OSError as e:
                     log.debug("control connection failed: %s", e)
