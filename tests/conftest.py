@@ -15,6 +15,14 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
+def unavailable(why: str) -> None:
+    """What a test does when something it needs is missing: fail in CI (a skipped test tests
+    nothing), skip locally saying what is missing."""
+    if in_ci():
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
+
+
 def _fetched(fetch, what: str):
     """The fixture, or: in CI (``CI=true``) a failure, since a skipped real-media test tests nothing;
     locally a skip that says loudly what is missing."""

@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from conftest import unavailable
+
 from bench.ocr_screens import missing_tools
 from bench.ocr import TARGETS
 from bench.metrics import meets
@@ -19,9 +21,7 @@ from bench.metrics import meets
 @pytest.fixture(scope="module")
 def figures():
     if why := missing_tools():
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable(why)
     out = subprocess.run([sys.executable, "-m", "mnemo", "bench", "ocr", "--json"], capture_output=True, text=True,
                          timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
@@ -66,9 +66,7 @@ def test_screen_text_is_read_the_same_on_another_cpu():
     except EmulatorMissing as e:
         why = why or str(e)
     if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable(why)
     result = compare(RapidOCRReader(threads=1), screen_folder(), cpus=("Nehalem",),
                      names=("xterm-dejavu-12", "page-dejavu-13"), rows=100)
     native, nehalem = result.native, result.others[0]

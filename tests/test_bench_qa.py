@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import unavailable
+
 from bench.datasets import m3bench, screenshotvqa
 from bench.judge import PROMPT, Judge, Verdict
 from bench.metrics import contains_answer, is_yes_no, normalize_answer, token_f1, wilson_interval
@@ -22,11 +24,7 @@ M3_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m3bench"
 def _m3_file(name: str) -> Path:
     path = M3_DATA / name
     if not path.is_file():
-        import os
-
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: the real M3-Bench annotations are needed")
-        pytest.skip(f"REAL DATA MISSING: {path}")
+        unavailable(f"{path} is missing: the real M3-Bench annotations are needed")
     return path
 
 

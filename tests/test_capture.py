@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from contextlib import contextmanager
@@ -12,6 +11,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+
+from conftest import unavailable
 
 from perception.capture.config import CaptureConfig
 from perception.capture.control import request
@@ -25,9 +26,7 @@ pytestmark = pytest.mark.slow
 def require_x() -> None:
     """No X tools: skip here, fail in CI (the tests must not silently stop testing)."""
     if why := missing_tools():
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable(why)
 
 
 @pytest.fixture

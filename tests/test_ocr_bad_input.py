@@ -4,10 +4,11 @@ The text screens are real xterms under Xvfb."""
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
+
+from conftest import unavailable
 
 from bench.metrics import word_tokens
 from bench.ocr_screens import TERMINAL_LINES, Screen, missing_tools, render
@@ -27,9 +28,7 @@ def reader():
 
 def _xterm(px: int, size: str = "1280x800") -> np.ndarray:
     if why := missing_tools():
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable(why)
     return render(Screen(f"xterm-{px}", "terminal", "xterm", "DejaVu Sans Mono", px, LINES), size)
 
 
