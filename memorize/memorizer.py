@@ -50,13 +50,13 @@ class Memorizer:
         self.store = store
         self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
         self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))
-        groups = [p.ids for p in store.people()]  # the user's merges and splits included
-        self.people = People.load(store.load_entities("character"), groups)
+        people = store.people()  # the user's merges, splits and names included
+        self.people = People.load(store.load_entities("character"), [p.ids for p in people])
         # entities a user split off: never merged again by voice similarity
         self.kept_apart = {m for op in active_ops(store.people_ops()) if op.op == "split" for m in op.args["members"]}
         # entity id -> the name the user gave its person: inference never merges two people the
         # user named differently, nor gives a user's name to someone else
-        self.user_names = {i: p.name for p in store.people() if p.name_source == "user" for i in p.ids}
+        self.user_names = {i: p.name for p in people if p.name_source == "user" for i in p.ids}
         for merge in store.all_edges("same_person"):  # voices merged by likeness, unless split off again
             for pair in (x.removeprefix("voice:").split("~") for x in merge.evidence if x.startswith("voice:")):
                 gone = max(pair, key=lambda v: int(v.rsplit("_", 1)[-1]))

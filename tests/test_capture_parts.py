@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timedelta, timezone
 
 import cv2
@@ -142,26 +141,10 @@ def test_encrypted_screenshots_are_read_back_by_ingest(tmp_path, monkeypatch):
         read_image(written.image)
 
 
-def _raw(path, payload: bytes) -> dict:
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(str(path))
-        s.sendall(payload)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)
-
-
 def test_the_control_socket_answers_bad_requests_and_keeps_serving(tmp_path):
     """A JSON array, a string, broken JSON or a request whose handling fails gets an error reply;
     the socket keeps answering, so a second daemon on the same folder is still refused."""
-    from perception.capture.control import ControlServer, request
+    from perception.capture.control import ControlServer, request, send
 
     def handle(req: dict) -> dict:
         if req.get("cmd") == "boom":
@@ -172,7 +155,7 @@ def test_the_control_socket_answers_bad_requests_and_keeps_serving(tmp_path):
     server = ControlServer(handle, path)
     try:
         for payload in (b"[1]\n", b'"status"\n', b"{not json\n", b"null\n"):
-            assert "bad request" in _raw(path, payload)["error"], payload
+            assert "bad request" in send(payload, path)["error"], payload
         assert "KeyError" in request({"cmd": "boom"}, path)["error"]
         assert request({"cmd": "status"}, path) == {"state": "capturing"}
         with pytest.raises(RuntimeError, match="already listens"):

@@ -29,12 +29,17 @@ def socket_path() -> Path:
 
 
 def request(message: dict, path: Path | None = None, timeout_s: float = 5.0) -> dict:
+    return send(json.dumps(message).encode() + b"\n", path, timeout_s)
+
+
+def send(payload: bytes, path: Path | None = None, timeout_s: float = 5.0) -> dict:
+    """``payload`` as it is (one request line) to the daemon, and its JSON reply."""
     path = path or socket_path()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout_s)
             s.connect(str(path))
-            s.sendall(json.dumps(message).encode() + b"\n")
+            s.sendall(payload)
             data = b""
             while not data.endswith(b"\n"):
                 chunk = s.recv(65536)

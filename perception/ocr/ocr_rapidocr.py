@@ -2,8 +2,9 @@
 
 The ONNX files ship inside ``rapidocr-onnxruntime``; each is checked by SHA-256 before the engine
 is built. Lines come back in reading order (top to bottom, then left to right) with their boxes and
-recognition confidence. Each line is recognised on its own, and its spaces are placed from its
-pixels where it is clean screen text (``words.py``), else restored by a word model (``spacing.py``).
+recognition confidence. Each line of sharp screen text is recognised on its own (a frame of mostly
+soft text, a screen in a video, in RapidOCR's batches), and its spaces are placed from its pixels
+where it is clean screen text (``words.py``), else restored by a word model (``spacing.py``).
 
 Detection runs on the frame at its own size by default (``detect_min_side = 0``; a frame whose long
 side is over ``DETECT_MAX_SIDE`` px is scaled down for detection, and its lines are still read from

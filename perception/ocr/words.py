@@ -141,17 +141,9 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
     # dim ink a glyph wide inside a blank run, in the line's dense band (x-height to baseline: a dim
     # word's letters are there; the crop's edge rows, blurred by its warp, are not looked at)
     faint = (distance[first:last + 1] > DIM_INK * ink_level).any(axis=0)
-    if any(_longest_true(faint[a + 1:b - 1]) >= DIM_GLYPH_PX for a, b in runs):
+    if any(_longest_run(faint[a + 1:b - 1]) >= DIM_GLYPH_PX for a, b in runs):
         return None  # dim text in a "blank" run (a comment, a suggestion, greyed-out text): unsure
     return LinePixels(runs, written[top:depth].any(axis=0))
-
-
-def _longest_true(flags: np.ndarray) -> int:
-    best = count = 0
-    for f in flags:
-        count = count + 1 if f else 0
-        best = max(best, count)
-    return best
 
 
 def _without_underline(rows: np.ndarray, below: int) -> np.ndarray:
