@@ -1,7 +1,8 @@
 """Match face and voice embeddings to persistent entities (``face_1``, ``voice_2``).
 
-Online matching in time order: an embedding joins the entity whose best sample is most similar,
-if that similarity reaches the backend's threshold; otherwise it starts a new entity. Each entity
+Online matching in time order: an embedding joins the entity whose best sample (faces) or whose
+profile, the mean of its samples (voices, ``by_profile``), is most similar, if that similarity
+reaches the backend's threshold; otherwise it starts a new entity. Each entity
 keeps a bounded set of samples, chosen to stay diverse (a new sample replaces the one most like
 another sample), so matching stays cheap and robust to pose or channel changes.
 """
@@ -23,6 +24,10 @@ class MatchPolicy:
     same_margin: float = 0.1
     merge_similarity: float | None = None  # entities this alike are one person (``alike``; voices)
     min_found_s: float = 0.0  # voices: speech needed to found a new entity
+    # voices: match against the entity's profile (the mean of its samples) instead of its best
+    # sample: a voice's 30 s centroids scatter, and the diverse samples kept are its odd ones
+    by_profile: bool = False
+    merge_min_samples: int = 2  # ``alike``: samples both entities need (voices: 1, a fragment too)
 
 
 class EntityMatcher:
@@ -55,7 +60,8 @@ class EntityMatcher:
         sims = np.full((len(embeddings), len(self.entities)), -1.0)
         for j, entity in enumerate(self.entities):
             if entity.samples and entity.entity_id not in self.absorbed:
-                sims[:, j] = (queries @ np.stack(entity.samples).T).max(axis=1)
+                sims[:, j] = (queries @ self.centroid(entity) if self.policy.by_profile
+                              else (queries @ np.stack(entity.samples).T).max(axis=1))
         chosen: dict[int, Entity] = {}
         used: set[int] = set()
         for flat in np.argsort(-sims, axis=None):

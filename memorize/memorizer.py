@@ -234,7 +234,7 @@ class Memorizer:
             entity = next(e for e in self.voices.entities if e.entity_id == voice_id)
             if voice_id in self.kept_apart or voice_id in self.voices.absorbed:
                 continue
-            for sim, other in self.voices.alike(entity, threshold):
+            for sim, other in self.voices.alike(entity, threshold, self.voices.policy.merge_min_samples):
                 a, b = self.people.character_of(voice_id), self.people.character_of(other.entity_id)
                 if (a is None or b is None or a is b or other.entity_id in self.kept_apart
                         or voice_id in self.voices.absorbed):

@@ -60,19 +60,23 @@ class MemorizeConfig(BaseModel):
     # cosine similarity to join an entity, per backend; see memorize/identity.py and the issue notes
     face_threshold_dlib: float = 0.92
     face_threshold_insightface: float = 0.45
-    # a voice this alike to a known one (its best sample) is that voice, else a new one. Measured
-    # with Resemblyzer: pyannote's two callers in 10 s clips 0.85-0.88 to their own voice, 0.805
-    # to each other; twelve distinct espeak-ng voices at most 0.81 to each other (bench locomo
-    # --spoken). At 0.75 a new person heard alone took over someone else's voice
-    voice_threshold: float = 0.82
+    # a voice this alike to a known one's profile (the mean of everything heard of it) is that
+    # voice, else a new one. Measured with Resemblyzer on LoCoMo spoken aloud (bench locomo
+    # --spoken, 3 sessions of the 6 dev conversations, 282 clip-local speakers): a speaker's clip
+    # centroid is 0.918 (5th percentile) to 0.983 (median) like its own voice's mean, and at most
+    # 0.895 (95th percentile 0.844) like any other voice's. Matching the best single sample
+    # instead kept only outliers and split each voice into 2 entities on average
+    voice_threshold: float = 0.84
     # a clip-local speaker whose own voice entity is taken by another speaker of the clip joins it
     # when this alike and 0.1 closer to it than to any other (one voice split in two by clustering)
-    voice_same_similarity: float = 0.88
-    # two voice entities whose sample centroids are this alike are one person (merged, with the
-    # similarity as evidence); measured: one espeak voice's clip centroids 0.95-0.975 alike, two
-    # espeak voices' at most 0.77, pyannote's two real callers 0.89-0.91
+    voice_same_similarity: float = 0.86
+    # two voice entities whose profiles are this alike are one person (merged, with the similarity
+    # as evidence); measured: one espeak voice's clip centroids 0.95-0.975 alike, two espeak
+    # voices' at most 0.77, pyannote's two real callers 0.89-0.91
     voice_merge_similarity: float = 0.93
-    min_voice_s: float = 1.0  # speech a clip-local speaker needs to found a new voice (a person)
+    # speech a clip-local speaker needs to found a new voice (a person): shorter ones are mostly
+    # the windows where two voices meet; at 1.0 s they founded 6 extra people in the bench above
+    min_voice_s: float = 2.5
     max_samples: int = Field(8, ge=1)
     writer: Literal["offline", "llm"] = "offline"  # "llm": the [llm] endpoint writes memories too
 

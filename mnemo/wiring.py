@@ -119,7 +119,8 @@ def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy
     face_threshold = cfg.face_threshold_insightface if faces_backend == "insightface" else cfg.face_threshold_dlib
     return (MatchPolicy(face_threshold, cfg.max_samples),
             MatchPolicy(cfg.voice_threshold, cfg.max_samples, same_similarity=cfg.voice_same_similarity,
-                        merge_similarity=cfg.voice_merge_similarity, min_found_s=cfg.min_voice_s))
+                        merge_similarity=cfg.voice_merge_similarity, min_found_s=cfg.min_voice_s,
+                        by_profile=True, merge_min_samples=1))
 
 
 def text_embedder(cfg: GraphConfig, name: str | None = None):

@@ -1,5 +1,6 @@
 import numpy as np
 
+from graph.rows import Entity
 from memorize.identity import EntityMatcher, MatchPolicy
 from perception.records import SpeechTurn, Word
 from perception.speech.stage import split_turns
@@ -47,3 +48,15 @@ def test_people_known_to_differ_never_share_an_entity():
     a, b = m.match_distinct([_unit([1, 0.2, 0]), _unit([1, 0.1, 0])], 2.0)  # both close to face_1
     assert b is only  # the closer one keeps the known entity
     assert a is not only and a.entity_id == "face_2"
+
+
+def test_a_voice_is_matched_by_the_mean_of_what_was_heard_not_by_an_odd_sample():
+    rng = np.random.default_rng(1)
+    a, b = _unit(rng.normal(size=32)), _unit(rng.normal(size=32))
+    # five clips of one voice (0.97 alike) and one whose clustering took in much of another voice
+    heard = [_unit(a + 0.03 * rng.normal(size=32)) for _ in range(5)] + [_unit(a + b)]
+    stranger = _unit(b + 0.6 * a)  # that other voice: 0.96 like the odd sample, 0.49 like voice_1's mean
+    for policy, joins in ((MatchPolicy(0.84), True), (MatchPolicy(0.84, by_profile=True), False)):
+        m = EntityMatcher("voice", policy, [Entity("voice_1", "voice", 1.0, 1.0, list(heard), len(heard))])
+        assert (m.match(stranger, 2.0).entity_id == "voice_1") is joins
+

@@ -92,8 +92,8 @@ def _clip(k: int, turns: list[tuple[str, str, np.ndarray]]) -> ClipObservations:
     return ClipObservations(clip, speech, ())
 
 
-def _memorize(store, clips) -> Memorizer:
-    memorizer = Memorizer(store, FACES, VOICES)
+def _memorize(store, clips, voices: MatchPolicy = VOICES) -> Memorizer:
+    memorizer = Memorizer(store, FACES, voices)
     for obs in clips:
         w = memorizer.memorize(obs)
         store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
@@ -101,6 +101,18 @@ def _memorize(store, clips) -> Memorizer:
 
 
 A, B = _unit([1, 0.1, 0, 0]), _unit([0, 0.1, 1, 0])
+
+
+def test_a_fragment_heard_once_joins_its_voice_when_profiles_are_matched(hash_store):
+    # as `mnemo ingest` matches voices: by profile, and a voice part heard in one clip only may merge
+    profile = MatchPolicy(0.84, same_similarity=0.86, merge_similarity=0.93, min_found_s=2.5, by_profile=True,
+                          merge_min_samples=1)
+    near_a = _unit([1, 0.12, 0.02, 0])
+    _memorize(hash_store, [_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)])], profile)
+    assert [p.voices for p in hash_store.people()] == [("voice_1", "voice_2")]
+    _memorize(hash_store, [_clip(1, [("s0", "seven eight nine", near_a), ("s1", "ten eleven", B)])], profile)
+    assert sorted(p.voices for p in hash_store.people()) == [("voice_1", "voice_2"), ("voice_3",)]
+    assert hash_store.memories_where("clip_id = 'clip1'")[0].entity_ids == ("voice_1",)
 
 
 def test_two_people_who_call_each_other_by_name_are_named_and_never_swapped(hash_store):
