@@ -64,6 +64,13 @@ def people_log_schema() -> pa.Schema:
                       ("ts", pa.float64())])
 
 
+def forget_log_schema() -> pa.Schema:
+    """One row per ``mnemo forget``: when, the filters by name, the counts and the span; never the
+    content. ``clip_ids`` (opaque hashes) are what ``mnemo ingest`` must not store again."""
+    return versioned([("ts", pa.float64()), ("filters", pa.string()), ("counts", pa.string()),
+                      ("span_start", pa.float64()), ("span_end", pa.float64()), ("clip_ids", pa.list_(pa.string()))])
+
+
 def memory_row(m: Memory, vector) -> dict:
     return {
         "memory_id": m.memory_id, "kind": m.kind, "text": m.text, "vector": list(vector),

@@ -26,7 +26,7 @@ from graph import sql
 from graph.rows import ClipRow, Edge, Entity, Memory
 from graph.people import NAME_EVIDENCE, PeopleOp, Person, resolve
 from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row,
-                          edge_schema, entity_from_row, entity_row, entity_schema, memory_from_row, memory_row,
+                          edge_schema, entity_from_row, forget_log_schema, entity_row, entity_schema, memory_from_row, memory_row,
                           memory_schema, people_log_schema)
 from graph.search import FTS_COLUMN, HybridSearch
 from graph.spelling import search_text
@@ -71,6 +71,7 @@ class Store(HybridSearch):
         self.entities = self._open("entities", entity_schema())
         self.edges = self._open("edges", edge_schema())
         self.people_log = self._open("people_log", people_log_schema())  # the user's changes to people
+        self.forget_log = self._open("forget_log", forget_log_schema())  # what `mnemo forget` took back
         self._longest_s: float | None = None  # the longest memory's duration, read once, kept up by our writes
     def _open(self, name: str, schema: pa.Schema):
         try:
@@ -142,8 +143,9 @@ class Store(HybridSearch):
         """Read the newest memories, entities and edges from now on, whatever the read-consistency
         interval. Each table checks for new versions on its own clock, so a reader may see a clip
         row before the memories written ahead of it; one that calls this after reading clip rows
-        sees everything those clips committed (measured: 3 ms on a local store)."""
-        for table in (self.memories, self.entities, self.edges):
+        sees everything those clips committed (measured: 3 ms on a local store). ``clips`` too:
+        after a forget removed old versions, a handle still on one cannot read it."""
+        for table in (self.memories, self.entities, self.edges, self.clips, self.people_log, self.forget_log):
             table.checkout_latest()
 
     def memories_of_clips(self, clip_ids: list[str]) -> list[Memory]:

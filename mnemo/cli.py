@@ -48,12 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", help="store directory (default: a fresh one in the cache)")
 
     from mnemo.capture_cli import add_parsers
+    from mnemo.forget_cli import add_parser as add_forget_parser
     from mnemo.people_cli import add_parsers as add_people_parsers
     from mnemo.serve.cli import add_parsers as add_serve_parsers
 
     add_parsers(sub)
     add_serve_parsers(sub)
     add_people_parsers(sub)
+    add_forget_parser(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
     bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "capture", "m3", "screenshotvqa",
@@ -292,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
             from mnemo.people_cli import cmd_people
 
             return cmd_people(args, cfg)
+        if args.command == "forget":
+            from mnemo.forget_cli import cmd_forget
+
+            return cmd_forget(args, cfg)
         if args.command in ("serve", "mcp"):
             from mnemo.serve.cli import cmd_mcp, cmd_serve
 

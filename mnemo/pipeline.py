@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from graph.forget import forgotten_clip_ids
 from graph.store import Store
 from memorize.identity import MatchPolicy
 from memorize.memorizer import ClipWrite, Memorizer, clip_row
@@ -98,9 +99,13 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
     total = len(files) + len(folders)
     jobs: list[ClipJob] = []
     clips_of: dict[str, int] = {}
+    forgotten = forgotten_clip_ids(store)  # `mnemo forget` took them back: not stored again
 
     def add(path: Path, clip: Clip, label: str, screens: ScreenClip | None = None) -> None:
-        if store.has_clip(clip.clip_id):
+        if clip.clip_id in forgotten:
+            report.clips_skipped += 1
+            progress(f"{label} was forgotten, skipped")
+        elif store.has_clip(clip.clip_id):
             report.clips_skipped += 1
             progress(f"{label} already stored, skipped")
         else:

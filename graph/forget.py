@@ -1,0 +1,340 @@
+"""Forgetting: what a filter selects, and its removal from every table, index and old table version.
+
+A filter selects whole clips (a time range, a recording, a clip id, an app or window in front, a
+text, an age) or one person (their memories, entities and the user's changes to them). ``plan``
+says what would go without touching anything; ``forget`` removes it:
+
+1. the selected memories, and what only they supported: a semantic memory whose every clip of
+   evidence is forgotten goes, one with other evidence keeps it without the forgotten items;
+2. edges touching a forgotten memory or entity, and edges whose evidence was all forgotten;
+3. voice and face entities that no remaining memory names (their samples came from forgotten
+   media), and characters left with no member;
+4. the clip rows, last: a forget killed part-way leaves memories only of clips still stored, and
+   running it again finishes it;
+5. a row in ``forget_log`` with kinds, counts and span (never the content): ``mnemo ingest`` skips
+   the clip ids it lists, so a recording ingested again does not bring them back;
+6. every table compacted, the full-text and vector indexes rebuilt from the remaining rows, and
+   every old table version deleted, so the forgotten bytes are in no file under the store.
+
+Media files are the caller's: ``mnemo.forget_cli`` deletes captured screenshots of forgotten clips
+(the capture folder is mnemo's) and leaves a user's own recordings where they are.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pyarrow as pa
+
+from graph import sql
+from graph.people import PeopleError, find_person
+from graph.rows import Edge, Memory
+from graph.schema import edge_row, edge_schema, memory_row
+
+class ForgetError(ValueError):
+    """A filter that selects nothing sensible (empty or inverted range, unknown id, no filter)."""
+
+
+@dataclass(frozen=True)
+class Filter:
+    start_ts: float | None = None
+    end_ts: float | None = None
+    source: str | None = None
+    clip_id: str | None = None
+    app: str | None = None
+    window: str | None = None
+    person: str | None = None
+    query: str | None = None
+    older_than_days: float | None = None
+
+    def kinds(self) -> list[str]:
+        """The filters given, by name only (what the audit log records)."""
+        names = {"start_ts": "from", "end_ts": "to", "older_than_days": "older-than"}
+        return [names.get(k, k.replace("_id", "")) for k, v in vars(self).items() if v not in (None, "")]
+
+
+@dataclass
+class Plan:
+    """What a forget removes: whole clips, and memories and entities (a person's, or those only
+    forgotten clips supported)."""
+
+    clip_ids: list[str] = field(default_factory=list)
+    clips: list[dict] = field(default_factory=list)  # their rows (source, span), for media and the preview
+    memory_ids: list[str] = field(default_factory=list)
+    memory_kinds: dict[str, int] = field(default_factory=dict)
+    entity_ids: list[str] = field(default_factory=list)  # a person's ids (their entities go even if named elsewhere)
+    people_ops: list[int] = field(default_factory=list)  # the user's changes to a forgotten person
+    transcripts_of: list[str] = field(default_factory=list)  # clips whose transcript held a forgotten person's words
+    span: tuple[float, float] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.clip_ids or self.memory_ids or self.entity_ids)
+
+    def summary(self) -> dict:
+        return {"clips": len(self.clip_ids), "memories": len(self.memory_ids), "memory_kinds": dict(self.memory_kinds),
+                "entities": len(self.entity_ids), "people_changes": len(self.people_ops),
+                "span": list(self.span) if self.span else None}
+
+
+def _check(f: Filter, now: float) -> None:
+    given = f.kinds()
+    if not given:
+        raise ForgetError("say what to forget: --from/--to, --source, --clip, --app, --window, --person, --query "
+                          "or --older-than")
+    if f.person and len(given) > 1:
+        raise ForgetError("--person forgets everything of one person and takes no other filter")
+    if (f.start_ts is None) != (f.end_ts is None):
+        raise ForgetError("a time range needs both --from and --to")
+    if f.start_ts is not None and f.end_ts <= f.start_ts:
+        raise ForgetError("the time range is empty or inverted: --to must be after --from")
+    if f.older_than_days is not None and f.older_than_days < 0:
+        raise ForgetError("--older-than takes a number of days, 0 or more")
+    for name in ("app", "window", "query", "source", "clip_id"):
+        value = getattr(f, name)
+        if value is not None and not value.strip():
+            raise ForgetError(f"--{name.replace('_id', '')} is empty")
+
+
+def _like(text: str) -> str:
+    """A case-insensitive substring pattern for SQL LIKE (``%`` and ``_`` taken literally)."""
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return sql.quote(f"%{escaped}%") + " ESCAPE '\\'"
+
+
+def _clip_rows(store, where: str) -> list[dict]:
+    return store.clips.search().where(where).select(
+        ["clip_id", "source_path", "start_ts", "end_ts", "duration_s"]).limit(None).to_list()
+
+
+def _memory_clips(store, where: str) -> set[str]:
+    return {r["clip_id"] for r in store.memories.search().where(where).select(["clip_id"]).limit(None).to_list()}
+
+
+def _clips_in(clip_ids: set[str]) -> str:
+    return sql.in_list("clip_id", sorted(clip_ids)) if clip_ids else "false"
+
+
+def plan(store, f: Filter, now: float | None = None) -> Plan:
+    """What ``f`` selects in ``store``; nothing is changed. ``ForgetError`` for a filter that
+    cannot be meant (none, an inverted range, an unknown clip or person)."""
+    now = time.time() if now is None else now
+    _check(f, now)
+    if f.person:
+        return _plan_person(store, f.person)
+    conditions = []
+    if f.start_ts is not None:
+        conditions.append(f"end_ts > {f.start_ts!r} AND start_ts < {f.end_ts!r}")
+    if f.older_than_days is not None:
+        conditions.append(f"end_ts <= {now - f.older_than_days * 86400.0!r}")
+    if f.source:
+        conditions.append(f"source_path = {sql.quote(f.source)}")
+    if f.clip_id:
+        if not store.has_clip(f.clip_id):
+            raise ForgetError(f"no clip {f.clip_id!r} in {store.uri}")
+        conditions.append(f"clip_id = {sql.quote(f.clip_id)}")
+    where = " AND ".join(f"({c})" for c in conditions) or "true"
+    if f.app or f.window:
+        # a screen clip has a memory per window in front: "Using APP (WINDOW) from …"
+        apps = "kind = 'episodic' AND " + sql.starts_with("text", "Using ")
+        if f.app:
+            apps += f" AND lower(text) LIKE {_like('using ' + f.app)}"
+        if f.window:
+            apps += f" AND lower(text) LIKE {_like(f.window)}"
+        where += " AND " + _clips_in(_memory_clips(store, apps))
+    if f.query:
+        # the text may be in a memory, or in a clip's transcript or screen text that no memory quotes
+        q = _like(f.query)
+        hits = _memory_clips(store, f"lower(text) LIKE {q}") | {r["clip_id"] for r in store.clips.search().where(
+            f"lower(transcript) LIKE {q} OR lower(screen_text) LIKE {q} OR lower(caption) LIKE {q}"
+        ).select(["clip_id"]).limit(None).to_list()}
+        where += " AND " + _clips_in(hits)
+    clips = _clip_rows(store, where)
+    out = Plan(clip_ids=sorted(c["clip_id"] for c in clips), clips=clips)
+    if clips:
+        out.span = (min(c["start_ts"] for c in clips), max(c["end_ts"] for c in clips))
+        memories = store.memories_where(sql.in_list("clip_id", out.clip_ids))
+        out.memory_ids = [m.memory_id for m in memories]
+        for m in memories:
+            out.memory_kinds[m.kind] = out.memory_kinds.get(m.kind, 0) + 1
+    return out
+
+
+def _plan_person(store, who: str) -> Plan:
+    try:
+        person = find_person(store.people(), who)
+    except PeopleError as e:
+        raise ForgetError(str(e)) from e
+    ids = list(person.ids)
+    memories = store.about(ids, limit=None)
+    out = Plan(memory_ids=[m.memory_id for m in memories], entity_ids=ids,
+               people_ops=[op.seq for op in store.people_ops()
+                           if op.person in ids or set(op.args.get("members", [])) & set(ids)
+                           or op.args.get("other") in ids],
+               transcripts_of=sorted({m.clip_id for m in memories}))
+    for m in memories:
+        out.memory_kinds[m.kind] = out.memory_kinds.get(m.kind, 0) + 1
+    if memories:
+        out.span = (min(m.start_ts for m in memories), max(m.end_ts for m in memories))
+    return out
+
+
+def _gone(items, clips: set[str], memories: set[str]) -> bool:
+    """Whether an evidence item points into what is forgotten: ``clip:ID``, a segment or
+    observation id ``CLIPID:…``, or a forgotten memory id."""
+    if items.startswith("clip:"):
+        return items[5:] in clips
+    return items in memories or items.split(":", 1)[0] in clips
+
+
+def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
+    """Remove what ``p`` selects (see the module doc); returns the counts removed."""
+    now = time.time() if now is None else now
+    clips, forgotten = set(p.clip_ids), set(p.memory_ids)
+    entities = set(p.entity_ids)
+    heard = {e for m in store.get_memories(sorted(forgotten)) for e in m.entity_ids}  # may go with them
+    # 1. memories, and the evidence other memories drew from them. A fact first heard in a forgotten
+    # clip and heard again elsewhere stays, on that evidence (unless it holds the forgotten text or
+    # is about a forgotten person)
+    query = (f.query or "").lower()
+    for m in store.get_memories(sorted(forgotten)):
+        if (m.kind == "semantic" and not set(m.entity_ids) & entities and not (query and query in m.text.lower())
+                and any(x.startswith("clip:") and x[5:] not in clips for x in m.provenance)):
+            forgotten.discard(m.memory_id)
+    kept_changed: list[Memory] = []
+    touching = [f"array_has_any(provenance, [{', '.join(sql.quote('clip:' + c) for c in sorted(clips))}])"] if clips else []
+    touching += [f"array_has_any(provenance, [{', '.join(map(sql.quote, sorted(forgotten)))}])"] if forgotten else []
+    touching += [sql.involves(sorted(entities))] if entities else []
+    where = " OR ".join(touching) or "false"
+    if forgotten:
+        where = f"({where}) AND NOT {sql.in_list('memory_id', sorted(forgotten))}"
+    for m in store.memories_where(where):
+        if not any(_gone(x, clips, forgotten) for x in m.provenance) and not (set(m.entity_ids) & entities):
+            continue
+        provenance = tuple(x for x in m.provenance if not _gone(x, clips, forgotten))
+        evidence = [x for x in provenance if x.startswith("clip:")]
+        if m.kind == "semantic" and (not evidence or set(m.entity_ids) & entities):
+            forgotten.add(m.memory_id)
+            continue
+        clip_id = m.clip_id if m.clip_id not in clips else (evidence[0][5:] if evidence else "")
+        if not clip_id:
+            forgotten.add(m.memory_id)
+            continue
+        kept_changed.append(Memory(**{**vars(m), "provenance": provenance, "clip_id": clip_id}))
+    if kept_changed:
+        vectors = {r["memory_id"]: r["vector"] for r in store.memories.search().where(
+            sql.in_list("memory_id", [m.memory_id for m in kept_changed])).select(["memory_id", "vector"]).limit(None).to_list()}
+        rows = [memory_row(m, vectors[m.memory_id]) for m in kept_changed]
+        store.memories.merge_insert("memory_id").when_matched_update_all().execute(
+            pa.Table.from_pylist(rows, schema=store.memories.schema))
+    if forgotten:
+        for chunk in _chunks(sorted(forgotten)):
+            store.memories.delete(sql.in_list("memory_id", chunk))
+    # 3 (decided before the edges, which may be their only link): entities no memory names any more
+    named = {e for r in store.memories.search().select(["entity_ids"]).limit(None).to_list() for e in r["entity_ids"] or ()}
+    for e in sorted(heard - named):
+        if e.startswith(("voice_", "face_")) and _seen_only_in(store, e, clips, forgotten):
+            entities.add(e)
+    # 2. edges
+    edges_deleted, edges_changed = 0, []
+    for row in store.edges.search().limit(None).to_list():
+        e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
+        if {e.src_id, e.dst_id} & (forgotten | entities):
+            store.edges.delete(f"edge_id = {sql.quote(row['edge_id'])}")
+            edges_deleted += 1
+            continue
+        evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
+        if evidence == e.evidence and e.clip_id not in clips:
+            continue
+        if e.evidence and not evidence:
+            store.edges.delete(f"edge_id = {sql.quote(row['edge_id'])}")
+            edges_deleted += 1
+            continue
+        weight = float(sum(x.startswith("clip:") for x in evidence)) or e.weight
+        changed = Edge(e.kind, e.src_id, e.dst_id, weight if e.kind in _COUNTED else e.weight,
+                       "" if e.clip_id in clips else e.clip_id, evidence)
+        edges_changed.append(edge_row(changed, changed.clip_id, row["created_ts"]))
+    if edges_changed:
+        store.edges.merge_insert("edge_id").when_matched_update_all().execute(
+            pa.Table.from_pylist(edges_changed, schema=edge_schema()))
+    # characters left with no member
+    members = {r["dst_id"] for r in store.edges.search().where("kind = 'same_person'").select(["dst_id"]).limit(None).to_list()}
+    for e in store.load_entities("character", samples=False):
+        if e.entity_id not in members and e.entity_id not in named:
+            entities.add(e.entity_id)
+    if entities:
+        store.entities.delete(sql.in_list("entity_id", sorted(entities)))
+    if p.people_ops:
+        store.people_log.delete(f"seq IN ({', '.join(str(int(s)) for s in p.people_ops)})")
+    # a forgotten person's words are in the transcripts of the clips they spoke in
+    if p.transcripts_of:
+        store.clips.update(where=sql.in_list("clip_id", p.transcripts_of), values={"transcript": ""})
+    # 4. the clip rows, last
+    if clips:
+        for chunk in _chunks(sorted(clips)):
+            store.clips.delete(sql.in_list("clip_id", chunk))
+    counts = {"clips": len(clips), "memories": len(forgotten), "entities": len(entities), "edges": edges_deleted,
+              "memories_changed": len(kept_changed), "edges_changed": len(edges_changed)}
+    # 5. the audit log: kinds, counts and span, and the clip ids ingest must not bring back
+    store.forget_log.add([{"ts": now, "filters": json.dumps(f.kinds()), "counts": json.dumps(counts),
+                           "span_start": p.span[0] if p.span else None, "span_end": p.span[1] if p.span else None,
+                           "clip_ids": sorted(clips)}])
+    purge(store)
+    return counts
+
+
+_COUNTED = ("introduced_as", "addressed_as", "says_name")  # weight = the clips that gave it
+
+
+def _seen_only_in(store, entity_id: str, clips: set[str], memories: set[str]) -> bool:
+    """Whether every edge that gives this entity evidence points into what is forgotten (an entity
+    with no evidence left anywhere came from forgotten media)."""
+    rows = store.edges.search().where(f"src_id = {sql.quote(entity_id)} OR dst_id = {sql.quote(entity_id)}").select(
+        ["clip_id", "evidence"]).limit(None).to_list()
+    items = [x for r in rows for x in (r["evidence"] or ())] + [f"clip:{r['clip_id']}" for r in rows if r["clip_id"]]
+    return all(_gone(x, clips, memories) for x in items)
+
+
+def _chunks(items: list[str], n: int = 500):
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def forgotten_clip_ids(store) -> set[str]:
+    """Clip ids a forget removed: ingest does not store them again."""
+    return {c for r in store.forget_log.search().select(["clip_ids"]).limit(None).to_list() for c in r["clip_ids"] or ()}
+
+
+def history(store) -> list[dict]:
+    """Every forget, oldest first: when, the filters by name, the counts and the span."""
+    rows = store.forget_log.search().select(["ts", "filters", "counts", "span_start", "span_end"]).limit(None).to_list()
+    return sorted(({"ts": r["ts"], "filters": json.loads(r["filters"]), "counts": json.loads(r["counts"]),
+                    "span": [r["span_start"], r["span_end"]] if r["span_start"] is not None else None} for r in rows),
+                  key=lambda r: r["ts"])
+
+
+def purge(store) -> None:
+    """Compact every table, rebuild the indexes from the remaining rows, and delete every old
+    version: deleted rows live on in old data files, deletion files and index files until then."""
+    from lancedb.index import FTS
+
+    from graph.search import FTS_COLUMN
+
+    indexes = {tuple(ix.columns): ix for ix in store.memories.list_indices()}
+    for table in (store.memories, store.edges, store.entities, store.clips, store.people_log, store.forget_log):
+        table.optimize()
+    if (FTS_COLUMN,) in indexes and store.memories.count_rows():
+        store.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
+    elif (FTS_COLUMN,) in indexes:
+        store.memories.drop_index(indexes[(FTS_COLUMN,)].name)
+    if ("vector",) in indexes:  # its codes and row ids include the deleted rows: built again from what is left
+        store.memories.drop_index(indexes[("vector",)].name)
+        store.refresh_indexes(vector_index=True)
+    with warnings.catch_warnings():  # that readers on an old version fail is the point: it must not exist
+        warnings.filterwarnings("ignore", message=".*removes every version except the latest")
+        for table in (store.memories, store.edges, store.entities, store.clips, store.people_log, store.forget_log):
+            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)

@@ -1,0 +1,109 @@
+"""``mnemo forget``: take back what was recorded. Without ``--yes`` it shows what would go (counts
+per kind and the time span); with it the clips, memories, entities and edges go from every table,
+index and old table version (``graph.forget``), and captured screenshots of forgotten clips are
+deleted. A user's own recordings are theirs: they stay where they are, and ``mnemo ingest`` skips
+the forgotten clips if it meets them again."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("forget", help="forget clips, a time range, a recording, an app, a person or a text",
+                       description="Forget what a filter selects. Without --yes: a preview, nothing changes. "
+                                   "Filters other than --person combine (all must hold) and forget whole 30 s clips.")
+    p.add_argument("--from", dest="start", metavar="ISO", help="start of a time range (ISO 8601; local time if "
+                   "no offset is given), with --to")
+    p.add_argument("--to", dest="end", metavar="ISO", help="end of the time range")
+    p.add_argument("--source", metavar="PATH", help="a recording or screenshot folder that was ingested")
+    p.add_argument("--clip", metavar="ID", help="one clip id (as cited by `mnemo ask`)")
+    p.add_argument("--app", metavar="NAME", help="screen clips with this application in front")
+    p.add_argument("--window", metavar="TEXT", help="screen clips with a window whose title holds this text")
+    p.add_argument("--person", metavar="ID", help="everything said by or showing one person (id or name)")
+    p.add_argument("--query", metavar="TEXT", help="clips whose memories, transcript or screen text hold this text "
+                   "(case-insensitive)")
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="clips that ended more than DAYS days ago")
+    p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    p.add_argument("--yes", action="store_true", help="forget now (without it: only show what would go)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+
+
+def _ts(value: str | None, flag: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise ValueError(f"{flag} {value!r} is not an ISO 8601 time (e.g. 2026-11-25T14:00)") from e
+    return (when if when.tzinfo else when.astimezone()).timestamp()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def forget_screenshots(clips: list[dict]) -> int:
+    """Delete the captured images (and sidecars) of forgotten screen clips: a clip's folder is its
+    source, its images those captured within its span. Returns how many images went."""
+    from perception.sources.screenshots import scan
+
+    removed = 0
+    by_folder: dict[str, list[dict]] = {}
+    for c in clips:
+        if Path(c["source_path"]).is_dir():
+            by_folder.setdefault(c["source_path"], []).append(c)
+    for folder, spans in by_folder.items():
+        for shot in scan(Path(folder)):
+            t = shot.captured_at.timestamp()
+            if any(c["start_ts"] <= t <= c["end_ts"] for c in spans):
+                for path in (shot.path, shot.path.with_name(shot.path.name + ".json")):
+                    path.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+def cmd_forget(args, cfg) -> int:
+    from graph.forget import Filter, ForgetError, forget, plan
+    from mnemo.wiring import open_store
+
+    try:
+        f = Filter(start_ts=_ts(args.start, "--from"), end_ts=_ts(args.end, "--to"),
+                   source=str(Path(args.source).expanduser().resolve()) if args.source else None,
+                   clip_id=args.clip, app=args.app, window=args.window, person=args.person, query=args.query,
+                   older_than_days=args.older_than)
+        store = open_store(cfg.graph, args.store)
+        selected = plan(store, f)
+    except ForgetError as e:
+        print(f"error: {e}; nothing was forgotten", file=sys.stderr)
+        return 2
+    summary = selected.summary()
+    span = (f"from {_iso(selected.span[0])} to {_iso(selected.span[1])}" if selected.span else "no time span")
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(selected.memory_kinds.items())) or "none"
+    what = (f"{summary['clips']} clip(s), {summary['memories']} memories ({kinds}), "
+            f"{summary['entities']} person id(s), {summary['people_changes']} change(s) to people; {span}")
+    if selected.empty:
+        print(f"nothing matches in {store.uri}; nothing was forgotten")
+        if args.json:
+            print(json.dumps({"forgotten": False, **summary}))
+        return 0
+    if not args.yes:
+        print(f"would forget {what}")
+        print("run again with --yes to forget it")
+        if args.json:
+            print(json.dumps({"forgotten": False, **summary}))
+        return 0
+    counts = forget(store, selected, f)
+    images = forget_screenshots(selected.clips)
+    kept = sorted({c["source_path"] for c in selected.clips if Path(c["source_path"]).is_file()})
+    print(f"forgot {what}; {counts['edges']} edge(s) and {counts['entities']} entities removed, "
+          f"{counts['memories_changed']} other memories lost evidence; {images} screenshot(s) deleted")
+    for path in kept:
+        print(f"note: {path} is your recording and was left in place; `mnemo ingest` will not store the "
+              "forgotten clips again")
+    if args.json:
+        print(json.dumps({"forgotten": True, **summary, **counts, "screenshots_deleted": images}))
+    return 0

@@ -1,0 +1,176 @@
+"""`mnemo forget`: what it selects, that the bytes are gone from every file of the store, what
+stays, and bad filters refused with nothing deleted."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graph.forget import forgotten_clip_ids, history
+from memorize.identity import MatchPolicy
+from memorize.memorizer import Memorizer, clip_row
+from mnemo.cli import main
+from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+SOURCE = SourceInfo("/recordings/day.wav", "2" * 64, 300.0, True, False, T0, "option")
+SECRET = "Zanzibarquix"  # in one clip only
+
+
+def _unit(v) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+A, B = _unit([1, 0.1, 0, 0]), _unit([0, 0.1, 1, 0])
+
+
+def _clip(k: int, turns) -> ClipObservations:
+    clip = Clip(f"clip{k}", SOURCE, k, 30.0 * k, 30.0)
+    speech = tuple(SpeechTurn(f"clip{k}:t{i}", text, 5.0 * i, 5.0 * i + 4.0, "en", (), emb, spk)
+                   for i, (spk, text, emb) in enumerate(turns))
+    return ClipObservations(clip, speech, ())
+
+
+CLIPS = [
+    _clip(0, [("s0", "I live in Boston, by the river.", A), ("s1", "The tram was late again.", B)]),
+    _clip(1, [("s0", f"My bank password is {SECRET} and nobody knows.", A), ("s1", "Hey Dana, keep it safe.", B)]),
+    _clip(2, [("s0", "I live in Boston, still.", A), ("s1", "We planted tomatoes in the garden.", B)]),
+]
+
+
+@pytest.fixture
+def store(hash_store, monkeypatch):
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+    memorizer = Memorizer(hash_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
+    for obs in CLIPS:
+        w = memorizer.memorize(obs)
+        hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    hash_store.refresh_indexes()  # a full-text index holding every word, as after an ingest
+    return hash_store
+
+
+def _files_holding(root: Path, needle: str) -> list[str]:
+    raw = needle.encode()
+    return [str(p) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
+
+
+def _forget(store, *args) -> tuple[int, dict | None]:
+    import io
+    from contextlib import redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = main(["forget", "--store", store.uri, "--json", *args])
+    store.catch_up()  # this handle's table versions are gone from disk
+    lines = out.getvalue().strip().splitlines()
+    return rc, (json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None)
+
+
+def test_a_forgotten_text_is_in_no_file_and_no_search_and_the_rest_answers_as_before(store):
+    root = Path(store.uri)
+    assert _files_holding(root, SECRET)  # the check can see it while it is there
+    before = {m.memory_id for m in store.memories_where("clip_id = 'clip2'")}
+
+    rc, preview = _forget(store, "--query", SECRET.lower())
+    assert rc == 0 and preview["forgotten"] is False and preview["clips"] == 1
+    assert _files_holding(root, SECRET)  # a preview changes nothing
+
+    rc, done = _forget(store, "--query", SECRET, "--yes")
+    assert rc == 0 and done["forgotten"] and done["clips"] == 1 and done["memories"] >= 2
+    assert _files_holding(root, SECRET) == []
+    assert not store.has_clip("clip1") and store.memories_where("clip_id = 'clip1'") == []
+    assert not any(SECRET in h.memory.text for h in store.search(SECRET, k=20))
+    assert {m.memory_id for m in store.memories_where("clip_id = 'clip2'")} == before
+    assert any("tomatoes" in h.memory.text for h in store.search("tomatoes garden", k=5))
+    # no memory or edge points at the forgotten clip
+    assert not any(x.startswith(("clip:clip1", "clip1:")) for m in store.memories_where("true") for x in m.provenance)
+    assert "clip1" in forgotten_clip_ids(store)
+    # the audit log says what kind of thing went, how much and when, not what it was
+    (entry,) = history(store)
+    assert entry["filters"] == ["query"] and entry["counts"]["clips"] == 1
+    assert SECRET not in json.dumps(entry)
+
+
+def test_a_fact_keeps_the_evidence_left_and_goes_with_the_last_of_it(store):
+    def boston():
+        return [m for m in store.memories_where("kind = 'semantic'") if "Boston" in m.text]
+
+    (fact,) = boston()
+    assert {"clip:clip0", "clip:clip2"} <= set(fact.provenance)
+    assert _forget(store, "--clip", "clip0", "--yes")[0] == 0
+    (fact,) = boston()
+    assert "clip:clip0" not in fact.provenance and "clip:clip2" in fact.provenance
+    assert _forget(store, "--clip", "clip2", "--yes")[0] == 0
+    assert boston() == []
+
+
+def test_a_time_range_forgets_the_clips_it_touches(store):
+    start = T0.timestamp()
+    rc, done = _forget(store, "--from", datetime.fromtimestamp(start + 40, timezone.utc).isoformat(),
+                       "--to", datetime.fromtimestamp(start + 65, timezone.utc).isoformat(), "--yes")
+    assert rc == 0 and done["clips"] == 2
+    assert [store.has_clip(c) for c in ("clip0", "clip1", "clip2")] == [True, False, False]
+
+
+def test_forgetting_a_person_takes_their_words_ids_and_the_names_given_to_them(store):
+    assert main(["people", "--store", store.uri, "name", "voice_1", "Quillon"]) == 0
+    store.catch_up()
+    rc, done = _forget(store, "--person", "Quillon", "--yes")
+    assert rc == 0 and done["people_changes"] == 1
+    assert _files_holding(Path(store.uri), "Quillon") == []
+    assert _files_holding(Path(store.uri), "Boston") == []  # only voice_1 said it
+    assert [p.voices for p in store.people()] == [("voice_2",)]
+    assert any("tomatoes" in m.text for m in store.memories_where("true"))
+
+
+@pytest.mark.parametrize("args, why", [
+    ((), "say what to forget"),
+    (("--from", "2026-03-02T10:00", "--to", "2026-03-02T09:00"), "inverted"),
+    (("--from", "2026-03-02T10:00"), "needs both"),
+    (("--clip", "nope"), "no clip 'nope'"),
+    (("--person", "voice_99"), "no person"),
+    (("--person", "voice_1", "--query", "x"), "takes no other filter"),
+    (("--query", " "), "empty"),
+    (("--from", "yesterday", "--to", "today"), "ISO 8601"),
+])
+def test_a_filter_that_cannot_be_meant_is_refused_and_nothing_is_deleted(store, args, why, capsys):
+    counts = store.count()
+    assert main(["forget", "--store", store.uri, *args, "--yes"]) == 2
+    assert why in capsys.readouterr().err
+    assert store.count() == counts and history(store) == []
+
+
+def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, monkeypatch):
+    from graph.rows import ClipRow
+    from mnemo.pipeline import IngestReport, plan
+
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+    (job,) = plan([str(sample_wav)], hash_store, progress=lambda _m: None).jobs
+    c = job.clip
+    hash_store.commit_clip(ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
+                                   c.start_ts, c.end_ts, "hello"), [], [])
+    assert _forget(hash_store, "--source", str(sample_wav), "--yes")[0] == 0
+    assert sample_wav.is_file()  # the user's recording stays
+    report = IngestReport()
+    assert plan([str(sample_wav)], hash_store, progress=lambda _m: None, report=report).jobs == []
+    assert report.clips_skipped == 1
+
+
+def test_screenshots_of_forgotten_clips_are_deleted_with_their_sidecars(tmp_path):
+    from mnemo.forget_cli import forget_screenshots
+
+    shots = tmp_path / "2026" / "03" / "02"
+    shots.mkdir(parents=True)
+    for minute in (0, 1, 5):
+        image = shots / f"20260302T090{minute}00_m0.jpg"
+        image.write_bytes(b"\xff\xd8\xff\xe0 not decoded here")
+        at = datetime(2026, 3, 2, 9, minute, tzinfo=timezone.utc).isoformat()
+        Path(f"{image}.json").write_text(json.dumps({"captured_at": at, "app": "Firefox", "window": "Bank"}))
+    start = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc).timestamp()
+    assert forget_screenshots([{"source_path": str(shots), "start_ts": start, "end_ts": start + 90}]) == 2
+    assert sorted(p.name for p in shots.iterdir()) == ["20260302T090500_m0.jpg", "20260302T090500_m0.jpg.json"]
