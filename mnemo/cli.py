@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from mnemo.capture_cli import add_parsers
     from mnemo.forget_cli import add_parser as add_forget_parser
+    from mnemo.status_cli import add_parser as add_status_parser
     from mnemo.people_cli import add_parsers as add_people_parsers
     from mnemo.serve.cli import add_parsers as add_serve_parsers
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     add_serve_parsers(sub)
     add_people_parsers(sub)
     add_forget_parser(sub)
+    add_status_parser(sub)
 
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
     bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "capture", "m3", "screenshotvqa",
@@ -294,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
             from mnemo.people_cli import cmd_people
 
             return cmd_people(args, cfg)
+        if args.command == "status":
+            from mnemo.status_cli import cmd_status
+
+            return cmd_status(args, cfg)
         if args.command == "forget":
             from mnemo.forget_cli import cmd_forget
 

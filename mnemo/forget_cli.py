@@ -46,28 +46,9 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
-def forget_screenshots(clips: list[dict]) -> int:
-    """Delete the captured images (and sidecars) of forgotten screen clips: a clip's folder is its
-    source, its images those captured within its span. Returns how many images went."""
-    from perception.sources.screenshots import scan
-
-    removed = 0
-    by_folder: dict[str, list[dict]] = {}
-    for c in clips:
-        if Path(c["source_path"]).is_dir():
-            by_folder.setdefault(c["source_path"], []).append(c)
-    for folder, spans in by_folder.items():
-        for shot in scan(Path(folder)):
-            t = shot.captured_at.timestamp()
-            if any(c["start_ts"] <= t <= c["end_ts"] for c in spans):
-                for path in (shot.path, shot.path.with_name(shot.path.name + ".json")):
-                    path.unlink(missing_ok=True)
-                removed += 1
-    return removed
-
-
 def cmd_forget(args, cfg) -> int:
-    from graph.forget import Filter, ForgetError, forget, plan
+    from graph.forget import Filter, ForgetError, plan
+    from mnemo.forgetting import forget_all
     from mnemo.wiring import open_store
 
     try:
@@ -96,8 +77,8 @@ def cmd_forget(args, cfg) -> int:
         if args.json:
             print(json.dumps({"forgotten": False, **summary}))
         return 0
-    counts = forget(store, selected, f)
-    images = forget_screenshots(selected.clips)
+    counts = forget_all(store, selected, f)
+    images = counts["screenshots_deleted"]
     kept = sorted({c["source_path"] for c in selected.clips if Path(c["source_path"]).is_file()})
     print(f"forgot {what}; {counts['edges']} edge(s) and {counts['entities']} entities removed, "
           f"{counts['memories_changed']} other memories lost evidence; {images} screenshot(s) deleted")
@@ -105,5 +86,5 @@ def cmd_forget(args, cfg) -> int:
         print(f"note: {path} is your recording and was left in place; `mnemo ingest` will not store the "
               "forgotten clips again")
     if args.json:
-        print(json.dumps({"forgotten": True, **summary, **counts, "screenshots_deleted": images}))
+        print(json.dumps({"forgotten": True, **summary, **counts}))
     return 0

@@ -162,7 +162,7 @@ def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, mon
 
 
 def test_screenshots_of_forgotten_clips_are_deleted_with_their_sidecars(tmp_path):
-    from mnemo.forget_cli import forget_screenshots
+    from mnemo.forgetting import forget_screenshots
 
     shots = tmp_path / "2026" / "03" / "02"
     shots.mkdir(parents=True)
@@ -174,3 +174,50 @@ def test_screenshots_of_forgotten_clips_are_deleted_with_their_sidecars(tmp_path
     start = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc).timestamp()
     assert forget_screenshots([{"source_path": str(shots), "start_ts": start, "end_ts": start + 90}]) == 2
     assert sorted(p.name for p in shots.iterdir()) == ["20260302T090500_m0.jpg", "20260302T090500_m0.jpg.json"]
+
+
+def test_rest_forget_previews_then_forgets_and_refuses_a_filter_that_cannot_be_meant(store):
+    from fastapi.testclient import TestClient
+
+    from control.answer import OfflineAnswerer
+    from mnemo.serve.api import create_app
+    from mnemo.serve.service import MemoryService
+
+    client = TestClient(create_app(MemoryService(store, OfflineAnswerer(store))))
+    preview = client.post("/forget", json={"query": SECRET})
+    assert preview.status_code == 200 and preview.json()["forgotten"] is False and preview.json()["clips"] == 1
+    assert any(SECRET in m["text"] for m in client.get("/search", params={"q": SECRET}).json())
+    bad = client.post("/forget", json={"from": "2026-03-02T10:00:00Z", "to": "2026-03-02T09:00:00Z", "confirm": True})
+    assert bad.status_code == 422 and "inverted" in bad.json()["error"]
+    assert client.post("/forget", json={"confirm": True}).status_code == 422
+    done = client.post("/forget", json={"query": SECRET, "confirm": True})
+    assert done.status_code == 200 and done.json()["forgotten"] is True
+    assert not any(SECRET in m["text"] for m in client.get("/search", params={"q": SECRET}).json())
+    assert client.get("/clips/clip1").status_code == 404 and client.get("/clips/clip2").status_code == 200
+    assert _files_holding(Path(store.uri), SECRET) == []
+
+
+@pytest.mark.slow
+def test_mcp_forget_over_stdio(store, tmp_path):
+    import asyncio
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp", "--store", store.uri],
+                                   env={"MNEMO_GRAPH__TEXT_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1",
+                                        "HOME": os.environ.get("HOME", "/root")}, cwd=str(tmp_path))
+
+    async def session():
+        async with Client(params, read_timeout_seconds=120) as client:
+            preview = await client.call_tool("forget", {"request": {"query": SECRET}})
+            done = await client.call_tool("forget", {"request": {"query": SECRET, "confirm": True}})
+            bad = await client.call_tool("forget", {"request": {"clip": "no-such-clip", "confirm": True}})
+            return preview, done, bad
+
+    preview, done, bad = asyncio.run(asyncio.wait_for(session(), 300))
+    assert preview.structured_content["forgotten"] is False and preview.structured_content["clips"] == 1
+    assert done.structured_content["forgotten"] is True
+    assert bad.is_error and "no clip" in bad.content[0].text
+    assert _files_holding(Path(store.uri), SECRET) == []

@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 TOOLS = {"ask", "search", "list_people", "read_clip", "timeline", "name_person", "merge_people", "split_person",
-         "undo_people_change"}
+         "undo_people_change", "forget"}
 
 
 def _server(store_uri: str, cwd: str, embedder: str):

@@ -23,7 +23,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.rows import MEMORY_KINDS
 from mnemo.serve.media import MediaGone, clip_media
-from mnemo.serve.models import AskOut, ChangeOut, ClipOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut, TimelineOut
+from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
+                                PersonOut, TimelineOut)
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
 from perception.errors import MediaError
 
@@ -174,6 +175,12 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     @app.post("/people/{person}/split", summary="take voices, faces or characters out of a person", **change)
     def split_person(person: PersonId, body: Annotated[SplitIn, Body()]):
         return service.split_person(person, body.members)
+
+    @app.post("/forget", response_model=ForgetOut, dependencies=[Depends(json_only)],
+              summary="forget clips, a time range, a recording, an app, a person or a text; "
+                      "without confirm: only what would go")
+    def forget(body: Annotated[ForgetIn, Body()]):
+        return service.forget(body)
 
     @app.get("/clips/{clip_id}", response_model=ClipOut, summary="a clip: transcript, screen text, memories")
     def clip(clip_id: Annotated[str, Path(max_length=200)]):

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from graph.rows import MEMORY_KINDS
-from mnemo.serve.models import AskOut, ChangeOut, ClipOut, MemoryOut, PersonOut, TimelineOut
+from mnemo.serve.models import AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, MemoryOut, PersonOut, TimelineOut
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
 
 INSTRUCTIONS = ("Personal lifelog memory (recordings and screenshots cut into 30 s clips). Use `ask` for a "
@@ -100,6 +100,14 @@ def build_server(service: MemoryService):
     def undo_people_change() -> ChangeOut:
         with _told():
             return service.undo_people_change()
+
+    @server.tool(description="Forget what the user asks to take back: a time range (from/to), a recording "
+                             "(source), a clip, an app or window, a person, a text (query) or an age "
+                             "(older_than_days). Without confirm=true it only says what would go; ask the user "
+                             "before confirming. Forgotten content is deleted from every file of the store.")
+    def forget(request: ForgetIn) -> ForgetOut:
+        with _told():
+            return service.forget(request)
 
     @server.tool(description="One clip: transcript, on-screen text, caption, people and memories.")
     def read_clip(clip_id: Annotated[str, Field(min_length=1, max_length=200)]) -> ClipOut:

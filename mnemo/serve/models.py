@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 
@@ -105,3 +107,30 @@ class HealthOut(BaseModel):
     memories: int
     entities: int
     newest_ts: float | None
+
+
+class ForgetIn(BaseModel):
+    """What to forget (as ``mnemo forget``): without ``confirm`` only what would go."""
+
+    model_config = {"populate_by_name": True}
+    start: datetime | None = Field(None, alias="from", description="start of a time range (ISO 8601), with `to`")
+    end: datetime | None = Field(None, alias="to", description="end of the time range")
+    source: str | None = Field(None, max_length=4096, description="a recording or screenshot folder that was ingested")
+    clip: str | None = Field(None, max_length=200, description="one clip id")
+    app: str | None = Field(None, max_length=200, description="screen clips with this application in front")
+    window: str | None = Field(None, max_length=500, description="screen clips with a window title holding this")
+    person: str | None = Field(None, max_length=200, description="everything said by or showing this person")
+    query: str | None = Field(None, max_length=2000, description="clips whose memories or text hold this text")
+    older_than_days: float | None = Field(None, ge=0, description="clips that ended more than this many days ago")
+    confirm: bool = Field(False, description="true: forget now; false: only say what would go")
+
+
+class ForgetOut(BaseModel):
+    forgotten: bool = Field(description="false for a preview")
+    clips: int
+    memories: int
+    memory_kinds: dict[str, int]
+    entities: int
+    people_changes: int
+    span: list[float] | None = Field(None, description="[start, end] of what is (or would be) forgotten, Unix time")
+    screenshots_deleted: int = 0

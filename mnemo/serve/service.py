@@ -18,7 +18,7 @@ from graph import people_ops
 from graph.people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
-from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
+from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
                                 TimelineOut)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -112,6 +112,26 @@ class MemoryService:
         except PeopleError as e:
             raise BadRequest(str(e)) from None
         return change_out(change, self.store)
+
+    def forget(self, body: ForgetIn) -> ForgetOut:
+        """Forget (``confirm``) or preview what ``body`` selects; a filter that cannot be meant is a
+        ``BadRequest``. This handle reads the store's newest versions afterwards: the old ones are
+        deleted from disk."""
+        from graph.forget import Filter, ForgetError, plan
+        from mnemo.forgetting import forget_all
+
+        f = Filter(timestamp(body.start), timestamp(body.end), body.source, body.clip, body.app, body.window,
+                   body.person, body.query, body.older_than_days)
+        try:
+            selected = plan(self.store, f)
+        except ForgetError as e:
+            raise BadRequest(str(e)) from None
+        summary = selected.summary()
+        if not body.confirm or selected.empty:
+            return ForgetOut(forgotten=False, **summary)
+        counts = forget_all(self.store, selected, f)
+        self.store.catch_up()
+        return ForgetOut(forgotten=True, **summary, screenshots_deleted=counts["screenshots_deleted"])
 
     def clip(self, clip_id: str) -> ClipOut:
         row = self.clip_row(clip_id)
