@@ -133,3 +133,32 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         assert "Carol" not in who and '<voice_2> said: "Lisbon was lovely' in memories
         assert "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
     assert [o.op for o in people_store.people_ops()] == ["name", "undo"]
+
+
+def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser, tmp_path):
+    """Open a clip, ask to forget it: the page says what would go and changes nothing; the second
+    button forgets it, and the timeline shows the one clip left."""
+    from pathlib import Path
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with serving(people_store) as url:
+        browser.get(url + "/")
+        wait = WebDriverWait(browser, 60)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
+        browser.find_elements(By.CSS_SELECTOR, "#track .clip")[0].click()
+        wait.until(lambda d: "Lisbon was lovely" in d.find_element(By.ID, "clip-memories").text)
+        browser.find_element(By.ID, "clip-forget").click()
+        wait.until(lambda d: "Would forget 1 clip(s)" in d.find_element(By.ID, "forget-status").text)
+        assert people_store.has_clip("people-clip-0")
+        shot = tmp_path / "forget.png"
+        assert browser.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+        browser.find_element(By.ID, "clip-forget-confirm").click()
+        wait.until(lambda d: "Forgotten: 1 clip(s)" in d.find_element(By.ID, "status").text)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#track .clip")) == 1
+        assert not browser.find_element(By.ID, "clip").is_displayed()
+    people_store.catch_up()
+    assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
+    assert not [p for p in Path(people_store.uri).rglob("*") if p.is_file() and b"Lisbon" in p.read_bytes()]

@@ -141,6 +141,28 @@ async function showClip(clipId, atSourceS) {
   $("clip-transcript").textContent = c.transcript || "(no speech)";
   $("clip-screen").textContent = c.screen_text || "(no text on screen)";
   $("clip-location").textContent = c.media_location;
+  $("forget-status").textContent = "";
+  $("clip-forget-confirm").hidden = true;
+}
+
+// forgetting the open clip: first what would go, then (a second button) for good
+async function forgetClip(confirm) {
+  const clipId = state.open && state.open[0];
+  if (!clipId) return;
+  try {
+    const out = await api("/forget", { method: "POST", headers: { "Content-Type": "application/json" },
+                                       body: JSON.stringify({ clip: clipId, confirm }) });
+    const what = `${out.clips} clip(s) and ${out.memories} memories`;
+    if (!confirm) {
+      $("forget-status").textContent = `Would forget ${what}, from every file of the store. This cannot be undone.`;
+      $("clip-forget-confirm").hidden = false;
+      return;
+    }
+    state.open = undefined;
+    $("clip").hidden = true;
+    await Promise.all([loadPeople(), loadTimeline(...(state.range || []))]);
+    status(`Forgotten: ${what}.`);
+  } catch (e) { $("forget-status").textContent = `Not forgotten: ${e.message}`; }
 }
 
 async function ask(event) {
@@ -196,5 +218,7 @@ $("ask-form").addEventListener("submit", ask);
 $("search-form").addEventListener("submit", search);
 $("day").addEventListener("change", pickDay);
 $("people-undo").addEventListener("click", () => changePeople("/people/undo"));
+$("clip-forget").addEventListener("click", () => forgetClip(false));
+$("clip-forget-confirm").addEventListener("click", () => forgetClip(true));
 $("clip-frame").addEventListener("error", () => { $("clip-frame").hidden = true; });
 Promise.all([loadPeople(), loadTimeline()]).catch((e) => status(`Loading failed: ${e.message}`));
