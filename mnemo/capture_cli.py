@@ -69,7 +69,8 @@ def cmd_watch(args, cfg) -> int:
     print(f"watch: ingesting closed clips of {args.folder} into {store.uri}", flush=True)
     report = watch(args.folder, store, perceivers, policies, clip_s=cfg.perception.clip_s,
                    poll_s=args.poll or cfg.capture.ingest_poll_s, duration_s=args.duration, stop=stop,
-                   say=lambda s: print(s, flush=True))
+                   say=lambda s: print(s, flush=True), retention_days=cfg.graph.retention_days,
+                   max_store_gb=cfg.graph.max_store_gb)
     print(f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} poll(s)")
     return 0
 

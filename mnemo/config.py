@@ -109,6 +109,11 @@ class GraphConfig(BaseModel):
     # "auto": ONNX Runtime for float32 on the CPU (the same vectors, 33 against 81 ms a query on a
     # 2-core AVX2 EPYC), torch otherwise; "torch" or "onnx" to choose
     text_runtime: Literal["auto", "torch", "onnx"] = "auto"
+    # forget clips (memories, media and all) older than this many days (0: keep everything); applied
+    # by `mnemo capture --ingest` after each ingest and by `mnemo forget --apply-retention`
+    retention_days: float = Field(0.0, ge=0)
+    # the store's size on disk at most (0: no cap): the oldest clips are forgotten until it fits
+    max_store_gb: float = Field(0.0, ge=0)
 
 
 class ControlConfig(BaseModel):

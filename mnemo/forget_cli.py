@@ -27,6 +27,8 @@ def add_parser(sub) -> None:
     p.add_argument("--query", metavar="TEXT", help="clips whose memories, transcript or screen text hold this text "
                    "(case-insensitive)")
     p.add_argument("--older-than", type=float, metavar="DAYS", help="clips that ended more than DAYS days ago")
+    p.add_argument("--apply-retention", action="store_true", help="forget now what graph.retention_days and "
+                   "graph.max_store_gb say must go (the capture daemon's ingest does it after each clip)")
     p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     p.add_argument("--yes", action="store_true", help="forget now (without it: only show what would go)")
     p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
@@ -51,6 +53,17 @@ def cmd_forget(args, cfg) -> int:
     from mnemo.forgetting import forget_all
     from mnemo.wiring import open_store
 
+    if args.apply_retention:
+        from mnemo.forgetting import apply_retention
+
+        store = open_store(cfg.graph, args.store)
+        gone = apply_retention(store, cfg.graph.retention_days, cfg.graph.max_store_gb)
+        print(f"forgot {gone['expired_clips']} clip(s) older than graph.retention_days = {cfg.graph.retention_days:g} "
+              f"(0: kept forever) and {gone['budget_clips']} to keep {store.uri} within graph.max_store_gb = "
+              f"{cfg.graph.max_store_gb:g} (0: no cap)")
+        if args.json:
+            print(json.dumps(gone))
+        return 0
     try:
         f = Filter(start_ts=_ts(args.start, "--from"), end_ts=_ts(args.end, "--to"),
                    source=str(Path(args.source).expanduser().resolve()) if args.source else None,

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from pathlib import Path
+
+from mnemo.forgetting import folder_bytes
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("status", help="store size by part, clips, memories, people, span covered, capture state")
     p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-
-
-def folder_bytes(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:  # removed while walking
-                pass
-    return total
 
 
 def store_status(store) -> dict:

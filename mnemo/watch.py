@@ -18,6 +18,7 @@ from pathlib import Path
 
 from graph.store import Store
 from memorize.identity import MatchPolicy
+from mnemo.forgetting import apply_retention
 from mnemo.pipeline import ingest
 from perception.observe import Perceivers
 
@@ -35,8 +36,10 @@ class WatchReport:
 
 def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
           clip_s: float = 30.0, poll_s: float = 5.0, settle_s: float = 1.0, duration_s: float | None = None,
-          stop: threading.Event | None = None, say: Callable[[str], None] = print) -> WatchReport:
-    """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed."""
+          stop: threading.Event | None = None, say: Callable[[str], None] = print,
+          retention_days: float = 0.0, max_store_gb: float = 0.0) -> WatchReport:
+    """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed;
+    after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten."""
     stop = stop or threading.Event()
     folder = Path(folder)
     report = WatchReport()
@@ -58,6 +61,11 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
                 report.lag_s.append(lag)
                 say(f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
                     f"{lag:.0f} s ago")
+            if run.clips_new and (retention_days or max_store_gb):
+                gone = apply_retention(store, retention_days, max_store_gb)
+                if any(gone.values()):
+                    say(f"watch: forgot {gone['expired_clips']} clip(s) past the retention of {retention_days:g} "
+                        f"days and {gone['budget_clips']} to stay within {max_store_gb:g} GB")
             # the next poll starts at the first window that was still open
             since = datetime.fromtimestamp((closed.timestamp() // clip_s) * clip_s, timezone.utc)
         if time.monotonic() >= end:

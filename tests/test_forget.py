@@ -221,3 +221,28 @@ def test_mcp_forget_over_stdio(store, tmp_path):
     assert done.structured_content["forgotten"] is True
     assert bad.is_error and "no clip" in bad.content[0].text
     assert _files_holding(Path(store.uri), SECRET) == []
+
+
+def test_retention_forgets_what_is_past_its_days_and_the_oldest_beyond_the_size_cap(store):
+    from mnemo.forgetting import apply_retention, folder_bytes
+
+    start = T0.timestamp()
+    # 70 s after the first clip began, with a retention of 40 s: clips 0 and 1 (ended 30 and 60 s in) are past it
+    assert apply_retention(store, retention_days=40 / 86400, now=start + 70) == {"expired_clips": 1, "budget_clips": 0}
+    assert [store.has_clip(c) for c in ("clip0", "clip1", "clip2")] == [False, True, True]
+    size = folder_bytes(Path(store.uri))
+    # a cap just under the size: the oldest clip left goes, the newest stays
+    assert apply_retention(store, max_store_gb=(size - 1) / 1e9, now=start + 70)["budget_clips"] == 1
+    assert [store.has_clip(c) for c in ("clip1", "clip2")] == [False, True]
+    assert folder_bytes(Path(store.uri)) <= size - 1
+    assert apply_retention(store) == {"expired_clips": 0, "budget_clips": 0}  # both off: nothing happens
+
+
+def test_status_reports_the_store_by_part_and_what_it_covers(store, capsys):
+    assert main(["status", "--store", store.uri, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert status["clips"] == 3 and status["memories"] == store.count()["memories"]
+    assert status["span"] == [T0.timestamp(), T0.timestamp() + 90]
+    assert set(status["bytes_by_part"]) >= {"memories", "clips", "entities", "edges"}
+    assert status["bytes"] == sum(status["bytes_by_part"].values()) > 0
+    assert status["people"] == 2 and status["capture"]["state"]
