@@ -61,7 +61,12 @@ class Store(HybridSearch):
         self.uri = str(uri)
         self.embedder = embedder
         if "://" not in self.uri:
-            Path(self.uri).mkdir(parents=True, exist_ok=True)
+            # a store holds a life: private to the user whatever the umask (files inside a 0700
+            # folder cannot be opened by others; `mnemo` also writes them 0600)
+            created = not Path(self.uri).exists()
+            Path(self.uri).mkdir(parents=True, exist_ok=True, mode=0o700)
+            if created:
+                Path(self.uri).chmod(0o700)
         interval = None if read_consistency_s is None else timedelta(seconds=read_consistency_s)
         self._db = lancedb.connect(self.uri, read_consistency_interval=interval)
         self.memories = self._open("memories", memory_schema(embedder.dim))

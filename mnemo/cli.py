@@ -275,6 +275,14 @@ def cmd_bench(args, cfg) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    umask = os.umask(0o077)  # what mnemo writes (stores, capture, caches of it) is the user's alone
+    try:
+        return _main(argv)
+    finally:
+        os.umask(umask)
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
     from mnemo.config import load_config

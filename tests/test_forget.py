@@ -246,3 +246,24 @@ def test_status_reports_the_store_by_part_and_what_it_covers(store, capsys):
     assert set(status["bytes_by_part"]) >= {"memories", "clips", "entities", "edges"}
     assert status["bytes"] == sum(status["bytes_by_part"].values()) > 0
     assert status["people"] == 2 and status["capture"]["state"]
+
+
+def test_a_store_is_private_to_its_user_whatever_the_umask(tmp_path, monkeypatch, capsys):
+    import os
+    import stat
+
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+    old = os.umask(0o022)
+    try:
+        Store(tmp_path / "lib", build_text_embedder("hash"))
+        assert stat.S_IMODE((tmp_path / "lib").stat().st_mode) == 0o700
+        assert main(["status", "--store", str(tmp_path / "cli")]) == 0  # written by the command line
+    finally:
+        os.umask(old)
+    root = tmp_path / "cli"
+    modes = {p: stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
+    assert modes[root] == 0o700
+    assert all(m & 0o077 == 0 for m in modes.values()), {str(p): oct(m) for p, m in modes.items() if m & 0o077}
