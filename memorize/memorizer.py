@@ -19,6 +19,7 @@ from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.characters import People
 from memorize.naming import KINDS as NAME_KINDS, Naming
+from memorize.redact import Redactor
 from memorize.speech_facts import addressed_in, facts_in, names_in
 from memorize.writer_llm import LLMClipMemories, LLMWriter
 from memorize.writer_offline import offline_memories
@@ -45,8 +46,9 @@ class ClipWrite:
 
 class Memorizer:
     def __init__(self, store: Store, face_policy: MatchPolicy, voice_policy: MatchPolicy,
-                 llm_writer: LLMWriter | None = None) -> None:
+                 llm_writer: LLMWriter | None = None, redactor: Redactor | None = None) -> None:
         self.llm_writer = llm_writer
+        self.redactor = redactor or Redactor()  # what the writer redacts before memorizing (default kinds)
         self.store = store
         self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
         self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))

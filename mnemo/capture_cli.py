@@ -59,7 +59,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 def cmd_watch(args, cfg) -> int:
     from mnemo.watch import watch
-    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, open_store
+    from mnemo.wiring import build_perceivers, build_redactor, faces_backend_name, match_policies, open_store
 
     store = open_store(cfg.graph, args.store)
     perceivers = build_perceivers(cfg.perception, cfg.llm)
@@ -70,7 +70,7 @@ def cmd_watch(args, cfg) -> int:
     report = watch(args.folder, store, perceivers, policies, clip_s=cfg.perception.clip_s,
                    poll_s=args.poll or cfg.capture.ingest_poll_s, duration_s=args.duration, stop=stop,
                    say=lambda s: print(s, flush=True), retention_days=cfg.graph.retention_days,
-                   max_store_gb=cfg.graph.max_store_gb)
+                   max_store_gb=cfg.graph.max_store_gb, redactor=build_redactor(cfg.memorize))
     print(f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} poll(s)")
     return 0
 

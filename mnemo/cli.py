@@ -111,10 +111,12 @@ def _configure_logging(verbose: bool) -> None:
 
 def cmd_ingest(args, cfg) -> int:
     from mnemo.pipeline import ingest
-    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, open_store
+    from mnemo.wiring import (build_llm_writer, build_perceivers, build_redactor, faces_backend_name, match_policies,
+                              open_store)
 
     store = open_store(cfg.graph, args.store)
     policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+    redactor = build_redactor(cfg.memorize)
     llm_writer = build_llm_writer(cfg.memorize, cfg.llm)
     if args.ray:
         from ray_jobs.ingest import ingest_ray
@@ -126,17 +128,19 @@ def cmd_ingest(args, cfg) -> int:
             return 2
         report = ingest_ray(args.paths, store, cfg.perception, policies, clip_s=cfg.perception.clip_s,
                             start=args.start, llm=cfg.llm, llm_writer=llm_writer, workers=args.workers,
-                            address=args.address)
+                            address=args.address, redactor=redactor)
     else:
         perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
         report = ingest(args.paths, store, perceivers, policies, clip_s=cfg.perception.clip_s, start=args.start,
-                        llm_writer=llm_writer)
+                        llm_writer=llm_writer, redactor=redactor)
     counts = store.count()
     print(f"ingested {len(report.files_ingested)} file(s): {report.clips_new} new clip(s), "
           f"{report.clips_skipped} already stored, {len(report.clips_failed)} failed, "
           f"{report.memories_new} new memories; "
           f"store {store.uri} holds {counts['clips']} clips, {counts['memories']} memories, "
           f"{counts['entities']} entities")
+    if report.redacted:
+        print("kept out of memory (memorize.redact): " + ", ".join(f"{n} {k}(s)" for k, n in sorted(report.redacted.items())))
     for path, reason in report.files_failed:
         print(f"error: {path}: {reason}", file=sys.stderr)
     return 0 if report.ok else 1

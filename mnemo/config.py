@@ -78,6 +78,9 @@ class MemorizeConfig(BaseModel):
     # the windows where two voices meet; at 1.0 s they founded 6 extra people in the bench above
     min_voice_s: float = 2.5
     max_samples: int = Field(8, ge=1)
+    # kept out of memory (memorize/redact.py): secrets, cards, ibans, passwords, emails, phones
+    redact: list[str] = ["secrets", "cards", "ibans", "passwords"]
+    phone_region: str = "US"  # phones: numbers without a +country prefix are read as this region's
     writer: Literal["offline", "llm"] = "offline"  # "llm": the [llm] endpoint writes memories too
 
 

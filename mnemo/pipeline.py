@@ -25,6 +25,7 @@ from pathlib import Path
 from graph.forget import forgotten_clip_ids
 from graph.store import Store
 from memorize.identity import MatchPolicy
+from memorize.redact import Redactor
 from memorize.memorizer import ClipWrite, Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
@@ -53,6 +54,7 @@ class IngestReport:
     embed_s: float = 0.0
     writer_wait_s: float = 0.0
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # process -> its peak resident memory
+    redacted: dict[str, int] = field(default_factory=dict)  # kind -> spans replaced before storing (memorize.redact)
 
     @property
     def writer_s(self) -> float:
@@ -194,6 +196,9 @@ class ClipWriter:
     def write(self, job: ClipJob, obs: ClipObservations, observe_s: float = 0.0) -> None:
         """Memorize the clip now; it is embedded and committed behind, on the commit thread."""
         t0 = time.perf_counter()
+        obs, redacted = self.memorizer.redactor.observations(obs)  # before anything of the clip is kept
+        for kind, n in redacted.items():
+            self.report.redacted[kind] = self.report.redacted.get(kind, 0) + n
         written = self.memorizer.memorize(obs)
         # entities are the memorizer's live objects, changed again by later clips: commit this clip's state
         written.entities = [replace(e, samples=list(e.samples)) for e in written.entities]
@@ -284,12 +289,13 @@ def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObse
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
            clip_s: float = 30.0, start: datetime | None = None,
            progress: Callable[[str], None] = _stderr, llm_writer: LLMWriter | None = None,
-           screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> IngestReport:
+           screens_closed_before: datetime | None = None, screens_since: datetime | None = None,
+           redactor: Redactor | None = None) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process."""
     report = IngestReport()
     planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
-    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer), report, progress)
+    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report, progress)
 
     try:
         write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in planned.jobs))

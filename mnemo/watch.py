@@ -37,7 +37,7 @@ class WatchReport:
 def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
           clip_s: float = 30.0, poll_s: float = 5.0, settle_s: float = 1.0, duration_s: float | None = None,
           stop: threading.Event | None = None, say: Callable[[str], None] = print,
-          retention_days: float = 0.0, max_store_gb: float = 0.0) -> WatchReport:
+          retention_days: float = 0.0, max_store_gb: float = 0.0, redactor=None) -> WatchReport:
     """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed;
     after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten."""
     stop = stop or threading.Event()
@@ -49,7 +49,7 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
         closed = datetime.fromtimestamp(time.time() - settle_s, timezone.utc)
         if folder.is_dir():
             run = ingest([str(folder)], store, perceivers, policies, clip_s=clip_s, progress=log.debug,
-                         screens_closed_before=closed, screens_since=since)
+                         screens_closed_before=closed, screens_since=since, redactor=redactor)
             report.polls += 1
             report.clips_new += run.clips_new
             report.clips_failed += len(run.clips_failed)

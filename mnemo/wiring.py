@@ -115,6 +115,12 @@ def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
     return OfflineAnswerer(store, planner)
 
 
+def build_redactor(cfg: MemorizeConfig):
+    from memorize.redact import Redactor
+
+    return Redactor(tuple(cfg.redact), cfg.phone_region)
+
+
 def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy, MatchPolicy]:
     face_threshold = cfg.face_threshold_insightface if faces_backend == "insightface" else cfg.face_threshold_dlib
     return (MatchPolicy(face_threshold, cfg.max_samples),

@@ -89,7 +89,8 @@ def connect(address: str | None, workers: int | None) -> int:
 def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, policies: tuple[MatchPolicy, MatchPolicy],
                clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = _stderr,
                llm: LLMConfig | None = None, llm_writer: LLMWriter | None = None, workers: int | None = None,
-               address: str | None = None, gpus_per_worker: float = 0.0, actor: type | None = None) -> IngestReport:
+               address: str | None = None, gpus_per_worker: float = 0.0, actor: type | None = None,
+               redactor=None) -> IngestReport:
     """Ingest as ``mnemo.pipeline.ingest`` does, with perception on ``workers`` Ray actors of class
     ``actor`` (default ``Perceive``; the fault tests pass one that dies)."""
     import ray
@@ -97,7 +98,7 @@ def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, pol
 
     report = IngestReport()
     planned = plan(paths, store, clip_s, start, progress, report)
-    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer), report, progress)
+    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report, progress)
     try:
         if planned.jobs:
             n = min(connect(address, workers), len(planned.jobs))
