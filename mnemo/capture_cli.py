@@ -15,7 +15,7 @@ from pathlib import Path
 
 log = logging.getLogger("mnemo")
 
-ACTIONS = ("start", "pause", "resume", "status", "stop", "keygen")
+ACTIONS = ("start", "pause", "resume", "status", "stop", "keygen", "exclusions", "exclude", "include")
 
 
 def parse_duration(value: str) -> float:
@@ -30,7 +30,8 @@ def add_parsers(sub) -> None:
     cap = sub.add_parser("capture", help="X11 screenshot daemon: private by construction, searchable within a minute")
     cap.add_argument("action", nargs="?", default="start", choices=ACTIONS,
                      help="start (default) runs the daemon in the foreground; pause/resume/status/stop talk to a "
-                          "running one; keygen writes a key for --encrypt")
+                          "running one; exclusions lists what it never stores, exclude/include add or take out a "
+                          "--class or --title from the next frame on; keygen writes a key for --encrypt")
     cap.add_argument("--out", help="where screenshots go (default: [capture] out, ~/.local/share/mnemo/screens)")
     cap.add_argument("--interval", type=float, help="seconds between grabs while active (default 2)")
     cap.add_argument("--duration", type=parse_duration, help="stop after this long (e.g. 90s, 15m); default: run until stopped")
@@ -43,7 +44,9 @@ def add_parsers(sub) -> None:
     cap.add_argument("--encrypt", action="store_true", help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)")
     cap.add_argument("--budget-mb", type=float, help="keep at most this many MB of screenshots (oldest deleted first)")
     cap.add_argument("--for", dest="for_", type=parse_duration, help="pause: resume by itself after this long (e.g. 15m)")
-    cap.add_argument("--json", action="store_true", help="status: print the daemon's status as JSON")
+    cap.add_argument("--json", action="store_true", help="status, exclusions: print the reply as JSON")
+    cap.add_argument("--class", dest="window_class", metavar="CLS", help="exclude/include: a window class (WM_CLASS)")
+    cap.add_argument("--title", metavar="REGEX", help="exclude/include: a window title pattern (case-insensitive)")
 
     w = sub.add_parser("watch", help="ingest a capture folder's 30 s screenshot clips as they close")
     w.add_argument("folder")
@@ -81,6 +84,11 @@ def _client(args) -> int:
     msg = {"cmd": args.action}
     if args.action == "pause" and args.for_:
         msg["for_s"] = args.for_
+    if args.action in ("exclude", "include"):
+        if not (args.window_class or args.title):
+            print(f"error: capture {args.action} needs --class CLS or --title REGEX", file=sys.stderr)
+            return 2
+        msg.update({k: v for k, v in (("class", args.window_class), ("title", args.title)) if v})
     try:
         reply = request(msg)
     except DaemonNotRunning as e:
@@ -94,6 +102,10 @@ def _client(args) -> int:
         return 1
     if args.json:
         print(json.dumps(reply))
+    elif args.action in ("exclusions", "exclude", "include"):
+        print("never stored: classes " + (", ".join(reply["classes"] + reply["builtin_classes"]) or "none")
+              + "; titles matching " + (", ".join(reply["titles"] + reply["builtin_titles"]) or "none")
+              + ("" if reply["builtin"] else " (built-in exclusions off)"))
     else:
         why = f" ({reply['why']})" if reply.get("why") else ""
         print(f"{reply['state']}{why}: {reply['written']} frame(s) written of {reply['ticks']} grab(s), "

@@ -221,3 +221,30 @@ def test_lost_x_connection_ends_the_daemon_with_an_error(tmp_path):
     d.close()  # the X server goes away
     thread.join(timeout=20)
     assert not thread.is_alive() and errors, "the daemon should stop with XConnectionLost"
+
+
+def test_an_exclusion_added_over_the_socket_holds_from_the_next_frame_and_can_be_taken_out(desktop, tmp_path):
+    secret = desktop.xterm("Quarterly payroll", cls="XTerm", geometry="60x15+60+60")
+    desktop.focus(secret)
+    sock = tmp_path / "run" / "mnemo" / "capture.sock"
+    out = tmp_path / "out"
+    from perception.capture.control import ControlServer
+
+    with capturing(desktop, out) as cap:
+        server = ControlServer(cap.handle, sock)
+        try:
+            desktop.type("before ")
+            _until(lambda: len(images(out)) >= 1)
+            listing = request({"cmd": "exclude", "title": "payroll"}, sock)
+            assert listing["titles"] == ["payroll"] and "keepassxc" in listing["builtin_classes"]
+            excluded, stored = cap.counters.excluded, len(images(out))
+            desktop.type("secret salaries ")
+            _until(lambda: cap.counters.excluded >= excluded + 3)
+            assert len(images(out)) == stored, "a frame was stored after its window was excluded"
+            assert "error" in request({"cmd": "include", "title": "not there"}, sock)
+            assert "error" in request({"cmd": "exclude"}, sock)
+            assert request({"cmd": "include", "title": "payroll"}, sock)["titles"] == []
+            desktop.type("after ")
+            _until(lambda: len(images(out)) > stored)
+        finally:
+            server.close()

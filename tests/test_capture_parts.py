@@ -164,3 +164,20 @@ def test_the_control_socket_answers_bad_requests_and_keeps_serving(tmp_path):
         server.close()
     path.touch()  # a socket file left by a daemon that died: the next one takes its place
     ControlServer(handle, path).close()
+
+
+def test_exclusions_change_while_the_built_in_ones_stay():
+    from perception.capture.privacy import Exclusions
+    from perception.capture.x11 import WindowInfo
+
+    ex = Exclusions(("SecretApp",), ())
+    more = ex.changed(True, title="^Bank")
+    window = WindowInfo(1, "Firefox", "firefox", "Bank of Mars - statement", 1, None)
+    assert ex.why(window) is None and more.why(window) == "title /^Bank/"
+    fewer = more.changed(False, cls="SecretApp")
+    assert fewer.classes == () and fewer.titles == ("^Bank",)
+    assert fewer.why(WindowInfo(2, "KeePassXC", "keepassxc", "db", 1, None)) == "class keepassxc"  # built in
+    with pytest.raises(ValueError, match="not an exclusion added by you"):
+        fewer.changed(False, cls="keepassxc")
+    with pytest.raises(ValueError, match="valid regular expression"):
+        fewer.changed(True, title="([")

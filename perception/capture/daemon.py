@@ -89,8 +89,17 @@ class Capturer:
                 self._user_pause_until = None
             elif cmd == "stop":
                 self._stop.set()
+            elif cmd in ("exclude", "include"):
+                try:
+                    self.exclusions = self.exclusions.changed(cmd == "exclude", req.get("class"), req.get("title"))
+                except ValueError as e:
+                    return {"error": str(e)}
+                return self.exclusions.listing()  # in force from the next frame
+            elif cmd == "exclusions":
+                return self.exclusions.listing()
             elif cmd != "status":
-                return {"error": f"unknown command {cmd!r}; one of status, pause, resume, stop"}
+                return {"error": f"unknown command {cmd!r}; one of status, pause, resume, stop, exclusions, "
+                                 "exclude, include"}
         return self.status()
 
     def status(self) -> dict:

@@ -39,6 +39,32 @@ class Exclusions:
                 raise ValueError(f"--exclude-title {p!r} is not a valid regular expression: {e}") from e
         object.__setattr__(self, "_compiled", tuple(compiled))
 
+    def changed(self, add: bool, cls: str | None = None, title: str | None = None) -> Exclusions:
+        """These exclusions with a window class or title pattern added (``add``) or taken out. The
+        built-in ones (private windows, password managers) stay; only configuration turns them off."""
+        if not cls and not title:
+            raise ValueError("say which window: a class ({\"class\": \"KeePassXC\"}) or a title pattern "
+                             "({\"title\": \"^Bank\"})")
+        classes, titles = list(self.classes), list(self.titles)
+        for items, value in ((classes, cls), (titles, title)):
+            if not value:
+                continue
+            if not isinstance(value, str):
+                raise ValueError(f"{value!r} is not text")
+            if add and value not in items:
+                items.append(value)
+            elif not add:
+                if value not in items:
+                    raise ValueError(f"{value!r} is not an exclusion added by you; they are: "
+                                     f"{', '.join(self.classes + self.titles) or 'none'}")
+                items.remove(value)
+        return Exclusions(tuple(classes), tuple(titles), self.builtin)
+
+    def listing(self) -> dict:
+        return {"classes": list(self.classes), "titles": list(self.titles), "builtin": self.builtin,
+                "builtin_classes": list(SECRET_APPS) if self.builtin else [],
+                "builtin_titles": list(PRIVATE_TITLES) if self.builtin else []}
+
     def why(self, window: WindowInfo) -> str | None:
         """Why the window is excluded (the rule that matched), or None."""
         names = {window.app.lower(), window.instance.lower()} - {""}
