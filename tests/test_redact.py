@@ -79,9 +79,11 @@ def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash
     assert any("[card]" in m.text for m in hash_store.memories_where("kind = 'episodic'"))
 
 
-def test_the_defaults_redact_nothing_in_the_projects_own_conversations_and_screens(capsys):
-    """False redactions: LoCoMo's dev conversations (what people say) and the OCR bench's screens
-    (terminals, dialogs, a page). Counted for every kind, asserted for the defaults."""
+def test_the_defaults_redact_nothing_in_the_projects_own_conversations_and_screens(pyannote_dir):
+    """False redactions: LoCoMo's dev conversations and the pyannote call's transcript (what people
+    say) and the OCR bench's screens (terminals, dialogs, a page). Counted for every kind, asserted
+    for the defaults."""
+    from bench.fixtures import read_stm
     from bench.ocr_screens import screens
     from tests.conftest import unavailable
 
@@ -90,6 +92,7 @@ def test_the_defaults_redact_nothing_in_the_projects_own_conversations_and_scree
         unavailable(f"{path} is missing (the shared LoCoMo dev set)")
     turns = [t["text"] for conv in json.loads(path.read_text()) for k, session in conv["conversation"].items()
              if k.startswith("session_") and not k.endswith("date_time") for t in session]
+    turns += [text for *_, text in read_stm(pyannote_dir / "sample.stm")]
     screen_lines = [line for s in screens() for line in s.lines]
     found = {k: sum(len(Redactor((k,)).spans(t)) for t in turns + screen_lines) for k in KINDS}
     print(f"{len(turns)} turns and {len(screen_lines)} screen lines; spans found by kind: {found}")
