@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -248,3 +249,28 @@ def test_an_exclusion_added_over_the_socket_holds_from_the_next_frame_and_can_be
             _until(lambda: len(images(out)) > stored)
         finally:
             server.close()
+
+
+def test_a_locked_screen_stores_nothing(desktop, tmp_path):
+    """A real locker (i3lock, Debian's): while it is up the daemon pauses, saying why, and stores no frame."""
+    if shutil.which("i3lock") is None:
+        unavailable("no i3lock: apt-get install i3lock (make xtools does it as root)")
+    term = desktop.xterm("notes")
+    desktop.focus(term)
+    out = tmp_path / "out"
+    with capturing(desktop, out) as cap:
+        desktop.type("before the lock ")
+        _until(lambda: len(images(out)) >= 1)
+        stored = len(images(out))
+        locker = desktop.spawn(["i3lock", "-n", "-c", "000000"])
+        try:
+            _until(lambda: cap.state == "paused" and "locked" in cap.why)
+            ticks = cap.counters.ticks
+            desktop.run(["xdotool", "mousemove", "300", "300"])  # activity under the lock
+            time.sleep(2.5)
+            assert len(images(out)) == stored, "a frame was stored while the screen was locked"
+            assert cap.counters.ticks == ticks, "grabbed while the screen was locked"
+        finally:
+            locker.kill()
+            locker.wait()
+        _until(lambda: cap.state == "capturing")

@@ -21,6 +21,10 @@ LOCKERS = frozenset({"i3lock", "xscreensaver", "light-locker", "xsecurelock", "s
                      "kscreenlocker_greet", "xfce4-screensaver", "swaylock", "betterlockscreen"})
 
 
+def _is_locker(app: str, instance: str) -> bool:
+    return app.lower() in LOCKERS or instance.lower() in LOCKERS
+
+
 class XConnectionLost(RuntimeError):
     """The X server went away (logout, crash) or cannot be reached."""
 
@@ -191,7 +195,24 @@ class X11Session:
         return info.state == 1, info.idle / 1000.0  # state 1: ScreenSaverOn
 
     def locked(self, windows: list[WindowInfo], focused: WindowInfo | None) -> bool:
-        """A known screen locker is focused or on top of the stack."""
+        """A known screen locker is focused, on top of the stack, or shown as an override-redirect
+        window (i3lock, slock and xsecurelock map one over everything, which no window manager
+        lists among its clients)."""
         top = [w for w in windows if w.rect is not None][-1:]
-        return any((w.app.lower() in LOCKERS or w.instance.lower() in LOCKERS)
-                   for w in [*top, *([focused] if focused else [])])
+        if any(_is_locker(w.app, w.instance) for w in [*top, *([focused] if focused else [])]):
+            return True
+        return self._call(self._override_locker)
+
+    def _override_locker(self) -> bool:
+        from Xlib import X, error as xerror
+
+        for child in reversed(self.root.query_tree().children):  # top first
+            try:
+                attrs = child.get_attributes()
+                if attrs.override_redirect and attrs.map_state == X.IsViewable:
+                    cls = child.get_wm_class() or ("", "")
+                    if _is_locker(cls[1] or "", cls[0] or ""):
+                        return True
+            except (xerror.BadWindow, xerror.BadMatch):  # gone since the query (a tooltip, a menu)
+                continue
+        return False
