@@ -9,12 +9,15 @@ says what would go without touching anything; ``forget`` removes it:
 2. edges touching a forgotten memory or entity, and edges whose evidence was all forgotten;
 3. voice and face entities that no remaining memory names (their samples came from forgotten
    media), and characters left with no member;
-4. the clip rows, last: a forget killed part-way leaves memories only of clips still stored, and
-   running it again finishes it;
-5. a row in ``forget_log`` with kinds, counts and span (never the content): ``mnemo ingest`` skips
-   the clip ids it lists, so a recording ingested again does not bring them back;
-6. every table compacted, the full-text and vector indexes rebuilt from the remaining rows, and
-   every old table version deleted, so the forgotten bytes are in no file under the store.
+4. the clip rows, last, so that no memory is left pointing to a deleted clip;
+5. the rows left in every data file that lost one are written anew (``_Eraser``), every table
+   compacted, the full-text and vector indexes rebuilt from the remaining rows, and every old table
+   version deleted: the forgotten bytes are in no file under the store.
+
+Before step 1 a row in ``forget_log`` records the filters by name, the counts and span (never the
+content) and the ids involved (opaque hashes and entity ids): ``mnemo ingest`` skips the clip ids
+it lists, so a recording ingested again does not bring them back, and a forget killed part-way is
+finished by ``finish_unfinished`` (every forget, and retention, runs it first).
 
 Media files are the caller's: ``mnemo.forget_cli`` deletes captured screenshots of forgotten clips
 (the capture folder is mnemo's) and leaves a user's own recordings where they are.
@@ -23,9 +26,10 @@ Media files are the caller's: ``mnemo.forget_cli`` deletes captured screenshots 
 from __future__ import annotations
 
 import json
+import re
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import pyarrow as pa
@@ -34,6 +38,10 @@ from graph import sql
 from graph.people import PeopleError, find_person
 from graph.rows import Edge, Memory
 from graph.schema import edge_row, edge_schema, memory_row
+
+_USING = re.compile(r"^Using (?:(?P<app>.+?) \((?P<window>.*)\)|(?P<only>.+?)) from \d")
+_IDS = re.compile(r"<[a-z]+_\d+>")
+
 
 class ForgetError(ValueError):
     """A filter that selects nothing sensible (empty or inverted range, unknown id, no filter)."""
@@ -139,17 +147,28 @@ def plan(store, f: Filter, now: float | None = None) -> Plan:
         conditions.append(f"clip_id = {sql.quote(f.clip_id)}")
     where = " AND ".join(f"({c})" for c in conditions) or "true"
     if f.app or f.window:
-        # a screen clip has a memory per window in front: "Using APP (WINDOW) from …"
-        apps = "kind = 'episodic' AND " + sql.starts_with("text", "Using ")
-        if f.app:
-            apps += f" AND lower(text) LIKE {_like('using ' + f.app)}"
-        if f.window:
-            apps += f" AND lower(text) LIKE {_like(f.window)}"
-        where += " AND " + _clips_in(_memory_clips(store, apps))
+        # a screen clip has a memory per window in front: "Using APP (WINDOW) from 09:00 to 09:01"
+        candidates = store.memories_where("kind = 'episodic' AND " + sql.starts_with("text", "Using ")
+                                          + "".join(f" AND lower(text) LIKE {_like(x)}" for x in (f.app, f.window) if x))
+        hits = set()
+        for m in candidates:
+            shown = _USING.match(m.text)
+            if shown is None:
+                continue
+            # with only one of them known the memory names that one alone: it may be either
+            app = shown.group("app") or shown.group("only")
+            window = shown.group("window") if shown.group("app") else shown.group("only")
+            if ((not f.app or f.app.strip().casefold() == app.casefold())
+                    and (not f.window or f.window.casefold() in window.casefold())):
+                hits.add(m.clip_id)
+        where += " AND " + _clips_in(hits)
     if f.query:
-        # the text may be in a memory, or in a clip's transcript or screen text that no memory quotes
-        q = _like(f.query)
-        hits = _memory_clips(store, f"lower(text) LIKE {q}") | {r["clip_id"] for r in store.clips.search().where(
+        # the text may be in a memory, or in a clip's transcript or screen text that no memory quotes;
+        # ids in memory text (<voice_1>) are not what a user searches for
+        q, needle = _like(f.query), f.query.casefold()
+        hits = {m.clip_id for m in store.memories_where(f"lower(text) LIKE {q}")
+                if needle in _IDS.sub("", m.text).casefold()}
+        hits |= {r["clip_id"] for r in store.clips.search().where(
             f"lower(transcript) LIKE {q} OR lower(screen_text) LIKE {q} OR lower(caption) LIKE {q}"
         ).select(["clip_id"]).limit(None).to_list()}
         where += " AND " + _clips_in(hits)
@@ -175,7 +194,9 @@ def _plan_person(store, who: str) -> Plan:
                people_ops=[op.seq for op in store.people_ops()
                            if op.person in ids or set(op.args.get("members", [])) & set(ids)
                            or op.args.get("other") in ids],
-               transcripts_of=sorted({m.clip_id for m in memories}))
+               # the clips they spoke in (not those where others spoke to or of them)
+               transcripts_of=sorted({m.clip_id for m in memories
+                                      if " said: " in m.text and set(m.entity_ids) & set(person.voices)}))
     for m in memories:
         out.memory_kinds[m.kind] = out.memory_kinds.get(m.kind, 0) + 1
     if memories:
@@ -191,74 +212,159 @@ def _gone(items, clips: set[str], memories: set[str]) -> bool:
     return items in memories or items.split(":", 1)[0] in clips
 
 
+class _Eraser:
+    """Deletes and updates rows so that no data file keeps the old ones. A Lance delete only marks
+    rows deleted (and an update is a delete and an append), and compaction rewrites a file only
+    when a tenth of it is deleted: so the rows left in every file that lost one are moved out
+    (``merge_insert`` of themselves, one atomic commit per batch), and the emptied files drop out of
+    the table; ``purge`` then deletes them with the old versions."""
+
+    KEYS = {"memories": "memory_id", "clips": "clip_id", "entities": "entity_id", "edges": "edge_id",
+            "people_log": "seq"}
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.fragments: dict[str, set[int]] = {}  # table -> fragments that lost rows
+
+    def note(self, table, where: str) -> None:
+        rows = table.search().where(where).with_row_id(True).select([self.KEYS[table.name]]).limit(None).to_arrow()
+        self.fragments.setdefault(table.name, set()).update(r >> 32 for r in rows["_rowid"].to_pylist())
+
+    def delete(self, table, where: str) -> None:
+        self.note(table, where)
+        table.delete(where)
+
+    def rewrite(self, batch: int = 2000) -> None:
+        for name, fragments in self.fragments.items():
+            if not fragments:
+                continue
+            table, key = getattr(self.store, name), self.KEYS[name]
+            ids = table.search().with_row_id(True).select([key]).limit(None).to_arrow()
+            left = [k for k, r in zip(ids[key].to_pylist(), ids["_rowid"].to_pylist()) if r >> 32 in fragments]
+            for chunk in _chunks(left, batch):
+                where = (f"{key} IN ({', '.join(str(int(k)) for k in chunk)})" if key == "seq"
+                         else sql.in_list(key, chunk))
+                rows = table.search().where(where).limit(None).to_arrow()
+                table.merge_insert(key).when_matched_update_all().execute(rows.select(table.schema.names))
+
+
 def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
     """Remove what ``p`` selects (see the module doc); returns the counts removed."""
     now = time.time() if now is None else now
+    # the log row comes first: ingest skips these clips from now on, and a forget killed part-way
+    # is finished by the next one (``finish_unfinished``)
+    seq = _log(store, now, f, p)
+    counts = _remove(store, p, (f.query or "").lower())
+    store.forget_log.update(where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True})
+    purge(store)
+    return counts
+
+
+def finish_unfinished(store) -> int:
+    """Finish forgets that were killed part-way (their log row says not done); how many."""
+    rows = store.forget_log.search().where("NOT done").limit(None).to_list()
+    for row in rows:
+        p = Plan(clip_ids=list(row["clip_ids"] or ()), entity_ids=list(row["entity_ids"] or ()),
+                 people_ops=[int(s) for s in row["people_ops"] or ()], transcripts_of=list(row["transcripts_of"] or ()))
+        clips = sql.in_list("clip_id", p.clip_ids) if p.clip_ids else "false"
+        involved = sql.involves(p.entity_ids) if p.entity_ids else "false"
+        p.memory_ids = [r["memory_id"] for r in store.memories.search().where(f"{clips} OR {involved}").select(
+            ["memory_id"]).limit(None).to_list()]
+        counts = _remove(store, p, "")
+        store.forget_log.update(where=f"ts = {row['ts']!r}", values={"counts": json.dumps(counts), "done": True})
+    if rows:
+        purge(store)
+    return len(rows)
+
+
+def _log(store, now: float, f: Filter, p: Plan) -> float:
+    while store.forget_log.count_rows(f"ts = {now!r}"):  # the row's key
+        now += 1e-6
+    store.forget_log.add([{"ts": now, "filters": json.dumps(f.kinds()), "counts": json.dumps(p.summary()),
+                           "span_start": p.span[0] if p.span else None, "span_end": p.span[1] if p.span else None,
+                           "clip_ids": sorted(p.clip_ids), "entity_ids": sorted(p.entity_ids),
+                           "people_ops": [str(s) for s in p.people_ops], "transcripts_of": sorted(p.transcripts_of),
+                           "done": False}])
+    return now
+
+
+def _remove(store, p: Plan, query: str) -> dict:
+    """Steps 1 to 4 of the module doc; each may run again after a kill (what is gone stays gone)."""
+    erase = _Eraser(store)
     clips, forgotten = set(p.clip_ids), set(p.memory_ids)
     entities = set(p.entity_ids)
     heard = {e for m in store.get_memories(sorted(forgotten)) for e in m.entity_ids}  # may go with them
     # 1. memories, and the evidence other memories drew from them. A fact first heard in a forgotten
     # clip and heard again elsewhere stays, on that evidence (unless it holds the forgotten text or
     # is about a forgotten person)
-    query = (f.query or "").lower()
     for m in store.get_memories(sorted(forgotten)):
         if (m.kind == "semantic" and not set(m.entity_ids) & entities and not (query and query in m.text.lower())
                 and any(x.startswith("clip:") and x[5:] not in clips for x in m.provenance)):
             forgotten.discard(m.memory_id)
-    kept_changed: list[Memory] = []
     touching = [f"array_has_any(provenance, [{', '.join(sql.quote('clip:' + c) for c in sorted(clips))}])"] if clips else []
     touching += [f"array_has_any(provenance, [{', '.join(map(sql.quote, sorted(forgotten)))}])"] if forgotten else []
     touching += [sql.involves(sorted(entities))] if entities else []
     where = " OR ".join(touching) or "false"
     if forgotten:
         where = f"({where}) AND NOT {sql.in_list('memory_id', sorted(forgotten))}"
+    kept_changed: list[Memory] = []
     for m in store.memories_where(where):
-        if not any(_gone(x, clips, forgotten) for x in m.provenance) and not (set(m.entity_ids) & entities):
-            continue
         provenance = tuple(x for x in m.provenance if not _gone(x, clips, forgotten))
-        evidence = [x for x in provenance if x.startswith("clip:")]
+        evidence = [x[5:] for x in provenance if x.startswith("clip:")]
         if m.kind == "semantic" and (not evidence or set(m.entity_ids) & entities):
             forgotten.add(m.memory_id)
             continue
-        clip_id = m.clip_id if m.clip_id not in clips else (evidence[0][5:] if evidence else "")
+        if provenance == m.provenance and m.clip_id not in clips:
+            continue
+        clip_id = m.clip_id if m.clip_id not in clips else (evidence[0] if evidence else "")
         if not clip_id:
             forgotten.add(m.memory_id)
             continue
-        kept_changed.append(Memory(**{**vars(m), "provenance": provenance, "clip_id": clip_id}))
+        changed = replace(m, provenance=provenance, clip_id=clip_id)
+        if m.clip_id in clips:  # its times were the forgotten clip's: now the earliest evidence left
+            first = min((store.get_clip(c) for c in evidence), key=lambda c: c["start_ts"] if c else float("inf"))
+            if first:
+                changed = replace(changed, start_ts=first["start_ts"], end_ts=first["end_ts"],
+                                  valid_from_ts=first["start_ts"], source_path=first["source_path"])
+        kept_changed.append(changed)
+    # a fact that a forgotten one had superseded is current again
+    revived = [e.dst_id for e in store.all_edges("supersedes") if e.src_id in forgotten and e.dst_id not in forgotten]
+    if revived:
+        kept = {m.memory_id: m for m in kept_changed}
+        for m in store.get_memories(revived):
+            kept[m.memory_id] = replace(kept.get(m.memory_id, m), valid_to_ts=None)
+        kept_changed = list(kept.values())
     if kept_changed:
-        vectors = {r["memory_id"]: r["vector"] for r in store.memories.search().where(
-            sql.in_list("memory_id", [m.memory_id for m in kept_changed])).select(["memory_id", "vector"]).limit(None).to_list()}
-        rows = [memory_row(m, vectors[m.memory_id]) for m in kept_changed]
+        ids = sql.in_list("memory_id", [m.memory_id for m in kept_changed])
+        vectors = {r["memory_id"]: r["vector"] for r in store.memories.search().where(ids).select(
+            ["memory_id", "vector"]).limit(None).to_list()}
+        erase.note(store.memories, ids)
+        rows = [memory_row(m, vectors[m.memory_id]) for m in kept_changed if m.memory_id in vectors]
         store.memories.merge_insert("memory_id").when_matched_update_all().execute(
             pa.Table.from_pylist(rows, schema=store.memories.schema))
-    if forgotten:
-        for chunk in _chunks(sorted(forgotten)):
-            store.memories.delete(sql.in_list("memory_id", chunk))
+    for chunk in _chunks(sorted(forgotten)):
+        erase.delete(store.memories, sql.in_list("memory_id", chunk))
     # 3 (decided before the edges, which may be their only link): entities no memory names any more
     named = {e for r in store.memories.search().select(["entity_ids"]).limit(None).to_list() for e in r["entity_ids"] or ()}
     for e in sorted(heard - named):
         if e.startswith(("voice_", "face_")) and _seen_only_in(store, e, clips, forgotten):
             entities.add(e)
     # 2. edges
-    edges_deleted, edges_changed = 0, []
+    gone_edges, edges_changed = [], []
     for row in store.edges.search().limit(None).to_list():
         e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
-        if {e.src_id, e.dst_id} & (forgotten | entities):
-            store.edges.delete(f"edge_id = {sql.quote(row['edge_id'])}")
-            edges_deleted += 1
-            continue
         evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
-        if evidence == e.evidence and e.clip_id not in clips:
-            continue
-        if e.evidence and not evidence:
-            store.edges.delete(f"edge_id = {sql.quote(row['edge_id'])}")
-            edges_deleted += 1
-            continue
-        weight = float(sum(x.startswith("clip:") for x in evidence)) or e.weight
-        changed = Edge(e.kind, e.src_id, e.dst_id, weight if e.kind in _COUNTED else e.weight,
-                       "" if e.clip_id in clips else e.clip_id, evidence)
-        edges_changed.append(edge_row(changed, changed.clip_id, row["created_ts"]))
+        if {e.src_id, e.dst_id} & (forgotten | entities) or (e.evidence and not evidence):
+            gone_edges.append(row["edge_id"])
+        elif evidence != e.evidence or e.clip_id in clips:
+            weight = float(sum(x.startswith("clip:") for x in evidence)) or e.weight
+            changed = Edge(e.kind, e.src_id, e.dst_id, weight if e.kind in _COUNTED else e.weight,
+                           "" if e.clip_id in clips else e.clip_id, evidence)
+            edges_changed.append(edge_row(changed, changed.clip_id, row["created_ts"]))
+    for chunk in _chunks(gone_edges):
+        erase.delete(store.edges, sql.in_list("edge_id", chunk))
     if edges_changed:
+        erase.note(store.edges, sql.in_list("edge_id", [r["edge_id"] for r in edges_changed]))
         store.edges.merge_insert("edge_id").when_matched_update_all().execute(
             pa.Table.from_pylist(edges_changed, schema=edge_schema()))
     # characters left with no member
@@ -267,24 +373,20 @@ def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
         if e.entity_id not in members and e.entity_id not in named:
             entities.add(e.entity_id)
     if entities:
-        store.entities.delete(sql.in_list("entity_id", sorted(entities)))
+        erase.delete(store.entities, sql.in_list("entity_id", sorted(entities)))
     if p.people_ops:
-        store.people_log.delete(f"seq IN ({', '.join(str(int(s)) for s in p.people_ops)})")
+        erase.delete(store.people_log, f"seq IN ({', '.join(str(int(s)) for s in p.people_ops)})")
     # a forgotten person's words are in the transcripts of the clips they spoke in
     if p.transcripts_of:
-        store.clips.update(where=sql.in_list("clip_id", p.transcripts_of), values={"transcript": ""})
+        where = sql.in_list("clip_id", p.transcripts_of)
+        erase.note(store.clips, where)
+        store.clips.update(where=where, values={"transcript": ""})
     # 4. the clip rows, last
-    if clips:
-        for chunk in _chunks(sorted(clips)):
-            store.clips.delete(sql.in_list("clip_id", chunk))
-    counts = {"clips": len(clips), "memories": len(forgotten), "entities": len(entities), "edges": edges_deleted,
-              "memories_changed": len(kept_changed), "edges_changed": len(edges_changed)}
-    # 5. the audit log: kinds, counts and span, and the clip ids ingest must not bring back
-    store.forget_log.add([{"ts": now, "filters": json.dumps(f.kinds()), "counts": json.dumps(counts),
-                           "span_start": p.span[0] if p.span else None, "span_end": p.span[1] if p.span else None,
-                           "clip_ids": sorted(clips)}])
-    purge(store)
-    return counts
+    for chunk in _chunks(sorted(clips)):
+        erase.delete(store.clips, sql.in_list("clip_id", chunk))
+    erase.rewrite()
+    return {"clips": len(clips), "memories": len(forgotten), "entities": len(entities), "edges": len(gone_edges),
+            "memories_changed": len(kept_changed), "edges_changed": len(edges_changed)}
 
 
 _COUNTED = ("introduced_as", "addressed_as", "says_name")  # weight = the clips that gave it
@@ -337,4 +439,4 @@ def purge(store) -> None:
     with warnings.catch_warnings():  # that readers on an old version fail is the point: it must not exist
         warnings.filterwarnings("ignore", message=".*removes every version except the latest")
         for table in (store.memories, store.edges, store.entities, store.clips, store.people_log, store.forget_log):
-            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            table.optimize(cleanup_older_than=timedelta(0))

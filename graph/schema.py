@@ -66,9 +66,12 @@ def people_log_schema() -> pa.Schema:
 
 def forget_log_schema() -> pa.Schema:
     """One row per ``mnemo forget``: when, the filters by name, the counts and the span; never the
-    content. ``clip_ids`` (opaque hashes) are what ``mnemo ingest`` must not store again."""
+    content. ``clip_ids`` (opaque hashes) are what ``mnemo ingest`` must not store again; the other
+    ids and ``done`` let a forget killed part-way be finished."""
     return versioned([("ts", pa.float64()), ("filters", pa.string()), ("counts", pa.string()),
-                      ("span_start", pa.float64()), ("span_end", pa.float64()), ("clip_ids", pa.list_(pa.string()))])
+                      ("span_start", pa.float64()), ("span_end", pa.float64()), ("clip_ids", pa.list_(pa.string())),
+                      ("entity_ids", pa.list_(pa.string())), ("people_ops", pa.list_(pa.string())),
+                      ("transcripts_of", pa.list_(pa.string())), ("done", pa.bool_())])
 
 
 def memory_row(m: Memory, vector) -> dict:

@@ -49,7 +49,7 @@ def _iso(ts: float) -> str:
 
 
 def cmd_forget(args, cfg) -> int:
-    from graph.forget import Filter, ForgetError, plan
+    from graph.forget import Filter, ForgetError, finish_unfinished, plan
     from mnemo.forgetting import forget_all
     from mnemo.wiring import open_store
 
@@ -70,6 +70,8 @@ def cmd_forget(args, cfg) -> int:
                    clip_id=args.clip, app=args.app, window=args.window, person=args.person, query=args.query,
                    older_than_days=args.older_than)
         store = open_store(cfg.graph, args.store)
+        if finish_unfinished(store):
+            print("finished a forget that had been interrupted")
         selected = plan(store, f)
     except ForgetError as e:
         print(f"error: {e}; nothing was forgotten", file=sys.stderr)

@@ -8,13 +8,14 @@ import os
 import time
 from pathlib import Path
 
-from graph.forget import Filter, Plan, forget, plan
+from graph.forget import Filter, Plan, finish_unfinished, forget, plan
 
 log = logging.getLogger(__name__)
 
 
 def forget_all(store, selected: Plan, f: Filter, now: float | None = None) -> dict:
-    """Forget ``selected`` from the store, then delete its screenshots; the counts removed."""
+    """Forget ``selected`` from the store, then delete its screenshots; the counts removed. (Call
+    ``graph.forget.finish_unfinished`` first, before planning.)"""
     counts = forget(store, selected, f, now)
     counts["screenshots_deleted"] = forget_screenshots(selected.clips)
     return counts
@@ -33,7 +34,7 @@ def forget_screenshots(clips: list[dict]) -> int:
     for folder, spans in by_folder.items():
         for shot in scan(Path(folder)):
             t = shot.captured_at.timestamp()
-            if any(c["start_ts"] <= t <= c["end_ts"] for c in spans):
+            if any(c["start_ts"] <= t < c["end_ts"] for c in spans):  # a clip is [start, end)
                 for path in (shot.path, shot.path.with_name(shot.path.name + ".json")):
                     path.unlink(missing_ok=True)
                 removed += 1
@@ -57,6 +58,7 @@ def apply_retention(store, retention_days: float = 0.0, max_store_gb: float = 0.
     ``max_store_gb`` on disk (0 turns either off). Returns the clips forgotten for each reason."""
     now = time.time() if now is None else now
     out = {"expired_clips": 0, "budget_clips": 0}
+    finish_unfinished(store)
     if retention_days > 0:
         f = Filter(older_than_days=retention_days)
         selected = plan(store, f, now)

@@ -105,6 +105,7 @@ def test_a_fact_keeps_the_evidence_left_and_goes_with_the_last_of_it(store):
     assert _forget(store, "--clip", "clip0", "--yes")[0] == 0
     (fact,) = boston()
     assert "clip:clip0" not in fact.provenance and "clip:clip2" in fact.provenance
+    assert fact.clip_id == "clip2" and fact.start_ts == T0.timestamp() + 60  # no longer the forgotten clip's time
     assert _forget(store, "--clip", "clip2", "--yes")[0] == 0
     assert boston() == []
 
@@ -267,3 +268,53 @@ def test_a_store_is_private_to_its_user_whatever_the_umask(tmp_path, monkeypatch
     modes = {p: stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
     assert modes[root] == 0o700
     assert all(m & 0o077 == 0 for m in modes.values()), {str(p): oct(m) for p, m in modes.items() if m & 0o077}
+
+
+def test_a_forgotten_row_is_gone_from_the_data_files_of_a_store_where_it_was_a_small_part(hash_store, monkeypatch):
+    """Lance rewrites a data file on compaction only when a tenth of it is deleted: with one clip
+    of 150 forgotten, the file that held it must be written anew all the same."""
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+    memorizer = Memorizer(hash_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
+    for k in range(150):
+        text = f"My bank password is {SECRET} and nobody knows." if k == 75 else f"Entry {k}: we walked to the harbour."
+        obs = _clip(k, [("s0", text, A), ("s1", f"Reply {k}, the weather held.", B)])
+        w = memorizer.memorize(obs)
+        hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    hash_store.refresh_indexes()  # compacted: one data file per table
+    root = Path(hash_store.uri)
+    assert _files_holding(root, SECRET)
+    before = hash_store.count()
+    assert _forget(hash_store, "--clip", "clip75", "--yes")[0] == 0
+    assert _files_holding(root, SECRET) == []
+    after = hash_store.count()
+    assert after["clips"] == before["clips"] - 1 and after["memories"] < before["memories"]
+    assert any("harbour" in h.memory.text for h in hash_store.search("harbour walk", k=3))
+
+
+def test_a_fact_superseded_by_a_forgotten_one_is_current_again(hash_store, monkeypatch):
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+    memorizer = Memorizer(hash_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
+    for obs in (_clip(0, [("s0", "I live in Boston.", A)]), _clip(1, [("s0", "I live in Paris now.", A)])):
+        w = memorizer.memorize(obs)
+        hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    (boston,) = [m for m in hash_store.memories_where("kind = 'semantic'") if "Boston" in m.text]
+    assert boston.valid_to_ts is not None  # superseded by Paris
+    assert _forget(hash_store, "--clip", "clip1", "--yes")[0] == 0
+    (boston,) = [m for m in hash_store.memories_where("kind = 'semantic'") if "lives in" in m.text]
+    assert "Boston" in boston.text and boston.valid_to_ts is None
+
+
+def test_a_forget_killed_part_way_is_finished_by_the_next_one(store):
+    from graph import sql
+    from graph.forget import Filter, _log, finish_unfinished, plan
+
+    f = Filter(query=SECRET)
+    selected = plan(store, f)
+    _log(store, 1.0, f, selected)  # what forget writes first; then it died after the memories went
+    store.memories.delete(sql.in_list("memory_id", selected.memory_ids))
+    assert store.has_clip("clip1") and "clip1" in forgotten_clip_ids(store)  # ingest skips it already
+    assert store.memories_where("clip_id = 'clip1'") == []  # no memory points to a missing clip, the clip waits
+    rc, out = _forget(store, "--query", "tomatoes")  # any forget, even a preview, finishes it first
+    assert rc == 0 and not store.has_clip("clip1") and store.has_clip("clip2")
+    assert _files_holding(Path(store.uri), SECRET) == []
+    assert finish_unfinished(store) == 0 and all(h["counts"] for h in history(store))

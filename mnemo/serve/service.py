@@ -117,12 +117,14 @@ class MemoryService:
         """Forget (``confirm``) or preview what ``body`` selects; a filter that cannot be meant is a
         ``BadRequest``. This handle reads the store's newest versions afterwards: the old ones are
         deleted from disk."""
-        from graph.forget import Filter, ForgetError, plan
+        from graph.forget import Filter, ForgetError, finish_unfinished, plan
         from mnemo.forgetting import forget_all
 
         f = Filter(timestamp(body.start), timestamp(body.end), body.source, body.clip, body.app, body.window,
                    body.person, body.query, body.older_than_days)
         try:
+            if body.confirm:
+                finish_unfinished(self.store)
             selected = plan(self.store, f)
         except ForgetError as e:
             raise BadRequest(str(e)) from None
