@@ -5,10 +5,11 @@ What is found, by kind (``KINDS``; ``DEFAULT_KINDS`` are on unless configured ot
 
 - ``secrets``: API keys and tokens, by the patterns of Yelp's detect-secrets (AWS, GitHub, GitLab,
   Slack, Stripe, OpenAI, JWT, private key headers, …) and a few newer formats it lacks;
-- ``cards``: 13 to 19 digits (spaces or dashes between groups) that begin as issuers' numbers do
-  (2 to 6) and pass the Luhn check;
-- ``ibans``: IBANs whose checksum holds (python-stdnum);
-- ``passwords``: the value after "password:", "password =", "password is", "pwd:", "PIN:" (typed or said);
+- ``cards``: 13 to 19 digits, grouped as cards are (4-4-4-4, 4-6-5, …) or not at all, that begin
+  as issuers' numbers do (2 to 6) and pass the Luhn check, found inside longer runs of digits too;
+- ``ibans``: IBANs whose checksum holds (python-stdnum), with whatever follows them left alone;
+- ``passwords``: the token after "password:" or "password =" (typed), up to five words after
+  "password is/was" (said), the digits after "PIN:" or "PIN is";
 - ``emails`` and ``phones`` (libphonenumber, numbers valid for ``phone_region`` or with a +country
   prefix): off by default, since a lifelog is full of addresses a user wants to find again.
 
@@ -26,13 +27,18 @@ from functools import cached_property
 KINDS = ("secrets", "cards", "ibans", "passwords", "emails", "phones")
 DEFAULT_KINDS = ("secrets", "cards", "ibans", "passwords")
 
-_CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
+_CARD = re.compile(r"(?<![\w-])\d+(?:[ -]\d+)*(?![\w-])")  # a run of digit groups; _cards looks inside
 # how card numbers are written in groups (Visa/Mastercard 4-4-4-4, Amex 4-6-5, Diners 4-6-4, 19-digit
 # cards 4-4-4-4-3); digits grouped otherwise (an IBAN's, a phone's) are not a card
 _CARD_GROUPS = {(4, 4, 4, 4), (4, 6, 5), (4, 6, 4), (4, 4, 4, 4, 3), (4, 4, 4, 1), (4, 4, 4, 3), (4, 4, 4, 2)}
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
-_PASSWORD = re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)?|pwd|pin(?: code)?)(?:\s*[:=]\s*|\s+is\s+)"
-                       r"(?P<value>[^\s,;]+)")
+# the value after "password:" / "password = " (one token, as typed), or after "password is/was",
+# "password's" (up to five words, as said, to the end of the clause); "PIN: 1234" and "PIN is 1 2 3 4"
+_SECRET_WORD = r"(?:password|passwd|passphrase|passcode|pwd)"
+_PASSWORD = (re.compile(r"(?i)\b" + _SECRET_WORD + r"\s*[:=]\s*(?P<value>[^\s,;]+)"),
+             re.compile(r"(?i)\b" + _SECRET_WORD + r"(?:'s|\s+(?:is|was))\s*:?\s*(?P<value>[^\s,;.!?]+"
+                        r"(?:\s+[^\s,;.!?]+){0,4})"),
+             re.compile(r"(?i)\bpin(?:\s+(?:code|number))?(?:\s*[:=]\s*|\s+(?:is|was)\s+)(?P<value>\d(?:[\s-]?\d){2,11})\b"))
 _EMAIL = re.compile(r"\b[\w.%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 # keys detect-secrets 1.5 does not know: OpenAI project and service keys, GitHub fine-grained
 # tokens, Google API keys, Hugging Face tokens
@@ -64,6 +70,45 @@ def _secret_patterns() -> list[re.Pattern]:
     return out + list(_MORE_SECRETS)
 
 
+def _cards(text: str) -> list[tuple[int, int]]:
+    """Card numbers: the longest run of digit groups inside each candidate that is grouped as cards
+    are and passes the checks (so "4111 1111 1111 1111 123" or "… 12/27" still give the card)."""
+    from stdnum import luhn
+
+    out = []
+    for m in _CARD.finditer(text):
+        groups = [g.span() for g in re.finditer(r"\d+", m.group())][:40]
+        best = None
+        for i in range(len(groups)):
+            for j in range(len(groups) - 1, i - 1, -1):
+                part = m.group()[groups[i][0]:groups[j][1]]
+                sizes = tuple(b - a for a, b in groups[i:j + 1])
+                digits = re.sub(r"[ -]", "", part)
+                # issuers' numbers begin with 2 to 6 (Mastercard, Amex, Visa, Discover, …)
+                if (13 <= len(digits) <= 19 and (len(sizes) == 1 or sizes in _CARD_GROUPS) and digits[0] in "23456"
+                        and len(set(digits)) > 1 and luhn.is_valid(digits)):
+                    if best is None or len(digits) > best[2]:
+                        best = (m.start() + groups[i][0], m.start() + groups[j][1], len(digits))
+                    break
+        if best:
+            out.append(best[:2])
+    return out
+
+
+def _ibans(text: str) -> list[tuple[int, int]]:
+    """IBANs whose checksum holds: the longest valid prefix of each candidate (an IBAN followed by
+    "BIC COBADEFF" or "EUR" is still found)."""
+    from stdnum import iban
+
+    out = []
+    for m in _IBAN.finditer(text):
+        for end in range(m.end(), m.start() + 14, -1):
+            if text[end - 1] != " " and iban.is_valid(text[m.start():end]):
+                out.append((m.start(), end))
+                break
+    return out
+
+
 class Redactor:
     def __init__(self, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, phone_region: str = "US") -> None:
         unknown = set(kinds) - set(KINDS)
@@ -82,22 +127,11 @@ class Redactor:
         if "secrets" in self.kinds:
             found += [(m.start(), m.end(), "secret") for p in self._secrets for m in p.finditer(text)]
         if "cards" in self.kinds:
-            from stdnum import luhn
-
-            for m in _CARD.finditer(text):
-                groups = tuple(len(g) for g in re.split(r"[ -]", m.group()))
-                if len(groups) > 1 and groups not in _CARD_GROUPS:
-                    continue
-                digits = re.sub(r"[ -]", "", m.group())
-                # issuers' numbers begin with 2 to 6 (Mastercard, Amex, Visa, Discover, …)
-                if 13 <= len(digits) <= 19 and digits[0] in "23456" and len(set(digits)) > 1 and luhn.is_valid(digits):
-                    found.append((m.start(), m.end(), "card"))
+            found += [(a, b, "card") for a, b in _cards(text)]
         if "ibans" in self.kinds:
-            from stdnum import iban
-
-            found += [(m.start(), m.end(), "iban") for m in _IBAN.finditer(text) if iban.is_valid(m.group())]
+            found += [(a, b, "iban") for a, b in _ibans(text)]
         if "passwords" in self.kinds:
-            found += [(m.start("value"), m.end("value"), "password") for m in _PASSWORD.finditer(text)]
+            found += [(m.start("value"), m.end("value"), "password") for p in _PASSWORD for m in p.finditer(text)]
         if "emails" in self.kinds:
             found += [(m.start(), m.end(), "email") for m in _EMAIL.finditer(text)]
         if "phones" in self.kinds:
@@ -124,8 +158,8 @@ class Redactor:
         return text
 
     def observations(self, obs):
-        """The clip's observations with speech, words, screen text and caption redacted, and the
-        counts by kind. Words that held a redacted span become its marker."""
+        """The clip's observations with speech, words, screen text, window titles and captions
+        redacted, and the counts by kind. Words that held a redacted span become its marker."""
         counts: Counter = Counter()
         speech = []
         for turn in obs.speech:
@@ -135,10 +169,13 @@ class Redactor:
                 words = self._words(words)
             speech.append(replace(turn, text=text, words=words) if text != turn.text else turn)
         frames = []
-        for frame in obs.frames:
+        for frame in obs.frames:  # its text lines, its caption and (screenshots) its window title
             lines = tuple(replace(line, text=t) if (t := self.text(line.text, counts)) != line.text else line
                           for line in frame.text_lines)
-            frames.append(replace(frame, text_lines=lines) if lines != frame.text_lines else frame)
+            caption, window = self.text(frame.caption, counts), self.text(frame.window, counts)
+            if lines != frame.text_lines or caption != frame.caption or window != frame.window:
+                frame = replace(frame, text_lines=lines, caption=caption, window=window)
+            frames.append(frame)
         caption = self.text(obs.caption, counts)
         if not counts:
             return obs, counts

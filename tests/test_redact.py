@@ -29,6 +29,13 @@ ALL = Redactor(KINDS)
     ("slack xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx", "slack [secret]"),
     ("my password is hunter2, don't tell", "my password is [password], don't tell"),
     ("PIN: 4821", "PIN: [password]"),
+    ("my password was correct horse battery staple.", "my password was [password]."),
+    ("passcode: 1234", "passcode: [password]"),
+    ("4111 1111 1111 1111 12/27", "[card] 12/27"),
+    ("ID 2024 4111 1111 1111 1111", "ID 2024 [card]"),
+    ("DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX", "[iban] BIC COBADEFFXXX"),
+    ("bus pass is valid", None),
+    ("drop a pin is fine", None),
     ("mail me at ana.lopez@example.org", "mail me at [email]"),
     ("call +44 20 7946 0958 tomorrow", "call [phone] tomorrow"),
     # ordinary numbers stay: not Luhn-valid, not an issuer's, a checksum that fails, a hash, a time
@@ -62,14 +69,14 @@ def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash
     speech = (SpeechTurn("redact-clip:t0", said, 0.0, 6.0, "en", words, emb, "s0"),)
     lines = (TextLine(f"export AWS_ACCESS_KEY_ID={KEY}", (0, 0, 10, 10), 0.99),
              TextLine(f"Transfer to {IBAN}", (0, 20, 10, 30), 0.99))
-    frames = (FrameObservation(2.0, text_lines=lines),)
+    frames = (FrameObservation(2.0, text_lines=lines, app="XTerm", window=f"vault: AWS_KEY={KEY}"),)
     obs = ClipObservations(clip, speech, (), frames=frames)
     report = IngestReport()
     writer = ClipWriter(hash_store, Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.84, min_found_s=0.5)),
                         report, progress=lambda _m: None)
     writer.write(ClipJob(0, source.path, "clip", clip), obs)
     writer.finish(Plan([], {}))
-    assert report.redacted == {"card": 1, "password": 1, "secret": 1, "iban": 1}
+    assert report.redacted == {"card": 1, "password": 1, "secret": 2, "iban": 1}
     files = [p for p in Path(hash_store.uri).rglob("*") if p.is_file()]
     for secret in (CARD, KEY, IBAN, "Tr0ub4dor", CARD.replace(" ", "")):
         assert not [str(p) for p in files if secret.encode() in p.read_bytes()], secret
