@@ -294,6 +294,8 @@ def _main(argv: list[str] | None) -> int:
 
     try:
         cfg = load_config()
+        if cfg.capture.key_file:  # one capture key for this command and its children (capture, ingest, serve)
+            os.environ.setdefault("MNEMO_CAPTURE__KEY_FILE", str(Path(cfg.capture.key_file).expanduser()))
         if args.command == "ingest":
             return cmd_ingest(args, cfg)
         if args.command == "ask":

@@ -126,17 +126,39 @@ def test_encrypted_screenshots_are_read_back_by_ingest(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMO_CAPTURE_KEY", Fernet.generate_key().decode())
     store = CaptureStore(tmp_path / "screens", cipher=load_cipher())
     store.recover()
-    written = store.write(_jpeg(1), {"app": "a", "window": "w", "reason": "start"}, datetime.now(timezone.utc), 1)
+    written = store.write(_jpeg(1), {"app": "Firefox", "window": "Salary review 2026", "reason": "start"},
+                          datetime.now(timezone.utc), 1)
+    store.heartbeat({"app": "Firefox", "window": "Salary review 2026", "reason": "static"})
     assert written.image.name.endswith(".jpg.enc")
     assert not written.image.read_bytes().startswith(b"\xff\xd8")  # not a JPEG on disk
+    on_disk = [p for p in (tmp_path / "screens").rglob("*") if p.is_file()]
+    assert len(on_disk) == 3  # image, sidecar, heartbeat log: none shows the title
+    assert not [p for p in on_disk if b"Salary" in p.read_bytes() or b"Firefox" in p.read_bytes()]
     assert read_image(written.image).shape == (120, 160, 3)
     (clip,) = plan_screen_clips(written.image.parent)
-    assert clip.shots[0].app == "a"
+    assert (clip.shots[0].app, clip.shots[0].window) == ("Firefox", "Salary review 2026")
     monkeypatch.setenv("MNEMO_CAPTURE_KEY", Fernet.generate_key().decode())
     with pytest.raises(MediaError, match="does not decrypt with this key"):
         read_image(written.image)
     monkeypatch.delenv("MNEMO_CAPTURE_KEY")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nokey"))
+    with pytest.raises(MediaError, match="mnemo capture keygen"):
+        read_image(written.image)
+
+
+def test_one_configured_key_file_serves_capture_and_ingest(tmp_path, monkeypatch):
+    """[capture] key_file reaches every reader: `mnemo` puts it in MNEMO_CAPTURE__KEY_FILE."""
+    from perception.capture.crypto import KEY_FILE_ENV, generate_key, load_cipher
+
+    monkeypatch.delenv("MNEMO_CAPTURE_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nokey"))
+    key = generate_key(tmp_path / "keys" / "mine.key")
+    monkeypatch.setenv(KEY_FILE_ENV, str(key))
+    store = CaptureStore(tmp_path / "screens", cipher=load_cipher())
+    written = store.write(_jpeg(2), {"app": "a", "window": "w"}, datetime.now(timezone.utc), 1)
+    assert read_image(written.image).shape == (120, 160, 3)
+    assert plan_screen_clips(written.image.parent)[0].shots[0].window == "w"
+    monkeypatch.delenv(KEY_FILE_ENV)
     with pytest.raises(MediaError, match="mnemo capture keygen"):
         read_image(written.image)
 

@@ -1,7 +1,9 @@
 """Encryption at rest of captured screenshots: Fernet (AES-128-CBC with HMAC-SHA256, from the
 ``cryptography`` package). The key comes from ``MNEMO_CAPTURE_KEY`` or from a key file readable by
-the user alone; ``mnemo capture keygen`` writes one. Encrypted images end in ``.jpg.enc`` and
-``mnemo ingest`` decrypts them with the same key. Sidecars (time, app, window title) stay plain.
+the user alone (``[capture] key_file``, else ``~/.config/mnemo/capture.key``; ``mnemo`` passes the
+configured one to every command and child through ``MNEMO_CAPTURE__KEY_FILE``, so capture, ingest
+and serve use one key); ``mnemo capture keygen`` writes one. Encrypted images end in ``.jpg.enc``;
+their sidecars (time, app, window title) and the heartbeat lines are encrypted with the same key.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ class CaptureKeyError(RuntimeError):
     """No usable key, with what to do."""
 
 
+KEY_FILE_ENV = "MNEMO_CAPTURE__KEY_FILE"  # [capture] key_file, as mnemo's config reads it from the environment
+
+
 def default_key_file() -> Path:
+    if os.environ.get(KEY_FILE_ENV):
+        return Path(os.environ[KEY_FILE_ENV]).expanduser()
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "mnemo" / "capture.key"
 
@@ -57,10 +64,10 @@ def load_cipher(key_file: str | Path | None = None):
 
 
 def decrypt_file(path: Path, key_file: str | Path | None = None) -> bytes:
-    """An encrypted image's bytes; raises ``CaptureKeyError`` or ``ValueError`` saying why it cannot be read."""
+    """An encrypted file's bytes; raises ``CaptureKeyError`` or ``ValueError`` saying why it cannot be read."""
     from cryptography.fernet import InvalidToken
 
     try:
-        return load_cipher(key_file).decrypt(path.read_bytes())
+        return load_cipher(key_file).decrypt(path.read_bytes().strip())
     except InvalidToken as e:
         raise ValueError("it does not decrypt with this key (another key, or the file is damaged)") from e

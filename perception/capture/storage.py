@@ -92,6 +92,8 @@ class CaptureStore:
         image = day / f"{stamp}_m{monitor}.jpg{'.enc' if self.cipher is not None else ''}"
         side = json.dumps({"captured_at": captured_at.astimezone(timezone.utc).isoformat(timespec="milliseconds"),
                            "monitor": monitor, **meta}, ensure_ascii=False).encode()
+        if self.cipher is not None:  # the window title is as private as the pixels
+            side = self.cipher.encrypt(side)
         size = len(data) + len(side)
         self._make_room(size)
         _atomic_write(image, data)
@@ -106,8 +108,11 @@ class CaptureStore:
         day = self.root / datetime.now().astimezone().strftime("%Y/%m/%d")
         _mkdir_private(day)
         fd = os.open(day / HEARTBEATS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        line = json.dumps(record, ensure_ascii=False)
+        if self.cipher is not None:  # a Fernet token per line
+            line = self.cipher.encrypt(line.encode()).decode("ascii")
         with os.fdopen(fd, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.write(line + "\n")
 
     def _make_room(self, size: int) -> None:
         if not self.budget_bytes:

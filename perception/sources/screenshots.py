@@ -48,7 +48,15 @@ def _sidecar(path: Path) -> dict:
     if not side.is_file():
         return {}
     try:
-        data = json.loads(side.read_text(encoding="utf-8"))
+        if path.suffix == ".enc":  # an encrypted screenshot's sidecar is encrypted too
+            from perception.capture.crypto import CaptureKeyError, decrypt_file
+
+            try:
+                data = json.loads(decrypt_file(side))
+            except CaptureKeyError as e:
+                raise ValueError(str(e)) from e
+        else:
+            data = json.loads(side.read_text(encoding="utf-8"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError) as e:
         log.warning("%s: unreadable sidecar (%s); using the file name or mtime instead", side, e)
