@@ -6,7 +6,8 @@ says what would go without touching anything; ``forget`` removes it:
 
 1. the selected memories, and what only they supported: a semantic memory whose every clip of
    evidence is forgotten goes, one with other evidence keeps it without the forgotten items;
-2. edges touching a forgotten memory or entity, and edges whose evidence was all forgotten;
+2. edges touching a forgotten memory or entity, and edges whose evidence was all forgotten (but
+   for ``same_person``: who is who holds while both ends remain);
 3. voice and face entities that no remaining memory names (their samples came from forgotten
    media), and characters left with no member;
 4. the clip rows, last, so that no memory is left pointing to a deleted clip;
@@ -354,7 +355,8 @@ def _remove(store, p: Plan, query: str) -> dict:
     for row in store.edges.search().limit(None).to_list():
         e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
         evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
-        if {e.src_id, e.dst_id} & (forgotten | entities) or (e.evidence and not evidence):
+        # a name heard only in forgotten clips goes; who is who (same_person) stays while both ends do
+        if {e.src_id, e.dst_id} & (forgotten | entities) or (e.evidence and not evidence and e.kind != "same_person"):
             gone_edges.append(row["edge_id"])
         elif evidence != e.evidence or e.clip_id in clips:
             weight = float(sum(x.startswith("clip:") for x in evidence)) or e.weight
@@ -369,9 +371,12 @@ def _remove(store, p: Plan, query: str) -> dict:
             pa.Table.from_pylist(edges_changed, schema=edge_schema()))
     # characters left with no member
     members = {r["dst_id"] for r in store.edges.search().where("kind = 'same_person'").select(["dst_id"]).limit(None).to_list()}
-    for e in store.load_entities("character", samples=False):
-        if e.entity_id not in members and e.entity_id not in named:
-            entities.add(e.entity_id)
+    empty = [e.entity_id for e in store.load_entities("character", samples=False)
+             if e.entity_id not in members and e.entity_id not in named and e.entity_id not in entities]
+    if empty:  # and the edges that merged them into someone: a dangling one would be a person of its own
+        ids = ", ".join(map(sql.quote, empty))
+        erase.delete(store.edges, f"src_id IN ({ids}) OR dst_id IN ({ids})")
+        entities.update(empty)
     if entities:
         erase.delete(store.entities, sql.in_list("entity_id", sorted(entities)))
     if p.people_ops:

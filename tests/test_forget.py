@@ -318,3 +318,10 @@ def test_a_forget_killed_part_way_is_finished_by_the_next_one(store):
     assert rc == 0 and not store.has_clip("clip1") and store.has_clip("clip2")
     assert _files_holding(Path(store.uri), SECRET) == []
     assert finish_unfinished(store) == 0 and all(h["counts"] for h in history(store))
+
+
+def test_people_stay_who_they_are_when_the_clip_that_first_heard_them_is_forgotten(store):
+    before = sorted((p.person_id, p.voices) for p in store.people())
+    assert len(before) == 2
+    assert _forget(store, "--clip", "clip0", "--yes")[0] == 0  # where both voices were first heard
+    assert sorted((p.person_id, p.voices) for p in store.people()) == before
