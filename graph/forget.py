@@ -271,7 +271,8 @@ def finish_unfinished(store) -> int:
         involved = sql.involves(p.entity_ids) if p.entity_ids else "false"
         p.memory_ids = [r["memory_id"] for r in store.memories.search().where(f"{clips} OR {involved}").select(
             ["memory_id"]).limit(None).to_list()]
-        counts = _remove(store, p, "")
+        # which data files lost rows before the kill is not known: every table is written anew
+        counts = _remove(store, p, "", everything=True)
         store.forget_log.update(where=f"ts = {row['ts']!r}", values={"counts": json.dumps(counts), "done": True})
     if rows:
         purge(store)
@@ -289,9 +290,13 @@ def _log(store, now: float, f: Filter, p: Plan) -> float:
     return now
 
 
-def _remove(store, p: Plan, query: str) -> dict:
-    """Steps 1 to 4 of the module doc; each may run again after a kill (what is gone stays gone)."""
+def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
+    """Steps 1 to 4 of the module doc; each may run again after a kill (what is gone stays gone).
+    ``everything``: write every table anew, not only the data files that lose rows now."""
     erase = _Eraser(store)
+    if everything:
+        for name in _Eraser.KEYS:
+            erase.note(getattr(store, name), "true")
     clips, forgotten = set(p.clip_ids), set(p.memory_ids)
     entities = set(p.entity_ids)
     heard = {e for m in store.get_memories(sorted(forgotten)) for e in m.entity_ids}  # may go with them
