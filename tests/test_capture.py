@@ -274,3 +274,18 @@ def test_a_locked_screen_stores_nothing(desktop, tmp_path):
             locker.kill()
             locker.wait()
         _until(lambda: cap.state == "capturing")
+
+
+def test_a_chromium_started_incognito_is_never_stored(desktop, tmp_path):
+    """Chromium's incognito window has no mark in its title or X properties; its process's command
+    line says it. Real Debian chromium under Xvfb: focused, nothing of its monitor is stored."""
+    if shutil.which("chromium") is None:
+        unavailable("no chromium: apt-get install chromium (make xtools does it as root)")
+    desktop.spawn(["chromium", "--incognito", "--no-sandbox", "--no-first-run", "--disable-gpu",
+                   f"--user-data-dir={tmp_path / 'profile'}", "data:text/html,<h1>Secret account 4242</h1>"])
+    wid = desktop.wait_window("Chromium")
+    desktop.focus(wid)
+    out = tmp_path / "out"
+    with capturing(desktop, out) as cap:
+        _until(lambda: cap.counters.excluded >= 3, timeout=30)
+        assert images(out) == [], "a frame was stored while the incognito window had focus"

@@ -17,6 +17,11 @@ import numpy as np
 from perception.capture.x11 import Rect, WindowInfo
 
 PRIVATE_TITLES = (r"\bPrivate Browsing\b", r"\bIncognito\b", r"\bInPrivate\b", r"\bPrivate Window\b")
+# Chromium's incognito windows carry no mark in their title or X properties (checked with xprop on
+# Debian's chromium): a browser process started private is known by its command line instead
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "brave-browser", "microsoft-edge", "vivaldi-stable",
+            "firefox", "firefox-esr", "librewolf")
+PRIVATE_FLAGS = ("--incognito", "-incognito", "--private-window", "-private-window", "-private", "--inprivate")
 # password managers and secret prompts, by WM_CLASS class or instance (lower case)
 SECRET_APPS = ("keepassxc", "keepass2", "keepass", "1password", "bitwarden", "enpass", "seahorse",
                "pinentry", "gcr-prompter", "kwalletmanager5", "proton pass", "lastpass")
@@ -68,6 +73,9 @@ class Exclusions:
     def why(self, window: WindowInfo) -> str | None:
         """Why the window is excluded (the rule that matched), or None."""
         names = {window.app.lower(), window.instance.lower()} - {""}
+        browser = {window.app.lower(), window.instance.split(" (")[0].lower()} & set(BROWSERS)  # "chromium (/profile)"
+        if self.builtin and browser and _started_private(window.pid):
+            return "a browser started private"
         for cls in (*self.classes, *(SECRET_APPS if self.builtin else ())):
             if cls.lower() in names:
                 return f"class {cls}"
@@ -75,6 +83,17 @@ class Exclusions:
             if p.search(window.title):
                 return f"title /{p.pattern}/"
         return None
+
+
+def _started_private(pid: int | None) -> bool:
+    """Whether the process was started with a private-browsing flag (its /proc command line)."""
+    if not pid:
+        return False
+    try:
+        args = open(f"/proc/{int(pid)}/cmdline", "rb").read().split(b"\0")
+    except OSError:  # gone, or another machine's process (a remote X client)
+        return False
+    return any(a.decode(errors="replace").split("=")[0] in PRIVATE_FLAGS for a in args)
 
 
 def blackout(frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], excluded: Iterable[int]) -> int:
