@@ -14,7 +14,8 @@ What is found, by kind (``KINDS``; ``DEFAULT_KINDS`` are on unless configured ot
   prefix): off by default, since a lifelog is full of addresses a user wants to find again.
 
 Checksums keep ordinary numbers (order numbers, timestamps, hashes) from being taken for cards or
-IBANs; ``mnemo bench redact`` counts what the project's own OCR and speech fixtures lose.
+IBANs; ``tests/test_redact.py`` counts what the defaults take from the project's own conversations,
+transcripts and screens (nothing).
 """
 
 from __future__ import annotations
