@@ -204,3 +204,11 @@ def demo_server(demo_store):
     """``mnemo serve``'s app on the demo store (see ``serving``)."""
     with serving(demo_store) as url:
         yield url
+
+
+def api_client(app):
+    """A test client of ``mnemo serve``'s app that comes as a loopback request does (Host 127.0.0.1);
+    the app refuses other hosts."""
+    from fastapi.testclient import TestClient
+
+    return TestClient(app, base_url="http://127.0.0.1")

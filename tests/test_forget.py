@@ -178,13 +178,12 @@ def test_screenshots_of_forgotten_clips_are_deleted_with_their_sidecars(tmp_path
 
 
 def test_rest_forget_previews_then_forgets_and_refuses_a_filter_that_cannot_be_meant(store):
-    from fastapi.testclient import TestClient
-
+    from conftest import api_client
     from control.answer import OfflineAnswerer
     from mnemo.serve.api import create_app
     from mnemo.serve.service import MemoryService
 
-    client = TestClient(create_app(MemoryService(store, OfflineAnswerer(store))))
+    client = api_client(create_app(MemoryService(store, OfflineAnswerer(store))))
     preview = client.post("/forget", json={"query": SECRET})
     assert preview.status_code == 200 and preview.json()["forgotten"] is False and preview.json()["clips"] == 1
     assert any(SECRET in m["text"] for m in client.get("/search", params={"q": SECRET}).json())

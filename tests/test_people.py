@@ -12,7 +12,7 @@ import threading
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import PEOPLE_T0, run_cli
+from conftest import PEOPLE_T0, api_client, run_cli
 from control.answer import OfflineAnswerer
 from control.people import summarize_people
 from graph import people_ops
@@ -84,7 +84,7 @@ def test_a_name_shows_where_memories_are_read(capsys, people_store):
     code, out, _ = run_cli(capsys, "ask", question, "--store", people_store.uri, "--json")
     assert code == 0 and 'Carol said: "Lisbon was lovely' in json.loads(out.strip().splitlines()[-1])["answer"]
 
-    client = TestClient(create_app(MemoryService(people_store, OfflineAnswerer(people_store))))
+    client = api_client(create_app(MemoryService(people_store, OfflineAnswerer(people_store))))
     hits = client.get("/search", params={"q": "tram", "person": "Carol"}).json()
     assert hits and all(h["people"] == ["Carol"] for h in hits)
     assert any(h["text"] == 'Carol said: "I rode tram 28 twice, it was packed."' for h in hits)
@@ -197,7 +197,7 @@ def test_summaries_take_one_memory_query(people_store, monkeypatch):
 
 @pytest.fixture
 def client(people_store):
-    return TestClient(create_app(MemoryService(people_store, OfflineAnswerer(people_store))))
+    return api_client(create_app(MemoryService(people_store, OfflineAnswerer(people_store))))
 
 
 def test_rest_people_changes(client, people_store):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import run_cli
+from conftest import api_client, run_cli
 from control.answer import OfflineAnswerer
 from graph.rows import ClipRow, Memory, content_id
 from mnemo.serve.api import create_app
@@ -32,7 +32,7 @@ def service(demo_store):
 
 @pytest.fixture(scope="module")
 def client(service):
-    return TestClient(create_app(service))
+    return api_client(create_app(service))
 
 
 def test_health_people_and_ask(client):
@@ -172,7 +172,7 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
     for row in (gone, screen):
         hash_store.commit_clip(row, [Memory(content_id(row.clip_id), "episodic", "x", row.clip_id, row.source_path,
                                             row.start_ts, row.end_ts)], [])
-    client = TestClient(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
+    client = api_client(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
 
     reply = client.get("/media/gone-clip")
     assert reply.status_code == 404 and "moved.mp4 is no longer there" in reply.json()["error"]
@@ -192,10 +192,12 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
 
 
 def test_token_on_every_route(service):
-    client = TestClient(create_app(service, token="s3cret-token"))
-    for path in ("/", "/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline"):
+    client = api_client(create_app(service, token="s3cret-token"))
+    for path in ("/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline"):
         reply = client.get(path)
         assert reply.status_code == 401 and "token" in reply.json()["error"], path
+    signin = client.get("/")  # the page asks for the token; nothing of the memory is in it
+    assert signin.status_code == 401 and 'id="login"' in signin.text and "Sheila" not in signin.text
     assert client.post("/ask", json={"question": "Where is Sheila from?"}).status_code == 401
     for path, body in (("/people/Sheila/name", {"name": "Mallory"}), ("/people/undo", {}),
                        ("/people/merge", {"a": "Sheila", "b": "Diane"}), ("/people/Sheila/split", {"members": ["x"]})):
@@ -211,9 +213,9 @@ def test_token_on_every_route(service):
 
 def test_cors_closed_by_default(service):
     origin = {"Origin": "http://evil.example"}
-    closed = TestClient(create_app(service)).get("/health", headers=origin)
+    closed = api_client(create_app(service)).get("/health", headers=origin)
     assert "access-control-allow-origin" not in closed.headers
-    opened = TestClient(create_app(service, cors_origins=("http://evil.example",))).get("/health", headers=origin)
+    opened = api_client(create_app(service, cors_origins=("http://evil.example",))).get("/health", headers=origin)
     assert opened.headers["access-control-allow-origin"] == "http://evil.example"
 
 
@@ -248,7 +250,7 @@ def test_reads_while_another_process_writes(tmp_path):
     n, per_clip, window_s = 12, 4, 0.5
     uri = str(tmp_path / "store")
     store = Store(uri, build_text_embedder("hash"), read_consistency_s=window_s)
-    client = TestClient(create_app(MemoryService(store, OfflineAnswerer(store))))
+    client = api_client(create_app(MemoryService(store, OfflineAnswerer(store))))
     ctx = multiprocessing.get_context("spawn")
     started = ctx.Event()
     writer = ctx.Process(target=_write_clips, args=(uri, n, per_clip, started))

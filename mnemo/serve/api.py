@@ -3,7 +3,9 @@
 Routes are plain functions: FastAPI runs them on its thread pool, so slow reads (an ``/ask`` that
 embeds its question, a frame that ffmpeg decodes) do not hold up the others. With a token every
 route, the page and ``/docs`` included, needs it: ``Authorization: Bearer TOKEN``, or the cookie that
-opening the page as ``/?token=TOKEN`` sets, so the page's own requests carry it.
+signing in on the page (``POST /login``, or opening ``/?token=TOKEN``) sets, so the page's own
+requests carry it. Only loopback names and the configured hosts are answered (DNS rebinding), and a
+browser's change must come from this server's own page or a configured origin.
 """
 
 from __future__ import annotations
@@ -81,32 +83,80 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-def create_app(service: MemoryService, token: str | None = None, cors_origins: tuple[str, ...] = ()) -> FastAPI:
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+CHANGES = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def _host_of(value: str) -> str:
+    """The host of a ``Host`` header or of an origin's authority, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def create_app(service: MemoryService, token: str | None = None, cors_origins: tuple[str, ...] = (),
+               hosts: tuple[str, ...] = (), tls: bool = False) -> FastAPI:
     """The app over ``service``. ``token``: required on every request when set. ``cors_origins``:
-    web origins allowed to call the API from a browser (none by default)."""
+    web origins allowed to call the API from a browser (none by default). ``hosts``: names this
+    server answers to besides the loopback ones (the bound address, a name of this machine): any
+    other ``Host`` is refused, so a page whose DNS name was rebound to 127.0.0.1 reads nothing.
+    A change (POST …) from a browser must come from this server's own page or a ``cors_origins``
+    one. ``tls``: served over HTTPS (the token cookie is then ``Secure``)."""
     app = FastAPI(title="mnemo", version="0.1.0",
                   description="Ask and browse a mnemo memory: answers with citations, hybrid search, people, "
                               "clips and their media, a timeline.")
+    allowed = {h.lower().strip("[]") for h in (*LOOPBACK_NAMES, *hosts)}
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
-                           allow_headers=["Authorization", "Content-Type"])
+                           allow_headers=["Authorization", "Content-Type"], allow_credentials=True)
 
     @app.middleware("http")
     async def check_token(request: Request, call_next):
-        if token is None:
-            return await call_next(request)
+        if (token is None or (request.method == "OPTIONS" and "access-control-request-method" in request.headers)
+                or (request.url.path == "/login" and request.method == "POST")):
+            return await call_next(request)  # a CORS preflight carries no credentials and reveals nothing
         auth = request.headers.get("authorization", "")
         given = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get(COOKIE, "")
         from_query = request.query_params.get("token", "")
         if not hmac.compare_digest(given.encode(), token.encode()) and not (
                 request.url.path == "/" and hmac.compare_digest(from_query.encode(), token.encode())):
+            if request.url.path == "/" and request.method == "GET":
+                return HTMLResponse(_static("login.html"), status_code=401)
             return _error(401, f"this server needs its token: send 'Authorization: Bearer ${TOKEN_ENV}', "
-                               "or open the page as /?token=...")
+                               "or sign in on the page")
         response = await call_next(request)
         if from_query:  # the page was opened with its token: its own requests carry it from now on
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=tls)
+        return response
+
+    @app.middleware("http")  # added last, so it runs first: before the token and before CORS
+    async def check_host_and_origin(request: Request, call_next):
+        host = _host_of(request.headers.get("host", ""))
+        if host not in allowed:
+            return _error(421, f"this server does not answer for host {host!r}; open it as http://127.0.0.1 or "
+                               "http://localhost, or start it with --allow-host NAME")
+        origin = request.headers.get("origin")
+        if origin and request.method in CHANGES and origin not in cors_origins:
+            scheme, _, authority = origin.partition("://")
+            if _host_of(authority) not in allowed or authority.lower() != request.headers.get("host", "").lower():
+                return _error(403, f"a change from {origin} is refused: only this server's own page, or an "
+                                   "origin given with --cors-origin, may change memory")
+        return await call_next(request)
+
+    @app.post("/login", include_in_schema=False, dependencies=[Depends(json_only)])
+    async def login(request: Request):
+        """The page's sign-in: the token in a JSON body, answered with an HttpOnly cookie."""
+        try:
+            given = str((await request.json()).get("token", ""))
+        except ValueError:
+            given = ""
+        if token is None or not hmac.compare_digest(given.encode(), token.encode()):
+            return _error(401, "wrong token")
+        response = JSONResponse({"ok": True})
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=tls)
         return response
 
     @app.exception_handler(RequestValidationError)

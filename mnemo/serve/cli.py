@@ -18,6 +18,11 @@ def add_parsers(sub) -> None:
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                        help="a web origin allowed to call the API from a browser (repeatable; none by default)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="a host name this server answers to besides localhost, the loopback addresses and "
+                            "--host (repeatable): any other Host header is refused (DNS rebinding)")
+    serve.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM), with --tls-key")
+    serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, read_clip, timeline, "
                          "name_person, merge_people, split_person, undo_people_change")
     mcp.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
@@ -54,13 +59,22 @@ def cmd_serve(args, cfg) -> int:
     if not health.memories:
         log.warning("the store %s holds no memories yet; new clips appear as they are ingested", health.store)
     service.store.embedder.embed(["warm up"])  # load the text model now, not on the first question
-    app = create_app(service, token=token, cors_origins=tuple(args.cors_origin))
+    tls = bool(args.tls_cert or args.tls_key)
+    if tls and not (args.tls_cert and args.tls_key and Path(args.tls_cert).is_file() and Path(args.tls_key).is_file()):
+        print("error: HTTPS needs both --tls-cert FILE and --tls-key FILE, and both must exist", file=sys.stderr)
+        return 2
+    wildcard = args.host in ("0.0.0.0", "::", "")
+    hosts = tuple(args.allow_host) + (() if wildcard else (args.host,))
+    app = create_app(service, token=token, cors_origins=tuple(args.cors_origin), hosts=hosts, tls=tls)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {health.store} ({health.clips} clips, {health.memories} memories) at http://{host}:{args.port}/ "
-          f"(API docs at /docs){'; token required' if token else ''}", file=sys.stderr, flush=True)
+    print(f"serving {health.store} ({health.clips} clips, {health.memories} memories) at "
+          f"{'https' if tls else 'http'}://{host}:{args.port}/ (API docs at /docs){'; token required' if token else ''}"
+          + ("; bound to every address: name this machine with --allow-host NAME to be reached by it"
+             if wildcard else ""), file=sys.stderr, flush=True)
     verbose = logging.getLogger("mnemo").isEnabledFor(logging.DEBUG)
     # no access log unless -v: its lines would carry the search queries
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info" if verbose else "warning", access_log=verbose)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info" if verbose else "warning", access_log=verbose,
+                **({"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if tls else {}))
     return 0
 
 
