@@ -1,14 +1,20 @@
 """One typed config tree, read from ``mnemo.toml`` and ``MNEMO_…`` environment variables.
 
-Environment variables use ``__`` between levels: ``MNEMO_PERCEPTION__FRAME_FPS=0.5``. The TOML
-file is ``./mnemo.toml`` or the path in ``MNEMO_CONFIG``. Each part receives only its section.
+Environment variables use ``__`` between levels: ``MNEMO_PERCEPTION__FRAME_FPS=0.5``. Sources, the
+first that sets a value winning: the environment, the file named by ``MNEMO_CONFIG``, the user's own
+``$XDG_CONFIG_HOME/mnemo/mnemo.toml`` (``~/.config/mnemo/mnemo.toml``), and (when ``MNEMO_CONFIG`` is
+not set) ``./mnemo.toml`` in the current folder. That last one may come with a downloaded folder, so it is not trusted with where
+secrets come from or go (``TRUSTED_ONLY``: the LLM endpoint, its key's variable, plain-HTTP keys,
+the capture key file): such a setting there is ignored, with a warning saying where to put it.
+Each part receives only its section.
 """
 
 from __future__ import annotations
 
 import os
+import logging
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -141,8 +147,39 @@ class MnemoConfig(BaseSettings):
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
                                    env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = Path(os.environ.get("MNEMO_CONFIG", "mnemo.toml"))
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        named = os.environ.get("MNEMO_CONFIG")  # a file the user names comes first and stands for ./mnemo.toml
+        user = TomlConfigSettingsSource(settings_cls, toml_file=user_config_file())
+        if named:
+            return init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=Path(named)), user
+        return init_settings, env_settings, user, _ProjectToml(settings_cls, toml_file=Path("mnemo.toml"))
+
+
+log = logging.getLogger(__name__)
+
+# settings that say where secrets come from or where they may be sent: never from ./mnemo.toml
+TRUSTED_ONLY = (("llm", "base_url"), ("llm", "api_key_env"), ("llm", "allow_plain_http_key"), ("capture", "key_file"))
+
+
+def user_config_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "mnemo" / "mnemo.toml"
+
+
+class _ProjectToml(TomlConfigSettingsSource):
+    """``./mnemo.toml``, without the ``TRUSTED_ONLY`` settings (each ignored one is named)."""
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        if Path("mnemo.toml").resolve() == user_config_file().resolve():  # run from the config folder
+            return data
+        for section, key in TRUSTED_ONLY:
+            part = data.get(section)
+            if isinstance(part, dict) and key in part:
+                del part[key]
+                log.warning("ignored [%s] %s in %s: where secrets come from or go is taken only from your own "
+                            "%s, the file MNEMO_CONFIG names, or MNEMO_%s__%s", section, key,
+                            Path("mnemo.toml").resolve(), user_config_file(), section.upper(), key.upper())
+        return data
 
 
 def load_config(**overrides) -> MnemoConfig:
