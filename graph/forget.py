@@ -252,18 +252,27 @@ class _Eraser:
 def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
     """Remove what ``p`` selects (see the module doc); returns the counts removed."""
     now = time.time() if now is None else now
-    # the log row comes first: ingest skips these clips from now on, and a forget killed part-way
-    # is finished by the next one (``finish_unfinished``)
-    seq = _log(store, now, f, p)
-    counts = _remove(store, p, (f.query or "").lower())
-    store.forget_log.update(where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True})
-    purge(store)
+    with store.writing("mnemo forget"):  # an ingest writing meanwhile would lose its files to the purge
+        # the log row comes first: ingest skips these clips from now on, and a forget killed
+        # part-way is finished by the next one (``finish_unfinished``)
+        seq = _log(store, now, f, p)
+        counts = _remove(store, p, (f.query or "").lower())
+        store.forget_log.update(where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True})
+        purge(store)
     return counts
 
 
 def finish_unfinished(store) -> int:
     """Finish forgets that were killed part-way (their log row says not done); how many."""
     rows = store.forget_log.search().where("NOT done").limit(None).to_list()
+    if not rows:
+        return 0
+    with store.writing("mnemo forget (finishing an interrupted one)"):
+        _finish(store, rows)
+    return len(rows)
+
+
+def _finish(store, rows: list[dict]) -> None:
     for row in rows:
         p = Plan(clip_ids=list(row["clip_ids"] or ()), entity_ids=list(row["entity_ids"] or ()),
                  people_ops=[int(s) for s in row["people_ops"] or ()], transcripts_of=list(row["transcripts_of"] or ()))
@@ -274,9 +283,7 @@ def finish_unfinished(store) -> int:
         # which data files lost rows before the kill is not known: every table is written anew
         counts = _remove(store, p, "", everything=True)
         store.forget_log.update(where=f"ts = {row['ts']!r}", values={"counts": json.dumps(counts), "done": True})
-    if rows:
-        purge(store)
-    return len(rows)
+    purge(store)
 
 
 def _log(store, now: float, f: Filter, p: Plan) -> float:

@@ -13,8 +13,12 @@ write.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -42,6 +46,10 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+class StoreBusy(RuntimeError):
+    """Another process writes the store and did not finish within the wait given."""
 
 
 class StoreError(RuntimeError):
@@ -114,6 +122,38 @@ class Store(HybridSearch):
                     raise
 
     # ---- reads -------------------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self, what: str, wait_s: float | None = None,
+                say: Callable[[str], None] = log.warning) -> Iterator[None]:
+        """The right to write this store, one process at a time (``flock`` on ``<store>/.writer.lock``,
+        which names the holder): two writers would each number new people from what they read, and
+        give two people one id. Waits for the holder, saying so once; ``StoreBusy`` after
+        ``wait_s``. A remote URI is not locked."""
+        if "://" in self.uri:
+            yield
+            return
+        fd = os.open(Path(self.uri) / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = None if wait_s is None else time.monotonic() + wait_s
+            told = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    holder = os.pread(fd, 300, 0).decode(errors="replace").strip() or "another process"
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise StoreBusy(f"{self.uri} is being written by {holder}; try again when it is done")
+                    if not told:
+                        say(f"{self.uri} is being written by {holder}; waiting for it to finish")
+                        told = True
+                    time.sleep(0.2)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # and the lock with it
 
     def has_clip(self, clip_id: str) -> bool:
         return self.clips.count_rows(f"clip_id = {sql.quote(clip_id)}") > 0

@@ -294,11 +294,12 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process."""
     report = IngestReport()
-    planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
-    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report, progress)
-
-    try:
-        write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in planned.jobs))
-    finally:
-        writer.finish(planned)
+    with store.writing("mnemo ingest", say=progress):  # one writer a store: people are numbered from what it read
+        planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
+        writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
+                            progress)
+        try:
+            write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in planned.jobs))
+        finally:
+            writer.finish(planned)
     return report

@@ -97,27 +97,29 @@ def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, pol
     import ray.data
 
     report = IngestReport()
-    planned = plan(paths, store, clip_s, start, progress, report)
-    writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report, progress)
-    try:
-        if planned.jobs:
-            n = min(connect(address, workers), len(planned.jobs))
-            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
-            progress(f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order")
-            ray.data.DataContext.get_current().enable_progress_bars = False
-            items = [{"seq": job.seq, "job": pickle.dumps(job)} for job in planned.jobs]
-            # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
-            # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
-            rows = (ray.data.from_items(items, override_num_blocks=len(items))
-                    .map_batches(actor or Perceive, batch_size=1,
-                                 compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
-                                 fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
-                                 num_cpus=cpus, num_gpus=gpus_per_worker or None,
-                                 max_restarts=3, max_task_retries=3))
-            write_in_order(writer, _results(planned.jobs, rows, report))
-    finally:
-        writer.finish(planned)
-        report.peak_rss_mb["driver"] = peak_rss_mb()
+    with store.writing("mnemo ingest --ray", say=progress):  # one writer a store (Store.writing)
+        planned = plan(paths, store, clip_s, start, progress, report)
+        writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
+                            progress)
+        try:
+            if planned.jobs:
+                n = min(connect(address, workers), len(planned.jobs))
+                cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
+                progress(f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order")
+                ray.data.DataContext.get_current().enable_progress_bars = False
+                items = [{"seq": job.seq, "job": pickle.dumps(job)} for job in planned.jobs]
+                # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
+                # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
+                rows = (ray.data.from_items(items, override_num_blocks=len(items))
+                        .map_batches(actor or Perceive, batch_size=1,
+                                     compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
+                                     fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
+                                     num_cpus=cpus, num_gpus=gpus_per_worker or None,
+                                     max_restarts=3, max_task_retries=3))
+                write_in_order(writer, _results(planned.jobs, rows, report))
+        finally:
+            writer.finish(planned)
+            report.peak_rss_mb["driver"] = peak_rss_mb()
     return report
 
 

@@ -324,3 +324,32 @@ def test_people_stay_who_they_are_when_the_clip_that_first_heard_them_is_forgott
     assert len(before) == 2
     assert _forget(store, "--clip", "clip0", "--yes")[0] == 0  # where both voices were first heard
     assert sorted((p.person_id, p.voices) for p in store.people()) == before
+
+
+def test_one_writer_a_store_at_a_time(hash_store, tmp_path):
+    """A second writer (another process) waits for the first, told who holds the store; an ingest
+    takes its turn as a forget does."""
+    import subprocess
+    import sys
+    import time
+
+    from graph.store import StoreBusy
+    from mnemo.pipeline import ingest
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(Path(hash_store.uri) / '.writer.lock')!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX); os.pwrite(fd, b'pid 1 (mnemo ingest)', 0)\n"
+        "print('held', flush=True); time.sleep(2.5)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreBusy, match=r"being written by pid 1 \(mnemo ingest\)"):
+            with hash_store.writing("test", wait_s=0.5):
+                pass
+        said, t0 = [], time.monotonic()
+        ingest([], hash_store, None, (MatchPolicy(0.9), MatchPolicy(0.84)), progress=said.append)
+        assert time.monotonic() - t0 > 1.0 and any("waiting for it to finish" in s for s in said)
+    finally:
+        holder.wait(10)
+    with hash_store.writing("test", wait_s=0.5):  # free again
+        pass
