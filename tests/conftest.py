@@ -165,9 +165,10 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def serving(store):
-    """``mnemo serve``'s app on ``store``, in uvicorn on a free loopback port (a thread): a context
-    manager giving the base URL."""
+def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
+    """``mnemo serve``'s app on ``store`` (``create_app`` with ``app_options``), in uvicorn on a free
+    loopback port (a thread), over HTTPS with ``tls_files`` (certificate, key): a context manager
+    giving the base URL."""
     import contextlib
     import threading
     import time
@@ -182,8 +183,9 @@ def serving(store):
     @contextlib.contextmanager
     def running():
         port = free_port()
-        app = create_app(MemoryService(store, OfflineAnswerer(store)))
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        app = create_app(MemoryService(store, OfflineAnswerer(store)), **app_options)
+        ssl = {"ssl_certfile": tls_files[0], "ssl_keyfile": tls_files[1]} if tls_files else {}
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **ssl))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         deadline = time.monotonic() + 30
@@ -191,7 +193,7 @@ def serving(store):
             time.sleep(0.05)
         assert server.started, "uvicorn did not start"
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield f"{'https' if tls_files else 'http'}://127.0.0.1:{port}"
         finally:
             server.should_exit = True
             thread.join(10)

@@ -4,45 +4,16 @@ CORS client that carries the token, signing in without the token in a URL, and H
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
 from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
 
-
-@contextlib.contextmanager
-def _running(store, tmp_path=None, **app_options):
-    import uvicorn
-
-    from control.answer import OfflineAnswerer
-    from mnemo.bench_serve import free_port
-    from mnemo.serve.api import create_app
-    from mnemo.serve.service import MemoryService
-
-    port = free_port()
-    ssl = {}
-    if app_options.get("tls"):
-        ssl = {"ssl_certfile": str(tmp_path / "cert.pem"), "ssl_keyfile": str(tmp_path / "key.pem")}
-    server = uvicorn.Server(uvicorn.Config(create_app(MemoryService(store, OfflineAnswerer(store)), **app_options),
-                                           host="127.0.0.1", port=port, log_level="warning", **ssl))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"{'https' if ssl else 'http'}://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+from conftest import serving
 
 
 def test_a_rebound_host_name_reads_nothing_and_changes_need_this_pages_origin(people_store):
-    with _running(people_store, hosts=("mnemo.lan",)) as url, httpx.Client(base_url=url) as client:
+    with serving(people_store, hosts=("mnemo.lan",)) as url, httpx.Client(base_url=url) as client:
         assert client.get("/people").status_code == 200  # Host: 127.0.0.1:PORT
         port = url.rsplit(":", 1)[1]
         for host in ("evil.example", f"attacker.example:{port}", "127.0.0.1.nip.io", ""):
@@ -64,7 +35,7 @@ def test_a_rebound_host_name_reads_nothing_and_changes_need_this_pages_origin(pe
 
 def test_a_configured_origin_calls_with_the_token_and_the_page_signs_in_without_it_in_the_url(people_store):
     origin = "https://notes.example"
-    with _running(people_store, token="tok-3141", cors_origins=(origin,)) as url, httpx.Client(base_url=url) as client:
+    with serving(people_store, token="tok-3141", cors_origins=(origin,)) as url, httpx.Client(base_url=url) as client:
         preflight = client.options("/ask", headers={"Origin": origin, "Access-Control-Request-Method": "POST",
                                                     "Access-Control-Request-Headers": "authorization,content-type"})
         assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == origin
@@ -106,7 +77,8 @@ def _self_signed(tmp_path):
 
 def test_https_serves_with_a_secure_cookie(people_store, tmp_path):
     _self_signed(tmp_path)
-    with _running(people_store, tmp_path, token="tok-2718", tls=True) as url:
+    with serving(people_store, (str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")), token="tok-2718",
+                 tls=True) as url:
         assert url.startswith("https://")
         import ssl
 
