@@ -70,9 +70,16 @@ class Desktop:
         self.spawn(["xclock", "-update", "1", "-geometry", geometry])
         return self.wait_window("XClock")
 
-    def wait_window(self, cls: str) -> str:
-        out = self.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", cls])
-        return out.split()[-1]
+    def wait_window(self, cls: str, timeout_s: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                out = self.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", cls])
+                return out.split()[-1]
+            except RuntimeError as e:  # a window that went away while xdotool looked at it: look again
+                if "BadWindow" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def focus(self, wid: str) -> None:
         self.run(["xdotool", "windowactivate", "--sync", wid])
