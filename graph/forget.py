@@ -109,12 +109,6 @@ def _check(f: Filter, now: float) -> None:
             raise ForgetError(f"--{name.replace('_id', '')} is empty")
 
 
-def _like(text: str) -> str:
-    """A case-insensitive substring pattern for SQL LIKE (``%`` and ``_`` taken literally)."""
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return sql.quote(f"%{escaped}%") + " ESCAPE '\\'"
-
-
 def _clip_rows(store, where: str) -> list[dict]:
     return store.clips.search().where(where).select(
         ["clip_id", "source_path", "start_ts", "end_ts", "duration_s"]).limit(None).to_list()
@@ -150,7 +144,7 @@ def plan(store, f: Filter, now: float | None = None) -> Plan:
     if f.app or f.window:
         # a screen clip has a memory per window in front: "Using APP (WINDOW) from 09:00 to 09:01"
         candidates = store.memories_where("kind = 'episodic' AND " + sql.starts_with("text", "Using ")
-                                          + "".join(f" AND lower(text) LIKE {_like(x)}" for x in (f.app, f.window) if x))
+                                          + "".join(f" AND {sql.contains('text', x)}" for x in (f.app, f.window) if x))
         hits = set()
         for m in candidates:
             shown = _USING.match(m.text)
@@ -166,11 +160,11 @@ def plan(store, f: Filter, now: float | None = None) -> Plan:
     if f.query:
         # the text may be in a memory, or in a clip's transcript or screen text that no memory quotes;
         # ids in memory text (<voice_1>) are not what a user searches for
-        q, needle = _like(f.query), f.query.casefold()
-        hits = {m.clip_id for m in store.memories_where(f"lower(text) LIKE {q}")
+        needle = f.query.casefold()
+        hits = {m.clip_id for m in store.memories_where(sql.contains("text", f.query))
                 if needle in _IDS.sub("", m.text).casefold()}
-        hits |= {r["clip_id"] for r in store.clips.search().where(
-            f"lower(transcript) LIKE {q} OR lower(screen_text) LIKE {q} OR lower(caption) LIKE {q}"
+        hits |= {r["clip_id"] for r in store.clips.search().where(" OR ".join(
+            sql.contains(c, f.query) for c in ("transcript", "screen_text", "caption"))
         ).select(["clip_id"]).limit(None).to_list()}
         where += " AND " + _clips_in(hits)
     clips = _clip_rows(store, where)

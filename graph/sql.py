@@ -21,11 +21,20 @@ def involves(entity_ids: Iterable[str]) -> str:
     return f"array_has_any(entity_ids, [{', '.join(map(quote, entity_ids))}])"
 
 
+def _literal(text: str) -> str:
+    """``text`` for a LIKE pattern with ``%``, ``_`` and the escape character matching only themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def starts_with(column: str, prefix: str) -> str:
     """``column`` begins with ``prefix`` taken literally: ``%``, ``_`` and the escape character in
     it match only themselves (a bare ``LIKE 'prefix%'`` lets them act as wildcards)."""
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"{column} LIKE {quote(escaped + '%')} ESCAPE '\\'"
+    return f"{column} LIKE {quote(_literal(prefix) + '%')} ESCAPE '\\'"
+
+
+def contains(column: str, text: str) -> str:
+    """``column`` holds ``text`` taken literally, case-insensitively."""
+    return f"lower({column}) LIKE {quote('%' + _literal(text.lower()) + '%')} ESCAPE '\\'"
 
 
 def near(memories: Sequence[Memory], window_s: float, longest_s: float | None = None) -> str:
