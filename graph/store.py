@@ -5,10 +5,11 @@ carrying ``schema_version``.
 
 Write order per clip: memories (new ones, then older ones the clip updated: reinforced or
 superseded), edges, entities, and last the clip row. The clip row is the commit marker:
-``has_clip`` is true only once everything of the clip is stored. Rows are upserted by content id,
-so a clip re-run after a crash adds nothing twice. LanceDB commits each table write as a new
-version, so readers in other processes see either the old or the new rows of a table, never half a
-write.
+``has_clip`` is true only once everything of the clip is stored, and reads return only memories
+whose clip row exists, so a commit in progress is never answered with. A journal
+(``graph/commit.py``) lets the next writer undo a commit that died part-way. LanceDB commits each
+table write as a new version, so readers in other processes see either the old or the new rows of
+a table, never half a write.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
@@ -26,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graph import sql
+from graph import commit, sql
 from graph.rows import ClipRow, Edge, Entity, Memory
 from graph.people import NAME_EVIDENCE, PeopleOp, Person, resolve
 from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row,
@@ -86,6 +87,7 @@ class Store(HybridSearch):
         self.people_log = self._open("people_log", people_log_schema())  # the user's changes to people
         self.forget_log = self._open("forget_log", forget_log_schema())  # what `mnemo forget` took back
         self._longest_s: float | None = None  # the longest memory's duration, read once, kept up by our writes
+        self._known_clips: set[str] = set()  # clip ids seen committed: reads keep only their memories
     def _open(self, name: str, schema: pa.Schema):
         try:
             table = self._db.open_table(name)
@@ -128,7 +130,8 @@ class Store(HybridSearch):
                 say: Callable[[str], None] = log.warning) -> Iterator[None]:
         """The right to write this store, one process at a time (``flock`` on ``<store>/.writer.lock``,
         which names the holder): two writers would each number new people from what they read, and
-        give two people one id. Waits for the holder, saying so once; ``StoreBusy`` after
+        give two people one id. A commit the last writer left unfinished is undone first
+        (``graph.commit.recover``). Waits for the holder, saying so once; ``StoreBusy`` after
         ``wait_s``. A remote URI is not locked."""
         if "://" in self.uri:
             yield
@@ -151,9 +154,29 @@ class Store(HybridSearch):
                     time.sleep(0.2)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
+            commit.recover(self)  # a writer killed mid-commit left it half-done
             yield
         finally:
             os.close(fd)  # and the lock with it
+
+    def committed(self, clip_ids: Iterable[str]) -> set[str]:
+        """Those of ``clip_ids`` whose clip row is stored: reads keep only their memories, so a
+        commit in progress (or one a killed writer left) is never answered with. Clip ids seen
+        committed are remembered; only new ones cost a lookup."""
+        ids = set(clip_ids)
+        unknown = ids - self._known_clips
+        if unknown:
+            rows = (self.clips.search().where(sql.in_list("clip_id", sorted(unknown))).select(["clip_id"])
+                    .limit(None).to_list())
+            if len(self._known_clips) > 1_000_000:  # a bound on what a long-lived reader holds
+                self._known_clips = set()
+            self._known_clips.update(r["clip_id"] for r in rows)
+        return ids & self._known_clips
+
+    def only_committed(self, rows: list, clip_id: Callable = lambda r: r["clip_id"]) -> list:
+        """``rows`` (memory rows or records) of committed clips only, in their order."""
+        keep = self.committed(clip_id(r) for r in rows)
+        return [r for r in rows if clip_id(r) in keep]
 
     def has_clip(self, clip_id: str) -> bool:
         return self.clips.count_rows(f"clip_id = {sql.quote(clip_id)}") > 0
@@ -212,13 +235,13 @@ class Store(HybridSearch):
             return []
         rows = self.memories.search().where(sql.in_list("memory_id", memory_ids)) \
             .limit(None).to_list()
-        return [memory_from_row(r) for r in rows]
+        return [memory_from_row(r) for r in self.only_committed(rows)]
 
     def memories_where(self, where: str, limit: int | None = None) -> list[Memory]:
         """Memories matching a SQL filter (LanceDB/DataFusion syntax), in time order."""
         # without the vectors: a memory record has none, and they are most of a row's bytes
         rows = self.memories.search().where(where).select(MEMORY_COLUMNS).limit(limit).to_list()
-        return sorted((memory_from_row(r) for r in rows), key=lambda m: (m.start_ts, m.memory_id))
+        return sorted((memory_from_row(r) for r in self.only_committed(rows)), key=lambda m: (m.start_ts, m.memory_id))
 
     def about(self, entity_ids: list[str], limit: int | None = 50) -> list[Memory]:
         """Memories that involve any of these entities (a person's face, voice and character ids)."""
@@ -267,18 +290,36 @@ class Store(HybridSearch):
         keep their ids and vectors. Memories and edges left by an earlier attempt at this clip that
         died before its commit are dropped first: entity ids, and so memory texts, may differ on the
         retry. ``vectors`` are the memories' text embeddings when the caller computed them already.
+        What the commit will change is journaled first (``graph.commit``): an error part-way undoes
+        it at once, a killed writer's is undone by the next ``writing``.
         """
         if vectors is not None and len(vectors) != len(memories):
             raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories")
+        if memories and vectors is None:
+            vectors = self.embedder.embed([m.text for m in memories])
+        commit.begin(self, clip.clip_id, memories, updated, entities, edges)
+        try:
+            self._write_clip(clip, memories, entities, edges, updated, vectors)
+        except BaseException:
+            try:
+                commit.recover(self)
+            except Exception as e:  # the journal stays: the next writer undoes the commit
+                log.error("%s: could not undo the unfinished commit of clip %s: %s", self.uri, clip.clip_id, e)
+            raise
+        commit.end(self)
+        self._known_clips.add(clip.clip_id)
+
+    def _write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity], edges: list[Edge],
+                    updated: list[Memory], vectors: np.ndarray | None) -> None:
         self.memories.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self.edges.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self._wrote(list(memories) + list(updated))
+        commit.step("memories")
         if memories:
-            if vectors is None:
-                vectors = self.embedder.embed([m.text for m in memories])
             rows = [memory_row(m, v) for m, v in zip(memories, vectors)]
             (self.memories.merge_insert("memory_id").when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
+        commit.step("updated")
         if updated:
             vectors = {r["memory_id"]: r["vector"] for r in self.memories.search()
                        .where(sql.in_list("memory_id", [m.memory_id for m in updated]))
@@ -287,17 +328,21 @@ class Store(HybridSearch):
             if rows:
                 (self.memories.merge_insert("memory_id").when_matched_update_all()
                  .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
+        commit.step("edges")
         if edges:
             now = time.time()
             rows = [edge_row(e, clip.clip_id, now) for e in edges]
             (self.edges.merge_insert("edge_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=edge_schema())))
+        commit.step("entities")
         if entities:
             rows = [entity_row(e) for e in entities]
             (self.entities.merge_insert("entity_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=entity_schema())))
+        commit.step("clip")
         (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
          .execute(pa.Table.from_pylist([clip_row_dict(clip, time.time())], schema=clip_schema())))
+        commit.step("end")
 
     def longest_memory_s(self) -> float:
         """How long the longest memory lasts (at least ``MIN_SPAN_S``): read from the store once,
@@ -315,7 +360,8 @@ class Store(HybridSearch):
 
     def insert_memories(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
         """Append memories in bulk (imports, benchmarks): no per-clip commit and no dedup by id, so
-        callers must not insert an id twice. ``vectors`` skips embedding."""
+        callers must not insert an id twice; their clips get bare rows (span only), which commit
+        them. ``vectors`` skips embedding."""
         if not memories:
             return
         self._wrote(memories)
@@ -337,6 +383,15 @@ class Store(HybridSearch):
         }
         self.memories.add(pa.table([pa.array(columns[f.name], type=f.type) if f.name != "vector" else columns[f.name]
                                     for f in schema], schema=schema))
+        spans: dict[str, list] = {}
+        for m in memories:
+            span = spans.setdefault(m.clip_id, [m.source_path, m.start_ts, m.end_ts])
+            span[1], span[2] = min(span[1], m.start_ts), max(span[2], m.end_ts)
+        now = time.time()
+        rows = [clip_row_dict(ClipRow(c, path, "", 0, 0.0, end - start, start, end, ""), now)
+                for c, (path, start, end) in spans.items()]
+        (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
+         .execute(pa.Table.from_pylist(rows, schema=clip_schema())))
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
