@@ -1,8 +1,13 @@
 """The M3-Bench judge: the paper's prompt, sent through the ``[llm]`` endpoint.
 
 M3-Agent scores an answer with GPT-4o (``gpt-4o-2024-11-20``, temperature 0) and this prompt, and
-counts it correct when the reply contains "yes". Another judge model gives figures that are not
-comparable with the paper's; the runner says so.
+counts it correct when the reply contains "yes" anywhere. This judge is strict (``read_reply``): the
+reply's first word, after leading whitespace, punctuation and markdown (``**Yes**``, ``"No."``,
+``` `yes` ```), must be yes or no, in any case; "Yes, it follows" is yes, while "I think yes",
+"Yesterday" or "The answer: yes" say neither. A reply that says neither is counted as unclear and
+scored incorrect. For a judge that does as the prompt asks ("Only return Yes or No") the two rules
+agree. Another judge model gives figures that are not comparable with the paper's; the runner says
+so.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ PROMPT = (
 class Verdict:
     correct: bool | None  # None: the judge could not be asked (the endpoint failed)
     reply: str
-    unclear: bool = False  # the reply said neither yes nor no (scored "no", as upstream does)
+    unclear: bool = False  # the reply did not open with yes or no (``read_reply``): scored incorrect
 
 
 class Judge:
@@ -54,7 +59,16 @@ class Judge:
         except LLMError as e:
             log.warning("judge: %s", e)
             return Verdict(None, str(e))
-        said = (reply or "").lower()
-        # the paper's rule: correct when the reply contains "yes"; a reply with neither word is
-        # scored "no" as upstream does, and counted as unclear
-        return Verdict("yes" in said, reply, unclear=re.search(r"\b(yes|no)\b", said) is None)
+        said = read_reply(reply or "")
+        return Verdict(said is True, reply, unclear=said is None)
+
+
+_FIRST_WORD = re.compile(r"[\W_]*([^\W_]+)")  # skips whitespace, punctuation and markdown (*, _, `, #, >)
+
+
+def read_reply(reply: str) -> bool | None:
+    """True for a reply whose first word is "yes", False for "no" (any case, after leading
+    whitespace, punctuation and markdown); None for anything else (unclear)."""
+    m = _FIRST_WORD.match(reply)
+    word = m.group(1).lower() if m else ""
+    return True if word == "yes" else False if word == "no" else None

@@ -232,9 +232,10 @@ def cmd_bench(args, cfg) -> int:
         import tempfile
 
         from bench import capture
+        from mnemo.wiring import build_ocr
 
-        with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:
-            figures = capture.run(Path(tmp), progress=progress)
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:  # the OCR reads the stored frames
+            figures = capture.run(Path(tmp), ocr=build_ocr(cfg.perception), progress=progress)
         print(capture.format_report(figures))
         figures = capture.summary(figures)
     elif args.name == "store":

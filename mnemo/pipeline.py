@@ -46,9 +46,9 @@ class IngestReport:
     clips_skipped: int = 0
     memories_new: int = 0
     stage_s: dict[str, float] = field(default_factory=dict)  # perception stage -> seconds, summed over new clips
-    # the writer, summed over new clips: memorizing (on the writer's loop) and committing (on the
-    # commit thread behind it) are serial, in clip order; embedding memories is not (it runs on the
-    # commit thread too, but could run anywhere); the loop waits when the commit thread is behind
+    # the writer, summed over new clips: memorizing (on the writer's loop), then embedding the
+    # clip's memories and committing them (on the commit thread behind it), in clip order; the loop
+    # waits when the commit thread is behind (that wait overlaps the embedding and committing)
     memorize_s: float = 0.0
     commit_s: float = 0.0
     embed_s: float = 0.0
@@ -58,8 +58,10 @@ class IngestReport:
 
     @property
     def writer_s(self) -> float:
-        """The writer's serial work: memorizing and committing, in clip order."""
-        return self.memorize_s + self.commit_s
+        """Every second the writer works on its clips: memorizing, embedding the memories and
+        committing them (the last two on the commit thread). The loop's waits are not added: they
+        overlap the commit thread's work."""
+        return self.memorize_s + self.embed_s + self.commit_s
 
     @property
     def ok(self) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from conftest import unavailable
 
 from bench.datasets import m3bench, screenshotvqa
-from bench.judge import PROMPT, Judge, Verdict
+from bench.judge import PROMPT, Judge, Verdict, read_reply
 from bench.metrics import contains_answer, is_yes_no, normalize_answer, token_f1, wilson_interval
 from bench.qa import Asked, summarise
 from llm.client import ChatClient
@@ -133,8 +133,19 @@ def test_summary_counts_yes_no_and_out_of_reach_questions_apart():
     assert summarise(asked, judged=False)["accuracy"] is None
 
 
+def test_the_judges_reply_must_open_with_yes_or_no():
+    """Strict reading: the first word after whitespace, punctuation and markdown, in any case."""
+    for reply in ("Yes", "yes.", "YES", "**Yes**", "`yes`", '"Yes," it follows.', "> yes", "Yes, the agent says so"):
+        assert read_reply(reply) is True, reply
+    for reply in ("No", "no.", "**No.**", "  No, it does not", "# No"):
+        assert read_reply(reply) is False, reply
+    for reply in ("I think yes", "Yesterday", "The answer: yes", "Eyes", "Nope", "Not sure", "", "?", "Sí"):
+        assert read_reply(reply) is None, reply
+
+
 def test_the_judge_sends_the_paper_prompt_and_reads_yes_no_unclear_and_failures():
-    fake = FakeOpenAI(["Yes", "No.", "I cannot tell", 500, 500, ("sleep", 1.5, "Yes"), ("sleep", 1.5, "Yes")])
+    fake = FakeOpenAI(["Yes", "No.", "I cannot tell", "I would not say yes", "**Yes**", 500, 500,
+                       ("sleep", 1.5, "Yes"), ("sleep", 1.5, "Yes")])
     with fake:
         judge = Judge(ChatClient(fake.base_url, "gpt-4o-2024-11-20", timeout_s=1.0, max_retries=1, backoff_s=0.01))
         assert judge.is_paper_model
@@ -142,6 +153,9 @@ def test_the_judge_sends_the_paper_prompt_and_reads_yes_no_unclear_and_failures(
         assert judge.judge("Where?", "Chicago", "Texas").correct is False
         unclear = judge.judge("Where?", "Chicago", "?")
         assert unclear.correct is False and unclear.unclear
+        hedged = judge.judge("Where?", "Chicago", "near Chicago")  # holds "yes", does not say it first
+        assert hedged.correct is False and hedged.unclear
+        assert judge.judge("Where?", "Chicago", "Chicago") == Verdict(True, "**Yes**")
         assert judge.judge("Where?", "Chicago", "x").correct is None  # HTTP 500 twice: not judged
         assert judge.judge("Where?", "Chicago", "x").correct is None  # no reply within the timeout
     body = fake.requests[0]

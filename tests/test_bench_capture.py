@@ -1,0 +1,101 @@
+"""``mnemo bench capture``'s measures, without the X session (the bench itself runs by hand: minutes):
+the cost is the daemon's whole process tree, children that exited included, and a typed word is
+kept only when the OCR of a frame stored while it was the latest word shows it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.capture import TreeMeter, ocr_text, typing_kept
+
+# a child that holds 150 MiB (touched) and burns 0.6 s of CPU, then exits
+CHILD = """
+import time
+b = bytearray(150 * 2**20)
+for i in range(0, len(b), 4096):
+    b[i] = 1
+t = time.process_time()
+while time.process_time() - t < 0.6:
+    pass
+time.sleep(0.5)
+"""
+# a parent that runs the child, waits for it, says so and stays (as the daemon does with its watcher)
+PARENT = f"""
+import subprocess, sys, time
+subprocess.run([sys.executable, "-c", {CHILD!r}], check=True)
+print("reaped", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_tree_meter_counts_a_child_that_exited_and_the_childs_memory():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        meter = TreeMeter(parent.pid, every_s=0.05).start()
+        cpu0, own0 = meter.cpu_s(), meter.root_cpu_s()
+        assert parent.stdout.readline().strip() == "reaped"
+        meter.stop()
+        cpu, own = meter.cpu_s() - cpu0, meter.root_cpu_s() - own0
+        assert cpu >= 0.5  # the child's CPU, though it has exited
+        assert own < 0.5  # the parent's own is small: the rest is the child's
+        assert meter.peak_rss_mb >= 150  # the child's memory while it lived
+        assert meter.root_peak_rss_mb() < 100
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def test_the_tree_meter_counts_a_live_grandchild():
+    """The daemon's watcher may run a process of its own: the tree is every level under the root."""
+    grandchild = "import time; b = bytearray(120 * 2**20); b[::4096] = bytes(len(b[::4096])); print('held', flush=True); time.sleep(60)"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}])"
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert parent.stdout.readline().strip() == "held"
+        meter = TreeMeter(parent.pid)
+        assert len(meter.members()) == 3
+        assert meter.rss_mb() >= 120
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
+
+
+def _frame(tmp_path: Path, name: str, text: str) -> Path:
+    """A terminal-like frame: ``text`` in DejaVu Sans Mono, dark on light."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font_path = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
+    if not font_path.is_file():
+        pytest.skip("DejaVu Sans Mono is not installed (Debian fonts-dejavu-core)")
+    image = Image.new("RGB", (640, 120), "white")
+    ImageDraw.Draw(image).text((16, 40), text, fill="black", font=ImageFont.truetype(str(font_path), 22))
+    path = tmp_path / f"{name}.jpg"
+    image.save(path, quality=90)
+    return path
+
+
+def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_shows_it(tmp_path):
+    """Three words typed 3 s apart. apple: a frame shows it. banana: the only frame in its time was
+    grabbed mid-word; a later frame shows it, but by then cherry is being typed. cherry: shown."""
+    from perception.ocr.ocr_rapidocr import RapidOCRReader
+
+    frames = [(11.0, _frame(tmp_path, "a", "$ apple")),
+              (13.1, _frame(tmp_path, "b", "$ apple ba")),
+              (17.0, _frame(tmp_path, "c", "$ apple banana cherry"))]
+    typed = [("apple", 10.0), ("banana", 13.0), ("cherry", 16.0)]
+    read = ocr_text(RapidOCRReader(threads=1))
+    calls: list[Path] = []
+
+    def counted(path: Path) -> str:
+        calls.append(path)
+        return read(path)
+
+    assert typing_kept(typed, 19.0, frames, counted) == [True, False, True]
+    assert len(calls) == len(set(calls)) == 3  # each frame read once
