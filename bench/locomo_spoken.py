@@ -6,7 +6,7 @@ is known but the audio:
 1. each session becomes a 16 kHz WAV spoken by espeak-ng with one voice per speaker
    (``bench/speech_synth.py``; a shared image's caption is not audible, so only the text is spoken),
    its mtime the session's start plus its length, so the recording starts at the session's time;
-2. every selected conversation goes into ONE store through ``mnemo.pipeline.ingest``, wired as
+2. every selected conversation goes into ONE store through ``pipeline.ingest.ingest``, wired as
    ``mnemo ingest`` wires it (so a question may find another conversation's memories: they map to
    no turn of its own and count as misses);
 3. each question whose evidence lies in the rendered sessions runs the offline planner's retrieval,
@@ -282,7 +282,7 @@ def run(cfg, path: str | Path, workdir: Path, sessions: int | None = None, conve
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
     from graph.store import Store
-    from mnemo.pipeline import ingest
+    from pipeline.ingest import ingest
     from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
 
     chosen = select(load(path), sessions, conversations)

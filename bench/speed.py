@@ -62,9 +62,10 @@ def run(cfg: MnemoConfig, workdir: Path, workers: int | None = None,
         progress: Callable[[str], None] = lambda m: None) -> dict:
     import ray
 
-    from mnemo.pipeline import ingest
-    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, text_embedder, usable_cpus
+    from mnemo.wiring import (build_perceivers, faces_backend_name, match_policies, perceivers_factory, text_embedder,
+                              usable_cpus)
     from perception.sources.media import probe
+    from pipeline.ingest import ingest
     from ray_jobs.ingest import connect, ingest_ray, peak_rss_mb
 
     recording = build_speed_recording()
@@ -96,7 +97,8 @@ def run(cfg: MnemoConfig, workdir: Path, workers: int | None = None,
             progress(f"Ray ingest, {w} worker(s) …")
             store = Store(workdir / f"ray-{w}", embedder)
             t0 = time.perf_counter()
-            report = ingest_ray([str(recording)], store, cfg.perception, policies, clip_s, progress=quiet, workers=w)
+            report = ingest_ray([str(recording)], store, perceivers_factory(cfg.perception), policies, clip_s,
+                                progress=quiet, workers=w)
             ray_runs[w] = (time.perf_counter() - t0, report, differences(store, sequential))
     finally:
         ray.shutdown()

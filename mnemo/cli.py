@@ -110,9 +110,9 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def cmd_ingest(args, cfg) -> int:
-    from mnemo.pipeline import ingest
     from mnemo.wiring import (build_llm_writer, build_perceivers, build_redactor, faces_backend_name, match_policies,
-                              open_store)
+                              open_store, perceivers_factory)
+    from pipeline.ingest import ingest
 
     store = open_store(cfg.graph, args.store)
     policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
@@ -126,9 +126,9 @@ def cmd_ingest(args, cfg) -> int:
         except ImportError as e:
             print(f"error: --ray needs Ray ({e}); install it with: pip install 'mnemo[ray]'", file=sys.stderr)
             return 2
-        report = ingest_ray(args.paths, store, cfg.perception, policies, clip_s=cfg.perception.clip_s,
-                            start=args.start, llm=cfg.llm, llm_writer=llm_writer, workers=args.workers,
-                            address=args.address, redactor=redactor)
+        perceivers = perceivers_factory(cfg.perception, cfg.llm, keep_images=llm_writer is not None)
+        report = ingest_ray(args.paths, store, perceivers, policies, clip_s=cfg.perception.clip_s, start=args.start,
+                            llm_writer=llm_writer, workers=args.workers, address=args.address, redactor=redactor)
     else:
         perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
         report = ingest(args.paths, store, perceivers, policies, clip_s=cfg.perception.clip_s, start=args.start,

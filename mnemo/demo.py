@@ -23,8 +23,8 @@ def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
     """The demo recording (built on first use) ingested into ``store`` with the configured models;
     the ``IngestReport``."""
     from mnemo.demo_media import build_demo_recording
-    from mnemo.pipeline import ingest
     from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies
+    from pipeline.ingest import ingest
 
     recording = build_demo_recording()
     perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")

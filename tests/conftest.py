@@ -130,7 +130,7 @@ def people_store(hash_store):
 def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
     """The demo recording ingested once, with the real text embedder."""
     from graph.store import Store
-    from mnemo.pipeline import ingest
+    from pipeline.ingest import ingest
     from embeddings.base import build_text_embedder
 
     store = Store(tmp_path_factory.mktemp("demo") / "store", build_text_embedder("minilm"))

@@ -4,7 +4,7 @@ and the report and JSON line carry what the issue names (the bench itself runs b
 import json
 
 from bench import speed
-from mnemo.pipeline import IngestReport
+from pipeline.ingest import IngestReport
 
 
 def test_the_writers_serial_seconds_are_memorizing_and_committing_only():
