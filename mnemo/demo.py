@@ -35,7 +35,7 @@ def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
 
 def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     from bench.fixtures import cache_dir
-    from mnemo.cli import print_answer
+    from mnemo.ask_cli import print_answer
     from mnemo.wiring import build_agent, open_store
 
     t0 = time.perf_counter()
