@@ -1,7 +1,8 @@
 """``mnemo bench NAME``: the bench command's options, and each bench run with the configured models.
 
 The benches themselves live in ``bench/``; those that need the whole pipeline wired are run from
-here (``mnemo.bench_qa``, ``mnemo.bench_serve``).
+here (``mnemo.bench_qa``, ``mnemo.bench_serve``, ``mnemo.bench_speed``), so ``bench/`` never
+imports the composition root.
 """
 
 from __future__ import annotations
@@ -54,6 +55,21 @@ def add_parser(sub) -> None:
     bench.add_argument("--conversations", type=int, help="locomo --spoken: only the first N conversations")
 
 
+def spoken_wiring(cfg):
+    """``bench locomo --spoken``'s wiring: the configured models, as ``mnemo ingest`` builds them."""
+    from bench.locomo_spoken import Wiring
+    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
+    from pipeline.ingest import ingest
+
+    def ingest_paths(paths, store, progress):
+        perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
+        return ingest(paths, store, perceivers, match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
+                      clip_s=cfg.perception.clip_s, progress=progress, llm_writer=build_llm_writer(cfg.memorize, cfg.llm))
+
+    return Wiring(embedder=text_embedder(cfg.graph), ingest=ingest_paths,
+                  text_policies=match_policies(cfg.memorize, "dlib"))
+
+
 def cmd_bench(args, cfg) -> int:
     from mnemo.wiring import match_policies, text_embedder
 
@@ -73,8 +89,8 @@ def cmd_bench(args, cfg) -> int:
             if args.baselines:
                 raise ValueError("--baselines scores the text bench; run `bench locomo --baselines` without --spoken")
             with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-spoken-") as tmp:
-                figures = locomo_spoken.run(cfg, args.data, Path(tmp), args.sessions, args.conversations,
-                                            progress=progress)
+                figures = locomo_spoken.run(spoken_wiring(cfg), args.data, Path(tmp), args.sessions,
+                                            args.conversations, progress=progress)
             print(locomo_spoken.format_report(figures))
             figures = locomo_spoken.summary(figures)
         else:
@@ -108,9 +124,10 @@ def cmd_bench(args, cfg) -> int:
         import tempfile
 
         from bench import speed
+        from mnemo import bench_speed
 
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-speed-") as tmp:
-            figures = speed.run(cfg, Path(tmp), args.workers, progress=progress)
+            figures = bench_speed.run(cfg, Path(tmp), args.workers, progress=progress)
         print(speed.format_report(figures))
         figures = speed.summary(figures)
     elif args.name == "capture":

@@ -1,6 +1,6 @@
 """``mnemo demo``: the offline main job on real media made by others.
 
-Builds the Diane-and-Sheila recording (see ``mnemo.demo_media``), ingests it into a fresh store,
+Builds the Diane-and-Sheila recording (see ``bench.demo_media``), ingests it into a fresh store,
 and answers questions whose answers are in the media, with clip/time citations.
 """
 
@@ -22,7 +22,7 @@ QUESTIONS = (
 def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
     """The demo recording (built on first use) ingested into ``store`` with the configured models;
     the ``IngestReport``."""
-    from mnemo.demo_media import build_demo_recording
+    from bench.demo_media import build_demo_recording
     from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies
     from pipeline.ingest import ingest
 

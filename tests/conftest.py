@@ -52,7 +52,7 @@ def opencv_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_recording(pyannote_dir) -> Path:
-    from mnemo.demo_media import build_demo_recording
+    from bench.demo_media import build_demo_recording
 
     return _fetched(build_demo_recording, "demo media")
 

@@ -11,7 +11,7 @@ def test_the_writers_serial_seconds_are_memorizing_and_committing_only():
     report = IngestReport(clips_new=4, memorize_s=0.2, commit_s=0.6, embed_s=8.0, writer_wait_s=1.0,
                           stage_s={"speech_s": 20.0, "ocr_s": 0.0})
     assert report.writer_s == 0.8
-    per_clip = speed._per_clip(report)
+    per_clip = speed.per_clip(report)
     assert per_clip["speech"] == 5.0 and "ocr" not in per_clip  # a stage that took nothing is left out
     assert (per_clip["writer: memorize"], per_clip["writer: commit"]) == (0.05, 0.15)
     assert (per_clip["writer: embed memories"], per_clip["writer: loop waited"]) == (2.0, 0.25)
