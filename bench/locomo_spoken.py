@@ -6,8 +6,8 @@ is known but the audio:
 1. each session becomes a 16 kHz WAV spoken by espeak-ng with one voice per speaker
    (``bench/speech_synth.py``; a shared image's caption is not audible, so only the text is spoken),
    its mtime the session's start plus its length, so the recording starts at the session's time;
-2. every selected conversation goes into ONE store through ``mnemo.pipeline.ingest``, wired as
-   ``mnemo ingest`` wires it (so a question may find another conversation's memories: they map to
+2. every selected conversation goes into ONE store through ``pipeline.ingest.ingest``, wired as
+   ``mnemo ingest`` wires it (by ``mnemo``, handed in as ``Wiring``) (so a question may find another conversation's memories: they map to
    no turn of its own and count as misses);
 3. each question whose evidence lies in the rendered sessions runs the offline planner's retrieval,
    and the ranked memories map back to dialogue turns by time overlap in the same WAV
@@ -272,18 +272,25 @@ def _merge(into, scores) -> None:
 
 # ---- the run -----------------------------------------------------------------------------------
 
-def run(cfg, path: str | Path, workdir: Path, sessions: int | None = None, conversations: int | None = None,
+@dataclass(frozen=True)
+class Wiring:
+    """What the run needs from the composition root: the configured models, wired as ``mnemo ingest``
+    wires them."""
+
+    embedder: object  # the text embedder of every store of the run
+    ingest: Callable[[list[str], object, Callable[[str], None]], object]  # (paths, store, progress) -> IngestReport;
+    # builds the perceivers itself, so their loading is inside the ingest timing as in `mnemo ingest`
+    text_policies: tuple  # the (face, voice) MatchPolicy pair of the text path, as `bench locomo` uses
+
+
+def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = None, conversations: int | None = None,
         progress: Callable[[str], None] = lambda m: None, render_root: Path | None = None) -> dict:
-    """Render, ingest into one store under ``workdir``, ask, and measure (see the module doc).
-    ``cfg`` is the ``MnemoConfig``; the models are the configured ones, loaded inside the ingest
-    timing as ``mnemo ingest`` loads them."""
+    """Render, ingest into one store under ``workdir``, ask, and measure (see the module doc)."""
     from bench import locomo
     from bench.speech_synth import render_conversation
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
     from graph.store import Store
-    from mnemo.pipeline import ingest
-    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
 
     chosen = select(load(path), sessions, conversations)
     if not chosen:
@@ -295,13 +302,11 @@ def run(cfg, path: str | Path, workdir: Path, sessions: int | None = None, conve
     paths = [str(s.path) for _, rendered in spoken.values() for s in rendered]
     audio_s = sum(s.duration_s for _, rendered in spoken.values() for s in rendered)
 
-    embedder = text_embedder(cfg.graph)  # one text model for every store of the run
+    embedder = wired.embedder
     store = Store(workdir / "spoken", embedder)
     progress(f"ingesting {len(paths)} recording(s), {audio_s:.1f} s of audio, into {store.uri}")
     t0 = time.perf_counter()  # as `mnemo ingest` runs: backends built, models loaded on first use
-    perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
-    report = ingest(paths, store, perceivers, match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
-                    clip_s=cfg.perception.clip_s, progress=progress, llm_writer=build_llm_writer(cfg.memorize, cfg.llm))
+    report = wired.ingest(paths, store, progress)
     ingest_s = time.perf_counter() - t0
     if report.files_failed or report.clips_failed:
         failed = [f"{p}: {why}" for p, why in report.files_failed + report.clips_failed]
@@ -310,7 +315,7 @@ def run(cfg, path: str | Path, workdir: Path, sessions: int | None = None, conve
     tools = MemoryTools(store)
     planner = OfflinePlanner(tools)
     people = tools.list_people()
-    text_policies = match_policies(cfg.memorize, "dlib")  # as `bench locomo` does
+    text_policies = wired.text_policies
     pooled, pooled_text = _scores(), _scores()
     per_conv, query_s, text_query_s, asked = [], 0.0, 0.0, 0
     for conv in chosen:

@@ -65,7 +65,7 @@ class Scenes:
     def __init__(self) -> None:
         import cv2
 
-        from mnemo.demo_media import speaker_faces
+        from bench.demo_media import speaker_faces
 
         self.docs = opencv_doc()
         self.turns = read_rttm(pyannote_sample() / "sample.rttm")
@@ -77,7 +77,7 @@ class Scenes:
 
     def frame(self, scene: str, t: float) -> np.ndarray:
         """The frame of ``scene`` at ``t`` seconds into it (a screen name shows that screenshot)."""
-        from mnemo.demo_media import face_frame, visible_at
+        from bench.demo_media import face_frame, visible_at
 
         if scene == "call":
             visible = tuple(visible_at(self.turns, t))

@@ -12,8 +12,8 @@ from bench.fixtures import cache_dir
 def harness(cfg, root: Path, progress):
     from bench.qa import Harness
     from graph.store import Store
-    from mnemo.pipeline import ingest
     from mnemo.wiring import build_agent, build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
+    from pipeline.ingest import ingest
 
     embedder = text_embedder(cfg.graph)  # one model for every store
     perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")

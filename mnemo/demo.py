@@ -1,6 +1,6 @@
 """``mnemo demo``: the offline main job on real media made by others.
 
-Builds the Diane-and-Sheila recording (see ``mnemo.demo_media``), ingests it into a fresh store,
+Builds the Diane-and-Sheila recording (see ``bench.demo_media``), ingests it into a fresh store,
 and answers questions whose answers are in the media, with clip/time citations.
 """
 
@@ -22,9 +22,9 @@ QUESTIONS = (
 def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
     """The demo recording (built on first use) ingested into ``store`` with the configured models;
     the ``IngestReport``."""
-    from mnemo.demo_media import build_demo_recording
-    from mnemo.pipeline import ingest
+    from bench.demo_media import build_demo_recording
     from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies
+    from pipeline.ingest import ingest
 
     recording = build_demo_recording()
     perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
@@ -35,7 +35,7 @@ def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
 
 def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     from bench.fixtures import cache_dir
-    from mnemo.cli import print_answer
+    from mnemo.ask_cli import print_answer
     from mnemo.wiring import build_agent, open_store
 
     t0 = time.perf_counter()

@@ -19,8 +19,8 @@ from pathlib import Path
 from graph.store import Store
 from memorize.identity import MatchPolicy
 from mnemo.forgetting import apply_retention
-from mnemo.pipeline import ingest
 from perception.observe import Perceivers
+from pipeline.ingest import ingest
 
 log = logging.getLogger(__name__)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from graph.store import Store
@@ -96,6 +98,17 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         ocr_every_s=cfg.ocr_every_s,
         keep_images_px=448 if keep_images else 0,
     )
+
+
+def perceivers_factory(cfg: PerceptionConfig, llm: LLMConfig | None = None,
+                       keep_images: bool = False) -> Callable[[int], Perceivers]:
+    """``build_perceivers`` as a picklable recipe for another process (a ``ray_jobs`` actor), which
+    calls it with the CPUs it was given: every library's threads are set to them."""
+    return partial(_perceivers_on, cfg, llm, keep_images)
+
+
+def _perceivers_on(cfg: PerceptionConfig, llm: LLMConfig | None, keep_images: bool, threads: int) -> Perceivers:
+    return build_perceivers(cfg.model_copy(update={"threads": threads}), llm, keep_images=keep_images)
 
 
 def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:

@@ -1,1 +1,2 @@
-"""The ingest stages on Ray Data (planned). Stages are plain per-clip functions so they map here."""
+"""``mnemo ingest --ray``: the ingest stages of ``pipeline`` with perception on a Ray Data actor pool,
+and the reorder buffer that hands results to the one writer in clip order. Imports no Ray until called."""

@@ -1,6 +1,6 @@
 """``mnemo ingest --ray``: the sequential ingest's stages, with perception on a Ray Data actor pool.
 
-- The driver plans (``mnemo.pipeline.plan``): probes files, cuts clips, skips committed ones and
+- The driver plans (``pipeline.ingest.plan``): probes files, cuts clips, skips committed ones and
   numbers the rest in memorizing order.
 - Perception runs in ``Perceive`` actors (``map_batches`` with a callable class and a fixed pool):
   each loads its models once, with ``num_cpus`` CPUs (and ``num_gpus``) and its libraries' threads
@@ -25,21 +25,21 @@ from graph.store import Store
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.writer_llm import LLMWriter
-from mnemo.config import LLMConfig, PerceptionConfig
-from mnemo.pipeline import ClipWriter, IngestReport, _stderr, observe_job, plan, write_in_order
+from perception.observe import Perceivers
+from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
 from ray_jobs.order import in_order
+
+# the caller's recipe for the perceivers (picklable: it travels to every actor), called with the
+# CPUs Ray gave the actor so every library's threads match them (``mnemo.wiring.perceivers_factory``)
+BuildPerceivers = Callable[[int], Perceivers]
 
 
 class Perceive:
     """A Ray Data actor: builds the perceivers once, then observes one clip job per row."""
 
-    def __init__(self, perception: PerceptionConfig, llm: LLMConfig | None, keep_images: bool, threads: int) -> None:
+    def __init__(self, build: BuildPerceivers, threads: int) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from mnemo.wiring import build_perceivers
-
-        # every library's threads matched to the CPUs Ray gave this actor, so workers do not oversubscribe
-        self.perceivers = build_perceivers(perception.model_copy(update={"threads": threads}), llm,
-                                           keep_images=keep_images)
+        self.perceivers = build(threads)  # threads matched to this actor's CPUs: workers do not oversubscribe
 
     def __call__(self, batch: dict) -> dict:
         seqs, results, seconds = [], [], []
@@ -86,13 +86,13 @@ def connect(address: str | None, workers: int | None) -> int:
     return max(1, workers or cpus)
 
 
-def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, policies: tuple[MatchPolicy, MatchPolicy],
-               clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = _stderr,
-               llm: LLMConfig | None = None, llm_writer: LLMWriter | None = None, workers: int | None = None,
-               address: str | None = None, gpus_per_worker: float = 0.0, actor: type | None = None,
-               redactor=None) -> IngestReport:
-    """Ingest as ``mnemo.pipeline.ingest`` does, with perception on ``workers`` Ray actors of class
-    ``actor`` (default ``Perceive``; the fault tests pass one that dies)."""
+def ingest_ray(paths: list[str], store: Store, perceivers: BuildPerceivers, policies: tuple[MatchPolicy, MatchPolicy],
+               clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = to_stderr,
+               llm_writer: LLMWriter | None = None, workers: int | None = None, address: str | None = None,
+               gpus_per_worker: float = 0.0, actor: type | None = None, redactor=None) -> IngestReport:
+    """Ingest as ``pipeline.ingest.ingest`` does, with perception on ``workers`` Ray actors of class
+    ``actor`` (default ``Perceive``; the fault tests pass one that dies), each building its
+    perceivers with ``perceivers(cpus)`` (``mnemo.wiring.perceivers_factory``)."""
     import ray
     import ray.data
 
@@ -113,7 +113,7 @@ def ingest_ray(paths: list[str], store: Store, perception: PerceptionConfig, pol
                 rows = (ray.data.from_items(items, override_num_blocks=len(items))
                         .map_batches(actor or Perceive, batch_size=1,
                                      compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
-                                     fn_constructor_args=(perception, llm, llm_writer is not None, cpus),
+                                     fn_constructor_args=(perceivers, cpus),
                                      num_cpus=cpus, num_gpus=gpus_per_worker or None,
                                      max_restarts=3, max_task_retries=3))
                 write_in_order(writer, _results(planned.jobs, rows, report))

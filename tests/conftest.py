@@ -52,7 +52,7 @@ def opencv_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_recording(pyannote_dir) -> Path:
-    from mnemo.demo_media import build_demo_recording
+    from bench.demo_media import build_demo_recording
 
     return _fetched(build_demo_recording, "demo media")
 
@@ -130,7 +130,7 @@ def people_store(hash_store):
 def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
     """The demo recording ingested once, with the real text embedder."""
     from graph.store import Store
-    from mnemo.pipeline import ingest
+    from pipeline.ingest import ingest
     from embeddings.base import build_text_embedder
 
     store = Store(tmp_path_factory.mktemp("demo") / "store", build_text_embedder("minilm"))

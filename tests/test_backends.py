@@ -38,7 +38,7 @@ def test_hash_text_embedder_is_deterministic_and_normalised():
 
 @pytest.mark.slow
 def test_dlib_finds_the_two_faces_of_the_demo_and_tells_them_apart(perceivers):
-    from mnemo.demo_media import CROPS, face_frame, speaker_faces
+    from bench.demo_media import CROPS, face_frame, speaker_faces
 
     frame = face_frame(speaker_faces(), list(CROPS))
     found = perceivers.faces.analyze(frame)

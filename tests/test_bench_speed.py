@@ -6,7 +6,7 @@ import json
 import time
 
 from bench import speed
-from mnemo.pipeline import IngestReport
+from pipeline.ingest import IngestReport
 
 
 class SlowEmbedder:
@@ -34,7 +34,7 @@ def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(t
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from mnemo.pipeline import ClipJob, ClipWriter, Plan
+    from pipeline.ingest import ClipJob, ClipWriter, Plan
     from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
 
     store = Store(tmp_path / "store", SlowEmbedder(build_text_embedder("hash"), 0.4))
@@ -51,14 +51,14 @@ def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(t
     assert report.clips_new == 3
     per_clip = speed.writer_s_per_clip(report)
     assert per_clip >= 0.4  # the embedding is in it
-    parts = speed._per_clip(report)
+    parts = speed.per_clip(report)
     assert parts["writer: embed memories"] >= 0.4
     assert per_clip >= parts["writer: memorize"] + parts["writer: embed memories"] + parts["writer: commit"] - 1e-9
 
 
 def test_per_stage_seconds_leave_out_a_stage_that_took_nothing():
     report = IngestReport(clips_new=4, stage_s={"speech_s": 20.0, "ocr_s": 0.0})
-    per_clip = speed._per_clip(report)
+    per_clip = speed.per_clip(report)
     assert per_clip["speech"] == 5.0 and "ocr" not in per_clip
 
 

@@ -37,7 +37,7 @@ def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_sam
     from graph.compare import differences
     from graph.store import Store
     from memorize.memorizer import Memorizer
-    from mnemo.pipeline import ClipWriter, IngestReport, ingest, observe_job, plan
+    from pipeline.ingest import ClipWriter, IngestReport, ingest, observe_job, plan
 
     store = Store(tmp_path / "store", build_text_embedder("minilm"))
     report = IngestReport()
@@ -70,7 +70,7 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from mnemo.pipeline import ClipJob, ClipWriter, IngestReport, Plan
+    from pipeline.ingest import ClipJob, ClipWriter, IngestReport, Plan
     from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
 
     store = Store(tmp_path / "store", build_text_embedder("hash"))

@@ -148,7 +148,7 @@ def test_a_filter_that_cannot_be_meant_is_refused_and_nothing_is_deleted(store, 
 
 def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, monkeypatch):
     from graph.rows import ClipRow
-    from mnemo.pipeline import IngestReport, plan
+    from pipeline.ingest import IngestReport, plan
 
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
     (job,) = plan([str(sample_wav)], hash_store, progress=lambda _m: None).jobs
@@ -334,7 +334,7 @@ def test_one_writer_a_store_at_a_time(hash_store, tmp_path):
     import time
 
     from graph.store import StoreBusy
-    from mnemo.pipeline import ingest
+    from pipeline.ingest import ingest
 
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, os, sys, time\n"

@@ -4,7 +4,7 @@ import pytest
 
 from bench.fixtures import read_rttm
 from bench.metrics import speaker_attribution
-from mnemo.pipeline import ingest
+from pipeline.ingest import ingest
 
 pytestmark = [pytest.mark.slow, pytest.mark.accuracy]
 

@@ -97,7 +97,7 @@ def test_ask_on_an_empty_store_says_what_to_do(capsys, tmp_path):
 def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_recording, perceivers, policies):
     """A full disk on the second clip: a clear error; the first clip stays; a rerun finishes the job."""
     from graph.store import Store
-    from mnemo.pipeline import ingest
+    from pipeline.ingest import ingest
     from embeddings.base import build_text_embedder
 
     store = Store(tmp_path / "store", build_text_embedder("minilm"))
@@ -126,7 +126,7 @@ def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(tmp_path
     from embeddings.base import build_text_embedder
     from graph.compare import differences
     from graph.store import Store
-    from mnemo.pipeline import ingest
+    from pipeline.ingest import ingest
 
     env = dict(os.environ, MNEMO_GRAPH__TEXT_EMBEDDER="minilm", MNEMO_PERCEPTION__FACES_BACKEND="dlib",
                HF_HUB_OFFLINE="1")

@@ -30,14 +30,16 @@ def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(local_ray
     from graph.store import Store
     from embeddings.base import build_text_embedder
     from mnemo.config import PerceptionConfig
+    from mnemo.wiring import perceivers_factory
     from ray_jobs.ingest import ingest_ray
 
     broken = tmp_path / "broken.mp4"
     broken.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(4000))
     store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
     lines: list[str] = []
-    report = ingest_ray([str(demo_recording), str(broken)], store, PerceptionConfig(faces_backend="dlib"), policies,
-                        workers=2, progress=lines.append)
+    perceivers = perceivers_factory(PerceptionConfig(faces_backend="dlib"))
+    report = ingest_ray([str(demo_recording), str(broken)], store, perceivers, policies, workers=2,
+                        progress=lines.append)
     assert report.clips_new == 2 and [p for p, _ in report.files_failed] == [str(broken)]
     assert report.files_ingested == [str(demo_recording)]
     assert any("2 Ray worker(s)" in line for line in lines)
@@ -46,8 +48,7 @@ def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(local_ray
     ray_rows = table_rows(store)
     assert len(ray_rows["memories"]) > 5
 
-    again = ingest_ray([str(demo_recording)], store, PerceptionConfig(faces_backend="dlib"), policies, workers=2,
-                       progress=lines.append)
+    again = ingest_ray([str(demo_recording)], store, perceivers, policies, workers=2, progress=lines.append)
     assert again.clips_new == 0 and again.clips_skipped == 2 and table_rows(store) == ray_rows
 
 
@@ -74,6 +75,7 @@ def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(l
     from graph.compare import differences
     from graph.store import Store
     from mnemo.config import PerceptionConfig
+    from mnemo.wiring import perceivers_factory
     from ray import cloudpickle
     from ray_jobs.ingest import ingest_ray
 
@@ -82,8 +84,8 @@ def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(l
     dying = type("DyingPerceiveHere", (DyingPerceive,), {"__init__": partialmethod(DyingPerceive.__init__,
                                                                                        str(marker), 1)})
     store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
-    report = ingest_ray([str(demo_recording)], store, PerceptionConfig(faces_backend="dlib"), policies, workers=2,
-                        progress=lambda _m: None, actor=dying)
+    report = ingest_ray([str(demo_recording)], store, perceivers_factory(PerceptionConfig(faces_backend="dlib")),
+                        policies, workers=2, progress=lambda _m: None, actor=dying)
     assert marker.exists()  # a worker did die in the second clip
     assert report.clips_new == 2 and not report.clips_failed
     assert differences(store, demo_store) == []

@@ -33,7 +33,7 @@ def test_plan_numbers_clips_in_memorizing_order_and_skips_committed_ones(tmp_pat
     from scipy.io import wavfile
 
     from memorize.memorizer import clip_row
-    from mnemo.pipeline import IngestReport, plan
+    from pipeline.ingest import IngestReport, plan
     from perception.records import ClipObservations
 
     for name, seconds in (("b.wav", 65), ("a.wav", 35)):

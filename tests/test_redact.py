@@ -13,7 +13,7 @@ import pytest
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.redact import DEFAULT_KINDS, KINDS, Redactor
-from mnemo.pipeline import ClipJob, ClipWriter, IngestReport, Plan
+from pipeline.ingest import ClipJob, ClipWriter, IngestReport, Plan
 from perception.records import (Clip, ClipObservations, FrameObservation, SourceInfo, SpeechTurn, TextLine,
                                 Word)
 

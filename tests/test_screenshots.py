@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from mnemo.pipeline import ingest
+from pipeline.ingest import ingest
 from perception.sources.screenshots import plan_screen_clips
 
 pytestmark = pytest.mark.slow

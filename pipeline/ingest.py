@@ -1,6 +1,6 @@
 """Ingest: recordings and screenshot folders → clips → observations → memories → store.
 
-Three parts, shared by the sequential path here and the Ray path (``ray_jobs/ingest.py``):
+Three parts, shared by the sequential path here (``ingest``) and the Ray path (``ray_jobs/ingest.py``):
 
 - ``plan``: probe the files, cut clips and group screenshots, skip committed clips, and number the
   rest in the order they are memorized (files first, then folders; clips in time order);
@@ -86,12 +86,13 @@ class Plan:
     clips_of: dict[str, int]  # path -> its clips, committed ones included (files and folders in order)
 
 
-def _stderr(msg: str) -> None:
+def to_stderr(msg: str) -> None:
+    """The default progress: each line to stderr at once."""
     print(msg, file=sys.stderr, flush=True)
 
 
 def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime | None = None,
-         progress: Callable[[str], None] = _stderr, report: IngestReport | None = None,
+         progress: Callable[[str], None] = to_stderr, report: IngestReport | None = None,
          screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> Plan:
     """The clips still to ingest, numbered in memorizing order. Unreadable files go to
     ``report.files_failed`` and committed clips to ``report.clips_skipped``. For live capture:
@@ -177,7 +178,7 @@ class ClipWriter:
     """
 
     def __init__(self, store: Store, memorizer: Memorizer, report: IngestReport,
-                 progress: Callable[[str], None] = _stderr, commit_pool: Executor | None = None,
+                 progress: Callable[[str], None] = to_stderr, commit_pool: Executor | None = None,
                  max_pending: int = 2) -> None:
         self.store = store
         self.memorizer = memorizer
@@ -290,7 +291,7 @@ def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObse
 
 def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
            clip_s: float = 30.0, start: datetime | None = None,
-           progress: Callable[[str], None] = _stderr, llm_writer: LLMWriter | None = None,
+           progress: Callable[[str], None] = to_stderr, llm_writer: LLMWriter | None = None,
            screens_closed_before: datetime | None = None, screens_since: datetime | None = None,
            redactor: Redactor | None = None) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one

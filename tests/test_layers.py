@@ -1,0 +1,122 @@
+"""The layers' arrows point one way: every import of every module, read with ``ast`` (imports inside
+functions count too: a lazy import is still a dependency).
+
+- no lower package (everything but the composition root ``mnemo``) imports ``mnemo``;
+- ``ray_jobs`` and ``mnemo`` do not import each other (``mnemo`` calls ``ray_jobs``, not back);
+- no import cycle runs through ``mnemo``'s modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSITION_ROOT = "mnemo"
+PACKAGES = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imported(module: str, path: Path) -> Iterator[str]:
+    """The modules (ours or not) that ``module`` imports anywhere in its file."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, one step up per extra dot
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[:len(package) - (node.level - 1)]
+                base = ".".join([*package, *([base] if base else [])])
+            for alias in node.names:  # `from pkg import mod` imports the module pkg.mod
+                yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: set(_imported(m, p)) for m, p in MODULES.items()}
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a module importing itself),
+    by Tarjan's algorithm, among our modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_modules_are_found():
+    assert {"mnemo.cli", "ray_jobs.ingest", "bench.speed", "graph.store"} <= set(MODULES)
+
+
+def test_no_lower_package_imports_the_composition_root():
+    upward = sorted(f"{m} imports {i}" for m, imports in _graph().items() if _top(m) != COMPOSITION_ROOT
+                    for i in imports if _top(i) == COMPOSITION_ROOT)
+    assert not upward, "arrows point up into mnemo:\n" + "\n".join(upward)
+
+
+def test_ray_jobs_and_mnemo_do_not_import_each_other():
+    graph = _graph()
+    both = [f"{m} imports {i}" for m, imports in graph.items() for i in imports
+            if {_top(m), _top(i)} == {"ray_jobs", COMPOSITION_ROOT}]
+    directions = {(_top(line.split()[0]), _top(line.split()[-1])) for line in both}
+    assert len(directions) < 2, "ray_jobs and mnemo import each other:\n" + "\n".join(sorted(both))
+
+
+def test_no_import_cycle_among_mnemos_modules():
+    cycles = [c for c in _cycles(_graph()) if any(_top(m) == COMPOSITION_ROOT for m in c)]
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_circle_and_a_lazy_import():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    tree = ast.parse("def f():\n    from mnemo.cli import main\n")
+    assert [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] == ["mnemo.cli"]
