@@ -8,7 +8,6 @@ import json
 import logging
 import re
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -52,7 +51,9 @@ def add_parsers(sub) -> None:
     w.add_argument("folder")
     w.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     w.add_argument("--duration", type=parse_duration, help="stop after this long; default: until interrupted")
-    w.add_argument("--poll", type=float, help="seconds between looks at the folder (default: [capture] ingest_poll_s)")
+    w.add_argument("--poll", type=float, help="where file events cannot be had: seconds between looks at the folder "
+                   "(default: [capture] ingest_poll_s)")
+    w.add_argument("--no-events", action="store_true", help="look every --poll seconds instead of following file events")
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -71,10 +72,10 @@ def cmd_watch(args, cfg) -> int:
     _stop_on_signals(stop)
     print(f"watch: ingesting closed clips of {args.folder} into {store.uri}", flush=True)
     report = watch(args.folder, store, perceivers, policies, clip_s=cfg.perception.clip_s,
-                   poll_s=args.poll or cfg.capture.ingest_poll_s, duration_s=args.duration, stop=stop,
+                   poll_s=args.poll or cfg.capture.ingest_poll_s, duration_s=args.duration, stop=stop, events=not args.no_events,
                    say=lambda s: print(s, flush=True), retention_days=cfg.graph.retention_days,
                    max_store_gb=cfg.graph.max_store_gb, redactor=build_redactor(cfg.memorize))
-    print(f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} poll(s)")
+    print(f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} look(s)")
     return 0
 
 
@@ -134,6 +135,7 @@ def _run_daemon(args, cfg) -> int:
     from perception.capture.crypto import CaptureKeyError, load_cipher
     from perception.capture.daemon import Capturer
     from perception.capture.storage import CaptureStore
+    from mnemo.supervise import Supervised
     from perception.capture.x11 import NotX11, XConnectionLost
 
     c = cfg.capture.model_copy(update={k: v for k, v in {
@@ -168,7 +170,9 @@ def _run_daemon(args, cfg) -> int:
         cmd = [sys.executable, "-m", "mnemo", "watch", str(store.root)]
         if args.store:
             cmd += ["--store", args.store]
-        watcher = subprocess.Popen(cmd)  # its own process: perception never slows or bloats the grabs
+        # its own process, so perception never slows or bloats the grabs; restarted if it dies,
+        # ended with the daemon (mnemo/supervise.py)
+        watcher = Supervised(cmd, "capture: the watcher", say=lambda m: print(m, flush=True)).start()
     print(f"capture: every {c.interval_s:g} s into {store.root}; control socket {server.path}", flush=True)
     code = 0
     try:
@@ -179,11 +183,7 @@ def _run_daemon(args, cfg) -> int:
     finally:
         server.close()
         if watcher is not None:
-            watcher.send_signal(signal.SIGTERM)
-            try:
-                watcher.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                watcher.kill()
+            watcher.stop(timeout_s=120)
     print(f"capture: {counters.written} frame(s) written ({counters.bytes_written / 1e6:.1f} MB) of {counters.ticks} "
           f"grab(s); {counters.static_ticks} static, {counters.excluded} excluded, {counters.focus_changed} dropped "
           f"on a focus change; reasons {counters.reasons}")

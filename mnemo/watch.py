@@ -1,9 +1,13 @@
 """Live ingestion of a capture folder: each 30 s screenshot clip is ingested once it has closed,
 so what was on screen a minute ago can be asked about while capture runs.
 
-The models load once; every ``poll_s`` the folder is planned again with clips still open left for
-later and clips older than the last one looked at skipped without hashing. A clip that fails (a
-broken image) is reported and not retried in this run; committed clips are skipped on a restart.
+The models load once. The first look plans the whole folder (a restart resumes there); from then
+on the watcher follows file events (inotify, through watchfiles) and plans only the day folders
+that gained a frame, once that frame's 30 s window has closed: an idle folder is never read again,
+however many days it holds. Clips still open are left for later and clips older than the last one
+looked at are skipped without hashing. Where file events cannot be had, it looks every ``poll_s``
+instead, and says so. A clip that fails (a broken image) is reported and not retried in this run;
+committed clips are skipped on a restart.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +24,7 @@ from graph.store import Store
 from memorize.identity import MatchPolicy
 from mnemo.forgetting import apply_retention
 from perception.observe import Perceivers
+from perception.sources.frames import is_image_file
 from pipeline.ingest import ingest
 
 log = logging.getLogger(__name__)
@@ -37,38 +42,83 @@ class WatchReport:
 def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
           clip_s: float = 30.0, poll_s: float = 5.0, settle_s: float = 1.0, duration_s: float | None = None,
           stop: threading.Event | None = None, say: Callable[[str], None] = print,
-          retention_days: float = 0.0, max_store_gb: float = 0.0, redactor=None) -> WatchReport:
+          retention_days: float = 0.0, max_store_gb: float = 0.0, redactor=None, events: bool = True) -> WatchReport:
     """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed;
-    after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten."""
+    after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten.
+    ``events=False`` looks every ``poll_s`` instead of following file events."""
     stop = stop or threading.Event()
     folder = Path(folder)
     report = WatchReport()
-    since: datetime | None = None  # the first poll looks at everything (resumes after a restart)
+    since: datetime | None = None  # the first look is at everything (resumes after a restart)
     end = time.monotonic() + duration_s if duration_s else float("inf")
-    while not stop.is_set():
-        closed = datetime.fromtimestamp(time.time() - settle_s, timezone.utc)
-        if folder.is_dir():
-            run = ingest([str(folder)], store, perceivers, policies, clip_s=clip_s, progress=log.debug,
-                         screens_closed_before=closed, screens_since=since, redactor=redactor)
-            report.polls += 1
-            report.clips_new += run.clips_new
-            report.clips_failed += len(run.clips_failed)
-            report.memories_new += run.memories_new
-            for path, reason in run.clips_failed:
-                say(f"watch: a clip of {path} failed: {reason}")
-            if run.clips_new:
-                lag = time.time() - (closed.timestamp() // clip_s) * clip_s
-                report.lag_s.append(lag)
-                say(f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
-                    f"{lag:.0f} s ago")
-            if run.clips_new and (retention_days or max_store_gb):
-                gone = apply_retention(store, retention_days, max_store_gb)
-                if any(gone.values()):
-                    say(f"watch: forgot {gone['expired_clips']} clip(s) past the retention of {retention_days:g} "
-                        f"days and {gone['budget_clips']} to stay within {max_store_gb:g} GB")
-            # the next poll starts at the first window that was still open
+    due: dict[Path, float] = {folder: 0.0}  # folder -> when the window of its newest frame closes (+ settle_s)
+    for changed in _changes(folder, stop, poll_s, events, say):
+        now = time.time()
+        if changed is None:  # looking, not following events: everything is due
+            due[folder] = 0.0
+        for path in changed or ():
+            # a frame or its sidecar was written: its folder; a new folder (a new day): the folder
+            # itself, as frames written into it before its watch was set up raise no event
+            where = path.parent if is_image_file(path) or path.name.endswith(".json") else path if path.is_dir() else None
+            if where is not None:
+                due[where] = max(due.get(where, 0.0), (now // clip_s + 1) * clip_s + settle_s)
+        ready = sorted(p for p, t in due.items() if t <= now)
+        if ready and folder.is_dir():
+            for p in ready:
+                del due[p]
+            ready = [p for p in ready if not any(q in p.parents for q in ready)]  # a new month and its new day
+            closed = datetime.fromtimestamp(now - settle_s, timezone.utc)
+            _ingest([p for p in ready if p.is_dir()], closed, since, store, perceivers, policies, clip_s, report,
+                    say, retention_days, max_store_gb, redactor)
+            # the next look starts at the first window that was still open
             since = datetime.fromtimestamp((closed.timestamp() // clip_s) * clip_s, timezone.utc)
         if time.monotonic() >= end:
             break
-        stop.wait(min(poll_s, max(0.0, end - time.monotonic())))
     return report
+
+
+def _ingest(folders: list[Path], closed: datetime, since: datetime | None, store: Store, perceivers: Perceivers,
+            policies: tuple[MatchPolicy, MatchPolicy], clip_s: float, report: WatchReport,
+            say: Callable[[str], None], retention_days: float, max_store_gb: float, redactor) -> None:
+    run = ingest([str(f) for f in folders], store, perceivers, policies, clip_s=clip_s, progress=log.debug,
+                 screens_closed_before=closed, screens_since=since, redactor=redactor)
+    report.polls += 1
+    report.clips_new += run.clips_new
+    report.clips_failed += len(run.clips_failed)
+    report.memories_new += run.memories_new
+    for path, reason in run.clips_failed:
+        say(f"watch: a clip of {path} failed: {reason}")
+    if run.clips_new:
+        lag = time.time() - (closed.timestamp() // clip_s) * clip_s
+        report.lag_s.append(lag)
+        say(f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
+            f"{lag:.0f} s ago")
+    if run.clips_new and (retention_days or max_store_gb):
+        gone = apply_retention(store, retention_days, max_store_gb)
+        if any(gone.values()):
+            say(f"watch: forgot {gone['expired_clips']} clip(s) past the retention of {retention_days:g} "
+                f"days and {gone['budget_clips']} to stay within {max_store_gb:g} GB")
+
+
+def _changes(folder: Path, stop: threading.Event, poll_s: float, events: bool,
+             say: Callable[[str], None]) -> Iterator[set[Path] | None]:
+    """Once a second at most: the paths written under ``folder`` since the last yield (often none),
+    from file events; or, where those cannot be had, None every ``poll_s`` (look at everything)."""
+    yield set()  # the first look
+    while events and not stop.is_set():
+        if not folder.is_dir():  # not made yet: the daemon makes it when it starts
+            stop.wait(min(poll_s, 1.0))
+            yield set()
+            continue
+        try:
+            import watchfiles
+
+            for changes in watchfiles.watch(folder, stop_event=stop, rust_timeout=1000, yield_on_timeout=True,
+                                            debounce=200, step=50, raise_interrupt=False):
+                yield {Path(p) for change, p in changes if change != watchfiles.Change.deleted}
+            return
+        except (ImportError, OSError, RuntimeError) as e:  # no watchfiles; inotify watches used up; folder gone
+            say(f"watch: cannot follow file events in {folder} ({e}); looking every {poll_s:g} s instead")
+            break
+    while not stop.wait(poll_s):
+        yield None

@@ -23,4 +23,4 @@ class CaptureConfig(BaseModel):
     min_free_mb: float = Field(1024.0, ge=0, description="pause while the disk has less free space")
     encrypt: bool = False  # Fernet at rest; key from MNEMO_CAPTURE_KEY or key_file
     key_file: str = ""  # default ~/.config/mnemo/capture.key
-    ingest_poll_s: float = Field(5.0, gt=0, description="--ingest: how often closed clips are looked for")
+    ingest_poll_s: float = Field(5.0, gt=0, description="--ingest: how often closed clips are looked for where file events cannot be had")

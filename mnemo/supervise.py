@@ -1,0 +1,100 @@
+"""A child process kept alive by its parent: restarted with backoff when it dies, ended with it.
+
+``mnemo capture --ingest`` runs its watcher this way: a watcher that crashes (a model that fails
+to load, a store it cannot open for a while) comes back without the user noticing a gap, one that
+keeps crashing is retried ever more slowly, and none outlives the daemon, even a daemon killed
+with SIGKILL (Linux's parent-death signal ends it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc if hasattr(libc, "prctl") else None
+    except OSError:
+        return None
+
+
+class Supervised:
+    """Runs ``cmd`` until ``stop``; restarts it ``first_delay_s`` after it exits, doubling the delay
+    up to ``max_delay_s`` while it keeps exiting, back to ``first_delay_s`` once a run lasted
+    ``healthy_s``."""
+
+    def __init__(self, cmd: list[str], name: str, say: Callable[[str], None] = print, first_delay_s: float = 1.0,
+                 max_delay_s: float = 60.0, healthy_s: float = 60.0, **popen) -> None:
+        self.cmd, self.name, self.say, self.popen = cmd, name, say, popen
+        self.first_delay_s, self.max_delay_s, self.healthy_s = first_delay_s, max_delay_s, healthy_s
+        self.restarts = 0
+        self._proc: subprocess.Popen | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"supervise-{name}", daemon=True)
+        self._libc = _libc()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> Supervised:
+        self._thread.start()
+        return self
+
+    def _spawn(self) -> subprocess.Popen | None:
+        libc = self._libc
+
+        def die_with_parent() -> None:  # in the child, before exec: SIGTERM when this thread's process dies
+            if libc is not None:
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+        with self._lock:
+            if self._stopping.is_set():
+                return None
+            self._proc = subprocess.Popen(self.cmd, preexec_fn=die_with_parent, **self.popen)
+            return self._proc
+
+    def _run(self) -> None:
+        delay = self.first_delay_s
+        while True:
+            proc = self._spawn()  # this thread lives as long as the child: the parent-death signal is tied to it
+            if proc is None:
+                return
+            started = time.monotonic()
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started >= self.healthy_s:
+                delay = self.first_delay_s
+            self.restarts += 1
+            self.say(f"{self.name} (pid {proc.pid}) exited with code {code}; restarting it in {delay:g} s "
+                     f"(restart {self.restarts})")
+            if self._stopping.wait(delay):
+                return
+            delay = min(delay * 2, self.max_delay_s)
+
+    def stop(self, timeout_s: float = 120.0) -> int | None:
+        """End the child (SIGTERM, SIGKILL after ``timeout_s``) and stop restarting it; its exit code."""
+        with self._lock:
+            self._stopping.set()
+            proc = self._proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._thread.join(timeout=5)
+        return proc.returncode
