@@ -289,3 +289,56 @@ def test_a_chromium_started_incognito_is_never_stored(desktop, tmp_path):
     with capturing(desktop, out) as cap:
         _until(lambda: cap.counters.excluded >= 3, timeout=30)
         assert images(out) == [], "a frame was stored while the incognito window had focus"
+
+
+@contextmanager
+def small_disk(path: Path, size: str = "8m"):
+    """A tmpfs of ``size`` mounted at ``path`` (root only), to be filled for real."""
+    import subprocess
+
+    path.mkdir(parents=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        unavailable(f"cannot mount a small tmpfs to fill (needs root): {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _fill(path: Path) -> None:
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
+def test_a_full_disk_pauses_capture_and_freed_space_resumes_it(desktop, tmp_path):
+    term = desktop.xterm("filling the disk", geometry="100x30+0+0")
+    desktop.focus(term)
+    words = iter(f"word{i} " for i in range(10_000))
+
+    def type_until(cond, timeout: float) -> bool:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if cond():
+                return True
+            desktop.type(next(words))
+            time.sleep(0.3)
+        return cond()
+
+    with small_disk(tmp_path / "disk") as disk, capturing(desktop, disk / "out", min_free_mb=0) as cap:
+        assert type_until(lambda: cap.counters.written >= 1, 20)
+        _fill(disk / "filler")
+        assert type_until(lambda: cap.state == "paused" and "is full" in cap.why, 20), (cap.state, cap.why)
+        frames = list((disk / "out").rglob("*.jpg"))
+        assert not [p for p in (disk / "out").rglob("*") if p.name.endswith(".tmp")], "temp files left"
+        assert all(p.with_name(p.name + ".json").is_file() for p in frames), "an image without its sidecar"
+        written = cap.counters.written
+        (disk / "filler").unlink()
+        assert type_until(lambda: cap.counters.written > written, 30), "capture did not resume"
+        assert cap.state == "capturing"

@@ -11,6 +11,7 @@ screen is locked, the user paused it, or the disk is nearly full.
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -26,6 +27,8 @@ from perception.capture.tiles import TileTracker
 from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
 
 log = logging.getLogger(__name__)
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 @dataclass
@@ -145,9 +148,10 @@ class Capturer:
                     and self.x.idle_s() < time.time() - self.last_tick:
                 return
 
-    def _pause(self, why: str, wait: float) -> float:
+    def _pause(self, why: str, wait: float, warn: bool = False) -> float:
+        """Capture nothing for ``wait`` seconds, saying why once (``warn``: a problem to solve)."""
         if self.state != "paused" or self.why != why:
-            log.info("capture paused: %s", why)
+            (log.warning if warn else log.info)("capture paused: %s", why)
         self.state, self.why = "paused", why
         for m in self.monitors:
             m.tiles.reset()  # the first grab after a pause is kept
@@ -169,7 +173,8 @@ class Capturer:
         if saver_on:
             return self._pause("the screen saver is on", 1.0)
         if self.store.low_on_disk():
-            return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}", 10.0)
+            return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}; "
+                               "capture resumes when space is freed", 10.0, warn=True)
         had_input = now - idle > self.last_tick if self.last_tick else True
         if had_input:
             self.last_input = now - idle
@@ -187,8 +192,15 @@ class Capturer:
         if _key(after) != _key(focused):
             self.counters.focus_changed += 1
             return min(0.3, self.cfg.interval_s)  # grab again soon, when focus has settled
-        for m, frame in zip(self.monitors, grabs):
-            self._consider(m, frame, focused, windows, had_input, now)
+        try:
+            for m, frame in zip(self.monitors, grabs):
+                self._consider(m, frame, focused, windows, had_input, now)
+        except OSError as e:
+            if e.errno not in DISK_FULL:
+                raise
+            # nothing half-written stays (storage.write); look again in 10 s, as when space runs low
+            return self._pause(f"the disk of {self.store.root} is full ({e.strerror}); capture resumes when "
+                               "space is freed", 10.0, warn=True)
         if self.store.max_age_days and self.counters.ticks % 300 == 1:
             self.store.expire()
         return self.cfg.idle_interval_s if idle >= self.cfg.idle_after_s else self.cfg.interval_s

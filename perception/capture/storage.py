@@ -97,7 +97,11 @@ class CaptureStore:
         size = len(data) + len(side)
         self._make_room(size)
         _atomic_write(image, data)
-        _atomic_write(image.with_name(image.name + ".json"), side)
+        try:
+            _atomic_write(image.with_name(image.name + ".json"), side)
+        except BaseException:  # a full disk between the two: no image without its sidecar
+            image.unlink(missing_ok=True)
+            raise
         _fsync_dir(day)
         self._frames.append((image, size))
         self.total_bytes += size
