@@ -5,7 +5,8 @@
 - Perception runs in ``Perceive`` actors (``map_batches`` with a callable class and a fixed pool):
   each loads its models once, with ``num_cpus`` CPUs (and ``num_gpus``) and its libraries' threads
   matched to them. A clip whose media is broken comes back as a ``MediaError`` row, never dropped;
-  an actor that dies is restarted and its clip retried.
+  an actor that dies is restarted and its clip retried, until the clip has killed ``MAX_DEATHS``
+  actors: then it comes back failed, with the reason, and the rest of the ingest goes on.
 - The driver memorizes and commits (``ClipWriter``), one clip at a time in sequence order: results
   arrive in any order and wait in a reorder buffer. LanceDB's ``write_lance`` is not used: the
   memory store commits per clip, so a crash loses at most the clip in flight and a rerun resumes at
@@ -25,6 +26,7 @@ from graph.store import Store
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.writer_llm import LLMWriter
+from perception.errors import MediaError
 from perception.observe import Perceivers
 from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
 from ray_jobs.order import in_order
@@ -34,17 +36,46 @@ from ray_jobs.order import in_order
 BuildPerceivers = Callable[[int], Perceivers]
 
 
-class Perceive:
-    """A Ray Data actor: builds the perceivers once, then observes one clip job per row."""
+# a clip whose worker died this many times is recorded as failed instead of tried again: it would
+# otherwise kill worker after worker (a decoder crash, memory it cannot have) and fail the ingest
+MAX_DEATHS = 3
 
-    def __init__(self, build: BuildPerceivers, threads: int) -> None:
+
+class Attempts:
+    """A small Ray actor counting the attempts at each clip, across workers and their restarts."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, int] = {}
+
+    def attempt(self, seq: int) -> int:
+        self.seen[seq] = self.seen.get(seq, 0) + 1
+        return self.seen[seq]
+
+
+class Perceive:
+    """A Ray Data actor: builds the perceivers once, then observes one clip job per row. A clip
+    whose earlier attempts each ended with the worker's death (``attempts`` counts them) comes
+    back as a failure instead of being tried again."""
+
+    def __init__(self, build: BuildPerceivers, threads: int, attempts=None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.perceivers = build(threads)  # threads matched to this actor's CPUs: workers do not oversubscribe
+        self.attempts = attempts
 
     def __call__(self, batch: dict) -> dict:
+        import ray
+
         seqs, results, seconds = [], [], []
         for seq, blob in zip(batch["seq"], batch["job"]):
-            result, took = observe_job(pickle.loads(blob), self.perceivers)
+            job = pickle.loads(blob)
+            # a task is retried only when its attempt gave no result: its worker died
+            tries = ray.get(self.attempts.attempt.remote(int(seq))) if self.attempts is not None else 1
+            if tries > MAX_DEATHS:
+                result, took = MediaError(job.path, f"{job.label}: its perception worker died {MAX_DEATHS} times "
+                                          "on it (out of memory, or a crash in a native library); the clip is "
+                                          "skipped, the rest is ingested"), 0.0
+            else:
+                result, took = observe_job(job, self.perceivers)
             seqs.append(int(seq))
             results.append(pickle.dumps(result))  # a MediaError too: a broken clip is a row, not a gap
             seconds.append(took)
@@ -113,9 +144,12 @@ def ingest_ray(paths: list[str], store: Store, perceivers: BuildPerceivers, poli
                 rows = (ray.data.from_items(items, override_num_blocks=len(items))
                         .map_batches(actor or Perceive, batch_size=1,
                                      compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
-                                     fn_constructor_args=(perceivers, cpus),
+                                     fn_constructor_args=(perceivers, cpus, ray.remote(num_cpus=0)(Attempts).remote()),
                                      num_cpus=cpus, num_gpus=gpus_per_worker or None,
-                                     max_restarts=3, max_task_retries=3))
+                                     # a dead worker is always restarted, and its clip retried (Ray
+                                     # also spends retries on a worker still restarting) until the
+                                     # clip has killed MAX_DEATHS of them: then Perceive fails it
+                                     max_restarts=-1, max_task_retries=-1))
                 write_in_order(writer, _results(planned.jobs, rows, report))
         finally:
             writer.finish(planned)

@@ -89,3 +89,55 @@ def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(l
     assert marker.exists()  # a worker did die in the second clip
     assert report.clips_new == 2 and not report.clips_failed
     assert differences(store, demo_store) == []
+
+
+class PoisonPerceive:
+    """``Perceive`` whose process exits every time its perception reaches the clip numbered
+    ``die_on``, as a clip that crashes a native decoder, or needs more memory than a worker has,
+    does. Each death is a line in ``marker``."""
+
+    def __init__(self, marker: str, die_on: int, *args) -> None:
+        from ray_jobs import ingest
+
+        real = ingest.observe_job
+
+        def observe_job(job, perceivers):
+            if job.seq == die_on:
+                with open(marker, "a") as f:
+                    f.write("died\n")
+                os._exit(1)
+            return real(job, perceivers)
+
+        ingest.observe_job = observe_job  # in this worker process only
+        self.inner = ingest.Perceive(*args)
+
+    def __call__(self, batch: dict) -> dict:
+        return self.inner(batch)
+
+
+def test_a_clip_that_keeps_killing_its_worker_fails_alone_and_the_ingest_finishes(local_ray, tmp_path,
+                                                                                  demo_recording, policies):
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+    from mnemo.config import PerceptionConfig
+    from mnemo.wiring import perceivers_factory
+    from ray import cloudpickle
+    from ray_jobs.ingest import MAX_DEATHS, ingest_ray
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    deaths = tmp_path / "deaths"
+    poison = type("PoisonPerceiveHere", (PoisonPerceive,), {"__init__": partialmethod(PoisonPerceive.__init__,
+                                                                                         str(deaths), 0)})
+    store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
+    lines: list[str] = []
+    report = ingest_ray([str(demo_recording)], store, perceivers_factory(PerceptionConfig(faces_backend="dlib")),
+                        policies, workers=2, progress=lines.append, actor=poison)
+    assert deaths.read_text().count("died") == MAX_DEATHS  # tried until it had killed MAX_DEATHS workers
+    assert report.clips_new == 1 and len(report.clips_failed) == 1, report
+    path, reason = report.clips_failed[0]
+    assert path == str(demo_recording) and f"died {MAX_DEATHS} times" in reason
+    assert any("skipped" in line and "died" in line for line in lines)
+    assert store.count()["clips"] == 1  # the other clip is stored
+    again = ingest_ray([str(demo_recording)], store, perceivers_factory(PerceptionConfig(faces_backend="dlib")),
+                       policies, workers=2, progress=lines.append)
+    assert again.clips_new == 1 and store.count()["clips"] == 2  # not poisoned any more: a rerun ingests it
