@@ -5,7 +5,8 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
-	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock
+	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
+	xserver-xorg-core xserver-xorg-video-dummy
 
 .PHONY: demo test install xtools clean
 
@@ -27,7 +28,7 @@ demo: $(STAMP)
 # comparison QEMU's user-mode emulator (Debian packages); as root they are installed here,
 # otherwise those tests skip locally (and fail in CI) saying what to install
 xtools:
-	@missing=; for t in Xvfb openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(XPKGS); \

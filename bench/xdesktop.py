@@ -1,6 +1,7 @@
-"""A real X desktop for the capture tests and bench: Xvfb with openbox and real X clients (xterm,
-xclock), driven with xdotool. Debian's xvfb, openbox, xterm, x11-apps, x11-utils, xdotool,
-x11-xserver-utils and fonts-dejavu-core provide them (`.ci/run` installs them)."""
+"""A real X desktop for the capture tests and bench: Xvfb (or Xorg's dummy driver, for monitors
+that come and go) with openbox and real X clients (xterm, xclock), driven with xdotool. Debian's
+xvfb, openbox, xterm, x11-apps, x11-utils, xdotool, x11-xserver-utils, fonts-dejavu-core,
+xserver-xorg-core and xserver-xorg-video-dummy provide them (`make test` installs them)."""
 
 from __future__ import annotations
 
@@ -20,16 +21,58 @@ def missing_tools() -> str:
     return f"missing X tools {missing}: {APT}" if missing else ""
 
 
-class Desktop:
-    """One Xvfb display with a window manager; ``xterm`` and ``xclock`` open windows on it."""
+# Xorg with the dummy video driver: unlike Xvfb, its 16 outputs (DUMMY0..DUMMY15) can be switched
+# on and off with xrandr, so monitors can be plugged in and out (Debian's xserver-xorg-core and
+# xserver-xorg-video-dummy)
+DUMMY_CONF = """\
+Section "Device"
+    Identifier "dummy"
+    Driver "dummy"
+    VideoRam 65536
+EndSection
+Section "Monitor"
+    Identifier "monitor"
+    HorizSync 5.0-1000.0
+    VertRefresh 5.0-200.0
+EndSection
+Section "Screen"
+    Identifier "screen"
+    Device "dummy"
+    Monitor "monitor"
+    DefaultDepth 24
+    SubSection "Display"
+        Depth 24
+        Virtual 4096 2048
+    EndSubSection
+EndSection
+"""
 
-    def __init__(self, tmp: Path, size: str = "1920x1080") -> None:
-        if why := missing_tools():
+
+def missing_dummy_server() -> str:
+    """Empty when Xorg and its dummy driver are installed, else how to install them."""
+    if shutil.which("Xorg") and Path("/usr/lib/xorg/modules/drivers/dummy_drv.so").exists():
+        return ""
+    return "Xorg with the dummy driver is missing: apt-get install xserver-xorg-core xserver-xorg-video-dummy"
+
+
+class Desktop:
+    """One X display with a window manager; ``xterm`` and ``xclock`` open windows on it. The
+    server is Xvfb, or with ``monitors=True`` Xorg's dummy driver, whose monitors ``plug`` and
+    ``unplug`` add and remove (Xorg needs root)."""
+
+    def __init__(self, tmp: Path, size: str = "1920x1080", monitors: bool = False) -> None:
+        if why := missing_tools() or (monitors and missing_dummy_server()):
             raise RuntimeError(why)
         read, write = os.pipe()
         self.procs: list[subprocess.Popen] = []
-        self.server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", f"{size}x24", "-nolisten",
-                                        "tcp", "-noreset"], pass_fds=(write,), stderr=subprocess.DEVNULL)
+        if monitors:
+            conf = tmp / "xorg-dummy.conf"
+            conf.write_text(DUMMY_CONF)
+            cmd = ["Xorg", "-config", str(conf), "-logfile", str(tmp / "xorg.log"), "-displayfd", str(write)]
+        else:
+            cmd = ["Xvfb", "-displayfd", str(write), "-screen", "0", f"{size}x24"]
+        self.server = subprocess.Popen([*cmd, "-nolisten", "tcp", "-noreset"], pass_fds=(write,),
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(write)
         with os.fdopen(read) as f:
             self.display = ":" + f.readline().strip()
@@ -80,6 +123,14 @@ class Desktop:
                 if "BadWindow" not in str(e) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+
+    def plug(self, output: str, mode: str = "800x600", right_of: str = "DUMMY0") -> None:
+        """Switch a dummy output on (``monitors=True``): a monitor plugged in."""
+        self.run(["xrandr", "--addmode", output, mode], check=False)  # once per output; again is an error
+        self.run(["xrandr", "--output", output, "--mode", mode, "--right-of", right_of])
+
+    def unplug(self, output: str) -> None:
+        self.run(["xrandr", "--output", output, "--off"])
 
     def focus(self, wid: str) -> None:
         self.run(["xdotool", "windowactivate", "--sync", wid])

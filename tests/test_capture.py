@@ -342,3 +342,28 @@ def test_a_full_disk_pauses_capture_and_freed_space_resumes_it(desktop, tmp_path
         (disk / "filler").unlink()
         assert type_until(lambda: cap.counters.written > written, 30), "capture did not resume"
         assert cap.state == "capturing"
+
+
+def test_a_monitor_plugged_in_and_out_is_picked_up(tmp_path):
+    from bench.xdesktop import missing_dummy_server
+
+    if why := missing_tools() or missing_dummy_server():
+        unavailable(why)
+    desktop = Desktop(tmp_path, monitors=True)  # Xorg's dummy driver: Xvfb cannot add a monitor
+    out = tmp_path / "out"
+    try:
+        desktop.focus(desktop.xterm("one screen", geometry="80x24+50+50"))
+        with capturing(desktop, out) as cap:
+            assert len(cap.monitors) == 1
+            desktop.plug("DUMMY1", "800x600")
+            _until(lambda: len(cap.monitors) == 2, timeout=20)
+            _until(lambda: list(out.rglob("*_m2.jpg")), timeout=20)  # the new monitor's first frame
+            frame = cv2.imread(str(next(out.rglob("*_m2.jpg"))))
+            assert frame.shape[:2] == (600, 800)
+            desktop.unplug("DUMMY1")
+            _until(lambda: len(cap.monitors) == 1, timeout=20)
+            ticks = cap.counters.ticks
+            _until(lambda: cap.counters.ticks > ticks + 2)  # and capture goes on with one
+            assert cap.counters.layout_changes == 2 and cap.state == "capturing"
+    finally:
+        desktop.close()

@@ -29,6 +29,7 @@ from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
 log = logging.getLogger(__name__)
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Counters:
     excluded: int = 0  # monitor grabs not stored: an excluded window had focus
     blacked_out: int = 0  # excluded windows painted black in stored frames
     heartbeats: int = 0
+    layout_changes: int = 0  # monitors plugged in, unplugged or moved while capturing
     reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -67,8 +69,9 @@ class Capturer:
             self.grabber = mss.MSS(display=display_name) if display_name else mss.MSS()
         except mss.exception.ScreenShotError as e:
             raise XConnectionLost(f"cannot grab the screen: {e}") from e
-        self.monitors = [_Monitor(i, Rect(m["left"], m["top"], m["width"], m["height"]), TileTracker(cfg.tile_px))
-                         for i, m in enumerate(self.grabber.monitors) if i > 0]
+        self.display_name = display_name
+        self.monitors = self._layout(self.grabber, [])
+        self.last_layout_check = time.monotonic()
         self.counters = Counters()
         self.on_frame = on_frame  # called with (image path, sidecar dict) after each write
         self._lock = threading.Lock()
@@ -187,7 +190,14 @@ class Capturer:
         self.state, self.why = "capturing", ""
         self.last_tick = now
         self.counters.ticks += 1
-        grabs = [self._grab(m) for m in self.monitors]
+        if time.monotonic() - self.last_layout_check >= LAYOUT_CHECK_S:
+            self.check_layout()
+        try:
+            grabs = [self._grab(m) for m in self.monitors]
+        except XConnectionLost:
+            if not self.check_layout():  # not a monitor unplugged since the last look: X is gone
+                raise
+            return min(0.3, self.cfg.interval_s)
         after = self.x.focused()
         if _key(after) != _key(focused):
             self.counters.focus_changed += 1
@@ -204,6 +214,39 @@ class Capturer:
         if self.store.max_age_days and self.counters.ticks % 300 == 1:
             self.store.expire()
         return self.cfg.idle_interval_s if idle >= self.cfg.idle_after_s else self.cfg.interval_s
+
+    def _layout(self, grabber, known: list[_Monitor]) -> list[_Monitor]:
+        """The monitors ``grabber`` sees; one already ``known`` at the same place keeps its state."""
+        by_rect = {(m.rect.x, m.rect.y, m.rect.width, m.rect.height): m for m in known}
+        out = []
+        for i, g in enumerate(grabber.monitors):
+            if i == 0:
+                continue  # mss's first entry is all monitors together
+            rect = Rect(g["left"], g["top"], g["width"], g["height"])
+            old = by_rect.get((rect.x, rect.y, rect.width, rect.height))
+            out.append(_Monitor(i, rect, old.tiles if old else TileTracker(self.cfg.tile_px),
+                                old.last_meta if old else None))
+        return out
+
+    def check_layout(self) -> bool:
+        """Read the monitor layout again (a monitor plugged in, unplugged or moved); True if it
+        changed. A monitor that stays where it was keeps its change tracking."""
+        import mss
+
+        self.last_layout_check = time.monotonic()
+        try:
+            fresh = mss.MSS(display=self.display_name) if self.display_name else mss.MSS()
+            monitors = self._layout(fresh, self.monitors)
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"cannot read the monitor layout: {e}") from e
+        if [m.rect for m in monitors] == [m.rect for m in self.monitors]:
+            fresh.close()
+            return False
+        log.warning("the monitors changed: %s -> %s", _rects(self.monitors), _rects(monitors))
+        self.grabber.close()
+        self.grabber, self.monitors = fresh, monitors
+        self.counters.layout_changes += 1
+        return True
 
     def _grab(self, m: _Monitor) -> np.ndarray:
         import mss
@@ -276,3 +319,7 @@ class Capturer:
 
 def _key(w: WindowInfo | None) -> tuple:
     return (w.wid, w.title) if w is not None else (None, None)
+
+
+def _rects(monitors: list[_Monitor]) -> str:
+    return ", ".join(f"{m.rect.width}x{m.rect.height}+{m.rect.x}+{m.rect.y}" for m in monitors) or "none"
