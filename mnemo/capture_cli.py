@@ -134,7 +134,7 @@ def _run_daemon(args, cfg) -> int:
     from perception.capture.control import ControlServer
     from perception.capture.crypto import CaptureKeyError, load_cipher
     from perception.capture.daemon import Capturer
-    from perception.capture.storage import CaptureStore
+    from perception.capture.storage import CaptureFolderBusy, CaptureStore, hold_folder
     from mnemo.supervise import Supervised
     from perception.capture.x11 import NotX11, XConnectionLost
 
@@ -149,6 +149,11 @@ def _run_daemon(args, cfg) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     store = CaptureStore(c.out, int(c.budget_mb * 1e6), c.max_age_days, int(c.min_free_mb * 1e6), cipher)
+    try:
+        hold_folder(store.root)  # one daemon a folder, held until this process ends
+    except CaptureFolderBusy as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     try:
         capturer = Capturer(c, store)
     except NotX11 as e:

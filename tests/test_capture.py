@@ -367,3 +367,61 @@ def test_a_monitor_plugged_in_and_out_is_picked_up(tmp_path):
             assert cap.counters.layout_changes == 2 and cap.state == "capturing"
     finally:
         desktop.close()
+
+
+def _fuzz_payloads(rng, n: int) -> list[bytes]:
+    """Requests as a careless or hostile client sends them: random bytes, broken and truncated
+    JSON, JSON of every shape, known commands with arguments of every type, huge lines."""
+    import math
+
+    cmds = ["status", "pause", "resume", "exclusions", "exclude", "include", "STATUS", "", "reboot", None, 7]
+    values = [None, True, 0, -1, 1e308, -1e308, math.nan, math.inf, 3.5, "", "x" * 5000, "(", "[a-", "^Bank$",
+              [], [1, "a"], {}, {"cmd": ["stop"]}, "\u202e\u0000", 2 ** 70]  # never a real stop
+
+    def value():
+        return values[rng.integers(len(values))]
+
+    out = []
+    for i in range(n):
+        kind = i % 6
+        if kind == 0:
+            out.append(bytes(rng.integers(0, 256, rng.integers(0, 300), dtype=np.uint8)) + b"\n")
+        elif kind == 1:
+            msg = {"cmd": cmds[rng.integers(len(cmds))], "for_s": value(), "class": value(), "title": value()}
+            out.append(json.dumps({k: v for k, v in msg.items() if rng.random() < 0.7}, allow_nan=True).encode() + b"\n")
+        elif kind == 2:
+            text = json.dumps({"cmd": cmds[rng.integers(len(cmds))], "for_s": value()}, allow_nan=True)
+            out.append(text[: rng.integers(0, len(text) + 1)].encode() + b"\n")
+        elif kind == 3:
+            out.append(json.dumps(value(), allow_nan=True).encode() + b"\n")
+        elif kind == 4:
+            depth = int(rng.integers(1, 5000))
+            out.append(b"[" * depth + b"]" * depth + b"\n" if rng.random() < 0.5 else b"{" * depth + b"\n")  # deep
+        else:
+            out.append(b'{"cmd": "status", "pad": "' + b"A" * int(rng.integers(60_000, 200_000)) + b'"}\n')
+    return out
+
+
+def test_the_control_socket_survives_thousands_of_random_and_malformed_requests(desktop, tmp_path):
+    from perception.capture.control import ControlServer, send
+
+    desktop.focus(desktop.xterm("term"))
+    sock = tmp_path / "run" / "mnemo" / "capture.sock"
+    rng = np.random.default_rng(29)
+    with capturing(desktop, tmp_path / "out") as cap:
+        server = ControlServer(cap.handle, sock)
+        try:
+            for payload in _fuzz_payloads(rng, 3000):
+                try:
+                    reply = send(payload, sock, timeout_s=10)
+                except (ConnectionResetError, BrokenPipeError):
+                    continue  # a line over 64 KiB: the server answers before reading it all
+                assert isinstance(reply, dict) and reply, payload[:200]
+            for bad in (float("nan"), float("inf"), -5, 0, "60", 1e12):  # a pause that could never end, or no pause
+                assert "for_s" in request({"cmd": "pause", "for_s": bad}, sock)["error"]
+            assert request({"cmd": "resume"}, sock)["state"] in ("capturing", "paused")
+            _until(lambda: request({"cmd": "status"}, sock)["state"] == "capturing")
+            ticks = cap.counters.ticks
+            _until(lambda: cap.counters.ticks > ticks)  # the daemon still captures
+        finally:
+            server.close()

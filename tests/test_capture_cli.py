@@ -91,3 +91,21 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     assert re.search(r"\blevel 3 bay 42\b", answer["answer"]), answer
     assert answer["citations"] and all(c["clip_id"].startswith("screen-") for c in answer["citations"])
     assert any(str(out) in c["source"] for c in answer["citations"])
+
+
+def test_a_second_daemon_on_the_same_folder_is_refused(desktop, tmp_path):
+    out = tmp_path / "out"
+    first = _mnemo(desktop, "capture", "--out", str(out), "--duration", "60", stdout=subprocess.PIPE, text=True)
+    try:
+        assert "capture: every" in first.stdout.readline()  # started, holding the folder
+        other_session = {**desktop.env, "XDG_RUNTIME_DIR": str(tmp_path / "run2")}  # its own control socket
+        (tmp_path / "run2").mkdir(mode=0o700)
+        second = subprocess.run([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--duration", "5"],
+                                env={**other_session, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
+                                timeout=60)
+        assert second.returncode == 1
+        assert f"is being captured into by pid {first.pid}" in second.stderr
+        assert first.poll() is None  # the first one goes on
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
 
 import cv2
@@ -203,3 +204,15 @@ def test_exclusions_change_while_the_built_in_ones_stay():
         fewer.changed(False, cls="keepassxc")
     with pytest.raises(ValueError, match="valid regular expression"):
         fewer.changed(True, title="([")
+
+
+def test_one_daemon_a_capture_folder(tmp_path):
+    """A second daemon on the folder (another socket, another user session) is refused, saying who
+    holds it; once the first ends, the folder is free."""
+    from perception.capture.storage import CaptureFolderBusy, hold_folder
+
+    fd = hold_folder(tmp_path / "out")
+    with pytest.raises(CaptureFolderBusy, match=f"pid {os.getpid()}"):
+        hold_folder(tmp_path / "out")
+    os.close(fd)
+    os.close(hold_folder(tmp_path / "out"))

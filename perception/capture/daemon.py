@@ -29,6 +29,7 @@ from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
 log = logging.getLogger(__name__)
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+MAX_PAUSE_S = 366 * 86400.0  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
 
 
@@ -90,7 +91,10 @@ class Capturer:
         with self._lock:
             if cmd == "pause":
                 for_s = req.get("for_s")
-                self._user_pause_until = time.time() + float(for_s) if for_s else float("inf")
+                if for_s is not None and not (isinstance(for_s, (int, float)) and 0 < for_s <= MAX_PAUSE_S):
+                    return {"error": f"for_s is seconds to pause, more than 0 and at most {MAX_PAUSE_S:g}; "
+                                     f"not {for_s!r}"[:300]}
+                self._user_pause_until = time.time() + for_s if for_s else float("inf")
             elif cmd == "resume":
                 self._user_pause_until = None
             elif cmd == "stop":

@@ -25,6 +25,31 @@ TMP_SUFFIX = ".tmp"
 HEARTBEATS = "heartbeat.jsonl"
 
 
+class CaptureFolderBusy(RuntimeError):
+    pass
+
+
+def hold_folder(root: Path) -> int:
+    """This process's claim on a capture folder: ``flock`` on ``<root>/.capture.lock``, naming the
+    holder, kept until the returned descriptor is closed (or the process ends). A second daemon on
+    the folder would write into it and, starting, delete the first one's frames in flight as crash
+    leftovers; it gets ``CaptureFolderBusy`` instead."""
+    import fcntl
+
+    _mkdir_private(root)
+    fd = os.open(root / ".capture.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise CaptureFolderBusy(f"{root} is being captured into by {holder}; stop that daemon "
+                                "(`mnemo capture stop`) or capture into another --out") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+    return fd
+
+
 def _is_frame(path: Path) -> bool:
     return path.suffix in (".jpg", ".enc") and not path.name.startswith(".")
 
