@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 log = logging.getLogger("mnemo")
@@ -35,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="perception on Ray workers (pip install 'mnemo[ray]'); memorizing stays in clip order")
     ing.add_argument("--workers", type=int, help="--ray: perception workers (default: one per CPU of the cluster)")
     ing.add_argument("--address", help="--ray: join this cluster (auto, or HOST:PORT) instead of starting a local one")
+    ing.add_argument("--wait", type=float, metavar="SECONDS",
+                     help="another process writing the store: wait at most this long, then fail (default: until it is done)")
 
     ask = sub.add_parser("ask", help="answer a question from memory, with citations")
     ask.add_argument("question")
@@ -73,6 +76,7 @@ def _configure_logging(verbose: bool) -> None:
 def cmd_ingest(args, cfg) -> int:
     from mnemo.wiring import (build_llm_writer, build_perceivers, build_redactor, faces_backend_name, match_policies,
                               open_store, perceivers_factory)
+    from graph.store import StoreBusy
     from pipeline.ingest import ingest
 
     store = open_store(cfg.graph, args.store)
@@ -87,13 +91,16 @@ def cmd_ingest(args, cfg) -> int:
         except ImportError as e:
             print(f"error: --ray needs Ray ({e}); install it with: pip install 'mnemo[ray]'", file=sys.stderr)
             return 2
-        perceivers = perceivers_factory(cfg.perception, cfg.llm, keep_images=llm_writer is not None)
-        report = ingest_ray(args.paths, store, perceivers, policies, clip_s=cfg.perception.clip_s, start=args.start,
-                            llm_writer=llm_writer, workers=args.workers, address=args.address, redactor=redactor)
+        run = partial(ingest_ray, perceivers=perceivers_factory(cfg.perception, cfg.llm, keep_images=llm_writer is not None),
+                      workers=args.workers, address=args.address)
     else:
-        perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
-        report = ingest(args.paths, store, perceivers, policies, clip_s=cfg.perception.clip_s, start=args.start,
-                        llm_writer=llm_writer, redactor=redactor)
+        run = partial(ingest, perceivers=build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm"))
+    try:
+        report = run(args.paths, store, policies=policies, clip_s=cfg.perception.clip_s, start=args.start,
+                     llm_writer=llm_writer, redactor=redactor, wait_s=args.wait)
+    except StoreBusy as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     counts = store.count()
     print(f"ingested {len(report.files_ingested)} file(s): {report.clips_new} new clip(s), "
           f"{report.clips_skipped} already stored, {len(report.clips_failed)} failed, "

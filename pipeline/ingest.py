@@ -293,11 +293,12 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
            clip_s: float = 30.0, start: datetime | None = None,
            progress: Callable[[str], None] = to_stderr, llm_writer: LLMWriter | None = None,
            screens_closed_before: datetime | None = None, screens_since: datetime | None = None,
-           redactor: Redactor | None = None) -> IngestReport:
+           redactor: Redactor | None = None, wait_s: float | None = None) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
-    clip at a time in this process."""
+    clip at a time in this process. Another process writing the store is waited for, at most
+    ``wait_s`` (``StoreBusy`` then; None: until it is done)."""
     report = IngestReport()
-    with store.writing("mnemo ingest", say=progress):  # one writer a store: people are numbered from what it read
+    with store.writing("mnemo ingest", wait_s, say=progress):  # one writer a store: people are numbered from what it read
         planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
         writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
                             progress)

@@ -120,15 +120,16 @@ def connect(address: str | None, workers: int | None) -> int:
 def ingest_ray(paths: list[str], store: Store, perceivers: BuildPerceivers, policies: tuple[MatchPolicy, MatchPolicy],
                clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = to_stderr,
                llm_writer: LLMWriter | None = None, workers: int | None = None, address: str | None = None,
-               gpus_per_worker: float = 0.0, actor: type | None = None, redactor=None) -> IngestReport:
+               gpus_per_worker: float = 0.0, actor: type | None = None, redactor=None,
+               wait_s: float | None = None) -> IngestReport:
     """Ingest as ``pipeline.ingest.ingest`` does, with perception on ``workers`` Ray actors of class
     ``actor`` (default ``Perceive``; the fault tests pass one that dies), each building its
-    perceivers with ``perceivers(cpus)`` (``mnemo.wiring.perceivers_factory``)."""
+    perceivers with ``perceivers(cpus)`` (``mnemo.wiring.perceivers_factory``); ``wait_s`` as there."""
     import ray
     import ray.data
 
     report = IngestReport()
-    with store.writing("mnemo ingest --ray", say=progress):  # one writer a store (Store.writing)
+    with store.writing("mnemo ingest --ray", wait_s, say=progress):  # one writer a store (Store.writing)
         planned = plan(paths, store, clip_s, start, progress, report)
         writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
                             progress)

@@ -146,3 +146,15 @@ def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(tmp_path
     report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
     assert (report.clips_new, report.clips_skipped) == (1, 1)
     assert differences(store, demo_store) == []
+
+
+def test_a_second_writer_waits_at_most_wait_seconds_then_fails_naming_the_first(capsys, tmp_path, sample_wav):
+    from mnemo.config import GraphConfig
+    from mnemo.wiring import open_store
+
+    store = open_store(GraphConfig(), tmp_path / "store")
+    with store.writing("a test holding the store"):
+        code, out, err = run_cli(capsys, "ingest", str(sample_wav), "--store", str(tmp_path / "store"), "--wait", "0.5")
+    assert code == 1
+    assert "is being written by pid" in err and "a test holding the store" in err and "try again" in err
+    assert store.count()["clips"] == 0  # nothing of it was written
