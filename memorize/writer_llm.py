@@ -112,8 +112,9 @@ def _clock(ts: float, tz) -> str:
 
 class LLMWriter:
     def __init__(self, client: ChatClient, max_frames: int = 4, max_pixels: int = 448 * 448,
-                 max_tokens: int = 800) -> None:
+                 max_tokens: int = 800, images: bool = True) -> None:
         self.client = client
+        self.images = images  # False: a text-only model gets the transcript and screen text alone
         self.max_frames = max_frames
         self.max_pixels = max_pixels
         self.max_tokens = max_tokens
@@ -123,7 +124,7 @@ class LLMWriter:
         tz = clip.source.recorded_at.tzinfo or timezone.utc
         content: list[dict] = [{"type": "text", "text": f"Clip from {_clock(clip.start_ts, tz)} to "
                                                         f"{_clock(clip.end_ts, tz)}. Frames:"}]
-        frames = [f for f in obs.frames if f.image_jpeg]
+        frames = [f for f in obs.frames if f.image_jpeg] if self.images else []
         step = max(1, len(frames) // self.max_frames)
         for f in frames[::step][: self.max_frames]:
             image = qwen_prepare(decode_jpeg(f.image_jpeg), self.max_pixels)
@@ -132,7 +133,7 @@ class LLMWriter:
         shown: set[str] = set()
         for face in sorted(obs.faces, key=lambda f: -f.sharpness):  # the sharpest crop of each face entity
             entity = face_of.get(face.person)
-            if entity and entity not in shown and face.crop_jpeg:
+            if entity and entity not in shown and face.crop_jpeg and self.images:
                 shown.add(entity)
                 content.append({"type": "text", "text": f"<{entity}>:"})
                 content.append({"type": "image_url", "image_url": {"url": jpeg_data_url(face.crop_jpeg)}})

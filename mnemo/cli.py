@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     from mnemo.bench_cli import add_parser as add_bench_parser
     from mnemo.capture_cli import add_parsers
     from mnemo.forget_cli import add_parser as add_forget_parser
+    from mnemo.llm_cli import add_parser as add_llm_parser
     from mnemo.status_cli import add_parser as add_status_parser
     from mnemo.people_cli import add_parsers as add_people_parsers
     from mnemo.serve.cli import add_parsers as add_serve_parsers
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     add_people_parsers(sub)
     add_forget_parser(sub)
     add_status_parser(sub)
+    add_llm_parser(sub)
 
     add_bench_parser(sub)
     return p
@@ -158,6 +160,10 @@ def _main(argv: list[str] | None) -> int:
             from mnemo.forget_cli import cmd_forget
 
             return cmd_forget(args, cfg)
+        if args.command == "llm":
+            from mnemo.llm_cli import cmd_llm
+
+            return cmd_llm(args, cfg)
         if args.command in ("serve", "mcp"):
             from mnemo.serve.cli import cmd_mcp, cmd_serve
 

@@ -103,6 +103,7 @@ class LLMConfig(BaseModel):
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0)
     max_wait_s: float = Field(60.0, gt=0)  # the longest wait between tries, a server's Retry-After included
+    vision: bool = True  # the model takes images; false (a text-only model): the LLM writer sends text only
     judge_model: str = ""  # bench --judge: the judge model on this endpoint; empty: `model` (the paper: gpt-4o-2024-11-20)
 
 

@@ -112,7 +112,7 @@ def _perceivers_on(cfg: PerceptionConfig, llm: LLMConfig | None, keep_images: bo
 
 
 def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:
-    return LLMWriter(chat_client(llm)) if cfg.writer == "llm" else None
+    return LLMWriter(chat_client(llm), images=llm.vision) if cfg.writer == "llm" else None
 
 
 def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
