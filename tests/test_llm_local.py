@@ -133,3 +133,26 @@ def test_the_llm_writer_on_a_real_model_keeps_only_valid_output_or_falls_back_wi
     hash_store.commit_clip(clip_row(_obs()), written.memories, written.entities, written.edges, written.updated)
     assert hash_store.count()["memories"] == len(written.memories)
     print("images:", images, "notes:", written.notes, "memories:", texts)
+
+
+def test_a_missing_or_corrupt_model_file_is_refused_by_name(tmp_path, capsys):
+    from conftest import run_cli
+    from llm.local import LocalModelError, LocalServer
+
+    with pytest.raises(LocalModelError, match="no such model file"):
+        LocalServer(tmp_path / "nothing.gguf")
+    corrupt = tmp_path / "model.gguf"
+    corrupt.write_bytes(b"PK\x03\x04 a zip, not a model" * 100)
+    with pytest.raises(LocalModelError, match="not a GGUF model file"):
+        LocalServer(corrupt)
+    code, out, err = run_cli(capsys, "llm", "serve", "--model", str(corrupt))
+    assert code == 2 and str(corrupt) in err and "not a GGUF model file" in err
+
+
+def test_no_server_on_the_port_gives_the_offline_answer_with_a_note(chat_store):
+    from mnemo.bench_serve import free_port
+
+    chat = ChatClient(f"http://127.0.0.1:{free_port()}/v1", "smollm2-135m-instruct", timeout_s=2.0, max_retries=0)
+    answer = LLMAgent(OfflinePlanner(MemoryTools(chat_store)), chat, max_rounds=3).ask("Which mountain did Bo climb?")
+    assert "Matterhorn" in answer.answer and answer.citations
+    assert any("the LLM failed" in s and "answered offline" in s for s in answer.steps)
