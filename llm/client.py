@@ -128,6 +128,7 @@ class ChatClient:
         self.max_wait_s = max_wait_s
         self.log_content = log_content
         self.json_schema_supported = True  # until the endpoint rejects response_format json_schema
+        self.tokens = {"prompt_tokens": 0, "completion_tokens": 0}  # as the endpoint reports them, summed
         self._http = None
         log.info("LLM endpoint %s, model %s, %s", self.url, model,
                  f"authenticated with {key_name}" if api_key else "no API key")
@@ -200,8 +201,13 @@ class ChatClient:
 
     def _content(self, resp) -> str:
         try:
-            choice = resp.json()["choices"][0]
+            body = resp.json()
+            choice = body["choices"][0]
             content = choice["message"].get("content") or ""
+            usage = body.get("usage") or {}
+            for key in ("prompt_tokens", "completion_tokens"):
+                if isinstance(usage.get(key), int):
+                    self.tokens[key] += usage[key]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise LLMError(f"{self.url} sent a reply that is not an OpenAI chat completion: "
                            f"{resp.text[:200]!r}") from e

@@ -36,7 +36,11 @@ def add_parser(sub) -> None:
     bench.add_argument("--annotations", help="m3: robot.json or web.json from the M3-Agent release")
     bench.add_argument("--videos", help="m3: folder holding the videos (as the annotations' video_path, or by file name)")
     bench.add_argument("--split", choices=["robot", "web"], help="m3: the split (default: from the file name)")
-    bench.add_argument("--limit", type=int, help="m3: only the first N videos found")
+    bench.add_argument("--limit", type=int, help="m3: only the first N videos found; locomo --llm: only the first N "
+                       "questions")
+    bench.add_argument("--llm", action="store_true",
+                       help="locomo: the LLM control loop beside the offline answerer on the same questions, judged "
+                            "(the [llm] endpoint, or without one the packaged model served here)")
     bench.add_argument("--judge", action="store_true",
                        help="m3, screenshotvqa: score answers with the paper's judge prompt on the [llm] endpoint "
                             "([llm] judge_model, default [llm] model)")
@@ -83,7 +87,11 @@ def cmd_bench(args, cfg) -> int:
 
         if not args.data:
             raise ValueError("bench locomo needs --data PATH (a LoCoMo file in the locomo10.json format)")
-        if args.spoken:
+        if args.llm:
+            with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-llm-") as tmp:
+                text, figures = llm_bench(args, cfg, Path(tmp), progress)
+            print(text)
+        elif args.spoken:
             from bench import locomo_spoken
 
             if args.baselines:
@@ -179,3 +187,41 @@ def cmd_bench(args, cfg) -> int:
     if args.json:
         print(json.dumps(figures))
     return 0
+
+
+def llm_bench(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
+    """``bench locomo --llm``: the configured [llm] endpoint, or the packaged model served here for
+    the run; the judge asks the same endpoint (``[llm] judge_model``, else the model)."""
+    from contextlib import ExitStack
+
+    from bench import llm_loop
+    from bench.judge import Judge
+    from control.agent import LLMAgent
+    from control.answer import OfflineAnswerer
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+    from graph.store import Store
+    from llm.client import ChatClient
+    from mnemo.wiring import chat_client, match_policies, text_embedder
+
+    with ExitStack() as stack:
+        if cfg.llm.base_url:
+            client = chat_client(cfg.llm)
+            judge_client = chat_client(cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model}))
+        else:
+            from llm.local import LocalServer
+
+            server = stack.enter_context(LocalServer())
+            progress(f"no [llm] endpoint configured: serving {server.name} here at {server.base_url}")
+            client, judge_client = (ChatClient(server.base_url, server.name, server.api_key, timeout_s=120.0)
+                                    for _ in range(2))
+        embedder = text_embedder(cfg.graph)
+
+        def answerers(store):
+            planner = OfflinePlanner(MemoryTools(store), k=cfg.control.top_k, rounds=cfg.control.planner_rounds,
+                                     expand=cfg.control.expand)
+            return OfflineAnswerer(store, planner), LLMAgent(planner, client, cfg.control.max_rounds), client
+
+        figures = llm_loop.run(args.data, lambda sid: Store(tmp / sid, embedder), match_policies(cfg.memorize, "dlib"),
+                               answerers, Judge(judge_client), args.limit, progress)
+        return llm_loop.format_report(figures, client.model), figures

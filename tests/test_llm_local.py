@@ -156,3 +156,24 @@ def test_no_server_on_the_port_gives_the_offline_answer_with_a_note(chat_store):
     answer = LLMAgent(OfflinePlanner(MemoryTools(chat_store)), chat, max_rounds=3).ask("Which mountain did Bo climb?")
     assert "Matterhorn" in answer.answer and answer.citations
     assert any("the LLM failed" in s and "answered offline" in s for s in answer.steps)
+
+
+def test_bench_locomo_llm_prints_both_paths_on_the_packaged_model(capsys):
+    """A small version of `mnemo bench locomo --llm` (no [llm] endpoint: the packaged model is
+    served for the run)."""
+    import json
+    from pathlib import Path
+
+    from conftest import run_cli
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+    if not data.exists():
+        unavailable(f"{data} is missing (the shared LoCoMo dev set)")
+    code, out, err = run_cli(capsys, "bench", "locomo", "--llm", "--data", str(data), "--limit", "2", "--json")
+    assert code == 0, err
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["questions"] == 2 and figures["errors"] == 0 and figures["foreign_citations"] == 0
+    assert figures["llm_recall@10"] >= figures["offline_recall@10"]  # the loop adds searches, never loses them
+    assert 1 <= figures["most_rounds"] <= 5
+    assert {"llm_judge_accuracy", "offline_judge_accuracy", "s_per_question", "tokens_per_question"} <= set(figures)
+    assert "LLM loop" in out or "llm loop" in out
