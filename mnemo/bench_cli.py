@@ -39,8 +39,8 @@ def add_parser(sub) -> None:
     bench.add_argument("--limit", type=int, help="m3: only the first N videos found; locomo --llm: only the first N "
                        "questions")
     bench.add_argument("--llm", action="store_true",
-                       help="locomo: the LLM control loop beside the offline answerer on the same questions, judged "
-                            "(the [llm] endpoint, or without one the packaged model served here)")
+                       help="locomo, m3 --mini: the LLM control loop beside the offline answerer on the same questions, "
+                            "judged (the [llm] endpoint, or without one the packaged model served here)")
     bench.add_argument("--judge", action="store_true",
                        help="m3, screenshotvqa: score answers with the paper's judge prompt on the [llm] endpoint "
                             "([llm] judge_model, default [llm] model)")
@@ -191,7 +191,7 @@ def cmd_bench(args, cfg) -> int:
 
 def llm_bench(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
     """``bench locomo --llm``: the configured [llm] endpoint, or the packaged model served here for
-    the run; the judge asks the same endpoint (``[llm] judge_model``, else the model)."""
+    the run (``bench_qa.llm_endpoint``); the judge asks the same endpoint."""
     from contextlib import ExitStack
 
     from bench import llm_loop
@@ -201,20 +201,11 @@ def llm_bench(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
     from graph.store import Store
-    from llm.client import ChatClient
-    from mnemo.wiring import chat_client, match_policies, text_embedder
+    from mnemo.bench_qa import llm_endpoint
+    from mnemo.wiring import match_policies, text_embedder
 
     with ExitStack() as stack:
-        if cfg.llm.base_url:
-            client = chat_client(cfg.llm)
-            judge_client = chat_client(cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model}))
-        else:
-            from llm.local import LocalServer
-
-            server = stack.enter_context(LocalServer())
-            progress(f"no [llm] endpoint configured: serving {server.name} here at {server.base_url}")
-            client, judge_client = (ChatClient(server.base_url, server.name, server.api_key, timeout_s=120.0)
-                                    for _ in range(2))
+        client, judge_client = llm_endpoint(cfg, stack, progress)
         embedder = text_embedder(cfg.graph)
 
         def answerers(store):

@@ -42,10 +42,84 @@ def build_judge(cfg, progress):
     return judge
 
 
+def llm_endpoint(cfg, stack, progress):
+    """(the agent's client, the judge's client): the configured [llm] endpoint (the judge with
+    ``judge_model`` where set), or, with none configured, the packaged model served here for as
+    long as ``stack`` lasts."""
+    from llm.client import ChatClient
+    from mnemo.wiring import chat_client
+
+    if cfg.llm.base_url:
+        return chat_client(cfg.llm), chat_client(cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model}))
+    from llm.local import LocalServer
+
+    server = stack.enter_context(LocalServer())
+    progress(f"no [llm] endpoint configured: serving {server.name} here at {server.base_url}")
+    return tuple(ChatClient(server.base_url, server.name, server.api_key, timeout_s=120.0) for _ in range(2))
+
+
+def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:
+    """``bench m3 --mini --llm``: the mini set answered offline and through the LLM loop, judged."""
+    from contextlib import ExitStack
+    from dataclasses import replace
+
+    from bench import llm_loop, m3
+    from bench.judge import Judge
+    from bench.mini_sets import build_m3_mini
+    from control.agent import LLMAgent
+    from control.answer import OfflineAnswerer
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+
+    if not args.mini:
+        raise ValueError("--llm runs on the mini set: bench m3 --mini --llm")
+    data = build_m3_mini()
+    root = Path(args.store) if args.store else cache_dir() / "bench-stores" / args.name
+    with ExitStack() as stack:
+        client, judge_client = llm_endpoint(cfg, stack, progress)
+        judge = Judge(judge_client)
+        wired = harness(cfg, root, progress)
+        checks: list[llm_loop.Checked] = []
+
+        def answerer(path: str):
+            def build(store):
+                planner = OfflinePlanner(MemoryTools(store), k=cfg.control.top_k, rounds=cfg.control.planner_rounds,
+                                         expand=cfg.control.expand)
+                if path == "offline":
+                    return OfflineAnswerer(store, planner)
+                checks.append(llm_loop.Checked(LLMAgent(planner, client, cfg.control.max_rounds)))
+                return checks[-1]
+            return build
+
+        asked: dict[str, list] = {}
+        tokens = 0
+        for path in ("offline", "llm"):
+            progress(f"the {path} path …")
+            before = sum(client.tokens.values())
+            asked[path] = [a for split in ("robot", "web") for a in
+                           m3.run(data / f"{split}.json", data, replace(wired, agent=answerer(path)), split, args.limit,
+                                  judge, progress)["asked"]]
+            tokens += sum(client.tokens.values()) - before
+    scored = lambda a: not a.expect_not_found and not a.yes_no  # noqa: E731  (as answer_in_context counts)
+    recall = {p: [float(a.in_context(10)) for a in rows if scored(a)] for p, rows in asked.items()}
+    judged = {p: [bool(a.verdict.correct) for a in rows if a.verdict is not None and a.verdict.correct is not None]
+              for p, rows in asked.items()}
+    figures = llm_loop.summary(len(asked["llm"]), recall, judged, checks, [a.ms / 1000 for a in asked["offline"]],
+                               tokens, judge)
+    _details(args.details, asked["llm"], progress)
+    text = llm_loop.format_report(figures, client.model, "M3-Bench mini (robot and web)", "answer in 10 read")
+    return text, figures, 0
+
+
 def run(args, cfg, progress) -> tuple[str, dict, int]:
     """(report text, figures, exit code) of ``bench m3`` or ``bench screenshotvqa``."""
     from bench import m3, screenshotvqa
     from bench.mini_sets import build_m3_mini, build_screenshotvqa_mini
+
+    if getattr(args, "llm", False):
+        if args.name != "m3":
+            raise ValueError("--llm applies to bench locomo and bench m3 --mini")
+        return run_m3_llm(args, cfg, progress)
 
     judge = build_judge(cfg, progress) if args.judge else None
     root = Path(args.store) if args.store else cache_dir() / "bench-stores" / args.name
