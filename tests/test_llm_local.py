@@ -177,3 +177,26 @@ def test_bench_locomo_llm_prints_both_paths_on_the_packaged_model(capsys):
     assert 1 <= figures["most_rounds"] <= 5
     assert {"llm_judge_accuracy", "offline_judge_accuracy", "s_per_question", "tokens_per_question"} <= set(figures)
     assert "LLM loop" in out or "llm loop" in out
+
+
+def test_the_llm_writer_on_a_real_clips_observations(local_llm, hash_store, demo_recording, perceivers, policies):
+    """The demo recording's first clip, perceived for real, written by the served model (text only):
+    whatever it replies is validated before anything is kept; the offline memories always stay."""
+    from memorize.memorizer import Memorizer, clip_row
+    from memorize.writer_llm import LLMWriter
+    from pipeline.ingest import IngestReport, observe_job, plan
+
+    job = plan([str(demo_recording)], hash_store, 30.0, None, lambda m: None, IngestReport()).jobs[0]
+    obs, _ = observe_job(job, perceivers)
+    offline = Memorizer(hash_store, *policies).memorize(obs)
+    written = Memorizer(hash_store, *policies, llm_writer=LLMWriter(client(local_llm, max_retries=1), max_tokens=400,
+                                                                   images=False)).memorize(obs)
+    assert {m.text for m in offline.memories} <= {m.text for m in written.memories}
+    from_llm = [m for m in written.memories if m.text not in {o.text for o in offline.memories}]
+    if written.notes:
+        assert any("LLM writer failed, offline memories kept" in n for n in written.notes)
+    known = {e.entity_id for e in written.entities}
+    for m in from_llm:
+        assert m.text.strip() and set(m.entity_ids) <= known | {e for e in m.entity_ids if e.startswith("character_")}
+    hash_store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
+    print("notes:", written.notes, "from the model:", [m.text for m in from_llm])
