@@ -65,7 +65,8 @@ def summary(asked: int, recall: dict, judged: dict, checks: list[Checked], offli
             "errors": sum(c.errors for c in checks), "foreign_citations": sum(c.foreign_citations for c in checks),
             "s_per_question": mean([s for c in checks for s in c.seconds]), "offline_s_per_question": mean(offline_s),
             "tokens_per_question": round(tokens / asked, 1) if asked else None,
-            "most_rounds": max([c.most_rounds for c in checks], default=0), "judge": getattr(judge, "model", None)}
+            "most_rounds": max([c.most_rounds for c in checks], default=0),
+            "offline_fallbacks": sum(c.fallbacks for c in checks), "judge": getattr(judge, "model", None)}
 
 
 def format_report(figures: dict, model: str, bench: str = "LoCoMo", recall: str = "recall@10") -> str:
@@ -82,7 +83,9 @@ def format_report(figures: dict, model: str, bench: str = "LoCoMo", recall: str 
         f"llm loop  {f(figures['llm_recall@10']):>{w}}  {f(figures['llm_judge_accuracy']):>14}  "
         f"{f(figures['s_per_question'], '.2f'):>10}  {f(figures['tokens_per_question'], '.0f'):>15}",
         f"errors {figures['errors']}, foreign citations {figures['foreign_citations']}, most rounds a question took "
-        f"{figures['most_rounds']}; judge: {figures['judge'] or 'none'} (a small judge's verdicts are noise)",
+        f"{figures['most_rounds']}, answered offline instead {figures['offline_fallbacks']} time(s) (the endpoint failed "
+        f"or the model gave no action twice)",
+        f"judge: {figures['judge'] or 'none'} (a small judge's verdicts are noise)",
     ])
 
 
@@ -93,7 +96,7 @@ class Checked:
 
     def __init__(self, agent) -> None:
         self.agent = agent
-        self.errors = self.foreign_citations = self.most_rounds = 0
+        self.errors = self.foreign_citations = self.most_rounds = self.fallbacks = 0
         self.seconds: list[float] = []
 
     def ask(self, question: str, before_ts: float | None = None):
@@ -107,6 +110,7 @@ class Checked:
             return Answer(question, "", (), ())
         finally:
             self.seconds.append(time.perf_counter() - t0)
+        self.fallbacks += any("answered offline" in step for step in answer.steps)  # the offline answer stood in
         shown = {m.clip_id for m in answer.evidence}
         self.foreign_citations += sum(1 for c in answer.citations if c.clip_id not in shown)
         rounds = [int(s.split(":")[0].split()[1]) for s in answer.steps if s.startswith("round ")]

@@ -10,8 +10,10 @@ a journal left behind: without its clip row the commit is undone (the rows it ad
 rows it replaced put back); with it, the commit finished and only the journal goes.
 
 The journal guards against a writer killed or failing part-way; it is not fsynced, so a power cut
-is not covered. Readers never wait for this: ``Store`` returns only memories whose clip row exists, so the
-memories of a commit in progress, or of one that died, are never answered with.
+is not covered, and a remote (``s3://``) store has none. Readers never wait for this: ``Store``
+returns only memories whose clip row exists, so the memories of a commit in progress, or of one
+that died, are never answered with. What such a commit changed in earlier rows (a memory it
+superseded or reinforced, an entity, an edge) is seen as written until the next writer undoes it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def journal_dir(store) -> Path | None:
 def begin(store, clip_id: str, memories: Sequence[Memory], updated: Sequence[Memory], entities: Sequence[Entity],
           edges: Sequence[Edge]) -> None:
     """Save what the commit of ``clip_id`` will change: for each table, the ids it will write and
-    the rows those ids (and, for memories and edges, the clip's own earlier attempt) hold now."""
+    the rows those ids hold now."""
     final = journal_dir(store)
     if final is None:
         return
@@ -73,10 +75,14 @@ def begin(store, clip_id: str, memories: Sequence[Memory], updated: Sequence[Mem
 
 
 def end(store) -> None:
-    """The clip row is stored: the commit is whole and its journal goes."""
+    """The clip row is stored (or the commit undone): the journal goes, first renamed at once, so
+    that a writer killed while it is being deleted never leaves half a journal to recover from."""
     final = journal_dir(store)
-    if final is not None:
-        shutil.rmtree(final, ignore_errors=True)
+    if final is not None and final.exists():
+        done = final.with_name(JOURNAL + ".done")
+        shutil.rmtree(done, ignore_errors=True)
+        os.rename(final, done)
+        shutil.rmtree(done, ignore_errors=True)
 
 
 def recover(store) -> str | None:
@@ -86,6 +92,7 @@ def recover(store) -> str | None:
     if final is None:
         return None
     shutil.rmtree(final.with_name(JOURNAL + ".new"), ignore_errors=True)  # died before the commit began
+    shutil.rmtree(final.with_name(JOURNAL + ".done"), ignore_errors=True)  # died removing a finished one
     if not final.exists():
         return None
     meta = json.loads((final / "commit.json").read_bytes())

@@ -6,8 +6,9 @@ carrying ``schema_version``.
 Write order per clip: memories (new ones, then older ones the clip updated: reinforced or
 superseded), edges, entities, and last the clip row. The clip row is the commit marker:
 ``has_clip`` is true only once everything of the clip is stored, and reads return only memories
-whose clip row exists, so a commit in progress is never answered with. A journal
-(``graph/commit.py``) lets the next writer undo a commit that died part-way. LanceDB commits each
+whose clip row exists, so the memories of a commit in progress are never answered with (the
+earlier rows it updates are seen as written). A journal (``graph/commit.py``) lets the next writer
+undo a commit that died part-way. LanceDB commits each
 table write as a new version, so readers in other processes see either the old or the new rows of
 a table, never half a write.
 """

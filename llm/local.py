@@ -17,6 +17,8 @@ import importlib.util
 import logging
 import os
 import secrets
+import signal
+import threading
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -89,7 +91,12 @@ class LocalServer:
         p.n_ctx = ctx
         p.cpuparams.n_threads = threads or default_threads()
         p.cpuparams_batch.n_threads = threads or default_threads()
+        # llama.cpp's server installs its own SIGINT/SIGTERM handlers: Python's stay in charge
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         self._server = xllamacpp.Server(p)
+        for sig, handler in handlers.items():
+            if handler is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(sig, handler)
         address = self._server.listening_address.rstrip("/")
         if not address.startswith("http://127.0.0.1:"):
             self.close()
@@ -98,7 +105,8 @@ class LocalServer:
         log.info("serving %s as %r at %s", self.model, self.name, self.base_url)
 
     def close(self) -> None:
-        self._server = None  # the server stops when it is collected
+        server, self._server = self._server, None
+        del server  # the only reference: its destructor stops the server and joins its loop
 
     def __enter__(self) -> LocalServer:
         return self

@@ -9,6 +9,7 @@ with SIGKILL (Linux's parent-death signal ends it).
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import subprocess
 import threading
@@ -53,20 +54,32 @@ class Supervised:
     def _spawn(self) -> subprocess.Popen | None:
         libc = self._libc
 
+        parent = os.getpid()
+
         def die_with_parent() -> None:  # in the child, before exec: SIGTERM when this thread's process dies
             if libc is not None:
                 libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != parent:  # it died between the fork and the prctl
+                os._exit(1)
 
         with self._lock:
             if self._stopping.is_set():
                 return None
+            # preexec_fn with other threads running: it only makes one system call, allocating nothing
             self._proc = subprocess.Popen(self.cmd, preexec_fn=die_with_parent, **self.popen)
             return self._proc
 
     def _run(self) -> None:
         delay = self.first_delay_s
         while True:
-            proc = self._spawn()  # this thread lives as long as the child: the parent-death signal is tied to it
+            try:
+                proc = self._spawn()  # this thread lives as long as the child: the parent-death signal is tied to it
+            except OSError as e:  # no memory or processes left to start it: try again later
+                self.say(f"{self.name} could not be started ({e}); trying again in {delay:g} s")
+                if self._stopping.wait(delay):
+                    return
+                delay = min(delay * 2, self.max_delay_s)
+                continue
             if proc is None:
                 return
             started = time.monotonic()

@@ -49,29 +49,41 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
     stop = stop or threading.Event()
     folder = Path(folder)
     report = WatchReport()
-    since: datetime | None = None  # the first look is at everything (resumes after a restart)
     end = time.monotonic() + duration_s if duration_s else float("inf")
-    due: dict[Path, float] = {folder: 0.0}  # folder -> when the window of its newest frame closes (+ settle_s)
+    # folder -> (when the earliest window it gained a frame in closes, when the latest does), + settle_s
+    due: dict[Path, tuple[float, float]] = {folder: (0.0, 0.0)}
+    # folder -> the first window still open at its last look: earlier ones are skipped without hashing
+    since: dict[Path, datetime | None] = {}
+    first: datetime | None = None  # since, for folders the first look (of everything) covered
     for changed in _changes(folder, stop, poll_s, events, say):
         now = time.time()
         if changed is None:  # looking, not following events: everything is due
-            due[folder] = 0.0
+            due[folder] = (0.0, 0.0)
+        window_end = (now // clip_s + 1) * clip_s + settle_s
         for path in changed or ():
             # a frame or its sidecar was written: its folder; a new folder (a new day): the folder
             # itself, as frames written into it before its watch was set up raise no event
             where = path.parent if is_image_file(path) or path.name.endswith(".json") else path if path.is_dir() else None
             if where is not None:
-                due[where] = max(due.get(where, 0.0), (now // clip_s + 1) * clip_s + settle_s)
-        ready = sorted(p for p, t in due.items() if t <= now)
+                earliest, latest = due.get(where, (window_end, window_end))
+                due[where] = (min(earliest, window_end), max(latest, window_end))
+        ready = sorted(p for p, (earliest, _) in due.items() if earliest <= now)
         if ready and folder.is_dir():
-            for p in ready:
-                del due[p]
-            ready = [p for p in ready if not any(q in p.parents for q in ready)]  # a new month and its new day
             closed = datetime.fromtimestamp(now - settle_s, timezone.utc)
-            _ingest([p for p in ready if p.is_dir()], closed, since, store, perceivers, policies, clip_s, report,
-                    say, retention_days, max_store_gb, redactor)
-            # the next look starts at the first window that was still open
-            since = datetime.fromtimestamp((closed.timestamp() // clip_s) * clip_s, timezone.utc)
+            opened = datetime.fromtimestamp((closed.timestamp() // clip_s) * clip_s, timezone.utc)
+            for p in ready:
+                latest = due.pop(p)[1]
+                if latest > now:  # it has frames in the window still open: look again when that closes
+                    due[p] = (latest, latest)
+            ready = [p for p in ready if not any(q in p.parents for q in ready)]  # a new month and its new day
+            starts = [since.get(p, first) for p in ready]
+            _ingest([p for p in ready if p.is_dir()], closed, None if None in starts else min(starts), store,
+                    perceivers, policies, clip_s, report, say, retention_days, max_store_gb, redactor)
+            for p in ready:
+                since[p] = opened
+            if first is None and folder in ready:  # the first look: frames written while it ran raised no
+                first = opened                     # event yet, so everything is looked at once more
+                due[folder] = (window_end, window_end)
         if time.monotonic() >= end:
             break
     return report

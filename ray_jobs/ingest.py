@@ -39,6 +39,7 @@ BuildPerceivers = Callable[[int], Perceivers]
 # a clip whose worker died this many times is recorded as failed instead of tried again: it would
 # otherwise kill worker after worker (a decoder crash, memory it cannot have) and fail the ingest
 MAX_DEATHS = 3
+MAX_RESTARTS = 10 * MAX_DEATHS  # per worker: room for ten clips that kill it, not for endless crashes
 
 
 class Attempts:
@@ -147,10 +148,12 @@ def ingest_ray(paths: list[str], store: Store, perceivers: BuildPerceivers, poli
                                      compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
                                      fn_constructor_args=(perceivers, cpus, ray.remote(num_cpus=0)(Attempts).remote()),
                                      num_cpus=cpus, num_gpus=gpus_per_worker or None,
-                                     # a dead worker is always restarted, and its clip retried (Ray
-                                     # also spends retries on a worker still restarting) until the
-                                     # clip has killed MAX_DEATHS of them: then Perceive fails it
-                                     max_restarts=-1, max_task_retries=-1))
+                                     # a dead worker is restarted and its clip retried (Ray also
+                                     # spends retries on a worker still restarting) until the clip
+                                     # has killed MAX_DEATHS of them: then Perceive fails it. A
+                                     # worker that keeps dying before any clip (its models do not
+                                     # load) ends the ingest after MAX_RESTARTS
+                                     max_restarts=MAX_RESTARTS, max_task_retries=-1))
                 write_in_order(writer, _results(planned.jobs, rows, report))
         finally:
             writer.finish(planned)

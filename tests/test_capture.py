@@ -331,7 +331,7 @@ def test_a_full_disk_pauses_capture_and_freed_space_resumes_it(desktop, tmp_path
             time.sleep(0.3)
         return cond()
 
-    with small_disk(tmp_path / "disk") as disk, capturing(desktop, disk / "out", min_free_mb=0) as cap:
+    with small_disk(tmp_path / "disk", "32m") as disk, capturing(desktop, disk / "out", min_free_mb=0) as cap:
         assert type_until(lambda: cap.counters.written >= 1, 20)
         _fill(disk / "filler")
         assert type_until(lambda: cap.state == "paused" and "is full" in cap.why, 20), (cap.state, cap.why)

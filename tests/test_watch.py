@@ -58,8 +58,12 @@ def test_an_idle_folder_is_not_read_again_and_a_new_frame_is_planned_in_its_day_
     try:
         assert _wait_for(lambda: looks, 5), "no first look"
         assert looks[0][1] == [str(root)]  # the first look is at everything
+        # once more when the next window closes: frames written while the first look ran raised no event
+        assert _wait_for(lambda: len(looks) > 1, 5) and looks[1][1] == [str(root)]
+        del looks[:]
         time.sleep(3.0)  # idle: more than a window
-        assert len(looks) == 1, looks
+        assert not looks, looks
+        looks.append((0.0, ["(the first looks)"]))
         today = root / "2026" / "11" / "25"
         written = time.time()
         _frame(today, "new")
@@ -85,3 +89,26 @@ def test_without_file_events_it_looks_every_poll(tmp_path, looks):
     stop.set()
     thread.join(timeout=10)
     assert len(looks) >= 4 and all(paths == [str(root)] for _, paths in looks)
+
+
+def test_a_folder_written_to_without_pause_is_still_looked_at_as_each_window_closes(tmp_path, looks):
+    """Frames every 0.3 s: a window's first frame often comes within settle_s of the last one
+    closing; the folder is looked at when its earliest unread window closes, not put off."""
+    root = tmp_path / "capture"
+    day = root / "2026" / "11" / "25"
+    _frame(day, "first")
+    stop = threading.Event()
+    thread = _watch(root, True, stop)
+    try:
+        assert _wait_for(lambda: len(looks) >= 2, 6)  # the first look and its repeat
+        del looks[:]
+        t0 = time.time()
+        i = 0
+        while time.time() - t0 < 7.0:  # 3.5 windows of 2 s
+            _frame(day, f"f{i:03d}")
+            i += 1
+            time.sleep(0.3)
+        assert len([1 for _, paths in looks if paths == [str(day)]]) >= 2, looks
+    finally:
+        stop.set()
+        thread.join(timeout=10)

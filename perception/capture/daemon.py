@@ -29,6 +29,8 @@ from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
 log = logging.getLogger(__name__)
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+DISK_FULL_WHY = "the disk of"
+RESUME_FREE_B = 8 << 20  # after a full disk, capture resumes once this much is free (a few frames)
 MAX_PAUSE_S = 366 * 86400.0  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
 
@@ -179,6 +181,8 @@ class Capturer:
         saver_on, idle = self.x.saver()
         if saver_on:
             return self._pause("the screen saver is on", 1.0)
+        if self.state == "paused" and self.why.startswith(DISK_FULL_WHY) and self.store.free_bytes() < RESUME_FREE_B:
+            return self._pause(self.why, 10.0, warn=True)  # still full: no write to fail, no log line
         if self.store.low_on_disk():
             return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}; "
                                "capture resumes when space is freed", 10.0, warn=True)
@@ -194,8 +198,8 @@ class Capturer:
         self.state, self.why = "capturing", ""
         self.last_tick = now
         self.counters.ticks += 1
-        if time.monotonic() - self.last_layout_check >= LAYOUT_CHECK_S:
-            self.check_layout()
+        if time.monotonic() - self.last_layout_check >= LAYOUT_CHECK_S and self.check_layout():
+            return min(0.3, self.cfg.interval_s)  # windows move with monitors: grab from a fresh look
         try:
             grabs = [self._grab(m) for m in self.monitors]
         except XConnectionLost:
@@ -213,7 +217,7 @@ class Capturer:
             if e.errno not in DISK_FULL:
                 raise
             # nothing half-written stays (storage.write); look again in 10 s, as when space runs low
-            return self._pause(f"the disk of {self.store.root} is full ({e.strerror}); capture resumes when "
+            return self._pause(f"{DISK_FULL_WHY} {self.store.root} is full ({e.strerror}); capture resumes when "
                                "space is freed", 10.0, warn=True)
         if self.store.max_age_days and self.counters.ticks % 300 == 1:
             self.store.expire()
@@ -240,8 +244,12 @@ class Capturer:
         self.last_layout_check = time.monotonic()
         try:
             fresh = mss.MSS(display=self.display_name) if self.display_name else mss.MSS()
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"cannot read the monitor layout: {e}") from e
+        try:
             monitors = self._layout(fresh, self.monitors)
         except mss.exception.ScreenShotError as e:
+            fresh.close()
             raise XConnectionLost(f"cannot read the monitor layout: {e}") from e
         if [m.rect for m in monitors] == [m.rect for m in self.monitors]:
             fresh.close()
