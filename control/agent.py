@@ -5,11 +5,12 @@ add to what the offline path finds but not lose it. Each round the model replies
 action as JSON, ``{"action": "search", "text": <query>}`` (a query unlike its earlier ones) or
 ``{"action": "answer", "text": <answer>}``, held to that schema where the endpoint takes one (on
 the last round only an answer fits); ``[Search] <query>`` / ``[Answer] <answer>`` are read too. A
-reply with no action gets one repair prompt; a second one ends the loop with the offline answer. Searches go through the offline planner, so a model query gets the same
-multi-round retrieval as the offline path. What it finds is shown grouped by clip, with the clip's
-source, span and date, each memory tagged ``[m<n>]``, people by name where known and by id
-(``<character_2>``) otherwise; searching ``who is <character_2>`` tells the model who that is. The
-last round must answer. The answer cites the memories it names by tag, and only memories the model
+reply with no action gets one repair prompt; a second one ends the loop with the offline answer.
+Searches go through the offline planner, so a model query gets the same multi-round retrieval as
+the offline path. What it finds is shown grouped by clip, with the clip's source, span and date,
+each memory tagged ``[m<n>]``, people by name where known and by id (``<character_2>``)
+otherwise; searching ``who is <character_2>`` tells the model who that is. The last round must
+answer. The answer cites the memories it names by tag, and only memories the model
 was shown; ids left in it are replaced by names.
 
 Memory text is data, never instructions: it is quoted inside ``<knowledge>`` blocks that it cannot

@@ -4,7 +4,7 @@ time with their similarity to a query."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +23,8 @@ class HybridSearch:
 
     memories: object
     embedder: object
-    committed: Callable[[Iterable[str]], set[str]]  # clip ids whose clip row is stored (Store.committed)
-    only_committed: Callable[[list], list]
+    only_committed: Callable[[list[dict]], list[dict]]  # memory rows of committed clips (Store)
+    committed_table: Callable[[pa.Table], pa.Table]
     _executor = None
 
     def search(self, query: str, k: int = 10, before_ts: float | None = None,
@@ -64,11 +64,8 @@ class HybridSearch:
         # the two searches run concurrently: LanceDB releases the GIL while it works
         text_future = self._pool().submit(tq.to_arrow) if tq is not None else None
         vector_hits = self.only_committed(vq.to_list())
-        text_hits, text_vectors = split_vectors(text_future.result()) if text_future is not None else ([], None)
-        if text_hits:
-            keep = self.committed(r["clip_id"] for r in text_hits)
-            kept = [i for i, r in enumerate(text_hits) if r["clip_id"] in keep]
-            text_hits, text_vectors = [text_hits[i] for i in kept], text_vectors[kept]
+        text_hits, text_vectors = (split_vectors(self.committed_table(text_future.result())) if text_future is not None
+                                   else ([], None))
         return fuse(vector_hits, text_hits, text_vectors, qvec, k)
 
     def vector_query(self, qvec: np.ndarray, candidates: int, exact: bool = False, indexed: set | None = None):
@@ -94,11 +91,9 @@ class HybridSearch:
             return []
         valid, _ = sql.memory_filter(before_ts)
         near = sql.near(list(memories), window_s, self.longest_memory_s())
-        rows, vectors = split_vectors(self.memories.search().where(f"({near}) AND {valid}")
-                                      .limit(limit).to_arrow())
-        keep = self.committed(r["clip_id"] for r in rows)
-        hits = [Hit(memory_from_row(r), 0.0, None, None, similarity=s) for r, s in zip(rows, cosines(vectors, vector))
-                if r["clip_id"] in keep]
+        rows, vectors = split_vectors(self.committed_table(self.memories.search().where(f"({near}) AND {valid}")
+                                                           .limit(limit).to_arrow()))
+        hits = [Hit(memory_from_row(r), 0.0, None, None, similarity=s) for r, s in zip(rows, cosines(vectors, vector))]
         return sorted(hits, key=lambda h: (h.memory.start_ts, h.memory.memory_id))
 
     def _pool(self):

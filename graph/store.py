@@ -8,9 +8,8 @@ superseded), edges, entities, and last the clip row. The clip row is the commit 
 ``has_clip`` is true only once everything of the clip is stored, and reads return only memories
 whose clip row exists, so the memories of a commit in progress are never answered with (the
 earlier rows it updates are seen as written). A journal (``graph/commit.py``) lets the next writer
-undo a commit that died part-way. LanceDB commits each
-table write as a new version, so readers in other processes see either the old or the new rows of
-a table, never half a write.
+undo a commit that died part-way. LanceDB commits each table write as a new version, so readers in
+other processes see either the old or the new rows of a table, never half a write.
 """
 
 from __future__ import annotations
@@ -174,10 +173,17 @@ class Store(HybridSearch):
             self._known_clips.update(r["clip_id"] for r in rows)
         return ids & self._known_clips
 
-    def only_committed(self, rows: list, clip_id: Callable = lambda r: r["clip_id"]) -> list:
-        """``rows`` (memory rows or records) of committed clips only, in their order."""
-        keep = self.committed(clip_id(r) for r in rows)
-        return [r for r in rows if clip_id(r) in keep]
+    def only_committed(self, rows: list[dict]) -> list[dict]:
+        """Memory ``rows`` of committed clips only, in their order."""
+        keep = self.committed(r["clip_id"] for r in rows)
+        return [r for r in rows if r["clip_id"] in keep]
+
+    def committed_table(self, table: pa.Table) -> pa.Table:
+        """The rows of a memory ``table`` (an Arrow result) of committed clips only."""
+        if not table.num_rows:
+            return table
+        keep = self.committed(table.column("clip_id").to_pylist())
+        return table.filter(pc.is_in(table.column("clip_id"), value_set=pa.array(sorted(keep), pa.string())))
 
     def has_clip(self, clip_id: str) -> bool:
         return self.clips.count_rows(f"clip_id = {sql.quote(clip_id)}") > 0

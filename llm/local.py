@@ -89,8 +89,7 @@ class LocalServer:
         p.n_parallel = 1
         p.verbosity = 0  # llama.cpp's request log would print every prompt (memories) to stderr
         p.n_ctx = ctx
-        p.cpuparams.n_threads = threads or default_threads()
-        p.cpuparams_batch.n_threads = threads or default_threads()
+        p.cpuparams.n_threads = p.cpuparams_batch.n_threads = threads or default_threads()
         # llama.cpp's server installs its own SIGINT/SIGTERM handlers: Python's stay in charge
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         self._server = xllamacpp.Server(p)

@@ -196,22 +196,16 @@ def llm_bench(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
 
     from bench import llm_loop
     from bench.judge import Judge
-    from control.agent import LLMAgent
-    from control.answer import OfflineAnswerer
-    from control.planner import OfflinePlanner
-    from control.tools import MemoryTools
     from graph.store import Store
     from mnemo.bench_qa import llm_endpoint
-    from mnemo.wiring import match_policies, text_embedder
+    from mnemo.wiring import build_answerers, match_policies, text_embedder
 
     with ExitStack() as stack:
         client, judge_client = llm_endpoint(cfg, stack, progress)
         embedder = text_embedder(cfg.graph)
 
         def answerers(store):
-            planner = OfflinePlanner(MemoryTools(store), k=cfg.control.top_k, rounds=cfg.control.planner_rounds,
-                                     expand=cfg.control.expand)
-            return OfflineAnswerer(store, planner), LLMAgent(planner, client, cfg.control.max_rounds), client
+            return *build_answerers(cfg.control, store, client), client
 
         figures = llm_loop.run(args.data, lambda sid: Store(tmp / sid, embedder), match_policies(cfg.memorize, "dlib"),
                                answerers, Judge(judge_client), args.limit, progress)

@@ -34,12 +34,16 @@ def build_judge(cfg, progress):
     from bench.judge import PAPER_MODEL, Judge
     from mnemo.wiring import chat_client
 
-    llm = cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model})
-    judge = Judge(chat_client(llm))
+    judge = Judge(chat_client(judge_llm(cfg)))
     if not judge.is_paper_model:
         progress(f"warning: the judge is {judge.model!r}, not the paper's {PAPER_MODEL}; accuracy is not "
                  "comparable with the published figures")
     return judge
+
+
+def judge_llm(cfg):
+    """The [llm] endpoint with the judge's model (``judge_model``, else the model)."""
+    return cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model})
 
 
 def llm_endpoint(cfg, stack, progress):
@@ -50,7 +54,7 @@ def llm_endpoint(cfg, stack, progress):
     from mnemo.wiring import chat_client
 
     if cfg.llm.base_url:
-        return chat_client(cfg.llm), chat_client(cfg.llm.model_copy(update={"model": cfg.llm.judge_model or cfg.llm.model}))
+        return chat_client(cfg.llm), chat_client(judge_llm(cfg))
     from llm.local import LocalServer
 
     server = stack.enter_context(LocalServer())
@@ -66,10 +70,7 @@ def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:
     from bench import llm_loop, m3
     from bench.judge import Judge
     from bench.mini_sets import build_m3_mini
-    from control.agent import LLMAgent
-    from control.answer import OfflineAnswerer
-    from control.planner import OfflinePlanner
-    from control.tools import MemoryTools
+    from mnemo.wiring import build_answerers
 
     if not args.mini:
         raise ValueError("--llm runs on the mini set: bench m3 --mini --llm")
@@ -83,11 +84,10 @@ def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:
 
         def answerer(path: str):
             def build(store):
-                planner = OfflinePlanner(MemoryTools(store), k=cfg.control.top_k, rounds=cfg.control.planner_rounds,
-                                         expand=cfg.control.expand)
+                offline, agent = build_answerers(cfg.control, store, client)
                 if path == "offline":
-                    return OfflineAnswerer(store, planner)
-                checks.append(llm_loop.Checked(LLMAgent(planner, client, cfg.control.max_rounds)))
+                    return offline
+                checks.append(llm_loop.Checked(agent))
                 return checks[-1]
             return build
 

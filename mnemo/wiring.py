@@ -115,17 +115,22 @@ def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:
     return LLMWriter(chat_client(llm), images=llm.vision) if cfg.writer == "llm" else None
 
 
-def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
-    """The configured question answerer: the offline planner, or the LLM loop searching through it."""
+def build_answerers(cfg: ControlConfig, store: Store, client: ChatClient | None = None):
+    """(the offline answerer, the LLM loop on ``client`` searching through the same planner, or
+    None without a client)."""
     from control.agent import LLMAgent
     from control.answer import OfflineAnswerer
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
 
     planner = OfflinePlanner(MemoryTools(store), k=cfg.top_k, rounds=cfg.planner_rounds, expand=cfg.expand)
-    if cfg.agent == "llm":
-        return LLMAgent(planner, chat_client(llm), max_rounds=cfg.max_rounds)
-    return OfflineAnswerer(store, planner)
+    return OfflineAnswerer(store, planner), (LLMAgent(planner, client, max_rounds=cfg.max_rounds) if client else None)
+
+
+def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
+    """The configured question answerer: the offline planner, or the LLM loop searching through it."""
+    offline, agent = build_answerers(cfg, store, chat_client(llm) if cfg.agent == "llm" else None)
+    return agent or offline
 
 
 def build_redactor(cfg: MemorizeConfig):

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from embeddings.base import build_text_embedder
@@ -46,6 +47,8 @@ WRITER = textwrap.dedent("""
                      Edge("mentions", memories[1].memory_id, "voice_1", 1.0, clip)]
             store.commit_clip(ClipRow(clip, "/r.mp4", "sha", i, 30.0 * i, 30.0, 1000.0 + 30 * i, 1030.0 + 30 * i, ""),
                               memories, [voice], edges, updated)
+            if i == 2:
+                store.refresh_indexes()  # a full-text index, so readers search text as well as vectors
             time.sleep(pause_s)  # an ingest spends seconds per clip on perception; a bare loop would outrun readers
 """)
 
@@ -110,6 +113,11 @@ def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(tmp_p
     found = {h.memory.clip_id for h in store.search("clip 3 memory about tea", k=50)}
     assert ("clip003" in found) == finished
     assert ("clip003" in {m.clip_id for m in store.in_time_range(1090.0, 1120.0)}) == finished
+    assert ("clip003" in {h.memory.clip_id for h in store.search("clip 3 memory", k=50, vector=np.zeros(
+        store.embedder.dim, np.float32))}) == finished  # the full-text half alone finds it
+    seed = store.get_memories([content_id("clip002", 4)])
+    near = store.neighbour_hits(seed, store.embedder.embed(["tea"])[0], window_s=60.0)
+    assert ("clip003" in {h.memory.clip_id for h in near}) == finished
     assert (tmp_path / "s" / ".commit").exists()
     with store.writing("test"):  # the next writer undoes (or, after the clip row, keeps) the commit
         pass

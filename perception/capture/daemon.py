@@ -29,7 +29,6 @@ from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
 log = logging.getLogger(__name__)
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-DISK_FULL_WHY = "the disk of"
 RESUME_FREE_B = 8 << 20  # after a full disk, capture resumes once this much is free (a few frames)
 MAX_PAUSE_S = 366 * 86400.0  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
@@ -86,6 +85,7 @@ class Capturer:
         self.last_input = 0.0
         self.last_heartbeat = 0.0
         self.error = ""
+        self.disk_full = False  # the last write failed for want of space: wait for RESUME_FREE_B
 
     # control (called from the socket thread)
     def handle(self, req: dict) -> dict:
@@ -181,7 +181,7 @@ class Capturer:
         saver_on, idle = self.x.saver()
         if saver_on:
             return self._pause("the screen saver is on", 1.0)
-        if self.state == "paused" and self.why.startswith(DISK_FULL_WHY) and self.store.free_bytes() < RESUME_FREE_B:
+        if self.disk_full and self.store.free_bytes() < RESUME_FREE_B:
             return self._pause(self.why, 10.0, warn=True)  # still full: no write to fail, no log line
         if self.store.low_on_disk():
             return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}; "
@@ -217,8 +217,10 @@ class Capturer:
             if e.errno not in DISK_FULL:
                 raise
             # nothing half-written stays (storage.write); look again in 10 s, as when space runs low
-            return self._pause(f"{DISK_FULL_WHY} {self.store.root} is full ({e.strerror}); capture resumes when "
+            self.disk_full = True
+            return self._pause(f"the disk of {self.store.root} is full ({e.strerror}); capture resumes when "
                                "space is freed", 10.0, warn=True)
+        self.disk_full = False
         if self.store.max_age_days and self.counters.ticks % 300 == 1:
             self.store.expire()
         return self.cfg.idle_interval_s if idle >= self.cfg.idle_after_s else self.cfg.interval_s
