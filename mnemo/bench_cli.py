@@ -27,7 +27,9 @@ def add_parser(sub) -> None:
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000,
                        help="store, serve: how many synthetic memories (serve: 0 for the demo store alone)")
-    bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one); m3, "
+    bench.add_argument("--store", help="store: directory for the bench store (default: a temporary one); "
+                       "locomo --spoken: a new folder to keep the spoken store in (spoken/), to look at with "
+                       "`mnemo people --store DIR/spoken`; m3, "
                        "screenshotvqa, serve: folder of the stores, kept between runs "
                        "(default: ~/.cache/mnemo/bench-stores/NAME)")
     bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format; "
@@ -97,7 +99,11 @@ def cmd_bench(args, cfg) -> int:
             if args.baselines:
                 raise ValueError("--baselines scores the text bench; run `bench locomo --baselines` without --spoken")
             with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-spoken-") as tmp:
-                figures = locomo_spoken.run(spoken_wiring(cfg), args.data, Path(tmp), args.sessions,
+                workdir = Path(args.store) if args.store else Path(tmp)
+                if (workdir / "spoken").exists():
+                    raise ValueError(f"{workdir / 'spoken'} exists: bench locomo --spoken --store needs a new folder "
+                                     "(a store from an earlier run would mix with this one)")
+                figures = locomo_spoken.run(spoken_wiring(cfg), args.data, workdir, args.sessions,
                                             args.conversations, progress=progress)
             print(locomo_spoken.format_report(figures))
             figures = locomo_spoken.summary(figures)
