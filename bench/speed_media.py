@@ -100,8 +100,9 @@ def _frames() -> Iterator[np.ndarray]:
         yield scenes.frame(scene, in_clip)
 
 
-def encode(dest: Path, frames: Iterator[np.ndarray], seconds: float, audio, recorded_at: str = RECORDED_AT) -> Path:
-    """Write ``frames`` (RGB, WIDTH x HEIGHT at FPS) with ``audio`` (an ffmpeg-python audio stream)
+def encode(dest: Path, frames: Iterator[np.ndarray], seconds: float, audio, recorded_at: str = RECORDED_AT,
+           fps: int = FPS) -> Path:
+    """Write ``frames`` (RGB, WIDTH x HEIGHT at ``fps``) with ``audio`` (an ffmpeg-python audio stream)
     as H.264 + AAC, atomically (a part file renamed when complete)."""
     import ffmpeg
 
@@ -109,7 +110,7 @@ def encode(dest: Path, frames: Iterator[np.ndarray], seconds: float, audio, reco
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(".part.mp4")
-    video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS)
+    video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=fps)
     proc = (
         ffmpeg.output(video, audio, str(part), t=seconds, vcodec="libx264", preset="veryfast", pix_fmt="yuv420p",
                       acodec="aac", ar=16000, movflags="+faststart", **{"metadata": f"creation_time={recorded_at}"})

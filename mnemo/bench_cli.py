@@ -15,12 +15,13 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "capture", "m3", "screenshotvqa",
-                                        "serve"],
+    bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "day", "capture", "m3",
+                                        "screenshotvqa", "serve"],
                        help="perception: ASR, speakers, faces, OCR on real media; ocr: screen text "
                             "with its word boundaries on terminal, page and dialog screens rendered under Xvfb; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
-                            "5-minute recording, sequential and on Ray, against ASR alone; capture: the screenshot daemon on "
+                            "5-minute recording, sequential and on Ray, against ASR alone; day: the cost of an hour of an ordinary day "
+                            "(a quarter speech), with and without the gates that skip empty content; capture: the screenshot daemon on "
                             "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
                             "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout; serve: /ask and /search "
                             "latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one")
@@ -34,6 +35,7 @@ def add_parser(sub) -> None:
                        "(default: ~/.cache/mnemo/bench-stores/NAME)")
     bench.add_argument("--data", help="locomo: a LoCoMo file in the upstream locomo10.json format; "
                        "screenshotvqa: a folder with qa_pairs.json and one folder of screenshots per user")
+    bench.add_argument("--blocks", type=int, help="day: six-minute blocks of the day recording (default 10: an hour)")
     bench.add_argument("--workers", type=int, help="speed: Ray perception workers (default: one per CPU)")
     bench.add_argument("--annotations", help="m3: robot.json or web.json from the M3-Agent release")
     bench.add_argument("--videos", help="m3: folder holding the videos (as the annotations' video_path, or by file name)")
@@ -144,6 +146,19 @@ def cmd_bench(args, cfg) -> int:
             figures = bench_speed.run(cfg, Path(tmp), args.workers, progress=progress)
         print(speed.format_report(figures))
         figures = speed.summary(figures)
+    elif args.name == "day":
+        import tempfile
+
+        from bench import day
+        from bench.day_media import BLOCKS
+        from mnemo import bench_day
+
+        if args.blocks is not None and args.blocks < 1:
+            raise ValueError(f"--blocks must be at least 1 (got {args.blocks})")
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-day-") as tmp:
+            figures = day.complete(bench_day.run(cfg, Path(tmp), args.blocks or BLOCKS, progress=progress))
+        print(day.format_report(figures))
+        figures = day.summary(figures)
     elif args.name == "capture":
         import tempfile
 

@@ -52,14 +52,23 @@ def resolve_model(name: str) -> str:
 
 class FasterWhisperASR:
     def __init__(self, model: str = "tiny.en", device: str = "auto", compute_type: str = "auto",
-                 language: str | None = None, beam_size: int = 5, cpu_threads: int = 0) -> None:
+                 language: str | None = None, beam_size: int = 5, cpu_threads: int = 0,
+                 vad_filter: bool = True) -> None:
         self.model_name = model
         self.device = device
         self.compute_type = compute_type
         self.language = language or ("en" if model.endswith(".en") else None)
         self.beam_size = beam_size
         self.cpu_threads = cpu_threads
+        self.vad_filter = vad_filter  # the speech gate: no decoding where Silero VAD hears no speech
         self._model = None
+
+    def without_vad(self) -> FasterWhisperASR:
+        """The same recognizer (its model shared once loaded) decoding all audio, speech or not."""
+        other = FasterWhisperASR(self.model_name, self.device, self.compute_type, self.language, self.beam_size,
+                                 self.cpu_threads, vad_filter=False)
+        other._model = self._model
+        return other
 
     def _load(self):
         if self._model is None:
@@ -84,7 +93,7 @@ class FasterWhisperASR:
             raise ValueError(f"faster-whisper needs 16 kHz audio, got {sample_rate} Hz")
         segments, info = self._load().transcribe(
             audio.astype(np.float32, copy=False), language=self.language, beam_size=self.beam_size,
-            vad_filter=True, word_timestamps=True, condition_on_previous_text=False,
+            vad_filter=self.vad_filter, word_timestamps=True, condition_on_previous_text=False,
         )
         turns = []
         for i, seg in enumerate(segments):

@@ -1,0 +1,96 @@
+"""``mnemo bench day``: the day's make-up, the noise that stands for a quiet room, the gates the
+ungated run turns off, and the figures (the bench itself runs by hand: minutes)."""
+
+import numpy as np
+import pytest
+
+from bench import day
+from bench.day_media import BLOCK, SAMPLE_RATE, WORDS, room_noise, schedule, speech_share
+
+
+def test_the_day_is_about_a_quarter_speech_in_the_stated_scenes(pyannote_dir):
+    scenes = schedule()
+    assert len(scenes) == 120  # an hour of 30 s clips
+    assert {s: scenes.count(s) for s in BLOCK} == {"call": 40, "desktop": 30, "still": 20, "film": 10, "noise": 20}
+    assert 0.22 <= speech_share() <= 0.28
+
+
+def test_room_noise_is_quiet_and_no_speech_to_voice_activity_detection():
+    from perception.speech.diarize import speech_regions
+
+    noise = room_noise(30.0)
+    rms_db = 20 * np.log10(np.sqrt(np.mean(noise.astype(np.float64) ** 2)))
+    assert -52 <= rms_db <= -47
+    assert speech_regions(noise, SAMPLE_RATE) == []
+    assert np.array_equal(noise, room_noise(30.0))  # seeded: the same recording every build
+
+
+class Counting:
+    """The real face analyzer, counting the frames it is asked to analyse."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+
+    def analyze(self, frame):
+        self.calls += 1
+        return self.inner.analyze(frame)
+
+
+def test_the_ungated_perceivers_analyse_every_frame_and_decode_all_audio(perceivers, sample_wav):
+    from dataclasses import replace
+
+    from mnemo.bench_day import ungated
+    from perception.observe import observe_media
+    from perception.records import Clip, ClipMedia
+    from perception.sources.media import probe
+
+    assert perceivers.asr.vad_filter
+    bare = ungated(perceivers)
+    assert not bare.asr.vad_filter and bare.asr.model_name == perceivers.asr.model_name
+    assert (bare.duplicate_max_diff, bare.ocr_every_s, bare.ocr_min_text_fraction) == (0.0, 0.0, 0.0)
+
+    frame = np.full((240, 320, 3), 90, dtype=np.uint8)
+    clip = Clip("c0", probe(sample_wav), 0, 0.0, 4.0)
+    media = ClipMedia(None, SAMPLE_RATE, (frame,) * 4, (0.0, 1.0, 2.0, 3.0))
+    for p, analysed in ((perceivers, 1), (bare, 4)):
+        counting = Counting(p.faces)
+        obs = observe_media(clip, media, replace(p, faces=counting))
+        assert counting.calls == analysed
+        assert len(obs.frames) == analysed
+
+    silence = np.zeros(5 * SAMPLE_RATE, dtype=np.float32)
+    silence[::400] = 1e-4  # not digital zero: the decoder gets something to hear
+    assert perceivers.asr.transcribe(silence, SAMPLE_RATE)[0] == []  # the gate: nothing decoded
+
+
+def _obs(transcript: str = "", screen: str = "", faces_at: tuple[float, ...] = ()):
+    from perception.records import ClipObservations, FaceObservation, FrameObservation, SpeechTurn, TextLine
+
+    speech = (SpeechTurn("t", transcript, 0.0, 1.0, "en"),) if transcript else ()
+    frames = (FrameObservation(0.0, text_lines=(TextLine(screen, (0, 0, 10, 10), 0.9),)),) if screen else ()
+    faces = tuple(FaceObservation(f"f{t}", t, (0, 0, 10, 10), 0.9, np.zeros(4, np.float32)) for t in faces_at)
+    return ClipObservations(None, speech, faces, frames=frames)
+
+
+def test_gate_losses_compare_the_same_clips_with_and_without_gates(pyannote_dir):
+    from bench.fixtures import read_stm
+
+    reference = " ".join(text for *_, text in read_stm(pyannote_dir / "sample.stm"))
+    scenes = ["call", "desktop", "noise", "still"]
+    gated = [_obs(reference, faces_at=(0.0, 1.0)), _obs(screen=f"{WORDS[0]} {WORDS[1]}"), _obs(), _obs(faces_at=(0.0,))]
+    ungated = [_obs(reference, faces_at=(0.0, 1.0, 1.0)), _obs(screen=f"{WORDS[0]} {WORDS[1]} {WORDS[2]}"),
+               _obs("thank you"), _obs(faces_at=(0.0, 2.0))]
+    losses = day.gate_losses(scenes, gated, ungated)
+    assert losses == {"calls_wer": (0.0, 0.0), "words_without_speech": (0, 2), "frames_with_faces": (3, 4),
+                      "typed_words_read": (2, 3)}
+
+
+def test_the_ungated_cost_adds_each_blocks_extra_seconds():
+    f = {"recording_s": 3600.0, "ingest_s": 300.0, "blocks": 10, "block_gated_s": 30.0, "block_ungated_s": 90.0,
+         "stage_s": {"speech_s": 100.0, "faces_s": 20.0}, "block_gated_stage_s": {"speech_s": 10.0, "faces_s": 2.0},
+         "block_ungated_stage_s": {"speech_s": 50.0, "faces_s": 12.0, "ocr_s": 3.0}}
+    day.complete(f)
+    assert f["x_realtime"] == pytest.approx(12.0)
+    assert f["ungated_ingest_s"] == pytest.approx(900.0)
+    assert f["ungated_x_realtime"] == pytest.approx(4.0)
+    assert f["ungated_stage_s"] == pytest.approx({"speech_s": 500.0, "faces_s": 120.0, "ocr_s": 30.0})
