@@ -6,8 +6,8 @@ is ten blocks of six minutes, each twelve 30 s clips in this order (``BLOCK``):
 - ``call`` x4 (a quarter of the time is speech): pyannote's ``sample.wav`` (Diane and Sheila on a call) with
   the speaker's face on screen while she talks, as in the demo;
 - ``desktop`` x3: an application screenshot from opencv-doc (``qtgui.png``, or
-  ``eclipse_cdt_cfg7.png`` in odd blocks) in silence, a word typed into a note line on it every
-  ``TYPE_EVERY_S`` seconds (occasional typing);
+  ``eclipse_cdt_cfg7.png`` in odd blocks) in silence, one word typed into a note line on it
+  ``TYPE_AT_S`` seconds into each (occasional typing: the rest of the clip, nothing moves);
 - ``still`` x2: Diane and Sheila sitting side by side, silent (the demo's closing picture);
 - ``noise`` x2: the empty room with room noise (brown noise at about -50 dBFS and a mains hum,
   seeded: the one sound here made by us, since no package carries a room's noise);
@@ -33,16 +33,26 @@ BLOCK = ("call", "desktop", "desktop", "still", "call", "film", "noise", "call",
 BLOCKS = 10
 FPS = 5
 SAMPLE_RATE = 16000
-TYPE_EVERY_S = 20.0
+TYPE_AT_S = 20.0  # into each desktop clip: one word typed
 RECORDED_AT = "2026-11-23T08:00:00Z"
-WORDS = ("meeting", "notes", "budget", "review", "thursday", "invoice", "draft", "follow", "up", "with", "sheila",
-         "about", "the", "quarterly", "report", "call", "diane", "back", "tomorrow", "morning")
-VERSION = 1  # bump when the recording changes: the cached file is named by it
+# typed in turn, one per desktop clip; none of them is on the screenshots themselves
+WORDS = ("meeting", "budget", "review", "thursday", "invoice", "draft", "sheila", "quarterly", "diane", "tomorrow",
+         "agenda", "deadline", "printer", "lunch", "dentist", "parcel", "birthday", "garden", "ticket", "holiday")
+VERSION = 2  # bump when the recording changes: the cached file is named by it
 
 
 def schedule(blocks: int = BLOCKS) -> list[str]:
     """The scene of each 30 s clip, in order."""
     return [BLOCK[i % len(BLOCK)] for i in range(blocks * len(BLOCK))]
+
+
+def typed_words(scenes: list[str]) -> list[str | None]:
+    """The word typed in each clip (desktop clips; None for the others)."""
+    out, k = [], 0
+    for scene in scenes:
+        out.append(WORDS[k % len(WORDS)] if scene == "desktop" else None)
+        k += scene == "desktop"
+    return out
 
 
 def speech_s_per_call() -> float:
@@ -83,7 +93,7 @@ def soundtrack(scenes: list[str]) -> np.ndarray:
 
 
 class _Desktop:
-    """A screenshot with a note line at its foot, a word typed into it every ``TYPE_EVERY_S``."""
+    """A screenshot with a note line at its foot holding the words typed so far."""
 
     def __init__(self, screens: dict[str, np.ndarray]) -> None:
         self.screens = screens
@@ -116,9 +126,9 @@ def frames(scenes: list[str]) -> Iterator[np.ndarray]:
             if scene in ("call", "film"):
                 yield pictures.frame(scene, t)
             elif scene == "desktop":
-                if i and i % int(TYPE_EVERY_S * FPS) == 0:
-                    typed += 1
-                yield desktop.frame(screen, typed)
+                yield desktop.frame(screen, typed + (t >= TYPE_AT_S))
+            if scene == "desktop":
+                typed += 1
             else:
                 yield still if scene == "still" else room
 

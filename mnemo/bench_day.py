@@ -45,9 +45,11 @@ class RssPeak:
 
 def ungated(p):
     """The same perceivers with every gate off: ASR decodes all audio (no VAD), every frame is
-    distinct (faces, tags and text on each), text is looked for on every frame whatever it holds."""
+    distinct (faces, tags and text on each), text is looked for and read on every frame whatever it
+    holds."""
     asr = p.asr.without_vad() if hasattr(p.asr, "without_vad") else p.asr
-    return replace(p, asr=asr, duplicate_max_diff=0.0, ocr_every_s=0.0, ocr_min_text_fraction=0.0)
+    return replace(p, asr=asr, duplicate_max_diff=0.0, ocr_every_s=0.0, ocr_min_text_fraction=0.0,
+                   ocr_small_edit=None)
 
 
 def perceive_block(clips, perceivers) -> tuple[float, dict[str, float], list]:
@@ -100,5 +102,6 @@ def run(cfg: MnemoConfig, workdir: Path, blocks: int = BLOCKS, progress: Callabl
     progress(f"the first block ({len(first)} clips) perceived with the gates, then without …")
     figures["block_gated_s"], figures["block_gated_stage_s"], gated_obs = perceive_block(first, perceivers)
     figures["block_ungated_s"], figures["block_ungated_stage_s"], ungated_obs = perceive_block(first, ungated(perceivers))
-    figures["losses"] = gate_losses(schedule(1), gated_obs, ungated_obs)
+    figures["block_scenes"] = schedule(1)
+    figures["losses"] = gate_losses(figures["block_scenes"], gated_obs, ungated_obs)
     return figures

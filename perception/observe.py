@@ -49,6 +49,9 @@ class Perceivers:
     ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
     ocr_every_s: float = 5.0  # video: look for text at most this often (screenshots: every frame)
     ocr_last_of_edits: bool = False  # screenshots: read only the last frame of each run of small edits
+    # video: a frame the next distinct one changes in at most this share of its rows (a typed word)
+    # is read in that next one, once (None: each frame read for itself)
+    ocr_small_edit: float | None = 0.25
     caption_max_frames: int = 4
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
     keep_images_px: int = 0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
@@ -71,7 +74,7 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
     if p.ocr is not None and p.ocr_last_of_edits:
         texts = read_screens(frames, times, p.ocr, notes)
     elif p.ocr is not None:
-        texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes)
+        texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes, p.ocr_small_edit)
     timings["ocr_s"] = time.perf_counter() - t0
     images = [jpeg_bytes(f, p.keep_images_px) if p.keep_images_px else b"" for f in frames]
     return [FrameObservation(t, tags, emb, text, image)

@@ -13,14 +13,18 @@ log = logging.getLogger(__name__)
 
 
 def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader, every_s: float,
-                min_text_fraction: float, notes: list[str]) -> list[tuple[TextLine, ...]]:
+                min_text_fraction: float, notes: list[str], small_edit: float | None = 0.25
+                ) -> list[tuple[TextLine, ...]]:
     """Text lines per frame: frames less than ``every_s`` after the last one looked at, and frames
-    whose detected text covers less than ``min_text_fraction`` (0: no gate), get none. A frame OCR
-    fails on gets none and a note."""
+    whose detected text covers less than ``min_text_fraction`` (0: no gate), get none. A frame the
+    next one edits only a little (``superseded``: a word typed on a still screen) gets none either:
+    its text is read once, in the next frame, as screenshots are (``read_screens``; None: every
+    frame stands alone). A frame OCR fails on gets none and a note."""
     texts: list[tuple[TextLine, ...]] = [()] * len(frames)
     last_t = -float("inf")
     for i, frame in enumerate(frames):
-        if times_s[i] - last_t < every_s:
+        if times_s[i] - last_t < every_s or (small_edit is not None and i + 1 < len(frames)
+                                             and superseded(frame, frames[i + 1], small_edit)):
             continue
         last_t = times_s[i]
         try:
@@ -48,6 +52,12 @@ def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = 24, margin_px: in
     return max(0, int(rows[0]) - margin_px), min(a.shape[0], int(rows[-1]) + 1 + margin_px)
 
 
+def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
+    """Whether ``nxt`` changes ``frame`` in at most ``small_edit`` of its rows (or not at all)."""
+    band = changed_rows(frame, nxt)
+    return band is None or band[1] - band[0] <= small_edit * frame.shape[0]
+
+
 def read_screens(frames: list[np.ndarray], times_s: list[float], ocr: TextReader, notes: list[str],
                  small_edit: float = 0.25) -> list[tuple[TextLine, ...]]:
     """Text lines of consecutive screenshots of one screen, reading only the last frame of each run
@@ -58,12 +68,9 @@ def read_screens(frames: list[np.ndarray], times_s: list[float], ocr: TextReader
     2 s on 2 cores, and reading only the changed band costs more (RapidOCR upscales a strip)."""
     texts: list[tuple[TextLine, ...]] = []
     for i, frame in enumerate(frames):
-        nxt = frames[i + 1] if i + 1 < len(frames) else None
-        if nxt is not None:
-            band = changed_rows(frame, nxt)
-            if band is None or band[1] - band[0] <= small_edit * frame.shape[0]:
-                texts.append(())
-                continue
+        if i + 1 < len(frames) and superseded(frame, frames[i + 1], small_edit):
+            texts.append(())
+            continue
         try:
             texts.append(_read(ocr, frame, ocr.detect(frame), times_s[i], notes))
         except (RuntimeError, ValueError) as e:

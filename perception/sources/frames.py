@@ -90,22 +90,36 @@ def limit_size(frame: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:
     return cv2.resize(frame, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA), scale
 
 
-def _thumbnail(frame: np.ndarray) -> np.ndarray:
+def _thumbnails(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 32x32 grey thumbnail (how much of the picture changed) and a grey copy at most
+    ``SHARP_SIDE`` px long (where something changed sharply: a typed word)."""
     import cv2
 
     gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
-    return cv2.resize(gray, (32, 32), interpolation=cv2.INTER_AREA).astype(np.float32)
+    small = limit_size(gray, SHARP_SIDE)[0]
+    return cv2.resize(gray, (32, 32), interpolation=cv2.INTER_AREA).astype(np.float32), small
 
 
-def distinct_frames(frames: list[np.ndarray], max_mean_diff: float = 3.0) -> list[int]:
+SHARP_SIDE = 640
+SHARP_DIFF = 48  # grey levels: a glyph's edge, not a video codec's noise on a still picture
+SHARP_MIN_PX = 40  # at SHARP_SIDE: a short word in a 1280x720 frame changes a few hundred
+
+
+def distinct_frames(frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX) -> list[int]:
     """Indices of frames to keep: a frame is skipped when its 32x32 grayscale thumbnail differs
     from the last kept one by at most ``max_mean_diff`` grey levels on average (a static shot or a
-    screen that did not change). 0 keeps every frame."""
+    screen that did not change), unless at least ``sharp_min_px`` pixels of it changed sharply
+    (a word typed on a still screen moves the average by a fraction of a level: that frame was
+    skipped, and the word never read). 0 keeps every frame."""
+    import cv2
+
     kept: list[int] = []
     last = None
     for i, frame in enumerate(frames):
-        thumb = _thumbnail(frame)
-        if last is None or max_mean_diff <= 0 or float(np.abs(thumb - last).mean()) > max_mean_diff:
+        thumb, small = _thumbnails(frame)
+        if (last is None or max_mean_diff <= 0 or float(np.abs(thumb - last[0]).mean()) > max_mean_diff
+                or small.shape != last[1].shape
+                or int(np.count_nonzero(cv2.absdiff(small, last[1]) > SHARP_DIFF)) >= sharp_min_px):
             kept.append(i)
-            last = thumb
+            last = thumb, small
     return kept
