@@ -163,6 +163,27 @@ def voice_of(memory) -> str | None:
     return next((e for e in memory.entity_ids if e.startswith("voice_")), None)
 
 
+def names_heard(speakers: Sequence[str], sessions: Sequence[SpokenSession], speech) -> dict[str, tuple[int, int]]:
+    """Per real speaker: (turns whose text says their name, of those the turns where a speech
+    memory overlapping the turn in time holds the name as written). Naming can only be as good as
+    the ASR's spelling of the names: a name never heard as written cannot be given."""
+    import re
+
+    out = {}
+    for name in speakers:
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        said = heard = 0
+        for s in sessions:
+            for t in s.turns:
+                if pattern.search(t.text):
+                    said += 1
+                    a, b = s.started_ts + t.start_s, s.started_ts + t.end_s
+                    heard += any(m.source_path == str(s.path) and m.start_ts < b and m.end_ts > a
+                                 and pattern.search(m.text) for _, m in speech)
+        out[name] = (said, heard)
+    return out
+
+
 def naming(speakers: Sequence[str], voice_overlap: dict[tuple[str, str], float], people) -> dict[str, dict]:
     """Per real speaker: the voice entity heard most in their speech time, the person holding it,
     that person's name and a verdict: ``named`` (the real name, case aside), ``wrong`` (another
@@ -196,6 +217,8 @@ def speaker_figures(conv: Conversation, sessions: Sequence[SpokenSession], store
                          [(owner.get(v, v) if v else None, m.start_ts, m.end_ts) for v, m in speech])
     voices = sorted({v for v, _ in speech if v}, key=lambda v: int(v.rsplit("_", 1)[-1]))
     named = naming(conv.speakers, overlap_by_label(reference, [(v, m.start_ts, m.end_ts) for v, m in speech]), people)
+    for speaker, (said, heard) in names_heard(conv.speakers, sessions, speech).items():
+        named[speaker] |= {"name_said": said, "name_heard": heard}
     return {"overlap_s": result.overlap_s, "speech_coverage": result.coverage, "speech_s": result.total_s,
             "heard_s": result.heard_s, "voice_entities_total": len(voices), "voice_entity_ids": voices,
             "speakers_total": len(conv.speakers), "speakers": named,
@@ -359,6 +382,8 @@ def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = N
             "speakers_total": speakers,
             **{f"speakers_{v}": sum(r[f"speakers_{v}"] for r in per_conv) for v in ("named", "wrong", "unnamed")},
             "voice_entities_total": sum(r["voice_entities_total"] for r in per_conv),
+            "names_said": sum(n["name_said"] for r in per_conv for n in r["speakers"].values()),
+            "names_heard": sum(n["name_heard"] for r in per_conv for n in r["speakers"].values()),
             "asr_wer": round(sum(r["asr_edits"] for r in per_conv) / max(1, sum(r["asr_words"] for r in per_conv)), 4),
             "people": len(people)}
 
@@ -381,6 +406,7 @@ def summary(f: dict) -> dict:
             "voice_entities": round(f["voice_entities_total"] / speakers, 3) if speakers else None,
             "voice_entities_total": f["voice_entities_total"], "attribution": f["attribution"],
             "speech_coverage": f["speech_coverage"], "asr_wer": f["asr_wer"],
+            "names_heard_share": round(f["names_heard"] / f["names_said"], 4) if f["names_said"] else None,
             "ms_per_query": f["ms_per_query"], "text_ms_per_query": f["text_ms_per_query"],
             "ingest_x_realtime": f["ingest_x_realtime"], "ingest_s": f["ingest_s"], "audio_s": f["audio_s"],
             "clips": f["clips"], "memories": f["memories"], "people": f["people"]}
@@ -391,6 +417,7 @@ def summary(f: dict) -> dict:
         "speech_coverage": round(r["speech_coverage"], 4),
         "voice_entities_total": r["voice_entities_total"], "speakers_total": r["speakers_total"],
         "speakers_named": r["speakers_named"], "speakers_wrong": r["speakers_wrong"], "asr_wer": r["asr_wer"],
+        "speakers": r["speakers"],
         "ms_per_query": r["ms_per_query"]} for r in f["conversations"]}
     return out
 
@@ -431,6 +458,8 @@ def format_report(f: dict) -> str:
                   "  voice heard most -> its person (name, verdict): " + "; ".join(
                       f"{s}: {n['voice'] or 'no voice'} -> {n['person'] or 'nobody'} ({n['name'] or 'unnamed'}, "
                       f"{n['verdict']})" for s, n in r["speakers"].items()),
+                  "  name said in / heard as written in (ASR): " + "; ".join(
+                      f"{s}: {n['name_said']} / {n['name_heard']} turns" for s, n in r["speakers"].items()),
                   "  attributed to (one mapping for the whole store): " + "; ".join(
                       f"{s}: {r['mapping'].get(s) or 'nobody'}" for s in r["speakers"]),
                   f"{r['ms_per_query']:.1f} ms per question (text path {r['text_ms_per_query']:.1f} ms)", ""]

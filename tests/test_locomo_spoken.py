@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.datasets.locomo import Conversation, Question, Session, Turn
-from bench.locomo_spoken import (attribution, naming, ranked_turns_by_time, recall_table, select, turns_of_memory,
+from bench.locomo_spoken import (attribution, names_heard, naming, ranked_turns_by_time, recall_table, select, turns_of_memory,
                                  _scores)
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -111,6 +111,25 @@ def test_naming_takes_the_person_of_the_voice_heard_most_and_judges_the_name():
     assert named["Bo"]["verdict"] == "wrong" and named["Bo"]["person"] == "character_2"
     assert named["Cy"]["verdict"] == "unnamed" and named["Dee"] == {"voice": None, "person": None, "name": "",
                                                                     "verdict": "unnamed"}
+
+
+def test_a_name_counts_as_heard_where_a_speech_memory_over_the_turn_writes_it_so():
+    from bench.speech_synth import SpokenSession, TurnSpan
+    from graph.rows import Memory
+
+    wav = Path("/rec/s1.wav")
+    session = SpokenSession("c1", 1, wav, 1000.0, 60.0, (
+        TurnSpan("D1:1", "Ann", "Hey Melanie, how are you?", 0.3, 3.0),
+        TurnSpan("D1:2", "Mel", "Great, Ann! You?", 3.7, 6.0),
+        TurnSpan("D1:3", "Ann", "Thanks, Melanie.", 6.7, 8.0),
+        TurnSpan("D1:4", "Mel", "Nothing about names.", 8.7, 10.0)))
+
+    def said(text, a, b, path=str(wav)):
+        return "voice_1", Memory(text, "episodic", f'<voice_1> said: "{text}"', "k", path, 1000 + a, 1000 + b)
+
+    speech = [said("Hey Melanie, how are you?", 0.2, 3.1), said("Great, and you?", 3.6, 6.1),
+              said("Thanks, Melody.", 6.6, 8.1), said("Melanie", 8.7, 10.0, path="/rec/other.wav")]
+    assert names_heard(["Melanie", "Ann"], [session], speech) == {"Melanie": (2, 1), "Ann": (1, 0)}
 
 
 def _conversation() -> Conversation:
