@@ -109,6 +109,8 @@ def cmd_ingest(args, cfg) -> int:
           f"{report.memories_new} new memories; "
           f"store {store.uri} holds {counts['clips']} clips, {counts['memories']} memories, "
           f"{counts['entities']} entities")
+    for worker, clips in report.clips_by_worker.items():
+        print(f"{worker}: {clips} clip(s) perceived, peak {report.peak_rss_mb.get(worker, 0.0):.0f} MB")
     if report.redacted:
         print("kept out of memory (memorize.redact): " + ", ".join(f"{n} {k}(s)" for k, n in sorted(report.redacted.items())))
     for path, reason in report.files_failed:
@@ -117,7 +119,10 @@ def cmd_ingest(args, cfg) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.process import limit_malloc_arenas
+
     umask = os.umask(0o077)  # what mnemo writes (stores, capture, caches of it) is the user's alone
+    limit_malloc_arenas()  # before the models start their threads
     try:
         return _main(argv)
     finally:

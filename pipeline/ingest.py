@@ -54,6 +54,7 @@ class IngestReport:
     embed_s: float = 0.0
     writer_wait_s: float = 0.0
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # process -> its peak resident memory
+    clips_by_worker: dict[str, int] = field(default_factory=dict)  # --ray: perception worker -> clips it perceived
     redacted: dict[str, int] = field(default_factory=dict)  # kind -> spans replaced before storing (memorize.redact)
 
     @property

@@ -29,6 +29,7 @@ from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers
 from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
+from pipeline.process import limit_malloc_arenas
 from ray_jobs.order import in_order
 
 # the caller's recipe for the perceivers (picklable: it travels to every actor), called with the
@@ -60,6 +61,7 @@ class Perceive:
 
     def __init__(self, build: BuildPerceivers, threads: int, attempts=None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        limit_malloc_arenas()
         self.perceivers = build(threads)  # threads matched to this actor's CPUs: workers do not oversubscribe
         self.attempts = attempts
 
@@ -81,7 +83,9 @@ class Perceive:
             results.append(pickle.dumps(result))  # a MediaError too: a broken clip is a row, not a gap
             seconds.append(took)
         n = len(seqs)
-        return {"seq": seqs, "result": results, "seconds": seconds, "worker": [f"{os.uname().nodename}:{os.getpid()}"] * n,
+        # the node's id, not its host name: two nodes of one machine (or of one container image) share a name
+        worker = f"{os.uname().nodename} node {ray.get_runtime_context().get_node_id()[:8]} pid {os.getpid()}"
+        return {"seq": seqs, "result": results, "seconds": seconds, "worker": [worker] * n,
                 "rss_mb": [peak_rss_mb()] * n}
 
 
@@ -166,4 +170,5 @@ def _results(jobs: list, rows, report: IngestReport):
     for r in in_order((int(r["seq"]), r) for r in rows.iter_rows()):
         worker = f"perception worker {r['worker']}"
         report.peak_rss_mb[worker] = max(report.peak_rss_mb.get(worker, 0.0), float(r["rss_mb"]))
+        report.clips_by_worker[worker] = report.clips_by_worker.get(worker, 0) + 1
         yield jobs[r["seq"]], pickle.loads(r["result"]), float(r["seconds"])

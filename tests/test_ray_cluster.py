@@ -1,0 +1,101 @@
+"""``mnemo ingest --ray --address`` against a real two-node Ray cluster: a head and a worker node
+started with ``ray start``, one CPU each, on this machine.
+
+Ray puts a node on the machine's network address unless there is none: on a host with a network
+interface, ``--node-ip-address 127.0.0.1`` is turned into it, and a worker node cannot join with
+Ray's single-machine switch on. So the cluster, the ingest and Ray's own processes run in a network
+namespace of their own that holds nothing but loopback (``ip netns``, as root): every address Ray
+picks is 127.0.0.1, and no packet can leave. Needs root and iproute2; locally it skips without
+them, in CI it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import unavailable
+
+BIN = Path(sys.executable).parent
+
+
+def _netns(name: str, *cmd: str, env: dict | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", name, *cmd], env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture
+def loopback_netns():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        unavailable("the two-node Ray test needs root and iproute2 (ip netns) for a loopback-only network")
+    name = f"mnemo-ray-{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        unavailable(f"cannot make a network namespace: {made.stderr.strip()}")
+    try:
+        up = _netns(name, "ip", "link", "set", "lo", "up")
+        assert up.returncode == 0, up.stderr
+        links = _netns(name, "ip", "-o", "link").stdout.splitlines()
+        assert len(links) == 1 and ": lo:" in links[0]  # loopback only: nothing can leave
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ingest_on_a_two_node_cluster_uses_both_nodes_and_equals_the_sequential_store(
+        loopback_netns, tmp_path, perceivers, policies):
+    from bench.day_media import build_day_recording
+    from embeddings.base import build_text_embedder
+    from graph.compare import differences
+    from graph.store import Store
+    from pipeline.ingest import ingest
+
+    recording = build_day_recording(1)  # twelve 30 s clips: calls, desktop, still scenes, film
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env |= {"HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0", "MNEMO_GRAPH__TEXT_EMBEDDER": "minilm",
+            "MNEMO_PERCEPTION__FACES_BACKEND": "dlib", "RAY_TMPDIR": str(tmp_path / "ray")}
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    ray = str(BIN / "ray")
+    try:
+        head = _netns(loopback_netns, ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                      "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats", env=env)
+        assert head.returncode == 0, head.stdout + head.stderr
+        node = _netns(loopback_netns, ray, "start", f"--address={address}", "--node-ip-address=127.0.0.1",
+                      "--num-cpus=1", "--disable-usage-stats", env=env)
+        assert node.returncode == 0, node.stdout + node.stderr
+        nodes = _netns(loopback_netns, str(BIN / "python"), "-c",
+                       f"import ray; ray.init(address='{address}', log_to_driver=False); "
+                       "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))", env=env)
+        assert nodes.stdout.strip().splitlines()[-1] == "['127.0.0.1', '127.0.0.1']", nodes.stdout + nodes.stderr
+
+        store_dir = tmp_path / "ray-store"
+        run = _netns(loopback_netns, str(BIN / "mnemo"), "ingest", str(recording), "--store", str(store_dir),
+                     "--ray", "--address", address, "--workers", "2", env=env, timeout=900)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    finally:
+        _netns(loopback_netns, ray, "stop", "--force", env=env)
+
+    # each node ran a perception worker, and each perceived clips
+    workers = {m.group(1): int(m.group(2)) for m in
+               re.finditer(r"perception worker \S+ node (\w+) pid \d+: (\d+) clip\(s\) perceived", run.stdout)}
+    assert len(workers) == 2 and all(n > 0 for n in workers.values()) and sum(workers.values()) == 12, run.stdout
+
+    sequential = Store(tmp_path / "sequential", build_text_embedder("minilm"))
+    report = ingest([str(recording)], sequential, perceivers, policies, progress=lambda m: None)
+    assert report.clips_new == 12
+    assert differences(Store(store_dir, build_text_embedder("minilm")), sequential) == []
+
