@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -64,9 +65,10 @@ def test_ingest_on_a_two_node_cluster_uses_both_nodes_and_equals_the_sequential_
     from pipeline.ingest import ingest
 
     recording = build_day_recording(1)  # twelve 30 s clips: calls, desktop, still scenes, film
+    ray_tmp = tempfile.mkdtemp(prefix="mr", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env |= {"HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0", "MNEMO_GRAPH__TEXT_EMBEDDER": "minilm",
-            "MNEMO_PERCEPTION__FACES_BACKEND": "dlib", "RAY_TMPDIR": str(tmp_path / "ray")}
+            "MNEMO_PERCEPTION__FACES_BACKEND": "dlib", "RAY_TMPDIR": ray_tmp}
     port = _free_port()
     address = f"127.0.0.1:{port}"
     ray = str(BIN / "ray")
@@ -88,6 +90,7 @@ def test_ingest_on_a_two_node_cluster_uses_both_nodes_and_equals_the_sequential_
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     finally:
         _netns(loopback_netns, ray, "stop", "--force", env=env)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
     # each node ran a perception worker, and each perceived clips
     workers = {m.group(1): int(m.group(2)) for m in
