@@ -38,7 +38,7 @@ RECORDED_AT = "2026-11-23T08:00:00Z"
 # typed in turn, one per desktop clip; none of them is on the screenshots themselves
 WORDS = ("meeting", "budget", "review", "thursday", "invoice", "draft", "sheila", "quarterly", "diane", "tomorrow",
          "agenda", "deadline", "printer", "lunch", "dentist", "parcel", "birthday", "garden", "ticket", "holiday")
-VERSION = 2  # bump when the recording changes: the cached file is named by it
+VERSION = 3  # bump when the recording changes: the cached file is named by it
 
 
 def schedule(blocks: int = BLOCKS) -> list[str]:
@@ -127,10 +127,9 @@ def frames(scenes: list[str]) -> Iterator[np.ndarray]:
                 yield pictures.frame(scene, t)
             elif scene == "desktop":
                 yield desktop.frame(screen, typed + (t >= TYPE_AT_S))
-            if scene == "desktop":
-                typed += 1
             else:
                 yield still if scene == "still" else room
+        typed += scene == "desktop"
 
 
 def build_day_recording(blocks: int = BLOCKS, dest: Path | None = None) -> Path:

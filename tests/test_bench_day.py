@@ -135,3 +135,19 @@ def test_a_word_typed_on_a_still_screen_is_kept_and_read_once(perceivers, opencv
     texts = read_frames([frames[i] for i in keep], [0.0, 20.0], reader, 5.0, 0.01, [])
     assert reader.reads == 1 and texts[0] == ()
     assert WORDS[1] in " ".join(line.text for line in texts[1]).lower()
+
+
+def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_20_s(opencv_dir, pyannote_dir):
+    from bench.day_media import FPS, TYPE_AT_S, frames
+
+    scenes = ["desktop", "call", "desktop", "still"]
+    shown = list(frames(scenes))
+    per_clip = int(30 * FPS)
+    assert len(shown) == len(scenes) * per_clip  # a frame a tick: the picture keeps time with the sound
+    first, second = shown[:per_clip], shown[2 * per_clip:3 * per_clip]
+    at = int(TYPE_AT_S * FPS)
+    assert all(np.array_equal(f, first[0]) for f in first[:at]) and all(np.array_equal(f, first[at]) for f in first[at:])
+    rows = np.flatnonzero((first[0] != first[at]).any(axis=(1, 2)))
+    assert rows.min() >= first[0].shape[0] - 70  # the word goes into the note line at the foot, nothing else moves
+    assert np.array_equal(second[0], first[at])  # the next desktop clip starts with the words typed so far
+    assert not np.array_equal(shown[per_clip], first[0]) and np.array_equal(shown[-1], shown[3 * per_clip])
