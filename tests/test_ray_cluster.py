@@ -59,6 +59,7 @@ def _free_port() -> int:
 def test_ingest_on_a_two_node_cluster_uses_both_nodes_and_equals_the_sequential_store(
         loopback_netns, tmp_path, perceivers, policies):
     from bench.day_media import build_day_recording
+    from bench.fixtures import cache_dir
     from embeddings.base import build_text_embedder
     from graph.compare import differences
     from graph.store import Store
@@ -67,8 +68,11 @@ def test_ingest_on_a_two_node_cluster_uses_both_nodes_and_equals_the_sequential_
     recording = build_day_recording(1)  # twelve 30 s clips: calls, desktop, still scenes, film
     ray_tmp = tempfile.mkdtemp(prefix="mr", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    # a HOME of its own: a ~/.ray/auth_token left by another Ray on this machine made the head ask
+    # for a token the worker node did not send (the caches stay where they are)
     env |= {"HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0", "MNEMO_GRAPH__TEXT_EMBEDDER": "minilm",
-            "MNEMO_PERCEPTION__FACES_BACKEND": "dlib", "RAY_TMPDIR": ray_tmp}
+            "MNEMO_PERCEPTION__FACES_BACKEND": "dlib", "RAY_TMPDIR": ray_tmp, "HOME": ray_tmp,
+            "MNEMO_CACHE": str(cache_dir())}
     port = _free_port()
     address = f"127.0.0.1:{port}"
     ray = str(BIN / "ray")
