@@ -59,10 +59,9 @@ def render(text: str, names: dict[str, str]) -> str:
 def cite(store: Store, memory: Memory) -> Citation | None:
     """Where a memory can be checked: its clip and its span in the source recording (None while
     the clip is not committed: the clip row is written last)."""
-    clip = store.get_clip(memory.clip_id)
-    if clip is None:
+    offset = store.clip_offset(memory.clip_id)
+    if offset is None:
         return None
-    offset = clip["offset_s"] - clip["start_ts"]
     return Citation(memory.clip_id, memory.source_path, memory.start_ts + offset, memory.end_ts + offset)
 
 

@@ -87,7 +87,10 @@ class Store(HybridSearch):
         self.people_log = self._open("people_log", people_log_schema())  # the user's changes to people
         self.forget_log = self._open("forget_log", forget_log_schema())  # what `mnemo forget` took back
         self._longest_s: float | None = None  # the longest memory's duration, read once, kept up by our writes
-        self._known_clips: set[str] = set()  # clip ids seen committed: reads keep only their memories
+        # clip ids seen committed (reads keep only their memories), each with its offset in its
+        # recording less its start time (what a citation adds to a memory's times)
+        self._known_clips: dict[str, float] = {}
+        self._people: tuple[tuple[int, ...], list[Person]] | None = None  # people() as of these table versions
     def _open(self, name: str, schema: pa.Schema):
         try:
             table = self._db.open_table(name)
@@ -164,14 +167,20 @@ class Store(HybridSearch):
         commit in progress (or one a killed writer left) is never answered with. Clip ids seen
         committed are remembered; only new ones cost a lookup."""
         ids = set(clip_ids)
-        unknown = ids - self._known_clips
+        unknown = ids - self._known_clips.keys()
         if unknown:
-            rows = (self.clips.search().where(sql.in_list("clip_id", sorted(unknown))).select(["clip_id"])
-                    .limit(None).to_list())
+            rows = (self.clips.search().where(sql.in_list("clip_id", sorted(unknown)))
+                    .select(["clip_id", "offset_s", "start_ts"]).limit(None).to_list())
             if len(self._known_clips) > 1_000_000:  # a bound on what a long-lived reader holds
-                self._known_clips = set()
-            self._known_clips.update(r["clip_id"] for r in rows)
-        return ids & self._known_clips
+                self._known_clips = {}
+            self._known_clips.update((r["clip_id"], r["offset_s"] - r["start_ts"]) for r in rows)
+        return {c for c in ids if c in self._known_clips}
+
+    def clip_offset(self, clip_id: str) -> float | None:
+        """What to add to a time in a committed clip to get its offset in the clip's recording (None
+        while the clip is not committed): the span a citation points at."""
+        self.committed([clip_id])
+        return self._known_clips.get(clip_id)
 
     def only_committed(self, rows: list[dict]) -> list[dict]:
         """Memory ``rows`` of committed clips only, in their order."""
@@ -276,11 +285,16 @@ class Store(HybridSearch):
 
     def people(self) -> list[Person]:
         """Everyone in memory, resolved now (``graph.people``): groups of characters, voices and
-        faces, with the user's names, merges and splits applied."""
-        entities = self.load_entities(samples=False)
-        kinds = " OR ".join(f"kind = {sql.quote(k)}" for k in NAME_EVIDENCE)
-        names = [edge_from_row(r) for r in self.edges.search().where(kinds).limit(None).to_list()]
-        return resolve(entities, self.all_edges("same_person"), self.people_ops(), names)
+        faces, with the user's names, merges and splits applied. Read again only when a table it
+        reads from has a new version (a server answers many questions between two changes)."""
+        self.people_log.checkout_latest()  # another process's change counts at once
+        versions = (self.entities.version, self.edges.version, self.people_log.version)
+        if self._people is None or self._people[0] != versions:
+            entities = self.load_entities(samples=False)
+            kinds = " OR ".join(f"kind = {sql.quote(k)}" for k in NAME_EVIDENCE)
+            names = [edge_from_row(r) for r in self.edges.search().where(kinds).limit(None).to_list()]
+            self._people = versions, resolve(entities, self.all_edges("same_person"), self.people_ops(), names)
+        return list(self._people[1])
 
     def append_people_op(self, op: PeopleOp) -> None:
         """Record one change to people (callers hold ``graph.people_ops``' lock, which numbers them)."""
@@ -314,7 +328,7 @@ class Store(HybridSearch):
                 log.error("%s: could not undo the unfinished commit of clip %s: %s", self.uri, clip.clip_id, e)
             raise
         commit.end(self)
-        self._known_clips.add(clip.clip_id)
+        self._known_clips[clip.clip_id] = clip.offset_s - clip.start_ts
 
     def _write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity], edges: list[Edge],
                     updated: list[Memory], vectors: np.ndarray | None) -> None:
@@ -403,7 +417,7 @@ class Store(HybridSearch):
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
         text (``search_text``), scalar indexes on id, recording and start time (from 10,000
-        memories), and the vector index.
+        memories) and on clip id (from 10,000 clips), and the vector index.
 
         Every table is compacted first: each clip write adds a small fragment per table, and reads
         slow down with their number (measured on a LoCoMo conversation, 535 memories in 157
@@ -436,6 +450,9 @@ class Store(HybridSearch):
         for column in ("memory_id", "source_path", "start_ts"):
             if (column,) not in have and n >= 10_000:
                 self.memories.create_index(column, config=BTree(), replace=True)
+        # and on clip ids: each question looks up the clips of the memories it read (committed?)
+        if self.clips.count_rows() >= 10_000 and not any(ix.columns == ["clip_id"] for ix in self.clips.list_indices()):
+            self.clips.create_index("clip_id", config=BTree(), replace=True)
         if ("vector",) not in have and (vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)):
             dim = self.embedder.dim
             sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)

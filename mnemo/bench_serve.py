@@ -20,6 +20,8 @@ from bench.fixtures import cache_dir
 # marks a finished build; the 2 is for stores whose synthetic memories have clip rows (reads keep
 # only memories of committed clips, so an older build would answer nothing)
 READY_FILE = ".complete-2"
+ANSWERS_FILE = "bench-answers.json"  # the fixed questions' answers, as the first run on the store gave them
+FIXED_QUESTIONS = 20
 
 
 def demo_store(cfg, root: Path, progress) -> Path:
@@ -53,6 +55,29 @@ def synthetic_store(cfg, root: Path, n: int, progress) -> Path:
     store.refresh_indexes(vector_index=True)
     (where / READY_FILE).write_text("built by mnemo bench serve\n")
     return where
+
+
+def check_answers(url: str, where: Path, questions: list[str], progress) -> dict:
+    """``questions`` asked once more, after the load: their answers and citations against those
+    recorded beside the store (``ANSWERS_FILE``) by the first run on it, which writes them. A change
+    made for speed must not change what the server answers."""
+    import json
+    from datetime import datetime
+
+    from bench import serve
+
+    now = serve.answers(url, questions)
+    path = where / ANSWERS_FILE
+    if path.exists():
+        recorded = json.loads(path.read_text())
+        reference = f"recorded in {path} on {recorded['when']}"
+    else:
+        recorded = {"when": datetime.now().astimezone().isoformat(timespec="seconds"), "answers": now}
+        path.write_text(json.dumps(recorded, indent=1))
+        reference = f"recorded now in {path}, the reference of later runs"
+    changed = serve.changed(recorded["answers"], now)
+    progress(f"  answers: {len(now) - len(changed)} of {len(now)} as {reference}")
+    return {"checked": len(now), "changed": changed, "reference": reference}
 
 
 def free_port() -> int:
@@ -98,7 +123,7 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
                        [*QUESTIONS, "Who lives in New Jersey?", "Who is from Chicago?"],
                        ["Chicago", "New Jersey", "Yankee", "Texas", "hello", "down there"])}
     if memories:
-        texts = queries(dim, 200)
+        texts = queries(dim, 400)  # three phases of 96 and the warm-up, none asking another's
         stores[f"synthetic {memories:,}"] = (synthetic_store(cfg, root, memories, progress),
                                              [f"What did I say about {t}?" for t in texts], texts)
     figures: dict = {"stores": {}}
@@ -110,11 +135,12 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
 
             count = httpx.get(url + "/health", timeout=30).json()["memories"]
             phases = serve.run(url, list(questions), list(search_texts), progress=progress)
+            answers = check_answers(url, where, list(questions)[:FIXED_QUESTIONS], progress)
         finally:
             proc.terminate()
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        figures["stores"][name] = {"memories": count, "phases": phases}
+        figures["stores"][name] = {"memories": count, "phases": phases, "answers": answers}
     return figures

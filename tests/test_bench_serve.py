@@ -36,3 +36,19 @@ def test_errors_are_counted_and_the_loop_is_bounded(demo_server):
     t0 = time.monotonic()
     slow = serve.load(demo_server, "ask", ["Where is Sheila from?"], clients=1, per_client=10_000, max_s=1.0)
     assert time.monotonic() - t0 < 20 and 0 < len(slow.latencies_ms) < 10_000
+
+
+def test_answers_are_compared_with_the_first_runs(demo_server, tmp_path):
+    from mnemo.bench_serve import ANSWERS_FILE, check_answers
+
+    questions = ["Where is Sheila from?", "Where does Diane live?"]
+    now = serve.answers(demo_server, questions)
+    assert [a["question"] for a in now] == questions and all(a["answer"] and a["citations"] for a in now)
+    assert serve.changed([dict(now[0], answer="something else"), now[1]], now) == [questions[0]]
+    assert serve.changed(now, now[:1]) == [questions[1]]  # a question not asked counts as changed
+
+    first = check_answers(demo_server, tmp_path, questions, print)
+    assert first["changed"] == [] and "recorded now" in first["reference"] and (tmp_path / ANSWERS_FILE).exists()
+    again = check_answers(demo_server, tmp_path, questions, print)
+    assert again == {"checked": 2, "changed": [], "reference": again["reference"]}
+    assert again["reference"].startswith(f"recorded in {tmp_path / ANSWERS_FILE} on ")

@@ -185,6 +185,20 @@ def test_two_commands_at_once_both_land(people_store, tmp_path):
     assert {p.name for p in people_store.people()} == {"Alice", "Carol"}
 
 
+def test_people_are_read_again_only_after_a_change(people_store, monkeypatch):
+    """A server answers many questions between two changes: people are resolved once per version of
+    the tables they come from, and a rename through another handle (another process) shows at once."""
+    from graph.store import Store
+
+    reads = []
+    real = people_store.load_entities
+    monkeypatch.setattr(people_store, "load_entities", lambda **kw: reads.append(1) or real(**kw))
+    first = people_store.people()
+    assert people_store.people() == first and len(reads) == 1
+    people_ops.name(Store(people_store.uri, people_store.embedder), "voice_2", "Carol")
+    assert "Carol" in {p.name for p in people_store.people()} and len(reads) == 2
+
+
 def test_summaries_take_one_memory_query(people_store, monkeypatch):
     calls = []
     real = people_store.about
