@@ -8,6 +8,7 @@ import numpy as np
 
 from perception.ocr.base import TextReader
 from perception.records import TextLine
+from perception.sources.frames import SHARP_DIFF
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +38,13 @@ def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader,
     return texts
 
 
-def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = 24, margin_px: int = 8) -> tuple[int, int] | None:
+def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = SHARP_DIFF, margin_px: int = 8
+                 ) -> tuple[int, int] | None:
     """The band of rows (y0, y1) in which two frames of one screen differ, widened by ``margin_px``;
-    None when they do not differ. ``min_diff`` ignores JPEG noise; frames of different sizes differ
-    everywhere."""
+    None when they do not differ. ``min_diff`` ignores compression noise: JPEG's, and H.264's, which
+    moves the thin lines of a still screen by up to 48 grey levels from frame to frame (measured on
+    the day recording's desktop clips: with 24, rows 37 to 526 changed around a word typed in rows
+    500 to 517, so the screen was read twice); frames of different sizes differ everywhere."""
     import cv2
 
     if a.shape != b.shape:
