@@ -146,6 +146,23 @@ def test_static_screen_with_ticking_clock_writes_almost_nothing_but_typing_is_ke
     assert typed >= 5, f"only {typed} of 5 typed words kept"
 
 
+def test_what_input_causes_a_moment_later_is_kept(desktop, tmp_path):
+    """A command's output drawn after the last key (here 1.5 s after Enter, with no input since) is
+    the input's effect, not a static screen's noise: it is kept, though it changes little."""
+    term = desktop.xterm("shell", geometry="80x24+100+100")
+    desktop.focus(term)
+    written: list[tuple[float, str]] = []
+    with capturing(desktop, tmp_path / "out") as cap:
+        cap.on_frame = lambda image, side: written.append((time.time(), side["reason"]))
+        time.sleep(1.5)
+        desktop.type("sleep 1.5; echo done\n")
+        typed = time.time()
+        time.sleep(4)
+    late = [(round(t - typed, 1), why) for t, why in written if t >= typed + 1.4]
+    assert late, f"the output drawn 1.5 s after Enter was not kept; frames (s after typing): " \
+                 f"{[(round(t - typed, 1), why) for t, why in written]}"
+
+
 def test_screen_saver_pauses_and_input_resumes(desktop, tmp_path):
     term = desktop.xterm("term")
     desktop.focus(term)

@@ -81,7 +81,7 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
                     break
             if time.time() > deadline:
                 break
-        assert cap.poll() is None, f"capture should still be running: {''.join(lines)}"
+        assert cap.poll() is None, f"capture ended with no answer naming 42 (the last: {answer}): {''.join(lines)}"
     finally:
         cap.send_signal(signal.SIGTERM)
         cap.wait(timeout=180)

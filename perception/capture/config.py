@@ -13,6 +13,8 @@ class CaptureConfig(BaseModel):
     heartbeat_s: float = Field(60.0, gt=0, description="on a static screen, a heartbeat line this often")
     min_changed_fraction: float = Field(0.05, gt=0, le=1, description="keep a frame when this share of the "
                                         "(non-volatile) screen changed, input or not")
+    input_settle_s: float = Field(3.0, ge=0, description="a change this soon after keyboard/mouse input is kept as "
+                                  "its effect (a command's output, a page that loads), however small")
     tile_px: int = Field(32, ge=8)
     jpeg_quality: int = Field(80, ge=30, le=100)
     exclude_classes: list[str] = []  # WM_CLASS class or instance, case-insensitive

@@ -189,6 +189,8 @@ class Capturer:
         had_input = now - idle > self.last_tick if self.last_tick else True
         if had_input:
             self.last_input = now - idle
+        else:  # what input causes a moment later (a command's output, a page that loads) counts as input
+            had_input = now - self.last_input <= self.cfg.input_settle_s
         focused = self.x.focused()
         windows = self.x.stacking()
         if self.x.locked(windows, focused):
