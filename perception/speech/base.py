@@ -19,6 +19,7 @@ class SpeechRecognizer(Protocol):
 class SpeakerEmbedder(Protocol):
     dim: int
     min_duration_s: float
+    window_s: float  # the length of the windows ``embed_windows`` embeds
 
     def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
         """One L2-normalised voice embedding for a stretch of speech."""

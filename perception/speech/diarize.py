@@ -5,7 +5,9 @@ reliable voice embedding. So:
 
 1. find speech with Silero VAD (shipped inside faster-whisper), joined with the ASR turns;
 2. embed 1.6 s windows every 0.25 s and cluster the windows centred in speech (average linkage,
-   cosine distance ``max_distance``);
+   cosine distance ``max_distance``), but for those that span a pause between two stretches of
+   speech: they hear the end of one turn and the start of the next, and take the label of the
+   nearest cluster afterwards;
 3. fold speakers with less than ``min_speaker_s`` of windows into their nearest big cluster: a
    handful of odd windows (laughter, overlap, a cough) is far likelier than a new person;
 4. the result is a speaker timeline over the speech regions, and each word takes the label of the
@@ -16,6 +18,10 @@ reliable voice embedding. So:
 Calibration (``mnemo bench perception``, pyannote's two-speaker ``sample.wav``): with
 ``min_speaker_s = 2.5`` every ``max_distance`` from 0.20 to 0.27 found the two speakers and scored
 0.88–0.91 speaker attribution; 0.25 is the middle. Without folding, 0.25 gave 5 clusters and 0.68.
+Leaving the windows over a pause out of the clustering changed nothing there (no such window), and
+on LoCoMo spoken (3 sessions of the 6 dev conversations, 118 clips, labels mapped to speakers per
+clip) raised the words given their speaker from 0.924 to 0.948 (a turn's first 1.2 s: 0.869 to
+0.942) and the clips with as many clusters as speakers from 72 to 103 (with fewer: 3 to 4).
 """
 
 from __future__ import annotations
@@ -48,6 +54,15 @@ def union_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
         else:
             out.append([a, b])
     return [(a, b) for a, b in out]
+
+
+def within_one_stretch(centres: np.ndarray, window_s: float, regions: list[tuple[float, float]]) -> np.ndarray:
+    """Which windows (``window_s`` long, centred at ``centres``) span no pause between two of the
+    speech ``regions`` (in time order, not overlapping)."""
+    gaps = np.array([(b, a) for (_, b), (a, _) in zip(regions, regions[1:])]).reshape(-1, 2)
+    half = window_s / 2
+    spans = (centres[:, None] - half < gaps[None, :, 0]) & (gaps[None, :, 1] < centres[:, None] + half)
+    return ~spans.any(axis=1)
 
 
 def _timeline(labels: np.ndarray, centres: np.ndarray, regions: list[tuple[float, float]]) -> list[SpeakerSegment]:
@@ -112,11 +127,21 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
     if not in_speech.any():
         return list(turns), []
     embs, centres = embs[in_speech], centres[in_speech]
-    labels = fold_small(agglomerate(embs, max_distance), embs, max(1, int(round(min_speaker_s * RATE_HZ))))
+    # a window over a pause between two stretches of speech hears the end of one turn and the start
+    # of the next, often two voices: such windows are labelled by the clusters of the rest, not clustered
+    clustered = within_one_stretch(centres, speaker.window_s, regions)
+    if clustered.sum() < 2:
+        clustered[:] = True
+    own = fold_small(agglomerate(embs[clustered], max_distance), embs[clustered],
+                     max(1, int(round(min_speaker_s * RATE_HZ))))
     centroids = []
-    for k in range(labels.max() + 1):
-        c = embs[labels == k].mean(axis=0)
+    for k in range(own.max() + 1):
+        c = embs[clustered][own == k].mean(axis=0)
         centroids.append((c / (np.linalg.norm(c) + 1e-9)).astype(np.float32))
+    labels = np.empty(len(embs), dtype=int)
+    labels[clustered] = own
+    if not clustered.all():
+        labels[~clustered] = np.argmax(embs[~clustered] @ np.stack(centroids).T, axis=1)
 
     def label_at(t: float) -> int:
         return int(labels[int(np.argmin(np.abs(centres - t)))])

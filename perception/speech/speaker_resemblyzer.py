@@ -22,6 +22,7 @@ def _resemblyzer():
 class ResemblyzerSpeaker:
     dim = 256
     min_duration_s = 0.6  # shorter stretches give embeddings too noisy to match on
+    window_s = 1.6  # embed_windows: resemblyzer's partial utterances, 160 frames of 10 ms
 
     def __init__(self, device: str = "auto") -> None:
         self.device = device
