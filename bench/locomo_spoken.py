@@ -221,6 +221,8 @@ def speaker_figures(conv: Conversation, sessions: Sequence[SpokenSession], store
         named[speaker] |= {"name_said": said, "name_heard": heard}
     return {"overlap_s": result.overlap_s, "speech_coverage": result.coverage, "speech_s": result.total_s,
             "heard_s": result.heard_s, "voice_entities_total": len(voices), "voice_entity_ids": voices,
+            # the people those voices are, once merged (union-find over same_person edges): what a user sees
+            "voice_people_total": len({owner.get(v, v) for v in voices}),
             "speakers_total": len(conv.speakers), "speakers": named,
             **{f"speakers_{v}": sum(1 for n in named.values() if n["verdict"] == v)
                for v in ("named", "wrong", "unnamed")}}
@@ -382,6 +384,7 @@ def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = N
             "speakers_total": speakers,
             **{f"speakers_{v}": sum(r[f"speakers_{v}"] for r in per_conv) for v in ("named", "wrong", "unnamed")},
             "voice_entities_total": sum(r["voice_entities_total"] for r in per_conv),
+            "voice_people_total": sum(r["voice_people_total"] for r in per_conv),
             "names_said": sum(n["name_said"] for r in per_conv for n in r["speakers"].values()),
             "names_heard": sum(n["name_heard"] for r in per_conv for n in r["speakers"].values()),
             "asr_wer": round(sum(r["asr_edits"] for r in per_conv) / max(1, sum(r["asr_words"] for r in per_conv)), 4),
@@ -404,7 +407,9 @@ def summary(f: dict) -> dict:
     out |= {"speakers_total": speakers, "speakers_named": f["speakers_named"], "speakers_wrong": f["speakers_wrong"],
             "speakers_unnamed": f["speakers_unnamed"],
             "voice_entities": round(f["voice_entities_total"] / speakers, 3) if speakers else None,
-            "voice_entities_total": f["voice_entities_total"], "attribution": f["attribution"],
+            "voice_entities_total": f["voice_entities_total"],
+            "voice_people": round(f["voice_people_total"] / speakers, 3) if speakers else None,
+            "attribution": f["attribution"],
             "speech_coverage": f["speech_coverage"], "asr_wer": f["asr_wer"],
             "names_heard_share": round(f["names_heard"] / f["names_said"], 4) if f["names_said"] else None,
             "ms_per_query": f["ms_per_query"], "text_ms_per_query": f["text_ms_per_query"],
@@ -415,7 +420,8 @@ def summary(f: dict) -> dict:
         "recall@10": r["spoken"]["recall@10"], "text_recall@10": r["text"]["recall@10"],
         "multi_hop_recall@10": r["spoken"]["per_category"]["1"]["recall@10"], "attribution": round(r["attribution"], 4),
         "speech_coverage": round(r["speech_coverage"], 4),
-        "voice_entities_total": r["voice_entities_total"], "speakers_total": r["speakers_total"],
+        "voice_entities_total": r["voice_entities_total"], "voice_people_total": r["voice_people_total"],
+        "speakers_total": r["speakers_total"],
         "speakers_named": r["speakers_named"], "speakers_wrong": r["speakers_wrong"], "asr_wer": r["asr_wer"],
         "speakers": r["speakers"],
         "ms_per_query": r["ms_per_query"]} for r in f["conversations"]}
@@ -442,7 +448,7 @@ def _speaker_line(r: dict) -> str:
     ratio = r["voice_entities_total"] / speakers if speakers else 0.0
     return (f"speakers {speakers}: attribution {r['attribution']:.3f} (of the speech time under a speech memory, "
             f"{r['speech_coverage']:.1%} of it), voice entities {r['voice_entities_total']} "
-            f"({ratio:.2f} per speaker), named {r['speakers_named']} / wrong {r['speakers_wrong']} / "
+            f"({ratio:.2f} per speaker) in {r['voice_people_total']} people, named {r['speakers_named']} / wrong {r['speakers_wrong']} / "
             f"unnamed {r['speakers_unnamed']}; ASR WER {r['asr_wer']:.3f}")
 
 

@@ -362,7 +362,8 @@ def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
         e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
         evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
         # a name heard only in forgotten clips goes; who is who (same_person) stays while both ends do
-        if {e.src_id, e.dst_id} & (forgotten | entities) or (e.evidence and not evidence and e.kind != "same_person"):
+        ends = {*e.src_id.split(","), e.dst_id}  # a name said to one of several voices starts at them all
+        if ends & (forgotten | entities) or (e.evidence and not evidence and e.kind != "same_person"):
             gone_edges.append(row["edge_id"])
         elif evidence != e.evidence or e.clip_id in clips:
             weight = float(sum(x.startswith("clip:") for x in evidence)) or e.weight

@@ -145,7 +145,8 @@ def _name_sources(edges: list[Edge]) -> dict[tuple[str, str], str]:
     """(entity, name) -> how it was heard, from the name-evidence edges (strongest kind wins)."""
     out: dict[tuple[str, str], str] = {}
     for e in sorted(edges, key=lambda e: NAME_EVIDENCE.index(e.kind), reverse=True):
-        out[(e.src_id, e.dst_id.removeprefix("name:"))] = e.kind.removesuffix("_as")
+        for src in e.src_id.split(","):  # evidence said to one of several voices names them all
+            out[(src, e.dst_id.removeprefix("name:"))] = e.kind.removesuffix("_as")
     return out
 
 

@@ -18,7 +18,7 @@ from llm.client import LLMError
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.characters import People
-from memorize.naming import KINDS as NAME_KINDS, Naming
+from memorize.naming import KINDS as NAME_KINDS, Naming, among, voices_of
 from memorize.redact import Redactor
 from memorize.speech_facts import addressed_in, facts_in, names_in
 from memorize.writer_llm import LLMClipMemories, LLMWriter
@@ -117,7 +117,7 @@ class Memorizer:
                                        evidence + (clip_evidence(clip.clip_id),)))
             if relation == "is named" and entity.startswith("voice_"):
                 edges.append(self.naming.add("introduced_as", entity, value, clip.clip_id, evidence[0]))
-        self._name_people({e.src_id for e in edges if e.kind in NAME_KINDS}, touched)
+        self._name_people({v for e in edges if e.kind in NAME_KINDS for v in voices_of(e.src_id)}, touched)
         memories = written.memories + (llm.episodic if llm else [])
         updated: dict[str, Memory] = {}
         for memory in semantic:
@@ -205,23 +205,27 @@ class Memorizer:
     def _heard_address(self, obs: ClipObservations, turn, voice: str, voice_of: dict[str, str],
                        edges: list[Edge]) -> None:
         """A name the speaker calls the listener by goes to the listener: the one other person
-        heard in this clip, or else the last other voice of this recording within a minute; with
-        more than one other person, nobody can tell whom it was said to."""
+        heard in this clip, or else the last other voice of this recording within a minute. With
+        more than one other person, nobody can tell whom it was said to yet: the evidence names
+        them all, and counts once they turn out to be one person (``memorize.naming``)."""
         clip = obs.clip
         start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
         mine = self.people.character_of(voice).entity_id
         recent = self.recent.setdefault(clip.source.path, {})
         addressed = addressed_in(turn.text)
         if addressed:
-            others = {self.people.character_of(v).entity_id: v for v in voice_of.values()}
-            others.pop(mine, None)
+            others = {v for v in voice_of.values() if self.people.character_of(v).entity_id != mine}
             if not others:
-                others = {cid: v for cid, (v, at) in recent.items()
+                others = {v for v, at in recent.values()
                           if self.people.character_of(v).entity_id != mine and start - at <= 60.0}
+            people = {self.people.character_of(v).entity_id: v for v in others}
             for name in addressed:
                 edges.append(self.naming.add("says_name", voice, name, clip.clip_id, turn.segment_id))
-                if len(others) == 1:
-                    edges.append(self.naming.add("addressed_as", next(iter(others.values())), name, clip.clip_id,
+                if len(people) == 1:
+                    edges.append(self.naming.add("addressed_as", next(iter(people.values())), name, clip.clip_id,
+                                                 turn.segment_id))
+                elif people:  # said to one of them: it counts once they turn out to be one person
+                    edges.append(self.naming.add("addressed_as", among(others), name, clip.clip_id,
                                                  turn.segment_id))
         recent[mine] = (voice, end)
 

@@ -7,7 +7,13 @@ Two kinds of evidence, kept per voice entity and name as edges to ``name:<Name>`
   Melanie!"): the name goes to the *other* person, never the speaker, who gets ``says_name`` instead
   (a voice that calls someone Caroline is probably not Caroline).
 
-An edge's weight is the number of clips that gave it, its evidence those clips and the turns said.
+When more than one other voice was heard (a voice split in two by clustering, or a third person),
+whom the name was said to is not known yet: the ``addressed_as`` edge then starts at all of those
+voices together (``src_id`` "voice_3,voice_5") and counts for a person only once every one of them
+is theirs (identities are reconsidered as evidence grows: two parts of one voice merge later).
+
+An edge's weight is the number of clips that gave it, its evidence those clips and the turns said;
+a person's support counts each clip once per kind and name, however many of their voices it names.
 A person (a character and its voices) is given the name with the most support (2 a clip introducing,
 1 a clip addressed) when that support is at least ``MIN_SUPPORT``, at least ``MIN_SHARE`` of all the
 name support heard for them, contradicted (``says_name``) in at most a third as many clips, and not
@@ -20,6 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
+from graph.people import id_order
 from graph.rows import Edge
 
 KINDS = ("introduced_as", "addressed_as", "says_name")
@@ -41,13 +48,16 @@ class Naming:
             self.items[key] = list(e.evidence)
             self.clips[key] = {x.removeprefix("clip:") for x in e.evidence if x.startswith("clip:")}
             self.loaded[key] = max(0, int(e.weight) - len(self.clips[key]))
-            self.of_voice[e.src_id].add(key)
+            for v in voices_of(e.src_id):
+                self.of_voice[v].add(key)
 
     def add(self, kind: str, voice: str, name: str, clip_id: str, segment_id: str) -> Edge:
-        """Record one hearing; returns the edge to store (it replaces the earlier one)."""
+        """Record one hearing; returns the edge to store (it replaces the earlier one). ``voice``
+        may be several, comma-joined (``among``): the name was said to one of them."""
         key = (kind, voice, name)
         self.clips[key].add(clip_id)
-        self.of_voice[voice].add(key)
+        for v in voices_of(voice):
+            self.of_voice[v].add(key)
         items = self.items[key]
         for item in (f"clip:{clip_id}", segment_id):
             if item not in items:
@@ -59,16 +69,24 @@ class Naming:
         return len(self.clips.get(key, ())) + self.loaded.get(key, 0)
 
     def support(self, voices: set[str]) -> tuple[dict[str, float], dict[str, int]]:
-        """(name -> support, name -> clips contradicting it) over these voices; a short form
-        ("Mel") counts for the full name heard for them too ("Melanie")."""
+        """(name -> support, name -> clips contradicting it) over these voices (evidence said to
+        several voices counts once all are among them); each clip counts once per kind and name,
+        and a short form ("Mel") counts for the full name heard for them too ("Melanie")."""
+        clips: dict[tuple[str, str], set[str]] = defaultdict(set)
+        beyond: dict[tuple[str, str], int] = defaultdict(int)  # clip counts beyond the evidence kept
+        for key in {k for v in voices for k in self.of_voice.get(v, ())}:
+            kind, voice, name = key
+            if set(voices_of(voice)) <= voices:
+                clips[(kind, name)] |= self.clips.get(key, set())
+                beyond[(kind, name)] += self.loaded.get(key, 0)
         support: dict[str, float] = defaultdict(float)
         against: dict[str, int] = defaultdict(int)
-        for key in (k for v in voices for k in self.of_voice.get(v, ())):
-            kind, voice, name = key
+        for (kind, name), seen in clips.items():
+            n = len(seen) + beyond[(kind, name)]
             if kind == "says_name":
-                against[name] += self.count(key)
+                against[name] += n
             else:
-                support[name] += WEIGHT[kind] * self.count(key)
+                support[name] += WEIGHT[kind] * n
         return _fold_short_forms(support), _fold_short_forms(against)
 
     def names_heard(self, voices: set[str]) -> set[str]:
@@ -107,6 +125,16 @@ class Naming:
                 if all(score >= 2 * s for s in rivals):
                     out[cid] = name
         return out
+
+
+def voices_of(src_id: str) -> list[str]:
+    """The voices a name edge starts at: one, or several comma-joined (said to one of them)."""
+    return src_id.split(",")
+
+
+def among(voices) -> str:
+    """The ``src_id`` of evidence said to one of these voices."""
+    return ",".join(sorted(set(voices), key=id_order))
 
 
 def _fold_short_forms(counts: dict) -> dict:

@@ -129,6 +129,17 @@ def test_forgetting_a_person_takes_their_words_ids_and_the_names_given_to_them(s
     assert any("tomatoes" in m.text for m in store.memories_where("true"))
 
 
+def test_forgetting_a_person_takes_a_name_said_to_them_or_someone_beside_them(store):
+    memorizer = Memorizer(store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
+    obs = _clip(3, [("s0", "The plan stands.", A), ("s1", "Hey Zed, ready?", B), ("s2", "Ready.", _unit([0, 1, 0, 0]))])
+    w = memorizer.memorize(obs)
+    store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    (said,) = [e for e in store.all_edges("addressed_as") if e.dst_id == "name:Zed"]
+    assert said.src_id == "voice_1,voice_3"  # whom of the two is not known yet
+    assert _forget(store, "--person", "voice_1", "--yes")[0] == 0
+    assert not [e for e in store.all_edges("addressed_as") if "voice_1" in e.src_id.split(",")]
+
+
 @pytest.mark.parametrize("args, why", [
     ((), "say what to forget"),
     (("--from", "2026-03-02T10:00", "--to", "2026-03-02T09:00"), "inverted"),

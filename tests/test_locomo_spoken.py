@@ -249,6 +249,8 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
     assert figures["recall@5"] <= figures["recall@10"] <= figures["recall@20"]
     assert 0 <= figures["speakers_named"] + figures["speakers_wrong"] <= 2
     assert figures["voice_entities_total"] >= 1 and figures["voice_entities"] == figures["voice_entities_total"] / 2
+    people = figures["per_conversation"]["conv-26"]["voice_people_total"]  # the voices, merged into people
+    assert 1 <= people <= figures["voice_entities_total"] and figures["voice_people"] == people / 2
     assert 0.0 <= figures["asr_wer"] < 0.5  # tiny.en on espeak-ng: measured 0.075
     assert figures["ms_per_query"] > 0 and figures["ingest_x_realtime"] > 0
     assert set(figures["per_conversation"]) == {"conv-26"}

@@ -64,6 +64,15 @@ def test_a_name_needs_agreeing_evidence_and_nothing_against_it():
     assert clear.decide(people)["character_1"] == "Ann" and clear.decide(people)["character_2"] == ""
 
 
+def test_a_name_said_to_one_of_several_voices_counts_once_they_are_one_person():
+    among = _edges(("addressed_as", "voice_2,voice_3", "Mel", 2))
+    assert Naming(among).decide({"character_2": {"voice_2"}, "character_3": {"voice_3"}}) == {}
+    assert Naming(among).decide({"character_2": {"voice_2", "voice_3"}}) == {"character_2": "Mel"}
+    # a clip that names two voices of one person counts once
+    twice = _edges(("addressed_as", "voice_2", "Mel", 1), ("addressed_as", "voice_3", "Mel", 1))
+    assert Naming(twice).decide({"character_2": {"voice_2", "voice_3"}}) == {"character_2": ""}
+
+
 def _unit(v) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32)
     return v / np.linalg.norm(v)
@@ -128,6 +137,18 @@ def test_two_people_who_call_each_other_by_name_are_named_and_never_swapped(hash
     said = [m.text for m in hash_store.memories_where("kind = 'episodic'")]
     assert said[0] == '<voice_1> said: "Hey Caroline, how are you?"'
     assert not any(t.startswith(("Melanie", "Caroline")) for t in said)
+
+
+def test_a_listener_heard_as_two_voices_is_named_once_the_voices_merge(hash_store):
+    near_b = _unit([0, 0.12, 1, 0.02])
+    # the first clip founds three voices (nothing is known yet): whom "Melanie" was said to is open
+    _memorize(hash_store, [_clip(0, [("s0", "Hey Melanie!", A), ("s1", "one two three", B),
+                                     ("s2", "four five six", near_b)]),
+                           _clip(1, [("s0", "Thanks, Melanie.", A), ("s1", "seven eight", B), ("s2", "nine", near_b)])])
+    people = {p.name: p for p in hash_store.people()}
+    assert sorted(people) == ["", "Melanie"]
+    assert people["Melanie"].voices == ("voice_2", "voice_3") and people["Melanie"].name_source == "addressed"
+    assert people[""].voices == ("voice_1",)
 
 
 def test_a_voice_found_twice_becomes_one_person_and_a_user_split_keeps_them_apart(hash_store):
