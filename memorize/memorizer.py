@@ -214,10 +214,10 @@ class Memorizer:
         recent = self.recent.setdefault(clip.source.path, {})
         addressed = addressed_in(turn.text)
         if addressed:
-            others = {v for v in voice_of.values() if self.people.character_of(v).entity_id != mine}
+            others = [v for v in dict.fromkeys(voice_of.values()) if self.people.character_of(v).entity_id != mine]
             if not others:
-                others = {v for v, at in recent.values()
-                          if self.people.character_of(v).entity_id != mine and start - at <= 60.0}
+                others = [v for v, at in recent.values()
+                          if self.people.character_of(v).entity_id != mine and start - at <= 60.0]
             people = {self.people.character_of(v).entity_id: v for v in others}
             for name in addressed:
                 edges.append(self.naming.add("says_name", voice, name, clip.clip_id, turn.segment_id))
