@@ -448,8 +448,8 @@ def _speaker_line(r: dict) -> str:
     ratio = r["voice_entities_total"] / speakers if speakers else 0.0
     return (f"speakers {speakers}: attribution {r['attribution']:.3f} (of the speech time under a speech memory, "
             f"{r['speech_coverage']:.1%} of it), voice entities {r['voice_entities_total']} "
-            f"({ratio:.2f} per speaker) in {r['voice_people_total']} people, named {r['speakers_named']} / wrong {r['speakers_wrong']} / "
-            f"unnamed {r['speakers_unnamed']}; ASR WER {r['asr_wer']:.3f}")
+            f"({ratio:.2f} per speaker) in {r['voice_people_total']} people, named {r['speakers_named']} / "
+            f"wrong {r['speakers_wrong']} / unnamed {r['speakers_unnamed']}; ASR WER {r['asr_wer']:.3f}")
 
 
 def format_report(f: dict) -> str:
