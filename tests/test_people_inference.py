@@ -51,6 +51,11 @@ def test_a_name_needs_agreeing_evidence_and_nothing_against_it():
     # two names heard about equally: none
     assert Naming(_edges(("addressed_as", "voice_1", "Ann", 2),
                          ("addressed_as", "voice_1", "Bea", 2))).decide(people) == {"character_1": ""}
+    # a name twice as supported as all others together wins over misheard ones; less does not
+    assert Naming(_edges(("addressed_as", "voice_1", "Ann", 7), ("addressed_as", "voice_1", "Mary", 1),
+                         ("addressed_as", "voice_1", "Bea", 2))).decide(people) == {"character_1": "Ann"}
+    assert Naming(_edges(("addressed_as", "voice_1", "Ann", 3),
+                         ("addressed_as", "voice_1", "Bea", 2))).decide(people) == {"character_1": ""}
     # the voice itself calls someone else Ann as often: not Ann
     assert Naming(_edges(("addressed_as", "voice_1", "Ann", 2),
                          ("says_name", "voice_1", "Ann", 2))).decide(people) == {"character_1": ""}
