@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from graph import sql
 from graph.people import PeopleError, find_person
-from graph.rows import Edge, Memory
+from graph.rows import Edge, Memory, sources_of
 from graph.schema import edge_row, edge_schema, memory_row
 
 _USING = re.compile(r"^Using (?:(?P<app>.+?) \((?P<window>.*)\)|(?P<only>.+?)) from \d")
@@ -362,7 +362,7 @@ def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
         e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
         evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
         # a name heard only in forgotten clips goes; who is who (same_person) stays while both ends do
-        ends = {*e.src_id.split(","), e.dst_id}  # a name said to one of several voices starts at them all
+        ends = {*sources_of(e.src_id), e.dst_id}
         if ends & (forgotten | entities) or (e.evidence and not evidence and e.kind != "same_person"):
             gone_edges.append(row["edge_id"])
         elif evidence != e.evidence or e.clip_id in clips:

@@ -21,7 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from graph.rows import Edge, Entity
+from graph.rows import Edge, Entity, sources_of
 
 # where an inferred name came from, strongest first (the edge kinds that carry its evidence)
 NAME_EVIDENCE = ("introduced_as", "addressed_as")
@@ -145,7 +145,7 @@ def _name_sources(edges: list[Edge]) -> dict[tuple[str, str], str]:
     """(entity, name) -> how it was heard, from the name-evidence edges (strongest kind wins)."""
     out: dict[tuple[str, str], str] = {}
     for e in sorted(edges, key=lambda e: NAME_EVIDENCE.index(e.kind), reverse=True):
-        for src in e.src_id.split(","):  # evidence said to one of several voices names them all
+        for src in sources_of(e.src_id):  # evidence said to one of several voices names them all
             out[(src, e.dst_id.removeprefix("name:"))] = e.kind.removesuffix("_as")
     return out
 

@@ -12,9 +12,15 @@ import numpy as np
 MEMORY_KINDS = ("episodic", "semantic", "resource")
 ENTITY_KINDS = ("face", "voice", "character")
 # introduced_as / addressed_as: a voice heard giving, or being called by, a name (dst ``name:<Name>``);
-# says_name: a voice that called someone else by that name (so it is probably not theirs)
+# says_name: a voice that called someone else by that name (so it is probably not theirs).
+# A name said to one of several voices (whom is not known yet) starts at them all, comma-joined.
 EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes", "introduced_as", "addressed_as",
               "says_name")
+
+
+def sources_of(src_id: str) -> list[str]:
+    """The nodes an edge starts at: one, or several comma-joined (a name said to one of them)."""
+    return src_id.split(",")
 
 
 def content_id(*parts: object) -> str:

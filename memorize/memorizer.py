@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 
 from graph import sql
 from graph.people import active_ops
-from graph.rows import ClipRow, Edge, Entity, Memory, content_id
+from graph.rows import ClipRow, Edge, Entity, Memory, content_id, sources_of
 from graph.store import Store
 from llm.client import LLMError
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.characters import People
-from memorize.naming import KINDS as NAME_KINDS, Naming, among, voices_of
+from memorize.naming import KINDS as NAME_KINDS, Naming, among
 from memorize.redact import Redactor
 from memorize.speech_facts import addressed_in, facts_in, names_in
 from memorize.writer_llm import LLMClipMemories, LLMWriter
@@ -117,7 +117,7 @@ class Memorizer:
                                        evidence + (clip_evidence(clip.clip_id),)))
             if relation == "is named" and entity.startswith("voice_"):
                 edges.append(self.naming.add("introduced_as", entity, value, clip.clip_id, evidence[0]))
-        self._name_people({v for e in edges if e.kind in NAME_KINDS for v in voices_of(e.src_id)}, touched)
+        self._name_people({v for e in edges if e.kind in NAME_KINDS for v in sources_of(e.src_id)}, touched)
         memories = written.memories + (llm.episodic if llm else [])
         updated: dict[str, Memory] = {}
         for memory in semantic:
@@ -218,13 +218,13 @@ class Memorizer:
             if not others:
                 others = [v for v, at in recent.values()
                           if self.people.character_of(v).entity_id != mine and start - at <= 60.0]
-            people = {self.people.character_of(v).entity_id: v for v in others}
+            listeners = {self.people.character_of(v).entity_id: v for v in others}
             for name in addressed:
                 edges.append(self.naming.add("says_name", voice, name, clip.clip_id, turn.segment_id))
-                if len(people) == 1:
-                    edges.append(self.naming.add("addressed_as", next(iter(people.values())), name, clip.clip_id,
+                if len(listeners) == 1:
+                    edges.append(self.naming.add("addressed_as", next(iter(listeners.values())), name, clip.clip_id,
                                                  turn.segment_id))
-                elif people:  # said to one of them: it counts once they turn out to be one person
+                elif listeners:  # said to one of them: it counts once they turn out to be one person
                     edges.append(self.naming.add("addressed_as", among(others), name, clip.clip_id,
                                                  turn.segment_id))
         recent[mine] = (voice, end)

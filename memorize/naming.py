@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from graph.people import id_order
-from graph.rows import Edge
+from graph.rows import Edge, sources_of
 
 KINDS = ("introduced_as", "addressed_as", "says_name")
 WEIGHT = {"introduced_as": 2.0, "addressed_as": 1.0}
@@ -52,7 +52,7 @@ class Naming:
             self.items[key] = list(e.evidence)
             self.clips[key] = {x.removeprefix("clip:") for x in e.evidence if x.startswith("clip:")}
             self.loaded[key] = max(0, int(e.weight) - len(self.clips[key]))
-            for v in voices_of(e.src_id):
+            for v in sources_of(e.src_id):
                 self.of_voice[v].add(key)
 
     def add(self, kind: str, voice: str, name: str, clip_id: str, segment_id: str) -> Edge:
@@ -60,7 +60,7 @@ class Naming:
         may be several, comma-joined (``among``): the name was said to one of them."""
         key = (kind, voice, name)
         self.clips[key].add(clip_id)
-        for v in voices_of(voice):
+        for v in sources_of(voice):
             self.of_voice[v].add(key)
         items = self.items[key]
         for item in (f"clip:{clip_id}", segment_id):
@@ -80,7 +80,7 @@ class Naming:
         beyond: dict[tuple[str, str], int] = defaultdict(int)  # clip counts beyond the evidence kept
         for key in {k for v in voices for k in self.of_voice.get(v, ())}:
             kind, voice, name = key
-            if set(voices_of(voice)) <= voices:
+            if set(sources_of(voice)) <= voices:
                 clips[(kind, name)] |= self.clips.get(key, set())
                 beyond[(kind, name)] += self.loaded.get(key, 0)
         support: dict[str, float] = defaultdict(float)
@@ -129,11 +129,6 @@ class Naming:
                 if all(score >= 2 * s for s in rivals):
                     out[cid] = name
         return out
-
-
-def voices_of(src_id: str) -> list[str]:
-    """The voices a name edge starts at: one, or several comma-joined (said to one of them)."""
-    return src_id.split(",")
 
 
 def among(voices) -> str:
