@@ -13,18 +13,13 @@ query vectors at a mean cosine of 0.05 to 0.79 from float32 on that CPU.)
 from __future__ import annotations
 
 import json
-import logging
-import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from perception.weights import cache_root
+from perception.onnx_models import OPSET, cached_export, cpu_session
 
-log = logging.getLogger(__name__)
-
-OPSET = 17
 CHECK_TEXTS = ("Where is Sheila from?", "Diane said she moved to New Jersey after the summer of 2019.", "ok")
 CHECK_TOLERANCE = 1e-3  # largest difference between torch's and ONNX Runtime's vectors allowed at export
 
@@ -43,49 +38,37 @@ def pooling_is_mean(model_dir: Path) -> bool:
         and modes == {"pooling_mode_mean_tokens"}
 
 
-def exported_model(name: str, model_dir: Path, load_torch) -> Path:
-    """The ONNX export of ``model_dir``'s transformer, made once: ``load_torch()`` gives the
-    sentence-transformers model to export and to check against. The cache is keyed by the weights'
-    size and time, so re-unpacked weights are exported again; it is written under a temporary name
-    and renamed, so a killed export leaves nothing that looks complete."""
-    weights = model_dir / "model.safetensors"
-    stat = weights.stat()
-    key = f"{stat.st_size}-{stat.st_mtime_ns}"
-    out_dir = cache_root() / "models" / "onnx" / name
-    out, marker = out_dir / "model.onnx", out_dir / "source"
-    if out.is_file() and marker.is_file() and marker.read_text().strip() == key:
-        return out
-    import torch
+def exported_model(name: str, model_dir: Path) -> Path:
+    """The ONNX export of ``model_dir``'s transformer, made once (``perception.onnx_models``) and
+    checked against the sentence-transformers model in torch."""
+    return cached_export(name, model_dir / "model.safetensors", export_text, str(model_dir), str(CHECK_TOLERANCE))
 
-    log.info("exporting %s to ONNX for the CPU (once): %s", name, out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model = load_torch()
+
+def export_text(model_dir: str, tolerance: str, path: str) -> None:
+    """Write the transformer's graph (fused) to ``path``; raise when its vectors differ from torch's
+    by more than ``tolerance``."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_dir, device="cpu", local_files_only=True).float()
     tokenizer, transformer = model.tokenizer, _LastHidden(model[0].auto_model.float().eval())
     batch = tokenizer(list(CHECK_TEXTS), padding=True, return_tensors="pt")
-    tmp = out.with_name(f"model.{os.getpid()}.onnx.part")
-    try:
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
-            torch.onnx.export(transformer, (batch["input_ids"], batch["attention_mask"]), str(tmp),
-                              input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
-                              dynamic_axes={n: {0: "batch", 1: "tokens"}
-                                            for n in ("input_ids", "attention_mask", "last_hidden_state")},
-                              opset_version=OPSET, dynamo=False)
-            want = torch.nn.functional.normalize(
-                model.encode(list(CHECK_TEXTS), convert_to_tensor=True, show_progress_bar=False).float(),
-                dim=-1).numpy()
-        _fuse(tmp, transformer.transformer.config)
-        got = OnnxEncoder(tmp, tokenizer, model.max_seq_length, threads=1).encode(list(CHECK_TEXTS))
-        worst = float(np.abs(got - want).max())
-        if worst > CHECK_TOLERANCE:
-            raise RuntimeError(f"the ONNX export of {name} differs from torch by {worst:.2e} (more than "
-                               f"{CHECK_TOLERANCE}); set [graph] text_runtime = \"torch\" to run it in torch")
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a failed or refused export leaves nothing behind
-        raise
-    marker.write_text(key)
-    return out
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
+        torch.onnx.export(transformer, (batch["input_ids"], batch["attention_mask"]), path,
+                          input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
+                          dynamic_axes={n: {0: "batch", 1: "tokens"}
+                                        for n in ("input_ids", "attention_mask", "last_hidden_state")},
+                          opset_version=OPSET, dynamo=False)
+        want = torch.nn.functional.normalize(
+            model.encode(list(CHECK_TEXTS), convert_to_tensor=True, show_progress_bar=False).float(),
+            dim=-1).numpy()
+    _fuse(Path(path), transformer.transformer.config)
+    got = OnnxEncoder(Path(path), Path(model_dir), model.max_seq_length).encode(list(CHECK_TEXTS))
+    worst = float(np.abs(got - want).max())
+    if worst > float(tolerance):
+        raise RuntimeError(f"the ONNX export of {Path(model_dir).name} differs from torch by {worst:.2e} (more "
+                           f"than {tolerance}); set [graph] text_runtime = \"torch\" to run it in torch")
 
 
 def _fuse(path: Path, config) -> None:
@@ -118,28 +101,30 @@ def _LastHidden(transformer):
 
 
 class OnnxEncoder:
-    """Texts to L2-normalised mean-pooled float32 vectors with an exported transformer."""
+    """Texts to L2-normalised mean-pooled float32 vectors with an exported transformer. The model's
+    ``tokenizer.json`` is read by the ``tokenizers`` library: transformers' tokenizers load torch."""
 
-    def __init__(self, path: Path, tokenizer, max_length: int, threads: int) -> None:
-        import onnxruntime as ort
+    def __init__(self, path: Path, model_dir: Path, max_length: int) -> None:
+        from tokenizers import Tokenizer
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # no busy-waiting between calls: the embedder shares its cores with the memorizer and
-        # LanceDB (measured: 33 ms a query either way; batches 15 % slower than with spinning)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.tokenizer = tokenizer
-        self.max_length = max_length
+        self.session = cpu_session(path)
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        pad = json.loads((model_dir / "tokenizer_config.json").read_text())["pad_token"]
+        pad = pad if isinstance(pad, str) else pad["content"]
+        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id(pad), pad_token=pad)
+
+    def _tokens(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        encodings = self.tokenizer.encode_batch(texts)
+        return (np.array([e.ids for e in encodings], dtype=np.int64),
+                np.array([e.attention_mask for e in encodings], dtype=np.int64))
 
     def lengths(self, texts: list[str]) -> list[int]:
-        return token_lengths(self.tokenizer, texts, self.max_length)
+        return [int(n) for n in self._tokens(texts)[1].sum(axis=1)] if texts else []
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
-        mask = batch["attention_mask"].astype(np.int64)
-        hidden = self.session.run(None, {"input_ids": batch["input_ids"].astype(np.int64), "attention_mask": mask})[0]
+        ids, mask = self._tokens(texts)
+        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)

@@ -12,12 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from perception.onnx_models import check_runtime, load_torch
 from perception.weights import fast_dtype, torch_device
 
 log = logging.getLogger(__name__)
-
-RUNTIMES = ("auto", "torch", "onnx")
-
 
 class SentenceTransformerText:
     name = ""
@@ -25,8 +23,7 @@ class SentenceTransformerText:
 
     def __init__(self, device: str = "cpu", batch_size: int = 64, dtype: str = "float32",
                  max_batch_tokens: int = 2048, runtime: str = "auto") -> None:
-        if runtime not in RUNTIMES:
-            raise ValueError(f"text runtime {runtime!r}: choose one of {', '.join(RUNTIMES)}")
+        check_runtime(runtime, "text runtime")
         self.device = device
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -61,25 +58,19 @@ class SentenceTransformerText:
         return self._encoder
 
     def _torch_model(self, device: str):
-        import torch
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # our own progress lines say what is loading
         model = SentenceTransformer(str(self.model_dir()), device=device, local_files_only=True)
-        return model.to(getattr(torch, self.dtype))
+        return model.to(getattr(load_torch(), self.dtype))
 
     def _onnx(self):
-        import torch
-        from transformers import AutoTokenizer
-
         from embeddings.onnx_text import OnnxEncoder, exported_model
 
         model_dir = self.model_dir()
-        path = exported_model(self.name, model_dir, lambda: self._torch_model("cpu"))
         max_length = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
-        # as many threads as torch runs with in this process ([perception] threads sets both)
-        return OnnxEncoder(path, AutoTokenizer.from_pretrained(str(model_dir)), max_length, torch.get_num_threads())
+        return OnnxEncoder(exported_model(self.name, model_dir), model_dir, max_length)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Texts of similar token length are batched together: one batch pads every text to its

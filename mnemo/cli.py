@@ -119,10 +119,10 @@ def cmd_ingest(args, cfg) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.process import limit_malloc_arenas
+    from pipeline.process import limit_malloc
 
     umask = os.umask(0o077)  # what mnemo writes (stores, capture, caches of it) is the user's alone
-    limit_malloc_arenas()  # before the models start their threads
+    limit_malloc()  # before the models start their threads
     try:
         return _main(argv)
     finally:

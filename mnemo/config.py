@@ -31,6 +31,9 @@ class PerceptionConfig(BaseModel):
     device: str = "auto"
     threads: int = Field(0, ge=0, description="CPU threads per model library (torch, CTranslate2, ONNX Runtime); "
                          "0: the CPUs this process may use. A Ray worker gets its share of CPUs")
+    # the speaker and image models: "auto" runs them on the CPU in ONNX Runtime (exported from torch
+    # once, checked against it), which leaves torch (about 500 MB) out of the process; "torch" to choose
+    model_runtime: Literal["auto", "torch", "onnx"] = "auto"
     asr_model: str = "tiny.en"  # packaged: "tiny.en" (English), "base" (multilingual); or a name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"

@@ -14,7 +14,9 @@ from memorize.identity import MatchPolicy
 from memorize.writer_llm import LLMWriter
 from mnemo.config import ControlConfig, GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
 from embeddings.base import build_text_embedder
+from perception.onnx_models import set_threads as set_model_threads
 from perception.registry import build
+from perception.weights import usable_cpus
 from perception.faces.stage import FacePolicy
 from perception.observe import Perceivers
 
@@ -33,22 +35,6 @@ def chat_client(cfg: LLMConfig) -> ChatClient:
     return ChatClient(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, cfg.timeout_s, cfg.max_retries,
                       allow_plain_http_key=cfg.allow_plain_http_key, log_content=cfg.log_prompts,
                       key_name=f"the key in ${cfg.api_key_env}", max_wait_s=cfg.max_wait_s)
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, e.g. a container's cpuset), not the machine's."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def set_torch_threads(threads: int) -> None:
-    """torch's intra-op threads (speaker, image and text models) for this process."""
-    import torch
-
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
 
 
 def build_ocr(cfg: PerceptionConfig, threads: int | None = None):
@@ -72,18 +58,18 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         image = build("image", "open-clip", model=cfg.open_clip_model, checkpoint=cfg.open_clip_checkpoint,
                       device=cfg.device)
     elif cfg.image_backend != "none":
-        image = build("image", cfg.image_backend, device=cfg.device)
+        image = build("image", cfg.image_backend, device=cfg.device, runtime=cfg.model_runtime)
     captioner = None
     if cfg.caption_backend == "vlm":
         captioner = build("caption", "vlm", client=chat_client(llm or LLMConfig()))
     cluster_distance = (cfg.face_cluster_distance_insightface if faces == "insightface"
                         else cfg.face_cluster_distance_dlib)
     threads = cfg.threads or usable_cpus()
-    set_torch_threads(threads)
+    set_model_threads(threads)  # torch's and ONNX Runtime's: the speaker, image and text models
     return Perceivers(
         asr=build("asr", "faster-whisper", model=cfg.asr_model, device=cfg.device, compute_type=cfg.asr_compute_type,
                   cpu_threads=threads),
-        speaker=build("speaker", cfg.speaker_backend, device=cfg.device),
+        speaker=build("speaker", cfg.speaker_backend, device=cfg.device, runtime=cfg.model_runtime),
         faces=build("faces", faces, **face_kwargs),
         image=image,
         ocr=build_ocr(cfg, threads),

@@ -7,6 +7,7 @@ import importlib.util
 import logging
 import os
 import shutil
+import sys
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -159,10 +160,27 @@ def fast_dtype(device: str) -> str:
     return "bfloat16" if device == "cpu" and cpu_has_bf16() else "float32"
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, e.g. a container's cpuset), not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def torch_device(device: str) -> str:
-    """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given."""
+    """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given.
+    With no GPU driver on the machine the answer is "cpu" without loading torch (about 500 MB)."""
     if device != "auto":
         return device
+    if "torch" not in sys.modules and not gpu_driver_present():
+        return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gpu_driver_present() -> bool:
+    """Whether a GPU driver torch could use is loaded (NVIDIA's, or AMD's for ROCm builds)."""
+    nvidia = Path("/proc/driver/nvidia/gpus")
+    return (nvidia.is_dir() and any(nvidia.iterdir())) or Path("/dev/kfd").exists()

@@ -29,7 +29,7 @@ from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers
 from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
-from pipeline.process import limit_malloc_arenas
+from pipeline.process import limit_malloc
 from ray_jobs.order import in_order
 
 # the caller's recipe for the perceivers (picklable: it travels to every actor), called with the
@@ -61,7 +61,7 @@ class Perceive:
 
     def __init__(self, build: BuildPerceivers, threads: int, attempts=None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        limit_malloc_arenas()
+        limit_malloc()
         self.perceivers = build(threads)  # threads matched to this actor's CPUs: workers do not oversubscribe
         self.attempts = attempts
 

@@ -21,9 +21,6 @@ class SpeakerEmbedder(Protocol):
     min_duration_s: float
     window_s: float  # the length of the windows ``embed_windows`` embeds
 
-    def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
-        """One L2-normalised voice embedding for a stretch of speech."""
-
     def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
                       ) -> tuple[np.ndarray, np.ndarray]:
         """L2-normalised embeddings of short sliding windows, and the window centres in seconds."""

@@ -1,13 +1,28 @@
-"""Speaker (voice) embedding with Resemblyzer's GE2E encoder, 256-d, weights inside the package."""
+"""Speaker (voice) embedding with Resemblyzer's GE2E encoder, 256-d, weights inside the package.
+
+The encoder is an LSTM over 1.6 s windows of a 40-band mel spectrogram. On the CPU it runs in ONNX
+Runtime (``perception.onnx_models``); the windows and the spectrogram are computed here as
+Resemblyzer's ``embed_utterance`` computes them, since importing ``resemblyzer`` loads torch.
+"""
 
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
-from perception.weights import torch_device
-from perception.weights import packaged_file
+from perception.onnx_models import OPSET, cached_export, check_export, cpu_session, load_torch, use_onnx
+from perception.weights import packaged_file, torch_device
+
+SAMPLE_RATE = 16_000
+FRAME_SAMPLES = 160  # a mel frame every 10 ms
+WINDOW_FRAMES = 160  # 1.6 s windows ("partial utterances")
+N_FFT = 400  # 25 ms
+N_MELS = 40
+MIN_COVERAGE = 0.75  # the last window is kept when the audio covers this much of it
+CHECK_TOLERANCE = 1e-4  # largest difference between torch's and ONNX Runtime's embeddings at export
 
 
 def _resemblyzer():
@@ -19,29 +34,111 @@ def _resemblyzer():
     return resemblyzer
 
 
+def _weights() -> Path:
+    return packaged_file("resemblyzer", "pretrained.pt")
+
+
+def window_starts(n_samples: int, rate_hz: float) -> list[int]:
+    """The first mel frame of each window over ``n_samples`` of audio, ``rate_hz`` windows a second,
+    covering it all; a last window the audio fills less than ``MIN_COVERAGE`` of is left out
+    (Resemblyzer's ``compute_partial_slices``)."""
+    n_frames = int(np.ceil((n_samples + 1) / FRAME_SAMPLES))
+    step = int(np.round(SAMPLE_RATE / rate_hz / FRAME_SAMPLES))
+    if not 0 < step <= WINDOW_FRAMES:
+        raise ValueError(f"{rate_hz} windows a second: choose from {SAMPLE_RATE / FRAME_SAMPLES / WINDOW_FRAMES} "
+                         f"to {SAMPLE_RATE / FRAME_SAMPLES}")
+    starts = list(range(0, max(1, n_frames - WINDOW_FRAMES + step + 1), step))
+    coverage = (n_samples - starts[-1] * FRAME_SAMPLES) / (WINDOW_FRAMES * FRAME_SAMPLES)
+    if coverage < MIN_COVERAGE and len(starts) > 1:
+        starts.pop()
+    return starts
+
+
+def mel_frames(audio: np.ndarray) -> np.ndarray:
+    """The encoder's input: a (frames, 40) float32 mel power spectrogram, a frame every 10 ms, as
+    ``librosa.feature.melspectrogram`` computes it (centred Hann frames, Slaney mel bands), in numpy:
+    librosa's first call loads numba, about 200 MB."""
+    audio = np.pad(audio.astype(np.float32, copy=False), N_FFT // 2)
+    frames = np.lib.stride_tricks.sliding_window_view(audio, N_FFT)[::FRAME_SAMPLES]
+    power = np.abs(np.fft.rfft(frames * _hann(), axis=1).astype(np.complex64)) ** 2
+    return (power @ _mel_bands().T).astype(np.float32)
+
+
+@lru_cache(maxsize=1)
+def _hann() -> np.ndarray:
+    return (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(N_FFT) / N_FFT)).astype(np.float32)  # periodic
+
+
+def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
+    """Slaney's mel scale: linear to 1 kHz, logarithmic above."""
+    hz = np.asarray(hz, dtype=np.float64)
+    return np.where(hz < 1000.0, hz * 3 / 200, 15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27))
+
+
+def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
+    return np.where(mel < 15.0, mel * 200 / 3, 1000.0 * np.exp((np.log(6.4) / 27) * (mel - 15.0)))
+
+
+@lru_cache(maxsize=1)
+def _mel_bands() -> np.ndarray:
+    """(40, 201) triangular filters from 0 Hz to Nyquist, each normalised to unit area (Slaney)."""
+    fft_hz = np.fft.rfftfreq(N_FFT, 1 / SAMPLE_RATE)
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), N_MELS + 2))
+    widths = np.diff(edges)
+    ramps = edges[:, None] - fft_hz[None, :]
+    rising, falling = -ramps[:-2] / widths[:-1, None], ramps[2:] / widths[1:, None]
+    bands = np.maximum(0, np.minimum(rising, falling)) * (2.0 / (edges[2:] - edges[:-2]))[:, None]
+    return bands.astype(np.float32)
+
+
+def export_encoder(path: str) -> None:
+    """Write the voice encoder's ONNX graph to ``path`` (windows of mels in, L2-normalised
+    embeddings out), checked against torch on a spectrogram of noise."""
+    import torch
+
+    encoder = _resemblyzer().VoiceEncoder(device="cpu", verbose=False, weights_fpath=_weights()).eval()
+    noise = np.random.default_rng(0).normal(0, 0.1, SAMPLE_RATE * 3).astype(np.float32)
+    mel = mel_frames(noise)
+    mels = np.stack([mel[s:s + WINDOW_FRAMES] for s in window_starts(noise.size, 4.0)
+                     if s + WINDOW_FRAMES <= len(mel)])
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on the LSTM's batch size
+        torch.onnx.export(encoder, (torch.from_numpy(mels),), path, input_names=["mels"],
+                          output_names=["embeddings"],
+                          dynamic_axes={"mels": {0: "windows"}, "embeddings": {0: "windows"}},
+                          opset_version=OPSET, dynamo=False)
+        want = encoder(torch.from_numpy(mels)).numpy()
+    check_export(Path(path), {"mels": mels}, [want], CHECK_TOLERANCE, "set [perception] model_runtime = \"torch\"")
+
+
 class ResemblyzerSpeaker:
     dim = 256
     min_duration_s = 0.6  # shorter stretches give embeddings too noisy to match on
-    window_s = 1.6  # embed_windows: resemblyzer's partial utterances, 160 frames of 10 ms
+    window_s = WINDOW_FRAMES * FRAME_SAMPLES / SAMPLE_RATE  # the windows embed_windows embeds: 1.6 s
 
-    def __init__(self, device: str = "auto") -> None:
+    def __init__(self, device: str = "auto", runtime: str = "auto") -> None:
         self.device = device
-        self._encoder = None
+        self.runtime = runtime
+        self._encode = None
 
     def _load(self):
-        if self._encoder is None:
+        if self._encode is None:
             device = torch_device(self.device)
-            weights = packaged_file("resemblyzer", "pretrained.pt")
-            self._encoder = _resemblyzer().VoiceEncoder(device=device, verbose=False, weights_fpath=weights)
-        return self._encoder
+            if use_onnx(self.runtime, device, "[perception] model_runtime"):
+                session = cpu_session(cached_export("resemblyzer", _weights(), export_encoder))
+                self._encode = lambda mels: session.run(None, {"mels": mels})[0]
+                self.runtime = "onnx"
+            else:
+                torch = load_torch()
+                encoder = _resemblyzer().VoiceEncoder(device=device, verbose=False, weights_fpath=_weights())
 
-    def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
-        wav = _resemblyzer().preprocess_wav(audio.astype(np.float32, copy=False), source_sr=sample_rate)
-        if wav.size < self.min_duration_s * 16_000:
-            # the VAD trim left too little voice; embed the untrimmed stretch instead
-            wav = audio.astype(np.float32, copy=False)
-        emb = self._load().embed_utterance(wav)
-        return (emb / (np.linalg.norm(emb) + 1e-9)).astype(np.float32)
+                def encode(mels: np.ndarray) -> np.ndarray:
+                    with torch.inference_mode():
+                        return encoder(torch.from_numpy(mels).to(device)).cpu().numpy()
+
+                self._encode = encode
+                self.runtime = "torch"
+        return self._encode
 
     def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -49,9 +146,13 @@ class ResemblyzerSpeaker:
 
         The audio is not VAD-trimmed here, so window times stay aligned with the clip.
         """
-        if sample_rate != 16_000:
+        if sample_rate != SAMPLE_RATE:
             raise ValueError(f"resemblyzer needs 16 kHz audio, got {sample_rate} Hz")
-        _, partials, slices = self._load().embed_utterance(
-            audio.astype(np.float32, copy=False), return_partials=True, rate=rate_hz)
-        centres = np.array([(s.start + min(s.stop, audio.size)) / 2 / sample_rate for s in slices])
-        return partials.astype(np.float32), centres
+        audio = audio.astype(np.float32, copy=False)
+        starts = window_starts(audio.size, rate_hz)
+        padded = (starts[-1] + WINDOW_FRAMES) * FRAME_SAMPLES
+        mel = mel_frames(np.pad(audio, (0, padded - audio.size)) if padded >= audio.size else audio)
+        embeddings = self._load()(np.stack([mel[s:s + WINDOW_FRAMES] for s in starts]))
+        centres = np.array([(s * FRAME_SAMPLES + min((s + WINDOW_FRAMES) * FRAME_SAMPLES, audio.size)) / 2
+                            / SAMPLE_RATE for s in starts])
+        return embeddings.astype(np.float32), centres

