@@ -88,8 +88,11 @@ def cached_export(name: str, source: Path, export: Callable[..., None], *args: s
     try:
         in_child(export, *args, tmp)
         os.replace(tmp, out)
-    except BaseException:
+    except RuntimeError as e:
         tmp.unlink(missing_ok=True)  # a failed or refused export leaves nothing behind
+        raise RuntimeError(f"exporting {name} to ONNX failed: {e}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
         raise
     marker.write_text(key)
     return out

@@ -30,6 +30,7 @@ from memorize.memorizer import ClipWrite, Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
+from pipeline.process import give_back_freed_memory
 from perception.records import Clip, ClipObservations
 from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
 from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
@@ -151,6 +152,8 @@ def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations 
         obs = observe_screen_clip(job.screens, perceivers) if job.screens else observe_clip(job.clip, perceivers)
     except MediaError as e:
         return e, time.perf_counter() - t0
+    finally:
+        give_back_freed_memory()  # the clip's frames and activations, and what the writer freed meanwhile
     return obs, time.perf_counter() - t0
 
 

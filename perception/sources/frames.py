@@ -26,6 +26,8 @@ def to_rgb8(image: np.ndarray) -> np.ndarray:
         a = a[:, :, 0]
     if a.ndim not in (2, 3) or a.size == 0 or (a.ndim == 3 and a.shape[2] not in (3, 4)):
         raise ValueError(f"not an image: array of shape {a.shape}; expected (h, w), (h, w, 3) or (h, w, 4)")
+    if a.dtype == np.uint8 and a.ndim == 3 and a.shape[2] == 3:
+        return np.ascontiguousarray(a)  # already what is asked for (a decoded video frame): no copy
     if a.dtype == np.uint8:
         f = a.astype(np.float32) / 255.0
     elif np.issubdtype(a.dtype, np.integer):

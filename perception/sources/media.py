@@ -218,7 +218,7 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
         raise MediaError(clip.source.path, f"cannot open the video: {e}") from e
     deadline = time.monotonic() + DECODE_TIMEOUT_S
     targets = [k / fps for k in range(max(1, int(np.ceil(clip.duration_s * fps - 1e-6))))]
-    chosen: list[tuple[float, object]] = []
+    chosen: list[tuple[float, np.ndarray]] = []
     bad_packets = 0
     with container:
         stream = container.streams.video[0]
@@ -236,9 +236,13 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
         k = 0
         prev: tuple[float, object] | None = None
 
+        last: list[object] = [None]
+
         def take(t_frame: tuple[float, object]) -> None:
-            if not chosen or chosen[-1][1] is not t_frame[1]:
-                chosen.append(t_frame)
+            # converted at once: a decoded frame held on holds a buffer of the decoder's pool
+            if last[0] is not t_frame[1]:
+                last[0] = t_frame[1]
+                chosen.append((t_frame[0], t_frame[1].reformat(width=ow, height=oh, format="rgb24").to_ndarray()))
 
         def frames():
             nonlocal bad_packets
@@ -267,8 +271,7 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
     if not chosen:
         raise MediaError(clip.source.path, f"no video frame decodes in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s"
                          + (f" ({bad_packets} corrupt packets)" if bad_packets else ""))
-    images = tuple(f.reformat(width=ow, height=oh, format="rgb24").to_ndarray() for _, f in chosen)
-    return images, tuple(min(max(t, 0.0), clip.duration_s) for t, _ in chosen)
+    return tuple(image for _, image in chosen), tuple(min(max(t, 0.0), clip.duration_s) for t, _ in chosen)
 
 
 def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tuple[str, ...]]:
