@@ -7,11 +7,7 @@ import ctypes.util
 import os
 from functools import lru_cache
 
-# glibc's mallopt parameters, with the environment variable that sets each one before the program starts
-M_ARENA_MAX, M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -8, -3, -1
-SETTINGS = {"arenas": (M_ARENA_MAX, "MALLOC_ARENA_MAX"),
-            "mmap_threshold": (M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_"),
-            "trim_threshold": (M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_")}
+M_ARENA_MAX, M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -8, -3, -1  # glibc's mallopt parameters
 
 
 @lru_cache(maxsize=1)
@@ -38,8 +34,11 @@ def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold:
     done = []
     try:
         libc = _libc()
-        for name, value in (("arenas", arenas), ("mmap_threshold", mmap_threshold), ("trim_threshold", trim_threshold)):
-            param, variable = SETTINGS[name]
+        # each setting, its mallopt parameter, and the variable that sets it before the program starts
+        for name, param, variable, value in (
+                ("arenas", M_ARENA_MAX, "MALLOC_ARENA_MAX", arenas),
+                ("mmap_threshold", M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", mmap_threshold),
+                ("trim_threshold", M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", trim_threshold)):
             if variable not in os.environ and libc.mallopt(param, value):
                 done.append(name)
     except (OSError, AttributeError):

@@ -18,7 +18,6 @@ class SpeechRecognizer(Protocol):
 @runtime_checkable
 class SpeakerEmbedder(Protocol):
     dim: int
-    min_duration_s: float
     window_s: float  # the length of the windows ``embed_windows`` embeds
 
     def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0

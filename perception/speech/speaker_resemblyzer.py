@@ -113,7 +113,6 @@ def export_encoder(path: str) -> None:
 
 class ResemblyzerSpeaker:
     dim = 256
-    min_duration_s = 0.6  # shorter stretches give embeddings too noisy to match on
     window_s = WINDOW_FRAMES * FRAME_SAMPLES / SAMPLE_RATE  # the windows embed_windows embeds: 1.6 s
 
     def __init__(self, device: str = "auto", runtime: str = "auto") -> None:
