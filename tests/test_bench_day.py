@@ -160,6 +160,36 @@ def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(perceivers, opencv
     assert WORDS[0] in " ".join(line.text for line in texts[1]).lower()
 
 
+def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(perceivers, opencv_dir):
+    """H.264 moves a still screen's 1-pixel lines by more than 48 levels now and then (the day
+    recording's later desktop clips: 8 single rows between 50 and 450, by up to 63), which made
+    the changed band the whole screen and every desktop clip was read twice. A glyph spans
+    several rows, a line one: only runs of changed rows count."""
+    import cv2
+
+    from bench.day_media import _Desktop
+    from bench.speed_media import centred
+    from perception.ocr.stage import changed_rows, read_frames
+
+    screen = centred(cv2.cvtColor(cv2.imread(str(opencv_dir / "qtgui.png")), cv2.COLOR_BGR2RGB))
+    desktop = _Desktop({"qtgui.png": screen})
+    before, after = desktop.frame("qtgui.png", 1), desktop.frame("qtgui.png", 2)
+    noisy = before.copy()
+    for row in (50, 98, 226, 258, 365, 450):
+        noisy[row, 100:500] = np.clip(noisy[row, 100:500].astype(int) + 63, 0, 255).astype(np.uint8)
+    y0, y1 = changed_rows(noisy, after)
+    height = before.shape[0]
+    assert y0 >= height - 70 - 8 and y1 <= height  # the note line, where the word was typed
+    reader = CountingReader(perceivers.ocr)
+    texts = read_frames([noisy, after], [0.0, 20.0], reader, 5.0, 0.01, [])
+    assert reader.reads == 1 and texts[0] == ()
+    assert WORDS[1] in " ".join(line.text for line in texts[1]).lower()
+
+    edited = after.copy()  # text drawn high on the screen is an edit there
+    cv2.putText(edited, "invoice", (300, 120), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (20, 20, 20), 2, cv2.LINE_AA)
+    assert changed_rows(noisy, edited)[0] <= 100
+
+
 def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_20_s(opencv_dir, pyannote_dir):
     from bench.day_media import FPS, TYPE_AT_S, frames
 

@@ -12,6 +12,8 @@ from perception.sources.frames import SHARP_DIFF
 
 log = logging.getLogger(__name__)
 
+MIN_CHANGED_ROWS = 3  # a change thinner than this (a line's codec noise) is not an edit of the text
+
 
 def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader, every_s: float,
                 min_text_fraction: float, notes: list[str], small_edit: float | None = 0.25
@@ -38,19 +40,32 @@ def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader,
     return texts
 
 
-def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = SHARP_DIFF, margin_px: int = 8
-                 ) -> tuple[int, int] | None:
+def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = SHARP_DIFF, margin_px: int = 8,
+                 min_rows: int = MIN_CHANGED_ROWS) -> tuple[int, int] | None:
     """The band of rows (y0, y1) in which two frames of one screen differ, widened by ``margin_px``;
     None when they do not differ. ``min_diff`` ignores compression noise: JPEG's, and H.264's, which
     moves the thin lines of a still screen by up to 48 grey levels from frame to frame (measured on
     the day recording's desktop clips: with 24, rows 37 to 526 changed around a word typed in rows
-    500 to 517, so the screen was read twice); frames of different sizes differ everywhere."""
+    500 to 517, so the screen was read twice). Beyond 48 that noise still moves a thin line now and
+    then (the day's desktop: 8 single rows between 50 and 450, by up to 63 levels, around a word
+    typed in rows 666 to 701), so only runs of at least ``min_rows`` changed rows count: a glyph
+    spans more rows than a line is thick. Frames of different sizes differ everywhere."""
     import cv2
 
     if a.shape != b.shape:
         return 0, a.shape[0]
     diff = cv2.absdiff(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.cvtColor(b, cv2.COLOR_RGB2GRAY))
-    rows = np.flatnonzero((diff > min_diff).sum(axis=1) >= 2)
+    changed = (diff > min_diff).sum(axis=1) >= 2
+    if min_rows > 1 and changed.size >= min_rows:
+        # a row counts when it lies in a run of min_rows changed rows
+        runs = np.ones(changed.size - min_rows + 1, dtype=bool)
+        for k in range(min_rows):
+            runs &= changed[k:changed.size - min_rows + 1 + k]
+        member = np.zeros_like(changed)
+        for k in range(min_rows):
+            member[k:k + runs.size] |= runs
+        changed = member
+    rows = np.flatnonzero(changed)
     if rows.size == 0:
         return None
     return max(0, int(rows[0]) - margin_px), min(a.shape[0], int(rows[-1]) + 1 + margin_px)
