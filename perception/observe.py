@@ -21,7 +21,7 @@ from perception.ocr.base import TextReader
 from perception.ocr.stage import read_frames, read_screens
 from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
                                 SpeechTurn)
-from perception.sources.frames import distinct_frames, limit_size, read_image, to_rgb8
+from perception.sources.frames import distinct_frames, limit_size, read_image, returning_views, to_rgb8
 from perception.sources.media import load_media
 from perception.sources.screenshots import ScreenClip
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
@@ -58,13 +58,17 @@ class Perceivers:
 
 
 def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
-            timings: dict[str, float]) -> list[FrameObservation]:
-    """Tags, embedding and on-screen text of the distinct frames; a failing backend leaves a note."""
+            timings: dict[str, float], returns: dict[int, int] | None = None) -> list[FrameObservation]:
+    """Tags, embedding and on-screen text of the distinct frames (``returns``: those showing again
+    what an earlier one showed, whose tags and text they get); a failing backend leaves a note."""
     tagged: list = [((), None)] * len(frames)
+    returns = returns or {}
     t0 = time.perf_counter()
     if p.image is not None and frames:
         try:
-            tagged = p.image.analyze(frames)
+            first = [i for i in range(len(frames)) if i not in returns]
+            of_first = dict(zip(first, p.image.analyze([frames[i] for i in first])))
+            tagged = [of_first[returns.get(i, i)] for i in range(len(frames))]
         except stage_errors() as e:
             notes.append(f"image tags failed: {e}")
             log.warning("image tags failed: %s", e)
@@ -74,7 +78,8 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
     if p.ocr is not None and p.ocr_last_of_edits:
         texts = read_screens(frames, times, p.ocr, notes)
     elif p.ocr is not None:
-        texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes, p.ocr_small_edit)
+        texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes, p.ocr_small_edit,
+                            returns)
     timings["ocr_s"] = time.perf_counter() - t0
     images = [jpeg_bytes(f, p.keep_images_px) if p.keep_images_px else b"" for f in frames]
     return [FrameObservation(t, tags, emb, text, image)
@@ -121,11 +126,15 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     timings["speech_s"] = time.perf_counter() - t0
 
     keep = distinct_frames(frames, p.duplicate_max_diff)
+    # of the distinct frames, those showing again what an earlier one showed (a call cutting
+    # between speakers): by position among the distinct frames
+    returns = returning_views([frames[i] for i in keep], p.duplicate_max_diff)
     faces: list[FaceObservation] = []
     t0 = time.perf_counter()
-    try:  # a repeated frame repeats its faces: only the distinct frames are analysed
+    try:  # a repeated frame repeats its faces: only the distinct frames are analysed, each picture once
         faces, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy,
-                                      keep_crops=p.keep_images_px > 0, analyzed=keep)
+                                      keep_crops=p.keep_images_px > 0, analyzed=keep,
+                                      returns={keep[a]: keep[b] for a, b in returns.items()})
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")
     except stage_errors() as e:
@@ -135,7 +144,7 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
 
     distinct = [frames[i] for i in keep]
     distinct_times = [times[i] for i in keep]
-    frame_obs = _frames(distinct, distinct_times, p, notes, timings)
+    frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns)
 
     caption = ""
     t0 = time.perf_counter()

@@ -190,6 +190,51 @@ def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(p
     assert changed_rows(noisy, edited)[0] <= 100
 
 
+def test_a_call_cutting_between_speakers_has_each_picture_analysed_once(perceivers, opencv_dir, pyannote_dir):
+    """The day's call clip, as its pictures are shown: the view cuts between Diane, Sheila and both
+    8 times in 30 s, 3 pictures in all. Each picture's faces and text are found once; a frame that
+    shows a picture again gets what its first showing had, as if it had been analysed itself."""
+    from bench.speed_media import Scenes
+    from perception.faces.stage import detect_faces
+    from perception.ocr.stage import read_frames
+    from perception.sources.frames import distinct_frames, returning_views
+
+    pictures = Scenes()
+    frames = [pictures.frame("call", float(t)) for t in range(30)]
+    times = [float(t) for t in range(30)]
+    keep = distinct_frames(frames)
+    returns = returning_views([frames[i] for i in keep])
+    assert len(keep) == 8 and len(keep) - len(returns) == 3
+    assert all(np.array_equal(frames[keep[a]], frames[keep[b]]) for a, b in returns.items())
+
+    once, every = Counting(perceivers.faces), Counting(perceivers.faces)
+    faces, _ = detect_faces("c", frames, times, once, perceivers.face_policy, analyzed=keep,
+                            returns={keep[a]: keep[b] for a, b in returns.items()})
+    reference, _ = detect_faces("c", frames, times, every, perceivers.face_policy, analyzed=keep)
+    assert (once.calls, every.calls) == (3, 8)
+    assert [(f.frame_time_s, f.box_xywh, f.person) for f in faces] == [(f.frame_time_s, f.box_xywh, f.person) for f in reference]
+    returned = {times[keep[a]] for a in returns}
+    assert returned <= {f.frame_time_s for f in faces}  # the pictures shown again have their faces
+
+    reader, plain = CountingReader(perceivers.ocr), CountingReader(perceivers.ocr)
+    distinct, at = [frames[i] for i in keep], [times[i] for i in keep]
+    texts = read_frames(distinct, at, reader, 0.0, 0.0, [], returns=returns)
+    assert texts == read_frames(distinct, at, plain, 0.0, 0.0, [])
+    assert (reader.reads, plain.reads) == (3, 8)
+
+
+def test_returning_views_finds_a_picture_shown_again_and_nothing_when_off():
+    from perception.sources.frames import returning_views
+
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(0, 255, (90, 160, 3), dtype=np.uint8) for _ in range(2))
+    noisy = np.clip(a.astype(int) + rng.integers(-2, 3, a.shape), 0, 255).astype(np.uint8)
+    typed = a.copy()
+    typed[40:52, 20:90] = 0  # a word on the same screen: a different picture
+    assert returning_views([a, b, noisy, typed, b]) == {2: 0, 4: 1}
+    assert returning_views([a, b, noisy], max_mean_diff=0.0) == {}
+
+
 def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_20_s(opencv_dir, pyannote_dir):
     from bench.day_media import FPS, TYPE_AT_S, frames
 

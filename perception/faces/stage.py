@@ -48,21 +48,27 @@ def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int 
 
 def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], analyzer: FaceAnalyzer,
                  policy: FacePolicy, keep_crops: bool = False,
-                 analyzed: list[int] | None = None) -> tuple[list[FaceObservation], int]:
+                 analyzed: list[int] | None = None, returns: dict[int, int] | None = None
+                 ) -> tuple[list[FaceObservation], int]:
     """Usable faces with a clip-local ``person`` label, and how many detections were dropped.
 
     ``analyzed`` are the frames to run the analyzer on (default: all); any other frame repeats the
     last analyzed one before it (a near-duplicate, ``distinct_frames``) and gets its faces at its
-    own time without detecting and embedding them again. ``keep_crops`` keeps a small JPEG of each
-    face (for an LLM memory writer)."""
+    own time without detecting and embedding them again. ``returns`` maps a frame that shows again
+    what an earlier analyzed frame showed (``returning_views``) to that frame, whose faces it gets
+    the same way. ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
     todo = set(range(len(frames)) if analyzed is None else analyzed)
+    returns = returns or {}
     kept: list[FaceObservation] = []
     frame_of: list[int] = []
     dropped = 0
     found: list[tuple[tuple[int, int, int, int], float, np.ndarray, float]] = []  # of the last analyzed frame
+    found_in: dict[int, list] = {}  # analyzed frame -> its faces
     for i, (frame, t) in enumerate(zip(frames, times_s)):
-        if i in todo or i == 0:
-            found = []
+        if (i in todo or i == 0) and returns.get(i) in found_in:
+            found = found_in[i] = found_in[returns[i]]
+        elif i in todo or i == 0:
+            found = found_in[i] = []
             for box, score, emb in analyzer.analyze(frame):
                 sharp = sharpness(frame, box)
                 if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:

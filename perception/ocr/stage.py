@@ -16,20 +16,28 @@ MIN_CHANGED_ROWS = 3  # a change thinner than this (a line's codec noise) is not
 
 
 def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader, every_s: float,
-                min_text_fraction: float, notes: list[str], small_edit: float | None = 0.25
-                ) -> list[tuple[TextLine, ...]]:
+                min_text_fraction: float, notes: list[str], small_edit: float | None = 0.25,
+                returns: dict[int, int] | None = None) -> list[tuple[TextLine, ...]]:
     """Text lines per frame: frames less than ``every_s`` after the last one looked at, and frames
     whose detected text covers less than ``min_text_fraction`` (0: no gate), get none. A frame the
     next one edits only a little (``superseded``: a word typed on a still screen) gets none either:
     its text is read once, in the next frame, as screenshots are (``read_screens``; None: every
-    frame stands alone). A frame OCR fails on gets none and a note."""
+    frame stands alone). A frame that shows again what an earlier frame looked at showed
+    (``returns``, from ``returning_views``) gets that frame's lines without a second look. A frame
+    OCR fails on gets none and a note."""
     texts: list[tuple[TextLine, ...]] = [()] * len(frames)
+    looked: set[int] = set()
+    returns = returns or {}
     last_t = -float("inf")
     for i, frame in enumerate(frames):
         if times_s[i] - last_t < every_s or (small_edit is not None and i + 1 < len(frames)
                                              and superseded(frame, frames[i + 1], small_edit)):
             continue
         last_t = times_s[i]
+        looked.add(i)
+        if returns.get(i) in looked:
+            texts[i] = texts[returns[i]]
+            continue
         try:
             boxes = ocr.detect(frame)
             if boxes.fraction >= min_text_fraction:

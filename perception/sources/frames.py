@@ -107,21 +107,47 @@ SHARP_DIFF = 48  # grey levels: a glyph's edge, not a video codec's noise on a s
 SHARP_MIN_PX = 40  # at SHARP_SIDE: a short word in a 1280x720 frame changes a few hundred
 
 
+def _same(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], max_mean_diff: float,
+          sharp_min_px: int) -> bool:
+    """Whether two frames' ``_thumbnails`` show the same picture: the 32x32 thumbnails differ by at
+    most ``max_mean_diff`` grey levels on average and fewer than ``sharp_min_px`` pixels changed sharply."""
+    import cv2
+
+    return (max_mean_diff > 0 and float(np.abs(a[0] - b[0]).mean()) <= max_mean_diff and a[1].shape == b[1].shape
+            and int(np.count_nonzero(cv2.absdiff(a[1], b[1]) > SHARP_DIFF)) < sharp_min_px)
+
+
 def distinct_frames(frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX) -> list[int]:
     """Indices of frames to keep: a frame is skipped when its 32x32 grayscale thumbnail differs
     from the last kept one by at most ``max_mean_diff`` grey levels on average (a static shot or a
     screen that did not change), unless at least ``sharp_min_px`` pixels of it changed sharply
     (a word typed on a still screen moves the average by a fraction of a level: that frame was
     skipped, and the word never read). 0 keeps every frame."""
-    import cv2
-
     kept: list[int] = []
     last = None
     for i, frame in enumerate(frames):
-        thumb, small = _thumbnails(frame)
-        if (last is None or max_mean_diff <= 0 or float(np.abs(thumb - last[0]).mean()) > max_mean_diff
-                or small.shape != last[1].shape
-                or int(np.count_nonzero(cv2.absdiff(small, last[1]) > SHARP_DIFF)) >= sharp_min_px):
+        thumbs = _thumbnails(frame)
+        if last is None or not _same(thumbs, last, max_mean_diff, sharp_min_px):
             kept.append(i)
-            last = thumb, small
+            last = thumbs
     return kept
+
+
+def returning_views(frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX
+                    ) -> dict[int, int]:
+    """For each frame that shows again a picture an earlier one showed (by ``distinct_frames``'
+    measure), the index of the first that showed it: a call that cuts back and forth between the
+    speakers, a window switched to and back. A frame's analysis (faces, text) then holds for its
+    return. Meant for the distinct frames of one clip (a few to a few dozen); 0 finds none."""
+    if max_mean_diff <= 0:
+        return {}
+    thumbs = [_thumbnails(f) for f in frames]
+    first: list[int] = []  # frames that showed a picture first
+    out: dict[int, int] = {}
+    for i, t in enumerate(thumbs):
+        earlier = next((j for j in first if _same(t, thumbs[j], max_mean_diff, sharp_min_px)), None)
+        if earlier is None:
+            first.append(i)
+        else:
+            out[i] = earlier
+    return out
