@@ -96,7 +96,9 @@ def run(cfg: MnemoConfig, workdir: Path, blocks: int = BLOCKS, progress: Callabl
     if report.files_failed or report.clips_failed:
         raise RuntimeError(f"the day recording did not ingest cleanly: {report.files_failed + report.clips_failed}")
     figures |= {"clips": report.clips_new, "rss_start_mb": rss.start_mb, "peak_rss_mb": rss.peak_mb,
-                "stage_s": dict(report.stage_s), "writer_s": report.writer_s}
+                "stage_s": dict(report.stage_s), "writer_s": report.writer_s,
+                "writer_parts_s": {"memorize_s": report.memorize_s, "embed_s": report.embed_s,
+                                   "commit_s": report.commit_s}}
 
     first = list(plan_clips(source, clip_s))[:BLOCK_CLIPS]
     progress(f"the first block ({len(first)} clips) perceived with the gates, then without …")

@@ -1,6 +1,8 @@
 """``mnemo bench day``: the day's make-up, the noise that stands for a quiet room, the gates the
 ungated run turns off, and the figures (the bench itself runs by hand: minutes)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -95,6 +97,12 @@ def test_the_ungated_cost_adds_each_blocks_extra_seconds():
     assert f["ungated_ingest_s"] == pytest.approx(900.0)
     assert f["ungated_x_realtime"] == pytest.approx(4.0)
     assert f["ungated_stage_s"] == pytest.approx({"speech_s": 500.0, "faces_s": 120.0, "ocr_s": 30.0})
+    f |= {"recording": "day.mp4", "clips": 120, "cpus": 2, "scenes": {"call": 40}, "speech_share": 0.25,
+          "peak_rss_mb": 1400.0, "rss_start_mb": 900.0, "writer_s": 14.0, "block_scenes": ["call"],
+          "writer_parts_s": {"memorize_s": 1.0, "embed_s": 12.0, "commit_s": 1.0}, "losses": {}}
+    assert day.summary(f)["writer_parts_s"] == {"memorize_s": 1.0, "embed_s": 12.0, "commit_s": 1.0}
+    assert re.search(r"^writer +14\.0 +\(its own thread: memorize 1\.0, embed 12\.0, commit 1\.0\)$",
+                     day.format_report(f), re.MULTILINE)
 
 
 class CountingReader:
