@@ -27,7 +27,8 @@ class PerceptionConfig(BaseModel):
     frame_fps: float = Field(1.0, gt=0, le=30, description="frames sampled per second")
     duplicate_max_diff: float = Field(3.0, ge=0, description="mean grey-level change under which a frame "
                                       "repeats the previous one: its faces are the previous one's and it is skipped "
-                                      "for tags/OCR/captions; 0 keeps all")
+                                      "for tags/OCR/captions; a frame this close to an earlier one of its clip "
+                                      "gets that one's faces, tags and text; 0 keeps all")
     device: str = "auto"
     threads: int = Field(0, ge=0, description="CPU threads per model library (torch, CTranslate2, ONNX Runtime); "
                          "0: the CPUs this process may use. A Ray worker gets its share of CPUs")
