@@ -30,10 +30,10 @@ from memorize.memorizer import ClipWrite, Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
-from pipeline.process import give_back_freed_memory
 from perception.records import Clip, ClipObservations
 from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
 from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
+from pipeline.process import give_back_freed_memory
 
 log = logging.getLogger(__name__)
 

@@ -65,16 +65,18 @@ def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], a
     found: list[tuple[tuple[int, int, int, int], float, np.ndarray, float]] = []  # of the last analyzed frame
     found_in: dict[int, list] = {}  # analyzed frame -> its faces
     for i, (frame, t) in enumerate(zip(frames, times_s)):
-        if (i in todo or i == 0) and returns.get(i) in found_in:
-            found = found_in[i] = found_in[returns[i]]
-        elif i in todo or i == 0:
-            found = found_in[i] = []
-            for box, score, emb in analyzer.analyze(frame):
-                sharp = sharpness(frame, box)
-                if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
-                    dropped += 1
-                    continue
-                found.append((tuple(int(v) for v in box), float(score), emb, sharp))
+        if i in todo or i == 0:
+            if returns.get(i) in found_in:
+                found = found_in[returns[i]]
+            else:
+                found = []
+                for box, score, emb in analyzer.analyze(frame):
+                    sharp = sharpness(frame, box)
+                    if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
+                        dropped += 1
+                        continue
+                    found.append((tuple(int(v) for v in box), float(score), emb, sharp))
+            found_in[i] = found
         for j, (box, score, emb, sharp) in enumerate(found):
             kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, box, score, emb, sharp,
                                         crop_jpeg=_crop(frame, box) if keep_crops else b""))

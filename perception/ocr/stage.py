@@ -65,14 +65,11 @@ def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = SHARP_DIFF, margi
     diff = cv2.absdiff(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.cvtColor(b, cv2.COLOR_RGB2GRAY))
     changed = (diff > min_diff).sum(axis=1) >= 2
     if min_rows > 1 and changed.size >= min_rows:
-        # a row counts when it lies in a run of min_rows changed rows
-        runs = np.ones(changed.size - min_rows + 1, dtype=bool)
-        for k in range(min_rows):
-            runs &= changed[k:changed.size - min_rows + 1 + k]
-        member = np.zeros_like(changed)
-        for k in range(min_rows):
-            member[k:k + runs.size] |= runs
-        changed = member
+        # a row counts when it lies in a run of min_rows changed rows: the windows of min_rows all
+        # changed, then every row such a window covers
+        window = np.ones(min_rows, dtype=int)
+        runs = np.convolve(changed, window, "valid") == min_rows
+        changed = np.convolve(runs, window, "full") > 0
     rows = np.flatnonzero(changed)
     if rows.size == 0:
         return None

@@ -235,13 +235,13 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
             container.seek(int((origin + clip.offset_s) * 1e6))  # lands on the keyframe before
         k = 0
         prev: tuple[float, object] | None = None
-
-        last: list[object] = [None]
+        taken = None  # the decoded frame taken last
 
         def take(t_frame: tuple[float, object]) -> None:
+            nonlocal taken
             # converted at once: a decoded frame held on holds a buffer of the decoder's pool
-            if last[0] is not t_frame[1]:
-                last[0] = t_frame[1]
+            if taken is not t_frame[1]:
+                taken = t_frame[1]
                 chosen.append((t_frame[0], t_frame[1].reformat(width=ow, height=oh, format="rgb24").to_ndarray()))
 
         def frames():
