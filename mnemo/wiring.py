@@ -76,6 +76,7 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
         captioner=captioner,
         frame_fps=cfg.frame_fps,
         decode_threads=threads,
+        faces_beside=threads > 1,
         diarize_max_distance=cfg.diarize_max_distance,
         diarize_min_speaker_s=cfg.diarize_min_speaker_s,
         face_policy=FacePolicy(cfg.face_min_px, cfg.face_min_sharpness, cluster_distance),

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from functools import partial
 
 from llm.images import jpeg_bytes
 from perception.errors import MediaError, stage_errors
@@ -41,6 +44,9 @@ class Perceivers:
     captioner: Captioner | None = None
     frame_fps: float = 1.0
     decode_threads: int = 0  # video decoder threads; 0: the machine's CPUs
+    # faces (dlib's detector and embedder use one thread) run on a thread of their own beside speech
+    # and text (two threads each): for a clip given more than one CPU
+    faces_beside: bool = False
     max_turn_gap_s: float = 0.6
     diarize_max_distance: float = 0.25
     diarize_min_speaker_s: float = 2.5
@@ -86,6 +92,42 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
             for t, (tags, emb), text, image in zip(times, tagged, texts, images)]
 
 
+def _speech(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str],
+            timings: dict[str, float]) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
+    """Turns with clip-local speakers, the language and the diarization timeline; a failure leaves a note."""
+    t0 = time.perf_counter()
+    try:
+        return transcribe_clip(clip.clip_id, media.audio, media.sample_rate, p.asr, p.speaker, p.max_turn_gap_s,
+                               p.diarize_max_distance, p.diarize_min_speaker_s)
+    except (*stage_errors(), MediaError) as e:
+        notes.append(f"speech failed: {e}")
+        log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
+        return [], "", []
+    finally:
+        timings["speech_s"] = time.perf_counter() - t0
+
+
+def _faces(clip: Clip, frames: list, times: list[float], keep: list[int], returns: dict[int, int], p: Perceivers,
+           notes: list[str], timings: dict[str, float]) -> list[FaceObservation]:
+    """Faces on the distinct frames ``keep`` (by position in ``frames``), each picture once: a
+    repeated frame repeats its faces, and a frame showing again an earlier picture (``returns``, by
+    position among the distinct frames) gets that picture's faces; a failure leaves a note."""
+    t0 = time.perf_counter()
+    try:
+        found, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy,
+                                      keep_crops=p.keep_images_px > 0, analyzed=keep,
+                                      returns={keep[a]: keep[b] for a, b in returns.items()})
+        if dropped:
+            notes.append(f"{dropped} face detection(s) too small or blurred to use")
+        return found
+    except stage_errors() as e:
+        notes.append(f"faces failed: {e}")
+        log.warning("%s clip %d: faces failed: %s", clip.source.path, clip.index, e)
+        return []
+    finally:
+        timings["faces_s"] = time.perf_counter() - t0
+
+
 def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
     """Decode the clip and run every perceiver on it; a failing stage leaves a note, not a crash.
 
@@ -112,39 +154,21 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
         except stage_errors() as e:
             notes.append(f"frame at {t:.1f} s skipped: {e}")
 
-    speech: list[SpeechTurn] = []
-    language = ""
-    timeline: list[SpeakerSegment] = []
-    t0 = time.perf_counter()
-    try:
-        speech, language, timeline = transcribe_clip(
-            clip.clip_id, media.audio, media.sample_rate, p.asr, p.speaker, p.max_turn_gap_s,
-            p.diarize_max_distance, p.diarize_min_speaker_s)
-    except (*stage_errors(), MediaError) as e:
-        notes.append(f"speech failed: {e}")
-        log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
-    timings["speech_s"] = time.perf_counter() - t0
-
     keep = distinct_frames(frames, p.duplicate_max_diff)
     # of the distinct frames, those showing again what an earlier one showed (a call cutting
     # between speakers): by position among the distinct frames
     returns = returning_views([frames[i] for i in keep], p.duplicate_max_diff)
-    faces: list[FaceObservation] = []
-    t0 = time.perf_counter()
-    try:  # a repeated frame repeats its faces: only the distinct frames are analysed, each picture once
-        faces, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy,
-                                      keep_crops=p.keep_images_px > 0, analyzed=keep,
-                                      returns={keep[a]: keep[b] for a, b in returns.items()})
-        if dropped:
-            notes.append(f"{dropped} face detection(s) too small or blurred to use")
-    except stage_errors() as e:
-        notes.append(f"faces failed: {e}")
-        log.warning("%s clip %d: faces failed: %s", clip.source.path, clip.index, e)
-    timings["faces_s"] = time.perf_counter() - t0
+    face_notes: list[str] = []  # the faces' own: they may run on another thread
+    faces_stage = partial(_faces, clip, frames, times, keep, returns, p, face_notes, timings)
 
     distinct = [frames[i] for i in keep]
     distinct_times = [times[i] for i in keep]
-    frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns)
+    with ThreadPoolExecutor(1, thread_name_prefix="mnemo-faces") if p.faces_beside else nullcontext() as pool:
+        beside = pool.submit(faces_stage) if pool is not None else None
+        speech, language, timeline = _speech(clip, media, p, notes, timings)
+        frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns)
+        faces = beside.result() if beside is not None else faces_stage()
+    notes += face_notes
 
     caption = ""
     t0 = time.perf_counter()

@@ -2,6 +2,8 @@
 ungated run turns off, and the figures (the bench itself runs by hand: minutes)."""
 
 import re
+import threading
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
@@ -257,3 +259,50 @@ def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_2
     assert rows.min() >= first[0].shape[0] - 70  # the word goes into the note line at the foot, nothing else moves
     assert np.array_equal(second[0], first[at])  # the next desktop clip starts with the words typed so far
     assert not np.array_equal(shown[per_clip], first[0]) and np.array_equal(shown[-1], shown[3 * per_clip])
+
+
+class Threaded(Counting):
+    """The real face analyzer, noting the thread each frame is analysed on."""
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.threads: set[str] = set()
+
+    def analyze(self, frame):
+        self.threads.add(threading.current_thread().name)
+        return super().analyze(frame)
+
+
+@pytest.mark.slow
+def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(perceivers, sample_wav):
+    """With more than one CPU the faces of a clip are found on a thread of their own while speech
+    and text run: the observations are those of the stages run one after another."""
+    from dataclasses import replace
+
+    import soundfile as sf
+
+    from bench.speed_media import Scenes
+    from perception.observe import observe_media
+    from perception.records import Clip, ClipMedia, SourceInfo
+
+    audio, sr = sf.read(sample_wav, dtype="float32")
+    pictures = Scenes()
+    frames = tuple(pictures.frame("call", float(t)) for t in range(30))
+    media = ClipMedia(audio[: 30 * sr], sr, frames, tuple(float(t) for t in range(30)))
+    source = SourceInfo("/recordings/call.mp4", "0" * 64, 30.0, True, True,
+                        datetime(2026, 11, 20, 10, tzinfo=timezone.utc), "option")
+    clip = Clip("c0", source, 0, 0.0, 30.0)
+
+    def observe(beside: bool):
+        faces = Threaded(perceivers.faces)
+        obs = observe_media(clip, media, replace(perceivers, faces=faces, faces_beside=beside))
+        return obs, faces.threads
+
+    (beside, threads), (in_turn, own) = observe(True), observe(False)
+    assert {t.split("_")[0] for t in threads} == {"mnemo-faces"} and threading.current_thread().name in own
+    assert beside.faces and beside.speech and beside.frames
+    assert [(f.frame_time_s, f.box_xywh, f.person) for f in beside.faces] == \
+        [(f.frame_time_s, f.box_xywh, f.person) for f in in_turn.faces]
+    assert [(t.text, t.start_s, t.speaker) for t in beside.speech] == [(t.text, t.start_s, t.speaker) for t in in_turn.speech]
+    assert [(f.frame_time_s, f.text_lines) for f in beside.frames] == [(f.frame_time_s, f.text_lines) for f in in_turn.frames]
+    assert beside.notes == in_turn.notes and "faces_s" in beside.timings_s

@@ -201,9 +201,10 @@ def test_a_4k_frame_is_downscaled_and_analysed(perceivers):
     assert obs.frames[0].embedding is not None
 
 
-def test_an_opencv_error_in_a_stage_is_a_note_not_an_aborted_ingest(perceivers):
+@pytest.mark.parametrize("beside", [False, True])
+def test_an_opencv_error_in_a_stage_is_a_note_not_an_aborted_ingest(perceivers, beside):
     """cv2.error derives from Exception only; a backend that raises it (a frame OpenCV cannot
-    handle) must leave a note like any stage failure."""
+    handle) must leave a note like any stage failure, also on the faces' own thread."""
     from dataclasses import replace
 
     class BrokenFaces:
@@ -212,7 +213,7 @@ def test_an_opencv_error_in_a_stage_is_a_note_not_an_aborted_ingest(perceivers):
         def analyze(self, frame_rgb):
             return cv2.resize(np.zeros((0, 0), np.uint8), (0, 0))  # raises cv2.error
 
-    broken = replace(perceivers, faces=BrokenFaces(), image=None, ocr=None)
+    broken = replace(perceivers, faces=BrokenFaces(), image=None, ocr=None, faces_beside=beside)
     obs = observe_media(_clip(), _media([np.full((120, 160, 3), 60, np.uint8)], times=[0.0]), broken)
     assert obs.faces == () and any(n.startswith("faces failed") for n in obs.notes)
     assert len(obs.frames) == 1  # the other stages ran
