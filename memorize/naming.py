@@ -15,7 +15,8 @@ is theirs (identities are reconsidered as evidence grows: two parts of one voice
 An edge's weight is the number of clips that gave it, its evidence those clips and the turns said;
 a person's support counts each clip once per kind and name, however many of their voices it names.
 A person (a character and its voices) is given the name with the most support (2 a clip introducing,
-1 a clip addressed) when that support is at least ``MIN_SUPPORT``, at least ``MIN_SHARE`` of all the
+1 a clip addressed) when that support is at least ``MIN_SUPPORT`` (``MIN_SUPPORT_UNLISTED`` for a word
+that is no listed first name, ``memorize.given_names``), at least ``MIN_SHARE`` of all the
 name support heard for them, contradicted (``says_name``) in at most a third as many clips, and not
 as well supported for someone else: a wrong name is worse than none, so a person whose evidence
 stops agreeing loses the name until it agrees again.
@@ -28,10 +29,14 @@ from collections.abc import Callable
 
 from graph.people import id_order
 from graph.rows import Edge, sources_of
+from memorize.given_names import is_given_name
 
 KINDS = ("introduced_as", "addressed_as", "says_name")
 WEIGHT = {"introduced_as": 2.0, "addressed_as": 1.0}
 MIN_SUPPORT = 2.0
+# a word no name list holds: a misheard word or place ("Wow Joanna" heard as "Wild Atlanta") names
+# nobody on a few hearings; a rare name needs two introductions or four clips addressing its bearer
+MIN_SUPPORT_UNLISTED = 4.0
 # of all the name support heard for a person: twice every other name's together. Misheard names
 # ("Mary", "Pottery") and a greeting given to the wrong voice add noise that grows with what is
 # heard: LoCoMo spoken, 6 sessions, left Melanie at 10 of 14 (0.71) under 0.75; 2/3 names her and
@@ -115,7 +120,8 @@ class Naming:
                 continue
             out[cid] = ""
             name, score = max(support.items(), key=lambda kv: (kv[1], kv[0]))
-            if (score >= MIN_SUPPORT and score >= MIN_SHARE * sum(support.values())
+            needed = MIN_SUPPORT if is_given_name(name) else MIN_SUPPORT_UNLISTED
+            if (score >= needed and score >= MIN_SHARE * sum(support.values())
                     and 3 * against.get(name, 0) <= score):
                 best[cid] = (name, score)
         by_name: dict[str, list[tuple[float, str]]] = defaultdict(list)
