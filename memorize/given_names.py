@@ -1,9 +1,9 @@
 """Whether a word heard as a name is someone's given name somewhere.
 
 The lexicon is the first names of Faker's person providers in its English-speaking locales (name
-registries and censuses of the US, UK, Ireland, India, New Zealand, …: thousands of names). A word outside it
-is not refused as a name (people are called many things, and "Nate" is in no list), but it needs more
-evidence before it names a person (``memorize.naming``): a misheard common word or place ("Wow Joanna"
+registries and censuses of the US, UK, Ireland, India, New Zealand, …: 8,600 names). A word outside it
+is not refused as a name (people are called many things these lists lack: "Wei", "Oluwaseun"), but it
+needs more evidence before it names a person (``memorize.naming``): a misheard common word or place ("Wow Joanna"
 heard as "Wild Atlanta", "Melanie" as "Swamp") is then no name on a few hearings.
 
 A name's short form ("Mel", "Bea": three letters or more that begin a listed name) counts as listed.
