@@ -155,14 +155,14 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
             notes.append(f"frame at {t:.1f} s skipped: {e}")
 
     keep = distinct_frames(frames, p.duplicate_max_diff)
+    distinct = [frames[i] for i in keep]
+    distinct_times = [times[i] for i in keep]
     # of the distinct frames, those showing again what an earlier one showed (a call cutting
     # between speakers): by position among the distinct frames
-    returns = returning_views([frames[i] for i in keep], p.duplicate_max_diff)
+    returns = returning_views(distinct, p.duplicate_max_diff)
     face_notes: list[str] = []  # the faces' own: they may run on another thread
     faces_stage = partial(_faces, clip, frames, times, keep, returns, p, face_notes, timings)
 
-    distinct = [frames[i] for i in keep]
-    distinct_times = [times[i] for i in keep]
     with ThreadPoolExecutor(1, thread_name_prefix="mnemo-faces") if p.faces_beside else nullcontext() as pool:
         beside = pool.submit(faces_stage) if pool is not None else None
         speech, language, timeline = _speech(clip, media, p, notes, timings)

@@ -3,7 +3,6 @@ ungated run turns off, and the figures (the bench itself runs by hand: minutes).
 
 import re
 import threading
-from datetime import datetime, timezone
 
 import numpy as np
 import pytest
@@ -283,15 +282,14 @@ def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(pe
 
     from bench.speed_media import Scenes
     from perception.observe import observe_media
-    from perception.records import Clip, ClipMedia, SourceInfo
+    from perception.records import ClipMedia
+    from tests.test_perception import _clip
 
     audio, sr = sf.read(sample_wav, dtype="float32")
     pictures = Scenes()
     frames = tuple(pictures.frame("call", float(t)) for t in range(30))
     media = ClipMedia(audio[: 30 * sr], sr, frames, tuple(float(t) for t in range(30)))
-    source = SourceInfo("/recordings/call.mp4", "0" * 64, 30.0, True, True,
-                        datetime(2026, 11, 20, 10, tzinfo=timezone.utc), "option")
-    clip = Clip("c0", source, 0, 0.0, 30.0)
+    clip = _clip()
 
     def observe(beside: bool):
         faces = Threaded(perceivers.faces)
