@@ -21,7 +21,8 @@ def asr_only_s(cfg: MnemoConfig, recording: Path, clip_s: float) -> float:
     from perception.sources.media import SAMPLE_RATE, decode_audio, plan_clips, probe
 
     asr = build("asr", "faster-whisper", model=cfg.perception.asr_model, device=cfg.perception.device,
-                compute_type=cfg.perception.asr_compute_type, cpu_threads=cfg.perception.threads or usable_cpus())
+                compute_type=cfg.perception.asr_compute_type, beam_size=cfg.perception.asr_beam_size,
+                cpu_threads=cfg.perception.threads or usable_cpus())
     audio = [decode_audio(clip) for clip in plan_clips(probe(recording), clip_s)]
     asr.transcribe(audio[0][:SAMPLE_RATE], SAMPLE_RATE)  # load the model outside the timing
     t0 = time.perf_counter()

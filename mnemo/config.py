@@ -37,6 +37,7 @@ class PerceptionConfig(BaseModel):
     model_runtime: Literal["auto", "torch", "onnx"] = "auto"
     asr_model: str = "tiny.en"  # packaged: "tiny.en" (English), "base" (multilingual); or a name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
+    asr_beam_size: int = Field(5, ge=1, le=10)  # beams the decoder keeps: fewer is cheaper and, below 3, worse
     speaker_backend: Literal["resemblyzer"] = "resemblyzer"
     diarize_max_distance: float = Field(0.25, gt=0, lt=2, description="cosine distance to cluster voice windows")
     diarize_min_speaker_s: float = Field(2.5, ge=0, description="speakers with less speech in a clip are "

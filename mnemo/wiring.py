@@ -68,7 +68,7 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
     set_model_threads(threads)  # torch's and ONNX Runtime's: the speaker, image and text models
     return Perceivers(
         asr=build("asr", "faster-whisper", model=cfg.asr_model, device=cfg.device, compute_type=cfg.asr_compute_type,
-                  cpu_threads=threads),
+                  beam_size=cfg.asr_beam_size, cpu_threads=threads),
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device, runtime=cfg.model_runtime),
         faces=build("faces", faces, **face_kwargs),
         image=image,

@@ -175,3 +175,52 @@ def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path)
     store.memories.add(row.drop_columns(["search_text"]))
     store.refresh_indexes()
     assert store.search("okapis", k=1)[0].text_rank == 1
+
+
+class _CountingClips:
+    """A clips table that counts the reads made of it."""
+
+    def __init__(self, table) -> None:
+        self.table, self.reads = table, 0
+
+    def search(self, *args, **kwargs):
+        self.reads += 1
+        return self.table.search(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.table, name)
+
+
+@pytest.mark.parametrize("read_again_s", [0.0, 3600.0])
+def test_a_reader_holding_every_clip_id_sees_new_commits_and_never_a_commit_in_progress(tmp_path, monkeypatch,
+                                                                                         read_again_s):
+    import graph.store as store_module
+    from graph import commit, forget
+
+    monkeypatch.setattr(store_module, "ALL_CLIPS_EVERY_S", read_again_s)
+    writer = Store(tmp_path / "s", build_text_embedder("hash"))
+    writer.commit_clip(_clip("c1", 1000.0), [_mem("tea in the morning", "c1", 1000.0)], [])
+    reader = Store(tmp_path / "s", build_text_embedder("hash"), read_consistency_s=0)
+    reader.clips = clips = _CountingClips(reader.clips)
+
+    def found() -> set[str]:
+        return {h.memory.clip_id for h in reader.search("tea", k=10)}
+
+    assert found() == {"c1"} and clips.reads == 1  # every clip id, read once
+    in_progress = []
+
+    def step(name: str) -> None:  # between the writes of c2's commit: its memories are stored, its clip row not
+        if name == "clip":
+            in_progress.append((found(), clips.reads))
+
+    monkeypatch.setattr(commit, "step", step)
+    writer.commit_clip(_clip("c2", 5000.0), [_mem("tea in the evening", "c2", 5000.0)], [])
+    # the clips table had not changed: c2 was not committed, and that took no lookup
+    assert in_progress == [({"c1"}, 1)]
+    assert found() == {"c1", "c2"}  # committed: seen at once (a lookup, or every id read again)
+    assert reader.clip_offset("c2") == 0.0 - 5000.0
+    reads = clips.reads
+    assert found() == {"c1", "c2"} and clips.reads == reads  # nothing new: no read
+    f = forget.Filter(clip_id="c1")
+    forget.forget(writer, forget.plan(writer, f), f)
+    assert found() == {"c2"}
