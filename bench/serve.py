@@ -29,13 +29,20 @@ class Phase:
     errors: int = 0
     first_error: str = ""
     wall_s: float = 0.0
+    server_cpu_s: float | None = None  # the server process's CPU seconds during the phase, when known
 
     def figures(self) -> dict:
         ms = np.array(self.latencies_ms) if self.latencies_ms else np.array([np.nan])
         n = len(self.latencies_ms)
-        return {"requests": n, "errors": self.errors, "p50_ms": round(float(np.percentile(ms, 50)), 1),
-                "p95_ms": round(float(np.percentile(ms, 95)), 1),
-                "per_s": round(n / self.wall_s, 2) if self.wall_s else 0.0}
+        out = {"requests": n, "errors": self.errors, "p50_ms": round(float(np.percentile(ms, 50)), 1),
+               "p95_ms": round(float(np.percentile(ms, 95)), 1),
+               "per_s": round(n / self.wall_s, 2) if self.wall_s else 0.0}
+        if self.server_cpu_s is not None and n and self.wall_s:
+            # what a request costs the server, and how many of its cores were busy: with closed-loop
+            # clients, latency is clients / rate, so the CPU a request takes bounds p95
+            out["cpu_ms"] = round(self.server_cpu_s * 1000 / n, 1)
+            out["cores"] = round(self.server_cpu_s / self.wall_s, 2)
+        return out
 
 
 def _request(endpoint: str, text: str) -> tuple[str, str, dict]:
@@ -98,8 +105,10 @@ def load(url: str, endpoint: str, texts: list[str], clients: int, per_client: in
 
 
 def run(url: str, questions: list[str], queries: list[str], requests: int = 96, levels: tuple[int, ...] = LEVELS,
-        max_s: float = 120.0, token: str | None = None, progress: Callable[[str], None] = lambda m: None) -> dict:
-    """Both endpoints at each concurrency level; about ``requests`` requests per phase."""
+        max_s: float = 120.0, token: str | None = None, progress: Callable[[str], None] = lambda m: None,
+        server_cpu_s: Callable[[], float] | None = None) -> dict:
+    """Both endpoints at each concurrency level; about ``requests`` requests per phase.
+    ``server_cpu_s``: the server process's CPU seconds so far, read around each phase."""
     load(url, "ask", questions[-4:], 1, 4, max_s, token)  # warm: caches, index files, thread pool
     load(url, "search", queries[-4:], 1, 4, max_s, token)
     out: dict[str, dict] = {}
@@ -110,12 +119,16 @@ def run(url: str, questions: list[str], queries: list[str], requests: int = 96, 
             # an earlier one did, so no cache the server keeps flatters it
             start = sent % len(texts)
             per_client = max(3, requests // clients)
+            cpu0 = server_cpu_s() if server_cpu_s else None
             phase = load(url, endpoint, texts[start:] + texts[:start], clients, per_client, max_s, token)
+            if cpu0 is not None:
+                phase.server_cpu_s = server_cpu_s() - cpu0
             sent += clients * per_client
             f = phase.figures()
             progress(f"  /{endpoint} with {clients:>2} client(s): p50 {f['p50_ms']:.0f} ms, p95 {f['p95_ms']:.0f} ms, "
-                     f"{f['per_s']:.1f}/s, {f['errors']} error(s)" + (f" (first: {phase.first_error})"
-                                                                      if phase.errors else ""))
+                     f"{f['per_s']:.1f}/s, {f['errors']} error(s)"
+                     + (f", server {f['cpu_ms']:.0f} CPU-ms a request on {f['cores']:.2f} cores" if "cpu_ms" in f else "")
+                     + (f" (first: {phase.first_error})" if phase.errors else ""))
             out[f"{endpoint}_{clients}"] = f
     return out
 
@@ -149,11 +162,13 @@ def format_report(figures: dict) -> str:
     lines = []
     for name, store in figures["stores"].items():
         lines.append(f"{name}: {store['memories']:,} memories")
-        lines.append(f"  {'endpoint':<9}{'clients':>8}{'p50 ms':>10}{'p95 ms':>10}{'req/s':>8}{'errors':>8}")
+        lines.append(f"  {'endpoint':<9}{'clients':>8}{'p50 ms':>10}{'p95 ms':>10}{'req/s':>8}{'errors':>8}"
+                     f"{'CPU ms':>8}{'cores':>7}")
         for key, f in store["phases"].items():
             endpoint, clients = key.rsplit("_", 1)
+            cpu = f"{f['cpu_ms']:>8.1f}{f['cores']:>7.2f}" if "cpu_ms" in f else f"{'-':>8}{'-':>7}"
             lines.append(f"  /{endpoint:<8}{clients:>8}{f['p50_ms']:>10.1f}{f['p95_ms']:>10.1f}{f['per_s']:>8.1f}"
-                         f"{f['errors']:>8}")
+                         f"{f['errors']:>8}{cpu}")
         if "answers" in store:
             a = store["answers"]
             lines.append(f"  answers: {a['checked'] - len(a['changed'])} of {a['checked']} fixed questions answered and "

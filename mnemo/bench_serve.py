@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from bench.fixtures import cache_dir
@@ -80,6 +81,14 @@ def check_answers(url: str, where: Path, questions: list[str], progress) -> dict
     return {"checked": len(now), "changed": changed, "reference": reference}
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds (user and system, every thread) a process has used so far."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now."""
     with socket.socket() as s:
@@ -134,7 +143,8 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
             import httpx
 
             count = httpx.get(url + "/health", timeout=30).json()["memories"]
-            phases = serve.run(url, list(questions), list(search_texts), progress=progress)
+            phases = serve.run(url, list(questions), list(search_texts), progress=progress,
+                               server_cpu_s=partial(cpu_seconds, proc.pid))
             answers = check_answers(url, where, list(questions)[:FIXED_QUESTIONS], progress)
         finally:
             proc.terminate()

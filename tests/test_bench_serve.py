@@ -13,16 +13,24 @@ pytestmark = pytest.mark.slow
 
 
 def test_load_phases_on_the_demo_server(demo_server):
+    import os
+
+    from mnemo.bench_serve import cpu_seconds
+
+    # the demo server runs in this process (its clients too): its CPU seconds are this process's
     figures = serve.run(demo_server, ["Where is Sheila from?", "Where does Diane live?"], ["Chicago", "Yankee"],
-                        requests=8, levels=(1, 4))
+                        requests=8, levels=(1, 4), server_cpu_s=lambda: cpu_seconds(os.getpid()))
     assert set(figures) == {"ask_1", "ask_4", "search_1", "search_4"}
     for name, f in figures.items():
         clients = int(name.rsplit("_", 1)[1])
         assert f["errors"] == 0 and f["requests"] == clients * max(3, 8 // clients), (name, f)
         assert 0 < f["p50_ms"] <= f["p95_ms"] and f["per_s"] > 0
+        # an ask embeds the question and searches: it costs CPU, and no more than its wall time on every core
+        assert 0 < f["cpu_ms"] and 0 < f["cores"] <= os.cpu_count() + 0.5, (name, f)
     report = serve.format_report({"stores": {"demo": {"memories": 23, "phases": {
         **figures, "ask_16": figures["ask_4"]}}}})
-    assert "/ask" in report and "errors == 0 (0)" in report
+    assert "/ask" in report and "errors == 0 (0)" in report and "CPU ms" in report
+    assert f"{figures['ask_4']['cpu_ms']:>8.1f}" in report
 
 
 def test_errors_are_counted_and_the_loop_is_bounded(demo_server):
