@@ -51,11 +51,14 @@ def lexicon() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+def is_short_form(short: str, name: str) -> bool:
+    """``short`` is a short form of ``name`` ("Mel" of "Melanie"): three letters or more that begin it."""
+    return len(short) >= MIN_SHORT_FORM and short != name and name.casefold().startswith(short.casefold())
+
+
 def is_given_name(word: str) -> bool:
     """``word`` is a listed first name, or the short form of one ("Mel" of "Melanie")."""
     w = word.strip().casefold()
     names = lexicon()
     i = bisect.bisect_left(names, w)
-    if i < len(names) and names[i] == w:
-        return True
-    return len(w) >= MIN_SHORT_FORM and i < len(names) and names[i].startswith(w)
+    return i < len(names) and (names[i] == w or is_short_form(w, names[i]))

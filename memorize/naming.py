@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from graph.people import id_order
 from graph.rows import Edge, sources_of
-from memorize.given_names import MIN_SHORT_FORM, is_given_name
+from memorize.given_names import is_given_name, is_short_form
 
 KINDS = ("introduced_as", "addressed_as", "says_name")
 WEIGHT = {"introduced_as": 2.0, "addressed_as": 1.0}
@@ -146,7 +146,7 @@ def _fold_short_forms(counts: dict) -> dict:
     """Counts of a name's short form ("Mel", "Jo") added to the one full name it starts ("Melanie")."""
     out = dict(counts)
     for short in sorted(counts, key=len):
-        longer = [n for n in out if n != short and len(short) >= MIN_SHORT_FORM and n.lower().startswith(short.lower())]
+        longer = [n for n in out if is_short_form(short, n)]
         if len(longer) == 1:
             out[longer[0]] += out.pop(short)
     return out

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 from bench.fixtures import cache_dir
@@ -81,14 +80,6 @@ def check_answers(url: str, where: Path, questions: list[str], progress) -> dict
     return {"checked": len(now), "changed": changed, "reference": reference}
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU seconds (user and system, every thread) a process has used so far."""
-    import psutil
-
-    times = psutil.Process(pid).cpu_times()
-    return times.user + times.system
-
-
 def free_port() -> int:
     """A loopback port nobody listens on now."""
     with socket.socket() as s:
@@ -122,6 +113,7 @@ def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subpr
 
 def run(cfg, memories: int, root: Path | None, progress) -> dict:
     from bench import serve
+    from bench.capture import TreeMeter
     from bench.store import queries
     from mnemo.demo import QUESTIONS
     from mnemo.wiring import text_embedder
@@ -144,7 +136,7 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
 
             count = httpx.get(url + "/health", timeout=30).json()["memories"]
             phases = serve.run(url, list(questions), list(search_texts), progress=progress,
-                               server_cpu_s=partial(cpu_seconds, proc.pid))
+                               server_cpu_s=TreeMeter(proc.pid).root_cpu_s)
             answers = check_answers(url, where, list(questions)[:FIXED_QUESTIONS], progress)
         finally:
             proc.terminate()

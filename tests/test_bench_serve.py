@@ -15,11 +15,11 @@ pytestmark = pytest.mark.slow
 def test_load_phases_on_the_demo_server(demo_server):
     import os
 
-    from mnemo.bench_serve import cpu_seconds
+    from bench.capture import TreeMeter
 
     # the demo server runs in this process (its clients too): its CPU seconds are this process's
     figures = serve.run(demo_server, ["Where is Sheila from?", "Where does Diane live?"], ["Chicago", "Yankee"],
-                        requests=8, levels=(1, 4), server_cpu_s=lambda: cpu_seconds(os.getpid()))
+                        requests=8, levels=(1, 4), server_cpu_s=TreeMeter(os.getpid()).root_cpu_s)
     assert set(figures) == {"ask_1", "ask_4", "search_1", "search_4"}
     for name, f in figures.items():
         clients = int(name.rsplit("_", 1)[1])
