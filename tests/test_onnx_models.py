@@ -95,7 +95,14 @@ def test_an_export_is_made_once_and_again_for_other_weights(tmp_path, monkeypatc
 
 
 INGEST_WITHOUT_TORCH = """
-import json, sys
+import json, sys, traceback
+first_import = {}
+class Watch:  # the stack that first imports each watched module, to say who loaded it
+    def find_spec(self, name, path=None, target=None):
+        if name in ("torch", "transformers", "librosa", "numba", "resemblyzer") and name not in first_import:
+            first_import[name] = "".join(traceback.format_stack(limit=12)[:-1])
+        return None
+sys.meta_path.insert(0, Watch())
 from pathlib import Path
 from graph.store import Store
 from mnemo.config import load_config
@@ -105,7 +112,8 @@ cfg = load_config()
 report = ingest([sys.argv[1]], Store(Path(sys.argv[2]), text_embedder(cfg.graph)), build_perceivers(cfg.perception),
                 match_policies(cfg.memorize, faces_backend_name(cfg.perception)), cfg.perception.clip_s)
 print(json.dumps({"clips": report.clips_new, "torch": "torch" in sys.modules,
-                  "loaded": sorted(m for m in ("transformers", "librosa", "numba", "resemblyzer") if m in sys.modules)}))
+                  "loaded": sorted(m for m in ("transformers", "librosa", "numba", "resemblyzer") if m in sys.modules),
+                  "by": first_import}))
 """
 
 
@@ -118,5 +126,6 @@ def test_an_ingest_on_the_cpu_never_loads_torch(demo_recording, tmp_path):
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["clips"] >= 1 and result["loaded"] == []
+    assert result["clips"] >= 1
+    assert result["loaded"] == [], "\n".join(f"{m} imported by:\n{result['by'].get(m)}" for m in result["loaded"])
     assert result["torch"] is cpu_has_bf16()  # bfloat16 text vectors are computed in torch
