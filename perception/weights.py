@@ -133,11 +133,23 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
     return out
 
 
+BF16_SWITCH = "MNEMO_CPU_BF16"
+
+
 def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
     """Whether this CPU computes in bfloat16 natively (x86 AVX512-BF16 or AMX, ARM BF16). Without
     it torch emulates bfloat16 and is slower than float32: on a 2-core AVX2 EPYC, mpnet took 121 ms
-    a query in bfloat16 against 63 ms in float32, and 165 against 22 ms a text in batches."""
+    a query in bfloat16 against 63 ms in float32, and 165 against 22 ms a text in batches.
+
+    ``MNEMO_CPU_BF16=1`` or ``0`` answers for this machine's CPU instead of ``/proc/cpuinfo``: the
+    test suite sets it to run the paths of the other kind of CPU (slowly, where bfloat16 is emulated)."""
     if cpuinfo is None:
+        forced = os.environ.get(BF16_SWITCH, "").strip()
+        if forced in ("0", "1"):
+            return forced == "1"
+        if forced:
+            raise ValueError(f"{BF16_SWITCH}={forced!r}: set it to 1 (bfloat16 as on AVX512-BF16/AMX CPUs), "
+                             "0 (float32 as on AVX2 CPUs), or leave it unset to read /proc/cpuinfo")
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
         except OSError:

@@ -121,6 +121,21 @@ def test_bfloat16_only_where_the_cpu_computes_in_it():
     assert fast_dtype("cpu") == ("bfloat16" if cpu_has_bf16() else "float32")
 
 
+def test_the_bf16_switch_answers_for_the_cpu(monkeypatch):
+    """MNEMO_CPU_BF16 lets one machine run the other kind of CPU's path (tests/test_onnx_models.py)."""
+    from perception.weights import cpu_has_bf16, fast_dtype
+
+    for value, dtype in (("1", "bfloat16"), ("0", "float32"), (" 1 ", "bfloat16")):
+        monkeypatch.setenv("MNEMO_CPU_BF16", value)
+        assert fast_dtype("cpu") == dtype and cpu_has_bf16() is (dtype == "bfloat16")
+        assert not cpu_has_bf16("flags\t: avx2\n")  # a cpuinfo given is read as it is
+    monkeypatch.setenv("MNEMO_CPU_BF16", "yes")
+    with pytest.raises(ValueError, match="MNEMO_CPU_BF16='yes': set it to 1 .* 0 .* or leave it unset"):
+        cpu_has_bf16()
+    monkeypatch.setenv("MNEMO_CPU_BF16", "")
+    assert cpu_has_bf16() is cpu_has_bf16(open("/proc/cpuinfo").read())
+
+
 def test_every_registered_backend_resolves_to_a_class_with_its_family_protocol():
     """A typo in a registry path, or a backend missing a protocol method, fails here (no model loads:
     only the classes are imported)."""
