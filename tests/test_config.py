@@ -1,7 +1,10 @@
-import pytest
-from pydantic import ValidationError
+import json
+import os
 
-from mnemo.config import load_config
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from mnemo.config import FREE, PROJECT_RULES, MnemoConfig, load_config
 from mnemo.wiring import faces_backend_name
 
 
@@ -9,11 +12,13 @@ def test_defaults_env_and_toml(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = load_config()
     assert cfg.perception.clip_s == 30.0 and cfg.graph.store == "./mnemo-data"
-    (tmp_path / "mnemo.toml").write_text('[perception]\nframe_fps = 0.5\n[graph]\nstore = "/data/m"\n')
+    (tmp_path / "mnemo.toml").write_text('[perception]\nframe_fps = 0.5\n[control]\ntop_k = 7\n')
+    monkeypatch.setenv("MNEMO_CONTROL__TOP_K", "3")
     monkeypatch.setenv("MNEMO_GRAPH__STORE", "/from/env")
     cfg = load_config()
     assert cfg.perception.frame_fps == 0.5  # from the file
-    assert cfg.graph.store == "/from/env"  # the environment wins over the file
+    assert cfg.control.top_k == 3  # the environment wins over the file
+    assert cfg.graph.store == "/from/env"
 
 
 def test_invalid_values_name_the_field(tmp_path, monkeypatch):
@@ -66,3 +71,159 @@ def test_a_folders_own_mnemo_toml_cannot_send_a_key_elsewhere(tmp_path, monkeypa
     named.write_text('[llm]\nallow_plain_http_key = true\n')
     monkeypatch.setenv("MNEMO_CONFIG", str(named))
     assert load_config().llm.allow_plain_http_key is True
+
+
+# --- a folder's ./mnemo.toml may only make mnemo stricter (mnemo/config.py PROJECT_RULES) ---------
+
+def _settings(model: type[BaseModel], prefix: str = "") -> list[str]:
+    paths = []
+    for name, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            paths += _settings(field.annotation, f"{prefix}{name}.")
+        else:
+            paths.append(prefix + name)
+    return paths
+
+
+def test_every_setting_says_what_a_folders_mnemo_toml_may_do_with_it():
+    settings = _settings(MnemoConfig)
+    assert len(settings) > 70 and "memorize.redact" in settings  # the walk reaches the sections' fields
+    unclassified = sorted(set(settings) - set(PROJECT_RULES))
+    assert not unclassified, f"classify these in mnemo/config.py PROJECT_RULES: {unclassified}"
+    assert not set(PROJECT_RULES) - set(settings), "PROJECT_RULES names settings that do not exist"
+
+
+# key -> (the trusted value set in the user's own config, or None for the default; a looser value)
+LOOSER = {
+    "perception.caption_backend": (None, "vlm"),
+    "memorize.redact": (None, []),
+    "memorize.phone_region": (None, "DE"),
+    "memorize.writer": (None, "llm"),
+    "llm.base_url": (None, "http://collector.example/v1"),
+    "llm.api_key_env": (None, "AWS_SECRET_ACCESS_KEY"),
+    "llm.allow_plain_http_key": (None, True),
+    "llm.log_prompts": (None, True),
+    "llm.vision": (False, True),
+    "graph.store": (None, "/tmp/their-store"),
+    "graph.retention_days": (30.0, 0.0),
+    "graph.max_store_gb": (5.0, 0.0),
+    "control.agent": (None, "llm"),
+    "capture.out": (None, "/tmp/their-screens"),
+    "capture.interval_s": (None, 0.1),
+    "capture.idle_interval_s": (None, 1.0),
+    "capture.idle_after_s": (None, 600.0),
+    "capture.min_changed_fraction": (None, 0.001),
+    "capture.input_settle_s": (None, 30.0),
+    "capture.exclude_classes": (["KeePassXC"], []),
+    "capture.exclude_titles": (["(?i)bank"], []),
+    "capture.builtin_exclusions": (None, False),
+    "capture.budget_mb": (None, 0.0),
+    "capture.max_age_days": (None, 0.0),
+    "capture.min_free_mb": (None, 0.0),
+    "capture.encrypt": (True, False),
+    "capture.key_file": (None, "/tmp/their.key"),
+}
+GUARDED = [k for k, rule in PROJECT_RULES.items() if rule is not FREE]
+
+
+def _toml(settings: dict[str, object]) -> str:
+    sections: dict[str, list[str]] = {}
+    for path, value in settings.items():
+        section, key = path.split(".")
+        sections.setdefault(section, []).append(f"{key} = {json.dumps(value)}")  # JSON scalars and lists are TOML
+    return "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items())
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """mnemo run in a downloaded folder: (the user's own config file, the folder's mnemo.toml), unwritten."""
+    for name in [n for n in os.environ if n.startswith("MNEMO_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home-config"))
+    (tmp_path / "home-config" / "mnemo").mkdir(parents=True)
+    (tmp_path / "downloaded").mkdir()
+    monkeypatch.chdir(tmp_path / "downloaded")
+    return tmp_path / "home-config" / "mnemo" / "mnemo.toml", tmp_path / "downloaded" / "mnemo.toml"
+
+
+def _get(cfg, path: str):
+    section, key = path.split(".")
+    return getattr(getattr(cfg, section), key)
+
+
+def test_every_guarded_setting_has_a_looser_value_tried():
+    assert sorted(set(GUARDED) - set(LOOSER)) == [], "add a looser value to LOOSER for each"
+
+
+@pytest.mark.parametrize("key", GUARDED)
+def test_a_folders_mnemo_toml_cannot_loosen(key, folder, caplog):
+    user, project = folder
+    trusted, looser = LOOSER[key]
+    if trusted is not None:
+        user.write_text(_toml({key: trusted}))
+    expected = _get(load_config(), key)
+    assert expected != looser
+    project.write_text(_toml({key: looser, "control.top_k": 7}))
+    with caplog.at_level("WARNING", logger="mnemo.config"):
+        cfg = load_config()
+    assert _get(cfg, key) == expected
+    assert cfg.control.top_k == 7  # its free settings hold
+    section, name = key.split(".")
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"[{section}] {name} = " in warning and str(project) in warning
+    assert str(user) in warning and f"MNEMO_{section.upper()}__{name.upper()}" in warning
+
+
+def test_a_folders_mnemo_toml_may_tighten(folder, caplog):
+    user, project = folder
+    user.write_text(_toml({"graph.retention_days": 30.0, "capture.exclude_classes": ["KeePassXC"],
+                             "memorize.writer": "llm", "llm.log_prompts": True, "llm.vision": True}))
+    project.write_text(_toml({
+        "memorize.redact": ["secrets", "cards", "ibans", "passwords", "emails"], "graph.retention_days": 7.0,
+        "graph.max_store_gb": 2.0, "capture.exclude_classes": ["KeePassXC", "Signal"], "capture.budget_mb": 512.0,
+        "capture.max_age_days": 3.0, "capture.min_free_mb": 4096.0, "capture.interval_s": 5.0,
+        "capture.encrypt": True, "memorize.writer": "offline", "llm.log_prompts": False, "llm.vision": False}))
+    with caplog.at_level("WARNING", logger="mnemo.config"):
+        cfg = load_config()
+    assert cfg.memorize.redact == ["secrets", "cards", "ibans", "passwords", "emails"]
+    assert cfg.graph.retention_days == 7.0 and cfg.graph.max_store_gb == 2.0  # a cap where there was none
+    assert cfg.capture.exclude_classes == ["KeePassXC", "Signal"]
+    assert (cfg.capture.budget_mb, cfg.capture.max_age_days, cfg.capture.min_free_mb) == (512.0, 3.0, 4096.0)
+    assert cfg.capture.interval_s == 5.0 and cfg.capture.encrypt is True
+    assert cfg.memorize.writer == "offline" and cfg.llm.log_prompts is False and cfg.llm.vision is False
+    assert caplog.records == []
+
+
+def test_additions_are_a_union_and_stricter_values_beat_the_environment(folder, monkeypatch, caplog):
+    folder[1].write_text(_toml({
+        "memorize.redact": ["emails"], "graph.retention_days": 7.0, "capture.exclude_titles": ["(?i)bank"]}))
+    with caplog.at_level("WARNING", logger="mnemo.config"):
+        cfg = load_config(capture={"exclude_titles": ["(?i)diary"]})
+    # what it leaves out stays, with a warning; what it adds is added
+    assert cfg.memorize.redact == ["secrets", "cards", "ibans", "passwords", "emails"]
+    assert cfg.capture.exclude_titles == ["(?i)diary", "(?i)bank"]
+    redact, titles = [r.getMessage() for r in caplog.records]
+    assert "[memorize] redact" in redact and "may only add" in redact and "in part" in redact
+    assert "[capture] exclude_titles" in titles  # it leaves out what load_config was given
+    assert cfg.graph.retention_days == 7.0
+    monkeypatch.setenv("MNEMO_GRAPH__RETENTION_DAYS", "30")
+    assert load_config().graph.retention_days == 7.0  # stricter than the environment's 30
+    monkeypatch.setenv("MNEMO_GRAPH__RETENTION_DAYS", "3")
+    assert load_config().graph.retention_days == 3.0  # and the environment's stricter 3 holds
+
+
+def test_the_users_own_folder_and_a_named_file_may_loosen(folder, monkeypatch, caplog):
+    user, project = folder
+    user.write_text(_toml({"memorize.redact": [], "capture.builtin_exclusions": False, "graph.store": "/s"}))
+    monkeypatch.chdir(user.parent)  # ./mnemo.toml is the user's own config
+    with caplog.at_level("WARNING", logger="mnemo.config"):
+        cfg = load_config()
+    assert cfg.memorize.redact == [] and cfg.capture.builtin_exclusions is False and cfg.graph.store == "/s"
+    assert caplog.records == []
+    named = project.with_name("named.toml")
+    named.write_text(_toml({"graph.retention_days": 0.0, "llm.log_prompts": True}))
+    monkeypatch.setenv("MNEMO_CONFIG", str(named))
+    monkeypatch.chdir(project.parent)
+    project.write_text(_toml({"graph.retention_days": 7.0}))
+    cfg = load_config()  # MNEMO_CONFIG stands for ./mnemo.toml, which is not read
+    assert cfg.graph.retention_days == 0.0 and cfg.llm.log_prompts is True
