@@ -11,7 +11,9 @@ says what would go without touching anything; ``forget`` removes it:
 3. voice and face entities that no remaining memory names (their samples came from forgotten
    media), and characters left with no member;
 4. the clip rows, last, so that no memory is left pointing to a deleted clip;
-5. the rows left in every data file that lost one are written anew (``_Eraser``), every table
+5. what was concluded from them (``graph.forget_derived``): inferred names no remaining evidence
+   gives, face links seen only there, first and last seen times that fall in no remaining clip;
+6. the rows left in every data file that lost one are written anew (``_Eraser``), every table
    compacted, the full-text and vector indexes rebuilt from the remaining rows, and every old table
    version deleted: the forgotten bytes are in no file under the store.
 
@@ -36,6 +38,7 @@ from datetime import timedelta
 import pyarrow as pa
 
 from graph import sql
+from graph.forget_derived import retract_derived
 from graph.people import PeopleError, find_person
 from graph.rows import Edge, Memory, sources_of
 from graph.schema import edge_row, edge_schema, memory_row
@@ -200,10 +203,10 @@ def _plan_person(store, who: str) -> Plan:
 
 
 def _gone(items, clips: set[str], memories: set[str]) -> bool:
-    """Whether an evidence item points into what is forgotten: ``clip:ID``, a segment or
-    observation id ``CLIPID:…``, or a forgotten memory id."""
-    if items.startswith("clip:"):
-        return items[5:] in clips
+    """Whether an evidence item points into what is forgotten: ``clip:ID`` (``llm:ID``: what a
+    model said of that clip), a segment or observation id ``CLIPID:…``, or a forgotten memory id."""
+    if items.startswith(("clip:", "llm:")):
+        return items.split(":", 1)[1] in clips
     return items in memories or items.split(":", 1)[0] in clips
 
 
@@ -292,7 +295,7 @@ def _log(store, now: float, f: Filter, p: Plan) -> float:
 
 
 def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
-    """Steps 1 to 4 of the module doc; each may run again after a kill (what is gone stays gone).
+    """Steps 1 to 5 of the module doc; each may run again after a kill (what is gone stays gone).
     ``everything``: write every table anew, not only the data files that lose rows now."""
     erase = _Eraser(store)
     if everything:
@@ -396,9 +399,11 @@ def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
     # 4. the clip rows, last
     for chunk in _chunks(sorted(clips)):
         erase.delete(store.clips, sql.in_list("clip_id", chunk))
+    # 5. what was concluded from them: names, face links, when people were seen (read from what is left)
+    derived = retract_derived(store, erase)
     erase.rewrite()
     return {"clips": len(clips), "memories": len(forgotten), "entities": len(entities), "edges": len(gone_edges),
-            "memories_changed": len(kept_changed), "edges_changed": len(edges_changed)}
+            "memories_changed": len(kept_changed), "edges_changed": len(edges_changed), **derived}
 
 
 _COUNTED = ("introduced_as", "addressed_as", "says_name")  # weight = the clips that gave it
