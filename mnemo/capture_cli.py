@@ -41,6 +41,8 @@ def add_parsers(sub) -> None:
     cap.add_argument("--ingest", action="store_true", help="ingest each 30 s clip into --store once it closes")
     cap.add_argument("--store", help="--ingest: store directory (default: graph.store, ./mnemo-data)")
     cap.add_argument("--encrypt", action="store_true", help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)")
+    cap.add_argument("--adopt", action="store_true", help="start: mark --out as a capture folder although it is not "
+                     "empty (one an older mnemo captured into); only mnemo's own frames there are ever deleted")
     cap.add_argument("--budget-mb", type=float, help="keep at most this many MB of screenshots (oldest deleted first)")
     cap.add_argument("--for", dest="for_", type=parse_duration, help="pause: resume by itself after this long (e.g. 15m)")
     cap.add_argument("--json", action="store_true", help="status, exclusions: print the reply as JSON")
@@ -134,6 +136,7 @@ def _run_daemon(args, cfg) -> int:
     from perception.capture.control import ControlServer
     from perception.capture.crypto import CaptureKeyError, load_cipher
     from perception.capture.daemon import Capturer
+    from perception.capture.owned import NotACaptureFolder, adopt
     from perception.capture.storage import CaptureFolderBusy, CaptureStore, hold_folder
     from mnemo.supervise import Supervised
     from perception.capture.x11 import NotX11, XConnectionLost
@@ -150,7 +153,14 @@ def _run_daemon(args, cfg) -> int:
         return 2
     store = CaptureStore(c.out, int(c.budget_mb * 1e6), c.max_age_days, int(c.min_free_mb * 1e6), cipher)
     try:
+        if args.adopt:
+            found = adopt(store.root)
+            print(f"capture: {store.root} is a capture folder ({found.frames} frame(s) of mnemo's; "
+                  f"{found.others} other entries, which mnemo leaves alone)", flush=True)
         hold_folder(store.root)  # one daemon a folder, held until this process ends
+    except NotACaptureFolder as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except CaptureFolderBusy as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

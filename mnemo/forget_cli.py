@@ -1,8 +1,9 @@
 """``mnemo forget``: take back what was recorded. Without ``--yes`` it shows what would go (counts
 per kind and the time span); with it the clips, memories, entities and edges go from every table,
-index and old table version (``graph.forget``), and captured screenshots of forgotten clips are
-deleted. A user's own recordings are theirs: they stay where they are, and ``mnemo ingest`` skips
-the forgotten clips if it meets them again."""
+index and old table version (``graph.forget``), and the screenshots mnemo captured in those clips are
+deleted from its marked capture folder (the preview counts them). A user's own recordings and
+folders are theirs: every file in them stays, and ``mnemo ingest`` skips the forgotten clips if it
+meets them again."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def _iso(ts: float) -> str:
 
 def cmd_forget(args, cfg) -> int:
     from graph.forget import Filter, ForgetError, finish_unfinished, plan
-    from mnemo.forgetting import forget_all
+    from mnemo.forgetting import capture_folders, forget_all, screenshots_to_delete
+    from perception.capture.owned import capture_root_of
     from mnemo.wiring import open_store
 
     if args.apply_retention:
@@ -86,20 +88,29 @@ def cmd_forget(args, cfg) -> int:
         if args.json:
             print(json.dumps({"forgotten": False, **summary}))
         return 0
+    doomed = screenshots_to_delete(selected.clips)
+    folders = capture_folders(doomed)
+    files = {"files_to_delete": len(doomed), "delete_in": folders}
+    kept = sorted({c["source_path"] for c in selected.clips
+                   if not (Path(c["source_path"]).is_dir() and capture_root_of(Path(c["source_path"])))})
     if not args.yes:
         print(f"would forget {what}")
+        print(f"would delete {len(doomed)} file(s) mnemo captured (screenshots and their sidecars)"
+              + (f" in {', '.join(folders)}" if folders else "") + "; no other file is touched")
+        for path in kept:
+            print(f"note: {path} is yours and stays as it is")
         print("run again with --yes to forget it")
         if args.json:
-            print(json.dumps({"forgotten": False, **summary}))
+            print(json.dumps({"forgotten": False, **summary, **files}))
         return 0
     counts = forget_all(store, selected, f)
     images = counts["screenshots_deleted"]
-    kept = sorted({c["source_path"] for c in selected.clips if Path(c["source_path"]).is_file()})
     print(f"forgot {what}; {counts['edges']} edge(s) and {counts['entities']} entities removed, "
-          f"{counts['memories_changed']} other memories lost evidence; {images} screenshot(s) deleted")
+          f"{counts['memories_changed']} other memories lost evidence; {images} screenshot(s) mnemo captured "
+          f"deleted" + (f" from {', '.join(folders)}" if folders else ""))
     for path in kept:
-        print(f"note: {path} is your recording and was left in place; `mnemo ingest` will not store the "
+        print(f"note: {path} is yours and was left in place; `mnemo ingest` will not store the "
               "forgotten clips again")
     if args.json:
-        print(json.dumps({"forgotten": True, **summary, **counts}))
+        print(json.dumps({"forgotten": True, **summary, **counts, **files}))
     return 0

@@ -1,5 +1,10 @@
 """Forgetting as the user asks for it (CLI, REST, MCP): the store's part (``graph.forget``) and the
-captured screenshots of the forgotten clips, which are mnemo's to delete."""
+captured screenshots of the forgotten clips, which are mnemo's to delete.
+
+Only a capture folder mnemo marked (``perception/capture/owned.py``) loses files, and there only the
+daemon's frames (and their sidecars) in the forgotten clips' spans. A folder of the user's that was
+ingested (photos, screenshots saved by hand) keeps every file: the store forgets the clips, and
+``mnemo ingest`` skips them when it meets them again."""
 
 from __future__ import annotations
 
@@ -21,24 +26,49 @@ def forget_all(store, selected: Plan, f: Filter, now: float | None = None) -> di
     return counts
 
 
-def forget_screenshots(clips: list[dict]) -> int:
-    """Delete the captured images (and sidecars) of forgotten screen clips: a clip's folder is its
-    source, its images those captured within its span. Returns how many images went."""
-    from perception.sources.screenshots import scan
+def screenshots_to_delete(clips: list[dict]) -> list[Path]:
+    """The files forgetting ``clips`` (rows with ``source_path``, ``start_ts``, ``end_ts``) deletes:
+    for each clip whose source is a day folder of a marked capture folder, the daemon's frames
+    captured within the clip's span ``[start_ts, end_ts)`` (the time their names carry) and their
+    sidecars. Nothing of any other folder. For previews: ``forget_screenshots`` deletes exactly
+    this list."""
+    from perception.capture.owned import capture_root_of, frame_time, is_frame_name, sidecar_of
 
-    removed = 0
-    by_folder: dict[str, list[dict]] = {}
+    spans: dict[Path, list[tuple[float, float]]] = {}
     for c in clips:
-        if Path(c["source_path"]).is_dir():
-            by_folder.setdefault(c["source_path"], []).append(c)
-    for folder, spans in by_folder.items():
-        for shot in scan(Path(folder)):
-            t = shot.captured_at.timestamp()
-            if any(c["start_ts"] <= t < c["end_ts"] for c in spans):  # a clip is [start, end)
-                for path in (shot.path, shot.path.with_name(shot.path.name + ".json")):
-                    path.unlink(missing_ok=True)
-                removed += 1
-    return removed
+        folder = Path(c["source_path"])
+        if folder.is_dir() and capture_root_of(folder) is not None:
+            spans.setdefault(folder, []).append((c["start_ts"], c["end_ts"]))
+    out = []
+    for folder, windows in sorted(spans.items()):
+        for path in sorted(folder.iterdir()):
+            if not is_frame_name(path.name) or path.is_symlink() or not path.is_file():
+                continue
+            t = frame_time(path.name).timestamp()
+            if any(start <= t < end for start, end in windows):
+                out.append(path)
+                if sidecar_of(path).is_file() and not sidecar_of(path).is_symlink():
+                    out.append(sidecar_of(path))
+    return out
+
+
+def capture_folders(paths: list[Path]) -> list[str]:
+    """The capture folders (marked roots) that ``paths`` (from ``screenshots_to_delete``) lie in."""
+    from perception.capture.owned import capture_root_of
+
+    return sorted({str(capture_root_of(p.parent)) for p in paths})
+
+
+def forget_screenshots(clips: list[dict]) -> int:
+    """Delete ``screenshots_to_delete(clips)``, the sidecars first as the capture budget does (a crash
+    between leaves images without sidecars, which the next capture start removes); returns how many
+    images went."""
+    from perception.capture.owned import is_frame_name
+
+    paths = screenshots_to_delete(clips)
+    for path in sorted(paths, key=lambda p: not p.name.endswith(".json")):
+        path.unlink(missing_ok=True)
+    return sum(1 for p in paths if is_frame_name(p.name))
 
 
 def folder_bytes(path: Path) -> int:

@@ -111,7 +111,7 @@ def test_store_budget_recovery_and_age(tmp_path):
     side = json.loads(sorted(day.glob("*.json"))[-1].read_text())
     assert side["captured_at"] == "2026-11-20T09:00:22.000+00:00" and side["monitor"] == 1
 
-    (day / ".x.jpg.tmp").write_bytes(b"half")  # what a kill mid-write leaves
+    (day / ".20261120T090040.000Z_m1.jpg.tmp").write_bytes(b"half")  # what a kill mid-write leaves
     (day / "20261120T090100.000Z_m1.jpg").write_bytes(_jpeg(99))  # killed before the sidecar
     again = CaptureStore(tmp_path / "screens", max_age_days=1)
     assert again.recover() == {"temps": 1, "orphans": 1, "frames": len(list(day.glob("*.jpg")))}
@@ -133,7 +133,7 @@ def test_encrypted_screenshots_are_read_back_by_ingest(tmp_path, monkeypatch):
     assert written.image.name.endswith(".jpg.enc")
     assert not written.image.read_bytes().startswith(b"\xff\xd8")  # not a JPEG on disk
     on_disk = [p for p in (tmp_path / "screens").rglob("*") if p.is_file()]
-    assert len(on_disk) == 3  # image, sidecar, heartbeat log: none shows the title
+    assert len(on_disk) == 4  # the folder's marker, image, sidecar, heartbeat log: none shows the title
     assert not [p for p in on_disk if b"Salary" in p.read_bytes() or b"Firefox" in p.read_bytes()]
     assert read_image(written.image).shape == (120, 160, 3)
     (clip,) = plan_screen_clips(written.image.parent)

@@ -174,18 +174,19 @@ def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, mon
 
 
 def test_screenshots_of_forgotten_clips_are_deleted_with_their_sidecars(tmp_path):
-    from mnemo.forgetting import forget_screenshots
+    """In a capture folder the daemon made; the user's files in folders it did not mark stay
+    (tests/test_own_files.py)."""
+    from mnemo.forgetting import forget_screenshots, screenshots_to_delete
+    from perception.capture.storage import CaptureStore
 
-    shots = tmp_path / "2026" / "03" / "02"
-    shots.mkdir(parents=True)
+    capture = CaptureStore(tmp_path / "screens")
     for minute in (0, 1, 5):
-        image = shots / f"20260302T090{minute}00_m0.jpg"
-        image.write_bytes(b"\xff\xd8\xff\xe0 not decoded here")
-        at = datetime(2026, 3, 2, 9, minute, tzinfo=timezone.utc).isoformat()
-        Path(f"{image}.json").write_text(json.dumps({"captured_at": at, "app": "Firefox", "window": "Bank"}))
+        at = datetime(2026, 3, 2, 9, minute, tzinfo=timezone.utc)
+        shots = capture.write(b"\xff\xd8\xff\xe0 not decoded here", {"app": "Firefox", "window": "Bank"}, at, 0).image.parent
     start = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc).timestamp()
-    assert forget_screenshots([{"source_path": str(shots), "start_ts": start, "end_ts": start + 90}]) == 2
-    assert sorted(p.name for p in shots.iterdir()) == ["20260302T090500_m0.jpg", "20260302T090500_m0.jpg.json"]
+    clip = {"source_path": str(shots), "start_ts": start, "end_ts": start + 90}
+    assert len(screenshots_to_delete([clip])) == 4 and forget_screenshots([clip]) == 2
+    assert sorted(p.name for p in shots.iterdir()) == ["20260302T090500.000Z_m0.jpg", "20260302T090500.000Z_m0.jpg.json"]
 
 
 def test_rest_forget_previews_then_forgets_and_refuses_a_filter_that_cannot_be_meant(store):

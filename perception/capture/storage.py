@@ -1,5 +1,9 @@
-"""Where captured screenshots go: ``YYYY/MM/DD/<UTC time>_m<monitor>.jpg`` with a sidecar
+"""Where captured screenshots go: ``YYYY/MM/DD/<UTC time>Z_m<monitor>.jpg`` with a sidecar
 ``<image>.json``, private to the user, within a byte budget and a maximum age.
+
+The folder is marked as mnemo's (``perception/capture/owned.py``) before anything is written; one
+that holds files and no marker is refused. Recovery, the budget and the age limit delete only the
+daemon's own files there (names defined in ``owned``): the user's files in the folder stay.
 
 Each file is written to a temp file, fsynced and renamed; the sidecar goes last, so an image with a
 sidecar is complete. A crash can leave a temp file or an image without its sidecar; ``recover``
@@ -19,10 +23,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from perception.capture.owned import (HEARTBEATS, LOCK, claim, day_folders, frame_name, kind, mkdir_private,
+                                      sidecar_of, temp_name)
 
-TMP_SUFFIX = ".tmp"
-HEARTBEATS = "heartbeat.jsonl"
+log = logging.getLogger(__name__)
 
 
 class CaptureFolderBusy(RuntimeError):
@@ -33,11 +37,12 @@ def hold_folder(root: Path) -> int:
     """This process's claim on a capture folder: ``flock`` on ``<root>/.capture.lock``, naming the
     holder, kept until the returned descriptor is closed (or the process ends). A second daemon on
     the folder would write into it and, starting, delete the first one's frames in flight as crash
-    leftovers; it gets ``CaptureFolderBusy`` instead."""
+    leftovers; it gets ``CaptureFolderBusy`` instead. The folder is claimed first (``owned.claim``:
+    a folder with files and no marker raises ``NotACaptureFolder`` and gets no lock file)."""
     import fcntl
 
-    _mkdir_private(root)
-    fd = os.open(root / ".capture.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    claim(root)
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -48,10 +53,6 @@ def hold_folder(root: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
     return fd
-
-
-def _is_frame(path: Path) -> bool:
-    return path.suffix in (".jpg", ".enc") and not path.name.startswith(".")
 
 
 @dataclass(frozen=True)
@@ -73,27 +74,36 @@ class CaptureStore:
         self._frames: deque[tuple[Path, int]] = deque()  # oldest first
         self.total_bytes = 0
         self.deleted = 0
+        self._claimed = False
+
+    def claim(self) -> None:
+        """Mark a new or empty folder as the capture's, or raise ``NotACaptureFolder`` (before
+        anything is written or deleted there)."""
+        if not self._claimed:
+            claim(self.root)
+            self._claimed = True
 
     def recover(self) -> dict[str, int]:
         """Make the folder private, drop what a crash left half written, and count what is stored.
-        Call once before writing."""
-        _mkdir_private(self.root)
+        Call once before writing. Only the daemon's own files are looked at (``owned.kind``), in its
+        day folders; raises ``NotACaptureFolder`` for a folder it may not use."""
+        self.claim()
         os.chmod(self.root, 0o700)
         temps = orphans = 0
         frames = []
-        for path in sorted(self.root.rglob("*")):
-            if not path.is_file():
-                continue
-            if path.name.endswith(TMP_SUFFIX):
-                path.unlink(missing_ok=True)
-                temps += 1
-            elif _is_frame(path):
-                if not path.with_name(path.name + ".json").is_file():
+        for day in day_folders(self.root):
+            for path in sorted(day.iterdir()):
+                what = kind(self.root, path)
+                if what not in ("temp", "frame") or not path.is_file() or path.is_symlink():
+                    continue
+                if what == "temp":
+                    path.unlink(missing_ok=True)
+                    temps += 1
+                elif not sidecar_of(path).is_file():
                     path.unlink(missing_ok=True)  # killed between the image's rename and the sidecar's
                     orphans += 1
                 else:
-                    size = path.stat().st_size + path.with_name(path.name + ".json").stat().st_size
-                    frames.append((path, size))
+                    frames.append((path, path.stat().st_size + sidecar_of(path).stat().st_size))
         frames.sort(key=lambda f: f[0].name)  # names start with the UTC time
         self._frames = deque(frames)
         self.total_bytes = sum(s for _, s in frames)
@@ -110,11 +120,11 @@ class CaptureStore:
 
     def write(self, jpeg: bytes, meta: dict, captured_at: datetime, monitor: int) -> Written:
         """Store one frame and its sidecar (``meta`` plus ``captured_at`` and ``monitor``)."""
+        self.claim()
         day = self.root / captured_at.astimezone().strftime("%Y/%m/%d")
-        _mkdir_private(day)
-        stamp = captured_at.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S") + f".{captured_at.microsecond // 1000:03d}Z"
+        mkdir_private(day)
         data = self.cipher.encrypt(jpeg) if self.cipher is not None else jpeg
-        image = day / f"{stamp}_m{monitor}.jpg{'.enc' if self.cipher is not None else ''}"
+        image = day / frame_name(captured_at, monitor, self.cipher is not None)
         side = json.dumps({"captured_at": captured_at.astimezone(timezone.utc).isoformat(timespec="milliseconds"),
                            "monitor": monitor, **meta}, ensure_ascii=False).encode()
         if self.cipher is not None:  # the window title is as private as the pixels
@@ -123,7 +133,7 @@ class CaptureStore:
         self._make_room(size)
         _atomic_write(image, data)
         try:
-            _atomic_write(image.with_name(image.name + ".json"), side)
+            _atomic_write(sidecar_of(image), side)
         except BaseException:  # a full disk between the two: no image without its sidecar
             image.unlink(missing_ok=True)
             raise
@@ -134,8 +144,9 @@ class CaptureStore:
 
     def heartbeat(self, record: dict) -> None:
         """A line in the day's heartbeat log: the daemon ran and the screen had not changed."""
+        self.claim()
         day = self.root / datetime.now().astimezone().strftime("%Y/%m/%d")
-        _mkdir_private(day)
+        mkdir_private(day)
         fd = os.open(day / HEARTBEATS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         line = json.dumps(record, ensure_ascii=False)
         if self.cipher is not None:  # a Fernet token per line
@@ -153,8 +164,8 @@ class CaptureStore:
             self._delete_oldest()
 
     def _delete_oldest(self) -> None:
-        path, size = self._frames.popleft()
-        path.with_name(path.name + ".json").unlink(missing_ok=True)  # sidecar first: never a sidecar-less image
+        path, size = self._frames.popleft()  # only frames recover() found or write() wrote: the daemon's
+        sidecar_of(path).unlink(missing_ok=True)  # sidecar first: never a sidecar-less image
         path.unlink(missing_ok=True)
         self.total_bytes -= size
         self.deleted += 1
@@ -169,29 +180,17 @@ class CaptureStore:
         while self._frames and self._frames[0][0].name[:15] < stamp:
             self._delete_oldest()
             n += 1
-        for log_file in self.root.glob(f"*/*/*/{HEARTBEATS}"):
-            if log_file.stat().st_mtime < cutoff.timestamp():
+        for day in reversed(day_folders(self.root)):
+            log_file = day / HEARTBEATS
+            if log_file.is_file() and not log_file.is_symlink() and log_file.stat().st_mtime < cutoff.timestamp():
                 log_file.unlink(missing_ok=True)
-        for day in sorted(self.root.glob("*/*/*"), reverse=True):
-            if day.is_dir() and day.stat().st_mtime < (cutoff - timedelta(days=1)).timestamp() and not any(day.iterdir()):
-                day.rmdir()
+            if day.stat().st_mtime < (cutoff - timedelta(days=1)).timestamp() and not any(day.iterdir()):
+                day.rmdir()  # an empty day folder of the daemon's layout: nothing of the user's in it
         return n
 
 
-def _mkdir_private(path: Path) -> None:
-    """Create the folder and any missing parents as 0700 (mkdir's mode is masked by the umask and
-    parents=True gives the parents the default mode)."""
-    missing = []
-    while not path.exists():
-        missing.append(path)
-        path = path.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(folder, 0o700)
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}{TMP_SUFFIX}")
+    tmp = path.with_name(temp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
