@@ -202,7 +202,7 @@ def test_rest_forget_previews_then_forgets_and_refuses_a_filter_that_cannot_be_m
     bad = client.post("/forget", json={"from": "2026-03-02T10:00:00Z", "to": "2026-03-02T09:00:00Z", "confirm": True})
     assert bad.status_code == 422 and "inverted" in bad.json()["error"]
     assert client.post("/forget", json={"confirm": True}).status_code == 422
-    done = client.post("/forget", json={"query": SECRET, "confirm": True})
+    done = client.post("/forget", json={"query": SECRET, "nonce": preview.json()["nonce"]})
     assert done.status_code == 200 and done.json()["forgotten"] is True
     assert not any(SECRET in m["text"] for m in client.get("/search", params={"q": SECRET}).json())
     assert client.get("/clips/clip1").status_code == 404 and client.get("/clips/clip2").status_code == 200
@@ -217,14 +217,16 @@ def test_mcp_forget_over_stdio(store, tmp_path):
 
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp", "--store", store.uri],
-                                   env={"MNEMO_GRAPH__TEXT_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1",
-                                        "HOME": os.environ.get("HOME", "/root")}, cwd=str(tmp_path))
+    env = {"MNEMO_GRAPH__TEXT_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/root"),
+           **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}  # this checkout's code
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp", "--store", store.uri,
+                                                                 "--allow-forget"], env=env, cwd=str(tmp_path))
 
     async def session():
         async with Client(params, read_timeout_seconds=120) as client:
             preview = await client.call_tool("forget", {"request": {"query": SECRET}})
-            done = await client.call_tool("forget", {"request": {"query": SECRET, "confirm": True}})
+            nonce = preview.structured_content["nonce"]
+            done = await client.call_tool("forget", {"request": {"query": SECRET, "nonce": nonce}})
             bad = await client.call_tool("forget", {"request": {"clip": "no-such-clip", "confirm": True}})
             return preview, done, bad
 

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import api_client, run_cli
+from conftest import PEOPLE_T0, api_client, run_cli
 from control.answer import OfflineAnswerer
 from graph.rows import ClipRow, Memory, content_id
 from mnemo.serve.api import create_app
+from mnemo.serve.confirm import NONCE_LIFETIME_S
 from mnemo.serve.service import MemoryService
 
 pytestmark = pytest.mark.slow
@@ -269,3 +270,97 @@ def test_reads_while_another_process_writes(tmp_path):
     final = client.get("/timeline", params={"from": 1.9e9, "to": 1.9e9 + 86400}).json()["clips"]
     assert [c["clip_id"] for c in final] == [f"live-{i:03d}" for i in range(n)]
     assert client.get("/health").json()["clips"] == n
+
+
+# ---- forget needs a person: a preview issues a single-use nonce, only that nonce forgets ---------
+
+EVERYTHING = {"from": "1970-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
+
+
+def _forget_client(store):
+    service = MemoryService(store, OfflineAnswerer(store))
+    return service, api_client(create_app(service))
+
+
+def _held(store) -> tuple[int, int]:
+    store.catch_up()
+    counts = store.count()
+    return counts["clips"], counts["memories"]
+
+
+def test_one_forget_request_forgets_nothing(people_store):
+    """What a prompt injection sends: one request with confirm, as the API took before."""
+    _, client = _forget_client(people_store)
+    before = _held(people_store)
+    reply = client.post("/forget", json={**EVERYTHING, "confirm": True})
+    assert reply.status_code == 422
+    error = reply.json()["error"]
+    assert "nothing was forgotten" in error and "confirm=true alone no longer forgets" in error
+    assert "nonce" in error and "preview first" in error
+    assert _held(people_store) == before == (2, 6)
+
+
+def test_forget_takes_the_previews_nonce_and_the_same_filter(people_store):
+    _, client = _forget_client(people_store)
+    preview = client.post("/forget", json={"clip": "people-clip-0"}).json()
+    assert not preview["forgotten"] and preview["clips"] == 1 and preview["memories"] == 4
+    assert preview["span"] == [PEOPLE_T0, PEOPLE_T0 + 30] and preview["nonce_expires_in_s"] == NONCE_LIFETIME_S
+    assert len(preview["nonce"]) >= 32 and "agree" in preview["next_step"]
+    nonce = preview["nonce"]
+
+    def refused(body: dict, says: str) -> None:
+        reply = client.post("/forget", json=body)
+        assert reply.status_code == 422 and says in reply.json()["error"], reply.text
+        assert "nothing was forgotten" in reply.json()["error"] and "preview first" in reply.json()["error"]
+        assert _held(people_store) == (2, 6)
+
+    refused({"clip": "people-clip-0", "nonce": nonce[:-2] + "xx"}, "unknown or already used")
+    refused({"clip": "people-clip-0", "nonce": ""}, "confirm=true alone")  # an empty nonce is none
+    refused({"clip": "people-clip-1", "nonce": nonce}, "another request")  # another filter
+    refused({"clip": "people-clip-0", "nonce": nonce}, "unknown or already used")  # spent by the try above
+    nonce = client.post("/forget", json={"clip": "people-clip-0"}).json()["nonce"]
+    refused({"clip": "people-clip-0", "app": "firefox", "nonce": nonce}, "another request")  # a narrower filter
+
+    nonce = client.post("/forget", json={"clip": "people-clip-0"}).json()["nonce"]
+    done = client.post("/forget", json={"clip": "people-clip-0", "nonce": nonce, "confirm": True})
+    assert done.status_code == 200, done.text
+    assert done.json()["forgotten"] and done.json()["clips"] == 1 and done.json()["nonce"] is None
+    assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
+    assert _held(people_store) == (1, 2)
+    again = client.post("/forget", json={"clip": "people-clip-1", "nonce": nonce})
+    assert again.status_code == 422 and "unknown or already used" in again.json()["error"]
+    assert _held(people_store) == (1, 2)
+
+
+def test_an_expired_nonce_forgets_nothing(people_store):
+    service, client = _forget_client(people_store)
+    now = [1000.0]
+    service.confirmations.clock = lambda: now[0]
+    nonce = client.post("/forget", json=EVERYTHING).json()["nonce"]
+    now[0] += NONCE_LIFETIME_S + 1
+    reply = client.post("/forget", json={**EVERYTHING, "nonce": nonce})
+    assert reply.status_code == 422 and "expired" in reply.json()["error"]
+    assert _held(people_store) == (2, 6)
+    nonce = client.post("/forget", json=EVERYTHING).json()["nonce"]  # in time: the same filter forgets
+    now[0] += NONCE_LIFETIME_S - 1
+    assert client.post("/forget", json={**EVERYTHING, "nonce": nonce}).json()["forgotten"]
+    assert _held(people_store) == (0, 0)
+
+
+def test_a_nonce_is_for_what_the_preview_showed(people_store):
+    """A clip ingested between the preview and the confirmation: the person did not see it."""
+    _, client = _forget_client(people_store)
+    preview = client.post("/forget", json=EVERYTHING).json()
+    assert preview["clips"] == 2
+    row = ClipRow("late-clip", "/recordings/talk.wav", "sha-talk", 2, 60.0, 30.0, PEOPLE_T0 + 60, PEOPLE_T0 + 90, "")
+    people_store.commit_clip(row, [Memory(content_id("late-clip"), "episodic", "later", "late-clip", row.source_path,
+                                          row.start_ts, row.end_ts)], [])
+    reply = client.post("/forget", json={**EVERYTHING, "nonce": preview["nonce"]})
+    assert reply.status_code == 422 and "changed since its preview" in reply.json()["error"]
+    assert _held(people_store) == (3, 7)
+
+
+def test_nothing_to_forget_gives_no_nonce(people_store):
+    _, client = _forget_client(people_store)
+    reply = client.post("/forget", json={"from": "2000-01-01T00:00:00Z", "to": "2000-01-02T00:00:00Z"}).json()
+    assert reply["clips"] == 0 and reply["nonce"] is None and "nothing" in reply["next_step"]

@@ -10,15 +10,18 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"ask", "search", "list_people", "read_clip", "timeline", "name_person", "merge_people", "split_person",
-         "undo_people_change", "forget"}
+READS = {"ask", "search", "list_people", "read_clip", "timeline"}
+CHANGES = {"name_person", "merge_people", "split_person", "undo_people_change"}
+TOOLS = READS | CHANGES  # and forget, with --allow-forget only
 
 
-def _server(store_uri: str, cwd: str, embedder: str):
+def _server(store_uri: str, cwd: str, embedder: str, *options: str):
     from mcp import StdioServerParameters
 
     env = {"MNEMO_GRAPH__TEXT_EMBEDDER": embedder, "HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/root")}
-    return StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp", "--store", store_uri],
+    if "PYTHONPATH" in os.environ:  # this checkout's code, as the tests run it
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp", "--store", store_uri, *options],
                                  env=env, cwd=cwd)
 
 
@@ -98,3 +101,79 @@ def test_mcp_people_tools(people_store, tmp_path):
     assert "no person 'voice_9'" in bad[0].content[0].text and "< or >" in bad[1].content[0].text
     assert "ids of one person" in bad[2].content[0].text and "not part of character_1" in bad[3].content[0].text
     assert [o.op for o in people_store.people_ops()] == ["name", "merge", "split", "undo"]
+
+
+EVERYTHING = {"from": "1970-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
+
+
+async def _forget_session(store_uri: str, cwd: str, *options: str, calls=()) -> dict:
+    """``calls``: (label, arguments of forget, or a function of the results so far giving them)."""
+    from mcp import Client
+
+    out = {}
+    async with Client(_server(store_uri, cwd, "hash", *options), read_timeout_seconds=120) as client:
+        out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+        for label, args in calls:
+            out[label] = await client.call_tool("forget", args(out) if callable(args) else args)
+    return out
+
+
+def _held(store) -> tuple[int, int]:
+    store.catch_up()
+    counts = store.count()
+    return counts["clips"], counts["memories"]
+
+
+def _text(result) -> str:
+    return result.content[0].text
+
+
+def test_mcp_forget_is_off_by_default(people_store, tmp_path):
+    """What a prompt injection would send: forget everything, confirmed, in one call."""
+    before = _held(people_store)
+    out = asyncio.run(asyncio.wait_for(_forget_session(people_store.uri, str(tmp_path), calls=[
+        ("all", {"request": {**EVERYTHING, "confirm": True}})]), 120))
+    assert set(out["tools"]) == TOOLS
+    for name, tool in out["tools"].items():
+        hints = tool.annotations
+        assert hints is not None and hints.open_world_hint is False, name
+        if name in READS:
+            assert hints.read_only_hint is True, name
+        else:  # recorded and undone by undo_people_change
+            assert hints.read_only_hint is False and hints.destructive_hint is False, name
+    assert out["all"].is_error and "forget is off" in _text(out["all"]) and "--allow-forget" in _text(out["all"])
+    assert "nothing was forgotten" in _text(out["all"])
+    assert _held(people_store) == before == (2, 6)
+
+
+def test_mcp_forget_needs_a_preview_and_its_nonce(people_store, tmp_path):
+    clip0 = {"clip": "people-clip-0"}
+    nonce = lambda label: lambda out: out[label].structured_content["nonce"]  # noqa: E731
+    calls = [
+        ("one_call", {"request": {**EVERYTHING, "confirm": True}}),
+        ("preview", {"request": clip0}),
+        ("wrong", {"request": {**clip0, "nonce": "not-the-nonce"}}),
+        ("other_filter", lambda out: {"request": {"clip": "people-clip-1", "nonce": nonce("preview")(out)}}),
+        ("reused", lambda out: {"request": {**clip0, "nonce": nonce("preview")(out)}}),
+        ("preview2", {"request": clip0}),
+        ("confirmed", lambda out: {"request": {**clip0, "nonce": nonce("preview2")(out)}}),
+        ("again", lambda out: {"request": {"clip": "people-clip-1", "nonce": nonce("preview2")(out)}}),
+    ]
+    out = asyncio.run(asyncio.wait_for(_forget_session(people_store.uri, str(tmp_path), "--allow-forget",
+                                                       calls=calls), 120))
+    assert set(out["tools"]) == TOOLS | {"forget"}
+    hints = out["tools"]["forget"].annotations
+    assert hints.destructive_hint is True and hints.read_only_hint is False and hints.idempotent_hint is False
+    assert "nonce" in out["tools"]["forget"].description
+
+    assert out["one_call"].is_error and "confirm=true alone no longer forgets" in _text(out["one_call"])
+    preview = out["preview"].structured_content
+    assert not out["preview"].is_error and not preview["forgotten"] and preview["clips"] == 1
+    assert preview["memories"] == 4 and preview["span"] == [1_800_000_000.0, 1_800_000_030.0] and preview["nonce"]
+    for label, says in (("wrong", "unknown or already used"), ("other_filter", "another request"),
+                        ("reused", "unknown or already used"), ("again", "unknown or already used")):
+        assert out[label].is_error and says in _text(out[label]) and "nothing was forgotten" in _text(out[label]), label
+    confirmed = out["confirmed"].structured_content
+    assert not out["confirmed"].is_error and confirmed["forgotten"] and confirmed["clips"] == 1
+    assert _held(people_store) == (1, 2)
+    assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")

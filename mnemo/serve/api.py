@@ -227,8 +227,8 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
         return service.split_person(person, body.members)
 
     @app.post("/forget", response_model=ForgetOut, dependencies=[Depends(json_only)],
-              summary="forget clips, a time range, a recording, an app, a person or a text; "
-                      "without confirm: only what would go")
+              summary="forget clips, a time range, a recording, an app, a person or a text: without a nonce "
+                      "only what would go and a nonce; with that nonce and the same filter, forget")
     def forget(body: Annotated[ForgetIn, Body()]):
         return service.forget(body)
 

@@ -11,6 +11,8 @@ log = logging.getLogger(__name__)
 
 
 def add_parsers(sub) -> None:
+    from mnemo.serve.confirm import NONCE_LIFETIME_S
+
     serve = sub.add_parser("serve", help="REST API and timeline page over a store (FastAPI + uvicorn)")
     serve.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     serve.add_argument("--host", default="127.0.0.1",
@@ -24,8 +26,14 @@ def add_parsers(sub) -> None:
     serve.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM), with --tls-key")
     serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, read_clip, timeline, "
-                         "name_person, merge_people, split_person, undo_people_change")
+                         "name_person, merge_people, split_person, undo_people_change (forget with --allow-forget)")
     mcp.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    mcp.add_argument("--allow-forget", action="store_true",
+                     help="offer the forget tool, which deletes memory for good. Off by default: recorded text (a "
+                          "page on screen, a transcript) is written by others and could tell an agent to delete "
+                          "memory. Even with it, forget takes two calls: a preview that returns a nonce, and the "
+                          f"same filter with that nonce (good once, for {NONCE_LIFETIME_S:.0f} s) after the user "
+                          "agreed. Without it, forget with `mnemo forget` in a terminal")
 
 
 def open_service(cfg, store_dir: str | None):
@@ -82,5 +90,5 @@ def cmd_mcp(args, cfg) -> int:
     from mnemo.serve.mcp_server import build_server
 
     service = open_service(cfg, args.store)
-    build_server(service).run("stdio")
+    build_server(service, allow_forget=args.allow_forget).run("stdio")
     return 0

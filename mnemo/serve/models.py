@@ -110,7 +110,8 @@ class HealthOut(BaseModel):
 
 
 class ForgetIn(BaseModel):
-    """What to forget (as ``mnemo forget``): without ``confirm`` only what would go."""
+    """What to forget (as ``mnemo forget``). Without ``nonce``: a preview of what would go, which
+    issues the nonce; with the nonce of that preview and the same filter: forget."""
 
     model_config = {"populate_by_name": True}
     start: datetime | None = Field(None, alias="from", description="start of a time range (ISO 8601), with `to`")
@@ -122,10 +123,15 @@ class ForgetIn(BaseModel):
     person: str | None = Field(None, max_length=200, description="everything said by or showing this person")
     query: str | None = Field(None, max_length=2000, description="clips whose memories or text hold this text")
     older_than_days: float | None = Field(None, ge=0, description="clips that ended more than this many days ago")
-    confirm: bool = Field(False, description="true: forget now; false: only say what would go")
+    nonce: str | None = Field(None, max_length=200,
+                              description="the nonce a preview of this same filter returned: forget now (once a "
+                                          "person has seen the preview). Without it: only a preview")
+    confirm: bool = Field(False, description="no longer forgets by itself: true without a nonce is refused")
 
 
 class ForgetOut(BaseModel):
+    """A preview (``forgotten`` false, with the ``nonce`` that confirms it) or what was forgotten."""
+
     forgotten: bool = Field(description="false for a preview")
     clips: int
     memories: int
@@ -134,3 +140,7 @@ class ForgetOut(BaseModel):
     people_changes: int
     span: list[float] | None = Field(None, description="[start, end] of what is (or would be) forgotten, Unix time")
     screenshots_deleted: int = 0
+    nonce: str | None = Field(None, description="a preview with something to forget: send it back with the same "
+                                                "filter to forget, once, before it expires")
+    nonce_expires_in_s: float | None = Field(None, description="seconds the nonce stays good")
+    next_step: str = Field("", description="what to do next, in words")

@@ -8,6 +8,8 @@ its memories: there is no half-written clip to show.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from datetime import datetime, timezone
 
@@ -18,6 +20,7 @@ from graph import people_ops
 from graph.people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
+from mnemo.serve.confirm import Confirmations, NonceRefused
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
                                 TimelineOut)
 
@@ -50,6 +53,7 @@ class MemoryService:
         self.store = store
         self.tools = MemoryTools(store)
         self.answerer = answerer
+        self.confirmations = Confirmations()  # forget's nonces, for REST and MCP alike
 
     # ---- the routes --------------------------------------------------------------------------
 
@@ -114,26 +118,55 @@ class MemoryService:
         return change_out(change, self.store)
 
     def forget(self, body: ForgetIn) -> ForgetOut:
-        """Forget (``confirm``) or preview what ``body`` selects; a filter that cannot be meant is a
-        ``BadRequest``. This handle reads the store's newest versions afterwards: the old ones are
-        deleted from disk."""
+        """Preview what ``body`` selects (no nonce) or forget it (the nonce of that preview, same
+        filter). A preview with something to forget issues a single-use nonce bound to the store, the
+        filter and what it selects (``mnemo.serve.confirm``): text an agent read in a recording
+        cannot forget anything in one call. A filter that cannot be meant, or a nonce that does not
+        fit, is a ``BadRequest`` and changes nothing. This handle reads the store's newest versions
+        afterwards: the old ones are deleted from disk."""
         from graph.forget import Filter, ForgetError, finish_unfinished, plan
         from mnemo.forgetting import forget_all
 
+        retry = ("preview first: send the same filter without a nonce, show the person what it would forget, and "
+                 f"once they agree send that filter again with the nonce the preview returned (good once, for "
+                 f"{self.confirmations.lifetime_s:.0f} s)")
         f = Filter(timestamp(body.start), timestamp(body.end), body.source, body.clip, body.app, body.window,
                    body.person, body.query, body.older_than_days)
+        scope = json.dumps({"store": self.store.uri, "filter": vars(f)}, sort_keys=True)
         try:
-            if body.confirm:
-                finish_unfinished(self.store)
             selected = plan(self.store, f)
         except ForgetError as e:
             raise BadRequest(str(e)) from None
         summary = selected.summary()
-        if not body.confirm or selected.empty:
-            return ForgetOut(forgotten=False, **summary)
+        if (body.confirm or body.nonce is not None) and not body.nonce:
+            raise BadRequest(f"nothing was forgotten: forgetting needs the nonce of a preview (confirm=true alone "
+                             f"no longer forgets); {retry}")
+        if not body.nonce:
+            if selected.empty:
+                return ForgetOut(forgotten=False, **summary, next_step="the filter selects nothing: nothing to forget")
+            lifetime = self.confirmations.lifetime_s
+            return ForgetOut(forgotten=False, **summary, nonce=self.confirmations.issue(scope, _selection(selected)),
+                             nonce_expires_in_s=lifetime,
+                             next_step=f"nothing is forgotten yet. Show the person these counts; only if they agree, "
+                                       f"send the same filter again with this nonce within {lifetime:.0f} s. "
+                                       "Forgetting deletes the clips from every file of the store, for good")
+        try:
+            self.confirmations.redeem(body.nonce, scope, _selection(selected), retry)
+        except NonceRefused as e:
+            raise BadRequest(f"nothing was forgotten: {e}") from None
+        try:
+            # an interrupted forget is finished first (as `mnemo forget` does); if that changed what the
+            # filter selects, the person has not seen what would go now
+            changed = finish_unfinished(self.store) and _selection(plan(self.store, f)) != _selection(selected)
+        except ForgetError as e:
+            raise BadRequest(str(e)) from None
+        if changed:
+            raise BadRequest(f"nothing was forgotten: an interrupted forget was finished and changed what this "
+                             f"filter selects; {retry}")
         counts = forget_all(self.store, selected, f)
         self.store.catch_up()
-        return ForgetOut(forgotten=True, **summary, screenshots_deleted=counts["screenshots_deleted"])
+        return ForgetOut(forgotten=True, **summary, screenshots_deleted=counts["screenshots_deleted"],
+                         next_step="forgotten for good")
 
     def clip(self, clip_id: str) -> ClipOut:
         row = self.clip_row(clip_id)
@@ -176,6 +209,13 @@ class MemoryService:
             return self.tools.person(who, people)
         except ValueError as e:
             raise NotFound(str(e)) from None
+
+
+def _selection(p) -> str:
+    """A digest of what a forget plan removes: a confirmation is for these rows, not for whatever
+    its filter selects by then."""
+    parts = [sorted(p.clip_ids), sorted(p.memory_ids), sorted(p.entity_ids), sorted(p.people_ops)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def person_out(s: PersonSummary) -> PersonOut:

@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 // range: the timeline's requested [from, to] (undefined: the server's default day); open: the
 // clip shown below it and the moment shown, so a change to people can redraw both with new names
-const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined };
+const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined, forgetNonce: undefined };
 const SOURCES = { user: "named by you", introduced: "introduced themselves", addressed: "called so by others",
                   enrolled: "enrolled", "": "unnamed" };
 
@@ -143,17 +143,24 @@ async function showClip(clipId, atSourceS) {
   $("clip-location").textContent = c.media_location;
   $("forget-status").textContent = "";
   $("clip-forget-confirm").hidden = true;
+  state.forgetNonce = undefined;
 }
 
-// forgetting the open clip: first what would go, then (a second button) for good
+// forgetting the open clip: first what would go (the server's preview gives a single-use nonce),
+// then (a second button) for good, sending that nonce back with the same clip
 async function forgetClip(confirm) {
   const clipId = state.open && state.open[0];
-  if (!clipId) return;
+  const nonce = state.forgetNonce;
+  if (!clipId || (confirm && !nonce)) return;
+  state.forgetNonce = undefined;  // good once: a failed confirmation needs a new preview
+  if (confirm) $("clip-forget-confirm").hidden = true;
   try {
     const out = await api("/forget", { method: "POST", headers: { "Content-Type": "application/json" },
-                                       body: JSON.stringify({ clip: clipId, confirm }) });
+                                       body: JSON.stringify(confirm ? { clip: clipId, nonce } : { clip: clipId }) });
     const what = `${out.clips} clip(s) and ${out.memories} memories`;
     if (!confirm) {
+      if (!out.nonce) { $("forget-status").textContent = "Nothing to forget."; return; }
+      state.forgetNonce = out.nonce;
       $("forget-status").textContent = `Would forget ${what}, from every file of the store. This cannot be undone.`;
       $("clip-forget-confirm").hidden = false;
       return;
