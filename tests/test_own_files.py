@@ -14,6 +14,7 @@ import pytest
 from skimage import data
 
 from conftest import run_cli
+from mnemo.serve.models import ForgetIn
 from perception.capture.owned import MARKER, NotACaptureFolder, adopt, frame_name, is_frame_name, temp_name
 from perception.capture.storage import CaptureStore, hold_folder
 
@@ -182,6 +183,8 @@ def test_forget_deletes_the_captured_frames_of_forgotten_clips_and_the_preview_c
     preview = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and preview["files_to_delete"] == 8 and preview["delete_in"] == [str(root.resolve())]
     assert f"would delete 8 file(s) mnemo captured (screenshots and their sidecars) in {root.resolve()}" in out
+    rest = _service(store).forget(ForgetIn(start="2026-01-05T10:14:00Z", end="2026-01-05T10:16:30Z"))
+    assert (rest.files_to_delete, rest.delete_in, rest.forgotten) == (8, [str(root.resolve())], False)  # REST, MCP
     assert len(list(root.rglob("*Z_m1.jpg"))) == 6  # a preview deletes nothing
     code, out, _ = run_cli(capsys, "forget", *window, "--store", store, "--yes", "--json")
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["screenshots_deleted"] == 4
@@ -204,3 +207,14 @@ def test_forget_deletes_nothing_where_the_marker_is_gone(tmp_path):
     before = _snapshot(root)
     assert screenshots_to_delete([clip]) == [] and forget_screenshots([clip]) == 0
     assert _snapshot(root) == before
+
+
+def _service(store_dir: str):
+    """``mnemo serve``'s and ``mnemo mcp``'s service on the store at ``store_dir``."""
+    from control.answer import OfflineAnswerer
+    from mnemo.config import GraphConfig
+    from mnemo.serve.service import MemoryService
+    from mnemo.wiring import open_store
+
+    store = open_store(GraphConfig(text_embedder="hash"), store_dir)
+    return MemoryService(store, OfflineAnswerer(store))

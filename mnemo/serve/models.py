@@ -140,6 +140,9 @@ class ForgetOut(BaseModel):
     people_changes: int
     span: list[float] | None = Field(None, description="[start, end] of what is (or would be) forgotten, Unix time")
     screenshots_deleted: int = 0
+    files_to_delete: int = Field(0, description="a preview: the files mnemo captured that forgetting deletes (frames "
+                                 "and sidecars); no other file is touched")
+    delete_in: list[str] = Field([], description="a preview: the capture folders those files are in")
     nonce: str | None = Field(None, description="a preview with something to forget: send it back with the same "
                                                 "filter to forget, once, before it expires")
     nonce_expires_in_s: float | None = Field(None, description="seconds the nonce stays good")

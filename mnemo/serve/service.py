@@ -125,7 +125,7 @@ class MemoryService:
         fit, is a ``BadRequest`` and changes nothing. This handle reads the store's newest versions
         afterwards: the old ones are deleted from disk."""
         from graph.forget import Filter, ForgetError, finish_unfinished, plan
-        from mnemo.forgetting import forget_all
+        from mnemo.forgetting import capture_folders, forget_all, screenshots_to_delete
 
         retry = ("preview first: send the same filter without a nonce, show the person what it would forget, and "
                  f"once they agree send that filter again with the nonce the preview returned (good once, for "
@@ -145,7 +145,9 @@ class MemoryService:
             if selected.empty:
                 return ForgetOut(forgotten=False, **summary, next_step="the filter selects nothing: nothing to forget")
             lifetime = self.confirmations.lifetime_s
-            return ForgetOut(forgotten=False, **summary, nonce=self.confirmations.issue(scope, _selection(selected)),
+            doomed = screenshots_to_delete(selected.clips)
+            return ForgetOut(forgotten=False, **summary, files_to_delete=len(doomed), delete_in=capture_folders(doomed),
+                             nonce=self.confirmations.issue(scope, _selection(selected)),
                              nonce_expires_in_s=lifetime,
                              next_step=f"nothing is forgotten yet. Show the person these counts; only if they agree, "
                                        f"send the same filter again with this nonce within {lifetime:.0f} s. "
