@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from mnemo.bench_cli import add_parser as add_bench_parser
     from mnemo.capture_cli import add_parsers
+    from mnemo.export_cli import add_parsers as add_export_parsers
     from mnemo.forget_cli import add_parser as add_forget_parser
     from mnemo.llm_cli import add_parser as add_llm_parser
     from mnemo.status_cli import add_parser as add_status_parser
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     add_forget_parser(sub)
     add_status_parser(sub)
     add_llm_parser(sub)
+    add_export_parsers(sub)
 
     add_bench_parser(sub)
     return p
@@ -165,6 +167,10 @@ def _main(argv: list[str] | None) -> int:
             from mnemo.forget_cli import cmd_forget
 
             return cmd_forget(args, cfg)
+        if args.command in ("export", "import", "backup"):
+            from mnemo.export_cli import cmd_archive
+
+            return cmd_archive(args, cfg)
         if args.command == "llm":
             from mnemo.llm_cli import cmd_llm
 
