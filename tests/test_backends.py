@@ -74,6 +74,7 @@ def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_lang
 
 
 @pytest.mark.slow
+@pytest.mark.cpu_kind
 def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelated_sentence(tmp_path, monkeypatch):
     from embeddings.mpnet import packaged_mpnet_model
 
@@ -110,6 +111,7 @@ def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
         GraphConfig(text_dtype="int8")
 
 
+@pytest.mark.cpu_kind
 def test_bfloat16_only_where_the_cpu_computes_in_it():
     from perception.weights import cpu_has_bf16, fast_dtype
 

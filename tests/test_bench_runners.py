@@ -33,6 +33,7 @@ def _bench(capsys, *argv) -> tuple[int, dict, str]:
     return code, json.loads(out.out.strip().splitlines()[-1]), out.out + out.err
 
 
+@pytest.mark.cpu_kind
 def test_m3_mini_offline_never_leaks_and_finds_the_answers(m3_mini, stores, capsys):
     code, f, text = _bench(capsys, "m3", "--mini", "--store", str(stores))
     assert code == 0, text
@@ -104,6 +105,7 @@ def test_m3_with_the_llm_agent_and_judge_answers_within_the_cutoff(m3_mini, stor
     assert "ground_truth_answer: Chicago. agent_answer: Sheila is from Chicago" in judged
 
 
+@pytest.mark.cpu_kind
 def test_screenshotvqa_mini_skips_compressed_files_and_finds_the_answers(stores, capsys):
     require_x()
     code, f, text = _bench(capsys, "screenshotvqa", "--mini", "--store", str(stores))

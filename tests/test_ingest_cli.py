@@ -69,6 +69,7 @@ def test_bad_files_are_named_and_the_good_ones_still_ingested(capsys, tmp_path, 
     assert _store_state(store) == before
 
 
+@pytest.mark.cpu_kind
 def test_ask_json_answers_from_the_recording_with_citations(capsys, tmp_path, demo_recording):
     store = tmp_path / "store"
     code, out, err = run_cli(capsys, "ingest", str(demo_recording), "--store", str(store))
