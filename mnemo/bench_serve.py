@@ -57,7 +57,7 @@ def synthetic_store(cfg, root: Path, n: int, progress) -> Path:
     return where
 
 
-def check_answers(url: str, where: Path, questions: list[str], progress) -> dict:
+def check_answers(url: str, where: Path, questions: list[str], progress, token: str | None = None) -> dict:
     """``questions`` asked once more, after the load: their answers and citations against those
     recorded beside the store (``ANSWERS_FILE``) by the first run on it, which writes them. A change
     made for speed must not change what the server answers."""
@@ -66,7 +66,7 @@ def check_answers(url: str, where: Path, questions: list[str], progress) -> dict
 
     from bench import serve
 
-    now = serve.answers(url, questions)
+    now = serve.answers(url, questions, token)
     path = where / ANSWERS_FILE
     if path.exists():
         recorded = json.loads(path.read_text())
@@ -87,13 +87,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
+def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str, str]:
+    """``mnemo serve`` on ``store``: its process, URL and token (the random one it made, read from
+    its token file as the user's own commands do)."""
     import httpx
+
+    from mnemo.serve.auth import TOKEN_ENV, read_token
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    env.pop("MNEMO_SERVE_TOKEN", None)  # loopback: no token
+    env.pop(TOKEN_ENV, None)
     with log_path.open("w") as log:  # the child keeps its own descriptor
         proc = subprocess.Popen([sys.executable, "-m", "mnemo", "serve", "--store", str(store), "--port", str(port)],
                                 env=env, stdout=subprocess.DEVNULL, stderr=log)
@@ -102,9 +106,10 @@ def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subpr
         if proc.poll() is not None:
             raise RuntimeError(f"mnemo serve exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
         try:
-            if httpx.get(url + "/health", timeout=5).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
+            token = read_token(port)  # read again each time: a killed server's stale file comes first
+            if httpx.get(url + "/health", timeout=5, headers={"Authorization": f"Bearer {token}"}).status_code == 200:
+                return proc, url, token
+        except (httpx.HTTPError, FileNotFoundError):
             pass
         time.sleep(0.5)
     proc.kill()
@@ -130,14 +135,15 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
     figures: dict = {"stores": {}}
     for name, (where, questions, search_texts) in stores.items():
         progress(f"serving {name} ({where}) …")
-        proc, url = _serve(where, root / "serve.log")
+        proc, url, token = _serve(where, root / "serve.log")
         try:
             import httpx
 
-            count = httpx.get(url + "/health", timeout=30).json()["memories"]
-            phases = serve.run(url, list(questions), list(search_texts), progress=progress,
+            count = httpx.get(url + "/health", timeout=30, headers={"Authorization": f"Bearer {token}"}
+                              ).json()["memories"]
+            phases = serve.run(url, list(questions), list(search_texts), token=token, progress=progress,
                                server_cpu_s=TreeMeter(proc.pid).root_cpu_s)
-            answers = check_answers(url, where, list(questions)[:FIXED_QUESTIONS], progress)
+            answers = check_answers(url, where, list(questions)[:FIXED_QUESTIONS], progress, token)
         finally:
             proc.terminate()
             try:

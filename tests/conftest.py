@@ -167,10 +167,20 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+class Served:
+    """A running ``mnemo serve`` app: its base URL and token, the header that sends it, and the
+    sign-in link ``mnemo serve`` prints."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.signin = f"{url}/?token={token}"
+
+
 def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
     """``mnemo serve``'s app on ``store`` (``create_app`` with ``app_options``), in uvicorn on a free
     loopback port (a thread), over HTTPS with ``tls_files`` (certificate, key): a context manager
-    giving the base URL."""
+    giving a ``Served`` (URL and token)."""
     import contextlib
     import threading
     import time
@@ -195,7 +205,7 @@ def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
             time.sleep(0.05)
         assert server.started, "uvicorn did not start"
         try:
-            yield f"{'https' if tls_files else 'http'}://127.0.0.1:{port}"
+            yield Served(f"{'https' if tls_files else 'http'}://127.0.0.1:{port}", app.state.token)
         finally:
             server.should_exit = True
             thread.join(10)
@@ -205,14 +215,15 @@ def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
 
 @pytest.fixture(scope="session")
 def demo_server(demo_store):
-    """``mnemo serve``'s app on the demo store (see ``serving``)."""
-    with serving(demo_store) as url:
-        yield url
+    """``mnemo serve``'s app on the demo store: a ``Served`` (see ``serving``)."""
+    with serving(demo_store) as served:
+        yield served
 
 
-def api_client(app):
-    """A test client of ``mnemo serve``'s app that comes as a loopback request does (Host 127.0.0.1);
-    the app refuses other hosts."""
+def api_client(app, signed_in: bool = True, **options):
+    """A test client of ``mnemo serve``'s app that comes as a loopback request does (Host 127.0.0.1;
+    the app refuses other hosts), with the app's token unless ``signed_in`` is false."""
     from fastapi.testclient import TestClient
 
-    return TestClient(app, base_url="http://127.0.0.1")
+    headers = {"Authorization": f"Bearer {app.state.token}"} if signed_in else {}
+    return TestClient(app, base_url="http://127.0.0.1", headers=headers, **options)

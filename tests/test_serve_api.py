@@ -1,5 +1,6 @@
 """``mnemo serve``'s REST API on the demo store (real media, real models): every route, bad
-parameters, unknown ids, /media confinement, the token, CORS, and reads while another process writes."""
+parameters, unknown ids, /media confinement, the token, CORS, and reads while another process writes.
+(The attacks on the door itself, over real HTTP: tests/test_serve_hosts.py.)"""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from conftest import PEOPLE_T0, api_client, run_cli
 from control.answer import OfflineAnswerer
 from graph.rows import ClipRow, Memory, content_id
 from mnemo.serve.api import create_app
+from mnemo.serve.auth import SESSION_COOKIE
 from mnemo.serve.confirm import NONCE_LIFETIME_S
 from mnemo.serve.service import MemoryService
 
@@ -193,7 +195,7 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
 
 
 def test_token_on_every_route(service):
-    client = api_client(create_app(service, token="s3cret-token"))
+    client = api_client(create_app(service, token="s3cret-token"), signed_in=False)
     for path in ("/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline"):
         reply = client.get(path)
         assert reply.status_code == 401 and "token" in reply.json()["error"], path
@@ -208,7 +210,8 @@ def test_token_on_every_route(service):
     assert client.get("/health", params={"token": "s3cret-token"}).status_code == 401  # the page only
     assert client.get("/health", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
     page = client.get("/", params={"token": "s3cret-token"})
-    assert page.status_code == 200 and "mnemo_token" in page.headers["set-cookie"]
+    assert page.status_code == 200 and SESSION_COOKIE in page.headers["set-cookie"]
+    assert "s3cret-token" not in page.headers["set-cookie"]  # a signed session, not the token
     assert client.get("/people").status_code == 200  # the cookie the page got
 
 
@@ -222,6 +225,7 @@ def test_cors_closed_by_default(service):
 
 def test_serve_off_loopback_needs_a_token(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("MNEMO_SERVE_TOKEN", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     code, _, err = run_cli(capsys, "serve", "--host", "0.0.0.0", "--store", str(tmp_path))
     assert code == 2 and "MNEMO_SERVE_TOKEN" in err
     code, _, err = run_cli(capsys, "serve", "--store", str(tmp_path / "missing"))

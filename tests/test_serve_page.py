@@ -1,8 +1,11 @@
 """The timeline page in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``,
-driven by Selenium) against ``mnemo serve``'s app on the demo store, on a loopback port."""
+driven by Selenium) against ``mnemo serve``'s app on the demo store, on a loopback port: signed in
+by the link ``mnemo serve`` prints or on its form, under its Content-Security-Policy (nothing the
+page needs refused, a frame of it refused)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import numpy as np
@@ -32,6 +35,7 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console: CSP violations show there
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1280,1000", "--lang=en-US"):
         options.add_argument(arg)
@@ -40,14 +44,38 @@ def browser():
     driver.quit()
 
 
+def _refused_by_the_csp(browser) -> list[str]:
+    """What the console says the Content-Security-Policy blocked since the last call."""
+    return [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+
+
+def _sign_in_on_the_form(browser, served) -> None:
+    """Open the page without a credential: its sign-in form (an inline script, allowed by its
+    hash); a wrong token is refused, the right one opens the timeline."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(served.url + "/")
+    wait = WebDriverWait(browser, 30)
+    browser.find_element(By.ID, "token").send_keys("not the token")
+    browser.find_element(By.CSS_SELECTOR, "#login button").click()
+    wait.until(lambda d: d.find_element(By.ID, "status").text == "Wrong token.")
+    field = browser.find_element(By.ID, "token")
+    field.clear()
+    field.send_keys(served.token)
+    browser.find_element(By.CSS_SELECTOR, "#login button").click()
+    wait.until(lambda d: d.find_elements(By.ID, "timeline-title"))
+
+
 def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tmp_path):
     import cv2
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(demo_server + "/")
+    browser.get(demo_server.signin)  # the link `mnemo serve` prints
     wait = WebDriverWait(browser, 60)
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
+    assert browser.current_url == demo_server.url + "/"  # the token left the address bar and the history
     people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person .name")]
     assert sorted(people) == ["Diane", "Sheila"]
     assert "2 clip(s) on 2026-11-20" in browser.find_element(By.ID, "timeline-title").text
@@ -80,6 +108,41 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     text = browser.find_element(By.TAG_NAME, "body").text
     for expected in ("Diane", "Sheila", "Chicago", "Answered."):
         assert expected in text
+    assert _refused_by_the_csp(browser) == []  # the page's own scripts, styles and pictures all ran
+
+    # another site framing the page (to make "Forget for good" a click on its own button): refused.
+    # That site is served on loopback too (http://localhost:PORT, another origin): Chrome would
+    # block a public page's frame of 127.0.0.1 before the policy is even read.
+    with _framing_site(f"<iframe id='f' src='{demo_server.url}/'></iframe>") as site:
+        browser.get(site)
+        wait.until(lambda d: any("frame-ancestors 'none'" in m for m in _refused_by_the_csp(d)))
+        browser.switch_to.frame("f")
+        assert browser.execute_script("return location.href") == "chrome-error://chromewebdata/"
+        browser.switch_to.default_content()
+
+
+@contextlib.contextmanager
+def _framing_site(html: str):
+    """A web site on another loopback origin that serves ``html``; yields its URL."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(html.encode())
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://localhost:{server.server_port}/"
+    finally:
+        server.shutdown()
 
 
 def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
@@ -96,8 +159,8 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
                 " ".join(b.text for b in d.find_elements(By.CSS_SELECTOR, "#track .clip .who")),
                 d.find_element(By.ID, "clip-memories").text)
 
-    with serving(people_store) as url:
-        browser.get(url + "/")
+    with serving(people_store) as served:
+        _sign_in_on_the_form(browser, served)
         wait = WebDriverWait(browser, 60)
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#people .person")) == 2
                    and len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
@@ -132,6 +195,7 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         name, who, memories = shown(browser)
         assert "Carol" not in who and '<voice_2> said: "Lisbon was lovely' in memories
         assert "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+        assert _refused_by_the_csp(browser) == []
     assert [o.op for o in people_store.people_ops()] == ["name", "undo"]
 
 
@@ -143,8 +207,8 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    with serving(people_store) as url:
-        browser.get(url + "/")
+    with serving(people_store) as served:
+        browser.get(served.signin)
         wait = WebDriverWait(browser, 60)
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
         browser.find_elements(By.CSS_SELECTOR, "#track .clip")[0].click()
@@ -159,6 +223,7 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
         wait.until(lambda d: "Forgotten: 1 clip(s)" in d.find_element(By.ID, "status").text)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#track .clip")) == 1
         assert not browser.find_element(By.ID, "clip").is_displayed()
+        assert _refused_by_the_csp(browser) == []
     people_store.catch_up()
     assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
     assert not [p for p in Path(people_store.uri).rglob("*") if p.is_file() and b"Lisbon" in p.read_bytes()]

@@ -1,18 +1,23 @@
 """The REST API and the timeline page of ``mnemo serve`` (FastAPI).
 
 Routes are plain functions: FastAPI runs them on its thread pool, so slow reads (an ``/ask`` that
-embeds its question, a frame that ffmpeg decodes) do not hold up the others. With a token every
-route, the page and ``/docs`` included, needs it: ``Authorization: Bearer TOKEN``, or the cookie that
-signing in on the page (``POST /login``, or opening ``/?token=TOKEN``) sets, so the page's own
-requests carry it. Only loopback names and the configured hosts are answered (DNS rebinding), and a
-browser's change must come from this server's own page or a configured origin.
+embeds its question, a frame that ffmpeg decodes) do not hold up the others. Every route, the page
+and ``/openapi.json`` included, needs the server's token (``Authorization: Bearer TOKEN``) or the
+session cookie that signing in on the page (``POST /login``, or opening ``/?token=TOKEN``) sets:
+``mnemo.serve.guard`` checks it, with the host, the origin of a change and the body's size, before
+any route. There are no ``/docs``: FastAPI's pages load Swagger UI's scripts from a CDN into this
+origin, and none are installed locally.
 """
 
 from __future__ import annotations
 
-import hmac
+import base64
+import hashlib
 import ipaddress
 import logging
+import math
+import re
+import secrets
 from datetime import datetime
 from importlib import resources
 from typing import Annotated, Literal
@@ -24,6 +29,8 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.rows import MEMORY_KINDS
+from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
+from mnemo.serve.guard import Guard, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
                                 PersonOut, TimelineOut)
@@ -32,9 +39,9 @@ from perception.errors import MediaError
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "MNEMO_SERVE_TOKEN"
-COOKIE = "mnemo_token"
+__all__ = ["TOKEN_ENV", "create_app", "is_loopback"]
 STATIC = ("timeline.js", "timeline.css")
+MAX_FORGET_DAYS = 1_000_000  # older_than_days beyond this overflows the cut-off time
 
 
 class AskIn(BaseModel):
@@ -63,11 +70,11 @@ PersonId = Annotated[str, Path(max_length=200, description="the person's id, a m
 
 
 def json_only(request: Request) -> None:
-    """Changes come as JSON only: a page on another site can post a form (or text) here without
-    asking, but not JSON, which needs a CORS preflight this server does not grant."""
+    """Changes and questions come as JSON only: a page on another site can post a form (or text)
+    here without asking, but not JSON, which needs a CORS preflight this server does not grant."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
-        raise HTTPException(415, f"send the change as JSON (Content-Type: application/json), not {kind or 'no body'}")
+        raise HTTPException(415, f"send the body as JSON (Content-Type: application/json), not {kind or 'no body'}")
 
 
 def is_loopback(host: str) -> bool:
@@ -84,88 +91,56 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
 
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-CHANGES = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def _host_of(value: str) -> str:
-    """The host of a ``Host`` header or of an origin's authority, without port or brackets."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+def content_security_policy(page: str) -> str:
+    """Only this server's scripts, styles, pictures and sounds, and no framing; the sign-in
+    page's inline script and style are allowed by their hashes."""
+    def hashes(tag: str) -> str:
+        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(m.encode()).digest()).decode()}'"
+                        for m in re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.DOTALL))
+
+    return (f"default-src 'none'; script-src 'self' {hashes('script')}; style-src 'self' {hashes('style')}; "
+            "img-src 'self'; media-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+            "frame-ancestors 'none'")
 
 
 def create_app(service: MemoryService, token: str | None = None, cors_origins: tuple[str, ...] = (),
                hosts: tuple[str, ...] = (), tls: bool = False) -> FastAPI:
-    """The app over ``service``. ``token``: required on every request when set. ``cors_origins``:
-    web origins allowed to call the API from a browser (none by default). ``hosts``: names this
-    server answers to besides the loopback ones (the bound address, a name of this machine): any
-    other ``Host`` is refused, so a page whose DNS name was rebound to 127.0.0.1 reads nothing.
+    """The app over ``service``. ``token``: needed on every request (None: a random one, in
+    ``app.state.token``); there is no app without one. ``cors_origins``: web origins allowed to
+    call the API from a browser with the token (none by default; never ``*``). ``hosts``: names
+    this server answers to besides the loopback ones (the bound address, a name of this machine):
+    any other ``Host`` is refused, so a page whose DNS name was rebound to 127.0.0.1 reads nothing.
     A change (POST …) from a browser must come from this server's own page or a ``cors_origins``
-    one. ``tls``: served over HTTPS (the token cookie is then ``Secure``)."""
-    app = FastAPI(title="mnemo", version="0.1.0",
+    one. ``tls``: served over HTTPS (the session cookie is then ``Secure``)."""
+    app = FastAPI(title="mnemo", version="0.1.0", docs_url=None, redoc_url=None,
                   description="Ask and browse a mnemo memory: answers with citations, hybrid search, people, "
-                              "clips and their media, a timeline.")
-    allowed = {h.lower().strip("[]") for h in (*LOOPBACK_NAMES, *hosts)}
-    if cors_origins:
+                              "clips and their media, a timeline. Every request needs the server's token: "
+                              "'Authorization: Bearer TOKEN'.")
+    app.state.token = token = token or new_token()
+    origins = tuple(normalise_origin(o) for o in cors_origins)
+    if origins:
         from fastapi.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
+        app.add_middleware(CORSMiddleware, allow_origins=list(origins), allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"], allow_credentials=True)
-
-    @app.middleware("http")
-    async def check_token(request: Request, call_next):
-        if (token is None or (request.method == "OPTIONS" and "access-control-request-method" in request.headers)
-                or (request.url.path == "/login" and request.method == "POST")):
-            return await call_next(request)  # a CORS preflight carries no credentials and reveals nothing
-        auth = request.headers.get("authorization", "")
-        given = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get(COOKIE, "")
-        from_query = request.query_params.get("token", "")
-        if not hmac.compare_digest(given.encode(), token.encode()) and not (
-                request.url.path == "/" and hmac.compare_digest(from_query.encode(), token.encode())):
-            if request.url.path == "/" and request.method == "GET":
-                return HTMLResponse(_static("login.html"), status_code=401)
-            return _error(401, f"this server needs its token: send 'Authorization: Bearer ${TOKEN_ENV}', "
-                               "or sign in on the page")
-        response = await call_next(request)
-        if from_query:  # the page was opened with its token: its own requests carry it from now on
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=tls)
-        return response
-
-    @app.middleware("http")  # added last, so it runs first: before the token and before CORS
-    async def check_host_and_origin(request: Request, call_next):
-        host = _host_of(request.headers.get("host", ""))
-        if host not in allowed:
-            return _error(421, f"this server does not answer for host {host!r}; open it as http://127.0.0.1 or "
-                               "http://localhost, or start it with --allow-host NAME")
-        origin = request.headers.get("origin")
-        if origin and request.method in CHANGES and origin not in cors_origins:
-            scheme, _, authority = origin.partition("://")
-            if _host_of(authority) not in allowed or authority.lower() != request.headers.get("host", "").lower():
-                return _error(403, f"a change from {origin} is refused: only this server's own page, or an "
-                                   "origin given with --cors-origin, may change memory")
-        return await call_next(request)
-
-    @app.post("/login", include_in_schema=False, dependencies=[Depends(json_only)])
-    async def login(request: Request):
-        """The page's sign-in: the token in a JSON body, answered with an HttpOnly cookie."""
-        try:
-            given = str((await request.json()).get("token", ""))
-        except ValueError:
-            given = ""
-        if token is None or not hmac.compare_digest(given.encode(), token.encode()):
-            return _error(401, "wrong token")
-        response = JSONResponse({"ok": True})
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=tls)
-        return response
+    login_page = _static("login.html")
+    csp = content_security_policy(login_page)
+    app.state.credentials = Credentials(token)
+    names = frozenset(h.lower().strip("[]").removesuffix(".") for h in (*LOOPBACK_NAMES, *hosts))
+    # added last, so it runs first: before CORS and every route
+    app.add_middleware(Guard, credentials=app.state.credentials, hosts=names, cors_origins=origins, tls=tls,
+                       login_page=login_page, csp=csp)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError):
         problems = []
         for e in exc.errors():
-            where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-            problems.append(f"{where}: {e.get('msg', 'invalid')}" + (f" (got {e['input']!r})"
-                                                                     if "input" in e and e["input"] is not None else ""))
+            where = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
+            got = e.get("input")
+            shown = f" (got {got!r})" if isinstance(got, (str, int, float)) and len(repr(got)) <= 80 else ""
+            problems.append(f"{where}: {e.get('msg', 'invalid')}{shown}")
         return _error(422, "; ".join(problems) or "invalid request", detail=jsonable(exc.errors()))
 
     @app.exception_handler(NotFound)
@@ -176,16 +151,19 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     async def bad_request(_request: Request, exc: BadRequest):
         return _error(422, str(exc))
 
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # answered outside the guard: it adds the headers itself
     async def failed(request: Request, exc: Exception):
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return _error(500, f"the server failed ({type(exc).__name__}: {exc}); its log has the details")
+        ref = secrets.token_hex(4)
+        log.error("%s %s failed (error %s)", request.method, request.url.path, ref, exc_info=exc)
+        return JSONResponse({"error": f"the server failed; its log has the details (error {ref})"}, status_code=500,
+                            headers=dict(security_headers(csp)))
 
     @app.get("/health", response_model=HealthOut, summary="store counts; 200 while the store opens")
     def health():
         return service.health()
 
-    @app.post("/ask", response_model=AskOut, summary="answer a question from memory, with citations")
+    @app.post("/ask", response_model=AskOut, summary="answer a question from memory, with citations",
+              dependencies=[Depends(json_only)])
     def ask(body: Annotated[AskIn, Body()]):
         return service.ask(body.question, body.before)
 
@@ -230,6 +208,9 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
               summary="forget clips, a time range, a recording, an app, a person or a text: without a nonce "
                       "only what would go and a nonce; with that nonce and the same filter, forget")
     def forget(body: Annotated[ForgetIn, Body()]):
+        if body.older_than_days is not None and not (math.isfinite(body.older_than_days)
+                                                     and body.older_than_days <= MAX_FORGET_DAYS):
+            raise HTTPException(422, f"older_than_days: at most {MAX_FORGET_DAYS:,} days")
         return service.forget(body)
 
     @app.get("/clips/{clip_id}", response_model=ClipOut, summary="a clip: transcript, screen text, memories")
@@ -279,6 +260,7 @@ def _static(name: str) -> str:
 
 
 def jsonable(errors: list[dict]) -> list[dict]:
-    """Validation errors as JSON (their ``ctx`` may hold exceptions)."""
-    return [{k: (v if k != "ctx" else {c: str(x) for c, x in v.items()}) for k, v in e.items() if k != "url"}
-            for e in errors]
+    """Validation errors as JSON (their ``ctx`` may hold exceptions), without the ``input``: a
+    body of a megabyte is not echoed back."""
+    return [{k: (v if k != "ctx" else {c: str(x)[:200] for c, x in v.items()}) for k, v in e.items()
+             if k not in ("url", "input")} for e in errors]

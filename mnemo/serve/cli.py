@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -17,9 +19,10 @@ def add_parsers(sub) -> None:
     serve.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (default 127.0.0.1; any other needs $MNEMO_SERVE_TOKEN)")
-    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free one)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                       help="a web origin allowed to call the API from a browser (repeatable; none by default)")
+                       help="a web origin (https://host[:port]) allowed to call the API from a browser with the "
+                            "token (repeatable; none by default; '*' is refused)")
     serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="a host name this server answers to besides localhost, the loopback addresses and "
                             "--host (repeatable): any other Host header is refused (DNS rebinding)")
@@ -52,37 +55,95 @@ def open_service(cfg, store_dir: str | None):
     return MemoryService(store, build_agent(cfg.control, cfg.llm, store))
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening address, taken before the token file is written: a second server on a busy
+    port fails here, without replacing the first one's token file."""
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)  # connections wait in the backlog from now on, not refused until uvicorn starts
+    except OSError as e:
+        sock.close()
+        raise OSError(e.errno, f"cannot listen on {host}:{port} ({e.strerror}): is another server there? "
+                               "Choose another --port") from e
+    return sock
+
+
+class _Stopped(Exception):
+    """SIGTERM, which uvicorn raises again once it has stopped: turned into this so the token file
+    is removed on the way out."""
+
+
+def _stop(_signum, _frame):
+    raise _Stopped
+
+
 def cmd_serve(args, cfg) -> int:
     import uvicorn
 
-    from mnemo.serve.api import TOKEN_ENV, create_app, is_loopback
+    from mnemo.serve.api import create_app, is_loopback
+    from mnemo.serve.auth import (TOKEN_ENV, UnsafeTokenFile, check_token_file, new_token, remove_token_file,
+                                  write_token_file)
+    from mnemo.serve.guard import normalise_origin
 
-    token = os.environ.get(TOKEN_ENV, "").strip() or None
-    if not is_loopback(args.host) and token is None:
+    configured = os.environ.get(TOKEN_ENV, "").strip() or None
+    if not is_loopback(args.host) and configured is None:
         print(f"error: --host {args.host} is reachable from other machines; set {TOKEN_ENV} to a secret token "
               "first (every request must then send it), or keep the default --host 127.0.0.1", file=sys.stderr)
+        return 2
+    try:
+        origins = tuple(normalise_origin(o) for o in args.cors_origin)
+        if args.port:
+            check_token_file(args.port)  # before loading anything: refused with nothing changed
+    except (ValueError, UnsafeTokenFile) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    tls = bool(args.tls_cert or args.tls_key)
+    if tls and not (args.tls_cert and args.tls_key and Path(args.tls_cert).is_file() and Path(args.tls_key).is_file()):
+        print("error: HTTPS needs both --tls-cert FILE and --tls-key FILE, and both must exist", file=sys.stderr)
         return 2
     service = open_service(cfg, args.store)
     health = service.health()
     if not health.memories:
         log.warning("the store %s holds no memories yet; new clips appear as they are ingested", health.store)
     service.store.embedder.embed(["warm up"])  # load the text model now, not on the first question
-    tls = bool(args.tls_cert or args.tls_key)
-    if tls and not (args.tls_cert and args.tls_key and Path(args.tls_cert).is_file() and Path(args.tls_key).is_file()):
-        print("error: HTTPS needs both --tls-cert FILE and --tls-key FILE, and both must exist", file=sys.stderr)
-        return 2
     wildcard = args.host in ("0.0.0.0", "::", "")
     hosts = tuple(args.allow_host) + (() if wildcard else (args.host,))
-    app = create_app(service, token=token, cors_origins=tuple(args.cors_origin), hosts=hosts, tls=tls)
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {health.store} ({health.clips} clips, {health.memories} memories) at "
-          f"{'https' if tls else 'http'}://{host}:{args.port}/ (API docs at /docs){'; token required' if token else ''}"
-          + ("; bound to every address: name this machine with --allow-host NAME to be reached by it"
+    token = configured or new_token()
+    app = create_app(service, token=token, cors_origins=origins, hosts=hosts, tls=tls)
+    sock = _bind(args.host, args.port)
+    port = sock.getsockname()[1]
+    try:
+        token_file = write_token_file(port, token)
+    except UnsafeTokenFile as e:
+        sock.close()
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(args.host) or (
+        f"[{args.host}]" if ":" in args.host else args.host)
+    url = f"{'https' if tls else 'http'}://{shown}:{port}/"
+    signin = f"sign in with ${TOKEN_ENV}" if configured else f"sign in: {url}?token={token}"
+    print(f"serving {health.store} ({health.clips} clips, {health.memories} memories) at {url}\n"
+          f"  {signin}\n  the token is in {token_file} while the server runs (API schema at /openapi.json)"
+          + ("\n  bound to every address: name this machine with --allow-host NAME to be reached by it"
              if wildcard else ""), file=sys.stderr, flush=True)
     verbose = logging.getLogger("mnemo").isEnabledFor(logging.DEBUG)
     # no access log unless -v: its lines would carry the search queries
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info" if verbose else "warning", access_log=verbose,
-                **({"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if tls else {}))
+    config = uvicorn.Config(app, host=args.host, port=port, log_level="info" if verbose else "warning",
+                            access_log=verbose,
+                            **({"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if tls else {}))
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except (KeyboardInterrupt, _Stopped):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        remove_token_file(token_file, token)
+        sock.close()
     return 0
 
 

@@ -3,6 +3,10 @@
 // only: they are data (transcripts, screen text, what a user typed), never markup.
 "use strict";
 
+// opened with the sign-in link: the server set a session cookie, so the token leaves the address
+// bar (and the history) at once
+if (new URLSearchParams(window.location.search).has("token")) window.history.replaceState(null, "", "/");
+
 const $ = (id) => document.getElementById(id);
 // range: the timeline's requested [from, to] (undefined: the server's default day); open: the
 // clip shown below it and the moment shown, so a change to people can redraw both with new names
@@ -13,6 +17,7 @@ const SOURCES = { user: "named by you", introduced: "introduced themselves", add
 async function api(path, options) {
   const response = await fetch(path, options);
   const body = await response.json().catch(() => ({}));
+  if (response.status === 401) window.location.replace("/");  // the sign-in expired: its form
   if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
   return body;
 }
