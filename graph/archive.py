@@ -73,8 +73,8 @@ class ArchiveError(ValueError):
 
 def refuse_existing(out: Path, what: str) -> None:
     """``out`` must not exist, or be an empty folder: nothing of the user's is ever written over."""
-    if out.is_dir() and not any(out.iterdir()):
-        return
+    if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+        return  # (a link is refused: the finished copy replaces the folder, which a link is not)
     if out.exists() or out.is_symlink():
         raise ArchiveError(f"{out} exists and is not an empty folder; {what} writes only into a new or empty "
                            "folder: give another path or move that one away (nothing was changed)")

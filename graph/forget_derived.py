@@ -58,8 +58,9 @@ def _unlink_faces(store, erase, memories: list[dict]) -> int:
     for e in edges:
         if e.src_id.startswith("voice_"):
             voices.setdefault(e.dst_id, set()).add(e.src_id)
-    # the writers give every link its evidence (``memorize.characters``): one left with none lost it to a forget
-    orphans = [e for e in edges if e.src_id.startswith("face_") and not e.evidence]
+    # a link that lost its clip and every evidence item to a forget (graph.forget clears the clip of a
+    # forgotten one); a link written with no evidence (an LLM's fact without any) keeps its clip
+    orphans = [e for e in edges if e.src_id.startswith("face_") and not e.evidence and not e.clip_id]
     if not orphans:
         return 0
     by_clip: dict[str, set[str]] = {}

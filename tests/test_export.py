@@ -236,6 +236,12 @@ def test_writing_into_a_taken_folder_is_refused(tmp_path, capsys, people_store, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "taken"]  # no staging folder left
     code, _, err = run_cli(capsys, command, str(Path(people_store.uri) / "inside"), "--store", people_store.uri)
     assert code == 2 and "inside the store" in err
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(elsewhere)  # a link to an empty folder: refused before any work
+    code, _, err = run_cli(capsys, command, str(tmp_path / "link"), "--store", people_store.uri)
+    assert code == 2 and "not an empty folder" in err, err
+    assert (tmp_path / "link").is_symlink() and list(elsewhere.iterdir()) == []
 
 
 # ---- while a writer commits ---------------------------------------------------------------------

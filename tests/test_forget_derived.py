@@ -221,3 +221,20 @@ def test_a_link_a_model_stated_of_a_forgotten_clip_rests_on_what_remains(people_
     assert _forget(people_store, "--clip", "people-clip-1", "--yes")[0] == 0
     (link,) = [e for e in people_store.all_edges("same_person") if e.src_id == "face_1"]
     assert link.evidence == ("people-clip-0",)  # face_1 and voice_1 are seen together there
+
+
+def test_a_face_link_written_without_evidence_survives_forgetting_another_clip(people_store):
+    """A writer may link a face with no evidence items (an LLM's fact that named none) but with its
+    clip: forgetting some other clip takes nothing of it."""
+    import pyarrow as pa
+
+    from graph.rows import Edge
+    from graph.schema import edge_row, edge_schema
+
+    bare = Edge("same_person", "face_1", "character_1", 1.0, "people-clip-0", ())
+    people_store.edges.merge_insert("edge_id").when_matched_update_all().execute(
+        pa.Table.from_pylist([edge_row(bare, bare.clip_id, 0.0)], schema=edge_schema()))
+    people_store.memories.delete("entity_ids IS NOT NULL AND array_has(entity_ids, 'face_1')")  # never seen with a voice
+    assert _forget(people_store, "--clip", "people-clip-1", "--yes")[0] == 0
+    (link,) = [e for e in people_store.all_edges("same_person") if e.src_id == "face_1"]
+    assert (link.clip_id, link.evidence) == ("people-clip-0", ())

@@ -368,3 +368,15 @@ def test_nothing_to_forget_gives_no_nonce(people_store):
     _, client = _forget_client(people_store)
     reply = client.post("/forget", json={"from": "2000-01-01T00:00:00Z", "to": "2000-01-02T00:00:00Z"}).json()
     assert reply["clips"] == 0 and reply["nonce"] is None and "nothing" in reply["next_step"]
+
+
+@pytest.mark.parametrize("days", [float("inf"), float("nan"), 1e309, 1_000_001, -1])
+def test_an_age_past_reason_is_refused_by_the_filter_itself(days):
+    """The bound holds for MCP as for REST: it is the filter's own, not a route's."""
+    import pydantic
+
+    from mnemo.serve.models import ForgetIn
+
+    with pytest.raises(pydantic.ValidationError, match="older_than_days"):
+        ForgetIn(older_than_days=days)
+    assert ForgetIn(older_than_days=1_000_000).older_than_days == 1_000_000

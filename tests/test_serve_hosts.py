@@ -104,7 +104,9 @@ def test_nothing_is_answered_without_a_credential(people_store):
             for label, extra in (("none", {}), ("query", {"params": {"token": "tok-route-walk"}}),
                                  ("wrong", {"headers": {"Authorization": "Basic dG9rLXJvdXRlLXdhbGs="}}),
                                  ("expired", {"headers": {"Cookie": f"{SESSION_COOKIE}={expired}"}}),
-                                 ("forged", {"headers": {"Cookie": f"{SESSION_COOKIE}={forged}"}})):
+                                 ("forged", {"headers": {"Cookie": f"{SESSION_COOKIE}={forged}"}}),
+                                 ("non-ascii", {"headers": {"Cookie": f"{SESSION_COOKIE}=9999999999.abc.\xe9"
+                                                            .encode("latin-1")}})):
                 if label == "query" and path == "/":
                     continue  # the sign-in link: a credential there, and only there
                 client.cookies.clear()

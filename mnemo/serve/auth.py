@@ -143,8 +143,8 @@ class Credentials:
     def session_ok(self, value: str) -> bool:
         expires, _, rest = value.partition(".")
         nonce, _, signature = rest.partition(".")
-        if not (expires.isdigit() and nonce and signature):
-            return False
+        if not (value.isascii() and expires.isdigit() and nonce and signature):
+            return False  # compare_digest refuses non-ASCII text: a cookie anyone can send must not raise
         return hmac.compare_digest(signature, self._sign(f"{expires}.{nonce}")) and int(expires) > self.clock()
 
     def _sign(self, payload: str) -> str:

@@ -122,7 +122,9 @@ class ForgetIn(BaseModel):
     window: str | None = Field(None, max_length=500, description="screen clips with a window title holding this")
     person: str | None = Field(None, max_length=200, description="everything said by or showing this person")
     query: str | None = Field(None, max_length=2000, description="clips whose memories or text hold this text")
-    older_than_days: float | None = Field(None, ge=0, description="clips that ended more than this many days ago")
+    # at most a million days: beyond, the cut-off time overflows (REST and MCP alike)
+    older_than_days: float | None = Field(None, ge=0, le=1_000_000, allow_inf_nan=False,
+                                          description="clips that ended more than this many days ago")
     nonce: str | None = Field(None, max_length=200,
                               description="the nonce a preview of this same filter returned: forget now (once a "
                                           "person has seen the preview). Without it: only a preview")
