@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from skimage import data
 
 from conftest import run_cli
 from mnemo.serve.models import ForgetIn
-from perception.capture.owned import MARKER, NotACaptureFolder, adopt, frame_name, is_frame_name, temp_name
+from perception.capture.owned import HEARTBEATS, MARKER, NotACaptureFolder, adopt, frame_name, is_frame_name, temp_name
 from perception.capture.storage import CaptureStore, hold_folder
 
 
@@ -218,3 +219,35 @@ def _service(store_dir: str):
 
     store = open_store(GraphConfig(text_embedder="hash"), store_dir)
     return MemoryService(store, OfflineAnswerer(store))
+
+
+def test_links_in_a_capture_folder_lead_mnemo_nowhere(tmp_path):
+    """A year folder linked to the user's pictures, a heartbeat log linked to their notes: capture
+    refuses to write through either, and forget deletes nothing through the linked year."""
+    from mnemo.forgetting import screenshots_to_delete
+
+    pictures, notes = tmp_path / "Pictures" / "2026", tmp_path / "notes.txt"
+    pictures.mkdir(parents=True)
+    _user_file(notes, b"my notes\n", OLD)
+    store = _capture_folder(tmp_path / "screens", n=1)
+    day = next((tmp_path / "screens").rglob("*.jpg")).parent
+    photo = pictures / day.parent.name / day.name / frame_name(T, 1, encrypted=False)  # a capture-like name
+    photo.parent.mkdir(parents=True)
+    _user_file(photo, _photo("camera"), OLD)
+    before = _snapshot(tmp_path / "Pictures") | {"notes": _snapshot(tmp_path)["notes.txt"]}
+
+    store.heartbeat({"reason": "static"})  # today's day folder and its log, then the log as a link
+    (log,) = (tmp_path / "screens").rglob(HEARTBEATS)
+    log.unlink()
+    log.symlink_to(notes)
+    with pytest.raises(OSError):
+        store.heartbeat({"reason": "static"})
+    year = day.parent.parent
+    shutil.rmtree(year)
+    year.symlink_to(pictures)
+    with pytest.raises(NotACaptureFolder, match="leads out of .* through a link"):
+        store.write(_photo("camera", 40), {"reason": "input"}, T + timedelta(seconds=1), 1)
+    clip = {"source_path": str(day), "start_ts": T.timestamp() - 60, "end_ts": T.timestamp() + 60}
+    assert day.resolve() == photo.parent.resolve()  # the clip's folder is now the user's
+    assert screenshots_to_delete([clip]) == []
+    assert _snapshot(tmp_path / "Pictures") | {"notes": _snapshot(tmp_path)["notes.txt"]} == before

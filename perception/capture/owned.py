@@ -142,10 +142,27 @@ def is_marked(root: Path) -> bool:
     return True
 
 
+def inside(root: Path, folder: Path) -> bool:
+    """``folder`` (under ``root``) is really inside it: no link on the way leads elsewhere (a year
+    folder linked to ``~/Pictures/2024`` would make the user's files look like the daemon's)."""
+    return folder.resolve() == root.resolve().joinpath(*folder.relative_to(root).parts)
+
+
+def day_folder(root: Path, when: datetime) -> Path:
+    """The day folder of ``when`` (local time) in capture folder ``root``, made private if new;
+    ``NotACaptureFolder`` if a link on its way leads out of ``root``."""
+    day = root / when.astimezone().strftime("%Y/%m/%d")
+    mkdir_private(day)
+    if not inside(root, day):
+        raise NotACaptureFolder(f"{day} leads out of {root} through a link; mnemo writes and deletes only inside "
+                                "its capture folder: remove the link, or capture into another --out")
+    return day
+
+
 def capture_root_of(folder: Path) -> Path | None:
-    """The marked capture folder whose day folder ``folder`` is, else None."""
+    """The marked capture folder whose day folder ``folder`` is (with no link on the way), else None."""
     folder = Path(folder)
-    if len(folder.parents) < 3 or not is_day_folder(folder.parents[2], folder):
+    if len(folder.parents) < 3 or not is_day_folder(folder.parents[2], folder) or not inside(folder.parents[2], folder):
         return None
     try:
         return folder.parents[2] if is_marked(folder.parents[2]) else None
@@ -160,7 +177,7 @@ def _write_marker(root: Path, adopted: bool) -> None:
                        "adopted": adopted,
                        "owns": "YYYY/MM/DD/<UTC>Z_m<monitor>.jpg[.enc] with <image>.json, heartbeat.jsonl"})
     tmp = root / temp_name(MARKER)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)  # a link there: refused
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(body + "\n")
         f.flush()

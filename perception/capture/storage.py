@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from perception.capture.owned import (HEARTBEATS, LOCK, claim, day_folders, frame_name, kind, mkdir_private,
+from perception.capture.owned import (HEARTBEATS, LOCK, claim, day_folder, day_folders, frame_name, kind,
                                       sidecar_of, temp_name)
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def hold_folder(root: Path) -> int:
     import fcntl
 
     claim(root)
-    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -121,8 +121,7 @@ class CaptureStore:
     def write(self, jpeg: bytes, meta: dict, captured_at: datetime, monitor: int) -> Written:
         """Store one frame and its sidecar (``meta`` plus ``captured_at`` and ``monitor``)."""
         self.claim()
-        day = self.root / captured_at.astimezone().strftime("%Y/%m/%d")
-        mkdir_private(day)
+        day = day_folder(self.root, captured_at)
         data = self.cipher.encrypt(jpeg) if self.cipher is not None else jpeg
         image = day / frame_name(captured_at, monitor, self.cipher is not None)
         side = json.dumps({"captured_at": captured_at.astimezone(timezone.utc).isoformat(timespec="milliseconds"),
@@ -145,9 +144,8 @@ class CaptureStore:
     def heartbeat(self, record: dict) -> None:
         """A line in the day's heartbeat log: the daemon ran and the screen had not changed."""
         self.claim()
-        day = self.root / datetime.now().astimezone().strftime("%Y/%m/%d")
-        mkdir_private(day)
-        fd = os.open(day / HEARTBEATS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        day = day_folder(self.root, datetime.now())
+        fd = os.open(day / HEARTBEATS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         line = json.dumps(record, ensure_ascii=False)
         if self.cipher is not None:  # a Fernet token per line
             line = self.cipher.encrypt(line.encode()).decode("ascii")
@@ -191,7 +189,7 @@ class CaptureStore:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(temp_name(path.name))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)  # never through a link
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
