@@ -106,6 +106,11 @@ class Memorizer:
                 log.warning("%s clip %d: the LLM writer failed (%s); keeping the offline writer's memories",
                             clip.source.path, clip.index, e)
             else:
+                # the model read the frames themselves: what it wrote is redacted as the observations were
+                llm, hidden = self.redactor.llm_reply(llm)
+                if hidden:
+                    notes.append("redacted from the LLM writer's reply: "
+                                 + ", ".join(f"{n} {k}(s)" for k, n in sorted(hidden.items())))
                 for voice, face in llm.same_person:  # the model's statement is evidence too
                     self.people.link(voice, face, clip.clip_id, clip.start_ts, (f"llm:{clip.clip_id}",), 1.0,
                                      edges, touched)

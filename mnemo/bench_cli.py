@@ -16,7 +16,7 @@ from pathlib import Path
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
     bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "day", "capture", "m3",
-                                        "screenshotvqa", "serve"],
+                                        "screenshotvqa", "serve", "redact"],
                        help="perception: ASR, speakers, faces, OCR on real media; ocr: screen text "
                             "with its word boundaries on terminal, page and dialog screens rendered under Xvfb; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
@@ -24,7 +24,8 @@ def add_parser(sub) -> None:
                             "(a quarter speech), with and without the gates that skip empty content; capture: the screenshot daemon on "
                             "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
                             "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout; serve: /ask and /search "
-                            "latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one")
+                            "latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one; redact: recall and false "
+                            "redactions of the configured redaction on generated secrets and look-alikes")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000,
                        help="store, serve: how many synthetic memories (serve: 0 for the demo store alone)")
@@ -129,6 +130,13 @@ def cmd_bench(args, cfg) -> int:
             if args.json:
                 print(json.dumps(figures))
             return code
+    elif args.name == "redact":
+        from bench import redact
+        from mnemo.wiring import build_redactor
+
+        report = redact.run(redactor=build_redactor(cfg.memorize), progress=progress)
+        print(redact.format_report(report))
+        figures = report.figures
     elif args.name == "serve":
         from bench import serve
         from mnemo import bench_serve
