@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.rows import MEMORY_KINDS
 from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
-from mnemo.serve.guard import Guard, normalise_origin, security_headers
+from mnemo.serve.guard import Guard, error_response, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
                                 PersonOut, TimelineOut)
@@ -84,10 +84,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _error(status: int, message: str, **extra) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
-
-
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -139,15 +135,15 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
             got = e.get("input")
             shown = f" (got {got!r})" if isinstance(got, (str, int, float)) and len(repr(got)) <= 80 else ""
             problems.append(f"{where}: {e.get('msg', 'invalid')}{shown}")
-        return _error(422, "; ".join(problems) or "invalid request", detail=jsonable(exc.errors()))
+        return error_response(422, "; ".join(problems) or "invalid request", detail=jsonable(exc.errors()))
 
     @app.exception_handler(NotFound)
     async def not_found(_request: Request, exc: NotFound):
-        return _error(404, str(exc))
+        return error_response(404, str(exc))
 
     @app.exception_handler(BadRequest)
     async def bad_request(_request: Request, exc: BadRequest):
-        return _error(422, str(exc))
+        return error_response(422, str(exc))
 
     @app.exception_handler(Exception)  # answered outside the guard: it adds the headers itself
     async def failed(request: Request, exc: Exception):
@@ -234,7 +230,7 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
 
     @app.exception_handler(StarletteHTTPException)  # ours, and the router's own 404 and 405
     async def http_error(_request: Request, exc: StarletteHTTPException):
-        return _error(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, str(exc.detail))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page():

@@ -161,24 +161,24 @@ class Guard:
         host = parse_authority(hosts[0].decode("latin-1")) if len(hosts) == 1 else None
         if host is None or host.host not in self.hosts:
             shown = hosts[0].decode("latin-1")[:100] if len(hosts) == 1 else f"{len(hosts)} Host headers"
-            return _error(421, f"this server does not answer for host {shown!r}; open it as http://127.0.0.1 or "
+            return error_response(421, f"this server does not answer for host {shown!r}; open it as http://127.0.0.1 or "
                                "http://localhost, or start it with --allow-host NAME")
         request = Request(scope)
         origin = request.headers.get("origin")
         if origin is not None and scope["method"] in CHANGES and origin.lower() not in self.cors_origins:
             parsed = parse_origin(origin)
             if parsed is None or _full(*parsed) != _full(self.scheme, host):  # null, another site, port or scheme
-                return _error(403, f"a change from {origin[:100]!r} is refused: only this server's own page, or an "
+                return error_response(403, f"a change from {origin[:100]!r} is refused: only this server's own page, or an "
                                    "origin given with --cors-origin, may change memory")
         length = request.headers.get("content-length", "0")
         if not length.isdigit():
-            return _error(400, "the Content-Length header is not a number")
+            return error_response(400, "the Content-Length header is not a number")
         if int(length) > self.max_body:
             return self._too_large()
         return None
 
     def _too_large(self) -> Response:
-        return _error(413, f"the request body is over {self.max_body // 1000} kB, more than a question, a filter or "
+        return error_response(413, f"the request body is over {self.max_body // 1000} kB, more than a question, a filter or "
                            "a name needs: refused, and nothing was kept")
 
     def _credential(self, scope: Scope, cookie: list[str]) -> Response | None:
@@ -193,7 +193,7 @@ class Guard:
         if auth is not None:
             scheme, _, given = auth.partition(" ")
             if scheme.lower() != "bearer":
-                return _error(401, "send the token as 'Authorization: Bearer TOKEN'")
+                return error_response(401, "send the token as 'Authorization: Bearer TOKEN'")
             return self._try_token(scope, given.strip())
         session = request.cookies.get(SESSION_COOKIE)
         if session and self.credentials.session_ok(session):
@@ -207,7 +207,7 @@ class Guard:
             return refused if refused.status_code == 429 else self._sign_in(401)
         if page:
             return self._sign_in(401)
-        return _error(401, ("this sign-in has expired: sign in again" if session else "this server needs its token")
+        return error_response(401, ("this sign-in has expired: sign in again" if session else "this server needs its token")
                       + f": send 'Authorization: Bearer TOKEN' (the token `mnemo serve` printed, or ${TOKEN_ENV}), "
                         "or sign in on the page")
 
@@ -215,12 +215,12 @@ class Guard:
         who = (scope.get("client") or ("unknown",))[0]
         wait = self.credentials.retry_after(who)
         if wait is not None:
-            return _error(429, f"too many wrong tokens from {who}: try again in {wait} s",
+            return error_response(429, f"too many wrong tokens from {who}: try again in {wait} s",
                           headers={"Retry-After": str(wait)})
         if self.credentials.is_token(given):
             return None
         self.credentials.failed(who)
-        return _error(401, "wrong token")
+        return error_response(401, "wrong token")
 
     def _sign_in(self, status: int) -> Response:
         return HTMLResponse(self.login_page, status_code=status)
@@ -237,7 +237,7 @@ class Guard:
         200 and a session cookie, 401 for a wrong token; it answers here, no route behind."""
         kind = Request(scope).headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "application/json":
-            return _error(415, "send the token as JSON (Content-Type: application/json)")
+            return error_response(415, "send the token as JSON (Content-Type: application/json)")
         body = await self._body(scope, receive)
         if isinstance(body, Response):
             return body
@@ -246,7 +246,7 @@ class Guard:
         except (ValueError, RecursionError, TypeError, KeyError, IndexError):
             given = None
         if not isinstance(given, str):
-            return _error(422, 'send {"token": "…"} as JSON')
+            return error_response(422, 'send {"token": "…"} as JSON')
         refused = self._try_token(scope, given)
         if refused is not None:
             return refused
@@ -272,7 +272,7 @@ class Guard:
         if body and (kind == "application/json" or kind.endswith("+json")):
             wrong = check_json(body)
             if wrong:
-                return _error(422, wrong)
+                return error_response(422, wrong)
         return body
 
 
@@ -293,5 +293,6 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+def error_response(status: int, message: str, headers: dict[str, str] | None = None, **extra) -> JSONResponse:
+    """mnemo serve's one error shape: ``{"error": message, ...extra}`` (the guard's and the routes')."""
+    return JSONResponse({"error": message, **extra}, status_code=status, headers=headers)
