@@ -220,13 +220,18 @@ def _ibans(text: str) -> list[tuple[int, int]]:
     return out
 
 
+_SEPARATED = re.compile(r"[^a-z0-9]+")
+
+
 def _secret_name(key: str) -> bool:
     """Whether a name holds a secret by its last word(s): DB_PASSWORD, apiKey, X-Auth-Token,
     aws_secret_access_key, secret_key_base; not max_tokens, token_type, primary_key, PWD=/home/…"""
     words = [w.lower() for w in _KEY_WORDS.findall(key)]
     if not words:
         return False
-    if words[-1] in _SECRET_NAMES or key.lower() in _SECRET_NAMES:
+    # the last word between separators too: OCR mixes case inside a word (DB_PASSwORD), which the
+    # camelCase split cuts in two
+    if words[-1] in _SECRET_NAMES or key.lower() in _SECRET_NAMES or _SEPARATED.split(key.lower())[-1] in _SECRET_NAMES:
         return True
     if words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS:
         return True
