@@ -16,7 +16,7 @@ from pathlib import Path
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
     bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "speed", "day", "capture", "m3",
-                                        "screenshotvqa", "serve", "redact"],
+                                        "screenshotvqa", "serve", "redact", "faults"],
                        help="perception: ASR, speakers, faces, OCR on real media; ocr: screen text "
                             "with its word boundaries on terminal, page and dialog screens rendered under Xvfb; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; speed: ingest of a "
@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
                             "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
                             "questions on its videos; screenshotvqa: MIRIX's ScreenshotVQA layout; serve: /ask and /search "
                             "latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one; redact: recall and false "
-                            "redactions of the configured redaction on generated secrets and look-alikes")
+                            "redactions of the configured redaction on generated secrets and look-alikes; faults: kills, full disks, bad "
+                            "input and attacks, and what each lost, orphaned or leaked")
     bench.add_argument("--json", action="store_true", help="print one JSON object with the figures on the last line")
     bench.add_argument("--memories", type=int, default=1_000_000,
                        help="store, serve: how many synthetic memories (serve: 0 for the demo store alone)")
@@ -62,6 +63,9 @@ def add_parser(sub) -> None:
                        "models, comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
                        "with the native reading (needs qemu-user; about 150 times slower than native)")
     bench.add_argument("--conversations", type=int, help="locomo --spoken: only the first N conversations")
+    bench.add_argument("--runs", type=int, default=3, help="faults: tries of each scenario that can differ between "
+                       "tries (default 3)")
+    bench.add_argument("--scenarios", help="faults: only these scenarios, comma-separated (default: all)")
 
 
 def spoken_wiring(cfg):
@@ -83,6 +87,7 @@ def cmd_bench(args, cfg) -> int:
     from mnemo.wiring import match_policies, text_embedder
 
     t0 = time.perf_counter()
+    code = 0
     progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.name == "locomo":
         import tempfile
@@ -137,6 +142,16 @@ def cmd_bench(args, cfg) -> int:
         report = redact.run(redactor=build_redactor(cfg.memorize), progress=progress)
         print(redact.format_report(report))
         figures = report.figures
+    elif args.name == "faults":
+        import tempfile
+
+        from mnemo import faults
+
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-faults-") as tmp:
+            tallies = faults.run(cfg, Path(tmp), args.runs, args.scenarios, progress=progress)
+        print(faults.format_report(tallies))
+        figures = faults.summary(tallies)
+        code = 0 if figures["survived"] == figures["runs"] else 1  # a script can tell a failed try from the code
     elif args.name == "serve":
         from bench import serve
         from mnemo import bench_serve
@@ -215,7 +230,7 @@ def cmd_bench(args, cfg) -> int:
     print(f"\nbench {args.name} finished in {time.perf_counter() - t0:.1f} s")
     if args.json:
         print(json.dumps(figures))
-    return 0
+    return code
 
 
 def llm_bench(args, cfg, tmp: Path, progress) -> tuple[str, dict]:

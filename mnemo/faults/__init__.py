@@ -1,0 +1,147 @@
+"""``mnemo bench faults``: the faults and attacks a lifelog meets, each tried for real, and what
+each left behind.
+
+A scenario is a function ``(ctx, tally) -> None`` that runs its fault ``ctx.runs`` times (or once,
+where one try says all there is to say) and records each try with ``tally.run(...)``:
+
+- **lost**: things that should have been kept and were not: a clip committed before the fault, a
+  user's file deleted or changed, a good file skipped because a bad one sat beside it, a row that an
+  export then import did not bring back.
+- **orphans**: things left behind that nothing owns: half a commit a reader can see, a journal not
+  undone, a child process still running, a file of a forgotten clip still on disk.
+- **leaks**: things that got out or in where they must not: a secret in the store's bytes, an answer
+  to a request without a credential or from a forged host, a looser setting taken from a folder's
+  ``mnemo.toml``, data deleted by one MCP call.
+
+A try survived when it lost, orphaned and leaked nothing and ended as the scenario expects (a
+clear error, a refusal, a finished rerun). A scenario that itself fails with an exception counts
+one try that did not survive, with the error in its notes, and the bench goes on.
+
+Scenarios live in the modules named in ``MODULES``; each module has a ``SCENARIOS`` dict from name
+to function. They run under the composition root because most need the whole pipeline wired.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MODULES = ("mnemo.faults.store", "mnemo.faults.media", "mnemo.faults.access", "mnemo.faults.processes")
+TOTALS = ("runs", "survived", "lost", "orphans", "leaks")
+
+
+@dataclass
+class Context:
+    """What a scenario gets: a folder of its own, how many tries, the user's config, a progress line."""
+
+    workdir: Path
+    runs: int
+    cfg: object
+    progress: Callable[[str], None]
+
+
+@dataclass
+class Tally:
+    scenario: str
+    runs: int = 0
+    survived: int = 0
+    lost: int = 0
+    orphans: int = 0
+    leaks: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # one line per thing that went wrong, for the report
+
+    def run(self, *, lost: int = 0, orphans: int = 0, leaks: int = 0, ok: bool = True, note: str = "") -> bool:
+        """Record one try; ``ok`` is False when it did not end as expected even with nothing lost.
+        Returns whether the try survived."""
+        self.runs += 1
+        self.lost += lost
+        self.orphans += orphans
+        self.leaks += leaks
+        survived = ok and not (lost or orphans or leaks)
+        self.survived += survived
+        if note and not survived:
+            self.notes.append(note)
+        return survived
+
+    @property
+    def figures(self) -> dict:
+        return {"scenario": self.scenario, **{k: getattr(self, k) for k in TOTALS}, "seconds": round(self.seconds, 1)}
+
+
+def scenarios() -> dict[str, Callable[[Context, Tally], None]]:
+    """Every scenario by name, in the order they run."""
+    found: dict[str, Callable[[Context, Tally], None]] = {}
+    for module in MODULES:
+        for name, fn in importlib.import_module(module).SCENARIOS.items():
+            if name in found:
+                raise RuntimeError(f"fault scenario {name!r} is defined twice (second in {module})")
+            found[name] = fn
+    return found
+
+
+def pick(names: str | None) -> dict[str, Callable[[Context, Tally], None]]:
+    """The scenarios named in a comma-separated list (all when None); an unknown name is an error
+    that lists the known ones."""
+    known = scenarios()
+    if not names:
+        return known
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise ValueError(f"unknown fault scenario(s) {', '.join(unknown)}; choose from: {', '.join(known)}")
+    return {n: known[n] for n in wanted}
+
+
+def run(cfg, workdir: Path, runs: int, names: str | None = None,
+        progress: Callable[[str], None] = lambda m: None) -> list[Tally]:
+    if runs < 1:
+        raise ValueError(f"--runs must be at least 1 (got {runs})")
+    tallies = []
+    for name, fn in pick(names).items():
+        tally = Tally(name)
+        folder = workdir / name
+        folder.mkdir(parents=True, exist_ok=False)
+        progress(f"faults: {name} ...")
+        t0 = time.perf_counter()
+        try:
+            fn(Context(folder, runs, cfg, progress), tally)
+        except Exception as e:  # a scenario that breaks is a finding, not the end of the bench
+            log.debug("fault scenario %s failed", name, exc_info=True)
+            tally.run(ok=False, note=f"the scenario itself failed: {type(e).__name__}: {e} "
+                                     f"({traceback.extract_tb(e.__traceback__)[-1].filename.rsplit('/', 1)[-1]})")
+        tally.seconds = time.perf_counter() - t0
+        if tally.runs == 0:
+            tally.run(ok=False, note="the scenario recorded no try")
+        progress(f"faults: {name}: {tally.survived}/{tally.runs} survived, lost {tally.lost}, "
+                 f"orphans {tally.orphans}, leaks {tally.leaks} ({tally.seconds:.1f} s)")
+        tallies.append(tally)
+    return tallies
+
+
+def summary(tallies: list[Tally]) -> dict:
+    return {"scenarios": len(tallies), **{k: sum(getattr(t, k) for t in tallies) for k in TOTALS},
+            "per_scenario": [t.figures for t in tallies]}
+
+
+def format_report(tallies: list[Tally]) -> str:
+    width = max([len(t.scenario) for t in tallies] + [8])
+    lines = [f"{'scenario':<{width}}  runs  survived  lost  orphans  leaks  seconds"]
+    for t in tallies:
+        lines.append(f"{t.scenario:<{width}}  {t.runs:>4}  {t.survived:>8}  {t.lost:>4}  {t.orphans:>7}  {t.leaks:>5}"
+                     f"  {t.seconds:>7.1f}")
+    s = summary(tallies)
+    lines.append(f"{'all':<{width}}  {s['runs']:>4}  {s['survived']:>8}  {s['lost']:>4}  {s['orphans']:>7}  "
+                 f"{s['leaks']:>5}")
+    notes = [(t.scenario, n) for t in tallies for n in t.notes]
+    if notes:
+        lines.append("\nwhat went wrong:")
+        lines.extend(f"  {name}: {note}" for name, note in notes)
+    return "\n".join(lines)
