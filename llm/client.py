@@ -89,6 +89,19 @@ def extract_json(text: str) -> Any:
         raise
 
 
+def _without_input(error: Exception) -> str:
+    """What was wrong with a reply, quoting none of it: pydantic's message carries the values it
+    refused, and this message goes into logs and into the note stored with a clip."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}"
+                             for e in errors(include_input=False, include_url=False))
+        except TypeError:  # an ``errors`` that is not pydantic's
+            pass
+    return str(error)
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -230,7 +243,7 @@ class ChatClient:
             try:
                 return validate(extract_json(reply))
             except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError and pydantic errors are ValueErrors
-                problem = f"{type(e).__name__}: {str(e)[:200]}"
+                problem = f"{type(e).__name__}: {_without_input(e)[:200]}"
                 log.warning("LLM reply not usable (attempt %d of %d): %s", attempt + 1, self.max_retries + 1, problem)
                 # the next attempt is a repair: the model sees its reply and what was wrong with it
                 asked = [*messages, {"role": "assistant", "content": reply[:4000]},

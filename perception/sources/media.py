@@ -83,6 +83,8 @@ def probe(path: str | os.PathLike[str], start: datetime | None = None) -> Source
 
     p = Path(path)
     if not p.exists():
+        if p.is_symlink():
+            raise MediaError(str(p), f"a link to {os.readlink(p)}, which does not exist; fix or remove the link")
         raise MediaError(str(p), "no such file; check the path")
     if not p.is_file():
         raise MediaError(str(p), "not a regular file")
@@ -307,12 +309,13 @@ def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tup
 
 
 def expand_paths(paths: list[str]) -> Iterator[Path]:
-    """Files as given; folders walked (sorted) for files with a media suffix."""
+    """Files as given; folders walked (sorted) for files with a media suffix, and for links with one
+    that lead nowhere (a recording moved away: ``probe`` says so, rather than nothing)."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             for child in sorted(p.rglob("*")):
-                if child.is_file() and child.suffix.lower() in MEDIA_SUFFIXES:
+                if child.suffix.lower() in MEDIA_SUFFIXES and (child.is_file() or (child.is_symlink() and not child.exists())):
                     yield child
         else:
             yield p
