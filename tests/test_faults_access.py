@@ -134,3 +134,28 @@ def test_the_looser_values_cover_every_guarded_setting_and_are_looser():
             assert loosens and value != looser, (key, trusted, looser)
     assert carries_data('{"name": "Quillon Ashgrove"}') and not carries_data('{"error": "wrong token"}')
     assert "fault-clip-" in MARKERS
+
+
+PROXY_HEADERS_TRUSTED = """
+import uvicorn
+_config = uvicorn.Config.__init__
+uvicorn.Config.__init__ = lambda self, app, **kw: _config(self, app, **{**kw, "proxy_headers": True})
+"""
+
+
+def test_no_credential_reports_wrong_tokens_that_escape_the_limit_by_claiming_addresses(tmp_path):
+    """The bug no_credential found: uvicorn took X-Forwarded-For from any loopback client, so each
+    wrong token could claim a new address and the limit of 5 per address never held. `mnemo serve`
+    now ignores proxy headers (test_each_access_scenario_survives[no_credential] holds it); with them
+    trusted again, the check reports every guess past 5."""
+    from mnemo.faults.access import guess_limit
+    from mnemo.faults.access_kit import build_store, start_serve
+
+    build_store(tmp_path / "store")
+    server = start_serve(tmp_path, tmp_path / "store", prelude=PROXY_HEADERS_TRUSTED)
+    wrong: list[str] = []
+    try:
+        assert guess_limit(server, wrong) == 4, wrong
+        assert "X-Forwarded-For" in wrong[0]
+    finally:
+        assert server.stop()

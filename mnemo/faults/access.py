@@ -71,6 +71,7 @@ def rebinding_origin(ctx, tally, prelude: str = "") -> None:
     seen = Fingerprint(where)
     server = start_serve(ctx.workdir, where, "--cors-origin", ALLOWED_ORIGIN, "--allow-host", "mnemo.lan",
                          prelude=prelude)
+    stopped = False
     try:
         with httpx.Client(base_url=server.url, timeout=30) as client:
             cookie = login(client, server)
@@ -80,10 +81,16 @@ def rebinding_origin(ctx, tally, prelude: str = "") -> None:
                 leaks += _forged_origins(client, server, seen, cookie, wrong)
                 leaks += _preflights(client, server, cookie, wrong)
                 ok = not [w for w in wrong if w.startswith(("the server's own", "the page's own", "the allowed"))]
-                tally.run(leaks=leaks, ok=ok, note=note(run, wrong))
+                orphans = 0
+                if run == ctx.runs - 1:
+                    stopped = True
+                    if not server.stop():
+                        orphans = 1
+                        wrong.append("mnemo serve did not stop on SIGTERM")
+                tally.run(leaks=leaks, orphans=orphans, ok=ok, note=note(run, wrong))
     finally:
-        if not server.stop():
-            tally.run(orphans=1, note="mnemo serve did not stop on SIGTERM")
+        if not stopped:
+            server.stop()
 
 
 def _rebound_hosts(client, server: Server, seen: Fingerprint, run: int, wrong: list[str]) -> int:
@@ -239,7 +246,8 @@ def no_credential(ctx, tally, prelude: str = "") -> None:
     server = start_serve(ctx.workdir, where, prelude=prelude)
     stopped = False
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with httpx.Client(base_url=server.url, timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2")
+                          ) as client:
             cookie = login(client, server)
             for run in range(ctx.runs):  # one server; each try puts the token in another query parameter
                 leaks, orphans, wrong = 0, 0, []
@@ -248,6 +256,7 @@ def no_credential(ctx, tally, prelude: str = "") -> None:
                 if own.status_code != 200 or NAME not in own.text:
                     wrong.append(f"the token itself was refused ({own.status_code}): the scenario can tell nothing")
                 leaks += _token_file(server, wrong)
+                leaks += guess_limit(server, wrong)
                 leaks += _walk(server, walked, _credentials(server, cookie, run), run, wrong)
                 if seen.now() != before:
                     leaks += 1
@@ -295,6 +304,27 @@ def _walk(server: Server, walked, credentials, run: int, wrong: list[str]) -> in
                 client.cookies.clear()
     wrong += summary("requests without a valid credential answered", answered)
     return leaks
+
+
+def guess_limit(server: Server, wrong: list[str]) -> int:
+    """Wrong tokens from one process, each claiming another client address (X-Forwarded-For, as a
+    proxy would write it): past the limit they must be refused unjudged (429), whatever they claim.
+    Counted: the guesses past the limit that were judged."""
+    import httpx
+
+    from mnemo.serve.auth import MAX_FAILURES
+
+    # from 127.0.0.1, the address uvicorn's proxy headers trust by default (the scenario's own requests
+    # come from 127.0.0.2, the walk's from others: a limit reached here holds up neither)
+    with httpx.Client(base_url=server.url, timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.1")) as client:
+        codes = [client.get("/health", headers={"Authorization": f"Bearer guess-{i}",
+                                                "X-Forwarded-For": f"198.51.100.{i + 1}"}).status_code
+                 for i in range(MAX_FAILURES + 4)]
+    judged = sum(code != 429 for code in codes[MAX_FAILURES:])
+    if judged:
+        wrong.append(f"{judged} wrong tokens past the limit of {MAX_FAILURES} were judged, each claiming another "
+                     f"address in X-Forwarded-For ({codes})")
+    return judged
 
 
 def _token_file(server: Server, wrong: list[str]) -> int:
