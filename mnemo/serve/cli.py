@@ -131,9 +131,11 @@ def cmd_serve(args, cfg) -> int:
           + ("\n  bound to every address: name this machine with --allow-host NAME to be reached by it"
              if wildcard else ""), file=sys.stderr, flush=True)
     verbose = logging.getLogger("mnemo").isEnabledFor(logging.DEBUG)
-    # no access log unless -v: its lines would carry the search queries
+    # no access log unless -v: its lines would carry the search queries. No proxy headers: uvicorn
+    # would take the client's address from X-Forwarded-For on any loopback connection, so another
+    # account's process could give each wrong token a new address and never meet the guess limit
     config = uvicorn.Config(app, host=args.host, port=port, log_level="info" if verbose else "warning",
-                            access_log=verbose,
+                            access_log=verbose, proxy_headers=False,
                             **({"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key} if tls else {}))
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
