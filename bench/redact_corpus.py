@@ -275,7 +275,8 @@ BENIGN: list[tuple[str, Callable[[random.Random], str]]] = [
     ("public key block", lambda r: "-----BEGIN PUBLIC KEY----- MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A" + _s(r, B64, 40)),
     ("Stripe publishable key", lambda r: "pk_live_" + _s(r, ALNUM, 24)),
     ("AWS account id", lambda r: f"arn:aws:iam::{r.randrange(10**11, 10**12)}:role/deploy"),
-    ("invalid IBAN", lambda r: "IBAN " + _invalid_iban(r)),
+    # an IBAN's shape with its checksum wrong and no IBAN label (after the label it is a misread IBAN, and taken)
+    ("IBAN-shaped reference, bad checksum", lambda r: "reference " + _invalid_iban(r)),
     ("phone number", lambda r: f"call +1 415 {r.randrange(200, 999)} {r.randrange(1000, 9999)}"),
     ("date list", lambda r: f"meetings on {r.randrange(1, 29)}, {r.randrange(1, 29)}, {r.randrange(1, 29)} and {r.randrange(1, 29)} March"),
     ("score line", lambda r: "epoch " + " ".join(str(r.randrange(100)) for _ in range(8))),

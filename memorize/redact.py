@@ -90,13 +90,17 @@ _CODE_VALUE = re.compile(r"[\w.]+[(\[].*")  # os.environ["KEY"], getpass(): code
 # said aloud: up to five words after "password is/was", "the password for the bank is", to the
 # clause's end; "PIN: 1234", "PIN is 1 2 3 4"
 _SAID = re.compile(r"(?i)(?<![A-Za-z])(?:pass(?:word|phrase|code)|pwd)(?:\s+(?:for|to|of|on|at)(?:\s+[\w'-]+){1,4}?)?"
-                   r"(?:'s|\s+(?:is|was))\s*:?\s*(?P<value>[^\s,;]+(?:\s+[^\s,;.!?]+){0,4})")
+                   r"(?:'s|\s+(?:is|was))\s*:?\s*(?P<value>[^\s,;]+(?:[.!?]?\s+[^\s,;.!?]+){0,4})")
 _SAID_STOP = {"and", "but", "so", "because", "then", "or", "please", "ok", "okay", "right", "if", "which"}
+_NEW_SENTENCE = {"i", "i'm", "i'll", "we", "you", "he", "she", "they", "it", "it's", "that", "this", "there", "the",
+                 "a", "an", "my", "our", "your", "his", "her", "their", "let's", "don't", "do", "did", "what", "when",
+                 "where", "how", "why", "who", "yes", "no", "thanks", "thank", "bye", "see", "remember", "also"}
 _NOT_SAID = {"incorrect", "wrong", "invalid", "required", "too", "not", "expired", "reset", "changed", "updated",
              "saved", "case-sensitive", "missing", "empty", "weak", "strong", "being", "now", "still", "stored",
              "hidden", "masked", "shown", "needed", "set", "sent", "different", "same", "encrypted", "hashed",
              "long", "short", "protected", "managed", "in", "on", "the", "a", "an", "what", "easy", "hard",
-             "something", "secure", "insecure", "your", "my", "also", "just", "very"}
+             "something", "secure", "insecure", "your", "my", "also", "just", "very", "stolen", "leaked",
+             "hacked", "compromised", "forgotten", "lost", "locked"}
 _PIN = re.compile(r"(?i)\bpin(?:\s+(?:code|number))?(?:\s*[:=]\s*|\s+(?:is|was)\s+)(?P<value>\d(?:[\s-]?\d){2,11})\b")
 # one-time codes, labelled ("verification code 123456", "CVV: 123") or after the fact
 # ("123456 is your login code"); "error code 404", "zip code 94107" have no such label
@@ -128,6 +132,8 @@ _ISSUERS = ((("4",), range(13, 20)), (tuple(str(n) for n in range(51, 56)), (16,
             (("2200", "2201", "2202", "2203", "2204"), range(16, 20)))
 _UNITS = re.compile(r"\s?(?:bytes?|[KMGT]i?B|B|ms|µs|us|ns|s|sec|seconds|ticks|rows|records|tokens|px)\b")
 _IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_IBAN_LABEL = re.compile(r"(?i)\biban(?:\s+(?:no|number|nr))?\.?\s*[:#]?\s*$")
+_AFTER_IBAN = {"bic", "swift", "eur", "usd", "gbp", "chf", "and", "the", "to", "for", "by", "on", "at", "pay", "ref"}
 
 
 def _secret_patterns() -> list[tuple[re.Pattern, bool]]:
@@ -208,7 +214,9 @@ def _cards(text: str) -> list[tuple[int, int]]:
 
 def _ibans(text: str) -> list[tuple[int, int]]:
     """IBANs whose checksum and country format hold, in any case: the longest valid prefix of each
-    candidate (an IBAN followed by "BIC COBADEFF" or "EUR" is still found)."""
+    candidate (an IBAN followed by "BIC COBADEFF" or "EUR" is still found). After an "IBAN" label
+    the checksum is not asked for: OCR reads O for 0 and I for 1 in a real one (bench faults'
+    planted screens: ``CH80 3449 3E7O IIZG ...``), and a labelled IBAN that fails it is a misread one."""
     from stdnum import iban
 
     out = []
@@ -217,7 +225,22 @@ def _ibans(text: str) -> list[tuple[int, int]]:
             if text[end - 1] != " " and iban.is_valid(text[m.start():end].upper()):
                 out.append((m.start(), end))
                 break
+        else:
+            if _IBAN_LABEL.search(text[max(0, m.start() - 16):m.start()]):
+                out.append((m.start(), m.start() + _labelled_iban_length(m.group())))
     return out
+
+
+def _labelled_iban_length(candidate: str) -> int:
+    """How much of a labelled candidate is the IBAN: its first group, then groups of up to four
+    characters or groups holding a digit (the greedy pattern also takes "please pay" or "BIC")."""
+    groups = candidate.split(" ")
+    end = len(groups[0])
+    for group in groups[1:]:
+        if not group or group.lower() in _AFTER_IBAN or (len(group) > 4 and not any(c.isdigit() for c in group)):
+            break
+        end += 1 + len(group)
+    return end
 
 
 _SEPARATED = re.compile(r"[^a-z0-9]+")
@@ -317,7 +340,10 @@ def _said(text: str) -> list[tuple[int, int]]:
         if first[0] in "\"'":  # quoted: to its closing quote, spaces and all
             out.append((base, _value_end(text, base)))
             continue
-        keep = next((i for i, w in enumerate(words) if i and w[2].lower() in _SAID_STOP), len(words))
+        # speech recognition puts full stops inside a passphrase ("amber falcon. Copper,"), so the
+        # value runs on past one, up to the clause's end: a comma, a joining word, or a new subject
+        keep = next((i for i, w in enumerate(words) if i and (w[2].lower() in _SAID_STOP or (
+            words[i - 1][2][-1] in ".!?" and w[2].lower().strip("'\"") in _NEW_SENTENCE))), len(words))
         end = words[keep - 1][1]
         while end > base + 1 and text[end - 1] in ".!?":
             end -= 1

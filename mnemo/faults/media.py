@@ -358,7 +358,8 @@ def _parts(secret: bytes, n: int = 0) -> set[bytes]:
 
 # ---- planted_secrets ------------------------------------------------------------------------------
 
-SPOKEN = ("said wifi password words", "said password for", "passphrase single-quoted")
+# the corpus's forms that are sentences a person says (its "passphrase: '…'" is written, not said)
+SPOKEN = ("said wifi password words", "said password for", "said passcode for")
 
 
 def _needles(item, around: bytes) -> list[bytes]:
