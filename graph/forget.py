@@ -9,7 +9,8 @@ says what would go without touching anything; ``forget`` removes it:
 2. edges touching a forgotten memory or entity, and edges whose evidence was all forgotten (but
    for ``same_person``: who is who holds while both ends remain);
 3. voice and face entities that no remaining memory names (their samples came from forgotten
-   media), and characters left with no member;
+   media), and characters left with no member; the memories of step 1 are deleted after these, so
+   that a forget killed before then still finds the entities only they named;
 4. the clip rows, last, so that no memory is left pointing to a deleted clip;
 5. what was concluded from them (``graph.forget_derived``): inferred names no remaining evidence
    gives, face links seen only there, first and last seen times that fall in no remaining clip;
@@ -20,10 +21,12 @@ says what would go without touching anything; ``forget`` removes it:
 Before step 1 a row in ``forget_log`` records the filters by name, the counts and span (never the
 content) and the ids involved (opaque hashes and entity ids): ``mnemo ingest`` skips the clip ids
 it lists, so a recording ingested again does not bring them back, and a forget killed part-way is
-finished by ``finish_unfinished`` (every forget, and retention, runs it first).
+finished by ``finish_unfinished`` (every forget, and retention, runs it first). The row says done
+only after step 6. ``step`` is called between the stages (a kill at each is tested).
 
-Media files are the caller's: ``mnemo.forget_cli`` deletes captured screenshots of forgotten clips
-(the capture folder is mnemo's) and leaves a user's own recordings where they are.
+Media files are the caller's: ``mnemo.forgetting`` deletes captured screenshots of forgotten clips
+(the capture folder is mnemo's), noting them in the store first so that a forget killed before they
+are deleted has them deleted by the next, and leaves a user's own recordings where they are.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ from graph.schema import edge_row, edge_schema, memory_row
 
 _USING = re.compile(r"^Using (?:(?P<app>.+?) \((?P<window>.*)\)|(?P<only>.+?)) from \d")
 _IDS = re.compile(r"<[a-z]+_\d+>")
+
+
+def step(name: str) -> None:
+    """Called between a forget's stages (``name`` says which comes next); does nothing. Tests and
+    ``mnemo bench faults`` replace it to kill a forget at each."""
 
 
 class ForgetError(ValueError):
@@ -253,9 +261,14 @@ def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
         # the log row comes first: ingest skips these clips from now on, and a forget killed
         # part-way is finished by the next one (``finish_unfinished``)
         seq = _log(store, now, f, p)
+        step("remove")
         counts = _remove(store, p, (f.query or "").lower())
-        store.forget_log.update(where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True})
+        step("purge")
         purge(store)
+        # done only once no old version or index holds what was forgotten: a forget killed in the
+        # purge is finished by the next one, not taken as done
+        step("done")
+        store.forget_log.update(where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True})
     return counts
 
 
@@ -270,6 +283,7 @@ def finish_unfinished(store) -> int:
 
 
 def _finish(store, rows: list[dict]) -> None:
+    done = {}
     for row in rows:
         p = Plan(clip_ids=list(row["clip_ids"] or ()), entity_ids=list(row["entity_ids"] or ()),
                  people_ops=[int(s) for s in row["people_ops"] or ()], transcripts_of=list(row["transcripts_of"] or ()))
@@ -278,9 +292,10 @@ def _finish(store, rows: list[dict]) -> None:
         p.memory_ids = [r["memory_id"] for r in store.memories.search().where(f"{clips} OR {involved}").select(
             ["memory_id"]).limit(None).to_list()]
         # which data files lost rows before the kill is not known: every table is written anew
-        counts = _remove(store, p, "", everything=True)
-        store.forget_log.update(where=f"ts = {row['ts']!r}", values={"counts": json.dumps(counts), "done": True})
+        done[row["ts"]] = _remove(store, p, "", everything=True)
     purge(store)
+    for ts, counts in done.items():  # after the purge, as ``forget`` does
+        store.forget_log.update(where=f"ts = {ts!r}", values={"counts": json.dumps(counts), "done": True})
 
 
 def _log(store, now: float, f: Filter, p: Plan) -> float:
@@ -352,14 +367,16 @@ def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
         rows = [memory_row(m, vectors[m.memory_id]) for m in kept_changed if m.memory_id in vectors]
         store.memories.merge_insert("memory_id").when_matched_update_all().execute(
             pa.Table.from_pylist(rows, schema=store.memories.schema))
-    for chunk in _chunks(sorted(forgotten)):
-        erase.delete(store.memories, sql.in_list("memory_id", chunk))
-    # 3 (decided before the edges, which may be their only link): entities no memory names any more
-    named = {e for r in store.memories.search().select(["entity_ids"]).limit(None).to_list() for e in r["entity_ids"] or ()}
+    # 3 (decided before the edges, which may be their only link): entities no memory names any more.
+    # The forgotten memories go after the entities: a forget killed before then is finished from
+    # them (``_finish`` finds them by clip), while the entities only they named are still known
+    named = {e for r in store.memories.search().select(["memory_id", "entity_ids"]).limit(None).to_list()
+             if r["memory_id"] not in forgotten for e in r["entity_ids"] or ()}
     for e in sorted(heard - named):
         if e.startswith(("voice_", "face_")) and _seen_only_in(store, e, clips, forgotten):
             entities.add(e)
     # 2. edges
+    step("edges")
     gone_edges, edges_changed = [], []
     for row in store.edges.search().limit(None).to_list():
         e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
@@ -387,8 +404,12 @@ def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
         ids = ", ".join(map(sql.quote, empty))
         erase.delete(store.edges, f"src_id IN ({ids}) OR dst_id IN ({ids})")
         entities.update(empty)
+    step("entities")
     if entities:
         erase.delete(store.entities, sql.in_list("entity_id", sorted(entities)))
+    step("memories")
+    for chunk in _chunks(sorted(forgotten)):
+        erase.delete(store.memories, sql.in_list("memory_id", chunk))
     if p.people_ops:
         erase.delete(store.people_log, f"seq IN ({', '.join(str(int(s)) for s in p.people_ops)})")
     # a forgotten person's words are in the transcripts of the clips they spoke in
@@ -397,10 +418,13 @@ def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
         erase.note(store.clips, where)
         store.clips.update(where=where, values={"transcript": ""})
     # 4. the clip rows, last
+    step("clips")
     for chunk in _chunks(sorted(clips)):
         erase.delete(store.clips, sql.in_list("clip_id", chunk))
     # 5. what was concluded from them: names, face links, when people were seen (read from what is left)
+    step("derived")
     derived = retract_derived(store, erase)
+    step("rewrite")
     erase.rewrite()
     return {"clips": len(clips), "memories": len(forgotten), "entities": len(entities), "edges": len(gone_edges),
             "memories_changed": len(kept_changed), "edges_changed": len(edges_changed), **derived}

@@ -14,6 +14,7 @@ other processes see either the old or the new rows of a table, never half a writ
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -57,6 +58,17 @@ class StoreBusy(RuntimeError):
 
 class StoreError(RuntimeError):
     pass
+
+
+def disk_full(uri: str, e: BaseException, doing: str) -> OSError | None:
+    """``e`` as an error a person can act on when it says the disk is full (LanceDB raises a
+    RuntimeError naming only its own source file); None for any other error."""
+    if not ((isinstance(e, OSError) and e.errno == errno.ENOSPC) or "os error 28" in str(e)
+            or "No space left on device" in str(e)):
+        return None
+    return OSError(errno.ENOSPC, f"No space left on the disk that holds the store {uri} while {doing}: free space "
+                                 "there and run again (what was committed before is kept, and the next writer "
+                                 "undoes the unfinished commit)")
 
 
 class Store(HybridSearch):
@@ -159,9 +171,15 @@ class Store(HybridSearch):
                         say(f"{self.uri} is being written by {holder}; waiting for it to finish")
                         told = True
                     time.sleep(0.2)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
-            commit.recover(self)  # a writer killed mid-commit left it half-done
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
+                commit.recover(self)  # a writer killed mid-commit left it half-done
+            except Exception as e:
+                full = disk_full(self.uri, e, "recovering an unfinished commit")
+                if full is None:
+                    raise
+                raise full from e
             yield
         finally:
             os.close(fd)  # and the lock with it
@@ -341,16 +359,22 @@ class Store(HybridSearch):
             raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories")
         if memories and vectors is None:
             vectors = self.embedder.embed([m.text for m in memories])
-        commit.begin(self, clip.clip_id, memories, updated, entities, edges)
         try:
-            self._write_clip(clip, memories, entities, edges, updated, vectors)
-        except BaseException:
+            commit.begin(self, clip.clip_id, memories, updated, entities, edges)
             try:
-                commit.recover(self)
-            except Exception as e:  # the journal stays: the next writer undoes the commit
-                log.error("%s: could not undo the unfinished commit of clip %s: %s", self.uri, clip.clip_id, e)
-            raise
-        commit.end(self)
+                self._write_clip(clip, memories, entities, edges, updated, vectors)
+            except BaseException:
+                try:
+                    commit.recover(self)
+                except Exception as e:  # the journal stays: the next writer undoes the commit
+                    log.error("%s: could not undo the unfinished commit of clip %s: %s", self.uri, clip.clip_id, e)
+                raise
+            commit.end(self)
+        except Exception as e:
+            full = disk_full(self.uri, e, f"committing clip {clip.clip_id}")
+            if full is None:
+                raise
+            raise full from e
         self._known_clips[clip.clip_id] = clip.offset_s - clip.start_ts
 
     def _write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity], edges: list[Edge],

@@ -50,8 +50,8 @@ def _iso(ts: float) -> str:
 
 
 def cmd_forget(args, cfg) -> int:
-    from graph.forget import Filter, ForgetError, finish_unfinished, plan
-    from mnemo.forgetting import capture_folders, forget_all, screenshots_to_delete
+    from graph.forget import Filter, ForgetError, plan
+    from mnemo.forgetting import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
     from perception.capture.owned import capture_root_of
     from mnemo.wiring import open_store
 

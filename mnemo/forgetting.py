@@ -4,26 +4,79 @@ captured screenshots of the forgotten clips, which are mnemo's to delete.
 Only a capture folder mnemo marked (``perception/capture/owned.py``) loses files, and there only the
 daemon's frames (and their sidecars) in the forgotten clips' spans. A folder of the user's that was
 ingested (photos, screenshots saved by hand) keeps every file: the store forgets the clips, and
-``mnemo ingest`` skips them when it meets them again."""
+``mnemo ingest`` skips them when it meets them again.
+
+The clips whose screenshots a forget will delete are noted in the store (``<store>/.forget-media/``)
+before the store forgets them, and the note goes once the files are gone: a forget killed in
+between has them deleted by ``finish_unfinished``, which every forget runs first (the clip rows
+that say where the screenshots lie are gone from the store by then)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
 from pathlib import Path
 
-from graph.forget import Filter, Plan, finish_unfinished, forget, plan
+from graph import forget as forget_steps
+from graph.forget import Filter, Plan, forget, forgotten_clip_ids, plan
 
 log = logging.getLogger(__name__)
+
+PENDING = ".forget-media"  # in a store: the clips whose screenshots a forget is deleting
 
 
 def forget_all(store, selected: Plan, f: Filter, now: float | None = None) -> dict:
     """Forget ``selected`` from the store, then delete its screenshots; the counts removed. (Call
-    ``graph.forget.finish_unfinished`` first, before planning.)"""
+    ``finish_unfinished`` first, before planning.)"""
+    noted = _note_screenshots(store, selected.clips)
     counts = forget(store, selected, f, now)
+    forget_steps.step("files")
     counts["screenshots_deleted"] = forget_screenshots(selected.clips)
+    if noted is not None:
+        noted.unlink(missing_ok=True)  # or a finisher running meanwhile took it
     return counts
+
+
+def finish_unfinished(store) -> int:
+    """Finish forgets a kill interrupted: the store's part (``graph.forget.finish_unfinished``), then
+    the screenshots of forgotten clips that were not deleted yet. How many forgets it finished."""
+    finished = forget_steps.finish_unfinished(store)
+    folder = _pending(store)
+    if folder is None or not folder.is_dir():
+        return finished
+    gone = forgotten_clip_ids(store)
+    completed = 0
+    for note in sorted(folder.glob("*.json")):
+        clips = json.loads(note.read_text())
+        forget_screenshots([c for c in clips if c["clip_id"] in gone])
+        # clips not in the forget log: that forget was killed before it began, or runs now
+        if all(c["clip_id"] in gone for c in clips):
+            note.unlink()
+            completed += 1
+    if completed:
+        log.info("%s: deleted the screenshots of %d interrupted forget(s)", store.uri, completed)
+    return max(finished, completed)
+
+
+def _pending(store) -> Path | None:
+    return None if "://" in store.uri else Path(store.uri) / PENDING
+
+
+def _note_screenshots(store, clips: list[dict]) -> Path | None:
+    """Note ``clips`` (their ids, sources and spans) as having screenshots to delete; the note's path."""
+    folder = _pending(store)
+    if folder is None or not screenshots_to_delete(clips):
+        return None
+    folder.mkdir(mode=0o700, exist_ok=True)
+    note = folder / f"{time.time_ns()}-{os.getpid()}.json"
+    work = note.with_suffix(".tmp")
+    fd = os.open(work, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump([{k: c[k] for k in ("clip_id", "source_path", "start_ts", "end_ts")} for c in clips], out)
+    os.replace(work, note)  # whole or not at all
+    return note
 
 
 def screenshots_to_delete(clips: list[dict]) -> list[Path]:
@@ -67,6 +120,8 @@ def forget_screenshots(clips: list[dict]) -> int:
 
     paths = screenshots_to_delete(clips)
     for path in sorted(paths, key=lambda p: not p.name.endswith(".json")):
+        if not path.name.endswith(".json"):
+            forget_steps.step("images")  # the sidecars are gone, the images not yet
         path.unlink(missing_ok=True)
     return sum(1 for p in paths if is_frame_name(p.name))
 

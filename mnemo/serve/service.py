@@ -124,8 +124,8 @@ class MemoryService:
         cannot forget anything in one call. A filter that cannot be meant, or a nonce that does not
         fit, is a ``BadRequest`` and changes nothing. This handle reads the store's newest versions
         afterwards: the old ones are deleted from disk."""
-        from graph.forget import Filter, ForgetError, finish_unfinished, plan
-        from mnemo.forgetting import capture_folders, forget_all, screenshots_to_delete
+        from graph.forget import Filter, ForgetError, plan
+        from mnemo.forgetting import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
 
         retry = ("preview first: send the same filter without a nonce, show the person what it would forget, and "
                  f"once they agree send that filter again with the nonce the preview returned (good once, for "
