@@ -68,29 +68,36 @@ def use_onnx(runtime: str, device: str, setting: str) -> bool:
     return runtime == "onnx" or (runtime == "auto" and device == "cpu")
 
 
-def cached_export(name: str, source: Path, export: Callable[..., None], *args: str) -> Path:
+def cached_export(name: str, source: Path, export: Callable[..., None], *args: str,
+                  in_process: bool = False, version: str = "") -> Path:
     """The ONNX graph of model ``name``, exported once from the weights at ``source``.
 
     ``export(*args, path)`` (a module-level function taking strings) writes the graph to ``path`` and
-    raises when it differs from torch; it runs in a child process, so torch is loaded there only. The cache is
-    keyed by the weights' size and time, so re-unpacked weights are exported again; the graph is
-    written under a temporary name and renamed, so a killed export leaves nothing that looks complete.
+    raises a RuntimeError when it is refused (it differs from its reference). It runs in a child
+    process, so that torch is loaded there only, unless ``in_process`` (a builder that loads no
+    torch). The cache is keyed by the weights' size and time and by ``version`` (the builder's: a
+    graph written by another builder, or an older one, is built again), so re-unpacked weights are
+    exported again; the graph is written under a temporary name and renamed, so a killed export
+    leaves nothing that looks complete.
     """
     stat = source.stat()
-    key = f"{stat.st_size}-{stat.st_mtime_ns}"
+    key = f"{stat.st_size}-{stat.st_mtime_ns}" + (f" {version}" if version else "")
     out_dir = cache_root() / "models" / "onnx" / name
     out, marker = out_dir / "model.onnx", out_dir / "source"
     if out.is_file() and marker.is_file() and marker.read_text().strip() == key:
         return out
-    log.info("exporting %s to ONNX for the CPU (once, in a child process): %s", name, out)
+    log.info("exporting %s to ONNX for the CPU (once%s): %s", name, "" if in_process else ", in a child process", out)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"model.{os.getpid()}.onnx.part")
     try:
-        in_child(export, *args, tmp)
+        if in_process:
+            export(*args, str(tmp))
+        else:
+            in_child(export, *args, tmp)
         os.replace(tmp, out)
     except RuntimeError as e:
         tmp.unlink(missing_ok=True)  # a failed or refused export leaves nothing behind
-        raise RuntimeError(f"exporting {name} to ONNX failed: {e}") from None
+        raise RuntimeError(f"exporting {name} to ONNX failed: {e}") from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
