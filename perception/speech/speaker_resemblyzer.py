@@ -1,8 +1,10 @@
 """Speaker (voice) embedding with Resemblyzer's GE2E encoder, 256-d, weights inside the package.
 
 The encoder is an LSTM over 1.6 s windows of a 40-band mel spectrogram. On the CPU it runs in ONNX
-Runtime (``perception.onnx_models``); the windows and the spectrogram are computed here as
-Resemblyzer's ``embed_utterance`` computes them, since importing ``resemblyzer`` loads torch.
+Runtime (``perception.onnx_models``), its graph built once from ``pretrained.pt`` without torch
+(``ge2e_graph.py``); the windows and the spectrogram are computed here as Resemblyzer's
+``embed_utterance`` computes them, since importing ``resemblyzer`` loads torch. The torch network
+(``runtime = "torch"``, or a GPU) needs the torch extra.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from perception.onnx_models import OPSET, cached_export, check_export, cpu_session, load_torch, use_onnx
+from perception.speech.ge2e_graph import N_MELS, build_encoder
 from perception.weights import packaged_file, torch_device
 
 SAMPLE_RATE = 16_000
 FRAME_SAMPLES = 160  # a mel frame every 10 ms
 WINDOW_FRAMES = 160  # 1.6 s windows ("partial utterances")
 N_FFT = 400  # 25 ms
-N_MELS = 40
 MIN_COVERAGE = 0.75  # the last window is kept when the audio covers this much of it
-CHECK_TOLERANCE = 1e-4  # largest difference between torch's and ONNX Runtime's embeddings at export
+CHECK_TOLERANCE = 1e-4  # largest difference allowed between the torch network's embeddings and the graph's
 
 
 def _resemblyzer():
@@ -92,8 +94,9 @@ def _mel_bands() -> np.ndarray:
 
 
 def export_encoder(path: str) -> None:
-    """Write the voice encoder's ONNX graph to ``path`` (windows of mels in, L2-normalised
-    embeddings out), checked against torch on a spectrogram of noise."""
+    """Write the voice encoder's ONNX graph as torch exports it to ``path`` (windows of mels in,
+    L2-normalised embeddings out), checked against torch on a spectrogram of noise: the reference the
+    tests hold ``ge2e_graph``'s graph to; mnemo itself builds that one."""
     import torch
 
     encoder = _resemblyzer().VoiceEncoder(device="cpu", verbose=False, weights_fpath=_weights()).eval()
@@ -124,7 +127,7 @@ class ResemblyzerSpeaker:
         if self._encode is None:
             device = torch_device(self.device)
             if use_onnx(self.runtime, device, "[perception] model_runtime"):
-                session = cpu_session(cached_export("resemblyzer", _weights(), export_encoder))
+                session = cpu_session(cached_export("resemblyzer", _weights(), build_encoder, str(_weights())))
                 self._encode = lambda mels: session.run(None, {"mels": mels})[0]
                 self.runtime = "onnx"
             else:

