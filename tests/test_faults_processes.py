@@ -125,3 +125,30 @@ FORGET_ANY = textwrap.dedent("""
 def test_forget_users_folder_reports_a_forget_that_deletes_the_users_photos(tmp_path):
     t = _run("forget_users_folder", tmp_path, prelude=FORGET_ANY)
     assert t.survived == 0 and t.lost > 0, t.notes
+
+
+def test_an_ingest_told_to_stop_ends_after_the_clip_in_hand_and_a_rerun_resumes(tmp_path, perceivers, policies):
+    """The bug killed_watcher found: a watcher sent SIGTERM by its dead daemon (the parent-death
+    signal) went on through its whole backlog, outliving the daemon by over a minute on a busy
+    machine. ``ingest(stop=...)`` begins no clip once stop is set."""
+    import threading
+
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+    from pipeline.ingest import ingest
+
+    photos = tmp_path / "photos"
+    for name, which in processes.PHOTOS:  # four photos in three 30 s windows
+        processes._user_file(photos / name, processes._photo(which, 64), processes.OLD)
+    store = Store(tmp_path / "store", build_text_embedder("hash"))
+    stop = threading.Event()
+
+    def progress(line: str) -> None:
+        if " clip 1/" in line:  # the first clip is written: the stop comes while the rest wait
+            stop.set()
+
+    first = ingest([str(photos)], store, perceivers, policies, progress=progress, stop=stop)
+    # the clip being perceived while the first was committed is finished too; the third is never begun
+    assert stop.is_set() and first.clips_new in (1, 2)
+    rest = ingest([str(photos)], store, perceivers, policies, progress=lambda m: None)
+    assert rest.clips_new == 3 - first.clips_new and rest.clips_skipped == first.clips_new
