@@ -78,7 +78,7 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
             ready = [p for p in ready if not any(q in p.parents for q in ready)]  # a new month and its new day
             starts = [since.get(p, first) for p in ready]
             _ingest([p for p in ready if p.is_dir()], closed, None if None in starts else min(starts), store,
-                    perceivers, policies, clip_s, report, say, retention_days, max_store_gb, redactor)
+                    perceivers, policies, clip_s, report, say, retention_days, max_store_gb, redactor, stop)
             for p in ready:
                 since[p] = opened
             if first is None and folder in ready:  # the first look: frames written while it ran raised no
@@ -91,9 +91,10 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
 
 def _ingest(folders: list[Path], closed: datetime, since: datetime | None, store: Store, perceivers: Perceivers,
             policies: tuple[MatchPolicy, MatchPolicy], clip_s: float, report: WatchReport,
-            say: Callable[[str], None], retention_days: float, max_store_gb: float, redactor) -> None:
+            say: Callable[[str], None], retention_days: float, max_store_gb: float, redactor,
+            stop: threading.Event | None = None) -> None:
     run = ingest([str(f) for f in folders], store, perceivers, policies, clip_s=clip_s, progress=log.debug,
-                 screens_closed_before=closed, screens_since=since, redactor=redactor)
+                 screens_closed_before=closed, screens_since=since, redactor=redactor, stop=stop)
     report.polls += 1
     report.clips_new += run.clips_new
     report.clips_failed += len(run.clips_failed)

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import takewhile
 from pathlib import Path
 
 from graph.forget import forgotten_clip_ids
@@ -297,17 +299,21 @@ def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tup
            clip_s: float = 30.0, start: datetime | None = None,
            progress: Callable[[str], None] = to_stderr, llm_writer: LLMWriter | None = None,
            screens_closed_before: datetime | None = None, screens_since: datetime | None = None,
-           redactor: Redactor | None = None, wait_s: float | None = None) -> IngestReport:
+           redactor: Redactor | None = None, wait_s: float | None = None,
+           stop: threading.Event | None = None) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process. Another process writing the store is waited for, at most
-    ``wait_s`` (``StoreBusy`` then; None: until it is done)."""
+    ``wait_s`` (``StoreBusy`` then; None: until it is done). Once ``stop`` is set no further clip is
+    begun (the one in hand is committed; a rerun resumes at the next): a watcher told to end by its
+    dead daemon ends within a clip, not after its whole backlog."""
     report = IngestReport()
     with store.writing("mnemo ingest", wait_s, say=progress):  # one writer a store: people are numbered from what it read
         planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
         writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
                             progress)
         try:
-            write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in planned.jobs))
+            jobs = planned.jobs if stop is None else takewhile(lambda _: not stop.is_set(), planned.jobs)
+            write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in jobs))
         finally:
             writer.finish(planned)
     return report
