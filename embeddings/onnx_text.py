@@ -44,7 +44,7 @@ def exported_model(name: str, model_dir: Path) -> Path:
     """The ONNX graph of ``model_dir``'s transformer, built once from its weight files without torch
     (``text_graph.py``), fused, and cached (``perception.onnx_models``)."""
     return cached_export(name, model_dir / "model.safetensors", build_text, str(model_dir), str(CHECK_TOLERANCE),
-                         in_process=True, version=BUILDER)
+                         version=BUILDER)
 
 
 def build_text(model_dir: str, tolerance: str, path: str) -> None:

@@ -70,7 +70,11 @@ _KEY_BLOCK = re.compile(r"(?<!-)-{0,5} ?" + _KEY_HEAD + r"[ -]{0,6}.*?(?:(?<!-)-
 _KEY_END = re.compile(r"END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?(?: ?-{1,5})?")
 # a password in a URL: detect-secrets' BasicAuth wants a user and no "!", "$", "&", "@" … in the
 # password; here it runs to the last "@" before the host
-_URL_PASSWORD = re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/@:]*:(?P<value>[^\s/]+)@")
+# (OCR's word spacing may put a space after the colon: "postgresql://app: Saffron07&V@db")
+_URL_PASSWORD = re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/@:]*: ?(?P<value>[^\s/]+)@")
+# what OCR splits off the end of a long key ("…HNGj2q-I RCP saNtE FBA A | pbcopy"): short pieces of
+# key characters that are not a lower-case word
+_KEY_TAIL = re.compile(r" (?P<piece>[A-Za-z0-9_-]{1,8})(?=\s|$)")
 _BEARER = re.compile(r"(?i)(?<![\w-])bearer\s+(?P<value>[A-Za-z0-9._~+/-]+=*)")
 # name = value: a name (env, JSON, YAML, INI, query string, header, --flag) followed by its
 # separator; _assignments decides from the name's words whether its value is a secret
@@ -286,6 +290,13 @@ def _is_value(value: str) -> bool:
             and not (bare == value and _CODE_VALUE.fullmatch(value)))
 
 
+def _key_tail(text: str, end: int) -> int:
+    """The end of a service key found ending at ``end``, with what OCR split off its end."""
+    while (m := _KEY_TAIL.match(text, end)) and not (m.group("piece").isalpha() and m.group("piece").islower()):
+        end = m.end()
+    return end
+
+
 def _assignments(text: str) -> list[tuple[int, int, str]]:
     """Values given to a secret's name: ``DB_PASSWORD=…``, ``"password": "two words"``,
     ``secret_key: …``, ``--token …``, ``?api_key=…``, ``Authorization: Basic …`` (the credential,
@@ -301,6 +312,8 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
         if flag and key in ("u", "user") and m.group("space") is not None:
             end = _value_end(text, start)
             colon = text.find(":", start, end)
+            if colon < 0 and text.startswith(": ", end) and end + 2 < len(text) and not text[end + 2].isspace():
+                colon, end = end + 1, _value_end(text, end + 2)  # "-u admin: Lantern19": OCR's space after the colon
             if colon > 0 and _is_value(text[colon + 1:end]):
                 out.append((colon + 1, end, "password"))
             pos = max(pos, end)
@@ -368,7 +381,8 @@ class Redactor:
         found: list[tuple[int, int, str]] = []
         if "secrets" in self.kinds:
             for pattern, value_group in self._secrets:
-                found += [(*m.span(1 if value_group and m.group(1) else 0), "secret") for m in pattern.finditer(text)]
+                found += [(start, _key_tail(text, end), "secret") for m in pattern.finditer(text)
+                          for start, end in [m.span(1 if value_group and m.group(1) else 0)]]
             found += [(m.start(), m.end(), "secret") for m in _KEY_BLOCK.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _URL_PASSWORD.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _BEARER.finditer(text)

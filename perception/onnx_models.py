@@ -1,18 +1,17 @@
-"""Models exported once from torch to ONNX and run by ONNX Runtime on the CPU, without torch.
+"""Models run by ONNX Runtime on the CPU, without torch.
 
 Importing torch costs a process about 500 MB of resident memory (PyPI's x86_64 torch carries its
-CUDA libraries), more than all of the perception models on the CPU together. So a model that runs
-in float32 on the CPU (the speaker embedder, the image tagger, the text embedder) is exported once
-per machine, in a child process so that the process asking never imports torch, checked there
-against torch, and cached under ``$MNEMO_CACHE/models/onnx/<name>/``. Later processes run the
-cached graph in ONNX Runtime alone.
+CUDA libraries), more than all of the perception models on the CPU together, and a CPU install
+need not have it. So a model that runs in float32 on the CPU (the speaker embedder, the image
+tagger, the text embedder) has its ONNX graph built once per machine from the packaged weight files
+alone (``ge2e_graph``, ``efficientnet_graph``, ``embeddings.text_graph``; the tests hold each to the
+model in torch) and cached under ``$MNEMO_CACHE/models/onnx/<name>/``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,65 +67,35 @@ def use_onnx(runtime: str, device: str, setting: str) -> bool:
     return runtime == "onnx" or (runtime == "auto" and device == "cpu")
 
 
-def cached_export(name: str, source: Path, export: Callable[..., None], *args: str,
-                  in_process: bool = False, version: str = "") -> Path:
-    """The ONNX graph of model ``name``, exported once from the weights at ``source``.
+def cached_export(name: str, source: Path, build: Callable[..., None], *args: str, version: str) -> Path:
+    """The ONNX graph of model ``name``, built once from the weights at ``source``.
 
-    ``export(*args, path)`` (a module-level function taking strings) writes the graph to ``path`` and
-    raises a RuntimeError when it is refused (it differs from its reference). It runs in a child
-    process, so that torch is loaded there only, unless ``in_process`` (a builder that loads no
-    torch). The cache is keyed by the weights' size and time and by ``version`` (the builder's: a
-    graph written by another builder, or an older one, is built again), so re-unpacked weights are
-    exported again; the graph is written under a temporary name and renamed, so a killed export
-    leaves nothing that looks complete.
+    ``build(*args, path)`` writes the graph to ``path`` from the weight files alone (no torch) and
+    raises a RuntimeError when it refuses one. The cache is keyed by the weights' size and time and
+    by the builder's ``version`` (a graph an older builder, or torch's exporter, wrote is built
+    again); the graph is written under a temporary name and renamed, so a killed build leaves nothing
+    that looks complete.
     """
     stat = source.stat()
-    key = f"{stat.st_size}-{stat.st_mtime_ns}" + (f" {version}" if version else "")
+    key = f"{stat.st_size}-{stat.st_mtime_ns} {version}"
     out_dir = cache_root() / "models" / "onnx" / name
     out, marker = out_dir / "model.onnx", out_dir / "source"
     if out.is_file() and marker.is_file() and marker.read_text().strip() == key:
         return out
-    log.info("exporting %s to ONNX for the CPU (once%s): %s", name, "" if in_process else ", in a child process", out)
+    log.info("building %s's ONNX graph for the CPU (once): %s", name, out)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"model.{os.getpid()}.onnx.part")
     try:
-        if in_process:
-            export(*args, str(tmp))
-        else:
-            in_child(export, *args, tmp)
+        build(*args, str(tmp))
         os.replace(tmp, out)
     except RuntimeError as e:
-        tmp.unlink(missing_ok=True)  # a failed or refused export leaves nothing behind
-        raise RuntimeError(f"exporting {name} to ONNX failed: {e}") from e
+        tmp.unlink(missing_ok=True)  # a failed or refused build leaves nothing behind
+        raise RuntimeError(f"building {name}'s ONNX graph failed: {e}") from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     marker.write_text(key)
     return out
-
-
-def check_export(path: Path, inputs: dict, want: list, tolerance: float, fallback: str) -> None:
-    """Raise unless the graph at ``path`` gives ``want`` (torch's outputs) for ``inputs`` within
-    ``tolerance``; ``fallback`` tells the user how to run the model in torch instead."""
-    import numpy as np
-
-    got = cpu_session(path).run(None, inputs)
-    worst = max(float(np.abs(g - w).max()) for g, w in zip(got, want, strict=True))
-    if worst > tolerance:
-        raise RuntimeError(f"the ONNX export {path.parent.name} differs from torch by {worst:.2e} (more than "
-                           f"{tolerance}); {fallback}")
-
-
-def in_child(fn: Callable, *args) -> None:
-    """``fn(*args)`` (a module-level function taking strings) in a fresh Python process that imports
-    what this one does; its error is raised here as a RuntimeError with the child's last line."""
-    code = f"import sys; from {fn.__module__} import {fn.__qualname__} as f; f(*sys.argv[1:])"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True)
-    if done.returncode:
-        lines = done.stderr.strip().splitlines()
-        raise RuntimeError(lines[-1].removeprefix("RuntimeError: ") if lines else
-                           f"{fn.__module__}.{fn.__qualname__} exited with {done.returncode}")
 
 
 def cpu_session(path: Path):

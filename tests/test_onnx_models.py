@@ -70,19 +70,19 @@ def test_the_runtime_setting_is_checked():
         onnx_models.use_onnx("onnx", "cuda", "[perception] model_runtime")
 
 
-def refuse(path: str) -> None:  # an export that differs from torch (run in the child process)
+def refuse(path: str) -> None:  # a build that refuses the weights, after writing part of a graph
     open(path, "wb").write(b"half a graph")
-    raise RuntimeError("the ONNX export differs from torch by 1.0e+00; set it to \"torch\"")
+    raise RuntimeError("the graph's vectors moved by 1.0e+00 when fused; set it to \"torch\"")
 
 
-def test_a_refused_export_says_why_and_leaves_nothing(tmp_path, monkeypatch, sample_wav):
+def test_a_refused_build_says_why_and_leaves_nothing(tmp_path, monkeypatch, sample_wav):
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
-    with pytest.raises(RuntimeError, match="differs from torch by 1.0e\\+00; set it to \"torch\""):
-        onnx_models.cached_export("refused", sample_wav, refuse)
+    with pytest.raises(RuntimeError, match="building refused.s ONNX graph failed: .*moved by 1.0e\\+00 when fused; set it to"):
+        onnx_models.cached_export("refused", sample_wav, refuse, version="test")
     assert not list((tmp_path / "models" / "onnx" / "refused").iterdir())
 
 
-def test_an_export_is_made_once_and_again_for_other_weights(tmp_path, monkeypatch):
+def test_a_graph_is_built_once_and_again_for_other_weights(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
     audio = np.random.default_rng(0).normal(0, 0.1, 16000 * 3).astype(np.float32)
     ResemblyzerSpeaker(device="cpu").embed_windows(audio, 16000)
@@ -90,7 +90,7 @@ def test_an_export_is_made_once_and_again_for_other_weights(tmp_path, monkeypatc
     first = graph.stat().st_mtime_ns
     ResemblyzerSpeaker(device="cpu").embed_windows(audio, 16000)
     assert graph.stat().st_mtime_ns == first  # read from the cache
-    (graph.parent / "source").write_text("0-0")  # other weights than the cached export's
+    (graph.parent / "source").write_text("0-0")  # other weights than the cached graph's
     ResemblyzerSpeaker(device="cpu").embed_windows(audio, 16000)
     assert graph.stat().st_mtime_ns != first and not list(graph.parent.glob("*.part"))
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import OPSET, cached_export, check_export, cpu_session, load_torch, use_onnx
-from perception.speech.ge2e_graph import N_MELS, build_encoder
+from perception.onnx_models import cached_export, cpu_session, load_torch, use_onnx
+from perception.speech.ge2e_graph import GRAPH_VERSION, N_MELS, build_encoder
 from perception.weights import packaged_file, torch_device
 
 SAMPLE_RATE = 16_000
@@ -93,27 +93,6 @@ def _mel_bands() -> np.ndarray:
     return bands.astype(np.float32)
 
 
-def export_encoder(path: str) -> None:
-    """Write the voice encoder's ONNX graph as torch exports it to ``path`` (windows of mels in,
-    L2-normalised embeddings out), checked against torch on a spectrogram of noise: the reference the
-    tests hold ``ge2e_graph``'s graph to; mnemo itself builds that one."""
-    import torch
-
-    encoder = _resemblyzer().VoiceEncoder(device="cpu", verbose=False, weights_fpath=_weights()).eval()
-    noise = np.random.default_rng(0).normal(0, 0.1, SAMPLE_RATE * 3).astype(np.float32)
-    mel = mel_frames(noise)
-    mels = np.stack([mel[s:s + WINDOW_FRAMES] for s in window_starts(noise.size, 4.0)
-                     if s + WINDOW_FRAMES <= len(mel)])
-    with torch.inference_mode(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's notes on the LSTM's batch size
-        torch.onnx.export(encoder, (torch.from_numpy(mels),), path, input_names=["mels"],
-                          output_names=["embeddings"],
-                          dynamic_axes={"mels": {0: "windows"}, "embeddings": {0: "windows"}},
-                          opset_version=OPSET, dynamo=False)
-        want = encoder(torch.from_numpy(mels)).numpy()
-    check_export(Path(path), {"mels": mels}, [want], CHECK_TOLERANCE, "set [perception] model_runtime = \"torch\"")
-
-
 class ResemblyzerSpeaker:
     dim = 256
     window_s = WINDOW_FRAMES * FRAME_SAMPLES / SAMPLE_RATE  # the windows embed_windows embeds: 1.6 s
@@ -127,7 +106,8 @@ class ResemblyzerSpeaker:
         if self._encode is None:
             device = torch_device(self.device)
             if use_onnx(self.runtime, device, "[perception] model_runtime"):
-                session = cpu_session(cached_export("resemblyzer", _weights(), build_encoder, str(_weights())))
+                session = cpu_session(cached_export("resemblyzer", _weights(), build_encoder, str(_weights()),
+                                                    version=GRAPH_VERSION))
                 self._encode = lambda mels: session.run(None, {"mels": mels})[0]
                 self.runtime = "onnx"
             else:

@@ -21,6 +21,8 @@ import numpy as np
 from perception.onnx_models import OPSET
 from perception.torch_weights import state_dict
 
+GRAPH_VERSION = "efficientnet-graph-1"  # in the cache's key: a graph torch exported, or an older builder wrote, is built again
+
 log = logging.getLogger(__name__)
 
 IMAGE_SIZE = 224

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import OPSET, cached_export, check_export, cpu_session, load_torch, use_onnx
-from perception.vision.efficientnet_graph import IMAGE_SIZE, build_network
+from perception.onnx_models import cached_export, cpu_session, load_torch, use_onnx
+from perception.vision.efficientnet_graph import GRAPH_VERSION, IMAGE_SIZE, build_network
 from perception.weights import packaged_file, torch_device
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -66,26 +66,6 @@ def normalised(frames: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(((x - _MEAN) / _STD).transpose(0, 3, 1, 2))
 
 
-def export_network(path: str) -> None:
-    """Write the network's ONNX graph as torch exports it to ``path``, checked against torch on two
-    made images: the reference the tests hold ``efficientnet_graph``'s graph to; mnemo itself builds
-    that one."""
-    import torch
-
-    network = _network("cpu")
-    rng = np.random.default_rng(0)
-    images = normalised([rng.integers(0, 256, (240, 320, 3), dtype=np.uint8),
-                         np.full((120, 160, 3), 90, dtype=np.uint8)])
-    with torch.inference_mode():
-        torch.onnx.export(network, (torch.from_numpy(images),), path, input_names=["images"],
-                          output_names=["features", "probs"],
-                          dynamic_axes={n: {0: "images"} for n in ("images", "features", "probs")},
-                          opset_version=OPSET, dynamo=False)
-        want = [t.numpy() for t in network(torch.from_numpy(images))]
-    check_export(Path(path), {"images": images}, want, CHECK_TOLERANCE,
-                 "set [perception] model_runtime = \"torch\"")
-
-
 class EfficientNetLite0Images:
     name = "efficientnet-lite0"
     dim = 1280
@@ -105,7 +85,8 @@ class EfficientNetLite0Images:
         if self._run is None:
             device = torch_device(self.device)
             if use_onnx(self.runtime, device, "[perception] model_runtime"):
-                session = cpu_session(cached_export(self.name, _weights(), build_network, str(_weights())))
+                session = cpu_session(cached_export(self.name, _weights(), build_network, str(_weights()),
+                                                    version=GRAPH_VERSION))
                 self._run = lambda x: tuple(session.run(None, {"images": x}))
                 self.runtime = "onnx"
             else:
