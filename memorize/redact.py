@@ -55,7 +55,7 @@ _MORE_SECRETS = tuple(re.compile(p) for p in (
     r"(?<!\w)github_pat_[A-Za-z0-9_]{40,}", r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])",  # GitHub, Google
     r"(?<!\w)hf_[A-Za-z0-9]{30,}(?!\w)", r"(?<!\w)npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # Hugging Face, npm
     r"(?<!\w)[rs]k_(?:live|test)_[0-9a-zA-Z]{20,}", r"(?<!\w)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",  # Stripe, Shopify
-    r"(?<!\w)dop_v1_[a-f0-9]{64}", r"(?<![\w-])GOCSPX-[A-Za-z0-9_-]{28}", r"(?<![\w.])hvs\.[A-Za-z0-9_-]{24,}",
+    r"(?<!\w)dop_v1_[a-f0-9]{64}", r"(?<![\w-])(?i:GOCSPX)-[A-Za-z0-9_-]{28}", r"(?<![\w.])hvs\.[A-Za-z0-9_-]{24,}",
     r"(?<!\w)dapi[a-f0-9]{32}(?!\w)", r"(?<![\w-])AGE-SECRET-KEY-1[0-9A-Z]{58}", r"(?<![\w-])xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+",
 ))
 # a JWT, signature included (detect-secrets' lazy match stopped before it), starting only where a
@@ -72,6 +72,14 @@ _KEY_END = re.compile(r"END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?(?: ?-{1,5}
 # password; here it runs to the last "@" before the host
 # (OCR's word spacing may put a space after the colon: "postgresql://app: Saffron07&V@db")
 _URL_PASSWORD = re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/@:]*: ?(?P<value>[^\s/]+)@")
+# OCR reads 0 for O and o, 1 for I and l, 5 for S in a key's prefix ("x0xp-…", "G0CSPX-…"): key patterns
+# also run on the text with those digits read as letters in each token's first characters (the same
+# length, so spans carry over; a key's body keeps its digits)
+_TOKEN_HEAD = re.compile(r"(?<![\w-])[\w-]{1,6}")
+_OCR_LOWER = str.maketrans("015", "ols")
+_OCR_UPPER = str.maketrans("015", "OIS")
+_SPLIT_KEY = re.compile(r"(?i)(?<![\w-])(?:sk-|xox[a-z]-|gh[pousr]_|github_pat_|glpat-|hf_|npm_|aiza|gocspx-|akia)"
+                        r"[\w-]*(?: [\w-]+){1,16}")
 # what OCR splits off the end of a long key ("…HNGj2q-I RCP saNtE FBA A | pbcopy"): short pieces of
 # key characters that are not a lower-case word
 _KEY_TAIL = re.compile(r" (?P<piece>[A-Za-z0-9_-]{1,8})(?=\s|$)")
@@ -80,6 +88,9 @@ _BEARER = re.compile(r"(?i)(?<![\w-])bearer\s+(?P<value>[A-Za-z0-9._~+/-]+=*)")
 # separator; _assignments decides from the name's words whether its value is a secret
 _ASSIGN = re.compile(r"(?<![\w.-])(?P<flag>--?)?(?P<key>[A-Za-z_][\w.-]*)(?P<q>[\"']?)"
                      r"(?:[ \t]*(?P<sep>:=|=>|=|:)[ \t]*|(?P<space>[ \t]+))")
+# the rest of a quoted value whose opening quote OCR did not read: words up to a closing quote
+# that ends the line or a clause
+_LOST_QUOTE = re.compile(r"(?: [^\s\"'=:,;]+){1,6}[\"'](?=[\s,;}]|$)")
 _KEY_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SECRET_NAMES = {"password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token", "apikey",
                  "credential", "credentials", "authorization", "auth", "sessionid", "csrftoken"}
@@ -274,6 +285,8 @@ def _value_end(text: str, start: int, query: bool = False) -> int:
             i += 2 if text[i] == "\\" else 1
         if i < stop and text[i] == quote:
             return i + 1
+        if i < len(text) and text[i] == "\n" or i == len(text):  # no closing quote: the value was wrapped
+            return i
     i = start
     stops = ",;&\"'}]" if query else ",;\"'}]"
     while i < len(text) and not text[i].isspace() and text[i] not in stops:
@@ -288,6 +301,24 @@ def _is_value(value: str) -> bool:
     bare = value.strip("\"'`")
     return (bool(bare) and bare.lower() not in _NOT_VALUES and not _PLACEHOLDER.fullmatch(bare)
             and not (bare == value and _CODE_VALUE.fullmatch(value)))
+
+
+def _split_keys(text: str, patterns) -> list[tuple[int, int]]:
+    """Keys OCR read in pieces ("sk-ant-api03-Tb NJ kh bi j Kul J-vXNPbav2sGOgP8jg…"): a key's prefix
+    followed by pieces, one of them long, that a key pattern matches once the spaces are taken out."""
+    out = []
+    for m in _SPLIT_KEY.finditer(text):
+        if max(len(p) for p in m.group().split(" ")) < 16:
+            continue  # "sk-learn is a library": words, not a key's pieces
+        joined = m.group().replace(" ", "")
+        best = max((k.end() for pattern, _ in patterns for k in [pattern.match(joined)] if k), default=0)
+        if best >= 20:
+            kept, end = 0, m.start()
+            while kept < best:  # back from the joined string to the text
+                kept += text[end] != " "
+                end += 1
+            out.append((m.start(), _key_tail(text, end)))
+    return out
 
 
 def _key_tail(text: str, end: int) -> int:
@@ -332,6 +363,9 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
             while rest < len(text) and text[rest] in " \t":
                 rest += 1
             start, end = rest, _value_end(text, rest)
+            value = text[start:end]
+        if m.group("sep") and not value.startswith(("\"", "'")) and (close := _LOST_QUOTE.match(text, end)):
+            end = close.end()  # 'password: maple comet tundra"': OCR lost the opening quote of words
             value = text[start:end]
         pos = max(pos, end)
         if key in ("PWD", "pwd") and value.startswith(("/", "~")):
@@ -380,9 +414,12 @@ class Redactor:
         """(start, end, kind) of what must go, without overlaps, in order."""
         found: list[tuple[int, int, str]] = []
         if "secrets" in self.kinds:
-            for pattern, value_group in self._secrets:
-                found += [(start, _key_tail(text, end), "secret") for m in pattern.finditer(text)
-                          for start, end in [m.span(1 if value_group and m.group(1) else 0)]]
+            views = [_TOKEN_HEAD.sub(lambda m, t=table: m.group().translate(t), text) for table in (_OCR_LOWER, _OCR_UPPER)]
+            for view in dict.fromkeys((text, *views)):
+                for pattern, value_group in self._secrets:
+                    found += [(start, _key_tail(text, end), "secret") for m in pattern.finditer(view)
+                              for start, end in [m.span(1 if value_group and m.group(1) else 0)]]
+            found += [(a, b, "secret") for a, b in _split_keys(text, self._secrets)]
             found += [(m.start(), m.end(), "secret") for m in _KEY_BLOCK.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _URL_PASSWORD.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _BEARER.finditer(text)

@@ -209,7 +209,9 @@ def test_bench_redact_is_a_bench_command_with_its_figures_on_the_last_line(capsy
 # long runs of what each rule loops on, and of what starts each rule
 ADVERSARIAL = ["a", "0", "-", "_", " ", ".", "/", "eyJ", "eyJa.", "sk-", "AKC", "//", "password:", "password ", "--password ",
                "Authorization: Basic ", "a://", "1-", "4 ", "one ", "de89 ", "-----BEGIN RSA PRIVATE KEY-----", "bearer ",
-               "password is ", "pin is 1", "verification code ", "0 is your ", "ab12", '"a', "\\", "a@", "a.b@"]
+               "password is ", "pin is 1", "verification code ", "0 is your ", "ab12", '"a', "\\", "a@", "a.b@",
+               # OCR's forms: a key in pieces, a digit for a prefix's letter, a lost or unclosed quote, IBAN labels
+               "sk-a ", "sk-aaaaaaaaaaaaaaaaaaaa ", "x0xp-1", "password: a ", "password: 'a ", "IBAN: DE00 ", "-u a: "]
 
 
 def test_every_rule_takes_time_linear_in_the_line():
@@ -231,6 +233,7 @@ def test_every_rule_takes_time_linear_in_the_line():
     ratios = {}
     for unit in ADVERSARIAL:
         short, long = ((unit * (n // len(unit) + 1))[:n] + "!" for n in (50_000, 200_000))
-        ratios[unit] = seconds(long, 1) / max(seconds(short, 3), 1e-4)
+        ratios[unit] = seconds(long, 2) / max(seconds(short, 3), 1e-4)  # each the least of a few: a busy machine
     print({u: round(r, 1) for u, r in ratios.items()})
-    assert max(ratios.values()) < 8, {u: round(r, 1) for u, r in ratios.items() if r >= 8}
+    # linear is 4, quadratic 16; on a busy 2-core machine linear rules were seen at up to 8.3
+    assert max(ratios.values()) < 10, {u: round(r, 1) for u, r in ratios.items() if r >= 10}

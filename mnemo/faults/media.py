@@ -380,7 +380,8 @@ def _needles(item, around: bytes) -> list[bytes]:
     return out
 
 
-def planted_secrets(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO, sample: int = 0) -> None:
+def planted_secrets(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO, sample: int = 0,
+                    spoken: bool = True) -> None:
     """Each try plants a new draw of the corpus (every form once; ``sample``: that many secrets and
     benign items, spread over the forms, for a quicker check) on screens and in
     window titles, and a few said aloud; leaks are the secrets of which a part is found in any file
@@ -392,7 +393,7 @@ def planted_secrets(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO
     espeak = shutil.which("espeak-ng")
     for n in range(ctx.runs):
         secrets, benign = corpus(seed=1000 + n, per_form=1)
-        spoken = [i for i in secrets if i.form in SPOKEN][:3]
+        said = [i for i in secrets if i.form in SPOKEN][:3] if spoken else []
         if sample:
             secrets, benign = (items[:: max(1, len(items) // sample)][:sample] for items in (secrets, benign))
         root = ctx.workdir / f"try{n}"
@@ -409,12 +410,14 @@ def planted_secrets(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO
         write_capture(root / "capture", [s[:4] for s in screens])
         paths = [str(root / "capture")]
         notes: list[str] = []
-        if espeak and spoken:
+        if espeak and said:
             (root / "voice").mkdir()
-            text = ". ".join(i.text for i in spoken) + "."
+            text = ". ".join(i.text for i in said) + "."
             subprocess.run([espeak, "-v", "en-us", "-s", "150", "-w", str(root / "voice" / "said.wav"), text],
                            check=True, capture_output=True, timeout=60)
             paths.append(str(root / "voice" / "said.wav"))
+        elif not spoken:
+            pass
         elif os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}:
             notes.append("espeak-ng is missing: the spoken secrets were not tried")
         else:
@@ -428,7 +431,7 @@ def planted_secrets(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO
         written = [p for p, m in _cache_files().items() if cache.get(p) != m]
         haystack = squeeze(store_bytes(store) + b"\n".join(p.read_bytes().lower() for p in written)
                            + (done.stdout + done.stderr).lower().encode())
-        secrets = list(dict.fromkeys(secrets + spoken))
+        secrets = list(dict.fromkeys(secrets + said))
         rendered = "\n".join(i.text for i in secrets + benign)
         for item in secrets:
             for secret in item.secrets:
