@@ -371,7 +371,14 @@ def _needles(item, around: bytes) -> list[bytes]:
     out = []
     for secret in item.secrets:
         flat = squeeze(secret.lower().encode())
-        if len(flat) >= MIN_PART:
+        if len(flat) >= MIN_PART and " " in secret.strip():
+            # words said or typed apart: parts within each word (one across two, "le co" of "maple
+            # comet", is found in any text that has "example.com"), a short word whole
+            words = [squeeze(w.lower().encode()) for w in secret.split()]
+            out.append(sorted({p for w in words for p in (_parts(w) if len(w) >= MIN_PART else {w} if len(w) >= 4
+                                                             else ())} - {p for p in _parts(flat) if p in around}
+                              - {w for w in words if w in around}))
+        elif len(flat) >= MIN_PART:
             out.append(sorted(p for p in _parts(flat) if p not in around))
         else:
             line = next((l for l in item.lines if secret in l), item.text)
