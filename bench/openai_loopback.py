@@ -1,10 +1,11 @@
-"""A scripted OpenAI-compatible chat endpoint on 127.0.0.1, for benches that try what a bad LLM
-server does to a client (``mnemo bench faults``).
+"""A scripted OpenAI-compatible chat endpoint on 127.0.0.1, for the tests and benches that try
+what an LLM server does to its client (``mnemo bench faults``, the LLM path's tests).
 
-``reply(body)`` decides each answer from the request body: a string is the assistant's content,
-an int that HTTP status with an error body, ``("sleep", seconds, reply)`` answers late (a hang past
-the client's timeout), ``("raw", status, bytes)`` sends a body as it is (not a chat completion).
-Every request body is kept for the caller to check.
+``reply(body)`` decides each answer from the request body: a string is the assistant's content, an
+int that HTTP status with an error body, ``("status", code, headers)`` a status with headers
+(``Retry-After``), ``("sleep", seconds, reply)`` answers late (a hang past the client's timeout),
+``("raw", status, bytes)`` sends a body as it is (not a chat completion). Every request's body,
+headers, path and arrival time are kept for the caller to check.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ class LoopbackOpenAI:
     def __init__(self, reply: Callable[[dict], Reply]) -> None:
         self.reply = reply
         self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.paths: list[str] = []
+        self.times: list[float] = []
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # a bench prints its own lines
+            def log_message(self, *args):  # a bench or test prints its own lines
                 pass
 
             def do_POST(self):
@@ -36,12 +40,18 @@ class LoopbackOpenAI:
                     body = {}
                 with server._lock:
                     server.requests.append(body)
-                answer = server.reply(body)
+                    server.headers.append(dict(self.headers))
+                    server.paths.append(self.path)
+                    server.times.append(time.monotonic())
+                    answer = server.reply(body)
                 while isinstance(answer, tuple) and answer[0] == "sleep":
                     time.sleep(answer[1])
                     answer = answer[2]
                 if isinstance(answer, int):
-                    self._send(answer, json.dumps({"error": {"message": f"server error {answer}"}}).encode())
+                    answer = ("status", answer, {})
+                if isinstance(answer, tuple) and answer[0] == "status":
+                    self._send(answer[1], json.dumps({"error": {"message": f"server error {answer[1]}"}}).encode(),
+                               answer[2])
                 elif isinstance(answer, tuple) and answer[0] == "raw":
                     self._send(answer[1], answer[2])
                 else:
@@ -50,9 +60,11 @@ class LoopbackOpenAI:
                         "choices": [{"index": 0, "finish_reason": "stop",
                                      "message": {"role": "assistant", "content": answer}}]}).encode())
 
-            def _send(self, status: int, data: bytes) -> None:
+            def _send(self, status: int, data: bytes, headers: dict | None = None) -> None:
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import OPSET
+from perception.onnx_models import onnx_model
 
 BUILDER = "text-graph-1"  # in the cache's key: a graph torch exported, or an older builder wrote, is built again
 FAMILIES = ("bert", "mpnet")
@@ -133,14 +133,14 @@ def build_text_graph(model_dir: str | Path):
         hidden = _layer(g, w, shape, f"encoder.layer.{i}.", names, hidden, mask, bias,
                         out="last_hidden_state" if i == shape.layers - 1 else "")
     dims = ["batch", "tokens"]
-    return helper.make_model(
+    return onnx_model(
         helper.make_graph(g.nodes, f"{model_dir.name}-transformer",
                           [helper.make_tensor_value_info(n, TensorProto.INT64, dims)
                            for n in ("input_ids", "attention_mask")],
                           [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
                                                          [*dims, shape.hidden])],
                           g.initializers),
-        opset_imports=[helper.make_opsetid("", OPSET)], producer_name="mnemo.embeddings.text_graph")
+        "mnemo.embeddings.text_graph")
 
 
 class _Weights:

@@ -67,6 +67,19 @@ def use_onnx(runtime: str, device: str, setting: str) -> bool:
     return runtime == "onnx" or (runtime == "auto" and device == "cpu")
 
 
+def onnx_model(graph, producer: str):
+    """``graph`` as a checked model of opset ``OPSET``, at the oldest IR version that opset allows
+    (onnx's newest is more than older ONNX Runtimes read)."""
+    import onnx
+    from onnx import helper
+
+    opsets = [helper.make_opsetid("", OPSET)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name=producer,
+                              ir_version=helper.find_min_ir_version_for(opsets))
+    onnx.checker.check_model(model)
+    return model
+
+
 def cached_export(name: str, source: Path, build: Callable[..., None], *args: str, version: str) -> Path:
     """The ONNX graph of model ``name``, built once from the weights at ``source``.
 

@@ -95,31 +95,9 @@ def build_people_store(store):
     """A small store written by hand: two voices, each with its own character (``voice_1`` with
     ``character_1`` and a face, ``face_1``; ``voice_2`` with ``character_2``), nobody named, and
     their speech in two clips of one recording."""
-    from graph.rows import ClipRow, Edge, Entity, Memory, content_id
+    from bench.talk_store import write_talk
 
-    lines = [  # (clip, speaker, seconds into the clip, what was said)
-        (0, "voice_1", 2, "Hi there, how was the trip to Lisbon?"),
-        (0, "voice_2", 6, "Lisbon was lovely, the tiles everywhere and the custard tarts at the bakery."),
-        (0, "voice_1", 12, "Did you take the old tram up the hill?"),
-        (1, "voice_2", 3, "I rode tram 28 twice, it was packed."),
-        (1, "voice_1", 9, "Next year I want to see Porto."),
-    ]
-    for index in (0, 1):
-        start = PEOPLE_T0 + 30 * index
-        clip = ClipRow(f"people-clip-{index}", "/recordings/talk.wav", "sha-talk", index, 30.0 * index, 30.0, start,
-                       start + 30, " ".join(t for c, _, _, t in lines if c == index))
-        memories = [Memory(content_id(clip.clip_id, at), "episodic", f'<{who}> said: "{text}"', clip.clip_id,
-                           clip.source_path, start + at, start + at + 3, (who,))
-                    for c, who, at, text in lines if c == index]
-        if index == 0:
-            memories.append(Memory(content_id(clip.clip_id, "face"), "episodic", "<face_1> was seen.", clip.clip_id,
-                                   clip.source_path, start + 1, start + 20, ("face_1",)))
-        entities = [Entity(e, e.split("_")[0], PEOPLE_T0, start + 30, [], 1)
-                    for e in ("voice_1", "voice_2", "character_1", "character_2", "face_1")]
-        edges = [Edge("same_person", "voice_1", "character_1"), Edge("same_person", "voice_2", "character_2"),
-                 Edge("same_person", "face_1", "character_1")]
-        store.commit_clip(clip, memories, entities, edges)
-    return store
+    return write_talk(store, PEOPLE_T0, 2, lambda i: f"people-clip-{i}", "/recordings/talk.wav", "sha-talk")
 
 
 @pytest.fixture

@@ -39,24 +39,14 @@ WAIT_S = 120.0  # a server's start on a loaded 2-core machine
 def build_store(where: Path, clips: int = 2):
     """``clips`` clips of one recording (two at least), two voices with their characters and a face,
     voice_1 named by the user: every kind of data a leak could carry."""
+    from bench.talk_store import write_talk
     from embeddings.base import build_text_embedder
     from graph import people_ops
-    from graph.rows import ClipRow, Edge, Entity, Memory, content_id
     from graph.store import Store
 
-    store = Store(where, build_text_embedder("hash"))
     lines = LINES + [(k, "voice_2", 5, f"On day {k} we walked along the river again.") for k in range(2, clips)]
-    for index in range(max(clips, 2)):
-        start = T0 + 30 * index
-        clip = ClipRow(clip_id(index), SOURCE, "sha-fault-talk", index, 30.0 * index, 30.0, start, start + 30,
-                       " ".join(t for c, _, _, t in lines if c == index))
-        memories = [Memory(content_id(clip.clip_id, at), "episodic", f'<{who}> said: "{text}"', clip.clip_id,
-                           SOURCE, start + at, start + at + 3, (who,)) for c, who, at, text in lines if c == index]
-        entities = [Entity(e, e.split("_")[0], T0, start + 30, [], 1)
-                    for e in ("voice_1", "voice_2", "character_1", "character_2", "face_1")]
-        edges = [Edge("same_person", "voice_1", "character_1"), Edge("same_person", "voice_2", "character_2"),
-                 Edge("same_person", "face_1", "character_1")]
-        store.commit_clip(clip, memories, entities, edges)
+    store = write_talk(Store(where, build_text_embedder("hash")), T0, max(clips, 2), clip_id, SOURCE, "sha-fault-talk",
+                       lines, face_in=())
     people_ops.name(store, "voice_1", NAME)
     return store
 

@@ -499,28 +499,10 @@ def mnemo_main(argv: list[str]) -> tuple[int, str, str]:
 def _people_store(path: Path, t0: float) -> None:
     """Two people talking in three clips of a recording (voices, characters, a face), the third
     clip forgotten, one person named and a naming undone: every table holds rows."""
-    from graph.rows import ClipRow, Edge, Entity, Memory, content_id
+    from bench.talk_store import LINES, write_talk
 
-    store = open_store(path)
-    lines = [(0, "voice_1", 2, "Hi there, how was the trip to Lisbon?"),
-             (0, "voice_2", 6, "Lisbon was lovely, the tiles everywhere and the custard tarts at the bakery."),
-             (1, "voice_2", 3, "I rode tram 28 twice, it was packed."),
-             (1, "voice_1", 9, "Next year I want to see Porto."), (2, "voice_1", 1, "Bye.")]
-    for index in (0, 1, 2):
-        start = t0 + 30 * index
-        clip = ClipRow(f"talk-clip-{index}", "/recordings/talk.wav", "sha-talk", index, 30.0 * index, 30.0, start,
-                       start + 30, " ".join(t for c, _, _, t in lines if c == index))
-        memories = [Memory(content_id(clip.clip_id, at), "episodic", f'<{who}> said: "{text}"', clip.clip_id,
-                           clip.source_path, start + at, start + at + 3, (who,))
-                    for c, who, at, text in lines if c == index]
-        if index == 0:
-            memories.append(Memory(content_id(clip.clip_id, "face"), "episodic", "<face_1> was seen.", clip.clip_id,
-                                   clip.source_path, start + 1, start + 20, ("face_1",)))
-        entities = [Entity(e, e.split("_")[0], t0, start + 30, [], 1)
-                    for e in ("voice_1", "voice_2", "character_1", "character_2", "face_1")]
-        edges = [Edge("same_person", "voice_1", "character_1"), Edge("same_person", "voice_2", "character_2"),
-                 Edge("same_person", "face_1", "character_1")]
-        store.commit_clip(clip, memories, entities, edges)
+    lines = [line for line in LINES if line[2] != 12] + [(2, "voice_1", 1, "Bye.")]
+    store = write_talk(open_store(path), t0, 3, lambda i: f"talk-clip-{i}", "/recordings/talk.wav", "sha-talk", lines)
     del store
     for change in (["forget", "--clip", "talk-clip-2", "--yes"], ["people", "name", "voice_2", "Carol"],
                    ["people", "name", "voice_1", "Dave"], ["people", "undo"]):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import OPSET
+from perception.onnx_models import onnx_model
 from perception.torch_weights import state_dict
 
 GRAPH_VERSION = "ge2e-graph-1"  # in the cache's key: a graph torch exported, or an older builder wrote, is built again
@@ -34,7 +34,6 @@ def _onnx_gates(w: np.ndarray) -> np.ndarray:
 
 def encoder_graph(weights: Path):
     """The encoder's ``onnx.ModelProto``, from the state dict under ``model_state`` in ``weights``."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     state = state_dict(weights, "model_state")
@@ -76,12 +75,7 @@ def encoder_graph(weights: Path):
         nodes, "ge2e_voice_encoder",
         [helper.make_tensor_value_info("mels", TensorProto.FLOAT, ["windows", "frames", N_MELS])],
         [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["windows", HIDDEN])], init)
-    opsets = [helper.make_opsetid("", OPSET)]
-    # the oldest IR version the opset allows: onnx's newest is more than older ONNX Runtimes read
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="mnemo",
-                              ir_version=helper.find_min_ir_version_for(opsets))
-    onnx.checker.check_model(model)
-    return model
+    return onnx_model(graph, "mnemo.perception.speech.ge2e_graph")
 
 
 def build_encoder(weights: str, path: str) -> None:

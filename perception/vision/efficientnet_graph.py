@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import OPSET
+from perception.onnx_models import onnx_model
 from perception.torch_weights import state_dict
 
 GRAPH_VERSION = "efficientnet-graph-1"  # in the cache's key: a graph torch exported, or an older builder wrote, is built again
@@ -86,7 +86,6 @@ class _Builder:
 
 def network_graph(weights: Path):
     """The network's ``onnx.ModelProto``, from the state dict at ``weights``."""
-    import onnx
     from onnx import TensorProto, helper
 
     b = _Builder(state_dict(weights), weights)
@@ -126,12 +125,7 @@ def network_graph(weights: Path):
         [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["images", 3, IMAGE_SIZE, IMAGE_SIZE])],
         [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["images", HEAD]),
          helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["images", classes])], b.init)
-    opsets = [helper.make_opsetid("", OPSET)]
-    # the oldest IR version the opset allows: onnx's newest is more than older ONNX Runtimes read
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="mnemo",
-                              ir_version=helper.find_min_ir_version_for(opsets))
-    onnx.checker.check_model(model)
-    return model
+    return onnx_model(graph, "mnemo.perception.vision.efficientnet_graph")
 
 
 def build_network(weights: str, path: str) -> None:
