@@ -71,7 +71,7 @@ def test_killed_ray_worker_the_ingest_finishes_with_the_sequential_store_and_no_
 def test_killed_ray_worker_reports_an_ingest_without_retries(tmp_path):
     t = _run("killed_ray_worker", tmp_path, prelude=RAY_NO_RETRY)
     assert t.survived == 0 and t.lost > 0, t.notes
-    assert t.orphans == 0, t.notes  # ray stop still ends every Ray process
+    assert t.orphans == 0, t.notes  # SIGTERM still ends every process of its Ray
 
 
 def test_capture_refuses_a_users_folder_and_recovery_keeps_to_its_own_files(tmp_path):

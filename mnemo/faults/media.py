@@ -372,12 +372,19 @@ def _needles(item, around: bytes) -> list[bytes]:
     for secret in item.secrets:
         flat = squeeze(secret.lower().encode())
         if len(flat) >= MIN_PART and " " in secret.strip():
-            # words said or typed apart: parts within each word (one across two, "le co" of "maple
-            # comet", is found in any text that has "example.com"), a short word whole
+            # words said or typed apart: parts within a long word, and words side by side (a part
+            # across two words, "le co" of "maple comet", is in any text that has "example.com"; one
+            # short word, "three" of a card read out, in any that counts)
             words = [squeeze(w.lower().encode()) for w in secret.split()]
-            out.append(sorted({p for w in words for p in (_parts(w) if len(w) >= MIN_PART else {w} if len(w) >= 4
-                                                             else ())} - {p for p in _parts(flat) if p in around}
-                              - {w for w in words if w in around}))
+            runs = set()  # two or more words side by side, as few as make MIN_PART characters ("33 42 76")
+            for i in range(len(words) - 1):
+                j, run = i + 2, words[i] + words[i + 1]
+                while len(run) < MIN_PART and j < len(words):
+                    run, j = run + words[j], j + 1
+                if len(run) >= MIN_PART:
+                    runs.add(run)
+            inside = {p for w in words if len(w) >= MIN_PART for p in _parts(w)}
+            out.append(sorted(p for p in inside | runs if p not in around))
         elif len(flat) >= MIN_PART:
             out.append(sorted(p for p in _parts(flat) if p not in around))
         else:
