@@ -7,8 +7,9 @@
 - ``killed_ray_worker``: ``mnemo ingest --ray`` against a local Ray (one ``ray start`` for all
   tries, 127.0.0.1 only) of a real call (pyannote's sample.wav, two 15 s clips); a perception worker
   is SIGKILLed from outside mid-ingest. The ingest must finish with every clip stored once and the
-  store equal to a sequential ingest; 30 s after SIGTERM to this run's Ray processes (never ``ray
-  stop``, which ends every Ray of the user's) none may be left.
+  store equal to a sequential ingest; once this run's Ray processes are stopped as ``ray stop`` does
+  (SIGTERM, SIGKILL after 16 s; never ``ray stop`` itself, which ends every Ray of the user's) none
+  may be left.
 - ``capture_foreign_folder``: ``mnemo capture --out`` on a folder of the user's refuses and changes
   nothing; in a marked capture folder, the recovery the daemon runs at start deletes only its own
   leftovers, never the user's files beside them.
@@ -337,7 +338,8 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
         # this run's Ray only: `ray stop` ends every Ray process of the user's (another cluster, or
         # another bench's), found by name
         _signal(_carrying(token), signal.SIGTERM)
-        left = _wait_gone(_carrying(token), 30.0)
+        _kill(_wait_gone(_carrying(token), 16.0))  # as `ray stop` does: SIGKILL after a grace period
+        left = _wait_gone(_carrying(token), 15.0)
         _kill(left)
         shutil.rmtree(ray_tmp, ignore_errors=True)
     for i, r in enumerate(results):
@@ -350,7 +352,7 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
         if r["diff"]:
             notes.append(f"the store differs from a sequential ingest: {r['diff'][:3]}")
         if orphans:
-            notes.append(f"{orphans} Ray process(es) still running 30 s after SIGTERM: "
+            notes.append(f"{orphans} Ray process(es) still running after SIGTERM and SIGKILL: "
                          + ", ".join(_describe(p) for p in left[:4]))
         tally.run(lost=r["lost"], orphans=orphans + r["doubles"], ok=r["ok"] and not r["diff"], note="; ".join(notes))
 
