@@ -73,9 +73,9 @@ _KEY_END = re.compile(r"END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?(?: ?-{1,5}
 # (OCR's word spacing may put a space after the colon: "postgresql://app: Saffron07&V@db")
 _URL_PASSWORD = re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/@:]*: ?(?P<value>[^\s/]+)@")
 # OCR reads 0 for O and o, 1 for I and l, 5 for S in a key's prefix ("x0xp-…", "G0CSPX-…"): key patterns
-# also run on the text with those digits read as letters in each token's first characters (the same
-# length, so spans carry over; a key's body keeps its digits)
-_TOKEN_HEAD = re.compile(r"(?<![\w-])[\w-]{1,6}")
+# also run on the text with those digits read as letters in each token's prefix (the same length, so
+# spans carry over; a key's body keeps its digits: "x0xp-1954…" must stay "xoxp-1954…")
+_TOKEN_HEAD = re.compile(r"(?<![\w-])[A-Za-z0-9]{2,6}(?=[-_])")  # the prefix, to its "-" or "_"
 _OCR_LOWER = str.maketrans("015", "ols")
 _OCR_UPPER = str.maketrans("015", "OIS")
 _SPLIT_KEY = re.compile(r"(?i)(?<![\w-])(?:sk-|xox[a-z]-|gh[pousr]_|github_pat_|glpat-|hf_|npm_|aiza|gocspx-|akia)"
