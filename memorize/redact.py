@@ -84,6 +84,9 @@ _SPLIT_KEY = re.compile(r"(?i)(?<![\w-])(?:sk-|xox[a-z]-|gh[pousr]_|github_pat_|
 # key characters that are not a lower-case word
 _KEY_TAIL = re.compile(r" (?P<piece>[A-Za-z0-9_-]{1,8})(?=\s|$)")
 _BEARER = re.compile(r"(?i)(?<![\w-])bearer\s+(?P<value>[A-Za-z0-9._~+/-]+=*)")
+# what OCR split off a bearer token ("…R-xf. NrcYdS6R9'"): pieces of token characters with a digit,
+# or with a capital after a small letter, that are not a word
+_BEARER_TAIL = re.compile(r"\s+(?=[A-Za-z._~+/-]*\d|[A-Z]*[a-z]+[A-Z])[A-Za-z0-9._~+/-]{4,}=*")
 # name = value: a name (env, JSON, YAML, INI, query string, header, --flag) followed by its
 # separator; _assignments decides from the name's words whether its value is a secret
 _ASSIGN = re.compile(r"(?<![\w.-])(?P<flag>--?)?(?P<key>[A-Za-z_][\w.-]*)(?P<q>[\"']?)"
@@ -105,7 +108,12 @@ _CODE_VALUE = re.compile(r"[\w.]+[(\[].*")  # os.environ["KEY"], getpass(): code
 # said aloud: up to five words after "password is/was", "the password for the bank is", to the
 # clause's end; "PIN: 1234", "PIN is 1 2 3 4"
 _SAID = re.compile(r"(?i)(?<![A-Za-z])(?:pass(?:word|phrase|code)|pwd)(?:\s+(?:for|to|of|on|at)(?:\s+[\w'-]+){1,4}?)?"
-                   r"(?:'s|\s+(?:is|was))\s*:?\s*(?P<value>[^\s,;]+(?:[.!?]?\s+[^\s,;.!?]+){0,4})")
+                   r"(?:'s|\s+(?:is|was)|\s+in(?=(?:\s+[^\s,;]+)?\s+(?!(?:19|20)\d\d\b)[^\s,;]*\d))\s*:?\s*"
+                   r"(?P<value>[^\s,;]+(?:[.!?]?\s+[^\s,;.!?]+){0,4})")
+# speech recognition hears "is" as "in" ("the password for the bank in November 35%"): "in" counts
+# when a word with a digit follows within two words; and it puts commas inside a spoken password
+# ("35%, 7 CDTM"): what follows a comma goes with the value while it is digits, capitals or symbols
+_SAID_TAIL = re.compile(r",?\s+(?:\d+|[A-Z0-9%*!#$&@^+=-]{2,})(?=[\s,.;!?]|$)")
 _SAID_STOP = {"and", "but", "so", "because", "then", "or", "please", "ok", "okay", "right", "if", "which"}
 _NEW_SENTENCE = {"i", "i'm", "i'll", "we", "you", "he", "she", "they", "it", "it's", "that", "this", "there", "the",
                  "a", "an", "my", "our", "your", "his", "her", "their", "let's", "don't", "do", "did", "what", "when",
@@ -328,6 +336,12 @@ def _key_tail(text: str, end: int) -> int:
     return end
 
 
+def _bearer_end(text: str, end: int) -> int:
+    while tail := _BEARER_TAIL.match(text, end):
+        end = tail.end()
+    return end
+
+
 def _assignments(text: str) -> list[tuple[int, int, str]]:
     """Values given to a secret's name: ``DB_PASSWORD=…``, ``"password": "two words"``,
     ``secret_key: …``, ``--token …``, ``?api_key=…``, ``Authorization: Basic …`` (the credential,
@@ -394,6 +408,8 @@ def _said(text: str) -> list[tuple[int, int]]:
         end = words[keep - 1][1]
         while end > base + 1 and text[end - 1] in ".!?":
             end -= 1
+        while tail := _SAID_TAIL.match(text, end):
+            end = tail.end()
         out.append((base, end))
     return out
 
@@ -422,7 +438,7 @@ class Redactor:
             found += [(a, b, "secret") for a, b in _split_keys(text, self._secrets)]
             found += [(m.start(), m.end(), "secret") for m in _KEY_BLOCK.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _URL_PASSWORD.finditer(text)]
-            found += [(*m.span("value"), "secret") for m in _BEARER.finditer(text)
+            found += [(m.start("value"), _bearer_end(text, m.end("value")), "secret") for m in _BEARER.finditer(text)
                       if len(m.group("value")) >= 16 and re.search(r"\d", m.group("value"))]
         if "secrets" in self.kinds or "passwords" in self.kinds:
             found += [s for s in _assignments(text) if f"{s[2]}s" in self.kinds]
