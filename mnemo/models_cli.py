@@ -4,6 +4,7 @@ them ahead of first use (``perception.model_fetch``)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 
@@ -32,6 +33,8 @@ def cmd_models(args, cfg) -> int:
         if args.source is not None and not args.source.is_dir():
             raise ValueError(f"--from {args.source}: no such folder")
         report = fetch(args.names or None, source_dir=args.source, force=args.force, include_optional=args.all)
+        for name, why in report.failed.items():
+            print(f"error: {name}: {why}", file=sys.stderr)
         return 0 if report.ok else 1
     rows = describe()
     if args.json:

