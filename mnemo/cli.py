@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     from mnemo.export_cli import add_parsers as add_export_parsers
     from mnemo.forget_cli import add_parser as add_forget_parser
     from mnemo.llm_cli import add_parser as add_llm_parser
+    from mnemo.models_cli import add_parser as add_models_parser
     from mnemo.status_cli import add_parser as add_status_parser
     from mnemo.people_cli import add_parsers as add_people_parsers
     from mnemo.serve.cli import add_parsers as add_serve_parsers
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     add_forget_parser(sub)
     add_status_parser(sub)
     add_llm_parser(sub)
+    add_models_parser(sub)
     add_export_parsers(sub)
 
     add_bench_parser(sub)
@@ -175,6 +177,10 @@ def _main(argv: list[str] | None) -> int:
             from mnemo.llm_cli import cmd_llm
 
             return cmd_llm(args, cfg)
+        if args.command == "models":
+            from mnemo.models_cli import cmd_models
+
+            return cmd_models(args, cfg)
         if args.command in ("serve", "mcp"):
             from mnemo.serve.cli import cmd_mcp, cmd_serve
 

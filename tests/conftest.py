@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may wait on a hub
+if "MNEMO_MODELS" not in os.environ:  # the fetched model files stay put while a test moves the cache (MNEMO_CACHE)
+    from perception.model_files import models_root
+
+    os.environ["MNEMO_MODELS"] = str(models_root())
 
 from pathlib import Path  # noqa: E402
 

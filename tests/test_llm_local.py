@@ -22,11 +22,13 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def local_llm():
     from llm.local import LocalModelError, LocalServer
+    from mnemo.llm_cli import packaged_llm
+    from perception.weights import WeightsError
 
     t0 = time.perf_counter()
     try:
-        server = LocalServer(threads=1, ctx=4096)
-    except LocalModelError as e:
+        server = LocalServer(packaged_llm(), threads=1, ctx=4096)
+    except (LocalModelError, WeightsError) as e:
         unavailable(f"the local model cannot be served: {e}")
     print(f"local model up in {time.perf_counter() - t0:.2f} s at {server.base_url}")
     yield server

@@ -3,6 +3,7 @@ held to the sentence-transformers models in torch."""
 
 import collections
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -135,7 +136,7 @@ def test_building_and_embedding_import_no_torch(tmp_path):
         assert vecs.shape == (2, 384) and (cache_root() / "models/onnx" / text.name / "model.onnx").is_file()
         print(sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules))
     """)
-    env = {"MNEMO_CACHE": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
+    env = {"MNEMO_CACHE": str(tmp_path), "MNEMO_MODELS": os.environ["MNEMO_MODELS"], "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
            "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

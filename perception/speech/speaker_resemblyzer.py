@@ -32,7 +32,13 @@ def _resemblyzer():
         # webrtcvad imports the deprecated pkg_resources, scipy.ndimage.morphology too: not ours to fix
         warnings.simplefilter("ignore", category=UserWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
-        import resemblyzer
+        try:
+            import resemblyzer
+        except ImportError as e:
+            # its weights are fetched (mnemo models fetch); its code only serves this torch path
+            raise ImportError(f"the speaker encoder's torch runtime needs the resemblyzer package ({e}): pip install "
+                              "resemblyzer==0.1.4 with torch; or set [perception] model_runtime = \"onnx\", which "
+                              "needs neither") from e
     return resemblyzer
 
 
