@@ -2,7 +2,9 @@
 text backends share (``minilm.py``, ``mpnet.py``).
 
 Two runtimes: torch (any device and dtype) and, for float32 on the CPU, ONNX Runtime
-(``onnx_text.py``), which gives the same vectors at less than half torch's time per query."""
+(``onnx_text.py``), which gives the same vectors at less than half torch's time per query. torch and
+sentence-transformers come with the extra mnemo[torch]; without them "auto" runs float32 on the CPU
+in ONNX Runtime, and a setting that needs torch says which extra to install."""
 
 from __future__ import annotations
 
@@ -13,9 +15,26 @@ from pathlib import Path
 import numpy as np
 
 from perception.onnx_models import check_runtime, load_torch
-from perception.weights import fast_dtype, torch_device
+from perception.weights import fast_dtype, require, torch_device
 
 log = logging.getLogger(__name__)
+
+TORCH_MODULES = ("torch", "sentence_transformers")
+WITHOUT_TORCH = ("or leave [graph] text_device, text_dtype and text_runtime at \"auto\" "
+                 "(float32 on the CPU in ONNX Runtime)")
+
+
+def torch_setting(device: str, dtype: str, runtime: str) -> str:
+    """The setting, as the config names it, that puts the text model in torch whatever the machine
+    (empty when none does: "auto" picks what is installed)."""
+    if runtime == "torch":
+        return '[graph] text_runtime = "torch"'
+    if dtype in ("bfloat16", "float16"):
+        return f'[graph] text_dtype = "{dtype}"'
+    if device not in ("auto", "cpu"):
+        return f'[graph] text_device = "{device}"'
+    return ""
+
 
 class SentenceTransformerText:
     name = ""
@@ -24,6 +43,8 @@ class SentenceTransformerText:
     def __init__(self, device: str = "cpu", batch_size: int = 64, dtype: str = "float32",
                  max_batch_tokens: int = 2048, runtime: str = "auto") -> None:
         check_runtime(runtime, "text runtime")
+        if setting := torch_setting(device, dtype, runtime):
+            require(TORCH_MODULES, "torch", setting, WITHOUT_TORCH)
         self.device = device
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -52,6 +73,9 @@ class SentenceTransformerText:
             elif runtime == "onnx" and (device != "cpu" or self.dtype != "float32"):
                 raise ValueError(f"text runtime \"onnx\" runs float32 on the CPU, not {self.dtype} on {device}; "
                                  "set [graph] text_runtime = \"torch\" or \"auto\"")
+            if runtime == "torch":
+                require(TORCH_MODULES, "torch", f"the text embedder {self.name} in {self.dtype} on {device}",
+                        WITHOUT_TORCH)
             self._encoder = self._onnx() if runtime == "onnx" else _TorchEncoder(self._torch_model(device))
             self.runtime = runtime
             log.info("text embedder %s on %s in %s (%s)", self.name, device, self.dtype, runtime)
@@ -63,7 +87,7 @@ class SentenceTransformerText:
 
         hf_logging.disable_progress_bar()  # our own progress lines say what is loading
         model = SentenceTransformer(str(self.model_dir()), device=device, local_files_only=True)
-        return model.to(getattr(load_torch(), self.dtype))
+        return model.to(getattr(load_torch(f"the text embedder {self.name}"), self.dtype))
 
     def _onnx(self):
         from embeddings.onnx_text import OnnxEncoder, exported_model

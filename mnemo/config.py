@@ -39,8 +39,9 @@ class PerceptionConfig(BaseModel):
     device: str = "auto"
     threads: int = Field(0, ge=0, description="CPU threads per model library (torch, CTranslate2, ONNX Runtime); "
                          "0: the CPUs this process may use. A Ray worker gets its share of CPUs")
-    # the speaker and image models: "auto" runs them on the CPU in ONNX Runtime (exported from torch
-    # once, checked against it), which leaves torch (about 500 MB) out of the process; "torch" to choose
+    # the speaker and image models: "auto" runs them on the CPU in ONNX Runtime (their graphs built once
+    # from the weight files, without torch), which leaves torch (about 500 MB) out of the process;
+    # "torch" (or a GPU device) needs the extra mnemo[torch]
     model_runtime: Literal["auto", "torch", "onnx"] = "auto"
     asr_model: str = "tiny.en"  # packaged: "tiny.en" (English), "base" (multilingual); or a name / local dir
     asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
@@ -126,7 +127,8 @@ class GraphConfig(BaseModel):
     text_embedder: Literal["mpnet", "minilm", "hash"] = "mpnet"
     text_device: str = "auto"  # where it runs: "auto" (a GPU when torch sees one), "cpu", "cuda:1", ...
     # weights' dtype; None: the backend's own (mpnet "auto": bfloat16 where the CPU or GPU computes in it
-    # natively, else float32; minilm float32). Vectors in float32 either way
+    # natively and torch is installed, else float32; minilm float32). Vectors in float32 either way.
+    # bfloat16, float16, a GPU and text_runtime "torch" need the extra mnemo[torch]
     text_dtype: Literal["auto", "bfloat16", "float16", "float32"] | None = None
     # "auto": ONNX Runtime for float32 on the CPU (the same vectors, 33 against 81 ms a query on a
     # 2-core AVX2 EPYC), torch otherwise; "torch" or "onnx" to choose

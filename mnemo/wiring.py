@@ -16,7 +16,7 @@ from mnemo.config import ControlConfig, GraphConfig, LLMConfig, MemorizeConfig, 
 from embeddings.base import build_text_embedder
 from perception.onnx_models import set_threads as set_model_threads
 from perception.registry import build
-from perception.weights import usable_cpus
+from perception.weights import installed, usable_cpus
 from perception.faces.stage import FacePolicy
 from perception.observe import Perceivers
 
@@ -24,11 +24,18 @@ log = logging.getLogger(__name__)
 
 
 def faces_backend_name(cfg: PerceptionConfig) -> str:
-    """``auto`` picks insightface when its pack is on disk, dlib otherwise."""
+    """``auto`` picks insightface when its pack is on disk and its package (mnemo[insightface]) is
+    installed, dlib otherwise."""
     if cfg.faces_backend != "auto":
         return cfg.faces_backend
     pack = Path(cfg.insightface_root).expanduser() / "models" / cfg.insightface_pack
-    return "insightface" if any(pack.glob("*.onnx")) else "dlib"
+    if not any(pack.glob("*.onnx")):
+        return "dlib"
+    if not installed("insightface"):
+        log.info("faces by dlib: the insightface pack in %s needs the insightface package "
+                 "(`pip install 'mnemo[insightface]'`)", pack)
+        return "dlib"
+    return "insightface"
 
 
 def chat_client(cfg: LLMConfig) -> ChatClient:

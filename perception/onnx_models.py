@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from perception.weights import cache_root, usable_cpus
+from perception.weights import cache_root, require, usable_cpus
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,10 @@ def set_torch_threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
-def load_torch():
-    """torch, loaded with this process's threads (for a model that runs in torch)."""
+def load_torch(what: str = "a model in torch"):
+    """torch, loaded with this process's threads (for a model that runs in torch); ``MissingExtra``
+    saying what needs it (``what``) and how to install it when torch is not installed."""
+    require(("torch",), "torch", what)
     import torch
 
     set_torch_threads(threads())
@@ -65,6 +67,18 @@ def use_onnx(runtime: str, device: str, setting: str) -> bool:
     if runtime == "onnx" and device != "cpu":
         raise ValueError(f"{setting} \"onnx\" runs on the CPU, not on {device}; set it to \"torch\" or \"auto\"")
     return runtime == "onnx" or (runtime == "auto" and device == "cpu")
+
+
+def require_torch_runtime(runtime: str, device: str, modules: tuple[str, ...], setting: str) -> None:
+    """When the settings as given (``device`` unresolved: "auto" becomes the CPU without torch) put a
+    model in torch, raise ``MissingExtra`` unless torch and the model's ``modules`` are installed:
+    at build, before an ingest starts, rather than in its first clip."""
+    check_runtime(runtime, setting)
+    if runtime == "torch":
+        require(("torch", *modules), "torch", f"{setting} = \"torch\"", f"or set {setting} = \"auto\"")
+    elif device not in ("auto", "cpu"):
+        require(("torch", *modules), "torch", f"[perception] device = \"{device}\"",
+                "or set device = \"cpu\" or \"auto\" (the CPU, in ONNX Runtime)")
 
 
 def onnx_model(graph, producer: str):

@@ -157,12 +157,19 @@ def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
 
 def fast_dtype(device: str) -> str:
     """The quickest dtype that keeps embeddings' quality on ``device``: bfloat16 on a GPU that has it
-    (else float16), bfloat16 on a CPU with native bfloat16, float32 on other CPUs."""
+    (else float16), bfloat16 on a CPU with native bfloat16 when torch is installed, float32 on other
+    CPUs. Without torch the CPU's models run in ONNX Runtime, in float32 only."""
     if device.startswith("cuda"):
+        require(("torch",), "torch", f"device {device!r}", "or run it on the CPU (device \"cpu\" or \"auto\")")
         import torch
 
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-    return "bfloat16" if device == "cpu" and cpu_has_bf16() else "float32"
+    if device == "cpu" and cpu_has_bf16():
+        if installed("torch"):
+            return "bfloat16"
+        log.info("this CPU computes in bfloat16, but torch is not installed: float32 in ONNX Runtime "
+                 "(install mnemo[torch] for bfloat16)")
+    return "float32"
 
 
 def usable_cpus() -> int:
@@ -175,10 +182,11 @@ def usable_cpus() -> int:
 
 def torch_device(device: str) -> str:
     """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given.
-    With no GPU driver on the machine the answer is "cpu" without loading torch (about 500 MB)."""
+    With no GPU driver on the machine, or no torch installed, the answer is "cpu" without loading
+    torch (about 500 MB)."""
     if device != "auto":
         return device
-    if "torch" not in sys.modules and not gpu_driver_present():
+    if "torch" not in sys.modules and not (gpu_driver_present() and installed("torch")):
         return "cpu"
     import torch
 
@@ -189,3 +197,25 @@ def gpu_driver_present() -> bool:
     """Whether a GPU driver torch could use is loaded (NVIDIA's, or AMD's for ROCm builds)."""
     nvidia = Path("/proc/driver/nvidia/gpus")
     return (nvidia.is_dir() and any(nvidia.iterdir())) or Path("/dev/kfd").exists()
+
+
+class MissingExtra(RuntimeError):
+    """A backend or setting needs a package of one of mnemo's extras, and it is not installed. A
+    RuntimeError, as other failures to load a model are: the CLI prints its message."""
+
+
+def installed(module: str) -> bool:
+    """Whether the top-level ``module`` can be imported, found without importing it (importing
+    torch to find out costs about 500 MB)."""
+    return module in sys.modules or importlib.util.find_spec(module) is not None
+
+
+def require(modules: tuple[str, ...], extra: str, what: str, instead: str = "") -> None:
+    """Raise ``MissingExtra`` naming ``extra`` and the command that installs it when one of
+    ``modules`` (top-level names) is not installed; ``what`` is the setting that needs them."""
+    missing = [m for m in modules if not installed(m)]
+    if missing:
+        raise MissingExtra(
+            f"{what} needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed: "
+            f"install the extra mnemo[{extra}] with `pip install 'mnemo[{extra}]'` (in a clone of the repository: "
+            f"`.venv/bin/pip install -e '.[{extra}]'`){'; ' + instead if instead else ''}")

@@ -2,6 +2,8 @@
 
 Used when the pack is on disk: ``<root>/models/buffalo_l/*.onnx`` with ``root`` from config
 (default ``~/.insightface``). Nothing is downloaded: a missing pack is an error naming the folder.
+The ``insightface`` package (no torch; it brings scikit-image) comes with the extra
+mnemo[insightface].
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
+from perception.weights import require
+
 
 class InsightFaceFaces:
     dim = 512
 
     def __init__(self, root: str = "~/.insightface", pack: str = "buffalo_l", device: str = "auto",
                  det_size: int = 640, min_face_px: int = 40, min_score: float = 0.5) -> None:
+        require(("insightface",), "insightface", "[perception] faces_backend = \"insightface\"",
+                "or set faces_backend = \"dlib\"")
         self.root = Path(root).expanduser()
         self.pack = pack
         self.device = device

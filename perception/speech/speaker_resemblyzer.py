@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import cached_export, cpu_session, load_torch, use_onnx
+from perception.onnx_models import cached_export, cpu_session, load_torch, require_torch_runtime, use_onnx
 from perception.speech.ge2e_graph import GRAPH_VERSION, N_MELS, build_encoder
-from perception.weights import packaged_file, torch_device
+from perception.weights import packaged_file, require, torch_device
 
 SAMPLE_RATE = 16_000
 FRAME_SAMPLES = 160  # a mel frame every 10 ms
@@ -25,6 +25,7 @@ WINDOW_FRAMES = 160  # 1.6 s windows ("partial utterances")
 N_FFT = 400  # 25 ms
 MIN_COVERAGE = 0.75  # the last window is kept when the audio covers this much of it
 CHECK_TOLERANCE = 1e-4  # largest difference allowed between the torch network's embeddings and the graph's
+SETTING = "[perception] model_runtime"
 
 
 def _resemblyzer():
@@ -104,6 +105,7 @@ class ResemblyzerSpeaker:
     window_s = WINDOW_FRAMES * FRAME_SAMPLES / SAMPLE_RATE  # the windows embed_windows embeds: 1.6 s
 
     def __init__(self, device: str = "auto", runtime: str = "auto") -> None:
+        require_torch_runtime(runtime, device, ("resemblyzer",), SETTING)
         self.device = device
         self.runtime = runtime
         self._encode = None
@@ -111,13 +113,14 @@ class ResemblyzerSpeaker:
     def _load(self):
         if self._encode is None:
             device = torch_device(self.device)
-            if use_onnx(self.runtime, device, "[perception] model_runtime"):
+            if use_onnx(self.runtime, device, SETTING):
                 session = cpu_session(cached_export("resemblyzer", _weights(), build_encoder, str(_weights()),
                                                     version=GRAPH_VERSION))
                 self._encode = lambda mels: session.run(None, {"mels": mels})[0]
                 self.runtime = "onnx"
             else:
-                torch = load_torch()
+                require(("resemblyzer",), "torch", f"the speaker model on {device}")
+                torch = load_torch(f"the speaker model on {device}")
                 encoder = _resemblyzer().VoiceEncoder(device=device, verbose=False, weights_fpath=_weights())
 
                 def encode(mels: np.ndarray) -> np.ndarray:

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import cached_export, cpu_session, load_torch, use_onnx
+from perception.onnx_models import cached_export, cpu_session, load_torch, require_torch_runtime, use_onnx
 from perception.vision.efficientnet_graph import GRAPH_VERSION, IMAGE_SIZE, build_network
-from perception.weights import packaged_file, torch_device
+from perception.weights import packaged_file, require, torch_device
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 CHECK_TOLERANCE = 1e-4  # largest difference allowed between the torch network's outputs and the graph's
+SETTING = "[perception] model_runtime"
 
 
 def imagenet_classes() -> list[str]:
@@ -73,6 +74,7 @@ class EfficientNetLite0Images:
 
     def __init__(self, device: str = "auto", batch_size: int = 16, min_tag_prob: float = 0.05,
                  runtime: str = "auto") -> None:
+        require_torch_runtime(runtime, device, ("efficientnet_lite_pytorch",), SETTING)
         self.device = device
         self.batch_size = batch_size
         self.min_tag_prob = min_tag_prob
@@ -84,13 +86,14 @@ class EfficientNetLite0Images:
         """(features, probabilities) of a normalised batch, by ONNX Runtime or torch."""
         if self._run is None:
             device = torch_device(self.device)
-            if use_onnx(self.runtime, device, "[perception] model_runtime"):
+            if use_onnx(self.runtime, device, SETTING):
                 session = cpu_session(cached_export(self.name, _weights(), build_network, str(_weights()),
                                                     version=GRAPH_VERSION))
                 self._run = lambda x: tuple(session.run(None, {"images": x}))
                 self.runtime = "onnx"
             else:
-                torch = load_torch()
+                require(("efficientnet_lite_pytorch",), "torch", f"the image model on {device}")
+                torch = load_torch(f"the image model on {device}")
                 network = _network(device)
 
                 def run(x: np.ndarray):

@@ -2,7 +2,8 @@
 
 ``checkpoint`` is a local weights file (tried first) or an open_clip pretrained tag, which open_clip
 resolves through the Hugging Face cache and only then the hub (so ``HF_HUB_OFFLINE=1`` works with a
-filled cache). Tags are zero-shot over the shipped ImageNet class names ("a photo of a …").
+filled cache). Tags are zero-shot over the shipped ImageNet class names ("a photo of a …"). It runs
+in torch: open-clip-torch and torch come with the extra mnemo[torch].
 ``random_init=True`` builds the architecture with random weights: for speed tests and for testing
 this code path where no checkpoint can be had; its tags mean nothing.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.weights import torch_device
+from perception.weights import require, torch_device
 from perception.vision.image_efficientnet import imagenet_classes
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,8 @@ class OpenClipImages:
             raise ValueError("open-clip needs a checkpoint: set [perception] open_clip_checkpoint to a local "
                              "weights file or an open_clip pretrained tag (e.g. laion2b_s34b_b79k), or use "
                              "image_backend = \"efficientnet-lite0\"")
+        require(("torch", "open_clip"), "torch", "[perception] image_backend = \"open-clip\"",
+                "or set image_backend = \"efficientnet-lite0\" (runs without torch)")
         self.model_name = model
         self.checkpoint = checkpoint
         self.device = device
