@@ -84,17 +84,20 @@ def _changed(before: dict[str, tuple], after: dict[str, tuple]) -> tuple[list[st
     return lost, [k for k in after if k not in before]
 
 
-def _photo(which: str, size: int) -> bytes:
-    """A real photo (scikit-image's astronaut, camera, coffee, chelsea) as JPEG bytes, no EXIF."""
+def _photo(k: int, size: int) -> bytes:
+    """A real photo as JPEG bytes, no EXIF: quarter ``k`` (0-3) of insightface's group photo (the
+    one the demo uses, fetched and checked by ``bench.fixtures``), scaled to ``size``."""
     import cv2
-    from skimage import data
 
-    image = getattr(data, which)()
-    if image.ndim == 3:
-        image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
-    ok, buf = cv2.imencode(".jpg", cv2.resize(image, (size, size)))
+    from bench.fixtures import group_photo
+
+    image = cv2.imread(str(group_photo()))
+    h, w = image.shape[:2]
+    k = ("astronaut", "coffee", "camera", 3).index(which)  # names kept from the scikit-image days
+    part = image[(k // 2) * h // 2:(k // 2 + 1) * h // 2, (k % 2) * w // 2:(k % 2 + 1) * w // 2]
+    ok, buf = cv2.imencode(".jpg", cv2.resize(part, (size, size)))
     if not ok:
-        raise RuntimeError(f"cannot encode scikit-image's {which} as JPEG (cv2.imencode failed)")
+        raise RuntimeError(f"cannot encode part {k} of the group photo as JPEG (cv2.imencode failed)")
     return buf.tobytes()
 
 
@@ -433,11 +436,11 @@ def _ray_try(folder: Path, recording: Path, address: str, env: dict, prelude: st
 def _users_tree(root: Path) -> None:
     """A user's folder as people have them: photos in nested folders, build leftovers, an encrypted
     draft, an image without a sidecar, a private file (mode 600)."""
-    _user_file(root / "Pictures" / "2019" / "wedding.jpg", _photo("astronaut", 96), OLD)
-    _user_file(root / "Pictures" / "2019" / "summer" / "beach.jpg", _photo("coffee", 64), OLD)
+    _user_file(root / "Pictures" / "2019" / "wedding.jpg", _photo(0, 96), OLD)
+    _user_file(root / "Pictures" / "2019" / "summer" / "beach.jpg", _photo(1, 64), OLD)
     _user_file(root / "projects" / "build.tmp", b"half a build", OLD)
     _user_file(root / "projects" / "draft.enc", b"my encrypted draft", OLD, mode=0o600)
-    _user_file(root / "scan.jpg", _photo("camera", 64), OLD)
+    _user_file(root / "scan.jpg", _photo(2, 64), OLD)
 
 
 def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> None:
@@ -470,17 +473,17 @@ def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> 
         store.recover()
         t = datetime(2026, 1, 5, 10, 15, tzinfo=timezone.utc)
         for k in range(3):
-            store.write(_photo("camera", 48 + 4 * k), {"app": "xterm", "window": f"w{k}", "reason": "input"},
+            store.write(_photo(2, 48 + 4 * k), {"app": "xterm", "window": f"w{k}", "reason": "input"},
                         datetime.fromtimestamp(t.timestamp() + 20 * k, timezone.utc), 1)
         day = next(root.rglob("*.jpg")).parent
         _users_tree(root)
-        for name, content in {"holiday.jpg": _photo("astronaut", 64), ".notes.txt.tmp": b"an editor's temp file",
-                              "scan.jpg.enc": b"user's own", "20260105T101500Z_m1.jpg": _photo("camera", 40),
+        for name, content in {"holiday.jpg": _photo(0, 64), ".notes.txt.tmp": b"an editor's temp file",
+                              "scan.jpg.enc": b"user's own", "20260105T101500Z_m1.jpg": _photo(2, 40),
                               "heartbeat.jsonl.bak": b"{}\n"}.items():
             _user_file(day / name, content, OLD)  # in a day folder, close to the daemon's names
         users = {k: v for k, v in _snapshot(root).items() if k != "." and not _daemons(root, k)}
         leftovers = [day / frame_name(datetime.fromtimestamp(t.timestamp() + 300, timezone.utc), 1, False)]
-        leftovers[0].write_bytes(_photo("camera", 32))  # killed between the image's rename and its sidecar's
+        leftovers[0].write_bytes(_photo(2, 32))  # killed between the image's rename and its sidecar's
         leftovers += [day / temp_name(leftovers[0].name), day / temp_name(leftovers[0].name + ".json")]
         for p in leftovers[1:]:
             p.write_bytes(b"half")
@@ -509,8 +512,8 @@ def _daemons(root: Path, rel: str) -> bool:
 # ------------------------------------------------------------------------------------------------
 # forget_users_folder
 
-PHOTOS = [("IMG_20260105_101500.jpg", "astronaut"), ("IMG_20260105_101510.jpg", "camera"),
-          ("IMG_20260106_083000.jpg", "coffee"), ("IMG_20260110_120000.jpg", "chelsea")]
+PHOTOS = [("IMG_20260105_101500.jpg", 0), ("IMG_20260105_101510.jpg", 2),
+          ("IMG_20260106_083000.jpg", 1), ("IMG_20260110_120000.jpg", 3)]
 
 
 def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> None:
@@ -523,7 +526,7 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
         _user_file(photos / name, _photo(which, 96), OLD)
     _user_file(photos / "IMG_20260105_101500.jpg.json", b'{"note": "my own"}', OLD)  # the user's, not a sidecar
     _user_file(photos / "album.json", b'{"title": "January"}', OLD, mode=0o600)
-    _user_file(photos / "trip" / "IMG_20260106_090000.jpg", _photo("astronaut", 64), OLD)
+    _user_file(photos / "trip" / "IMG_20260106_090000.jpg", _photo(0, 64), OLD)
     os.chmod(photos, 0o750)
     before = _snapshot(photos)
     built = ctx.workdir / "built"
