@@ -93,7 +93,6 @@ def _photo(k: int, size: int) -> bytes:
 
     image = cv2.imread(str(group_photo()))
     h, w = image.shape[:2]
-    k = ("astronaut", "coffee", "camera", 3).index(which)  # names kept from the scikit-image days
     part = image[(k // 2) * h // 2:(k // 2 + 1) * h // 2, (k % 2) * w // 2:(k % 2 + 1) * w // 2]
     ok, buf = cv2.imencode(".jpg", cv2.resize(part, (size, size)))
     if not ok:
