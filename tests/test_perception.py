@@ -130,8 +130,8 @@ def test_ocr_detects_on_the_frame_at_its_own_size_unless_told_to_upscale(min_sid
     reader = RapidOCRReader(threads=1, detect_min_side=min_side)
     detector = reader._load().text_det
     seen = []
-    infer = detector.infer
-    detector.infer = lambda batch: seen.append(batch.shape[2:]) or infer(batch)
+    infer = detector.session
+    detector.session = lambda batch: seen.append(batch.shape[2:]) or infer(batch)
     page = cv2.resize(to_rgb8(skimage.data.page()), (960, 540))  # a 960x540 video frame of a page
     lines = reader.read(page)
     assert seen == [network_input]  # one detection pass; DBNet needs sides in multiples of 32

@@ -1,10 +1,14 @@
 """On-screen text with RapidOCR (PP-OCRv4 detection + recognition, ONNX Runtime).
 
-The ONNX files ship inside ``rapidocr-onnxruntime``; each is checked by SHA-256 before the engine
-is built. Lines come back in reading order (top to bottom, then left to right) with their boxes and
-recognition confidence. Each line of sharp screen text is recognised on its own (a frame of mostly
-soft text, a screen in a video, in RapidOCR's batches), and its spaces are placed from its pixels
-where it is clean screen text (``words.py``), else restored by a word model (``spacing.py``).
+The engine is the ``rapidocr`` package (wheels for Python 3.8 to 3.13) on its ONNX Runtime engine.
+It is given the model files by path, each checked by SHA-256 before the engine is built, so it
+never looks for or downloads one: the PP-OCRv4 detector and recogniser ship in
+``rapidocr-onnxruntime``'s wheel (``rapidocr``'s own wheel carries other models), the text-direction
+classifier in ``rapidocr``'s (the same file as ``rapidocr-onnxruntime``'s). Lines come back in
+reading order (top to bottom, then left to right) with their boxes and recognition confidence. Each
+line of sharp screen text is recognised on its own (a frame of mostly soft text, a screen in a
+video, in RapidOCR's batches), and its spaces are placed from its pixels where it is clean screen
+text (``words.py``), else restored by a word model (``spacing.py``).
 
 Detection runs on the frame at its own size by default (``detect_min_side = 0``; a frame whose long
 side is over ``DETECT_MAX_SIDE`` px is scaled down for detection, and its lines are still read from
@@ -35,8 +39,13 @@ LONG_RUN = 10
 # at its own size, since at 2000 px (RapidOCR's cap) its 14 px terminal text lost most of its words
 # (an xterm under Xvfb: 12 of 87 words found, 87 at its own size)
 DETECT_MAX_SIDE = 4096
-_MODELS = ("models/ch_PP-OCRv4_det_infer.onnx", "models/ch_PP-OCRv4_rec_infer.onnx",
-           "models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
+# RapidOCR's section -> (package carrying the file, its path there); the PP-OCRv4 recogniser carries
+# its character list in its metadata, so RapidOCR fetches no dictionary for it either
+MODELS = {"Det": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"),
+          "Rec": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"),
+          "Cls": ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx")}
+# boxes whose top-left corners are closer in height than this are on one line (RapidOCR 1.x's order)
+_SAME_LINE_PX = 10
 
 
 class RapidOCRReader:
@@ -59,38 +68,47 @@ class RapidOCRReader:
 
     def _load(self):
         if self._engine is None:
-            from rapidocr_onnxruntime import RapidOCR
+            try:
+                from rapidocr import RapidOCR
+            except ImportError as e:
+                raise ImportError("the OCR engine is the `rapidocr` package: run `pip install -e .` in the "
+                                  "repository (or `make install`), or set [perception] ocr_backend = \"none\"") from e
 
-            for rel in _MODELS:
-                packaged_file("rapidocr_onnxruntime", rel)
             n = self.threads or -1
             # "max" never upscales; it scales a frame down only when its long side is over detect_max_side
-            size = ({"det_limit_type": "min", "det_limit_side_len": self.detect_min_side} if self.detect_min_side
-                    else {"det_limit_type": "max", "det_limit_side_len": self.detect_max_side})
-            self._engine = RapidOCR(intra_op_num_threads=n, inter_op_num_threads=n,
-                                    max_side_len=self.detect_max_side, **size)
-            if not self.detect_min_side:
-                # the detector's own step caps a frame at 2000 px whatever it is told: ours holds
-                from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
-
-                det, side = self._engine.text_det, self.detect_max_side
-                det.get_preprocess = lambda _: DetPreProcess(side, "max", det.mean, det.std)
-            # RapidOCR attaches its own stream handler; our CLI owns logging
+            limit = (("min", self.detect_min_side) if self.detect_min_side else ("max", self.detect_max_side))
+            params = {f"{section}.model_path": str(packaged_file(package, rel))
+                      for section, (package, rel) in MODELS.items()}
+            params |= {"Global.max_side_len": self.detect_max_side,
+                       "Det.limit_type": limit[0], "Det.limit_side_len": limit[1],
+                       "EngineConfig.onnxruntime.intra_op_num_threads": n,
+                       "EngineConfig.onnxruntime.inter_op_num_threads": n}
+            # RapidOCR attaches its own stream handler when imported; our CLI owns logging. Its
+            # info lines (which engine, which file) are left out, as RapidOCR 1.x did
             logging.getLogger("RapidOCR").handlers.clear()
             logging.getLogger("RapidOCR").propagate = True
+            params["Global.log_level"] = "warning"
+            engine = RapidOCR(params=params)
+            # RapidOCR builds its sessions on first use; here, so that a bad file fails at load
+            engine._load_det_model(), engine._load_cls_model(), engine._load_rec_model()
+            self._engine = engine
         return self._engine
 
     def detect(self, frame_rgb: np.ndarray) -> TextBoxes:
         """RapidOCR's detection steps (resize, letterbox, DBNet, box order), kept for ``read``."""
+        from rapidocr.utils.process_img import apply_vertical_padding, map_boxes_to_original
+
         engine = self._load()
         image = np.ascontiguousarray(frame_rgb[:, :, ::-1])  # RapidOCR takes BGR
         raw_h, raw_w = image.shape[:2]
-        resized, ratio_h, ratio_w = engine.preprocess(image)
-        resized, record = engine.maybe_add_letterbox(resized, {"preprocess": {"ratio_h": ratio_h, "ratio_w": ratio_w}})
-        found, _ = engine.auto_text_det(resized)
-        if found is None:
+        resized, record = engine.preprocess_img(image)
+        resized, record = apply_vertical_padding(resized, record, engine.width_height_ratio, engine.min_height)
+        found = engine.text_det(resized).boxes
+        if found is None or len(found) == 0:
             return TextBoxes(0.0)
-        quads = engine._get_origin_points(found, record, raw_h, raw_w)  # in the frame's pixels
+        found = _reading_order(found)
+        # in the frame's pixels (RapidOCR maps the array it is given in place)
+        quads = map_boxes_to_original(found.astype(np.float32), record, raw_h, raw_w)
         area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in map(_bounds, quads))
         small = sum(1 for _, y0, _, y1 in map(_bounds, found) if y1 - y0 < SMALL_REGION_PX)  # as DBNet saw them
         return TextBoxes(float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads), len(quads), small)
@@ -102,10 +120,14 @@ class RapidOCRReader:
         engine = self._load()
         resized, found, quads = boxes.detection
         if resized.shape[:2] == frame_rgb.shape[:2]:
-            crops = engine.get_crop_img_list(resized, found)
+            crops = engine.crop_text_regions(resized, found)
         else:  # detected on a scaled copy (an 8K screen): each line is read from the frame's own pixels
-            crops = engine.get_crop_img_list(np.ascontiguousarray(frame_rgb[:, :, ::-1]), list(quads))
-        turned, verdicts, _ = engine.text_cls(crops) if self.use_cls else (crops, [("0", 0.0)] * len(crops), 0)
+            crops = engine.crop_text_regions(np.ascontiguousarray(frame_rgb[:, :, ::-1]), quads)
+        if self.use_cls:
+            classified = engine.text_cls(crops)
+            turned, verdicts = classified.img_list, classified.cls_res
+        else:
+            turned, verdicts = crops, [("0", 0.0)] * len(crops)
         # a frame of mostly soft text (a screen in a video) is read in RapidOCR's batches: measured on
         # the opencv-doc screens in 960x540 video frames, CER 0.036 with each line read alone, 0.021
         # in batches (sharp screen text reads as well or better alone: bench ocr)
@@ -131,7 +153,7 @@ class RapidOCRReader:
         ratio = crop.shape[1] / float(crop.shape[0])
         if batched is None:
             image = rec.resize_norm_img(crop, max(ratio, width / height))  # padded to 320 px at least, as RapidOCR does
-            batched = rec.session(image[None])[0][0], image.shape[2]
+            batched = rec.session(image[None])[0], image.shape[2]
         probs, padded = batched
         charset = rec.postprocess_op.character
         input_width = min(padded, int(np.ceil(height * ratio)))
@@ -158,12 +180,28 @@ def _batched_probs(engine, crops: list[np.ndarray]) -> dict[int, tuple[np.ndarra
         batch = order[start:start + rec.rec_batch_num]
         widest = max([width / height] + [ratios[k] for k in batch])
         images = np.stack([rec.resize_norm_img(crops[k], widest) for k in batch]).astype(np.float32)
-        for k, probs in zip(batch, rec.session(images)[0]):
+        for k, probs in zip(batch, rec.session(images)):
             out[k] = (probs, images.shape[3])
     return out
 
 
 _FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}  # the recogniser's "，" and "：" are "," and ":"
+
+
+def _reading_order(boxes: np.ndarray) -> np.ndarray:
+    """Boxes by their top-left corner, top to bottom, and left to right where two corners are less
+    than ``_SAME_LINE_PX`` apart in height: RapidOCR 1.x's order. RapidOCR 3's groups boxes into
+    lines by chains of such steps, which orders some frames differently; the crops recognised in
+    one batch (soft text) follow this order's ties, and so can their readings."""
+    order = sorted(range(len(boxes)), key=lambda k: (boxes[k][0][1], boxes[k][0][0]))
+    for i in range(len(order) - 1):
+        for j in range(i, -1, -1):
+            a, b = boxes[order[j]][0], boxes[order[j + 1]][0]
+            if abs(b[1] - a[1]) < _SAME_LINE_PX and b[0] < a[0]:
+                order[j], order[j + 1] = order[j + 1], order[j]
+            else:
+                break
+    return boxes[order]
 
 
 def _ascii_forms(text: str) -> str:
