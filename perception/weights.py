@@ -17,10 +17,6 @@ log = logging.getLogger(__name__)
 # Weight files inside installed code packages: package, relative path -> SHA-256 of the file as
 # published. Packages that only carry weights are fetched instead (perception/model_files.py).
 PACKAGED_SHA256: dict[tuple[str, str], str] = {
-    ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"):
-        "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
-    ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"):
-        "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
     ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx"):  # the same file as rapidocr_onnxruntime's
         "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
 }
