@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from mnemo.bench_cli import add_parser as add_bench_parser
     from mnemo.capture_cli import add_parsers
+    from mnemo.doctor import add_parser as add_doctor_parser
     from mnemo.export_cli import add_parsers as add_export_parsers
     from mnemo.forget_cli import add_parser as add_forget_parser
     from mnemo.llm_cli import add_parser as add_llm_parser
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     add_status_parser(sub)
     add_llm_parser(sub)
     add_models_parser(sub)
+    add_doctor_parser(sub)
     add_export_parsers(sub)
 
     add_bench_parser(sub)
@@ -136,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
+    if args.command == "doctor":  # before the config loads: a config that does not load is one of its checks
+        from mnemo.doctor import cmd_doctor
+
+        return cmd_doctor(args)
     from mnemo.config import load_config
     from perception.errors import stage_errors
 
