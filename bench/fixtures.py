@@ -16,7 +16,6 @@ URL, which is why no URL downloader (pooch) is used.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -27,6 +26,8 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from perception.weights import sha256_file as sha256_of
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,6 @@ class FixtureMismatch(RuntimeError):
     """A fetched fixture is not the file its SHA-256 pins."""
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _cached(folder: Path, names: list[str]) -> bool:

@@ -7,7 +7,6 @@ about 500 MB and seconds), models are checked by their files' sizes (``--hashes`
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import logging
@@ -221,17 +220,10 @@ def extra_check(extra: str, modules: tuple[str, ...], gives: str, needed_by: str
 # ---- models
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
     """One line per fetched model: present (its files at their sizes; with ``hashes`` their SHA-256)."""
     from perception.model_files import MANIFEST, file_path, location, models_root
+    from perception.weights import sha256_file
 
     root = root or models_root()
     out = []
@@ -258,7 +250,7 @@ def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
             out.append(Check(name, "fail", f"damaged in {location(d, root)}: {'; '.join(bad)}", refetch))
             continue
         if hashes:
-            wrong = [f.path for f in d.files if _sha256(file_path(d, f, root)) != f.sha256]
+            wrong = [f.path for f in d.files if sha256_file(file_path(d, f, root)) != f.sha256]
             if wrong:
                 out.append(Check(name, "fail", f"SHA-256 does not match the published file: "
                                  f"{', '.join(wrong)} in {location(d, root)}", refetch))
@@ -274,7 +266,7 @@ def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
 
 def packaged_checks(hashes: bool) -> list[Check]:
     """Model files inside installed code packages (rapidocr's text-direction classifier)."""
-    from perception.weights import PACKAGED_SHA256
+    from perception.weights import PACKAGED_SHA256, sha256_file
 
     out = []
     for (package, rel), sha in PACKAGED_SHA256.items():
@@ -287,7 +279,7 @@ def packaged_checks(hashes: bool) -> list[Check]:
         path = Path(next(iter(spec.submodule_search_locations))) / rel
         if not path.is_file():
             out.append(Check(name, "fail", f"{path} is missing", reinstall))
-        elif hashes and _sha256(path) != sha:
+        elif hashes and sha256_file(path) != sha:
             out.append(Check(name, "fail", f"{path}: SHA-256 does not match the published file", reinstall))
         else:
             said = f"SHA-256 verified ({sha[:12]}…)" if hashes else "present (--hashes verifies SHA-256)"

