@@ -5,10 +5,9 @@ extra that brings it.
 
 The child's imports are blocked by wrapping every finder of ``sys.meta_path`` before mnemo is
 imported: for torch and the packages that exist only with it, ``importlib.util.find_spec`` finds
-nothing and ``import`` raises ModuleNotFoundError, as when they are not installed. resemblyzer, whose
-folder holds the speaker model's weights (until weights are fetched as files), is found, but
-importing it raises ModuleNotFoundError: its code never runs. (The demo recording is built in this
-process, from insightface's group photo.)
+nothing and ``import`` raises ModuleNotFoundError, as when they are not installed (the speaker
+model's weights are a fetched file, not resemblyzer's installed folder). (The demo recording is
+built in this process, from insightface's group photo.)
 """
 
 from __future__ import annotations
@@ -25,28 +24,19 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-ABSENT = ("torch", "torchvision", "open_clip", "sentence_transformers", "transformers", "efficientnet_lite_pytorch",
-          "insightface")
-CODE_BLOCKED = ("resemblyzer",)  # the speaker model's weights are read from its folder
-BLOCKED = ABSENT + CODE_BLOCKED
+# the torch extra's, the insightface and bench extras', and sympy (ONNX Runtime's symbolic shapes)
+BLOCKED = ("torch", "torchvision", "open_clip", "sentence_transformers", "transformers", "efficientnet_lite_pytorch",
+           "insightface", "resemblyzer", "pyannote", "sympy")
 RESULT = "NO-TORCH-RESULT "  # the child's last line of stdout: this, then its results as JSON
 
-# Run as `python -c BOOTSTRAP ABSENT CODE_BLOCKED JOB ARGS...`: blocks the imports, then runs JOB.
+# Run as `python -c BOOTSTRAP BLOCKED JOB ARGS...`: blocks the imports, then runs JOB.
 BOOTSTRAP = r"""
-import importlib.abc, json, sys
+import json, sys
 
-absent, code_blocked = set(json.loads(sys.argv[1])), set(json.loads(sys.argv[2]))
-job, sys.argv = sys.argv[3], ["no-torch-job", *sys.argv[4:]]
-early = sorted((absent | code_blocked) & set(sys.modules))
+absent = set(json.loads(sys.argv[1]))
+job, sys.argv = sys.argv[2], ["no-torch-job", *sys.argv[3:]]
+early = sorted(absent & set(sys.modules))
 assert not early, f"imported before the block, at start-up: {early}"
-
-
-class Refused(importlib.abc.Loader):
-    def create_module(self, spec):
-        raise ModuleNotFoundError(f"No module named {spec.name!r} (its code is blocked)", name=spec.name)
-
-    def exec_module(self, module):
-        raise ModuleNotFoundError(module.__name__)
 
 
 class Hiding:
@@ -57,10 +47,7 @@ class Hiding:
         top = name.partition(".")[0]
         if top in absent:
             return None
-        spec = self.inner.find_spec(name, path, target)
-        if spec is not None and top in code_blocked:
-            spec.loader = Refused()
-        return spec
+        return self.inner.find_spec(name, path, target)
 
     def __getattr__(self, attr):  # find_distributions, invalidate_caches
         return getattr(self.inner, attr)
@@ -130,7 +117,7 @@ def run_blocked(job: str, cwd: Path, *args: str, env: dict[str, str] | None = No
     """``job`` (Python source) in a child of this venv's python that cannot import torch & co.,
     run in ``cwd`` with ``args`` as its ``sys.argv[1:]``; its results (the last stdout line, JSON)."""
     child_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
-    done = subprocess.run([sys.executable, "-c", BOOTSTRAP, json.dumps(ABSENT), json.dumps(CODE_BLOCKED), job, *args],
+    done = subprocess.run([sys.executable, "-c", BOOTSTRAP, json.dumps(BLOCKED), job, *args],
                           capture_output=True, text=True, env=child_env, cwd=cwd, timeout=timeout)
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
     assert done.returncode == 0 and lines, \
