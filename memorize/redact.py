@@ -112,8 +112,8 @@ _SAID = re.compile(r"(?i)(?<![A-Za-z])(?:pass(?:word|phrase|code)|pwd)(?:\s+(?:f
                    r"(?P<value>[^\s,;]+(?:[.!?]?\s+[^\s,;.!?]+){0,4})")
 # speech recognition hears "is" as "in" ("the password for the bank in November 35%"): "in" counts
 # when a word with a digit follows within two words; and it puts commas inside a spoken password
-# ("35%, 7 CDTM"): what follows a comma goes with the value while it is digits, capitals or symbols
-_SAID_TAIL = re.compile(r",?\s+(?:\d+|[A-Z0-9%*!#$&@^+=-]{2,})(?=[\s,.;!?]|$)")
+# ("35%, 7 CDTM", "5 ,720"): what follows a comma goes with the value while it is digits, capitals or symbols
+_SAID_TAIL = re.compile(r"(?:\s*,\s*|\s+)(?:\d+|[A-Z0-9%*!#$&@^+=-]{2,})(?=[\s,.;!?]|$)")
 _SAID_STOP = {"and", "but", "so", "because", "then", "or", "please", "ok", "okay", "right", "if", "which"}
 _NEW_SENTENCE = {"i", "i'm", "i'll", "we", "you", "he", "she", "they", "it", "it's", "that", "this", "there", "the",
                  "a", "an", "my", "our", "your", "his", "her", "their", "let's", "don't", "do", "did", "what", "when",

@@ -143,6 +143,7 @@ def _left(secret: str, stored: str) -> str:
     # heard "is" as "in" and put a comma inside a password said aloud (it was "Ember35%7cDTm")
     ("authorization: bearer 8f3kD02mZpQ71xLw9vR-xf. NrcYdS6R9'", "NrcYdS6R9"),
     ("the password for the bank in November 35%, 7 CDTM, don't tell anyone.", "35%, 7 CDTM"),
+    ("Don't tell anyone the password for the gate is 5 ,720.", "5 ,720"),
 ])
 def test_the_secrets_the_user_and_the_audit_found_stored_are_kept_out(text, secret):
     stored = ALL.text(text)
