@@ -138,6 +138,7 @@ def plan(store, f: Filter, now: float | None = None) -> Plan:
     cannot be meant (none, an inverted range, an unknown clip or person)."""
     now = time.time() if now is None else now
     _check(f, now)
+    store.catch_up()  # another process's forget may have purged the versions this one's handles are on
     if f.person:
         return _plan_person(store, f.person)
     conditions = []
@@ -258,6 +259,7 @@ def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
     """Remove what ``p`` selects (see the module doc); returns the counts removed."""
     now = time.time() if now is None else now
     with store.writing("mnemo forget"):  # an ingest writing meanwhile would lose its files to the purge
+        store.catch_up()  # what another process wrote or purged before the lock was ours
         # the log row comes first: ingest skips these clips from now on, and a forget killed
         # part-way is finished by the next one (``finish_unfinished``)
         seq = _log(store, now, f, p)

@@ -367,3 +367,21 @@ def test_one_writer_a_store_at_a_time(hash_store, tmp_path):
         holder.wait(10)
     with hash_store.writing("test", wait_s=0.5):  # free again
         pass
+
+
+def test_a_second_process_forgets_after_the_first_purged_the_versions_it_had_open(store):
+    """Two MCP servers, or a CLI forget beside `mnemo serve`: the other's forget purged the old
+    versions this handle was on; this one's forget reads the newest instead of failing (bench faults
+    mcp_one_call_forget saw 'LanceError(IO) … Not found' on a data file)."""
+    from embeddings.base import build_text_embedder
+    from graph.forget import Filter, forget, plan
+    from graph.store import Store
+
+    other = Store(Path(store.uri), build_text_embedder("hash"))  # opened before the first forget
+    assert other.has_clip("clip0") and other.has_clip("clip2")
+    f = Filter(clip_id="clip0")
+    forget(store, plan(store, f), f)
+    f = Filter(clip_id="clip2")
+    done = forget(other, plan(other, f), f)
+    assert done["clips"] == 1
+    assert [store.has_clip(c) for c in ("clip0", "clip1", "clip2")] == [False, True, False]
