@@ -141,14 +141,19 @@ def test_an_ingest_told_to_stop_ends_after_the_clip_in_hand_and_a_rerun_resumes(
     for name, which in processes.PHOTOS:  # four photos in three 30 s windows
         processes._user_file(photos / name, processes._photo(which, 64), processes.OLD)
     store = Store(tmp_path / "store", build_text_embedder("hash"))
-    stop = threading.Event()
 
-    def progress(line: str) -> None:
-        if " clip 1/" in line:  # the first clip is written: the stop comes while the rest wait
-            stop.set()
+    class ArrivesWithTheFirstClip(threading.Event):
+        """Set as ingest asks the first time, before it begins the first clip: the stop comes while
+        that clip is in hand (set from the commit thread's progress line instead, it came after all
+        three clips were begun on a loaded machine)."""
 
-    first = ingest([str(photos)], store, perceivers, policies, progress=progress, stop=stop)
-    # the clip being perceived while the first was committed is finished too; the third is never begun
-    assert stop.is_set() and first.clips_new in (1, 2)
+        def is_set(self) -> bool:
+            was = super().is_set()
+            self.set()
+            return was
+
+    stop = ArrivesWithTheFirstClip()
+    first = ingest([str(photos)], store, perceivers, policies, progress=lambda m: None, stop=stop)
+    assert first.clips_new == 1  # the clip in hand is committed; the other two are never begun
     rest = ingest([str(photos)], store, perceivers, policies, progress=lambda m: None)
     assert rest.clips_new == 3 - first.clips_new and rest.clips_skipped == first.clips_new
