@@ -343,16 +343,9 @@ def _x11_unreachable(name: str) -> str | None:
 
 
 def cpu_check(threads: int = 0) -> Check:
-    from perception.weights import BF16_SWITCH, cpu_has_bf16, usable_cpus
+    from perception.weights import BF16_SWITCH, cpu_flags, cpu_has_bf16, usable_cpus
 
-    flags: set[str] = set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() in ("flags", "features"):
-                flags.update(value.split())
-    except OSError:
-        pass
+    flags = cpu_flags()
     cpus = usable_cpus()
     try:
         bf16 = cpu_has_bf16()

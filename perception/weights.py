@@ -149,16 +149,22 @@ def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
         if forced:
             raise ValueError(f"{BF16_SWITCH}={forced!r}: set it to 1 (bfloat16 as on AVX512-BF16/AMX CPUs), "
                              "0 (float32 as on AVX2 CPUs), or leave it unset to read /proc/cpuinfo")
+    return bool(cpu_flags(cpuinfo) & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    """The CPU's feature flags (x86 "flags", ARM "Features") from ``/proc/cpuinfo``; none where it cannot be read."""
+    if cpuinfo is None:
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
         except OSError:
-            return False
-    flags = set()
+            return set()
+    flags: set[str] = set()
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip().lower() in ("flags", "features"):
             flags.update(value.split())
-    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return flags
 
 
 def fast_dtype(device: str) -> str:
