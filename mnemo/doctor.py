@@ -55,10 +55,6 @@ def _q(path: Path | str) -> str:
     return shlex.quote(str(path))
 
 
-def _mb(n: float) -> str:
-    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
-
-
 def source_root() -> Path | None:
     """The repository mnemo runs from, when it is a clone (its pyproject.toml beside the packages)."""
     root = Path(__file__).resolve().parent.parent
@@ -222,6 +218,7 @@ def extra_check(extra: str, modules: tuple[str, ...], gives: str, needed_by: str
 
 def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
     """One line per fetched model: present (its files at their sizes; with ``hashes`` their SHA-256)."""
+    from perception.model_fetch import size_text
     from perception.model_files import MANIFEST, file_path, location, models_root
     from perception.weights import sha256_file
 
@@ -229,7 +226,7 @@ def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
     out = []
     for d in MANIFEST:
         name = f"model {d.name}"
-        size, refetch = _mb(d.unpacked_size), f"mnemo models fetch --force {d.name}"
+        size, refetch = size_text(d.unpacked_size), f"mnemo models fetch --force {d.name}"
         sizes = {}
         for f in d.files:
             try:
@@ -266,6 +263,7 @@ def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
 
 def packaged_checks(hashes: bool) -> list[Check]:
     """Model files inside installed code packages (rapidocr's text-direction classifier)."""
+    from perception.model_fetch import size_text
     from perception.weights import PACKAGED_SHA256, sha256_file
 
     out = []
@@ -283,7 +281,7 @@ def packaged_checks(hashes: bool) -> list[Check]:
             out.append(Check(name, "fail", f"{path}: SHA-256 does not match the published file", reinstall))
         else:
             said = f"SHA-256 verified ({sha[:12]}…)" if hashes else "present (--hashes verifies SHA-256)"
-            out.append(Check(name, "ok", f"{path}, {_mb(path.stat().st_size)}, {said}"))
+            out.append(Check(name, "ok", f"{path}, {size_text(path.stat().st_size)}, {said}"))
     return out
 
 

@@ -89,7 +89,7 @@ def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] 
             if present(d, root) and not force:
                 report.already.append(d.name)
                 continue
-            progress(f"[{i}/{len(chosen)}] {d.name} {d.version}: {_mb(d.size)} to fetch, {_mb(d.unpacked_size)} "
+            progress(f"[{i}/{len(chosen)}] {d.name} {d.version}: {size_text(d.size)} to fetch, {size_text(d.unpacked_size)} "
                      f"unpacked ({d.role})")
             try:
                 _fetch_one(d, root, source_dir)
@@ -103,7 +103,7 @@ def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] 
 
 
 def summary(report: FetchReport, root: Path) -> str:
-    parts = [f"{len(report.fetched)} fetched ({_mb(report.bytes_unpacked)})", f"{len(report.already)} already present"]
+    parts = [f"{len(report.fetched)} fetched ({size_text(report.bytes_unpacked)})", f"{len(report.already)} already present"]
     if report.failed:
         parts.append(f"failed: {', '.join(report.failed)} (the rest not tried; run it again once that is fixed)")
     return f"models: {', '.join(parts)}; in {root}"
@@ -285,11 +285,12 @@ def _clean_leftovers(root: Path) -> None:
 
 
 def _disk_full(d: Distribution, root: Path, need: int, free: int) -> str:
-    return (f"not enough disk space for {d.name} in {root}: it needs {_mb(need)}, {_mb(free)} are free; free "
+    return (f"not enough disk space for {d.name} in {root}: it needs {size_text(need)}, {size_text(free)} are free; free "
             f"space, or set {MODELS_ENV} to a folder on a larger disk and run `mnemo models fetch` again")
 
 
-def _mb(n: int) -> str:
+def size_text(n: float) -> str:
+    """A size as people read it: MB, or kB below one."""
     return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
