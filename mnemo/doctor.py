@@ -7,7 +7,6 @@ about 500 MB and seconds), models are checked by their files' sizes (``--hashes`
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
