@@ -7,11 +7,10 @@ raises ``PeopleError`` (``UnknownPerson`` for an id or name nobody has), with no
 it cannot apply.
 
 Two ``mnemo people`` commands may run at once on one store. Each reads the log, checks and numbers
-its change and appends it while holding an exclusive ``fcntl.flock`` on ``<store>/.people.lock``,
-so neither is lost and each is checked against the other's result (without the lock two take one
-number: LanceDB's upsert does not refuse a key another writer added meanwhile). Object storage
-(``s3://…``) has no file to lock, so there the lock is skipped: make one change at a time, as the
-store takes one writer at a time.
+its change and appends it while holding the store's people lock (``<store>/.people.lock``: a
+``flock`` in a folder, a lease in a bucket, see ``graph.sidefiles``), so neither is lost and each
+is checked against the other's result (without the lock two take one number: LanceDB's upsert does
+not refuse a key another writer added meanwhile).
 
 Splitting by clips is not offered: memories refer to entities (``<voice_3>``), not to a person,
 and a person is a group of entities, so a voice's memories belong to whoever that voice belongs to;
@@ -26,12 +25,11 @@ import os
 import re
 import time
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from graph.people import PeopleError, PeopleOp, Person, find_person, last_undoable
+from graph.sidefiles import SideFiles
 
 MAX_NAME_CHARS = 80
 LOCK_FILE = ".people.lock"
@@ -47,6 +45,7 @@ class PeopleLog(Protocol):
     """What the changes need of a store (``graph.store.Store`` is one)."""
 
     uri: str
+    side: SideFiles
 
     def people(self) -> list[Person]: ...
 
@@ -171,21 +170,9 @@ def _check_undo(people: list[Person], ops: list[PeopleOp]) -> PeopleOp:
 
 # ---- recording -----------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _locked(store: PeopleLog) -> Iterator[None]:
-    """The store's people lock, held exclusively (a no-op on object storage: see the module doc)."""
-    if "://" in store.uri:
-        yield
-        return
-    import fcntl
-
-    path = Path(store.uri) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other command has appended its change
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+def _locked(store: PeopleLog) -> contextlib.AbstractContextManager:
+    """The store's people lock, held exclusively until the change is appended (``graph.sidefiles``)."""
+    return store.side.lock(LOCK_FILE, f"pid {os.getpid()} (mnemo people)")
 
 
 def _record(store: PeopleLog, check, *args) -> Change:

@@ -15,9 +15,9 @@ other processes see either the old or the new rows of a table, never half a writ
 from __future__ import annotations
 
 import errno
-import fcntl
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -35,6 +35,7 @@ from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_sc
                           edge_schema, entity_from_row, forget_log_schema, entity_row, entity_schema, memory_from_row, memory_row,
                           memory_schema, people_log_schema)
 from graph.search import FTS_COLUMN, HybridSearch
+from graph.sidefiles import Lease, LockBusy, SideFilesError, side_files
 from graph.spelling import search_text
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,11 @@ class Store(HybridSearch):
             Path(self.uri).mkdir(parents=True, exist_ok=True, mode=0o700)
             if created:
                 Path(self.uri).chmod(0o700)
+        try:
+            self.side = side_files(self.uri)  # locks, the commit journal, forget notes
+        except SideFilesError as e:
+            raise StoreError(str(e)) from None
+        self._lease: Lease | None = None  # while this handle holds the writer lock
         interval = None if read_consistency_s is None else timedelta(seconds=read_consistency_s)
         self._db = lancedb.connect(self.uri, read_consistency_interval=interval)
         self.memories = self._open("memories", memory_schema(embedder.dim))
@@ -147,42 +153,28 @@ class Store(HybridSearch):
     @contextmanager
     def writing(self, what: str, wait_s: float | None = None,
                 say: Callable[[str], None] = log.warning) -> Iterator[None]:
-        """The right to write this store, one process at a time (``flock`` on ``<store>/.writer.lock``,
-        which names the holder): two writers would each number new people from what they read, and
-        give two people one id. A commit the last writer left unfinished is undone first
-        (``graph.commit.recover``). Waits for the holder, saying so once; ``StoreBusy`` after
-        ``wait_s``. A remote URI is not locked."""
-        if "://" in self.uri:
-            yield
-            return
-        fd = os.open(Path(self.uri) / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        """The right to write this store, one process at a time (``<store>/.writer.lock``, which
+        names the holder; ``graph.sidefiles``): two writers would each number new people from what
+        they read, and give two people one id. A commit the last writer left unfinished is undone
+        first (``graph.commit.recover``). Waits for the holder, saying so once; ``StoreBusy`` after
+        ``wait_s``."""
         try:
-            deadline = None if wait_s is None else time.monotonic() + wait_s
-            told = False
-            while True:
+            with self.side.lock(".writer.lock", f"pid {os.getpid()} on {socket.gethostname()} ({what})",
+                                wait_s, say) as lease:
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    holder = os.pread(fd, 300, 0).decode(errors="replace").strip() or "another process"
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise StoreBusy(f"{self.uri} is being written by {holder}; try again when it is done")
-                    if not told:
-                        say(f"{self.uri} is being written by {holder}; waiting for it to finish")
-                        told = True
-                    time.sleep(0.2)
-            try:
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
-                commit.recover(self)  # a writer killed mid-commit left it half-done
-            except Exception as e:
-                full = disk_full(self.uri, e, "recovering an unfinished commit")
-                if full is None:
-                    raise
-                raise full from e
-            yield
-        finally:
-            os.close(fd)  # and the lock with it
+                    commit.recover(self)  # a writer killed mid-commit left it half-done
+                except Exception as e:
+                    full = disk_full(self.uri, e, "recovering an unfinished commit")
+                    if full is None:
+                        raise
+                    raise full from e
+                self._lease = lease
+                try:
+                    yield
+                finally:
+                    self._lease = None
+        except LockBusy as e:
+            raise StoreBusy(f"{self.uri} is being written by {e.holder}; try again when it is done") from None
 
     def committed(self, clip_ids: Iterable[str]) -> set[str]:
         """Those of ``clip_ids`` whose clip row is stored: reads keep only their memories, so a
@@ -359,6 +351,8 @@ class Store(HybridSearch):
             raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories")
         if memories and vectors is None:
             vectors = self.embedder.embed([m.text for m in memories])
+        if self._lease is not None:
+            self._lease.check()  # a bucket's lease lost: another writer may have the store now
         try:
             commit.begin(self, clip.clip_id, memories, updated, entities, edges)
             try:

@@ -35,7 +35,7 @@ def forget_all(store, selected: Plan, f: Filter, now: float | None = None) -> di
     forget_steps.step("files")
     counts["screenshots_deleted"] = forget_screenshots(selected.clips)
     if noted is not None:
-        noted.unlink(missing_ok=True)  # or a finisher running meanwhile took it
+        store.side.delete(noted)  # (or a finisher running meanwhile took it)
     return counts
 
 
@@ -43,39 +43,31 @@ def finish_unfinished(store) -> int:
     """Finish forgets a kill interrupted: the store's part (``graph.forget.finish_unfinished``), then
     the screenshots of forgotten clips that were not deleted yet. How many forgets it finished."""
     finished = forget_steps.finish_unfinished(store)
-    folder = _pending(store)
-    if folder is None or not folder.is_dir():
+    notes = [n for n in store.side.names(PENDING) if n.endswith(".json")]
+    if not notes:
         return finished
     gone = forgotten_clip_ids(store)
     completed = 0
-    for note in sorted(folder.glob("*.json")):
-        clips = json.loads(note.read_text())
+    for note in notes:
+        clips = json.loads(store.side.read(note) or b"[]")
         forget_screenshots([c for c in clips if c["clip_id"] in gone])
         # clips not in the forget log: that forget was killed before it began, or runs now
         if all(c["clip_id"] in gone for c in clips):
-            note.unlink()
+            store.side.delete(note)
             completed += 1
     if completed:
         log.info("%s: deleted the screenshots of %d interrupted forget(s)", store.uri, completed)
     return max(finished, completed)
 
 
-def _pending(store) -> Path | None:
-    return None if "://" in store.uri else Path(store.uri) / PENDING
-
-
-def _note_screenshots(store, clips: list[dict]) -> Path | None:
-    """Note ``clips`` (their ids, sources and spans) as having screenshots to delete; the note's path."""
-    folder = _pending(store)
-    if folder is None or not screenshots_to_delete(clips):
+def _note_screenshots(store, clips: list[dict]) -> str | None:
+    """Note ``clips`` (their ids, sources and spans) as having screenshots to delete; the note's name
+    in the store's side files."""
+    if not screenshots_to_delete(clips):
         return None
-    folder.mkdir(mode=0o700, exist_ok=True)
-    note = folder / f"{time.time_ns()}-{os.getpid()}.json"
-    work = note.with_suffix(".tmp")
-    fd = os.open(work, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump([{k: c[k] for k in ("clip_id", "source_path", "start_ts", "end_ts")} for c in clips], out)
-    os.replace(work, note)  # whole or not at all
+    note = f"{PENDING}/{time.time_ns()}-{os.getpid()}.json"
+    keep = [{k: c[k] for k in ("clip_id", "source_path", "start_ts", "end_ts")} for c in clips]
+    store.side.write(note, json.dumps(keep).encode())  # whole or not at all
     return note
 
 
@@ -126,17 +118,6 @@ def forget_screenshots(clips: list[dict]) -> int:
     return sum(1 for p in paths if is_frame_name(p.name))
 
 
-def folder_bytes(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:  # removed while walking
-                pass
-    return total
-
-
 def apply_retention(store, retention_days: float = 0.0, max_store_gb: float = 0.0, now: float | None = None,
                     max_rounds: int = 50) -> dict:
     """Forget clips older than ``retention_days``, then the oldest clips until the store is at most
@@ -151,7 +132,7 @@ def apply_retention(store, retention_days: float = 0.0, max_store_gb: float = 0.
             out["expired_clips"] = forget_all(store, selected, f, now)["clips"]
     cap = max_store_gb * 1e9
     for _ in range(max_rounds if cap > 0 else 0):
-        size = folder_bytes(Path(store.uri))
+        size = sum(store.side.sizes().values())
         clips = sorted(store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_list(),
                        key=lambda c: c["start_ts"])
         if size <= cap or not clips:

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from mnemo.forgetting import folder_bytes
+from graph.sidefiles import folder_bytes
 
 
 def add_parser(sub) -> None:
@@ -16,12 +16,8 @@ def add_parser(sub) -> None:
 
 
 def store_status(store) -> dict:
-    root = Path(store.uri)
-    parts = {}
-    if root.is_dir():
-        for child in sorted(root.iterdir()):
-            if child.is_dir() and child.name.endswith(".lance"):
-                parts[child.name.removesuffix(".lance")] = folder_bytes(child)
+    parts = {name.removesuffix(".lance"): size for name, size in sorted(store.side.sizes().items())
+             if name.endswith(".lance")}
     counts = store.count()
     spans = store.clips.search().select(["start_ts", "end_ts", "ingested_ts"]).limit(None).to_arrow()
     first = min(spans["start_ts"].to_pylist(), default=None)

@@ -238,7 +238,8 @@ def test_mcp_forget_over_stdio(store, tmp_path):
 
 
 def test_retention_forgets_what_is_past_its_days_and_the_oldest_beyond_the_size_cap(store):
-    from mnemo.forgetting import apply_retention, folder_bytes
+    from graph.sidefiles import folder_bytes
+    from mnemo.forgetting import apply_retention
 
     start = T0.timestamp()
     # 70 s after the first clip began, with a retention of 40 s: clips 0 and 1 (ended 30 and 60 s in) are past it
