@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml
 $(TEST_STAMP): $(STAMP)
 	# torch/torchvision first, pinned to the pair this machine carries on disk (see DESIGN.md)
 	$(VENV)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1"
-	$(VENV)/bin/python -m pip install --quiet -e ".[test,bench,torch,insightface,ray,llm-local]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,bench,torch,insightface,ray,llm-local,s3]"
 	$(VENV)/bin/mnemo models fetch --all
 	@touch $(TEST_STAMP)
 

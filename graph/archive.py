@@ -297,13 +297,13 @@ def _add_memories(store: Store, rows: list[dict], vectors: np.ndarray | None) ->
     store.memories.add(pa.Table.from_arrays(columns, schema=schema))
 
 
-def import_archive(folder: Path, out: Path, embedder, reembed: bool = False) -> dict[str, int]:
+def import_archive(folder: Path, out: str | Path, embedder, reembed: bool = False) -> dict[str, int]:
     """Build a new store at ``out`` from the export ``folder``, embedded with ``embedder``: the
     exported vectors when the archive's embedder is the same, the texts embedded again with
     ``reembed``. Returns the rows per table."""
-    folder, out = Path(folder), Path(out)
-    if "://" in str(out):
+    if "://" in str(out):  # (before Path, which would make s3://b/x into s3:/b/x)
         raise ArchiveError(f"{out}: import builds a local store; import into a folder, then copy it to object storage")
+    folder, out = Path(folder), Path(out)
     refuse_existing(out, "mnemo import")
     manifest = read_manifest(folder)
     made_by = manifest.get("text_embedder") or {}

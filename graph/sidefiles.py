@@ -193,6 +193,15 @@ class BucketFiles:
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self._s3 = boto3.client("s3", endpoint_url=endpoint or None)
         self._error = ClientError
+        try:
+            self._s3.head_bucket(Bucket=self.bucket)
+        except ClientError as e:
+            why = {"404": "does not exist: create it first", "NoSuchBucket": "does not exist: create it first",
+                   "403": "refuses these credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"}
+            raise SideFilesError(f"{uri}: the bucket {self.bucket} {why.get(self._code(e), str(e))}") from None
+        except Exception as e:  # botocore's own errors: no endpoint, no credentials, no region
+            raise SideFilesError(f"{uri}: cannot reach the bucket {self.bucket} ({type(e).__name__}: {e}); "
+                                 "check AWS_ENDPOINT_URL, AWS_REGION and the credentials") from None
 
     def _key(self, name: str) -> str:
         return self.prefix + name
@@ -314,8 +323,10 @@ class _BucketLease:
     def check(self) -> None:
         """Raise ``LockLost`` once the lease was taken over, or not renewed for so long that
         another process may take it before the next renewal."""
-        if self.taken or time.monotonic() - self.renewed > LEASE_S - RENEW_S:
-            raise LockLost(f"{self.files.where}: lost the lock {self.key.rsplit('/', 1)[-1]} ({self.lost}); "
+        since = time.monotonic() - self.renewed
+        if self.taken or since > LEASE_S - RENEW_S:
+            why = self.lost or f"not renewed for {since:.0f} s"
+            raise LockLost(f"{self.files.where}: lost the lock {self.key.rsplit('/', 1)[-1]} ({why}); "
                            "stopped writing: run the command again")
 
     def release(self) -> None:

@@ -36,6 +36,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "bench": (("pyannote.metrics",), "the diarization error rate in `mnemo bench perception`"),
     "ray": (("ray",), "`mnemo ingest --ray`: perception on a Ray cluster"),
     "llm-local": (("xllamacpp",), "`mnemo llm serve`: a local LLM on llama.cpp's server"),
+    "s3": (("boto3",), "a store on s3:// (its locks, commit journal and forget notes)"),
 }
 
 GB = 1e9
@@ -194,6 +195,8 @@ def extras_needed(cfg) -> dict[str, str]:
         need["torch"] = setting
     if p.faces_backend == "insightface":
         need["insightface"] = '[perception] faces_backend = "insightface"'
+    if str(g.store).startswith("s3://"):
+        need["s3"] = f'[graph] store = "{g.store}"'
     return need
 
 
@@ -423,6 +426,12 @@ def private_checks(label: str, path: Path, *, explicit: bool = False, created_by
 
 def store_checks(store: str, explicit: bool) -> list[Check]:
     if "://" in store:
+        from graph.sidefiles import SideFilesError, side_files
+
+        try:
+            side_files(store)  # an s3:// store checks that its bucket answers
+        except SideFilesError as e:
+            return [Check("store", "fail", str(e), "see the README's section on a store on S3")]
         return [Check("store", "ok", f"{store}: object storage, its access is the bucket's policy")]
     return private_checks("store", Path(store).expanduser().absolute(), explicit=explicit,
                           created_by="`mnemo ingest`")

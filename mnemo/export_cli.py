@@ -126,7 +126,7 @@ def cmd_import(args, cfg) -> int:
     from graph.archive import import_archive
     from mnemo.wiring import text_embedder
 
-    counts = import_archive(Path(args.archive), Path(args.store), text_embedder(cfg.graph), reembed=args.reembed)
+    counts = import_archive(Path(args.archive), args.store, text_embedder(cfg.graph), reembed=args.reembed)
     print(f"imported {args.archive} into the new store {args.store}: "
           + ", ".join(f"{n} {name}" for name, n in counts.items()))
     if args.json:

@@ -209,3 +209,38 @@ def api_client(app, signed_in: bool = True, **options):
 
     headers = {"Authorization": f"Bearer {app.state.token}"} if signed_in else {}
     return TestClient(app, base_url="http://127.0.0.1", headers=headers, **options)
+
+
+def s3_server(port: int, prefix: tuple[str, ...] = ()):
+    """An S3-compatible server (moto's server mode, the test extra) on ``127.0.0.1:port``, started
+    with ``prefix`` before it (``ip netns exec NAME`` to run it in a namespace): a context manager
+    giving the environment that points boto3 and LanceDB at it (placeholder keys, plain HTTP)."""
+    import contextlib
+    import subprocess
+    import sys
+    import time
+
+    @contextlib.contextmanager
+    def running():
+        log = open(os.devnull, "wb")
+        server = subprocess.Popen([*prefix, sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                  stdout=log, stderr=log)
+        endpoint = f"http://127.0.0.1:{port}"
+        env = {"AWS_ACCESS_KEY_ID": "mnemo-test", "AWS_SECRET_ACCESS_KEY": "mnemo-test", "AWS_REGION": "us-east-1",
+               "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"}
+        try:
+            deadline = time.monotonic() + 60
+            while True:  # up when it answers; the namespace's loopback is reachable only from inside it
+                probe = subprocess.run([*prefix, sys.executable, "-c", "import socket; socket.create_connection("
+                                        f"('127.0.0.1', {port}), 1).close()"], capture_output=True, check=False)
+                if probe.returncode == 0:
+                    break
+                assert server.poll() is None and time.monotonic() < deadline, "the S3 server did not start"
+                time.sleep(0.3)
+            yield env
+        finally:
+            server.terminate()
+            server.wait(10)
+            log.close()
+
+    return running()
