@@ -1,10 +1,10 @@
 """Average-linkage clustering of L2-normalised embeddings, with cannot-link constraints.
 
-Used inside one clip: voice windows (diarization, no constraints: ``scipy.cluster.hierarchy``'s
-UPGMA on cosine distances) and faces (two faces of one frame are two people: a cannot-link rule that
-scipy's linkage cannot express, so a plain merge loop that never joins clusters sharing a group;
-clips hold at most a few hundred faces). Both merge while the average cosine distance between two
-clusters is at most the threshold, so they give the same clusters where no constraint applies.
+Used inside one clip: voice windows (diarization, no constraints) and faces (two faces of one frame
+are two people: a cannot-link rule, so the loop never joins clusters sharing a group). One plain
+merge loop (UPGMA) serves both: it merges the two clusters with the smallest average cosine
+distance while that is at most the threshold. A clip holds at most a few hundred items, so its
+O(n³) costs milliseconds, and no SciPy is needed at run time.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None 
     n = len(embs)
     if n == 0:
         return np.zeros(0, dtype=int)
-    if groups is None:
-        return _average_linkage(np.asarray(embs, dtype=np.float64), max_distance)
-    sims = np.asarray(embs, dtype=np.float64) @ np.asarray(embs, dtype=np.float64).T
-    total = sims.copy()  # sum of pairwise similarities between clusters i and j
+    embs = np.asarray(embs, dtype=np.float64)
+    if groups is None:  # no constraint; and cosine distances whatever the norms, as voices come
+        norms = np.linalg.norm(embs, axis=1, keepdims=True)
+        embs = embs / np.where(norms > 0, norms, 1.0)
+    total = embs @ embs.T  # sum of pairwise similarities between clusters i and j
     size = np.ones(n)
-    g = np.asarray(groups)
-    conflict = g[:, None] == g[None, :]
+    g = np.asarray(groups if groups is not None else range(n))
+    conflict = (g[:, None] == g[None, :]) & (groups is not None)
     alive = np.ones(n, dtype=bool)
     members = [[i] for i in range(n)]
     while alive.sum() > 1:
@@ -57,17 +58,6 @@ def _first_seen_order(labels: np.ndarray) -> np.ndarray:
     rank = np.empty(len(first), dtype=int)
     rank[np.argsort(first)] = np.arange(len(first))
     return rank[inverse]
-
-
-def _average_linkage(embs: np.ndarray, max_distance: float) -> np.ndarray:
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import pdist
-
-    if len(embs) == 1:
-        return np.zeros(1, dtype=int)
-    distances = np.clip(pdist(embs, "cosine"), 0.0, 2.0)  # rounding can make a self-similar pair slightly negative
-    tree = linkage(distances, method="average")
-    return _first_seen_order(fcluster(tree, t=max_distance, criterion="distance"))
 
 
 def fold_small(labels: np.ndarray, embs: np.ndarray, min_size: int) -> np.ndarray:

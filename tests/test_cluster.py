@@ -1,4 +1,5 @@
-"""Average-linkage clustering: scipy's linkage (no constraints) and the cannot-link merge loop."""
+"""Average-linkage clustering: the merge loop against SciPy's UPGMA (the test extra's reference; mnemo
+runs without SciPy), and its cannot-link rule."""
 
 import numpy as np
 import pytest
@@ -14,12 +15,30 @@ def _blobs(seed: int, k: int = 4, per: int = 30, dim: int = 32, spread: float = 
     return x / np.linalg.norm(x, axis=1, keepdims=True), truth
 
 
+def _scipy_upgma(embs: np.ndarray, max_distance: float) -> np.ndarray:
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import pdist
+
+    labels = fcluster(linkage(pdist(embs, "cosine"), method="average"), t=max_distance, criterion="distance")
+    return np.unique(labels, return_inverse=True)[1]
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    pairs = set(zip(a.tolist(), b.tolist()))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("max_distance", [0.1, 0.25, 0.5, 0.8])
-def test_scipy_linkage_gives_the_merge_loops_clusters(seed, max_distance):
+def test_the_merge_loop_gives_scipys_average_linkage_clusters(seed, max_distance):
     embs, _ = _blobs(seed)
-    no_constraint = list(range(len(embs)))  # every item its own group: the loop, with nothing forbidden
-    assert np.array_equal(agglomerate(embs, max_distance), agglomerate(embs, max_distance, no_constraint))
+    embs = embs * np.random.default_rng(seed).uniform(0.5, 2.0, (len(embs), 1))  # voices come unnormalised
+    labels = agglomerate(embs, max_distance)
+    assert _same_partition(labels, _scipy_upgma(embs, max_distance))
+    assert list(dict.fromkeys(labels)) == list(range(labels.max() + 1))  # numbered by first item
+    no_constraint = list(range(len(embs)))  # every item its own group: nothing forbidden
+    unit = embs / np.linalg.norm(embs, axis=1, keepdims=True)
+    assert np.array_equal(labels, agglomerate(unit, max_distance, no_constraint))
 
 
 def test_well_separated_speakers_are_found_and_numbered_by_first_item():
