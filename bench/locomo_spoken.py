@@ -128,6 +128,10 @@ def assign(overlap: dict[tuple[str, str], float]) -> dict[str, str]:
     """Reference speakers to predicted labels one-to-one, with the most shared time in all
     (Hungarian assignment); a speaker sharing no time with the label left to it maps to none."""
     import numpy as np
+
+    from perception.weights import require
+
+    require(("scipy",), "bench", "the speaker mapping (bench locomo --spoken)")
     from scipy.optimize import linear_sum_assignment
 
     speakers, labels = sorted({s for s, _ in overlap}), sorted({lab for _, lab in overlap})

@@ -17,6 +17,10 @@ def speaker_attribution(reference: Sequence[tuple[str, float, float]], predicted
     counts it (false alarm).
     """
     import numpy as np
+
+    from perception.weights import require
+
+    require(("scipy",), "bench", "the speaker attribution (bench perception)")
     from scipy.optimize import linear_sum_assignment
 
     ref_speakers = sorted({s for s, _, _ in reference})

@@ -24,9 +24,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-# the torch extra's, the insightface and bench extras', and sympy (ONNX Runtime's symbolic shapes)
+# the torch extra's, the insightface and bench extras' (scipy too: clustering runs in NumPy), and
+# sympy (ONNX Runtime's symbolic shapes)
 BLOCKED = ("torch", "torchvision", "open_clip", "sentence_transformers", "transformers", "efficientnet_lite_pytorch",
-           "insightface", "resemblyzer", "pyannote", "sympy")
+           "insightface", "resemblyzer", "pyannote", "scipy", "sympy")
 RESULT = "NO-TORCH-RESULT "  # the child's last line of stdout: this, then its results as JSON
 
 # Run as `python -c BOOTSTRAP BLOCKED JOB ARGS...`: blocks the imports, then runs JOB.
