@@ -15,12 +15,13 @@ endif
 VENV ?= .venv
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+FAST_STAMP := $(VENV)/.installed-fast
 
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2
 
-.PHONY: demo test install xtools clean
+.PHONY: demo test test-fast install xtools clean
 
 install: $(STAMP)
 
@@ -47,6 +48,11 @@ $(TEST_STAMP): $(STAMP)
 	$(VENV)/bin/mnemo models fetch --all
 	@touch $(TEST_STAMP)
 
+# the fast tier's venv: mnemo without torch (as `make demo` installs it) and the test tools
+$(FAST_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,s3]"
+	@touch $(FAST_STAMP)
+
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/mnemo demo
 
@@ -70,6 +76,11 @@ test: $(TEST_STAMP) xtools
 	other=$$($(VENV)/bin/python -c "from perception.weights import cpu_has_bf16; print(int(not cpu_has_bf16()))") && \
 	  echo "the cpu_kind tests again with MNEMO_CPU_BF16=$$other" && \
 	  HF_HUB_OFFLINE=1 MNEMO_CPU_BF16=$$other $(VENV)/bin/python -m pytest -q -m cpu_kind
+
+# the tests not marked slow, a few minutes, on the light install (no torch, Ray or bench extras):
+# what CI runs on the Pythons the whole suite does not run on
+test-fast: $(FAST_STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -m "not slow"
 
 # the virtual environments only: never a store (./mnemo-data is the default one, a person's memory)
 clean:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from control.answer import known_names, render
 from graph.people import Person
@@ -52,3 +53,50 @@ def summarize_people(store: Store, people: list[Person] | None = None,
             quote = quote[:QUOTE_CHARS - 1].rstrip() + "…"
         out.append(PersonSummary(p, len(clips[p.person_id]), quote, clip_id))
     return out
+
+
+@dataclass(frozen=True)
+class OwnerProposal:
+    """Whom mnemo would propose as the owner, and why: the person whose voice is heard on the most
+    days, then in the most recordings and clips; ``runner_up`` the next, for comparison."""
+
+    person: Person
+    days: int
+    recordings: int
+    clips: int
+    of_days: int
+    of_recordings: int
+    runner_up: tuple[Person, int, int] | None = None  # (person, days, recordings)
+
+
+def propose_owner(store: Store, people: list[Person] | None = None) -> OwnerProposal | None:
+    """The voice heard across most days and recordings (the one who carries the recorder is in
+    nearly all of them), as a proposal for the user to confirm; None when nobody was heard, or
+    when two are heard equally (no evidence tells them apart)."""
+    people = [p for p in (store.people() if people is None else people) if p.voices]
+    owner = {v: p.person_id for p in people for v in p.voices}
+    seen: dict[str, tuple[set, set, set]] = {p.person_id: (set(), set(), set()) for p in people}
+    all_days, all_sources = set(), set()
+    for m in store.about(list(owner), limit=None):
+        said = _SAID.search(m.text)
+        if not said or said.group(1) not in owner:  # heard speaking, not spoken about
+            continue
+        day = datetime.fromtimestamp(m.start_ts).date()  # the user's days, in local time
+        days, sources, clips = seen[owner[said.group(1)]]
+        days.add(day)
+        sources.add(m.source_path)
+        clips.add(m.clip_id)
+    for m in store.clips.search().select(["source_path", "start_ts"]).limit(None).to_list():
+        all_days.add(datetime.fromtimestamp(m["start_ts"]).date())
+        all_sources.add(m["source_path"])
+    ranked = sorted(people, key=lambda p: tuple(-len(x) for x in seen[p.person_id]) + (p.person_id,))
+    ranked = [p for p in ranked if seen[p.person_id][2]]
+    if not ranked:
+        return None
+    score = [tuple(len(x) for x in seen[p.person_id]) for p in ranked]
+    if len(ranked) > 1 and score[0] == score[1]:
+        return None
+    best = ranked[0]
+    days, sources, clips = (len(x) for x in seen[best.person_id])
+    runner = (ranked[1], score[1][0], score[1][1]) if len(ranked) > 1 else None
+    return OwnerProposal(best, days, sources, clips, len(all_days), len(all_sources), runner)

@@ -3,9 +3,10 @@
 Rounds:
 
 1. **Read the question.** People named in it (by their names in memory) and time expressions
-   ("in June", "last week", "8 May 2023") become filters. Of several people named, the question
-   is about the first ("What did Jon say about Gina's store?") unless they are listed together
-   ("What do Jon and Gina have in common?").
+   ("in June", "last week", "8 May 2023") become filters; "I", "me", "my", "mine" and "myself"
+   name the owner (``mnemo people me``), when one is known. Of several people named, the question
+   is about the first ("What did Jon say about Gina's store?", "What did Sarah tell me?") unless
+   they are listed together ("What do Jon and Gina have in common?").
 2. **Search.** A hybrid search for the question; then the same search restricted to each named
    person's memories, and to each time window. The question is embedded once.
 3. **Expand** from the best memories not yet expanded: their neighbours in the same recording (the
@@ -41,6 +42,8 @@ BEFORE_WEIGHT = 0.7  # ... and this share of the score of the memory just after 
 PERSON_BONUS = 0.3  # share of the score range added to memories about a person the question is about
 TIME_BONUS = 0.3  # ... and to memories inside a time window the question names
 WHEN_BONUS = 0.2  # ... and to memories that say when, if the question asks when
+# the owner in a question; "I" matched in any case ("what did i say"), as people type
+FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Plan:
     windows: tuple[TimeWindow, ...]
     subjects: tuple[Person, ...]  # whom it asks about: the first named, or all when listed together
     when: bool  # it asks when something happened
+    me: Person | None = None  # the owner, when the question speaks in the first person
 
 
 @dataclass(frozen=True)
@@ -113,9 +117,15 @@ class OfflinePlanner:
             found = re.search(rf"\b{re.escape(p.name)}\b", question, re.IGNORECASE) if p.name else None
             if found:
                 at[p.person_id] = found.start()
+        me = self.tools.owner(people)
+        first = FIRST_PERSON.search(question) if me is not None else None
+        if first is not None:
+            at[me.person_id] = min(at.get(me.person_id, first.start()), first.start())
+        else:
+            me = None
         named = tuple(sorted((p for p in people if p.person_id in at), key=lambda p: at[p.person_id]))
-        return Plan(question, named, tuple(time_windows(question, now or self.newest())), _subjects(question, named),
-                    asks_when(question))
+        return Plan(question, named, tuple(time_windows(question, now or self.newest())),
+                    _subjects(question, named, me), asks_when(question), me)
 
     def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
         store = self.tools.store
@@ -123,7 +133,7 @@ class OfflinePlanner:
         now = datetime.fromtimestamp(before_ts, tz=timezone.utc) if before_ts is not None else None
         plan = self.plan(question, now, before_ts)
         pool: dict[str, Candidate] = {}
-        log: list[str] = []
+        log: list[str] = [f'"I" is {plan.me.label}, the owner'] if plan.me is not None else []
 
         def take(hits: list[Hit], label: str) -> int:
             new = 0
@@ -145,7 +155,7 @@ class OfflinePlanner:
         vector = store.embedder.embed([words])[0]
         search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
         searches = [(f"search {question!r}", "search", {})]  # (what the log says, label, filters)
-        searches += [(f"search about {p.label}", f"person:{p.person_id}",
+        searches += [(f"search about {p.label}" + (" (you)" if p == plan.me else ""), f"person:{p.person_id}",
                       {"entity_ids": list(p.ids)}) for p in plan.people]
         searches += [(f"search within {w.text!r}", f"time:{w.text}",
                       {"start_ts": w.start_ts, "end_ts": w.end_ts}) for w in plan.windows]
@@ -225,13 +235,13 @@ class OfflinePlanner:
         return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))
 
 
-def _subjects(question: str, named: tuple[Person, ...]) -> tuple[Person, ...]:
+def _subjects(question: str, named: tuple[Person, ...], me: Person | None = None) -> tuple[Person, ...]:
     """Whom a question naming ``named`` (in order) asks about. Measured on LoCoMo's dev questions
     that name both speakers: the first named said 61 of the evidence turns and the second 12,
-    unless the names are listed together ("Jon and Gina"), when each said half."""
+    unless the names are listed together ("Jon and Gina", "Sarah and I"), when each said half."""
     if len(named) < 2:
         return named
-    names = "|".join(re.escape(p.name) for p in named)
+    names = "|".join([re.escape(p.name) for p in named if p.name] + ([FIRST_PERSON.pattern] if me else []))
     listed = rf"\b(?:{names})\b(?:'s)?\s*(?:,|\band\b|&|\bor\b)\s*(?:{names})\b"
     return named if re.search(listed, question, re.IGNORECASE) else named[:1]
 

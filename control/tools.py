@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graph.people import PeopleError, Person, find_person
+from graph.people import PeopleError, Person, find_person, owner_of
 from graph.rows import Hit, Memory
 from graph.store import Store
 
@@ -27,12 +27,18 @@ class ClipView:
 
 
 class MemoryTools:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, me: str = "") -> None:
+        """``me``: who the owner is when the store marks nobody (``[people] me``: an id or a name)."""
         self.store = store
+        self.me = me
 
     def list_people(self) -> list[Person]:
         """Everyone in memory, resolved now: names, merges and splits as the user left them."""
         return self.store.people()
+
+    def owner(self, people: list[Person] | None = None) -> Person | None:
+        """Whose memory this is ("I" in a question): as marked, else as configured, else None."""
+        return owner_of(self.list_people() if people is None else people, self.me)
 
     def person(self, who: str, people: list[Person] | None = None) -> Person:
         """A person by name (case-insensitive) or by any of their entity ids (``character_2``,

@@ -7,9 +7,10 @@ and groups are found by union-find, so a memory that names ``<voice_3>`` belongs
 ``voice_3`` belongs to now. Nothing about a person is baked into memories: names and merges show
 everywhere at once.
 
-The user's own changes (``name``, ``merge``, ``split``) are a log in the ``people_log`` table, replayed
-in order over what inference wrote, so inference can never overwrite them (the writers never touch
-that table) and ``undo`` is one more row: the latest change not undone is skipped from then on.
+The user's own changes (``name``, ``merge``, ``split``, and ``me``: whose memory this is) are a log
+in the ``people_log`` table, replayed in order over what inference wrote, so inference can never
+overwrite them (the writers never touch that table) and ``undo`` is one more row: the latest change
+not undone is skipped from then on.
 
 A person's id is the lowest-numbered character in the group (``character_2``), else its lowest
 voice or face id; any member id finds the person too.
@@ -43,7 +44,8 @@ def id_order(entity_id: str) -> tuple[int, int, str]:
 @dataclass(frozen=True)
 class PeopleOp:
     """One change the user made: ``name`` (person, name), ``merge`` (person, other), ``split``
-    (person, members: the entities that leave it), ``undo`` (target: the seq it undoes)."""
+    (person, members: the entities that leave it), ``me`` (person: the entity id the owner was
+    marked by), ``undo`` (target: the seq it undoes)."""
 
     seq: int
     op: str
@@ -66,6 +68,8 @@ class PeopleOp:
             return f"merge {self.person} {self.args.get('other', '')}"
         if self.op == "split":
             return f"split {self.person} {' '.join(self.args.get('members', []))}"
+        if self.op == "me":
+            return f"me {self.person}"
         return f"undo #{self.args.get('target')}"
 
 
@@ -77,6 +81,7 @@ class Person:
     members: tuple[str, ...]  # every other entity id of the group: voices, faces, merged characters
     first_seen_ts: float = 0.0
     last_seen_ts: float = 0.0
+    owner: bool = False  # the person whose memory this is ("I" in a question), as the user marked
 
     @property
     def label(self) -> str:
@@ -157,6 +162,7 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: list[PeopleOp]
     by_id = {e.entity_id: e for e in entities}
     groups = _Groups(set(by_id), [(e.src_id, e.dst_id) for e in same_person])
     user_names: dict[str, str] = {}  # entity id (the person's id when named) -> name, later ones win
+    owner = ""  # the entity the owner was last marked by
     for op in active_ops(list(ops)):
         if op.op == "merge":
             groups.links.append((op.person, op.args["other"]))
@@ -173,6 +179,8 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: list[PeopleOp]
         elif op.op == "name":
             user_names.pop(op.person, None)  # to the end: the latest name given in a group wins
             user_names[op.person] = op.args["name"]
+        elif op.op == "me":
+            owner = op.person
     sources = _name_sources(list(name_edges))
     people = []
     for group in groups.components():
@@ -195,8 +203,20 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: list[PeopleOp]
         seen = [by_id[i] for i in ids if i in by_id]
         people.append(Person(pid, name, source, tuple(ids[1:]),
                              min((e.first_seen_ts for e in seen), default=0.0),
-                             max((e.last_seen_ts for e in seen), default=0.0)))
+                             max((e.last_seen_ts for e in seen), default=0.0), owner in group))
     return sorted(people, key=lambda p: id_order(p.person_id))
+
+
+def owner_of(people: list[Person], configured: str = "") -> Person | None:
+    """The owner: the person the user marked (``mnemo people me``), else the one ``configured``
+    names (``[people] me``: an id or a name), else None. A configured owner nobody matches is none."""
+    marked = next((p for p in people if p.owner), None)
+    if marked is not None or not configured.strip():
+        return marked
+    try:
+        return find_person(people, configured)
+    except PeopleError:
+        return None
 
 
 def find_person(people: list[Person], who: str) -> Person:

@@ -160,6 +160,13 @@ def _check_split(people: list[Person], ops: list[PeopleOp], who: str, members: l
     return PeopleOp(0, "split", person.person_id, {"members": leaving})
 
 
+def _check_me(people: list[Person], ops: list[PeopleOp], who: str) -> PeopleOp:
+    person = _find(people, who)
+    if person.owner:
+        raise PeopleError(f"{person.person_id} is already marked as you")
+    return PeopleOp(0, "me", person.person_id, {})
+
+
 def _check_undo(people: list[Person], ops: list[PeopleOp]) -> PeopleOp:
     target = last_undoable(ops)
     if target is None:
@@ -188,6 +195,8 @@ def _record(store: PeopleLog, check, *args) -> Change:
     # everyone the change may have touched: each whole person it named, as they were before it
     # (what a split leaves behind is named by no id of the op)
     ids = [i for p in _touched(_op_ids(undone or op), before) for i in p.ids]
+    if (undone or op).op == "me":  # the owner before it is touched too: no longer (or again) the owner
+        ids += [i for p in before if p.owner for i in p.ids]
     return Change(op, _touched(ids, store.people()), undone)
 
 
@@ -205,6 +214,12 @@ def split(store: PeopleLog, who: str, members: list[str]) -> Change:
     """Take these member entities (voices, faces, characters of that person) out of it: they keep
     the links among themselves and form their own person(s); a face left alone is no one's."""
     return _record(store, _check_split, who, list(members))
+
+
+def me(store: PeopleLog, who: str) -> Change:
+    """Mark ``who`` as the owner: the person "I", "me" and "my" in a question mean (one at a time:
+    marking another moves it; undo reverses it)."""
+    return _record(store, _check_me, who)
 
 
 def undo(store: PeopleLog) -> Change:

@@ -23,7 +23,7 @@ def cmd_ask(args, cfg) -> int:
         print(f"error: the store {store.uri} holds no memories; run `mnemo ingest PATH --store {store.uri}` first",
               file=sys.stderr)
         return 1
-    answerer = build_agent(cfg.control, cfg.llm, store)
+    answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
     before = args.before.timestamp() if args.before else None
     print_answer(answerer.ask(args.question, before_ts=before), args.json)
     return 0

@@ -26,7 +26,7 @@ def harness(cfg, root: Path, progress):
         store=lambda key: Store(stores / key, embedder),
         ingest=lambda paths, store, start: ingest(paths, store, perceivers, policies, clip_s=30.0, start=start,
                                                   progress=quiet, llm_writer=llm_writer),
-        agent=lambda store: build_agent(cfg.control, cfg.llm, store),
+        agent=lambda store: build_agent(cfg.control, cfg.llm, store, cfg.people.me),
     )
 
 

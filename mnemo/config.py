@@ -140,6 +140,12 @@ class GraphConfig(BaseModel):
     max_store_gb: float = Field(0.0, ge=0)
 
 
+class PeopleConfig(BaseModel):
+    # who you are, when not marked with `mnemo people me ID` (which wins): an id (voice_3) or a name.
+    # "I", "me" and "my" in a question mean this person; empty: nobody until you mark yourself
+    me: str = ""
+
+
 class ControlConfig(BaseModel):
     agent: Literal["offline", "llm"] = "offline"  # "llm": the [Search]/[Answer] loop on the [llm] endpoint
     top_k: int = Field(10, ge=1)  # memories ranked by the planner, shown per search to the LLM
@@ -157,6 +163,7 @@ class MnemoConfig(BaseSettings):
     llm: LLMConfig = LLMConfig()
     control: ControlConfig = ControlConfig()
     capture: CaptureConfig = CaptureConfig()
+    people: PeopleConfig = PeopleConfig()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -233,6 +240,7 @@ PROJECT_RULES: dict[str, Rule] = {
     "control.agent": only("offline"),  # "llm" sends questions and memories to the endpoint
     **{f"control.{k}": FREE for k in ("top_k", "max_rounds", "planner_rounds", "expand")},
     "capture.out": TRUSTED,  # where screenshots are written, and old ones deleted
+    "people.me": TRUSTED,  # whose memories "I" finds: another folder's file must not make you someone else
     # capturing more often, or more of what changes, keeps more of the screen
     "capture.interval_s": RAISE, "capture.idle_interval_s": RAISE, "capture.idle_after_s": LOWER,
     "capture.min_changed_fraction": RAISE, "capture.input_settle_s": LOWER,

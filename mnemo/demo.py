@@ -51,7 +51,7 @@ def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     counts = store.count()
     print(f"\nmemory: {counts['clips']} clips, {counts['memories']} memories, {counts['entities']} entities "
           f"in {store.uri}\n")
-    answerer = build_agent(cfg.control, cfg.llm, store)
+    answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
     for question in QUESTIONS:
         print_answer(answerer.ask(question), as_json=False)
         print()

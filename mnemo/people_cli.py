@@ -35,6 +35,9 @@ def add_parsers(sub) -> None:
                                                                "people split character_1 voice_3")
     split.add_argument("who", metavar="ID")
     split.add_argument("members", nargs="+", metavar="MEMBER", help="the entities that are someone else")
+    me = actions.add_parser("me", parents=[common], help="mark who you are (people me voice_3); without an id: who is "
+                                                         "marked, or whom mnemo proposes and why")
+    me.add_argument("who", nargs="?", metavar="ID", help="you: your id, any member id or your name")
     actions.add_parser("undo", parents=[common], help="reverse the latest change still in force")
     actions.add_parser("history", parents=[common], help="every change, oldest first")
 
@@ -60,7 +63,8 @@ def format_people(people) -> str:
     lines = [f"{'ID':<14} {'NAME':<22} {'FROM':<10} {'VOICES':<18} {'FACES':<14} {'CLIPS':>5}  {'FIRST SEEN':<20} "
              "LAST SEEN"]
     for p in people:
-        lines.append(f"{p.id:<14} {_cell(p.name or '-', 22):<22} {p.name_source or '-':<10} "
+        name = (p.name or "-") + (" (me)" if p.owner else "")
+        lines.append(f"{p.id:<14} {_cell(name, 22):<22} {p.name_source or '-':<10} "
                      f"{_cell(','.join(p.voices) or '-', 18):<18} {_cell(','.join(p.faces) or '-', 14):<14} "
                      f"{p.clips:>5}  {p.first_seen[:19].replace('T', ' '):<20} {p.last_seen[:19].replace('T', ' ')}")
         if p.quote:
@@ -76,7 +80,11 @@ def cmd_people(args, cfg) -> int:
     store = _open(cfg, args.store)
     action = args.people_action or "list"
     if action == "list":
-        people = [person_out(s) for s in summarize_people(store)]
+        from graph.people import owner_of
+
+        everyone = store.people()
+        owner = owner_of(everyone, cfg.people.me)
+        people = [person_out(s, owner and owner.person_id) for s in summarize_people(store, everyone)]
         print(format_people(people))
         if args.json:
             print(json.dumps([p.model_dump() for p in people], ensure_ascii=False))
@@ -90,8 +98,12 @@ def cmd_people(args, cfg) -> int:
         if args.json:
             print(json.dumps([o.model_dump() for o in log], ensure_ascii=False))
         return 0
+    if action == "me" and not args.who:
+        return _show_owner(store, cfg, args.json)
     if action == "name":
         change = people_ops.name(store, args.who, " ".join(args.name))
+    elif action == "me":
+        change = people_ops.me(store, args.who)
     elif action == "merge":
         change = people_ops.merge(store, args.a, args.b)
     elif action == "split":
@@ -105,3 +117,37 @@ def cmd_people(args, cfg) -> int:
         print(json.dumps(out.model_dump(), ensure_ascii=False))
     return 0
 
+
+
+def _show_owner(store, cfg, as_json: bool) -> int:
+    """Who is marked as the owner; with nobody marked, whom mnemo proposes, with its evidence."""
+    from control.people import propose_owner
+    from graph.people import owner_of
+
+    people = store.people()
+    owner = owner_of(people, cfg.people.me)
+    if owner is not None:
+        how = "marked with `mnemo people me`" if owner.owner else f"[people] me = {cfg.people.me!r} in the config"
+        print(f"you are {owner.person_id}" + (f" ({owner.name})" if owner.name else "") + f", {how}")
+        out = {"owner": owner.person_id, "name": owner.name, "marked": owner.owner}
+    else:
+        proposal = propose_owner(store, people)
+        if proposal is None:
+            print("nobody is marked as you, and no voice stands out to propose: mark yourself with "
+                  "`mnemo people me ID` (ids: `mnemo people`)")
+            out = {"owner": None, "proposal": None}
+        else:
+            p = proposal.person
+            print(f"nobody is marked as you. mnemo proposes {p.person_id}" + (f" ({p.name})" if p.name else "")
+                  + f": heard on {proposal.days} of {proposal.of_days} days, in {proposal.recordings} of "
+                  f"{proposal.of_recordings} recordings, {proposal.clips} clips")
+            if proposal.runner_up is not None:
+                r, days, recordings = proposal.runner_up
+                print(f"  next: {r.person_id}" + (f" ({r.name})" if r.name else "")
+                      + f", heard on {days} days in {recordings} recordings")
+            print(f"if that is you: mnemo people me {p.person_id}")
+            out = {"owner": None, "proposal": {"id": p.person_id, "name": p.name, "days": proposal.days,
+                                                "recordings": proposal.recordings, "clips": proposal.clips}}
+    if as_json:
+        print(json.dumps(out, ensure_ascii=False))
+    return 0

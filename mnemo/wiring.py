@@ -109,21 +109,22 @@ def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:
     return LLMWriter(chat_client(llm), images=llm.vision) if cfg.writer == "llm" else None
 
 
-def build_answerers(cfg: ControlConfig, store: Store, client: ChatClient | None = None):
+def build_answerers(cfg: ControlConfig, store: Store, client: ChatClient | None = None, me: str = ""):
     """(the offline answerer, the LLM loop on ``client`` searching through the same planner, or
-    None without a client)."""
+    None without a client). ``me``: ``[people] me``, the owner when none is marked in the store."""
     from control.agent import LLMAgent
     from control.answer import OfflineAnswerer
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
 
-    planner = OfflinePlanner(MemoryTools(store), k=cfg.top_k, rounds=cfg.planner_rounds, expand=cfg.expand)
+    planner = OfflinePlanner(MemoryTools(store, me), k=cfg.top_k, rounds=cfg.planner_rounds, expand=cfg.expand)
     return OfflineAnswerer(store, planner), (LLMAgent(planner, client, max_rounds=cfg.max_rounds) if client else None)
 
 
-def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store):
-    """The configured question answerer: the offline planner, or the LLM loop searching through it."""
-    offline, agent = build_answerers(cfg, store, chat_client(llm) if cfg.agent == "llm" else None)
+def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store, me: str = ""):
+    """The configured question answerer: the offline planner, or the LLM loop searching through it
+    (``me``: as ``build_answerers``)."""
+    offline, agent = build_answerers(cfg, store, chat_client(llm) if cfg.agent == "llm" else None, me)
     return agent or offline
 
 

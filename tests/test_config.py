@@ -109,6 +109,7 @@ LOOSER = {
     "graph.max_store_gb": (5.0, 0.0),
     "control.agent": (None, "llm"),
     "capture.out": (None, "/tmp/their-screens"),
+    "people.me": ("voice_1", "voice_2"),
     "capture.interval_s": (None, 0.1),
     "capture.idle_interval_s": (None, 1.0),
     "capture.idle_after_s": (None, 600.0),

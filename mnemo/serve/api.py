@@ -194,6 +194,11 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     def name_person(person: PersonId, body: Annotated[NameIn, Body()]):
         return service.name_person(person, body.name)
 
+    @app.post("/people/{person}/me", summary="mark this person as you, the owner (\"I\" in questions; body: {})",
+              **change)
+    def mark_owner(person: PersonId):
+        return service.mark_owner(person)
+
     @app.post("/people/{person}/split", summary="take voices, faces or characters out of a person", **change)
     def split_person(person: PersonId, body: Annotated[SplitIn, Body()]):
         return service.split_person(person, body.members)

@@ -52,7 +52,7 @@ def open_service(cfg, store_dir: str | None):
         raise FileNotFoundError(f"no store at {where}: run `mnemo ingest PATH --store {where}` first, "
                                 "or pass --store DIR")
     store = Store(where, BatchingEmbedder(text_embedder(cfg.graph)))
-    return MemoryService(store, build_agent(cfg.control, cfg.llm, store))
+    return MemoryService(store, build_agent(cfg.control, cfg.llm, store, cfg.people.me), cfg.people.me)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -48,10 +48,10 @@ def _iso(ts: float) -> str:
 
 
 class MemoryService:
-    def __init__(self, store: Store, answerer) -> None:
-        """``answerer``: what ``mnemo ask`` uses (``mnemo.wiring.build_agent``)."""
+    def __init__(self, store: Store, answerer, me: str = "") -> None:
+        """``answerer``: what ``mnemo ask`` uses (``mnemo.wiring.build_agent``); ``me``: ``[people] me``."""
         self.store = store
-        self.tools = MemoryTools(store)
+        self.tools = MemoryTools(store, me)
         self.answerer = answerer
         self.confirmations = Confirmations()  # forget's nonces, for REST and MCP alike
 
@@ -89,7 +89,9 @@ class MemoryService:
 
     def people(self) -> list[PersonOut]:
         """Everyone in memory, with where their name came from, clip count and a sample quote."""
-        return [person_out(s) for s in summarize_people(self.store, self.tools.list_people())]
+        people = self.tools.list_people()
+        owner = self.tools.owner(people)
+        return [person_out(s, owner and owner.person_id) for s in summarize_people(self.store, people)]
 
     def people_history(self) -> list[PeopleOpOut]:
         return history_out(self.store.people_ops())
@@ -104,6 +106,9 @@ class MemoryService:
 
     def split_person(self, who: str, members: list[str]) -> ChangeOut:
         return self._change(people_ops.split, who, members)
+
+    def mark_owner(self, who: str) -> ChangeOut:
+        return self._change(people_ops.me, who)
 
     def undo_people_change(self) -> ChangeOut:
         return self._change(people_ops.undo)
@@ -220,12 +225,13 @@ def _selection(p) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def person_out(s: PersonSummary) -> PersonOut:
+def person_out(s: PersonSummary, owner_id: str | None = None) -> PersonOut:
+    """``owner_id``: the owner's id when configured rather than marked (``[people] me``)."""
     p = s.person
     return PersonOut(id=p.person_id, name=p.name, name_source=p.name_source, label=p.label, members=list(p.members),
                      voices=list(p.voices), faces=list(p.faces), clips=s.clips, first_seen_ts=p.first_seen_ts,
                      last_seen_ts=p.last_seen_ts, first_seen=_iso(p.first_seen_ts), last_seen=_iso(p.last_seen_ts),
-                     quote=s.quote)
+                     quote=s.quote, owner=p.owner or p.person_id == owner_id)
 
 
 def history_out(ops: list[PeopleOp]) -> list[PeopleOpOut]:

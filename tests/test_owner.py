@@ -1,0 +1,104 @@
+"""The owner: ``mnemo people me``, ``[people] me``, the proposal mnemo makes (never a decision), and
+first-person questions resolved to the owner by the planner. On the hand-written people store
+(conftest ``build_people_store``): ``character_1`` speaks as ``voice_1``, ``character_2`` as ``voice_2``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import PEOPLE_T0, run_cli
+
+
+def _cli(capsys, store, *argv: str):
+    code, out, err = run_cli(capsys, "people", *argv, "--store", store.uri, "--json")
+    return code, (json.loads(out.strip().splitlines()[-1]) if code == 0 else None), out, err
+
+
+@pytest.fixture
+def hash_embedder(monkeypatch):
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+
+
+def test_marking_the_owner_moves_with_merges_and_is_undone(people_store, capsys, hash_embedder):
+    from graph import people_ops
+    from graph.people import PeopleError, owner_of
+
+    assert owner_of(people_store.people()) is None
+    code, change, out, _ = _cli(capsys, people_store, "me", "voice_1")
+    assert code == 0 and change["change"]["description"] == "me character_1", change
+    assert [p["id"] for p in change["people"] if p["owner"]] == ["character_1"]
+    assert "(me)" in out
+    assert owner_of(people_store.people()).person_id == "character_1"
+    with pytest.raises(PeopleError, match="already marked as you"):
+        people_ops.me(people_store, "character_1")
+    # another mark moves it; both people are shown as touched
+    moved = people_ops.me(people_store, "voice_2")
+    assert {p.person_id: p.owner for p in moved.people} == {"character_1": False, "character_2": True}
+    people_ops.undo(people_store)
+    assert owner_of(people_store.people()).person_id == "character_1"
+    people_ops.merge(people_store, "character_2", "character_1")  # the owner's group grows, the mark stays
+    assert [p.person_id for p in people_store.people() if p.owner] == ["character_1"]
+    code, _, _, err = _cli(capsys, people_store, "me", "voice_9")
+    assert code == 2 and "no person 'voice_9'" in err
+
+
+def test_config_names_the_owner_only_when_none_is_marked(people_store):
+    from control.tools import MemoryTools
+    from graph import people_ops
+
+    assert MemoryTools(people_store, "character_2").owner().person_id == "character_2"
+    assert MemoryTools(people_store, "nobody").owner() is None  # never a guess
+    people_ops.name(people_store, "voice_2", "Sarah")
+    assert MemoryTools(people_store, "sarah").owner().person_id == "character_2"
+    people_ops.me(people_store, "voice_1")
+    assert MemoryTools(people_store, "Sarah").owner().person_id == "character_1"  # the mark wins
+
+
+def test_mnemo_proposes_the_voice_heard_on_most_days_and_decides_nothing(people_store, capsys, hash_embedder):
+    from bench.talk_store import write_talk
+
+    # a second recording, a day later, where only voice_1 speaks
+    write_talk(people_store, PEOPLE_T0 + 86400, 1, lambda i: f"next-day-{i}", "/recordings/walk.wav", "sha-walk",
+               lines=[(0, "voice_1", 2, "Remind me to call the bakery about the custard tarts.")], face_in=())
+    code, out, text, _ = _cli(capsys, people_store, "me")
+    assert code == 0 and out["owner"] is None
+    assert out["proposal"] == {"id": "character_1", "name": "", "days": 2, "recordings": 2, "clips": 3}
+    assert "heard on 2 of 2 days, in 2 of 2 recordings" in text and "mnemo people me character_1" in text
+    assert "next: character_2, heard on 1 days in 1 recordings" in text
+    assert people_store.people_ops() == [] and not any(p.owner for p in people_store.people())
+
+
+def test_no_proposal_when_two_voices_are_heard_alike(people_store, capsys, hash_embedder):
+    code, out, text, _ = _cli(capsys, people_store, "me")
+    assert code == 0 and out == {"owner": None, "proposal": None}
+    assert "no voice stands out" in text
+
+
+def test_first_person_questions_are_about_the_owner(people_store):
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+    from graph import people_ops
+
+    planner = OfflinePlanner(MemoryTools(people_store))
+    unowned = planner.plan("What did I say about Porto?")
+    assert unowned.people == () and unowned.me is None  # no owner: "I" is a plain word
+
+    people_ops.name(people_store, "voice_2", "Sarah")
+    people_ops.me(people_store, "voice_1")
+    planner = OfflinePlanner(MemoryTools(people_store))  # (plan reads people as of the last retrieve)
+    plan = planner.plan("What did I say about Porto?")
+    assert plan.me.person_id == "character_1" and [p.person_id for p in plan.subjects] == ["character_1"]
+    told = planner.plan("What did Sarah tell me about the tram?")
+    assert [p.person_id for p in told.people] == ["character_2", "character_1"]
+    assert [p.person_id for p in told.subjects] == ["character_2"]
+    both = planner.plan("What did Sarah and I talk about?")
+    assert {p.person_id for p in both.subjects} == {"character_1", "character_2"}
+
+    said = planner.retrieve("what did i say about next year?")
+    assert said.rounds[0] == '"I" is <character_1>, the owner'
+    assert said.memories[0].entity_ids == ("voice_1",) and "Porto" in said.memories[0].text
+    tram = planner.retrieve("What did Sarah tell me about the tram?")
+    assert [m.entity_ids for m in tram.memories[:2]] == [("voice_2",)] * 2  # what Sarah said leads
+    assert any("tram 28" in m.text for m in tram.memories[:2])
