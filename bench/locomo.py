@@ -83,19 +83,25 @@ def ranked_turns(memories, known: set[str]) -> list[str]:
 
 
 def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20), candidates: int = 50,
-        progress=lambda m: None, baselines_embedder=None, workdir: Path | None = None) -> dict:
+        progress=lambda m: None, baselines_embedder=None, workdir: Path | None = None,
+        first_person: bool = False) -> dict:
     """Ingest each conversation into its own store (``make_store(sample_id)``), ask every question
-    through the offline planner's retrieval, and score recall@k over categories 1-4 (5 apart)."""
+    through the offline planner's retrieval, and score recall@k over categories 1-4 (5 apart).
+    ``first_person``: the first speaker is marked as the owner, and each question naming them is
+    also asked as they would ask it (``bench.first_person``); recall@10 both ways, on those questions."""
     import time
 
+    from bench.first_person import to_first_person
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
+    from graph import people_ops
 
     conversations = load(path)
     scores: dict[int, dict[int, list[float]]] = {c: {k: [] for k in ks} for c in CATEGORIES}
     base: dict[str, list[float]] = {"bm25": [], "dense": [], "fusion": []}  # recall@10 over categories 1-4
     ingest_s = query_s = 0.0
     asked = 0
+    pairs: list[tuple[float, float]] = []  # (third-person, first-person) recall@10 of the owner's questions
     for conv in conversations:
         store = make_store(conv.key)
         t0 = time.perf_counter()
@@ -103,6 +109,8 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
         ingest_s += time.perf_counter() - t0
         progress(f"{conv.sample_id}: {sum(len(s.turns) for s in conv.sessions)} turns in {len(conv.sessions)} "
                  f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
+        if first_person:
+            people_ops.me(store, conv.speakers[0])  # enrolled by name
         planner = OfflinePlanner(MemoryTools(store), candidates=candidates)
         known = conv.turn_ids
         for q in conv.questions:
@@ -114,6 +122,10 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
             asked += 1
             for k in ks:
                 scores[q.category][k].append(recall_at_k(turns, q.evidence, k))
+            mine = to_first_person(q.question, conv.speakers[0], conv.speakers[1:]) if first_person else q.question
+            if mine != q.question and q.category != 5:
+                own = ranked_turns(planner.retrieve(mine).memories, known)
+                pairs.append((recall_at_k(turns, q.evidence, 10), recall_at_k(own, q.evidence, 10)))
         if baselines_embedder is not None:  # after the planner's questions, so as not to disturb their timing
             rankings = baseline_rankings(conv, baselines_embedder, workdir or Path(store.uri).parent)
             for name, per_question in rankings.items():
@@ -130,6 +142,11 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
     figures["ingest_s"] = round(ingest_s, 1)
     if baselines_embedder is not None:
         figures["baselines"] = {name: {"recall@10": round(sum(v) / max(1, len(v)), 4)} for name, v in base.items()}
+    if first_person:  # the compared questions lead: they are what this run measures
+        figures = {"questions": len(pairs),
+                   "first_person_recall@10": round(sum(f for _, f in pairs) / max(1, len(pairs)), 4),
+                   "third_person_recall@10": round(sum(t for t, _ in pairs) / max(1, len(pairs)), 4),
+                   "all_questions": figures}
     return figures
 
 
@@ -170,6 +187,14 @@ def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 
 
 
 def format_report(figures: dict) -> str:
+    if "first_person_recall@10" in figures:
+        return "\n".join([format_report(figures["all_questions"]),
+                          f"first person: the first speaker marked as the owner; {figures['questions']} of their "
+                          "questions asked both ways (categories 1-4)",
+                          f"  recall@10 asked as they would ask it ({'What did I …'!r}): "
+                          f"{figures['first_person_recall@10']:.3f}",
+                          f"  recall@10 asked about them by name ({'What did Caroline …'!r}): "
+                          f"{figures['third_person_recall@10']:.3f}"])
     lines = ["LoCoMo evidence recall: speakers are enrolled by name with perfect identities (no speaker recognition)",
              "category          questions  recall@5  recall@10  recall@20"]
     for c, name in CATEGORIES.items():

@@ -151,7 +151,10 @@ class OfflinePlanner:
         # (and favoured) by person, and the name would outweigh what is asked about them
         words = plan.question
         for p in plan.people:
-            words = re.sub(rf"\b{re.escape(p.name)}\b(?:'s)?", " ", words, flags=re.IGNORECASE)
+            if p.name:
+                words = re.sub(rf"\b{re.escape(p.name)}\b(?:'s)?", " ", words, flags=re.IGNORECASE)
+        if plan.me is not None:  # "I", "my" name the owner as a name does
+            words = FIRST_PERSON.sub(" ", words)
         vector = store.embedder.embed([words])[0]
         search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
         searches = [(f"search {question!r}", "search", {})]  # (what the log says, label, filters)

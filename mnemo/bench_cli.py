@@ -55,6 +55,9 @@ def add_parser(sub) -> None:
     bench.add_argument("--details", help="m3, screenshotvqa: write every question, answer and score to this JSON file")
     bench.add_argument("--baselines", action="store_true",
                        help="locomo: also score BM25, dense (MiniLM) and their fusion over the same turns")
+    bench.add_argument("--first-person", action="store_true",
+                       help="locomo: mark each conversation's first speaker as the owner and ask their questions "
+                            "also as they would (\"What did I …\"): recall@10 both ways")
     bench.add_argument("--spoken", action="store_true",
                        help="locomo: speak the conversations with espeak-ng (one voice per speaker) and run them "
                             "through the whole pipeline into one store; needs espeak-ng and sox")
@@ -104,8 +107,8 @@ def cmd_bench(args, cfg) -> int:
         elif args.spoken:
             from bench import locomo_spoken
 
-            if args.baselines:
-                raise ValueError("--baselines scores the text bench; run `bench locomo --baselines` without --spoken")
+            if args.baselines or args.first_person:
+                raise ValueError("--baselines and --first-person score the text bench; run them without --spoken")
             with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-spoken-") as tmp:
                 workdir = Path(args.store) if args.store else Path(tmp)
                 if (workdir / "spoken").exists():
@@ -124,7 +127,7 @@ def cmd_bench(args, cfg) -> int:
                 figures = locomo.run(args.data, lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
                                      match_policies(cfg.memorize, "dlib"), progress=progress,
                                      baselines_embedder=dense if args.baselines else None,
-                                     workdir=Path(tmp) / "baselines")
+                                     workdir=Path(tmp) / "baselines", first_person=args.first_person)
             print(locomo.format_report(figures))
     elif args.name in ("m3", "screenshotvqa"):
         from mnemo import bench_qa

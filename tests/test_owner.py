@@ -100,5 +100,46 @@ def test_first_person_questions_are_about_the_owner(people_store):
     assert said.rounds[0] == '"I" is <character_1>, the owner'
     assert said.memories[0].entity_ids == ("voice_1",) and "Porto" in said.memories[0].text
     tram = planner.retrieve("What did Sarah tell me about the tram?")
-    assert [m.entity_ids for m in tram.memories[:2]] == [("voice_2",)] * 2  # what Sarah said leads
-    assert any("tram 28" in m.text for m in tram.memories[:2])
+    assert tram.memories[0].entity_ids == ("voice_2",)  # what Sarah said leads
+    assert any("tram 28" in m.text for m in tram.memories[:3])
+
+
+@pytest.mark.parametrize("third, first", [
+    ("When did Caroline go to the LGBTQ support group?", "When did I go to the LGBTQ support group?"),
+    ("What is Caroline's identity?", "What is my identity?"),
+    ("How long has Caroline had her current group of friends for?", "How long have I had my current group of friends for?"),
+    ("When is Caroline going to the transgender conference?", "When am I going to the transgender conference?"),
+    ("What kind of art does Caroline make?", "What kind of art do I make?"),
+    ("Who supports Caroline when she has a negative experience?", "Who supports me when I have a negative experience?"),
+    ("What are some changes Caroline has faced during her transition?", "What are some changes I have faced during my transition?"),
+    ("When did Caroline and Melanie go to a pride festival together?", "When did Melanie and I go to a pride festival together?"),
+    ("What painting did Melanie show to Caroline?", "What painting did Melanie show to me?"),
+    ("Did Melanie tell her about Caroline's plans?", "Did Melanie tell her about my plans?"),  # "her": Melanie is named
+])
+def test_a_question_asked_in_the_first_person(third, first):
+    from bench.first_person import to_first_person
+
+    assert to_first_person(third, "Caroline", ("Melanie",)) == first
+
+
+def test_bench_locomo_first_person_asks_the_owners_questions_both_ways(tmp_path, capsys):
+    filler = [("Bo", "The weather was grey all week."), ("Ann", "I watched a film about bees."),
+              ("Bo", "My cousin visits in June."), ("Ann", "We painted the fence on Sunday.")] * 3
+    turns = [("Ann", "I adopted a puppy called Rex last week."), *filler,
+             ("Ann", "Rex is a beagle, and he loves the park."), ("Bo", "I started pottery classes on Monday."), *filler]
+    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
+    beagle, pottery = len(filler) + 2, len(filler) + 3
+    data = [{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+             "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
+             "qa": [{"question": "What breed is Ann's dog?", "answer": "beagle", "evidence": [f"D1:{beagle}"],
+                     "category": 4},
+                    {"question": "What class did Bo start?", "answer": "pottery", "evidence": [f"D1:{pottery}"],
+                     "category": 4}]}]
+    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "bench", "locomo", "--first-person", "--data", str(tmp_path / "tiny.json"), "--json")
+    assert code == 0
+    figures = json.loads(out.strip().splitlines()[-1])
+    # only Ann's question has a first-person form ("What breed is my dog?"), and both forms find it
+    assert figures["questions"] == 1 and figures["all_questions"]["questions"] == 2
+    assert figures["first_person_recall@10"] == figures["third_person_recall@10"] == 1.0
+    assert "asked as they would ask it" in out
