@@ -8,12 +8,14 @@ from functools import partialmethod
 
 import pytest
 
-import ray  # the [ray] extra, installed by `make test`: a missing Ray fails here rather than skipping
+pytestmark = pytest.mark.slow  # a local Ray, and perception on its actors
 
 
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray for the module: 2 CPUs, a small object store, no dashboard."""
+    import ray  # the [ray] extra, installed by `make test`: a missing Ray fails the tests rather than skipping
+
     from ray_jobs.ingest import loopback_only
 
     loopback_only()
