@@ -120,6 +120,7 @@ class CountingReader:
         return self.inner.read(frame, boxes)
 
 
+@pytest.mark.slow
 def test_a_word_typed_on_a_still_screen_is_kept_and_read_once(perceivers, opencv_dir):
     """A still screen in a video, a word typed on it at 20 s: the frame with the word is distinct
     (it moves the 32x32 average by a fraction of a level) and the screen is read once, with the word.
@@ -146,6 +147,7 @@ def test_a_word_typed_on_a_still_screen_is_kept_and_read_once(perceivers, opencv
     assert WORDS[1] in " ".join(line.text for line in texts[1]).lower()
 
 
+@pytest.mark.slow
 def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(perceivers, opencv_dir, pyannote_dir, tmp_path):
     """The same through H.264, as the day recording stores a desktop clip: the codec moves the thin
     lines of a still screen by up to 48 grey levels from frame to frame, more than JPEG does, and
@@ -169,6 +171,7 @@ def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(perceivers, opencv
     assert WORDS[0] in " ".join(line.text for line in texts[1]).lower()
 
 
+@pytest.mark.slow
 def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(perceivers, opencv_dir):
     """H.264 moves a still screen's 1-pixel lines by more than 48 levels now and then (the day
     recording's later desktop clips: 8 single rows between 50 and 450, by up to 63), which made
@@ -199,6 +202,7 @@ def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(p
     assert changed_rows(noisy, edited)[0] <= 100
 
 
+@pytest.mark.slow
 def test_a_call_cutting_between_speakers_has_each_picture_analysed_once(perceivers, opencv_dir, pyannote_dir):
     """The day's call clip, as its pictures are shown: the view cuts between Diane, Sheila and both
     8 times in 30 s, 3 pictures in all. Each picture's faces and text are found once; a frame that

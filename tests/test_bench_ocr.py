@@ -28,6 +28,7 @@ def figures():
     return out.stdout, json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_screen_text_keeps_its_words_whole(figures):
     text, f = figures
     for key in ("lines", "word_accuracy_terminal", "word_accuracy_ui", "merged_split_rate", "ocr_cer", "ms_per_frame",
@@ -40,6 +41,7 @@ def test_screen_text_keeps_its_words_whole(figures):
     assert "word_accuracy_terminal_12_16" in text and "lines not read word for word" in text
 
 
+@pytest.mark.slow
 def test_without_the_pixels_spacing_words_are_merged(figures):
     """The same screens read with the recogniser's own spaces: the check above can fail."""
     from bench import ocr
@@ -53,6 +55,7 @@ def test_without_the_pixels_spacing_words_are_merged(figures):
     assert plain["search_found"] > plain["search_found_plain"] + 0.005
 
 
+@pytest.mark.slow
 def test_screen_text_is_read_the_same_on_another_cpu():
     """The reader on this CPU and on an emulated Nehalem (no AVX: ONNX Runtime's and NumPy's SSE
     kernels instead of AVX2/AVX-512 ones) gives the same lines, word for word."""

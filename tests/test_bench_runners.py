@@ -33,6 +33,7 @@ def _bench(capsys, *argv) -> tuple[int, dict, str]:
     return code, json.loads(out.out.strip().splitlines()[-1]), out.out + out.err
 
 
+@pytest.mark.slow
 @pytest.mark.cpu_kind
 def test_m3_mini_offline_never_leaks_and_finds_the_answers(m3_mini, stores, capsys):
     code, f, text = _bench(capsys, "m3", "--mini", "--store", str(stores))
@@ -46,6 +47,7 @@ def test_m3_mini_offline_never_leaks_and_finds_the_answers(m3_mini, stores, caps
     assert f["store_mb"] > 0 and f["ms_per_query"] > 0
 
 
+@pytest.mark.slow
 def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(m3_mini, stores, tmp_path, capsys):
     videos = tmp_path / "videos"
     (videos / "data" / "videos" / "robot").mkdir(parents=True)
@@ -105,6 +107,7 @@ def test_m3_with_the_llm_agent_and_judge_answers_within_the_cutoff(m3_mini, stor
     assert "ground_truth_answer: Chicago. agent_answer: Sheila is from Chicago" in judged
 
 
+@pytest.mark.slow
 @pytest.mark.cpu_kind
 def test_screenshotvqa_mini_skips_compressed_files_and_finds_the_answers(stores, capsys):
     require_x()

@@ -2,7 +2,11 @@
 
 import json
 
+import pytest
+
 from conftest import run_cli
+
+pytestmark = pytest.mark.slow  # thousands of memories embedded and indexed
 
 
 def test_store_bench_measures_the_vector_index_and_a_whole_ask(capsys, tmp_path, monkeypatch):

@@ -31,6 +31,7 @@ class DyingCommitPool(ThreadPoolExecutor):
         return super().submit(slow, *args, **kwargs)
 
 
+@pytest.mark.slow
 def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_same_store(
         tmp_path, demo_recording, demo_store, perceivers, policies):
     from embeddings.base import build_text_embedder

@@ -72,6 +72,7 @@ def fuller_people_store(capsys, store):
     return store
 
 
+@pytest.mark.slow
 def test_export_then_import_gives_the_same_store_people_and_answers(tmp_path, capsys, hash_store, hash_embedder):
     store = fuller_people_store(capsys, hash_store)
     out, new = tmp_path / "export", tmp_path / "new"
@@ -124,6 +125,7 @@ def test_reembed_embeds_the_texts_again(tmp_path, capsys, people_store, hash_emb
     assert rows(tmp_path / "b", "memories") == rows(Path(people_store.uri), "memories")
 
 
+@pytest.mark.slow
 def test_the_demo_store_round_trips_with_its_media(tmp_path, capsys, monkeypatch, demo_store, demo_recording):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "minilm")
     from mnemo.demo import QUESTIONS as DEMO_QUESTIONS
@@ -286,6 +288,7 @@ def check_whole(clips: list[str], memory_clips: list[str], edge_clips: list[str]
     assert sorted(edge_clips) == sorted(clips)
 
 
+@pytest.mark.slow
 def test_backup_and_export_while_a_writer_commits_are_consistent(tmp_path, capsys, hash_embedder):
     from embeddings.base import build_text_embedder
     from graph.store import Store

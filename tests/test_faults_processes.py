@@ -35,16 +35,19 @@ NO_RESTART = textwrap.dedent("""
 NO_PDEATHSIG = "import mnemo.supervise as s\ns._libc = lambda: None\n"
 
 
+@pytest.mark.slow
 def test_killed_watcher_is_restarted_ingests_the_gap_and_dies_with_its_daemon(tmp_path):
     _survived(_run("killed_watcher", tmp_path))
 
 
+@pytest.mark.slow
 def test_killed_watcher_reports_a_supervisor_that_does_not_restart(tmp_path):
     t = _run("killed_watcher", tmp_path, prelude=NO_RESTART, gap_wait_s=15.0)
     assert t.survived == 0 and t.lost > 0, t.notes
     assert any("not restarted" in n for n in t.notes), t.notes
 
 
+@pytest.mark.slow
 def test_killed_watcher_reports_a_watcher_that_outlives_its_daemon(tmp_path):
     t = _run("killed_watcher", tmp_path, prelude=NO_PDEATHSIG, orphan_wait_s=20.0)
     assert t.survived == 0 and t.orphans >= 1, t.notes
@@ -109,6 +112,7 @@ def test_capture_foreign_folder_reports_a_recovery_that_deletes_the_users_files(
     assert any("recovery changed or deleted" in n for n in t.notes), t.notes
 
 
+@pytest.mark.slow
 def test_forget_leaves_the_users_photo_folder_as_it_was(tmp_path):
     _survived(_run("forget_users_folder", tmp_path))
 
