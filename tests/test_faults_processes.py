@@ -126,6 +126,7 @@ FORGET_ANY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_forget_users_folder_reports_a_forget_that_deletes_the_users_photos(tmp_path):
     t = _run("forget_users_folder", tmp_path, prelude=FORGET_ANY)
     assert t.survived == 0 and t.lost > 0, t.notes

@@ -33,6 +33,7 @@ def _clean(tally: Tally, runs: int) -> None:
     assert (tally.runs, tally.survived, tally.lost, tally.orphans, tally.leaks) == (runs, runs, 0, 0, 0), tally.notes
 
 
+@pytest.mark.slow
 def test_a_writer_killed_at_each_step_of_a_commit_loses_and_leaves_nothing(tmp_path):
     _clean(_run(tmp_path, "kill_commit"), len(faults.COMMIT_STEPS))
 
@@ -45,6 +46,7 @@ def test_kill_commit_reports_a_recovery_that_does_not_undo_the_journal(tmp_path,
     assert any("counted twice" in n for n in tally.notes)  # the killed commit's reinforcement kept, then redone
 
 
+@pytest.mark.slow
 def test_a_forget_killed_at_each_step_is_finished_by_the_next(tmp_path):
     _clean(_run(tmp_path, "kill_forget"), len(faults.FORGET_STEPS))
 
@@ -58,6 +60,7 @@ def test_kill_forget_reports_screenshots_a_forget_did_not_delete(tmp_path, monke
     assert tally.lost == 0
 
 
+@pytest.mark.slow
 def test_a_full_disk_gives_a_clear_error_and_the_ingest_finishes_once_space_is_freed(tmp_path):
     _clean(_run(tmp_path, "full_disk"), 1)
 
@@ -74,6 +77,7 @@ Store.commit_clip = swallowing
 """
 
 
+@pytest.mark.slow
 def test_full_disk_reports_a_store_that_swallows_the_error(tmp_path):
     tally = _run(tmp_path, "full_disk", patch=SWALLOW)
     assert tally.survived == 0 and tally.lost > 0, tally.notes  # clips said committed that are not there

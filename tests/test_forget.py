@@ -284,6 +284,7 @@ def test_a_store_is_private_to_its_user_whatever_the_umask(tmp_path, monkeypatch
     assert all(m & 0o077 == 0 for m in modes.values()), {str(p): oct(m) for p, m in modes.items() if m & 0o077}
 
 
+@pytest.mark.slow
 def test_a_forgotten_row_is_gone_from_the_data_files_of_a_store_where_it_was_a_small_part(hash_store, monkeypatch):
     """Lance rewrites a data file on compaction only when a tenth of it is deleted: with one clip
     of 150 forgotten, the file that held it must be written anew all the same."""
