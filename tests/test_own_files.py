@@ -169,6 +169,7 @@ def test_recovery_age_and_budget_delete_only_the_captures_own_files(tmp_path):
     assert {p: _snapshot(p.parent)[p.name] for p in user} == before
 
 
+@pytest.mark.slow
 def test_forget_deletes_the_captured_frames_of_forgotten_clips_and_the_preview_counts_them(tmp_path, capsys,
                                                                                           hash_embedder):
     root = tmp_path / "screens"

@@ -122,6 +122,7 @@ def test_a_question_asked_in_the_first_person(third, first):
     assert to_first_person(third, "Caroline", ("Melanie",)) == first
 
 
+@pytest.mark.slow
 def test_bench_locomo_first_person_asks_the_owners_questions_both_ways(tmp_path, capsys):
     filler = [("Bo", "The weather was grey all week."), ("Ann", "I watched a film about bees."),
               ("Bo", "My cousin visits in June."), ("Ann", "We painted the fence on Sunday.")] * 3

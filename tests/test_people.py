@@ -174,6 +174,7 @@ def test_concurrent_changes_from_threads_all_land(people_store):
     assert sorted(o.args["name"] for o in ops) == [f"Name {i}" for i in range(8)]
 
 
+@pytest.mark.slow
 def test_two_commands_at_once_both_land(people_store, tmp_path):
     env = {"MNEMO_GRAPH__TEXT_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
     procs = [subprocess.Popen([sys.executable, "-m", "mnemo", "people", "name", who, name, "--store", people_store.uri],

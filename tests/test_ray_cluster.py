@@ -26,6 +26,8 @@ import pytest
 
 from conftest import s3_server, unavailable
 
+pytestmark = pytest.mark.slow  # a two-node Ray cluster (the [ray] extra), minutes each
+
 BIN = Path(sys.executable).parent
 
 

@@ -223,6 +223,7 @@ ADVERSARIAL = ["a", "0", "-", "_", " ", ".", "/", "eyJ", "eyJa.", "sk-", "AKC", 
                "bearer aaaaaaaaaaaaaaaa1 ", "aB1 ", "password in 1 ", "password is a, 77"]
 
 
+@pytest.mark.slow
 def test_every_rule_takes_time_linear_in_the_line():
     """50,000 and 200,000 characters of one repeated unit: 4 times the text must cost about 4 times
     the time (a quadratic rule costs 16 times: detect-secrets' npm one took 8 s on 50,000)."""
