@@ -72,6 +72,7 @@ def _state(store: Store) -> dict:
     return rows
 
 
+@pytest.mark.slow
 def test_readers_see_whole_tables_while_another_process_writes(tmp_path):
     store = Store(tmp_path / "s", build_text_embedder("hash"))
     # 40 clips at >= 0.1 s each take >= 4 s: with reads up to 1 s stale the reader must see several versions.
@@ -101,6 +102,7 @@ def three_clips(tmp_path_factory) -> dict:
     return _state(Store(path, build_text_embedder("hash")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_step", ["memories", "updated", "edges", "entities", "clip", "end"])
 def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(tmp_path, three_clips, kill_step):
     proc = _writer(tmp_path / "s", 5, kill_clip=3, kill_step=kill_step)
