@@ -183,16 +183,22 @@ def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(s3
     """As ``bench faults``' kill_commit, on a bucket: the child is SIGKILLed holding the lease and
     mid-journal; the next writer takes the lease over, undoes the commit, and the rerun completes."""
     from graph import commit, sidefiles
-    from mnemo.faults.store import COMMIT_STEPS, clip_id, finished, in_child, missing, raw_rows, write, write_clips
+    import multiprocessing
+
+    from mnemo.faults.store import COMMIT_STEPS, clip_id, finished, missing, raw_rows, write, write_clips
 
     monkeypatch.setattr(sidefiles, "LEASE_S", 1.0)
     monkeypatch.setattr(sidefiles, "RENEW_S", 0.3)
     clips, kill_clip = 3, 1
     for step in COMMIT_STEPS:
         uri = f"s3://{BUCKET}/killed-{step}"
-        code, _, err = in_child(tmp_path, "writer", write, {"store": uri, "clips": clips, "kill_clip": kill_clip,
-                                                            "kill_step": step})
-        assert code == -signal.SIGKILL, err
+        # a fresh interpreter with this environment (the S3 server's address): the fault bench's
+        # forkserver may have started before it was set, and its children would look for AWS itself
+        child = multiprocessing.get_context("spawn").Process(
+            target=write, args=({"store": uri, "clips": clips, "kill_clip": kill_clip, "kill_step": step},))
+        child.start()
+        child.join(300)
+        assert child.exitcode == -signal.SIGKILL, step
         store = _store(f"killed-{step}")
         whole = step == "end"  # killed after the clip row: the commit is whole, only the journal is left
         assert store.side.read(commit.MARK) is not None, step

@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 READS = {"ask", "search", "list_people", "read_clip", "timeline"}
-CHANGES = {"name_person", "merge_people", "split_person", "undo_people_change"}
+CHANGES = {"name_person", "merge_people", "split_person", "mark_owner", "undo_people_change"}
 TOOLS = READS | CHANGES  # and forget, with --allow-forget only
 
 
@@ -75,6 +75,7 @@ async def _people_session(store_uri: str, cwd: str) -> dict:
              ("merge_people", {"a": "Carol", "b": "voice_1"}),
              ("split_person", {"person": "Carol", "members": ["voice_1", "character_1", "face_1"]}),
              ("undo_people_change", {}),
+             ("mark_owner", {"person": "voice_2"}),
              ("list_people", {}),
              ("search", {"query": "tram", "person": "Carol"}),
              ("name_person", {"person": "voice_9", "name": "Zed"}),
@@ -87,20 +88,21 @@ async def _people_session(store_uri: str, cwd: str) -> dict:
 
 def test_mcp_people_tools(people_store, tmp_path):
     out = list(asyncio.run(asyncio.wait_for(_people_session(people_store.uri, str(tmp_path)), 300)).values())
-    named, merged, split, undone, listed, found, *bad = out
-    assert not any(r.is_error for r in out[:6]), [r.content for r in out[:6] if r.is_error]
+    named, merged, split, undone, owner, listed, found, *bad = out
+    assert not any(r.is_error for r in out[:7]), [r.content for r in out[:7] if r.is_error]
     assert named.structured_content["people"][0]["name"] == "Carol"
     assert merged.structured_content["people"][0]["voices"] == ["voice_1", "voice_2"]
     assert len(split.structured_content["people"]) == 2
     assert undone.structured_content["undid"]["op"] == "split"
+    assert owner.structured_content["change"]["description"] == "me character_1"
     people = listed.structured_content["people"]
-    assert [(p["id"], p["name"], p["name_source"]) for p in people] == [("character_1", "Carol", "user")]
+    assert [(p["id"], p["name"], p["name_source"], p["owner"]) for p in people] == [("character_1", "Carol", "user", True)]
     hits = found.structured_content["memories"]
     assert hits and any(h["text"].startswith("Carol said:") for h in hits)
     assert all(r.is_error for r in bad)
     assert "no person 'voice_9'" in bad[0].content[0].text and "< or >" in bad[1].content[0].text
     assert "ids of one person" in bad[2].content[0].text and "not part of character_1" in bad[3].content[0].text
-    assert [o.op for o in people_store.people_ops()] == ["name", "merge", "split", "undo"]
+    assert [o.op for o in people_store.people_ops()] == ["name", "merge", "split", "undo", "me"]
 
 
 EVERYTHING = {"from": "1970-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
