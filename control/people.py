@@ -89,14 +89,12 @@ def propose_owner(store: Store, people: list[Person] | None = None) -> OwnerProp
     for m in store.clips.search().select(["source_path", "start_ts"]).limit(None).to_list():
         all_days.add(datetime.fromtimestamp(m["start_ts"]).date())
         all_sources.add(m["source_path"])
-    ranked = sorted(people, key=lambda p: tuple(-len(x) for x in seen[p.person_id]) + (p.person_id,))
-    ranked = [p for p in ranked if seen[p.person_id][2]]
-    if not ranked:
-        return None
-    score = [tuple(len(x) for x in seen[p.person_id]) for p in ranked]
-    if len(ranked) > 1 and score[0] == score[1]:
+    counts = {pid: tuple(len(x) for x in sets) for pid, sets in seen.items()}  # (days, recordings, clips)
+    ranked = sorted((p for p in people if counts[p.person_id][2]),
+                    key=lambda p: tuple(-n for n in counts[p.person_id]) + (p.person_id,))
+    if not ranked or (len(ranked) > 1 and counts[ranked[0].person_id] == counts[ranked[1].person_id]):
         return None
     best = ranked[0]
-    days, sources, clips = (len(x) for x in seen[best.person_id])
-    runner = (ranked[1], score[1][0], score[1][1]) if len(ranked) > 1 else None
+    days, sources, clips = counts[best.person_id]
+    runner = (ranked[1], *counts[ranked[1].person_id][:2]) if len(ranked) > 1 else None
     return OwnerProposal(best, days, sources, clips, len(all_days), len(all_sources), runner)

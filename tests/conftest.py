@@ -104,6 +104,29 @@ def build_people_store(store):
     return write_talk(store, PEOPLE_T0, 2, lambda i: f"people-clip-{i}", "/recordings/talk.wav", "sha-talk")
 
 
+def renames_at_once(store, n: int = 8) -> list[Exception]:
+    """``n`` renames of ``build_people_store``'s two voices, each from its own thread, all at once;
+    the errors they raised."""
+    import threading
+
+    from graph import people_ops
+
+    errors: list[Exception] = []
+
+    def rename(i: int) -> None:
+        try:
+            people_ops.name(store, ("voice_1", "voice_2")[i % 2], f"Name {i}")
+        except Exception as e:  # noqa: BLE001 (reported to the caller)
+            errors.append(e)
+
+    threads = [threading.Thread(target=rename, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return errors
+
+
 @pytest.fixture
 def people_store(hash_store):
     """``build_people_store`` in ``tmp_path / "store"`` with the ``hash`` embedder."""

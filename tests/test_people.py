@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import PEOPLE_T0, api_client, run_cli
+from conftest import PEOPLE_T0, api_client, renames_at_once, run_cli
 from control.answer import OfflineAnswerer
 from control.people import summarize_people
 from graph import people_ops
@@ -155,19 +154,7 @@ def test_no_store_is_an_error_not_a_new_store(capsys, tmp_path):
 def test_concurrent_changes_from_threads_all_land(people_store):
     """Each change reads the log, numbers itself and appends under the store's lock: without it two
     would take one number and one would be lost."""
-    errors: list[Exception] = []
-
-    def rename(i: int) -> None:
-        try:
-            people_ops.name(people_store, ("voice_1", "voice_2")[i % 2], f"Name {i}")
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
-
-    threads = [threading.Thread(target=rename, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    errors = renames_at_once(people_store)
     assert not errors
     ops = people_store.people_ops()
     assert [o.seq for o in ops] == list(range(1, 9))

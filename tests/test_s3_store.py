@@ -215,25 +215,11 @@ def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(s3
 
 def test_changes_to_people_at_once_on_s3_all_land(s3):
     """The people lock is a lease on a bucket: eight changes at once each take their own number."""
-    import threading
-
-    from conftest import build_people_store
+    from conftest import build_people_store, renames_at_once
     from graph import people_ops
 
     store = build_people_store(_store("people"))
-    errors: list[Exception] = []
-
-    def rename(i: int) -> None:
-        try:
-            people_ops.name(store, ("voice_1", "voice_2")[i % 2], f"Name {i}")
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
-
-    threads = [threading.Thread(target=rename, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = renames_at_once(store)
     assert not errors
     ops = store.people_ops()
     assert [o.seq for o in ops] == list(range(1, 9))
