@@ -156,8 +156,8 @@ def killed_watcher(ctx: Context, tally: Tally, *, prelude: str = "", ingest_wait
                    gap_wait_s: float = 90.0, orphan_wait_s: float = 30.0) -> None:
     """``ingest_wait_s``: how long the first watcher may take to ingest; ``gap_wait_s``: how long after
     the kill the frames of the gap may take to be ingested (a restart, models loaded, the folder read);
-    ``orphan_wait_s``: how long the daemon's tree may take to end after its SIGKILL (the watcher, sent
-    SIGTERM by the parent-death signal, first commits the clip in hand)."""
+    ``orphan_wait_s``: how long the daemon's tree may take to end after its SIGKILL (the parent-death
+    signal ends the watcher at once)."""
     from bench.xdesktop import Desktop, missing_tools
 
     if why := missing_tools():
@@ -246,8 +246,13 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
         watchers()
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(timeout=30)
+        since_kill = time.monotonic()
         left = _wait_gone(sorted(tree), orphan_wait_s)
+        lingering = [_describe(pid) for pid in left]  # before the SIGKILL below ends them
         _kill(left)
+        progress(f"faults: killed_watcher: {len(left)} process(es) of the daemon's tree left {orphan_wait_s:g} s after "
+                 f"its SIGKILL" if left else f"faults: killed_watcher: the daemon's tree ended "
+                 f"{time.monotonic() - since_kill:.1f} s after its SIGKILL")
         notes = []
         if not gap:
             notes.append(f"no frame was captured in the {GAP_S:g} s after the kill (the typist stalled?)")
@@ -258,8 +263,8 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
             notes.append("the watcher was not restarted after its SIGKILL" if not restarted
                          else "the daemon did not say it restarts the watcher after a delay")
         if left:
-            notes.append(f"{len(left)} process(es) of the daemon's tree outlived its SIGKILL: "
-                         + ", ".join(_describe(pid) for pid in left))
+            notes.append(f"{len(left)} process(es) of the daemon's tree outlived its SIGKILL by {orphan_wait_s:g} s: "
+                         + ", ".join(lingering) + "; the daemon's log ends: " + log_path.read_text(errors="replace")[-800:])
         return len(missing), len(left), bool(gap and restarted and backoff), "; ".join(notes)
     finally:
         typist.kill()
@@ -272,9 +277,12 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
 
 def _describe(pid: int) -> str:
     try:
-        return f"pid {pid} ({' '.join(psutil.Process(pid).cmdline())[:80]})"
+        p = psutil.Process(pid)
+        with p.oneshot():
+            return (f"pid {pid} ({' '.join(p.cmdline())[:80]}; {p.status()}, {p.num_threads()} thread(s), "
+                    f"{sum(p.cpu_times()[:2]):.1f} s of CPU)")
     except psutil.NoSuchProcess:
-        return f"pid {pid}"
+        return f"pid {pid} (gone)"
 
 
 # ------------------------------------------------------------------------------------------------
