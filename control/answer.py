@@ -79,6 +79,8 @@ class OfflineAnswerer:
 
     def ask(self, question: str, before_ts: float | None = None) -> Answer:
         found = self.planner.retrieve(question, before_ts)
+        if (period := about_a_period(found.plan, before_ts)) is not None:
+            return self._digest(question, found, *period)
         read = tuple(found.memories)
         for memory in read[:1]:
             citation = cite(self.store, memory)
@@ -87,3 +89,38 @@ class OfflineAnswerer:
             text = render(memory.text, known_names(self.planner.people(before_ts)))
             return Answer(question, f"{text} (at {utc_time(memory.start_ts)})", (citation,), read, found.rounds)
         return Answer(question, "I don't know: nothing in memory matches the question.", (), (), found.rounds)
+
+    def _digest(self, question: str, found, start: datetime, end: datetime) -> Answer:
+        """A question about what a period held, answered by its digest (``control.digest``)."""
+        from control.digest import build
+
+        days = (end - start).total_seconds() / 86400
+        digest = build(self.store, start, end, "day" if days <= 1 else "week" if days <= 7 else "period",
+                       self.planner.tools.me)
+        steps = (*found.rounds, f"the digest of {digest.title}: {digest.clips} clip(s), {len(digest.moments)} moment(s)")
+        if not digest.moments:
+            return Answer(question, f"I don't know: nothing in memory for {digest.title}.", (), (), steps)
+        with_whom = f" With {', '.join(name for name, _ in digest.people[:3])}." if digest.people else ""
+        text = f"On {digest.title}:{with_whom} " + " ".join(
+            f"{m.text} (at {utc_time(m.at_ts)})." for m in digest.moments)
+        return Answer(question, text, tuple(dict.fromkeys(m.citation for m in digest.moments)),
+                      tuple(m.memory for m in digest.moments), steps)
+
+
+# "What happened on 8 May 2023?", "What did I do last Tuesday?", "How was my week?": a period's digest
+_PERIOD_QUESTION = re.compile(r"^\s*(?:what\s+(?:happened|went\s+on|did\s+(?:i|we)\s+do|was\s+i\s+(?:doing|up\s+to))"
+                              r"|how\s+was\s+my\s+(?:day|week)|summari[sz]e)\b", re.IGNORECASE)
+PERIOD_MAX_DAYS = 31  # a longer window is searched, not digested
+
+
+def about_a_period(plan, before_ts: float | None = None) -> tuple[datetime, datetime] | None:
+    """The one window a question asks what it held ("What happened on 8 May 2023?"), as UTC
+    bounds, cut at ``before_ts``; None for any other question (one about a person or a thing is
+    searched)."""
+    if not _PERIOD_QUESTION.match(plan.question) or len(plan.windows) != 1:
+        return None
+    w = plan.windows[0]
+    end = w.end_ts + 1e-3 if before_ts is None else min(w.end_ts + 1e-3, before_ts)
+    if w.end_ts - w.start_ts > PERIOD_MAX_DAYS * 86400 or end <= w.start_ts:
+        return None
+    return datetime.fromtimestamp(w.start_ts, timezone.utc), datetime.fromtimestamp(end, timezone.utc)

@@ -292,6 +292,14 @@ class Store(HybridSearch):
         rows = self.memories.search().where(where).select(MEMORY_COLUMNS).limit(limit).to_list()
         return sorted((memory_from_row(r) for r in self.only_committed(rows)), key=lambda m: (m.start_ts, m.memory_id))
 
+    def memories_with_vectors(self, where: str) -> tuple[list[Memory], np.ndarray]:
+        """Committed memories matching a SQL filter, in time order, and their stored vectors (one
+        row each)."""
+        rows = self.memories.search().where(where).select([*MEMORY_COLUMNS, "vector"]).limit(None).to_list()
+        rows = sorted(self.only_committed(rows), key=lambda r: (r["start_ts"], r["memory_id"]))
+        vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(len(rows), self.embedder.dim)
+        return [memory_from_row(r) for r in rows], vectors
+
     def about(self, entity_ids: list[str], limit: int | None = 50) -> list[Memory]:
         """Memories that involve any of these entities (a person's face, voice and character ids)."""
         if not entity_ids:

@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from mnemo.bench_cli import add_parser as add_bench_parser
     from mnemo.capture_cli import add_parsers
+    from mnemo.digest_cli import add_parsers as add_digest_parsers
     from mnemo.doctor import add_parser as add_doctor_parser
     from mnemo.export_cli import add_parsers as add_export_parsers
     from mnemo.forget_cli import add_parser as add_forget_parser
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     add_parsers(sub)
     add_serve_parsers(sub)
     add_people_parsers(sub)
+    add_digest_parsers(sub)
     add_forget_parser(sub)
     add_status_parser(sub)
     add_llm_parser(sub)
@@ -167,6 +169,10 @@ def _main(argv: list[str] | None) -> int:
             from mnemo.people_cli import cmd_people
 
             return cmd_people(args, cfg)
+        if args.command in ("day", "week"):
+            from mnemo.digest_cli import cmd_digest
+
+            return cmd_digest(args, cfg)
         if args.command == "status":
             from mnemo.status_cli import cmd_status
 

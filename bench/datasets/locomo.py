@@ -1,7 +1,8 @@
 """LoCoMo conversations (upstream ``locomo10.json`` format) as typed records.
 
-Only the dialogue turns are read: the dataset's ``observation``, ``session_summary`` and
-``event_summary`` fields are never touched (they are generated summaries, not what was said).
+``load`` reads only the dialogue turns: what is ingested is what was said. The dataset's
+``event_summary``, ``session_summary`` and ``observation`` fields (generated from the dialogue) are
+read by ``load_gold`` alone, as gold for the day digests and the profiles (``bench.digest``).
 A shared image is kept as its caption (``blip_caption``), the text a perception stage would give.
 
 Evidence ids in the questions are normalised, since some are malformed upstream:
@@ -117,3 +118,32 @@ def load(path: str | Path) -> list[Conversation]:
         conversations.append(Conversation(item.get("sample_id", f"conv-{len(conversations)}"),
                                           (conv["speaker_a"], conv["speaker_b"]), tuple(sessions), questions))
     return conversations
+
+
+@dataclass(frozen=True)
+class SessionGold:
+    index: int
+    events: tuple[tuple[str, str], ...]  # (speaker, what happened to them), from event_summary
+    summary: str  # session_summary
+    observations: tuple[tuple[str, str, str], ...]  # (speaker, fact, dialogue id), from observation
+
+
+def load_gold(path: str | Path) -> dict[str, dict[int, SessionGold]]:
+    """Conversation key (``Conversation.key``) -> session index -> what the dataset says about that
+    session. A conversation or session without these fields gives empty ones."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    out: dict[str, dict[int, SessionGold]] = {}
+    for item, conv in zip(data, load(path)):  # load keeps one conversation per item, in order
+        events, summaries, observed = (item.get(k) or {} for k in ("event_summary", "session_summary", "observation"))
+        gold = {}
+        for s in conv.sessions:
+            happened = events.get(f"events_session_{s.index}") or {}
+            gold[s.index] = SessionGold(
+                s.index,
+                tuple((who, str(e)) for who in conv.speakers for e in happened.get(who) or ()),
+                str(summaries.get(f"session_{s.index}_summary", "")),
+                tuple((who, str(fact[0]), _canonical(str(fact[1]))) for who in conv.speakers
+                      for fact in (observed.get(f"session_{s.index}_observation") or {}).get(who) or ()
+                      if isinstance(fact, list) and len(fact) == 2))
+        out[conv.key] = gold
+    return out

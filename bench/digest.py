@@ -1,0 +1,133 @@
+"""``mnemo bench digest``: day digests of LoCoMo conversations against what the dataset says
+happened each day.
+
+Each conversation is ingested as ``bench locomo`` ingests it (one store each, its sessions spoken
+by enrolled voices at the session's date and time). For every date that holds a session, the day
+digest (``control.digest``, offline) is scored against the dataset's gold for that date:
+
+- **event recall**: the share of ``event_summary`` events the digest states. An event counts as
+  stated when one digest sentence holds at least ``COVER`` of the event's content words (stopwords
+  and the conversation's speaker names left out, words folded to a crude stem: ``attends`` and
+  ``attended`` are ``attend``). The dataset's events paraphrase what was said ("Caroline attends an
+  LGBTQ support group" for "I went to a LGBTQ support group yesterday"): lexical matching
+  undercounts paraphrase and is said as such.
+- **ROUGE-L**: the F-measure of the longest common subsequence of words between the digest's
+  moments and the ``session_summary`` of the day.
+
+Two baselines in the same run, on the same days: ``lead`` (as many moments as the digest, the first
+of the day) and ``all`` (every memory that could be a moment: the ceiling of event recall).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from datetime import timezone
+from pathlib import Path
+
+import numpy as np
+
+COVER = 0.5  # share of an event's content words one digest sentence must hold
+
+
+def stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def words_of(text: str, names: set[str]) -> set[str]:
+    from control.digest import content_words
+
+    return {stem(w) for w in content_words(text) if w not in names}
+
+
+def covered(event: str, sentences: list[str], names: set[str]) -> bool:
+    """Whether one of ``sentences`` states ``event`` (see the module doc)."""
+    need = words_of(event, names)
+    if not need:
+        return False
+    return any(len(need & words_of(s, names)) >= COVER * len(need) for s in sentences)
+
+
+def rouge_l(candidate: str, reference: str) -> float:
+    """ROUGE-L F-measure over lower-case words."""
+    a = re.findall(r"[a-z0-9']+", candidate.lower())
+    b = re.findall(r"[a-z0-9']+", reference.lower())
+    if not a or not b:
+        return 0.0
+    index = defaultdict(list)
+    for j, w in enumerate(b):
+        index[w].append(j)
+    row = np.zeros(len(b) + 1, dtype=np.int32)
+    for w in a:  # the LCS table one row at a time
+        prev = row.copy()
+        for j in index.get(w, ()):
+            row[j + 1] = prev[j] + 1
+        np.maximum.accumulate(np.maximum(row, prev), out=row)
+    lcs = int(row[-1])
+    if lcs == 0:
+        return 0.0
+    p, r = lcs / len(a), lcs / len(b)
+    return 2 * p * r / (p + r)
+
+
+def run(path: str | Path, make_store, policies, progress=lambda m: None) -> dict:
+    """Ingest each conversation into ``make_store(key)`` and score its day digests."""
+    from bench.datasets.locomo import load, load_gold
+    from bench.locomo import ingest_conversation
+    from control.digest import build, day_bounds, moments_for
+
+    conversations = load(path)
+    gold = load_gold(path)
+    ways = {"digest": None, "lead": lambda v, limit: list(range(moments_for(len(v), limit))),
+            "all": lambda v, limit: list(range(len(v)))}
+    hits = {w: [] for w in ways}
+    rouge = {w: [] for w in ways}
+    days = 0
+    digest_s = 0.0
+    for conv in conversations:
+        store = make_store(conv.key)
+        ingest_conversation(conv, store, policies)
+        names = {n.lower() for n in conv.speakers} | {n.lower()[:3] for n in conv.speakers}
+        by_day = defaultdict(list)
+        for s in conv.sessions:
+            by_day[s.started_at.astimezone(timezone.utc).date()].append(s)
+        for day, sessions in sorted(by_day.items()):
+            events = [e for s in sessions for _, e in gold[conv.key][s.index].events]
+            summary = " ".join(gold[conv.key][s.index].summary for s in sessions)
+            days += 1
+            for way, select in ways.items():
+                t0 = time.perf_counter()
+                d = build(store, *day_bounds(day, timezone.utc), "day", **({"select": select} if select else {}))
+                if way == "digest":
+                    digest_s += time.perf_counter() - t0
+                sentences = [m.text for m in d.moments]
+                hits[way] += [covered(e, sentences, names) for e in events]
+                if summary:
+                    rouge[way].append(rouge_l(" ".join(sentences), summary))
+        progress(f"{conv.sample_id}: {len(by_day)} day(s), event recall so far {np.mean(hits['digest'] or [0]):.3f}")
+    figures = {"days": days, "events": len(hits["digest"]),
+               "event_recall": round(float(np.mean(hits["digest"])), 4) if hits["digest"] else None,
+               "rouge_l": round(float(np.mean(rouge["digest"])), 4) if rouge["digest"] else None,
+               "ms_per_day": round(1000 * digest_s / max(days, 1), 1)}
+    for way in ("lead", "all"):
+        figures[f"{way}_event_recall"] = round(float(np.mean(hits[way])), 4) if hits[way] else None
+        figures[f"{way}_rouge_l"] = round(float(np.mean(rouge[way])), 4) if rouge[way] else None
+    return figures
+
+
+def format_report(f: dict) -> str:
+    def pct(x):
+        return "n/a" if x is None else f"{x:.3f}"
+
+    return "\n".join([
+        f"bench digest: {f['days']} day(s), {f['events']} event(s) of event_summary; offline digests "
+        f"({f['ms_per_day']} ms a day)",
+        "                  event recall   ROUGE-L",
+        f"  digest          {pct(f['event_recall']):>12}   {pct(f['rouge_l']):>7}",
+        f"  lead (as many)  {pct(f['lead_event_recall']):>12}   {pct(f['lead_rouge_l']):>7}",
+        f"  all memories    {pct(f['all_event_recall']):>12}   {pct(f['all_rouge_l']):>7}",
+        f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words"])

@@ -1,0 +1,169 @@
+"""Days and weeks (``control.digest``, ``mnemo day``/``week``, period questions): read from what the
+store holds now, so a rename shows and a forgotten clip leaves nothing; on real LoCoMo dialogue."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.datasets.locomo import Conversation, load
+from conftest import run_cli, unavailable
+from control.digest import build, day_bounds, parse_day, select_moments, week_bounds
+from graph import people_ops
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+MAY_8 = date(2023, 5, 8)
+
+
+@pytest.fixture
+def talk_store(hash_store, policies, monkeypatch):
+    """The first three sessions of LoCoMo's first dev conversation (8 May, 25 May, 9 June 2023;
+    Caroline and Melanie, enrolled by name)."""
+    from bench.locomo import ingest_conversation
+
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # what the commands open it with
+    if not LOCOMO.is_file():
+        unavailable(f"{LOCOMO} not present (the shared evaluation data beside the repository)")
+    conv = load(LOCOMO)[0]
+    ingest_conversation(Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()), hash_store, policies)
+    return hash_store
+
+
+def _day(store, day=MAY_8, **kw):
+    return build(store, *day_bounds(day, timezone.utc), "day", **kw)
+
+
+def test_a_day_says_when_and_with_whom_and_each_moment_cites_a_clip_of_that_day(talk_store):
+    d = _day(talk_store)
+    start, end = day_bounds(MAY_8, timezone.utc)
+    day_clips = {r["clip_id"] for r in talk_store.clips_in_range(start.timestamp(), end.timestamp(), None)}
+    assert d.clips == len(day_clips) >= 3
+    assert d.sources == ("locomo/conv-26/session_1",)
+    assert start.timestamp() <= d.first_ts < d.last_ts < end.timestamp()
+    assert {name for name, _ in d.people} == {"Caroline", "Melanie"}
+    assert 3 <= len(d.moments) <= 12
+    assert all(m.citation.clip_id in day_clips for m in d.moments)
+    assert all("<voice_" not in m.text and "<character_" not in m.text for m in d.moments)
+    assert [m.at_ts for m in d.moments] == sorted(m.at_ts for m in d.moments)
+    text = "\n".join(d.lines())
+    assert text.startswith("Monday 08 May 2023") and "with: " in text and "[clip " in text
+    as_json = d.to_json()
+    assert as_json["clips"] == d.clips and len(as_json["moments"]) == len(d.moments)
+
+
+def test_a_day_with_nothing_says_so_and_names_what_the_store_holds(talk_store):
+    d = _day(talk_store, date(2023, 5, 9))
+    assert d.empty and not d.moments and not d.people
+    text = "\n".join(d.lines())
+    assert "nothing in memory for Tuesday 09 May 2023" in text
+    assert "the store holds clips from 08 May 2023 to 09 June 2023" in text
+
+
+def test_a_week_runs_monday_to_monday_and_lists_its_days(talk_store):
+    start, end = week_bounds(date(2023, 5, 10), timezone.utc)
+    assert (start.date(), end.date()) == (MAY_8, date(2023, 5, 15))
+    w = build(talk_store, start, end, "week")
+    assert [d.day for d in w.days] == [MAY_8]
+    assert w.clips == _day(talk_store).clips
+    assert "the week of Monday 08 May 2023" in w.lines()[0]
+
+
+def test_the_owner_is_apart_and_a_rename_shows_at_once(talk_store):
+    people_ops.me(talk_store, "Caroline")
+    d = _day(talk_store)
+    assert d.owner == "Caroline" and [name for name, _ in d.people] == ["Melanie"]
+    people_ops.name(talk_store, "Melanie", "Mel Smith")
+    d = _day(talk_store)
+    assert [name for name, _ in d.people] == ["Mel Smith"]
+    assert any(m.text.startswith("Mel Smith said:") for m in d.moments)
+    assert not any(m.text.startswith("Melanie said:") for m in d.moments)
+
+
+def test_a_forgotten_clip_leaves_nothing_in_the_day(talk_store, capsys):
+    before = _day(talk_store)
+    gone = before.moments[0]
+    words = gone.memory.text.split('"')[1]
+    code, out, err = run_cli(capsys, "forget", "--store", talk_store.uri, "--clip", gone.citation.clip_id, "--yes")
+    assert code == 0, out + err
+    talk_store.catch_up()
+    after = _day(talk_store)
+    assert after.clips == before.clips - 1
+    assert gone.citation.clip_id not in {m.citation.clip_id for m in after.moments}
+    assert words not in json.dumps(after.to_json())
+
+
+def test_moments_are_salient_and_not_all_alike():
+    rng = np.random.default_rng(0)
+    topic = rng.normal(size=16)
+    alike = [topic + 0.01 * rng.normal(size=16) for _ in range(6)]  # one thing said six times
+    other = [topic + 2.0 * rng.normal(size=16) for _ in range(3)]
+    noise = [rng.normal(size=16) for _ in range(7)]
+    picked = select_moments(np.array(alike + other + noise, dtype=np.float32), limit=8)
+    assert len(picked) == 8  # 2·√16
+    assert sum(i < 6 for i in picked) == 1  # the repeated thing once
+    assert picked[0] < 6  # and first: it is what the period is about
+
+
+@pytest.mark.parametrize("text, day", [
+    ("2023-05-08", date(2023, 5, 8)), ("today", date(2026, 11, 27)), ("yesterday", date(2026, 11, 26)),
+    ("last Tuesday", date(2026, 11, 24)), ("8 May 2023", date(2023, 5, 8)), ("May 8", date(2026, 5, 8))])
+def test_days_are_read_as_people_type_them(text, day):
+    # 00:30 in UTC+2 is still 26 November in UTC: the day is read on the user's calendar
+    now = datetime(2026, 11, 27, 0, 30, tzinfo=timezone(timedelta(hours=2)))
+    assert parse_day(text, now) == day
+
+
+@pytest.mark.parametrize("text", ["June", "last week", "soon", ""])
+def test_what_is_not_one_day_is_refused(text):
+    with pytest.raises(ValueError, match="is not a day mnemo reads"):
+        parse_day(text, datetime(2026, 11, 27, tzinfo=timezone.utc))
+
+
+def test_mnemo_day_and_week_print_the_digest(talk_store, capsys, monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    import time
+
+    time.tzset()
+    try:
+        code, out, _ = run_cli(capsys, "day", "2023-05-08", "--store", talk_store.uri, "--json")
+        assert code == 0
+        figures = json.loads(out.strip().splitlines()[-1])
+        assert figures["period"] == "day" and figures["clips"] >= 3 and figures["moments"]
+        assert out.startswith("Monday 08 May 2023")
+        code, out, _ = run_cli(capsys, "week", "2023-06-09", "--store", talk_store.uri)
+        assert code == 0 and "Fri 09 Jun" in out
+        code, _, err = run_cli(capsys, "day", "whenever", "--store", talk_store.uri)
+        assert code == 2 and "'whenever' is not a day mnemo reads" in err
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_mnemo_day_on_a_missing_store_creates_none(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "day", "--store", str(tmp_path / "nowhere"))
+    assert code == 2 and "no store at" in err and not (tmp_path / "nowhere").exists()
+
+
+def test_a_question_about_a_day_is_answered_by_its_digest(talk_store):
+    from control.answer import OfflineAnswerer
+
+    answerer = OfflineAnswerer(talk_store)
+    answer = answerer.ask("What happened on 8 May 2023?")
+    day = _day(talk_store)
+    assert answer.answer.split(".")[0] in ("On Monday 08 May 2023: With Caroline, Melanie",
+                                           "On Monday 08 May 2023: With Melanie, Caroline")
+    assert {c.clip_id for c in answer.citations} == {m.citation.clip_id for m in day.moments}
+    assert "the digest of Monday 08 May 2023" in answer.steps[-1]
+    people_ops.me(talk_store, "Caroline")
+    assert answerer.ask("What did I do on 9 June 2023?").answer.startswith("On Friday 09 June 2023: With Melanie.")
+    nothing = answerer.ask("What happened on 10 May 2023?")
+    assert nothing.answer == "I don't know: nothing in memory for Wednesday 10 May 2023." and not nothing.citations
+    # known only before 9 June: that day is not yet in memory
+    before = answerer.ask("What happened on 9 June 2023?", before_ts=datetime(2023, 6, 9, tzinfo=timezone.utc).timestamp())
+    assert not before.answer.startswith("On Friday")
+    # a question about a thing on a day is searched, not digested
+    assert not answerer.ask("What did Melanie paint on 8 May 2023?").answer.startswith("On Monday")
