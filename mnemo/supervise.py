@@ -16,6 +16,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -56,22 +57,20 @@ class Supervised:
         return self
 
     def _spawn(self) -> subprocess.Popen | None:
-        libc = self._libc
-
-        parent = os.getpid()
-
-        def die_with_parent() -> None:  # in the child, before exec: SIGKILL when this thread's process dies
-            if libc is not None:
-                libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            if os.getppid() != parent:  # it died between the fork and the prctl
-                os._exit(1)
-
         with self._lock:
             if self._stopping.is_set():
                 return None
-            # preexec_fn with other threads running: it only makes one system call, allocating nothing
-            self._proc = subprocess.Popen(self.cmd, preexec_fn=die_with_parent, **self.popen)
+            self._proc = subprocess.Popen(self._with_parent_death(self.cmd), **self.popen)
             return self._proc
+
+    def _with_parent_death(self, cmd: list[str]) -> list[str]:
+        """``cmd`` started through ``python -m mnemo.supervise PID``, which asks for the parent-death
+        signal and then becomes ``cmd`` (exec keeps it). Not a ``preexec_fn``: in a process with
+        threads, the forked child of a ``preexec_fn`` can deadlock on a lock another thread held at
+        the fork (it did, in ctypes, and hung the test suite)."""
+        if self._libc is None:
+            return cmd
+        return [sys.executable, "-m", "mnemo.supervise", str(os.getpid()), *cmd]
 
     def _run(self) -> None:
         delay = self.first_delay_s
@@ -115,3 +114,20 @@ class Supervised:
                 proc.wait()
         self._thread.join(timeout=5)
         return proc.returncode
+
+
+def _die_with_parent_then_exec(argv: list[str]) -> None:
+    """``python -m mnemo.supervise PARENT_PID CMD...``: SIGKILL when the thread that started this
+    process ends, then exec ``CMD`` (the signal survives the exec)."""
+    parent, cmd = int(argv[0]), argv[1:]
+    libc = _libc()
+    if libc is None or libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        print(f"mnemo.supervise: cannot ask for the parent-death signal; not starting {cmd[0]}", file=sys.stderr)
+        os._exit(1)
+    if os.getppid() != parent:  # the parent died before the prctl: nobody would end this one
+        os._exit(1)
+    os.execvp(cmd[0], cmd)
+
+
+if __name__ == "__main__":
+    _die_with_parent_then_exec(sys.argv[1:])

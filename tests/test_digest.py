@@ -167,3 +167,40 @@ def test_a_question_about_a_day_is_answered_by_its_digest(talk_store):
     assert not before.answer.startswith("On Friday")
     # a question about a thing on a day is searched, not digested
     assert not answerer.ask("What did Melanie paint on 8 May 2023?").answer.startswith("On Monday")
+
+
+def test_an_event_is_stated_when_one_sentence_holds_half_its_words():
+    from bench.digest import covered, rouge_l
+
+    names = {"caroline", "car"}
+    said = ['Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful."']
+    assert covered("Caroline attends an LGBTQ support group for the first time.", said, names)
+    assert not covered("Caroline attends a pottery class for the first time.", said, names)
+    # the words must be in one sentence, not spread over two
+    assert not covered("Caroline paints a lake sunrise.", ["I paint a lot.", "The lake is calm.", "A sunrise."], names)
+    assert rouge_l("the cat sat on the mat", "the cat sat on the mat") == 1.0
+    assert rouge_l("a b c d", "a x c y") == pytest.approx(0.5)  # LCS "a c": 2 of 4 both ways
+    assert rouge_l("", "a b") == 0.0
+
+
+@pytest.mark.slow
+def test_bench_digest_scores_day_digests_against_the_datasets_events(tmp_path, capsys):
+    filler = [("Bo", "The weather was grey all week here."), ("Ann", "I watched a long film about bees."),
+              ("Bo", "My cousin visits us in June."), ("Ann", "We painted the garden fence on Sunday.")] * 3
+    turns = [("Ann", "I adopted a puppy called Rex last week, a beagle."), *filler,
+             ("Bo", "I started pottery classes on Monday evening.")]
+    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
+    data = [{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+             "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
+             "event_summary": {"events_session_1": {"Ann": ["Ann adopts a beagle puppy named Rex."],
+                                                    "Bo": ["Bo starts pottery classes."], "date": "1 May, 2023"}},
+             "session_summary": {"session_1_summary": "Ann tells Bo she adopted a puppy, Rex; Bo started pottery."},
+             "qa": []}]
+    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "bench", "digest", "--data", str(tmp_path / "tiny.json"), "--json")
+    assert code == 0
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["days"] == 1 and figures["events"] == 2
+    assert figures["all_event_recall"] == 1.0  # every turn holds its event: the ceiling
+    assert 0.0 <= figures["event_recall"] <= 1.0 and 0.0 < figures["rouge_l"] <= 1.0
+    assert "an event counts as stated when one digest sentence holds 50% of its content words" in out

@@ -71,3 +71,34 @@ def test_a_daemon_killed_with_sigkill_takes_its_watcher_with_it():
         assert _gone(child, 5), "the watcher outlived its daemon"
     finally:
         parent.kill()
+
+
+def test_the_child_is_started_without_a_preexec_fn(monkeypatch):
+    """A ``preexec_fn`` runs Python in the forked child of a process with threads; there it can
+    wait forever on a lock another thread held at the fork (it hung the fast test tier in
+    ``_execute_child``). The parent-death signal is asked for after the exec instead."""
+    import mnemo.supervise as supervise
+
+    seen = []
+    real = subprocess.Popen
+
+    def popen(cmd, **kw):
+        seen.append((cmd, kw))
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(supervise.subprocess, "Popen", popen)
+    sup = Supervised([sys.executable, "-c", "pass"], "the watcher", say=lambda m: None, first_delay_s=30).start()
+    deadline = time.time() + 10
+    while not seen and time.time() < deadline:
+        time.sleep(0.05)
+    sup.stop(timeout_s=5)
+    (cmd, kw), *_ = seen
+    assert "preexec_fn" not in kw
+    assert cmd[1:4] == ["-m", "mnemo.supervise", str(__import__("os").getpid())]
+
+
+def test_a_child_whose_parent_is_gone_before_it_asks_for_the_signal_does_not_start(tmp_path):
+    ran = tmp_path / "ran"
+    done = subprocess.run([sys.executable, "-m", "mnemo.supervise", "1", sys.executable, "-c",
+                           f"open({str(ran)!r}, 'w')"], capture_output=True, timeout=30)
+    assert done.returncode == 1 and not ran.exists()  # its parent is not pid 1: it would outlive it
