@@ -204,3 +204,23 @@ def test_bench_digest_scores_day_digests_against_the_datasets_events(tmp_path, c
     assert figures["all_event_recall"] == 1.0  # every turn holds its event: the ceiling
     assert 0.0 <= figures["event_recall"] <= 1.0 and 0.0 < figures["rouge_l"] <= 1.0
     assert "an event counts as stated when one digest sentence holds 50% of its content words" in out
+
+
+def test_rest_gives_the_digest_and_refuses_what_it_cannot_read(talk_store):
+    from conftest import api_client
+    from control.answer import OfflineAnswerer
+    from mnemo.serve.api import create_app
+    from mnemo.serve.service import MemoryService
+
+    client = api_client(create_app(MemoryService(talk_store, OfflineAnswerer(talk_store))))
+    reply = client.get("/digest/day", params={"date": "2023-05-08", "tz": "UTC"})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["clips"] == _day(talk_store).clips and body["text"].startswith("Monday 08 May 2023")
+    assert {m["clip_id"] for m in body["moments"]} == {m.citation.clip_id for m in _day(talk_store).moments}
+    week = client.get("/digest/week", params={"date": "2023-05-10", "tz": "UTC"}).json()
+    assert [d["date"] for d in week["days"]] == ["2023-05-08"]
+    assert client.get("/digest/month", params={"date": "2023-05-08"}).status_code == 422
+    assert client.get("/digest/day", params={"date": "8 May"}).status_code == 422
+    bad_zone = client.get("/digest/day", params={"date": "2023-05-08", "tz": "Mars/Olympus"})
+    assert bad_zone.status_code == 422 and "not a time zone" in bad_zone.json()["error"]

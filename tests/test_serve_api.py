@@ -196,7 +196,7 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
 
 def test_token_on_every_route(service):
     client = api_client(create_app(service, token="s3cret-token"), signed_in=False)
-    for path in ("/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline"):
+    for path in ("/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline", "/digest/day"):
         reply = client.get(path)
         assert reply.status_code == 401 and "token" in reply.json()["error"], path
     signin = client.get("/")  # the page asks for the token; nothing of the memory is in it

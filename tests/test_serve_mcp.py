@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-READS = {"ask", "search", "list_people", "read_clip", "timeline"}
+READS = {"ask", "search", "list_people", "read_clip", "timeline", "digest"}
 CHANGES = {"name_person", "merge_people", "split_person", "mark_owner", "undo_people_change"}
 TOOLS = READS | CHANGES  # and forget, with --allow-forget only
 

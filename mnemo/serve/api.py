@@ -17,7 +17,7 @@ import ipaddress
 import logging
 import re
 import secrets
-from datetime import datetime
+from datetime import date, datetime
 from importlib import resources
 from typing import Annotated, Literal
 
@@ -31,7 +31,7 @@ from graph.rows import MEMORY_KINDS
 from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
 from mnemo.serve.guard import Guard, error_response, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
-from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
+from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
                                 PersonOut, TimelineOut)
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
 from perception.errors import MediaError
@@ -218,6 +218,13 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
                  end: Annotated[datetime | None, Query(alias="to", description="default: the newest clip")] = None,
                  limit: Annotated[int, Query(ge=1, le=5000)] = 500):
         return service.timeline(start, end, limit)
+
+    @app.get("/digest/{period}", response_model=DigestOut,
+             summary="what a day or its week held: when, with whom, windows, the salient moments citing clips")
+    def digest(period: Literal["day", "week"],
+               day: Annotated[date | None, Query(alias="date", description="YYYY-MM-DD; default: today")] = None,
+               tz: Annotated[str | None, Query(max_length=64, description="IANA zone; default: the server's")] = None):
+        return service.digest(period, day, tz)
 
     @app.get("/media/{clip_id}", summary="the clip's frame (JPEG) or audio (WAV) from the original file",
              responses={200: {"content": {"image/jpeg": {}, "audio/wav": {}}}})

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from control.answer import known_names, render
 from control.people import PersonSummary, summarize_people
@@ -21,7 +22,7 @@ from graph.people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
 from mnemo.serve.confirm import Confirmations, NonceRefused
-from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
+from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
                                 TimelineOut)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -202,6 +203,21 @@ class MemoryService:
         view = _People(self.tools.list_people())
         return TimelineOut(from_ts=start_ts, to_ts=end_ts, truncated=truncated,
                            clips=[view.clip(r, by_clip.get(r["clip_id"], [])) for r in rows])
+
+    def digest(self, period: str, day: date | None = None, tz: str | None = None) -> DigestOut:
+        """What ``day`` (default: today), or its Monday-to-Sunday week, held, on the calendar of
+        ``tz`` (an IANA zone such as Europe/Paris; default: this machine's)."""
+        from control.digest import build, day_bounds, week_bounds
+
+        if period not in ("day", "week"):
+            raise BadRequest(f"period is day or week, not {period!r}")
+        try:
+            zone = ZoneInfo(tz) if tz else datetime.now().astimezone().tzinfo
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequest(f"{tz!r} is not a time zone this machine knows; write e.g. Europe/Paris") from None
+        day = day or datetime.now(zone).date()
+        d = build(self.store, *(day_bounds if period == "day" else week_bounds)(day, zone), period, self.tools.me)
+        return DigestOut(**d.to_json(), text="\n".join(d.lines()))
 
     # ---- helpers -----------------------------------------------------------------------------
 
