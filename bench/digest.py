@@ -104,8 +104,9 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None) -> dict
 
     conversations = load(path)
     gold = load_gold(path)
-    ways = {"digest": None, "lead": lambda v, limit: list(range(moments_for(len(v), limit))),
-            "all": lambda v, limit: list(range(len(v)))}
+    ways = {"digest": None, "lead": lambda v, texts, limit: list(range(moments_for(len(v), limit))),
+            "all": lambda v, texts, limit: list(range(len(v)))}
+    words = {w: [] for w in ways}  # words of the moments, a day
     hits = {w: [] for w in ways}
     rouge = {w: [] for w in ways}
     days = 0
@@ -127,6 +128,7 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None) -> dict
                 if way == "digest":
                     digest_s += time.perf_counter() - t0
                 sentences = [m.text for m in d.moments]
+                words[way].append(sum(len(t.split()) for t in sentences))
                 hits[way] += [covered(e, sentences, names) for e in events]
                 if summary:
                     rouge[way].append(rouge_l(" ".join(sentences), summary))
@@ -136,7 +138,9 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None) -> dict
                "rouge_l": round(float(np.mean(rouge["digest"])), 4) if rouge["digest"] else None,
                "ms_per_day": round(1000 * digest_s / max(days, 1), 1)}
     figures["matcher_recall"], figures["matcher_precision"] = (round(x, 4) for x in matcher_check(conversations, gold))
+    figures["words_per_day"] = round(float(np.mean(words["digest"])), 1) if days else None
     for way in ("lead", "all"):
+        figures[f"{way}_words_per_day"] = round(float(np.mean(words[way])), 1) if days else None
         figures[f"{way}_event_recall"] = round(float(np.mean(hits[way])), 4) if hits[way] else None
         figures[f"{way}_rouge_l"] = round(float(np.mean(rouge[way])), 4) if rouge[way] else None
     return figures
@@ -149,10 +153,12 @@ def format_report(f: dict) -> str:
     return "\n".join([
         f"bench digest: {f['days']} day(s), {f['events']} event(s) of event_summary; offline digests "
         f"({f['ms_per_day']} ms a day)",
-        "                  event recall   ROUGE-L",
-        f"  digest          {pct(f['event_recall']):>12}   {pct(f['rouge_l']):>7}",
-        f"  lead (as many)  {pct(f['lead_event_recall']):>12}   {pct(f['lead_rouge_l']):>7}",
-        f"  all memories    {pct(f['all_event_recall']):>12}   {pct(f['all_rouge_l']):>7}",
+        "                  event recall   ROUGE-L   words a day",
+        f"  digest          {pct(f['event_recall']):>12}   {pct(f['rouge_l']):>7}   {f['words_per_day']:>11}",
+        f"  lead (as many)  {pct(f['lead_event_recall']):>12}   {pct(f['lead_rouge_l']):>7}   "
+        f"{f['lead_words_per_day']:>11}",
+        f"  all memories    {pct(f['all_event_recall']):>12}   {pct(f['all_rouge_l']):>7}   "
+        f"{f['all_words_per_day']:>11}",
         f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words; that "
         f"rule, on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
         f"precision {pct(f['matcher_precision'])}"])

@@ -102,7 +102,8 @@ def test_moments_are_salient_and_not_all_alike():
     alike = [topic + 0.01 * rng.normal(size=16) for _ in range(6)]  # one thing said six times
     other = [topic + 2.0 * rng.normal(size=16) for _ in range(3)]
     noise = [rng.normal(size=16) for _ in range(7)]
-    picked = select_moments(np.array(alike + other + noise, dtype=np.float32), limit=8)
+    texts = ["we talked about the same thing again and again"] * 16  # alike in words: the vectors decide
+    picked = select_moments(np.array(alike + other + noise, dtype=np.float32), texts, limit=8)
     assert len(picked) == 8  # 2·√16
     assert sum(i < 6 for i in picked) == 1  # the repeated thing once
     assert picked[0] < 6  # and first: it is what the period is about
@@ -224,3 +225,15 @@ def test_rest_gives_the_digest_and_refuses_what_it_cannot_read(talk_store):
     assert client.get("/digest/day", params={"date": "8 May"}).status_code == 422
     bad_zone = client.get("/digest/day", params={"date": "2023-05-08", "tz": "Mars/Olympus"})
     assert bad_zone.status_code == 422 and "not a time zone" in bad_zone.json()["error"]
+
+
+def test_a_told_event_and_a_longer_turn_outweigh_small_talk():
+    from control.digest import REPORTED_EVENT
+
+    assert REPORTED_EVENT.search("I went to a LGBTQ support group yesterday")
+    assert REPORTED_EVENT.search("We finally adopted a puppy!")
+    assert not REPORTED_EVENT.search("Thanks, that sounds great! You are so kind.")
+    same = np.ones((3, 4), dtype=np.float32)  # alike vectors: only the words differ
+    texts = ["Thanks, that sounds great to me!", "Wow, so cool, keep going my friend!",
+             "I joined a mentorship program for young people last week"]
+    assert select_moments(same + np.eye(3, 4, dtype=np.float32) * 0.01, texts, limit=3)[0] == 2
