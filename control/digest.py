@@ -144,7 +144,7 @@ class Digest:
                        + (" with " + ", ".join(d.people) if d.people else ""))
         if self.moments:
             out.append("  moments:")
-            out += [f"    {self._clock(m.at_ts)}  {m.text}  [clip {m.citation.clip_id}]" for m in self.moments]
+            out += [f"    {self._clock(m.at_ts)}  {_shorter(m.text)}  [clip {m.citation.clip_id}]" for m in self.moments]
         return out
 
     def to_json(self) -> dict:
@@ -161,18 +161,27 @@ class Digest:
                              "end_s": round(m.citation.end_s, 2)} for m in self.moments]}
 
 
+def _shorter(text: str, most: int = 300) -> str:
+    """A moment as a line: a whole screen of text cut short (the JSON keeps all of it)."""
+    return text if len(text) <= most else text[:most - 1].rstrip() + "…"
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def day_bounds(day: date, tz: tzinfo) -> tuple[datetime, datetime]:
-    start = datetime.combine(day, time(), tz)
-    return start, datetime.combine(day + timedelta(days=1), time(), tz)
+def _midnight(day: date, tz: tzinfo | None) -> datetime:
+    # no zone: this machine's, with the offset in force on that day (summer time or not)
+    return datetime.combine(day, time(), tz) if tz is not None else datetime.combine(day, time()).astimezone()
 
 
-def week_bounds(day: date, tz: tzinfo) -> tuple[datetime, datetime]:
+def day_bounds(day: date, tz: tzinfo | None = None) -> tuple[datetime, datetime]:
+    return _midnight(day, tz), _midnight(day + timedelta(days=1), tz)
+
+
+def week_bounds(day: date, tz: tzinfo | None = None) -> tuple[datetime, datetime]:
     monday = day - timedelta(days=day.weekday())
-    return datetime.combine(monday, time(), tz), datetime.combine(monday + timedelta(days=7), time(), tz)
+    return _midnight(monday, tz), _midnight(monday + timedelta(days=7), tz)
 
 
 def parse_day(text: str, now: datetime) -> date:

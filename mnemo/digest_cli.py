@@ -22,7 +22,7 @@ def cmd_digest(args, cfg) -> int:
     now = datetime.now().astimezone()  # the user's days, in local time
     day = parse_day(args.date, now)
     store = _open(cfg, args.store)
-    bounds = (day_bounds if args.command == "day" else week_bounds)(day, now.tzinfo)
+    bounds = (day_bounds if args.command == "day" else week_bounds)(day)  # this machine's zone on that day
     digest = build(store, *bounds, args.command, cfg.people.me)
     print("\n".join(digest.lines()))
     if args.json:
