@@ -129,7 +129,8 @@ class LLMAgent:
         knowledge, shown = self._search(question, before_ts, reading, names, people)
         steps.append(f"round 0: search the question -> {shown} memories")
         messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": f"Question: {question}\n\n{_people_line(people)}\n\n"
+                    {"role": "user", "content": f"Question: {question}\n\n"
+                                                f"{_people_line(people, self.planner.tools.owner(people))}\n\n"
                                                 f"Searching the question found:\n{knowledge}"}]
         note = ""
         malformed = 0
@@ -234,11 +235,14 @@ class LLMAgent:
         return replace(offline, steps=tuple(steps) + offline.steps)
 
 
-def _people_line(people: list[Person]) -> str:
+def _people_line(people: list[Person], me: Person | None = None) -> str:
     if not people:
         return "People in memory: none identified yet."
-    return "People in memory: " + "; ".join(
+    line = "People in memory: " + "; ".join(
         f"{p.label} (<{p.person_id}>{''.join(f', <{m}>' for m in p.members)})" for p in people) + "."
+    if me is not None:  # whose memory this is: "I" in the question is them, not the model
+        line += f' "I", "me" and "my" in the question mean {me.label} (<{me.person_id}>), whose memory this is.'
+    return line
 
 
 def _normal(query: str) -> str:

@@ -139,3 +139,16 @@ def test_the_demo_questions_through_the_llm_loop(demo_store):
         assert answer.answer == needle and len(answer.citations) == 1
         cited = next(m for m in answer.evidence if m.clip_id == answer.citations[0].clip_id and needle in m.text)
         assert cited.source_path.endswith(".mp4")
+
+
+def test_the_model_is_told_who_i_am(chat_store):
+    from graph import people_ops
+
+    with FakeOpenAI(["[Answer] I don't know"]) as fake:
+        agent(chat_store, fake).ask("Which mountain did I climb?")
+    assert '"I", "me" and "my"' not in fake.requests[0]["messages"][1]["content"]  # nobody marked: a plain word
+    people_ops.me(chat_store, "Bo")
+    with FakeOpenAI(["[Answer] I don't know"]) as fake:
+        agent(chat_store, fake).ask("Which mountain did I climb?")
+    assert '"I", "me" and "my" in the question mean Bo (<character_2>), whose memory this is.' in \
+        fake.requests[0]["messages"][1]["content"]
