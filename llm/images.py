@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 
 import numpy as np
 
@@ -40,10 +41,35 @@ def image_data_url(rgb: np.ndarray, quality: int = 85) -> str:
     return jpeg_data_url(jpeg_bytes(rgb, quality=quality))
 
 
+QWEN_FACTOR = 28  # qwen_vl_utils: patches of 14 pixels, merged 2 by 2
+QWEN_MIN_PIXELS = 4 * QWEN_FACTOR ** 2
+QWEN_MAX_RATIO = 200
+
+
+def qwen_size(height: int, width: int, max_pixels: int, factor: int = QWEN_FACTOR,
+              min_pixels: int = QWEN_MIN_PIXELS) -> tuple[int, int]:
+    """The (height, width) Qwen-VL takes an image at: both sides on the ``factor`` grid, the pixels
+    between ``min_pixels`` and ``max_pixels``, the aspect kept as closely as the grid allows
+    (``qwen_vl_utils.smart_resize``, which imports torch; ``tests/test_llm.py`` checks this port
+    against it)."""
+    if max(height, width) / min(height, width) > QWEN_MAX_RATIO:
+        raise ValueError(f"an image {width}x{height} is too elongated for Qwen-VL (at most {QWEN_MAX_RATIO}:1)")
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h, w = math.floor(height / beta / factor) * factor, math.floor(width / beta / factor) * factor
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
+    return h, w
+
+
 def qwen_prepare(rgb: np.ndarray, max_pixels: int = 448 * 448) -> np.ndarray:
     """Resize the way Qwen-VL expects (``qwen_vl_utils.fetch_image``: sides on its patch grid,
-    pixel budget bounded, aspect kept)."""
+    pixel budget bounded, aspect kept, Pillow's default resampling)."""
     from PIL import Image
-    from qwen_vl_utils import fetch_image
 
-    return np.asarray(fetch_image({"image": Image.fromarray(rgb), "max_pixels": max_pixels}).convert("RGB"))
+    height, width = rgb.shape[:2]
+    h, w = qwen_size(height, width, max_pixels)
+    return np.asarray(Image.fromarray(rgb).convert("RGB").resize((w, h)))

@@ -2,7 +2,7 @@
 episodic and semantic memories.
 
 The request, sent to an OpenAI-compatible endpoint through ``llm/``:
-- the clip's distinct frames, sized for Qwen-VL (``qwen_vl_utils``), as JPEG data URLs;
+- the clip's distinct frames, sized for Qwen-VL (as ``qwen_vl_utils`` sizes them: ``llm.images``), as JPEG data URLs;
 - one face crop per face entity, labelled with its id (``<face_2>``);
 - the transcript, one line per turn with the speaker's id (``<voice_1>``) and time;
 - on-screen text.

@@ -129,6 +129,30 @@ def test_vlm_captioner_sends_qwen_sized_frames_as_data_urls():
     assert body["model"] == "qwen2.5-vl-7b" and body["max_tokens"] == 200
 
 
+@pytest.mark.parametrize("height, width", [(720, 1280), (1080, 1920), (480, 640), (50, 60), (20, 3000), (2000, 300),
+                                           (448, 448), (1, 150), (290, 410), (100, 500)])
+def test_qwen_sizing_is_qwen_vl_utils_without_torch(height, width):
+    """``llm.images.qwen_prepare`` gives what ``qwen_vl_utils.fetch_image`` gives (which imports torch,
+    so the light install could not caption or write memories with an LLM): the same size, the same
+    pixels."""
+    from PIL import Image
+    from qwen_vl_utils import fetch_image
+
+    from llm.images import qwen_prepare
+
+    rgb = np.random.default_rng(height * width).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    ours = qwen_prepare(rgb, max_pixels=448 * 448)
+    theirs = np.asarray(fetch_image({"image": Image.fromarray(rgb), "max_pixels": 448 * 448}).convert("RGB"))
+    assert ours.shape == theirs.shape and np.array_equal(ours, theirs)
+
+
+def test_an_image_too_elongated_for_qwen_is_refused():
+    from llm.images import qwen_size
+
+    with pytest.raises(ValueError, match="too elongated"):
+        qwen_size(10, 3000, 448 * 448)
+
+
 def test_vlm_failure_raises_runtime_error_for_the_observer_to_note():
     with FakeOpenAI([500, 500]) as fake:
         cap = VLMCaptioner(client(fake, max_retries=1))

@@ -1,6 +1,7 @@
 """Clip captions from a vision-language model behind an OpenAI-compatible endpoint (e.g. Qwen2.5-VL
-on vLLM). Frames are resized the way Qwen-VL expects (``qwen_vl_utils.fetch_image``: sides rounded
-to the patch grid, pixel budget bounded) and sent inline as JPEG data URLs."""
+on vLLM). Frames are resized the way Qwen-VL expects (as ``qwen_vl_utils.fetch_image`` does, ported to
+``llm.images`` since it imports torch: sides rounded to the patch grid, pixel budget bounded) and
+sent inline as JPEG data URLs."""
 
 from __future__ import annotations
 
