@@ -11,6 +11,7 @@ def test_unknown_backend_lists_the_valid_ones():
         build("faces", "opencv")
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_insightface_without_its_pack_names_the_folder(tmp_path):
     faces = build("faces", "insightface", root=str(tmp_path))
     with pytest.raises(FileNotFoundError) as e:
@@ -98,6 +99,7 @@ def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelat
     assert e.embed([]).shape == (0, 768)
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
     import pydantic
     import torch
@@ -131,11 +133,13 @@ def test_bfloat16_only_where_the_cpu_computes_in_it():
 
 def test_the_bf16_switch_answers_for_the_cpu(monkeypatch):
     """MNEMO_CPU_BF16 lets one machine run the other kind of CPU's path (tests/test_onnx_models.py)."""
-    from perception.weights import cpu_has_bf16, fast_dtype
+    from perception.weights import cpu_has_bf16, fast_dtype, torch_extra_installed
 
-    for value, dtype in (("1", "bfloat16"), ("0", "float32"), (" 1 ", "bfloat16")):
+    for value, bf16 in (("1", True), ("0", False), (" 1 ", True)):
         monkeypatch.setenv("MNEMO_CPU_BF16", value)
-        assert fast_dtype("cpu") == dtype and cpu_has_bf16() is (dtype == "bfloat16")
+        # bfloat16 needs torch: without mnemo[torch] the models run in ONNX Runtime, in float32
+        assert fast_dtype("cpu") == ("bfloat16" if bf16 and torch_extra_installed() else "float32")
+        assert cpu_has_bf16() is bf16
         assert not cpu_has_bf16("flags\t: avx2\n")  # a cpuinfo given is read as it is
     monkeypatch.setenv("MNEMO_CPU_BF16", "yes")
     with pytest.raises(ValueError, match="MNEMO_CPU_BF16='yes': set it to 1 .* 0 .* or leave it unset"):

@@ -34,6 +34,7 @@ def test_missing_config_file_is_an_error(monkeypatch, tmp_path):
         load_config()
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_auto_faces_backend_prefers_insightface_only_when_its_pack_is_present(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MNEMO_PERCEPTION__INSIGHTFACE_ROOT", str(tmp_path / "if"))

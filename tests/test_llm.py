@@ -131,6 +131,7 @@ def test_vlm_captioner_sends_qwen_sized_frames_as_data_urls():
 
 @pytest.mark.parametrize("height, width", [(720, 1280), (1080, 1920), (480, 640), (50, 60), (20, 3000), (2000, 300),
                                            (448, 448), (1, 150), (290, 410), (100, 500)])
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_qwen_sizing_is_qwen_vl_utils_without_torch(height, width):
     """``llm.images.qwen_prepare`` gives what ``qwen_vl_utils.fetch_image`` gives (which imports torch,
     so the light install could not caption or write memories with an LLM): the same size, the same

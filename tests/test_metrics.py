@@ -30,6 +30,7 @@ def test_the_mapping_is_one_to_one_and_the_best_one():
     assert speaker_attribution(REF, pred) == pytest.approx(2.5 / 3, abs=0.01)
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_der_counts_missed_speech_false_alarm_and_confusion():
     assert diarization_error_rate(REF, REF) == pytest.approx(0.0)
     assert diarization_error_rate(REF, [("a", 0.0, 1.0)]) == pytest.approx(2 / 3)  # 2 s missed of 3

@@ -47,6 +47,7 @@ def torch_vectors(model, texts: list[str]) -> np.ndarray:
         return torch.nn.functional.normalize(vecs.float(), dim=-1).numpy()
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_the_built_graph_gives_torchs_vectors_alone_and_in_padded_batches(built):
     model_dir, path, model = built
     encoder = onnx_text.OnnxEncoder(path, model_dir, model.max_seq_length)
@@ -63,6 +64,7 @@ def test_the_built_graph_gives_torchs_vectors_alone_and_in_padded_batches(built)
     assert worst < 2e-5 and worst_alone < 2e-5
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_the_built_graph_gives_torchs_hidden_states_token_by_token(built):
     """Every real token's last hidden state, not only their mean: a wrong position or bucket for a
     few tokens would hide in the mean."""
@@ -81,6 +83,7 @@ def test_the_built_graph_gives_torchs_hidden_states_token_by_token(built):
     assert worst < onnx_text.CHECK_TOLERANCE
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_onnx_runtimes_fusions_fire_on_the_built_graph(built):
     import onnx
 
@@ -92,6 +95,7 @@ def test_onnx_runtimes_fusions_fire_on_the_built_graph(built):
     assert ops["LayerNormalization"] + ops["EmbedLayerNormalization"] + ops["SkipLayerNormalization"] == 2 * layers + 1
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_mpnets_relative_position_buckets_are_torchs_at_every_distance():
     import torch
     from transformers.models.mpnet.modeling_mpnet import MPNetEncoder

@@ -20,6 +20,7 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "models" / "onnx" / MiniLMText.name
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_onnx_runtime_gives_torchs_vectors_for_texts_of_every_length(cache):
     onnx, torch = MiniLMText(runtime="auto"), MiniLMText(runtime="torch")
     v, w = onnx.embed(TEXTS), torch.embed(TEXTS)
@@ -47,6 +48,7 @@ def test_an_export_that_differs_from_torch_is_refused_and_leaves_nothing(cache, 
     assert not list(cache.glob("*.onnx")) and not list(cache.glob("*.part"))
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 def test_the_runtime_follows_the_device_and_dtype():
     import pydantic
 
@@ -77,6 +79,7 @@ def test_only_mean_pooled_models_are_run_by_the_onnx_encoder(tmp_path):
     assert not onnx_text.pooling_is_mean(tmp_path / "missing")
 
 
+@pytest.mark.slow  # needs an extra beyond [test,s3]
 @pytest.mark.parametrize("embedder", [MiniLMText, MPNetText], ids=["minilm", "mpnet"])
 def test_the_onnx_path_tokenizes_as_transformers_does(embedder):
     """The ONNX path reads tokenizer.json with the tokenizers library (transformers would load
