@@ -77,8 +77,8 @@ test: $(TEST_STAMP) xtools
 	  echo "the cpu_kind tests again with MNEMO_CPU_BF16=$$other" && \
 	  HF_HUB_OFFLINE=1 MNEMO_CPU_BF16=$$other $(VENV)/bin/python -m pytest -q -m cpu_kind
 
-# the tests not marked slow, on the light install (no torch, Ray or bench extras); not in CI yet:
-# its first runs here still had failures and a hang to look into
+# the tests not marked slow, on the light install (no torch, Ray or bench extras); CI runs it on
+# the two Pythons that `make test` does not use
 test-fast: $(FAST_STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -m "not slow"
 
