@@ -67,7 +67,7 @@ class Supervised:
         """``cmd`` started through ``python -m mnemo.supervise PID``, which asks for the parent-death
         signal and then becomes ``cmd`` (exec keeps it). Not a ``preexec_fn``: in a process with
         threads, the forked child of a ``preexec_fn`` can deadlock on a lock another thread held at
-        the fork (it did, in ctypes, and hung the test suite)."""
+        the fork (one did: the parent waited in ``_execute_child`` and the fast tier hung)."""
         if self._libc is None:
             return cmd
         return [sys.executable, "-m", "mnemo.supervise", str(os.getpid()), *cmd]
