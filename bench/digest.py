@@ -124,7 +124,7 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None) -> dict
             days += 1
             for way, select in ways.items():
                 t0 = time.perf_counter()
-                d = build(store, *day_bounds(day, timezone.utc), "day", **({"select": select} if select else {}))
+                d = build(store, *day_bounds(day, timezone.utc), "day", select=select)
                 if way == "digest":
                     digest_s += time.perf_counter() - t0
                 sentences = [m.text for m in d.moments]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 import numpy as np
@@ -99,7 +99,7 @@ class Digest:
     people: tuple[tuple[str, int], ...] = ()  # (name or id, clips together), most first; the owner apart
     apps: tuple[tuple[str, float], ...] = ()  # (application and window, seconds in front), longest first
     moments: tuple[Moment, ...] = ()
-    days: tuple[DaySummary, ...] = field(default=())  # a week: its days that hold anything
+    days: tuple[DaySummary, ...] = ()  # a week: its days that hold anything
     span: tuple[float, float] | None = None  # what the whole store holds, to say so when this is empty
 
     @property
@@ -217,8 +217,7 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
     clips = sorted(store.clips.search().where(where).select(["clip_id", "source_path", "start_ts", "end_ts"])
                    .limit(None).to_list(), key=lambda r: (r["start_ts"], r["clip_id"]))
     if not clips:
-        newest, oldest = store.newest_ts(), _oldest_ts(store)
-        return Digest(period, start, end, span=(oldest, newest) if newest is not None and oldest is not None else None)
+        return Digest(period, start, end, span=_span(store))
     in_period = {r["clip_id"] for r in clips}
     memories, vectors = store.memories_with_vectors(where)
     keep = [i for i, m in enumerate(memories) if m.clip_id in in_period and m.valid_to_ts is None]
@@ -305,6 +304,9 @@ def _days(clips: list[dict], memories: list[Memory], person_of: dict[str, Person
                             tuple(name for name, _ in seen[d].most_common(3))) for d, rs in sorted(of_day.items()))
 
 
-def _oldest_ts(store: Store) -> float | None:
-    rows = store.clips.search().select(["start_ts"]).limit(None).to_arrow()
-    return float(min(rows["start_ts"].to_pylist())) if rows.num_rows else None
+def _span(store: Store) -> tuple[float, float] | None:
+    """When the store's first clip starts and its last one ends (None when it holds none): one read."""
+    rows = store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_arrow()
+    if not rows.num_rows:
+        return None
+    return float(min(rows["start_ts"].to_pylist())), float(max(rows["end_ts"].to_pylist()))
