@@ -215,7 +215,7 @@ class MemoryService:
             zone = ZoneInfo(tz) if tz else None  # None: this machine's, as on that day
         except (ZoneInfoNotFoundError, ValueError):
             raise BadRequest(f"{tz!r} is not a time zone this machine knows; write e.g. Europe/Paris") from None
-        day = day or (datetime.now(zone) if zone else datetime.now()).date()
+        day = day or datetime.now(zone).date()  # zone None: local time
         d = build(self.store, *(day_bounds if period == "day" else week_bounds)(day, zone), period, self.tools.me)
         return DigestOut(**d.to_json(), text="\n".join(d.lines()))
 
