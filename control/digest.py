@@ -264,11 +264,11 @@ def moments_for(n: int, limit: int) -> int:
     return min(n, limit, max(3, round(2 * math.sqrt(n))))
 
 
-def select_moments(vectors: np.ndarray, texts: list[str], limit: int) -> list[int]:
+def select_moments(vectors: np.ndarray, texts: list[str], limit: int, want: int | None = None) -> list[int]:
     """Indexes of the salient ``texts`` (``vectors``: theirs, one row each), picked with maximal
-    marginal relevance, ``moments_for(len(texts), limit)`` of them (see the module doc)."""
+    marginal relevance, ``want`` of them (default ``moments_for(len(texts), limit)``; see the module doc)."""
     n = len(vectors)
-    want = moments_for(n, limit)
+    want = moments_for(n, limit) if want is None else want
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
     centroid = unit.mean(axis=0)
     salience = (unit @ (centroid / max(float(np.linalg.norm(centroid)), 1e-9))

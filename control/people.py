@@ -16,7 +16,7 @@ from graph.store import Store
 QUOTE_CHARS = 160  # a sample quote is a reminder of who this is, not the transcript
 # a speech memory: `<voice_2> said: "…"` (older stores: `Name (<voice_2>) said: "…"`); the id
 # before "said" is the speaker, any other id in the text is someone spoken about
-_SAID = re.compile(r'<((?:voice|face|character)_\d+)>\)? said: "(.*)"\s*$', re.DOTALL)
+SAID = re.compile(r'<((?:voice|face|character)_\d+)>\)? said: "(.*)"\s*$', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def summarize_people(store: Store, people: list[Person] | None = None,
     for m in store.about(list(owner), limit=None):
         for pid in {owner[e] for e in m.entity_ids if e in owner}:
             clips[pid].add(m.clip_id)
-        said = _SAID.search(m.text)
+        said = SAID.search(m.text)
         if said and said.group(1) in owner:
             pid, quote = owner[said.group(1)], said.group(2).strip()
             if len(quote) > len(best.get(pid, ("", ""))[0]):
@@ -78,7 +78,7 @@ def propose_owner(store: Store, people: list[Person] | None = None) -> OwnerProp
     seen: dict[str, tuple[set, set, set]] = {p.person_id: (set(), set(), set()) for p in people}
     all_days, all_sources = set(), set()
     for m in store.about(list(owner), limit=None):
-        said = _SAID.search(m.text)
+        said = SAID.search(m.text)
         if not said or said.group(1) not in owner:  # heard speaking, not spoken about
             continue
         day = datetime.fromtimestamp(m.start_ts).date()  # the user's days, in local time

@@ -15,12 +15,13 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)")
-    bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "digest", "speed", "day", "capture",
+    bench.add_argument("name", choices=["perception", "ocr", "store", "locomo", "digest", "profile", "speed", "day", "capture",
                                         "m3", "screenshotvqa", "serve", "redact", "faults"],
                        help="perception: ASR, speakers, faces, OCR on real media; ocr: screen text "
                             "with its word boundaries on terminal, page and dialog screens rendered under Xvfb; store: hybrid search at scale; "
                             "locomo: evidence recall of retrieval on LoCoMo conversations; digest: day digests of "
-                            "LoCoMo conversations against their event_summary and session_summary; speed: ingest of a "
+                            "LoCoMo conversations against their event_summary and session_summary; profile: each LoCoMo speaker's "
+                            "profile against the dataset's observation facts about them; speed: ingest of a "
                             "5-minute recording, sequential and on Ray, against ASR alone; day: the cost of an hour of an ordinary day "
                             "(a quarter speech), with and without the gates that skip empty content; capture: the screenshot daemon on "
                             "an Xvfb desktop with a scripted session and live ingestion; m3: M3-Bench "
@@ -36,7 +37,7 @@ def add_parser(sub) -> None:
                        "`mnemo people --store DIR/spoken`; m3, "
                        "screenshotvqa, serve: folder of the stores, kept between runs "
                        "(default: ~/.cache/mnemo/bench-stores/NAME)")
-    bench.add_argument("--data", help="locomo, digest: a LoCoMo file in the upstream locomo10.json format; "
+    bench.add_argument("--data", help="locomo, digest, profile: a LoCoMo file in the upstream locomo10.json format; "
                        "screenshotvqa: a folder with qa_pairs.json and one folder of screenshots per user")
     bench.add_argument("--blocks", type=int, help="day: six-minute blocks of the day recording (default 10: an hour)")
     bench.add_argument("--workers", type=int, help="speed: Ray perception workers (default: one per CPU)")
@@ -130,19 +131,20 @@ def cmd_bench(args, cfg) -> int:
                                      baselines_embedder=dense if args.baselines else None,
                                      workdir=Path(tmp) / "baselines", first_person=args.first_person)
             print(locomo.format_report(figures))
-    elif args.name == "digest":
+    elif args.name in ("digest", "profile"):
+        import importlib
         import tempfile
 
-        from bench import digest
         from graph.store import Store
 
         if not args.data:
-            raise ValueError("bench digest needs --data PATH (a LoCoMo file in the locomo10.json format)")
+            raise ValueError(f"bench {args.name} needs --data PATH (a LoCoMo file in the locomo10.json format)")
+        bench_module = importlib.import_module(f"bench.{args.name}")
         embedder = text_embedder(cfg.graph)
-        with tempfile.TemporaryDirectory(prefix="mnemo-bench-digest-") as tmp:
-            figures = digest.run(args.data, lambda key: Store(Path(tmp) / key, embedder),
-                                 match_policies(cfg.memorize, "dlib"), progress=progress)
-        print(digest.format_report(figures))
+        with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-{args.name}-") as tmp:
+            figures = bench_module.run(args.data, lambda key: Store(Path(tmp) / key, embedder),
+                                       match_policies(cfg.memorize, "dlib"), progress=progress)
+        print(bench_module.format_report(figures))
     elif args.name in ("m3", "screenshotvqa"):
         from mnemo import bench_qa
 

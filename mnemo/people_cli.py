@@ -1,5 +1,5 @@
-"""``mnemo people``: the people in memory, and the user's changes to them (name, merge, split,
-undo, history). Every change is checked first and recorded in the store's people log
+"""``mnemo people``: the people in memory, what memory holds about one (show), and the user's
+changes to them (name, merge, split, undo, history). Every change is checked first and recorded in the store's people log
 (``graph.people_ops``); a bad one exits 2 with ``error: …`` and changes nothing."""
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ def add_parsers(sub) -> None:
     me = actions.add_parser("me", parents=[common], help="mark who you are (people me voice_3); without an id: who is "
                                                          "marked, or whom mnemo proposes and why")
     me.add_argument("who", nargs="?", metavar="ID", help="you: your id, any member id or your name")
+    show = actions.add_parser("show", parents=[common], help="what memory holds about a person (people show Caroline); "
+                                                             "without an id: about you")
+    show.add_argument("who", nargs="?", metavar="ID", help="the person: their id, any member id or their name")
     actions.add_parser("undo", parents=[common], help="reverse the latest change still in force")
     actions.add_parser("history", parents=[common], help="every change, oldest first")
 
@@ -100,6 +103,14 @@ def cmd_people(args, cfg) -> int:
         return 0
     if action == "me" and not args.who:
         return _show_owner(store, cfg, args.json)
+    if action == "show":
+        from control.profile import build
+
+        profile = build(store, args.who, cfg.people.me)
+        print("\n".join(profile.lines()))
+        if args.json:
+            print(json.dumps(profile.to_json(), ensure_ascii=False))
+        return 0
     if action == "name":
         change = people_ops.name(store, args.who, " ".join(args.name))
     elif action == "me":

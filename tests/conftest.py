@@ -164,6 +164,24 @@ def disk_full_on_commit(store, n: int) -> list[str]:
     return calls
 
 
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+@pytest.fixture
+def talk_store(hash_store, policies, monkeypatch):
+    """The first three sessions of LoCoMo's first dev conversation (8 May, 25 May, 9 June 2023;
+    Caroline and Melanie, enrolled by name), in a store of hash embeddings."""
+    from bench.datasets.locomo import Conversation, load
+    from bench.locomo import ingest_conversation
+
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # what the commands open it with
+    if not LOCOMO.is_file():
+        unavailable(f"{LOCOMO} not present (the shared evaluation data beside the repository)")
+    conv = load(LOCOMO)[0]
+    ingest_conversation(Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()), hash_store, policies)
+    return hash_store
+
+
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     from mnemo.cli import main
 

@@ -5,32 +5,15 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench.datasets.locomo import Conversation, load
-from conftest import run_cli, unavailable
+from conftest import run_cli
 from control.digest import build, day_bounds, parse_day, select_moments, week_bounds
 from graph import people_ops
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 MAY_8 = date(2023, 5, 8)
-
-
-@pytest.fixture
-def talk_store(hash_store, policies, monkeypatch):
-    """The first three sessions of LoCoMo's first dev conversation (8 May, 25 May, 9 June 2023;
-    Caroline and Melanie, enrolled by name)."""
-    from bench.locomo import ingest_conversation
-
-    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # what the commands open it with
-    if not LOCOMO.is_file():
-        unavailable(f"{LOCOMO} not present (the shared evaluation data beside the repository)")
-    conv = load(LOCOMO)[0]
-    ingest_conversation(Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()), hash_store, policies)
-    return hash_store
 
 
 def _day(store, day=MAY_8, **kw):

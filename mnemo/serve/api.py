@@ -32,6 +32,7 @@ from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
 from mnemo.serve.guard import Guard, error_response, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
+                                ProfileOut,
                                 PersonOut, TimelineOut)
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
 from perception.errors import MediaError
@@ -179,6 +180,12 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     @app.get("/people/history", response_model=list[PeopleOpOut], summary="the user's changes to people, oldest first")
     def people_history():
         return service.people_history()
+
+    @app.get("/people/{person}/profile", response_model=ProfileOut,
+             summary="what memory holds about a person: facts with their clips and what they superseded, and "
+                     "the salient things they said of themself; `me` for you")
+    def profile(person: PersonId):
+        return service.profile(None if person == "me" else person)
 
     change = {"response_model": ChangeOut, "dependencies": [Depends(json_only)]}
 

@@ -28,8 +28,8 @@ def add_parsers(sub) -> None:
                             "--host (repeatable): any other Host header is refused (DNS rebinding)")
     serve.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM), with --tls-key")
     serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
-    mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, read_clip, timeline, "
-                         "name_person, merge_people, split_person, undo_people_change (forget with --allow-forget)")
+    mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, profile, read_clip, timeline, "
+                         "digest, name_person, merge_people, split_person, undo_people_change (forget with --allow-forget)")
     mcp.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
     mcp.add_argument("--allow-forget", action="store_true",
                      help="offer the forget tool, which deletes memory for good. Off by default: recorded text (a "

@@ -23,6 +23,7 @@ from graph.rows import Memory
 from graph.store import Store
 from mnemo.serve.confirm import Confirmations, NonceRefused
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
+                                ProfileOut,
                                 TimelineOut)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -218,6 +219,17 @@ class MemoryService:
         day = day or datetime.now(zone).date()  # zone None: local time
         d = build(self.store, *(day_bounds if period == "day" else week_bounds)(day, zone), period, self.tools.me)
         return DigestOut(**d.to_json(), text="\n".join(d.lines()))
+
+    def profile(self, who: str | None = None) -> ProfileOut:
+        """What memory holds about ``who`` (an id, a member id or a name; None: the owner)."""
+        from control.profile import build
+        from graph.people import PeopleError
+
+        try:
+            p = build(self.store, who, self.tools.me)
+        except PeopleError as e:
+            raise NotFound(str(e)) from None
+        return ProfileOut(**p.to_json(), text="\n".join(p.lines()))
 
     # ---- helpers -----------------------------------------------------------------------------
 

@@ -1,0 +1,102 @@
+"""``mnemo bench profile``: each speaker's profile (``control.profile``) against what LoCoMo's
+annotators observed about them.
+
+Each conversation is ingested as ``bench locomo`` ingests it (one store each, its sessions spoken by
+enrolled voices). For every speaker, the profile built offline is scored against the dataset's
+``observation`` facts about that speaker (``Caroline is researching adoption agencies``), all
+sessions together:
+
+- **fact recall**: the share of those facts that one sentence of the profile states, matched as
+  ``bench digest`` matches events (``bench.digest.covered``: one profile sentence holds at least half
+  of the fact's content words, names left out, crude stems), with the same check of the rule
+  against the turns the facts cite.
+
+Two baselines in the same run, on the same people: ``lead`` (as many statements as the profile, the
+person's first ones) and ``all`` (everything the profile could quote: every first-person turn of
+theirs; the ceiling of fact recall for an extractive profile, and how many words it takes).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def score(profile, facts: list[str], names: set[str]) -> list[bool]:
+    from bench.digest import covered
+
+    sentences = profile.sentences()
+    return [covered(f, sentences, names) for f in facts]
+
+
+def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest: bool = True) -> dict:
+    """Ingest each conversation into ``make_store(key)`` (``ingest=False``: the stores already hold
+    them) and score each speaker's profile."""
+    from bench.datasets.locomo import load, load_gold
+    from bench.digest import matcher_check
+    from bench.locomo import ingest_conversation
+    from control.profile import build, statements_for
+
+    conversations = load(path)
+    gold = load_gold(path)
+    ways = {"profile": None, "lead": lambda v, texts, limit: list(range(statements_for(len(v), limit))),
+            "all": lambda v, texts, limit: list(range(len(v)))}
+    hits = {w: [] for w in ways}
+    words = {w: [] for w in ways}
+    per_person = []
+    people = 0
+    build_s = 0.0
+    for conv in conversations:
+        store = make_store(conv.key)
+        if ingest:
+            ingest_conversation(conv, store, policies)
+        names = {n.lower() for n in conv.speakers} | {n.lower()[:3] for n in conv.speakers}
+        for speaker in conv.speakers:
+            facts = [fact for s in conv.sessions for who, fact, _ in gold[conv.key][s.index].observations
+                     if who == speaker]
+            if not facts:
+                continue
+            people += 1
+            for way, select in ways.items():
+                t0 = time.perf_counter()
+                profile = build(store, speaker, select=select)
+                if way == "profile":
+                    build_s += time.perf_counter() - t0
+                    per_person.append({"conversation": conv.sample_id, "person": speaker, "facts": len(facts),
+                                       "statements": len(profile.statements), "candidates": profile.candidates})
+                got = score(profile, facts, names)
+                hits[way] += got
+                words[way].append(sum(len(t.split()) for t in profile.sentences()))
+                if way == "profile":
+                    per_person[-1]["fact_recall"] = round(float(np.mean(got)), 4)
+        progress(f"{conv.sample_id}: fact recall so far {np.mean(hits['profile'] or [0]):.3f}")
+    figures = {"people": people, "facts": len(hits["profile"]),
+               "fact_recall": round(float(np.mean(hits["profile"])), 4) if hits["profile"] else None,
+               "ms_per_profile": round(1000 * build_s / max(people, 1), 1),
+               "words_per_profile": round(float(np.mean(words["profile"])), 1) if people else None}
+    for way in ("lead", "all"):
+        figures[f"{way}_fact_recall"] = round(float(np.mean(hits[way])), 4) if hits[way] else None
+        figures[f"{way}_words_per_profile"] = round(float(np.mean(words[way])), 1) if people else None
+    figures["matcher_recall"], figures["matcher_precision"] = (round(x, 4) for x in matcher_check(conversations, gold))
+    figures["per_person"] = per_person
+    return figures
+
+
+def format_report(f: dict) -> str:
+    def pct(x):
+        return "n/a" if x is None else f"{x:.3f}"
+
+    lines = [f"bench profile: {f['people']} people, {f['facts']} observation fact(s); offline profiles "
+             f"({f['ms_per_profile']} ms each)",
+             "                      fact recall   words a profile",
+             f"  profile             {pct(f['fact_recall']):>11}   {f['words_per_profile']:>15}",
+             f"  lead (as many)      {pct(f['lead_fact_recall']):>11}   {f['lead_words_per_profile']:>15}",
+             f"  all first-person    {pct(f['all_fact_recall']):>11}   {f['all_words_per_profile']:>15}"]
+    lines += [f"    {p['conversation']} {p['person']}: {p['fact_recall']:.3f} of {p['facts']} fact(s), "
+              f"{p['statements']} statement(s) of {p['candidates']}" for p in f["per_person"]]
+    lines.append(f"a fact counts as stated when one profile sentence holds half of its content words; that rule, "
+                 f"on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
+                 f"precision {pct(f['matcher_precision'])}")
+    return "\n".join(lines)
