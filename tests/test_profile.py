@@ -141,3 +141,27 @@ def test_rest_gives_a_profile_and_says_who_exists_when_nobody_matches(talk_store
     assert client.get("/people/me/profile").json()["name"] == "Melanie"
     nobody = client.get("/people/Zed/profile")
     assert nobody.status_code == 404 and "known: " in nobody.json()["error"]
+
+
+@pytest.mark.slow  # the configured text embedder
+def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_path, capsys):
+    filler = [("Bo", "The weather was grey all week here."), ("Ann", "The film about bees was long."),
+              ("Bo", "Trains were late again today."), ("Ann", "Sounds tiring, rest well.")] * 3
+    turns = [("Ann", "I adopted a puppy called Rex last week, a beagle."), *filler,
+             ("Bo", "I started pottery classes on Monday evening.")]
+    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
+    data = [{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+             "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
+             "observation": {"session_1_observation": {
+                 "Ann": [["Ann adopted a beagle puppy named Rex.", "D1:1"], ["Ann keeps bees.", "D1:3"]],
+                 "Bo": [["Bo takes pottery classes.", "D1:14"]]}},
+             "qa": []}]
+    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "bench", "profile", "--data", str(tmp_path / "tiny.json"), "--json")
+    assert code == 0
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["people"] == 2 and figures["facts"] == 3
+    # the puppy and the pottery are said in the first person; the bees are not said of oneself at all
+    assert figures["all_fact_recall"] == pytest.approx(2 / 3, abs=1e-3)
+    assert figures["fact_recall"] == pytest.approx(2 / 3, abs=1e-3)  # few candidates: all of them are kept
+    assert "a fact counts as stated when one profile sentence holds half of its content words" in out

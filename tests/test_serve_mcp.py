@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-READS = {"ask", "search", "list_people", "read_clip", "timeline", "digest"}
+READS = {"ask", "search", "list_people", "profile", "read_clip", "timeline", "digest"}
 CHANGES = {"name_person", "merge_people", "split_person", "mark_owner", "undo_people_change"}
 TOOLS = READS | CHANGES  # and forget, with --allow-forget only
 
@@ -39,6 +39,8 @@ async def _session(store_uri: str, cwd: str):
         out["people"] = await client.call_tool("list_people", {})
         out["search"] = await client.call_tool("search", {"query": "Chicago", "person": "Diane", "limit": 3})
         out["timeline"] = await client.call_tool("timeline", {})
+        out["profile"] = await client.call_tool("profile", {"person": "Sheila"})
+        out["no_owner"] = await client.call_tool("profile", {})
         out["bad_limit"] = await client.call_tool("search", {"query": "x", "limit": 0})
         out["no_clip"] = await client.call_tool("read_clip", {"clip_id": "no-such-clip"})
     return out
@@ -63,6 +65,11 @@ def test_mcp_over_stdio(demo_store, tmp_path):
     hits = out["search"].structured_content["memories"]
     assert hits and all("Diane" in h["people"] for h in hits)
     assert [c["index"] for c in out["timeline"].structured_content["clips"]] == [0, 1]
+    profile = out["profile"].structured_content
+    assert not out["profile"].is_error and profile["name"] == "Sheila"
+    chicago = [f for f in profile["facts"] if f["relation"] == "is from"]
+    assert [f["value"] for f in chicago] == ["Chicago"] and chicago[0]["citations"][0]["clip_id"] == clip["clip_id"]
+    assert out["no_owner"].is_error and "nobody is marked as you" in out["no_owner"].content[0].text
 
     assert out["bad_limit"].is_error and "limit" in out["bad_limit"].content[0].text
     assert out["no_clip"].is_error and "no clip 'no-such-clip'" in out["no_clip"].content[0].text
