@@ -79,6 +79,29 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person .name")]
     assert sorted(people) == ["Diane", "Sheila"]
     assert "2 clip(s) on 2026-11-20" in browser.find_element(By.ID, "timeline-title").text
+    # the day's digest: when, with whom, and moments that open the clip they cite
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#digest-moments li a"))
+    assert browser.find_element(By.ID, "digest-title").text.startswith("Friday 20 November 2026")
+    summary = browser.find_element(By.ID, "digest-summary").text
+    assert summary.startswith("2 clip(s), ") and "Diane" in summary and "Sheila" in summary
+    assert "Chicago" in browser.find_element(By.ID, "digest-moments").text
+    browser.find_element(By.CSS_SELECTOR, "#digest-moments li a").click()
+    wait.until(lambda d: not d.find_element(By.ID, "clip").get_attribute("hidden")
+               and d.find_element(By.ID, "clip-title").text.startswith("Clip "))
+    # what is known about Sheila: her fact, citing its clip, and what she said of herself
+    sheila = [e for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")
+              if e.find_element(By.CLASS_NAME, "name").text == "Sheila"][0]
+    sheila.find_element(By.CLASS_NAME, "show-profile").click()
+    wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "Sheila")
+    facts = browser.find_element(By.ID, "profile-facts").text
+    assert "Sheila is from Chicago." in facts and "last confirmed 2026-11-20" in facts
+    assert "they all call me a Yankee" in browser.find_element(By.ID, "profile-statements").text
+    shot = tmp_path / "profile.png"
+    browser.execute_script("document.getElementById('profile').scrollIntoView()")
+    assert browser.save_screenshot(str(shot))
+    print(f"screenshot: {shot}")
+    browser.find_element(By.ID, "profile-close").click()
+    wait.until(lambda d: d.find_element(By.ID, "profile").get_attribute("hidden"))
 
     browser.find_element(By.ID, "ask-input").send_keys("Where is Sheila from?")
     browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
@@ -190,8 +213,12 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         assert browser.save_screenshot(str(shot))
         print(f"screenshot: {shot}")
 
+        # an open profile shows the new name at once, and the old one after an undo
+        person(browser, "character_2").find_element(By.CLASS_NAME, "show-profile").click()
+        wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "Carol")
         browser.find_element(By.ID, "people-undo").click()
         wait.until(lambda d: shown(d)[0] == "<character_2>")
+        wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "<character_2>")
         name, who, memories = shown(browser)
         assert "Carol" not in who and '<voice_2> said: "Lisbon was lovely' in memories
         assert "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text

@@ -1,5 +1,5 @@
-// The timeline page: a day's clips on a time axis, people (renamed here, or a change undone),
-// search, ask, and the selected clip. Memory text, names and quotes are shown with textContent
+// The timeline page: a day's digest and its clips on a time axis, people (renamed here, or a
+// change undone) and what is known about one of them, search, ask, and the selected clip. Memory text, names and quotes are shown with textContent
 // only: they are data (transcripts, screen text, what a user typed), never markup.
 "use strict";
 
@@ -10,7 +10,8 @@ if (new URLSearchParams(window.location.search).has("token")) window.history.rep
 const $ = (id) => document.getElementById(id);
 // range: the timeline's requested [from, to] (undefined: the server's default day); open: the
 // clip shown below it and the moment shown, so a change to people can redraw both with new names
-const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined, forgetNonce: undefined };
+const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined, forgetNonce: undefined,
+                profile: undefined };
 const SOURCES = { user: "named by you", introduced: "introduced themselves", addressed: "called so by others",
                   enrolled: "enrolled", "": "unnamed" };
 
@@ -57,7 +58,76 @@ function personItem(p) {
     if (name) changePeople(`/people/${encodeURIComponent(p.id)}/name`, { name });
   });
   li.append(form);
+  const more = el("button", "Profile", "show-profile");
+  more.type = "button";
+  more.setAttribute("aria-label", `what is known about ${p.label}`);
+  more.addEventListener("click", () => showProfile(p.id).catch((e) => status(`Profile failed: ${e.message}`)));
+  li.append(more);
   return li;
+}
+
+// a link that opens the clip a line cites, at the cited moment
+function clipLink(text, clipId, atSourceS) {
+  const link = el("a", text);
+  link.dataset.clipId = clipId;
+  link.addEventListener("click", () => showClip(clipId, atSourceS));
+  return link;
+}
+
+const dateOf = (iso) => (iso ? iso.slice(0, 10) : "?");
+
+async function showProfile(personId) {
+  const p = await api(`/people/${encodeURIComponent(personId)}/profile`);
+  state.profile = personId;
+  $("profile").hidden = false;
+  $("profile-title").textContent = `${p.name || `<${p.id}>`}${p.owner ? " (you)" : ""}`;
+  $("profile-summary").textContent = [
+    `seen ${dateOf(p.first_seen)} to ${dateOf(p.last_seen)}, in ${p.clips} clip(s)`,
+    p.clips_with_owner ? `with you in ${p.clips_with_owner} clip(s), last on ${dateOf(p.last_with_owner)}` : "",
+  ].filter(Boolean).join(" · ");
+  $("profile-facts").replaceChildren(...p.facts.map((f) => {
+    const li = el("li");
+    li.append(el("span", f.text), el("span", ` since ${dateOf(f.since)}, last confirmed ${dateOf(f.confirmed)} `, "muted"));
+    f.citations.slice(0, 3).forEach((c) => li.append(clipLink("clip", c.clip_id, c.start_s), el("span", " ")));
+    f.before.forEach((b) => li.append(el("div", `before: ${b.value} (until ${dateOf(b.until)})`, "muted")));
+    return li;
+  }));
+  if (!p.facts.length) $("profile-facts").replaceChildren(el("li", "no facts stated yet", "muted"));
+  const topics = [...new Set(p.statements.map((s) => s.topic))];
+  $("profile-statements").replaceChildren(...topics.map((topic) => {
+    const group = el("div", undefined, "topic");
+    const list = el("ul");
+    list.append(...p.statements.filter((s) => s.topic === topic).map((s) => {
+      const li = el("li");
+      li.append(clipLink(dateOf(s.at), s.clip_id, s.start_s), el("span", " "), el("span", s.text));
+      return li;
+    }));
+    group.append(el("h4", topic), list);
+    return group;
+  }));
+  if (!p.statements.length) $("profile-statements").replaceChildren(el("p", "nothing they said of themselves yet", "muted"));
+}
+
+// the day's digest, on this browser's calendar
+async function loadDigest(day) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const d = await api(`/digest/day?date=${day}` + (zone ? `&tz=${encodeURIComponent(zone)}` : ""));
+  $("digest-title").textContent = d.text.split("\n")[0];
+  if (!d.clips) {
+    $("digest-summary").textContent = d.text.split("\n").slice(1).join(" ").trim();
+    $("digest-moments").replaceChildren();
+    return;
+  }
+  $("digest-summary").textContent = [
+    `${d.clips} clip(s), ${clock(Date.parse(d.first) / 1000)} to ${clock(Date.parse(d.last) / 1000)}`,
+    d.people.length ? `with ${d.people.map((p) => p.name).join(", ")}` : "",
+    d.apps.length ? `in front: ${d.apps.map((a) => a.name).join(", ")}` : "",
+  ].filter(Boolean).join(" · ");
+  $("digest-moments").replaceChildren(...d.moments.map((m) => {
+    const li = el("li");
+    li.append(clipLink(clock(Date.parse(m.at) / 1000), m.clip_id, m.start_s), el("span", " "), el("span", m.text));
+    return li;
+  }));
 }
 
 async function loadPeople() {
@@ -76,7 +146,8 @@ async function changePeople(path, body) {
                                   body: JSON.stringify(body || {}) });
     const done = out.undid ? `Undid: ${out.undid.description}` : `Saved: ${out.change.description}`;
     await Promise.all([loadPeople(), loadTimeline(...(state.range || [])),
-                       state.open ? showClip(...state.open) : Promise.resolve()]);
+                       state.open ? showClip(...state.open) : Promise.resolve(),
+                       state.profile ? showProfile(state.profile).catch(closeProfile) : Promise.resolve()]);
     $("people-status").textContent = done;
   } catch (e) { $("people-status").textContent = `Not changed: ${e.message}`; }
 }
@@ -97,7 +168,13 @@ async function loadTimeline(from, to) {
   $("timeline-title").textContent = `Timeline: ${t.clips.length} clip(s) on ${$("day").value}` +
     (t.truncated ? " (more in this range than shown)" : "");
   drawTimeline();
+  await loadDigest($("day").value).catch((e) => { $("digest-summary").textContent = `Digest failed: ${e.message}`; });
   status(t.clips.length ? "Pick a clip, search, or ask a question." : "No clips on this day.");
+}
+
+function closeProfile() {
+  state.profile = undefined;
+  $("profile").hidden = true;
 }
 
 function drawTimeline() {
@@ -172,7 +249,8 @@ async function forgetClip(confirm) {
     }
     state.open = undefined;
     $("clip").hidden = true;
-    await Promise.all([loadPeople(), loadTimeline(...(state.range || []))]);
+    await Promise.all([loadPeople(), loadTimeline(...(state.range || [])),
+                       state.profile ? showProfile(state.profile).catch(closeProfile) : Promise.resolve()]);
     status(`Forgotten: ${what}.`);
   } catch (e) { $("forget-status").textContent = `Not forgotten: ${e.message}`; }
 }
@@ -230,6 +308,7 @@ $("ask-form").addEventListener("submit", ask);
 $("search-form").addEventListener("submit", search);
 $("day").addEventListener("change", pickDay);
 $("people-undo").addEventListener("click", () => changePeople("/people/undo"));
+$("profile-close").addEventListener("click", closeProfile);
 $("clip-forget").addEventListener("click", () => forgetClip(false));
 $("clip-forget-confirm").addEventListener("click", () => forgetClip(true));
 $("clip-frame").addEventListener("error", () => { $("clip-frame").hidden = true; });
