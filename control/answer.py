@@ -81,6 +81,9 @@ class OfflineAnswerer:
         found = self.planner.retrieve(question, before_ts)
         if (period := about_a_period(found.plan, before_ts)) is not None:
             return self._digest(question, found, *period)
+        if before_ts is None and (who := about_a_person(question)) is not None:
+            if (answer := self._profile(question, found, who)) is not None:
+                return answer
         read = tuple(found.memories)
         for memory in read[:1]:
             citation = cite(self.store, memory)
@@ -105,6 +108,42 @@ class OfflineAnswerer:
             f"{m.text} (at {utc_time(m.at_ts)})." for m in digest.moments)
         return Answer(question, text, tuple(dict.fromkeys(m.citation for m in digest.moments)),
                       tuple(m.memory for m in digest.moments), steps)
+
+
+    def _profile(self, question: str, found, who: str) -> Answer | None:
+        """A question about a person as a whole, answered by their profile (``control.profile``):
+        its facts and their latest statements; None when nobody in memory is ``who`` or nothing is
+        known of them (then the question is searched)."""
+        from control.profile import build
+        from graph.people import PeopleError
+
+        try:
+            profile = build(self.store, None if who in MYSELF else who, self.planner.tools.me)
+        except PeopleError:
+            return None
+        said = profile.statements[-PROFILE_STATEMENTS:]
+        if not profile.facts and not said:
+            return None
+        text = f"About {'you' if profile.is_owner else profile.label}: " + " ".join(
+            [f.text for f in profile.facts] + [f"{s.text} (at {utc_time(s.at_ts)})" for s in said])
+        citations = tuple(dict.fromkeys([f.citations[0] for f in profile.facts] + [s.citation for s in said]))
+        steps = (*found.rounds, f"the profile of {profile.label}: {len(profile.facts)} fact(s), "
+                                f"{len(profile.statements)} statement(s) of {profile.candidates}")
+        return Answer(question, text, citations, (), steps)
+
+
+# "What do I know about Caroline?", "Tell me about Sheila", "Who is Diane?": a person's profile
+_PERSON_QUESTION = re.compile(r"^\s*(?:what\s+do\s+(?:i|we|you)\s+know\s+about|tell\s+me\s+(?:everything\s+)?about|"
+                              r"who\s+is|who's)\s+(?P<who>[\w<>' .-]{1,80}?)\s*[?.!]*\s*$", re.IGNORECASE)
+MYSELF = frozenset({"me", "myself"})
+PROFILE_STATEMENTS = 5  # the latest things a person said of themself, in an answer about them
+
+
+def about_a_person(question: str) -> str | None:
+    """Whom a question asks about as a whole ("What do I know about Caroline?" -> "Caroline",
+    "Tell me about myself" -> "myself"); None for any other question."""
+    m = _PERSON_QUESTION.match(question)
+    return m.group("who").strip().removesuffix("'s") if m else None
 
 
 # "What happened on 8 May 2023?", "What did I do last Tuesday?", "How was my week?": a period's digest

@@ -165,3 +165,23 @@ def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_pat
     assert figures["all_fact_recall"] == pytest.approx(2 / 3, abs=1e-3)
     assert figures["fact_recall"] == pytest.approx(2 / 3, abs=1e-3)  # few candidates: all of them are kept
     assert "a fact counts as stated when one profile sentence holds half of its content words" in out
+
+
+def test_a_question_about_a_person_is_answered_by_their_profile(talk_store):
+    from control.answer import OfflineAnswerer
+
+    answerer = OfflineAnswerer(talk_store)
+    profile = build(talk_store, "Caroline")
+    answer = answerer.ask("What do I know about Caroline?")
+    assert answer.answer.startswith("About Caroline: ")
+    assert [c.clip_id for c in answer.citations] == [s.citation.clip_id for s in profile.statements[-5:]]
+    assert "the profile of Caroline" in answer.steps[-1]
+    assert answerer.ask("Tell me about Melanie").answer.startswith("About Melanie: ")
+    # nobody of that name, nobody marked as me, or a question about a thing: searched as before
+    assert not answerer.ask("Tell me about Zed").answer.startswith("About")
+    assert not answerer.ask("Tell me about myself").answer.startswith("About")
+    assert not answerer.ask("Who is painting the lake?").answer.startswith("About")
+    people_ops.me(talk_store, "Melanie")
+    assert answerer.ask("Tell me about myself").answer.startswith("About you: ")
+    # what was known before a time is searched: a profile is of now
+    assert not answerer.ask("Who is Caroline?", before_ts=profile.statements[-1].at_ts).answer.startswith("About")
