@@ -5,6 +5,11 @@
 - ``insightface`` wheel (read as a zip, never imported): the group photo ``data/images/t1.jpg``.
 - Debian ``opencv-doc`` (``apt-get download``, unpacked without root): ``Megamind.avi`` (two animated
   characters' faces) and real application screenshots from the HTML docs.
+- ``pillow`` sdist (read as a tar, never built): photos from its tests with their cameras' EXIF: a
+  Canon PowerShot S40's ``flower.jpg``, a Xiaomi phone's sideways ``empty_gps_ifd.jpg``, a Google
+  Pixel 6's ``ultrahdr.jpg`` (time with offset and GPS; its pixels are cut short), ``exif_gps.jpg``
+  (a clock never set and a broken GPS tag), ``hopper.jpg`` with ``hopper_orientation_6.jpg`` (the
+  same picture stored sideways) and ``hopper.heif``.
 
 The cache is ``$MNEMO_CACHE`` or ``~/.cache/mnemo``. Every fetched file is checked against its
 pinned SHA-256 when it is fetched and each time it is used from the cache; a cached file that no
@@ -44,7 +49,19 @@ FIXTURE_SHA256 = {
     "eclipse_cdt_cfg7.png": "c405c8319d01860610db35bd284bca73157ecfcc3cc0e24e70ac31a74edaf469",
     "qtgui.png": "f7f05242a706c97ae07d9beb5e44b2a2c1bfb54c0982834218faf3235b248d01",
     "t1.jpg": "47f682e945b659f93a9e490b9c9c4a2a864abe64dace9e1a2893845ddfd69489",  # insightface's group photo
+    # Pillow's test photos
+    "flower.jpg": "8a9d04b92d0de5836c59ede8ae421235488e4031e893e07b1fe7e4b78f6a9901",
+    "empty_gps_ifd.jpg": "2cd3312aaff7d7c89c657887aa6494d9007a138eab272a078b06c0c6e77d305c",
+    "ultrahdr.jpg": "50f8cdfc216b5b760b07f99a5a8cb17a2960a7e4bd1b4f9eeb2cc84e9a16a693",
+    "exif_gps.jpg": "360eb3ce66533146584aa66576130c5ab98c763b7c7f51898892e7eaa7dcab49",
+    "hopper.jpg": "ffe89a0ab0e94114e10777e7313d7fa83d634e34ebc2ea7479085cffa504c920",
+    "hopper_orientation_6.jpg": "2e78bb18895fa23eddbb2afa1228950700d97e4ef9d7bfae6935604d01eb1b61",
+    "hopper.heif": "825853d55a81247b9b3b2cef57b3c1a59b172be2a86b2715de47a489e6a8db06",
 }
+PILLOW_SDIST = "pillow==11.3.0"
+PILLOW_PHOTOS = {name: f"Tests/images/{name}" for name in (
+    "flower.jpg", "empty_gps_ifd.jpg", "ultrahdr.jpg", "exif_gps.jpg", "hopper.jpg", "hopper_orientation_6.jpg")}
+PILLOW_PHOTOS["hopper.heif"] = "Tests/images/avif/hopper.heif"
 
 
 class FixtureUnavailable(RuntimeError):
@@ -186,6 +203,38 @@ def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, P
     if missing:
         raise FixtureUnavailable(f"{deb.name} does not contain {', '.join(missing)}")
     return found
+
+
+def pillow_photos() -> Path:
+    """Folder holding Pillow's test photos (``PILLOW_PHOTOS``), from its sdist: pip downloads it
+    without building it, and only these files are read out of the tar."""
+    out = cache_dir() / "pillow-photos"
+    if _cached(out, list(PILLOW_PHOTOS)):
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        log.info("fetching %s (sdist, about 47 MB) for its test photos", PILLOW_SDIST)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=pillow", "--quiet",
+             "--disable-pip-version-check", "--no-cache-dir", "-d", tmp, PILLOW_SDIST],
+            capture_output=True, text=True, check=False)
+        sdists = list(Path(tmp).glob("pillow-*.tar.gz"))
+        if proc.returncode != 0 or not sdists:
+            raise FixtureUnavailable(f"could not download {PILLOW_SDIST} from the package index: "
+                                     f"{(proc.stderr or proc.stdout).strip()[-300:]}")
+        top = sdists[0].name.removesuffix(".tar.gz")
+        wanted = {f"{top}/{inside}": name for name, inside in PILLOW_PHOTOS.items()}
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            with tarfile.open(sdists[0]) as tar:
+                for member, name in wanted.items():
+                    src = tar.extractfile(member)
+                    if src is None:
+                        raise KeyError(member)
+                    (Path(tmp) / name).write_bytes(src.read())
+                    _place(Path(tmp) / name, out / name, sdists[0].name)
+        except (KeyError, tarfile.TarError) as e:
+            raise FixtureUnavailable(f"{sdists[0].name} has no {e}") from e
+    return out
 
 
 def group_photo() -> Path:

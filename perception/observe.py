@@ -26,7 +26,7 @@ from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservati
                                 SpeechTurn)
 from perception.sources.frames import distinct_frames, limit_size, read_image, returning_views, to_rgb8
 from perception.sources.media import load_media
-from perception.sources.screenshots import ScreenClip
+from perception.sources.screenshots import ScreenClip, Screenshot
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
 from perception.speech.stage import transcribe_clip
 from perception.vision.base import Captioner, ImageAnalyzer
@@ -187,30 +187,36 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
 
 
 def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
-    """One clip of screenshots: every readable image is a frame at its capture time, read by OCR
-    in full (no text gate), with its app and window from the sidecar. Unreadable images are
-    skipped with a note; ``MediaError`` when none can be read."""
+    """One clip of screenshots or photos: every readable image is a frame at its capture time.
+    Screenshots are read by OCR in full (no text gate), with their app and window from the sidecar;
+    photos (a clip of photos only) as video frames are, OCR only where text covers enough of the
+    picture, with their camera and place. Unreadable images are skipped with a note;
+    ``MediaError`` when none can be read."""
     t0 = time.perf_counter()
     frames, times, notes = [], [], []
-    app_at: dict[float, tuple[str, str]] = {}
+    shot_at: dict[float, Screenshot] = {}
     for shot in sc.shots:
         try:
             frames.append(read_image(shot.path))
         except MediaError as e:
-            notes.append(f"screenshot skipped: {e}")
+            notes.append(f"{'photo' if shot.photo else 'screenshot'} skipped: {e}")
             continue
         t = min(max(shot.captured_at.timestamp() - sc.clip.start_ts, 0.0), sc.clip.duration_s)
         times.append(t)
-        app_at[t] = (shot.app, shot.window)
+        shot_at[t] = shot
     if not frames:
-        raise MediaError(sc.clip.source.path, f"none of the {len(sc.shots)} screenshot(s) of this clip could be read "
+        raise MediaError(sc.clip.source.path, f"none of the {len(sc.shots)} picture(s) of this clip could be read "
                          f"({'; '.join(notes)})")
     timings = {"decode_s": time.perf_counter() - t0}
-    # the capture daemon keeps a frame for a typed word, a change whole-frame dedup calls a repeat
-    screens = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0, duplicate_max_diff=0.0, ocr_last_of_edits=True)
-    obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), screens, notes, timings)
-    frames_with_apps = []
+    if all(s.photo for s in sc.shots):  # holiday pictures: no OCR unless there is text to read
+        seen = replace(p, ocr_every_s=0.0, duplicate_max_diff=0.0)
+    else:  # the capture daemon keeps a frame for a typed word, a change whole-frame dedup calls a repeat
+        seen = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0, duplicate_max_diff=0.0, ocr_last_of_edits=True)
+    obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), seen, notes, timings)
+    described = []
     for f in obs.frames:
-        app, window = app_at.get(f.frame_time_s, ("", ""))
-        frames_with_apps.append(replace(f, app=app, window=window))
-    return replace(obs, frames=tuple(frames_with_apps))
+        shot = shot_at.get(f.frame_time_s)
+        if shot is not None:
+            f = replace(f, app=shot.app, window=shot.window, camera=shot.camera, place=shot.place)
+        described.append(f)
+    return replace(obs, frames=tuple(described))

@@ -120,6 +120,8 @@ class FrameObservation:
     window: str = ""  # screenshots: its window title
     caption: str = ""  # a description of the frame (e.g. a shared photo's caption)
     source_id: str = ""  # the item this frame came from (a screenshot path, a dataset id); "" for video
+    camera: str = ""  # photos: the camera's make and model (EXIF)
+    place: tuple[float, float] | None = None  # photos: where it was taken (EXIF GPS), latitude and longitude
 
     @property
     def text(self) -> str:

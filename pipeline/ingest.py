@@ -138,7 +138,7 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
     for n, folder in enumerate(folders, start=len(files) + 1):
         screen_clips = plan_screen_clips(folder, clip_s, screens_closed_before, screens_since)
         clips_of[str(folder)] = len(screen_clips)
-        progress(f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} screenshot(s) in "
+        progress(f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s) in "
                  f"{len(screen_clips)} clip(s) of {clip_s:g} s")
         for k, sc in enumerate(screen_clips, start=1):
             add(folder, sc.clip, f"  {folder.name} clip {k}/{len(screen_clips)} "

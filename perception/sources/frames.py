@@ -6,14 +6,17 @@ grayscale, RGBA, 16-bit and float images into that.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
 from perception.errors import MediaError
+from perception.sources.photos import HEIF_SUFFIXES, heif_available, oriented, photo_info
 
 ENCRYPTED_SUFFIX = ".enc"  # an image encrypted at rest by the capture daemon: <name>.jpg.enc
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"}
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".heic", ".heif"}
+EXIF_SUFFIXES = {".jpg", ".jpeg", ".webp", ".tif", ".tiff"}  # where a camera writes its Orientation tag
 
 
 def to_rgb8(image: np.ndarray) -> np.ndarray:
@@ -72,13 +75,30 @@ def read_image(path: str | Path) -> np.ndarray:
             data = np.frombuffer(decrypt_file(path), dtype=np.uint8)
         except (CaptureKeyError, ValueError) as e:
             raise MediaError(path, f"cannot decrypt the screenshot: {e}") from e
+    suffix = Path(path.name.removesuffix(ENCRYPTED_SUFFIX)).suffix.lower()
+    if suffix in HEIF_SUFFIXES:  # OpenCV does not read HEIC: Pillow with pillow-heif does (orientation applied)
+        return _read_heif(path, data)
     image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
     if image is None:
         raise MediaError(path, "not a readable image (empty, truncated or an unsupported format); "
                                f"supported: {', '.join(sorted(IMAGE_SUFFIXES))}")
     if image.ndim == 3:  # OpenCV decodes to BGR / BGRA
         image = image[:, :, [2, 1, 0, 3][: image.shape[2]]]
+    if suffix in EXIF_SUFFIXES:  # a photo taken sideways is stored sideways, with a tag saying so
+        image = oriented(image, photo_info(path, data.tobytes()).orientation)
     return to_rgb8(image)
+
+
+def _read_heif(path: Path, data: np.ndarray) -> np.ndarray:
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    if not heif_available():
+        raise MediaError(path, "a HEIC/HEIF picture needs pillow-heif to be read: pip install 'mnemo[heic]'")
+    try:
+        with Image.open(io.BytesIO(data.tobytes())) as im:
+            return to_rgb8(np.asarray(ImageOps.exif_transpose(im).convert("RGB")))
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+        raise MediaError(path, f"not a readable HEIC/HEIF picture ({e})") from e
 
 
 def limit_size(frame: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:

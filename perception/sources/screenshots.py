@@ -1,8 +1,11 @@
-"""Folders of screenshots as a source: images grouped into 30 s clips by capture time.
+"""Folders of screenshots and photos as a source: images grouped into 30 s clips by when they were
+captured or taken.
 
 Each screenshot may have a sidecar ``<image>.json`` (written by a capture daemon) with
-``captured_at`` (ISO 8601), ``app`` and ``window``. Without one, the time comes from a
-``YYYYmmdd?HHMMSS`` stamp in the file name, and failing that from the file's modification time.
+``captured_at`` (ISO 8601), ``app`` and ``window``. A picture without one whose EXIF names a camera
+or a time taken is a photo (``perception.sources.photos``): its time is the EXIF time, its camera
+and GPS position are kept. Failing both, the time comes from a ``YYYYmmdd?HHMMSS`` stamp in the
+file name, and failing that from the file's modification time (said once per folder).
 
 Clips are aligned to multiples of ``clip_s`` since the epoch, so a screenshot lands in the same clip
 whichever run ingests it, and a clip's id is the hash of its images' contents: re-ingesting a folder
@@ -20,11 +23,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perception.sources.frames import is_image_file
+from perception.sources.photos import photo_info
 from perception.records import Clip, SourceInfo
 from perception.sources.media import file_sha256
 
 log = logging.getLogger(__name__)
 
+PHOTO_SUFFIXES = {".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".heic", ".heif"}  # where cameras write EXIF
 _STAMP = re.compile(r"(20\d{2})-?(\d{2})-?(\d{2})[ _T-]?(\d{2})[-_.:h]?(\d{2})[-_.:m]?(\d{2})")
 
 
@@ -32,9 +37,12 @@ _STAMP = re.compile(r"(20\d{2})-?(\d{2})-?(\d{2})[ _T-]?(\d{2})[-_.:h]?(\d{2})[-
 class Screenshot:
     path: Path
     captured_at: datetime
-    time_origin: str  # "sidecar", "filename" or "mtime"
+    time_origin: str  # "sidecar", "exif", "exif-local", "filename" or "mtime"
     app: str = ""
     window: str = ""
+    photo: bool = False  # a camera's picture (EXIF), not a captured screen
+    camera: str = ""
+    place: tuple[float, float] | None = None  # EXIF GPS: latitude, longitude
 
 
 @dataclass(frozen=True)
@@ -81,13 +89,29 @@ def _when(path: Path, meta: dict) -> tuple[datetime, str]:
 
 
 def scan(folder: Path) -> list[Screenshot]:
-    """The folder's screenshots (not recursive), in capture order."""
+    """The folder's screenshots and photos (not recursive), in capture order."""
     shots = []
+    by_mtime = []  # pictures timed by their file's modification time: said once for the folder
     for path in sorted(folder.iterdir()):
         if path.is_file() and is_image_file(path) and not path.name.startswith("."):
             meta = _sidecar(path)
-            when, origin = _when(path, meta)
-            shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", ""))))
+            info = photo_info(path) if not meta and path.suffix.lower() in PHOTO_SUFFIXES else None
+            for warning in info.warnings if info is not None else ():
+                log.warning("%s: %s", path, warning)
+            if info is not None and info.taken is not None:
+                when, origin = info.taken, info.time_origin
+            else:
+                when, origin = _when(path, meta)
+                if origin == "mtime":
+                    by_mtime.append(path.name)
+            if info is not None and info.is_photo:
+                shots.append(Screenshot(path, when, origin, photo=True, camera=info.camera, place=info.gps))
+            else:
+                shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", ""))))
+    if by_mtime:
+        log.warning("%s: %d picture(s) carry no time (no sidecar, EXIF time or time in the name: %s); their "
+                    "file's modification time is used, which a copy may have changed", folder, len(by_mtime),
+                    ", ".join(by_mtime[:3]) + (", …" if len(by_mtime) > 3 else ""))
     return sorted(shots, key=lambda s: (s.captured_at, s.path.name))
 
 
