@@ -4,6 +4,7 @@ what an ingest of a folder of them stores."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from datetime import datetime, timedelta, timezone
@@ -147,3 +148,6 @@ def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, capl
     assert not [m for m in memories if m.kind == "resource"]  # no OCR on pictures without text
     code, out, _ = run_cli(capsys, "ask", "Where was I on 8 May 2023?", "--store", str(store))
     assert code == 0 and "in Paris" in out and "DSC_0042" not in out
+    code, out, _ = run_cli(capsys, "day", "2023-05-08", "--store", str(store), "--json")
+    assert code == 0 and "places: Paris, Île-de-France, France (1 photo(s))" in out
+    assert json.loads(out.strip().splitlines()[-1])["places"] == [{"name": "Paris, Île-de-France, France", "photos": 1}]

@@ -112,6 +112,11 @@ class DigestAppOut(BaseModel):
     seconds: float = Field(description="time in front")
 
 
+class DigestPlaceOut(BaseModel):
+    name: str = Field(description="where photos were taken (GPS, named offline)")
+    photos: int
+
+
 class DigestDayOut(BaseModel):
     date: str
     clips: int
@@ -141,6 +146,7 @@ class DigestOut(BaseModel):
     owner: str | None = Field(description="you (the owner), when marked")
     people: list[DigestPersonOut] = Field(description="with whom, most clips first; the owner apart")
     apps: list[DigestAppOut]
+    places: list[DigestPlaceOut] = Field(description="where the period's photos were taken, in the order first seen")
     days: list[DigestDayOut] = Field(description="a week: its days that hold anything")
     moments: list[MomentOut] = Field(description="the salient moments, in time order, each citing its clip")
     text: str = Field(description="the digest as `mnemo day` prints it")

@@ -122,6 +122,7 @@ async function loadDigest(day) {
     `${d.clips} clip(s), ${clock(Date.parse(d.first) / 1000)} to ${clock(Date.parse(d.last) / 1000)}`,
     d.people.length ? `with ${d.people.map((p) => p.name).join(", ")}` : "",
     d.apps.length ? `in front: ${d.apps.map((a) => a.name).join(", ")}` : "",
+    d.places.length ? `at ${d.places.map((p) => p.name).join("; ")}` : "",
   ].filter(Boolean).join(" · ");
   $("digest-moments").replaceChildren(...d.moments.map((m) => {
     const li = el("li");
