@@ -118,6 +118,7 @@ def test_places_are_named_offline_as_a_person_would():
     assert where(0.0, -30.0) == "at 0.00000° N, 30.00000° W"
 
 
+@pytest.mark.slow  # the perception models
 def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, caplog, monkeypatch):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
     folder = tmp_path / "holiday"
