@@ -37,6 +37,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "ray": (("ray",), "`mnemo ingest --ray`: perception on a Ray cluster"),
     "llm-local": (("xllamacpp",), "`mnemo llm serve`: a local LLM on llama.cpp's server"),
     "s3": (("boto3",), "a store on s3:// (its locks, commit journal and forget notes)"),
+    "heic": (("pillow_heif",), "HEIC/HEIF photos (a phone's pictures)"),
 }
 
 GB = 1e9
