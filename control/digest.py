@@ -149,7 +149,7 @@ class Digest:
                        + (" with " + ", ".join(d.people) if d.people else ""))
         if self.moments:
             out.append("  moments:")
-            out += [f"    {self._clock(m.at_ts)}  {_shorter(m.text)}  [clip {m.citation.clip_id}]" for m in self.moments]
+            out += [f"    {self._clock(m.at_ts)}  {shorter(m.text)}  [clip {m.citation.clip_id}]" for m in self.moments]
         return out
 
     def to_json(self) -> dict:
@@ -167,8 +167,8 @@ class Digest:
                              "end_s": round(m.citation.end_s, 2)} for m in self.moments]}
 
 
-def _shorter(text: str, most: int = 300) -> str:
-    """A moment as a line: a whole screen of text cut short (the JSON keeps all of it)."""
+def shorter(text: str, most: int = 300) -> str:
+    """A memory as a line: a whole screen of text cut short (the JSON keeps all of it)."""
     return text if len(text) <= most else text[:most - 1].rstrip() + "…"
 
 

@@ -30,15 +30,15 @@ from datetime import datetime, timezone
 import numpy as np
 
 from control.answer import Citation, cite, known_names, render
-from control.digest import MIN_WORDS, content_words, select_moments
+from control.digest import MIN_WORDS, content_words, select_moments, shorter
 from control.people import SAID
 from graph import sql
 from graph.people import Person, find_person, owner_of
 from graph.rows import Memory
 from graph.store import Store
+from memorize.speech_facts import statements
 
 STATEMENTS = 40  # at most this many things said, however much was said
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 # the speaker speaks of themself (or of "we": their family, their group)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|our|us)\b", re.IGNORECASE)
 _FAMILY = (r"kids?|children|son|daughter|husband|wife|partner|mom|mum|mother|dad|father|parents?|brother|sister|"
@@ -127,7 +127,7 @@ class Profile:
                 said = [s for s in self.statements if s.topic == topic]
                 if said:
                     out.append(f"    {topic}:")
-                    out += [f"      {day(s.at_ts)}  {_shorter(s.text)}  [clip {s.citation.clip_id}]" for s in said]
+                    out += [f"      {day(s.at_ts)}  {shorter(s.text)}  [clip {s.citation.clip_id}]" for s in said]
         if not self.facts and not self.statements:
             out.append("  nothing known about them yet beyond when they were seen")
         return out
@@ -148,10 +148,6 @@ class Profile:
                                for s in self.statements]}
 
 
-def _shorter(text: str, most: int = 300) -> str:
-    return text if len(text) <= most else text[:most - 1].rstrip() + "…"
-
-
 def topic_of(text: str) -> str:
     return next((name for name, cue in TOPICS if cue.search(text)), OTHER)
 
@@ -159,8 +155,7 @@ def topic_of(text: str) -> str:
 def about_themself(quote: str) -> str:
     """The sentences of ``quote`` in which the speaker speaks of themself, and that say something:
     not questions, at least ``MIN_WORDS`` content words between them ("" when none)."""
-    kept = [s.strip() for s in _SENTENCE.findall(quote)
-            if s.strip() and not s.rstrip().endswith("?") and _FIRST_PERSON.search(s)]
+    kept = [s.strip() for s in statements(quote) if _FIRST_PERSON.search(s)]
     text = " ".join(kept)
     return text if len(content_words(text)) >= MIN_WORDS else ""
 
@@ -223,7 +218,7 @@ def _facts(store: Store, semantic: list[Memory], ids: set[str], names: dict[str,
     current = [m for m in about if m.valid_to_ts is None]
     old = sorted((m for m in about if m.valid_to_ts is not None), key=lambda m: -m.valid_to_ts)
     clip_ids = {p.removeprefix("clip:") for m in about for p in m.provenance if p.startswith("clip:")} | {m.clip_id for m in about}
-    clip_rows = {r["clip_id"]: r for r in (store.get_clip(c) for c in sorted(clip_ids)) if r is not None}
+    clip_rows = {r["clip_id"]: r for r in store.get_clips(sorted(clip_ids))}
     out = []
     for m in current:
         _, relation, value = m.fact.split("|", 2)

@@ -256,6 +256,12 @@ class Store(HybridSearch):
         rows = self.clips.search().where(f"clip_id = {sql.quote(clip_id)}").limit(1).to_list()
         return rows[0] if rows else None
 
+    def get_clips(self, clip_ids: list[str]) -> list[dict]:
+        """The rows of these clips that are stored, in one read."""
+        if not clip_ids:
+            return []
+        return self.clips.search().where(sql.in_list("clip_id", clip_ids)).limit(None).to_list()
+
     def catch_up(self) -> None:
         """Read the newest memories, entities and edges from now on, whatever the read-consistency
         interval. Each table checks for new versions on its own clock, so a reader may see a clip

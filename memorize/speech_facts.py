@@ -37,7 +37,7 @@ _TEMPORARY = re.compile(r"^\s*(?:this|next|for|until|till|today|tonight|tomorrow
 _SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 
 
-def _statements(text: str) -> list[str]:
+def statements(text: str) -> list[str]:
     """The sentences of ``text`` that are not questions ("Are you originally from Chicago?")."""
     return [s for s in _SENTENCE.findall(text) if s.strip() and not s.rstrip().endswith("?")]
 
@@ -56,7 +56,7 @@ def names_in(text: str) -> list[str]:
     questions, not about someone else ("my friend, I'm told, is …"), and not a place at a time
     ("This is Paris in April")."""
     out = []
-    for sentence in _statements(text):
+    for sentence in statements(text):
         for m in _INTRO.finditer(sentence):
             name = m.group(1)
             # "I'm …", "my name is …", "call me …" say who speaks; "this is …", "it's …" only open a call
@@ -101,7 +101,7 @@ def facts_in(text: str) -> list[tuple[str, str]]:
     [("is from", "Chicago")]. Questions, facts about others ("My son was born in Boston") and
     passing stays ("I'm here in Denver this week") are not the speaker's facts."""
     out = []
-    for sentence in _statements(text):
+    for sentence in statements(text):
         for relation, pattern in _FACTS:
             for m in pattern.finditer(sentence):
                 value = m.group(m.lastindex)
