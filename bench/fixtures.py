@@ -57,11 +57,22 @@ FIXTURE_SHA256 = {
     "hopper.jpg": "ffe89a0ab0e94114e10777e7313d7fa83d634e34ebc2ea7479085cffa504c920",
     "hopper_orientation_6.jpg": "2e78bb18895fa23eddbb2afa1228950700d97e4ef9d7bfae6935604d01eb1b61",
     "hopper.heif": "825853d55a81247b9b3b2cef57b3c1a59b172be2a86b2715de47a489e6a8db06",
+    # gpxpy's test tracks
+    "korita-zbevnica.gpx": "14125bf02a5144dd65c2f7c230fdcd92ed8418242376a4284697f5d1965cb84d",
+    "cerknicko-jezero.gpx": "8bad699d4c32633dd65d98c0c8ae6372da5ed01c24f7e3afd9f6b642a9976671",
+    "cerknicko-without-times.gpx": "de901607a7b0e02b2a1a644bfca19ec4c08efd5f3113d6be58192e00ee05e6f0",
+    "Mojstrovka.gpx": "ed9fe789e69b47349fda26001a68f5eddec878cd0d48b3c241811c2bfa2c7f7d",
+    "route.gpx": "140b474f34e2e40be8909c6a60e349e62c6e83ee3315b944e48a2731cdc5c295",
+    "first_and_last_elevation.gpx": "ed72433ea5087ebb09a846609d53c377452d95cb3282656b5220017814aed7a6",
 }
 PILLOW_SDIST = "pillow==11.3.0"
 PILLOW_PHOTOS = {name: f"Tests/images/{name}" for name in (
     "flower.jpg", "empty_gps_ifd.jpg", "ultrahdr.jpg", "exif_gps.jpg", "hopper.jpg", "hopper_orientation_6.jpg")}
 PILLOW_PHOTOS["hopper.heif"] = "Tests/images/avif/hopper.heif"
+GPXPY_SDIST = "gpxpy==1.6.2"
+GPX_TRACKS = {name: f"test_files/{name}" for name in (
+    "korita-zbevnica.gpx", "cerknicko-jezero.gpx", "cerknicko-without-times.gpx", "Mojstrovka.gpx", "route.gpx",
+    "first_and_last_elevation.gpx")}
 
 
 class FixtureUnavailable(RuntimeError):
@@ -206,30 +217,41 @@ def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, P
 
 
 def pillow_photos() -> Path:
-    """Folder holding Pillow's test photos (``PILLOW_PHOTOS``), from its sdist: pip downloads it
-    without building it, and only these files are read out of the tar."""
-    out = cache_dir() / "pillow-photos"
-    if _cached(out, list(PILLOW_PHOTOS)):
+    """Folder holding Pillow's test photos (``PILLOW_PHOTOS``), from its sdist."""
+    return _from_sdist(PILLOW_SDIST, PILLOW_PHOTOS, cache_dir() / "pillow-photos", "its test photos (about 47 MB)")
+
+
+def gpx_tracks() -> Path:
+    """Folder holding gpxpy's test tracks (``GPX_TRACKS``): real GPS recordings of walks in
+    Slovenia and Croatia, and the odd files (no times, a clock never set, a planned route)."""
+    return _from_sdist(GPXPY_SDIST, GPX_TRACKS, cache_dir() / "gpx-tracks", "its test tracks (about 110 kB)")
+
+
+def _from_sdist(requirement: str, members: dict[str, str], out: Path, what: str) -> Path:
+    """``members`` ({file name: path in the sdist}) of a source distribution, placed in ``out`` and
+    checked against their pins: pip downloads the sdist without building it, and only these files
+    are read out of the tar."""
+    if _cached(out, list(members)):
         return out
+    project = requirement.split("==")[0]
     with tempfile.TemporaryDirectory() as tmp:
-        log.info("fetching %s (sdist, about 47 MB) for its test photos", PILLOW_SDIST)
+        log.info("fetching %s (sdist) for %s", requirement, what)
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=pillow", "--quiet",
-             "--disable-pip-version-check", "--no-cache-dir", "-d", tmp, PILLOW_SDIST],
+            [sys.executable, "-m", "pip", "download", "--no-deps", f"--no-binary={project}", "--quiet",
+             "--disable-pip-version-check", "--no-cache-dir", "-d", tmp, requirement],
             capture_output=True, text=True, check=False)
-        sdists = list(Path(tmp).glob("pillow-*.tar.gz"))
+        sdists = list(Path(tmp).glob(f"{project}-*.tar.gz"))
         if proc.returncode != 0 or not sdists:
-            raise FixtureUnavailable(f"could not download {PILLOW_SDIST} from the package index: "
+            raise FixtureUnavailable(f"could not download {requirement} from the package index: "
                                      f"{(proc.stderr or proc.stdout).strip()[-300:]}")
         top = sdists[0].name.removesuffix(".tar.gz")
-        wanted = {f"{top}/{inside}": name for name, inside in PILLOW_PHOTOS.items()}
         out.mkdir(parents=True, exist_ok=True)
         try:
             with tarfile.open(sdists[0]) as tar:
-                for member, name in wanted.items():
-                    src = tar.extractfile(member)
+                for name, inside in members.items():
+                    src = tar.extractfile(f"{top}/{inside}")
                     if src is None:
-                        raise KeyError(member)
+                        raise KeyError(inside)
                     (Path(tmp) / name).write_bytes(src.read())
                     _place(Path(tmp) / name, out / name, sdists[0].name)
         except (KeyError, tarfile.TarError) as e:

@@ -8,6 +8,7 @@ and so never a clip it did not read.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -15,6 +16,7 @@ from control.planner import OfflinePlanner
 from control.tools import MemoryTools, Person
 from graph.rows import Memory
 from graph.store import Store
+from memorize.places import is_place_memory, places_in
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,11 @@ class OfflineAnswerer:
         found = self.planner.retrieve(question, before_ts)
         if (period := about_a_period(found.plan, before_ts)) is not None:
             return self._digest(question, found, *period)
+        if (window := where_in_a_period(found.plan, before_ts)) is not None:
+            return self._where(question, found, *window)
+        if (place := when_at_a_place(question)) is not None:
+            if (answer := self._when_at(question, found, *place, before_ts)) is not None:
+                return answer
         if before_ts is None and (who := about_a_person(question)) is not None:
             if (answer := self._profile(question, found, who)) is not None:
                 return answer
@@ -101,13 +108,50 @@ class OfflineAnswerer:
         digest = build(self.store, start, end, "day" if days <= 1 else "week" if days <= 7 else "period",
                        self.planner.tools.me)
         steps = (*found.rounds, f"the digest of {digest.title}: {digest.clips} clip(s), {len(digest.moments)} moment(s)")
-        if not digest.moments:
+        if not digest.moments and not digest.places:
             return Answer(question, f"I don't know: nothing in memory for {digest.title}.", (), (), steps)
         with_whom = f" With {', '.join(name for name, _ in digest.people[:3])}." if digest.people else ""
-        text = f"On {digest.title}:{with_whom} " + " ".join(
+        places = f" At {'; '.join(p.summary for p in digest.places[:3])}." if digest.places else ""
+        text = f"On {digest.title}:{with_whom}{places} " + " ".join(
             f"{m.text} (at {utc_time(m.at_ts)})." for m in digest.moments)
-        return Answer(question, text, tuple(dict.fromkeys(m.citation for m in digest.moments)),
+        citations = [p.citation for p in digest.places[:3]] + [m.citation for m in digest.moments]
+        return Answer(question, text.rstrip(), tuple(dict.fromkeys(citations)),
                       tuple(m.memory for m in digest.moments), steps)
+
+    def _where(self, question: str, found, start_ts: float, end_ts: float) -> Answer:
+        """Where the owner was in a period: its memories that hold a position (photos with GPS,
+        stays and moves of GPS tracks), in time order, each cited; "I don't know" without any."""
+        memories = sorted((m for m in self.store.in_time_range(start_ts, end_ts, limit=None)
+                           if is_place_memory(m.text) and start_ts <= m.start_ts < end_ts),
+                          key=lambda m: (m.start_ts, m.memory_id))
+        steps = (*found.rounds, f"{len(memories)} memory(ies) with a position from {utc_time(start_ts)} "
+                                f"to {utc_time(end_ts)}")
+        return self._quote_places(question, memories, steps, "no photo with a position and no GPS track in memory "
+                                  f"from {utc_time(start_ts)} to {utc_time(end_ts)}")
+
+    def _when_at(self, question: str, found, place: str, last: bool, before_ts: float | None) -> Answer | None:
+        """When the owner was at a named place: the memories whose position is named so, newest
+        first (``last``: the newest alone); None when no place in memory has that name (then the
+        question is searched: "the dentist" is no place name, but may have been said)."""
+        memories = sorted((m for m in place_memories(self.store, before_ts)
+                           if any(same_place(place, name) for name in places_in(m.text))),
+                          key=lambda m: (-m.start_ts, m.memory_id))
+        if not memories:
+            return None
+        steps = (*found.rounds, f"{len(memories)} memory(ies) at a place named {place!r}")
+        return self._quote_places(question, memories[:1] if last else memories, steps, "")
+
+    def _quote_places(self, question: str, memories: list[Memory], steps: tuple[str, ...], none: str) -> Answer:
+        quoted, citations = [], []
+        for m in memories:
+            if (citation := cite(self.store, m)) is not None and len(quoted) < WHERE_MEMORIES:
+                quoted.append(f"{m.text} (at {utc_time(m.start_ts)}).")
+                citations.append(citation)
+        if not quoted:
+            return Answer(question, f"I don't know: {none or 'the matching memories are not committed yet'}.",
+                          (), (), steps)
+        more = f" And {len(memories) - len(quoted)} more." if len(memories) > len(quoted) else ""
+        return Answer(question, " ".join(quoted) + more, tuple(dict.fromkeys(citations)), tuple(memories), steps)
 
 
     def _profile(self, question: str, found, who: str) -> Answer | None:
@@ -130,6 +174,53 @@ class OfflineAnswerer:
         steps = (*found.rounds, f"the profile of {profile.label}: {len(profile.facts)} fact(s), "
                                 f"{len(profile.statements)} statement(s) of {profile.candidates}")
         return Answer(question, text, citations, (), steps)
+
+
+WHERE_MEMORIES = 8  # positions quoted in an answer about where the owner was
+# "Where was I on 3 October 2010?", "Where were we last weekend?": the period's positions
+_WHERE_QUESTION = re.compile(r"^\s*where\s+(?:was|were|have)\s+(?:i|we)\b", re.IGNORECASE)
+# "When was I last in Paris?", "When did I last go to Buzet?", "When did we visit Rakek?"
+_WHEN_AT_QUESTION = re.compile(
+    r"^\s*when\s+(?:was|were|did|have)\s+(?:i|we)\s+(?P<last>last\s+)?(?:(?:been|gone|go|went|travel\w*|get|got|come|"
+    r"came)\s+)?(?:(?:in|at|to)\s+|visit(?:ed)?\s+)(?:the\s+)?(?P<place>[^?!.]{1,80}?)(?:\s+last)?\s*[?.!]*\s*$",
+    re.IGNORECASE)
+
+
+def where_in_a_period(plan, before_ts: float | None = None) -> tuple[float, float] | None:
+    """The one window a "Where was I …?" question names, cut at ``before_ts``; None for any other
+    question ("Where was I when Sarah called?" names no window: it is searched)."""
+    if not _WHERE_QUESTION.match(plan.question) or len(plan.windows) != 1:
+        return None
+    w = plan.windows[0]
+    end = w.end_ts + 1e-3 if before_ts is None else min(w.end_ts + 1e-3, before_ts)
+    return (w.start_ts, end) if end > w.start_ts else None
+
+
+def when_at_a_place(question: str) -> tuple[str, bool] | None:
+    """The place a "When was I (last) in …?" question names, and whether it asks for the last time."""
+    m = _WHEN_AT_QUESTION.match(question)
+    return (m.group("place").strip(), bool(m.group("last"))) if m else None
+
+
+def _folded(text: str) -> str:
+    """Lower case without accents: "Île-de-France" and "ile-de-france" are one place."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c)).strip()
+
+
+def same_place(asked: str, name: str) -> bool:
+    """Whether a place named in a question is ``name`` ("Paris, Île-de-France, France") or one of
+    its parts: "Paris", "France", "paris, france"."""
+    parts = [_folded(p) for p in name.split(",")]
+    wanted = [_folded(p) for p in asked.split(",") if p.strip()]
+    return bool(wanted) and all(w in parts for w in wanted)
+
+
+def place_memories(store: Store, before_ts: float | None = None) -> list[Memory]:
+    """Every memory that puts the owner somewhere (``memorize.places.is_place_memory``)."""
+    where = "(text LIKE 'A photo taken at %' OR text LIKE 'Stayed %' OR text LIKE 'Travelled %')"
+    if before_ts is not None:
+        where += f" AND start_ts < {before_ts!r}"
+    return [m for m in store.memories_where(where) if is_place_memory(m.text)]
 
 
 # "What do I know about Caroline?", "Tell me about Sheila", "Who is Diane?": a person's profile

@@ -10,7 +10,8 @@ read, as everywhere). Offline a digest is extractive:
 - **with whom**: the people whose face or voice is in the period's memories, by the number of clips
   they are in, the owner apart ("I", ``mnemo people me``);
 - **in front**: the application windows of captured screens, by the time each was in front;
-- **places**: where the period's photos were taken (their GPS, named offline), in the order first seen;
+- **places**: where the owner was: the places of the period's photos (their GPS) and of its GPS
+  tracks' stays and moves, named offline, in the order first seen, with the time stayed there;
 - **moments**: the most salient memories of the period, in time order, each citing its clip.
   Salience is centroid-based extractive summarisation: each memory's stored vector against the
   mean of the period's, plus ``INFO_WEIGHT`` times the log of its content words (a long turn tells
@@ -41,6 +42,7 @@ from control.answer import Citation, cite, known_names, render
 from graph.people import Person, owner_of
 from graph.rows import Memory
 from graph.store import Store
+from memorize.places import is_place_memory, places_in
 
 MMR_LAMBDA = 0.7  # weight of salience against novelty when picking the next moment
 INFO_WEIGHT = 0.1  # salience added per log(1 + content words)
@@ -56,7 +58,6 @@ WEEK_MOMENTS = 20
 _PRESENCE = re.compile(r"^<(?:face|voice|character)_\d+> is visible from ")
 _APP = re.compile(r"^Using (.+) from \d{1,2}:\d{2}(?::\d{2})? to ")
 _SCENE = re.compile(r"^The scene shows: ")
-_PHOTO_PLACE = re.compile(r"^A photo taken at [\d:]+ (?:in|near) (.+?) \(")  # memorize/writer_offline.py
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+|\d+")
 STOPWORDS = frozenset("""a an and are as at be been but by did do does for from had has have he her hers him his how i
 if in into is it its just me my of oh on or our ours she so that the their them then there they this to too us was we
@@ -76,6 +77,22 @@ class Moment:
     text: str  # the memory, with names
     citation: Citation
     memory: Memory
+
+
+@dataclass(frozen=True)
+class PlaceSeen:
+    """A named place of the period: photos taken there, time stayed there (GPS tracks), and the
+    first memory that put the owner there."""
+    name: str
+    photos: int
+    stayed_s: float
+    citation: Citation
+
+    @property
+    def summary(self) -> str:
+        said = ([f"stayed {_minutes(self.stayed_s)}"] if self.stayed_s else []) + (
+            [f"{self.photos} photo(s)"] if self.photos else [])
+        return f"{self.name} ({', '.join(said) or 'passed through'})"
 
 
 @dataclass(frozen=True)
@@ -100,7 +117,7 @@ class Digest:
     owner: str = ""  # the owner's name or id, "" while nobody is marked
     people: tuple[tuple[str, int], ...] = ()  # (name or id, clips together), most first; the owner apart
     apps: tuple[tuple[str, float], ...] = ()  # (application and window, seconds in front), longest first
-    places: tuple[tuple[str, int], ...] = ()  # (place, photos taken there), in the order first seen
+    places: tuple[PlaceSeen, ...] = ()  # in the order first seen
     moments: tuple[Moment, ...] = ()
     days: tuple[DaySummary, ...] = ()  # a week: its days that hold anything
     span: tuple[float, float] | None = None  # what the whole store holds, to say so when this is empty
@@ -142,7 +159,7 @@ class Digest:
         if self.apps:
             out.append("  in front: " + ", ".join(f"{name} {_minutes(s)}" for name, s in self.apps))
         if self.places:
-            out.append("  places: " + ", ".join(f"{name} ({n} photo(s))" for name, n in self.places))
+            out.append("  places: " + ", ".join(p.summary for p in self.places))
         for d in self.days:
             at = lambda ts: f"{datetime.fromtimestamp(ts, self.start.tzinfo):%H:%M}"  # noqa: E731
             out.append(f"  {d.day:%a %d %b}: {d.clips} clip(s), {at(d.first_ts)} to {at(d.last_ts)}"
@@ -159,7 +176,8 @@ class Digest:
                 "last": iso(self.last_ts), "owner": self.owner or None,
                 "people": [{"name": n, "clips": c} for n, c in self.people],
                 "apps": [{"name": n, "seconds": round(s, 1)} for n, s in self.apps],
-                "places": [{"name": n, "photos": c} for n, c in self.places],
+                "places": [{"name": p.name, "photos": p.photos, "stayed_s": round(p.stayed_s, 1),
+                            "clip_id": p.citation.clip_id} for p in self.places],
                 "days": [{"date": d.day.isoformat(), "clips": d.clips, "first": iso(d.first_ts), "last": iso(d.last_ts),
                           "people": list(d.people)} for d in self.days],
                 "moments": [{"at": iso(m.at_ts), "text": m.text, "clip_id": m.citation.clip_id,
@@ -237,7 +255,7 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
 
     together: dict[str, set[str]] = defaultdict(set)  # person id -> clips
     in_front: Counter[str] = Counter()
-    places: Counter[str] = Counter()  # in time order (memories are)
+    places: dict[str, list] = {}  # name -> [photos, seconds stayed, citation], in time order (memories are)
     candidates: list[int] = []
     for i, m in enumerate(memories):
         for e in m.entity_ids:
@@ -245,8 +263,13 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
                 together[p.person_id].add(m.clip_id)
         if app := _APP.match(m.text):
             in_front[app.group(1)] += max(m.end_ts - m.start_ts, 1.0)
-        elif place := _PHOTO_PLACE.match(m.text):
-            places[place.group(1)] += 1
+        elif is_place_memory(m.text):
+            for name in dict.fromkeys(places_in(m.text)):
+                if name not in places and (citation := cite(store, m)) is not None:
+                    places[name] = [0, 0.0, citation]
+                if name in places:
+                    places[name][0] += m.text.startswith("A photo")
+                    places[name][1] += (m.end_ts - m.start_ts) if m.text.startswith("Stayed ") else 0.0
         elif not (_PRESENCE.match(m.text) or _SCENE.match(m.text)) and len(content_words(m.text)) >= MIN_WORDS:
             candidates.append(i)
     by_id = {p.person_id: p for p in people}
@@ -264,7 +287,7 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
     return Digest(period, start, end, len(clips), tuple(dict.fromkeys(r["source_path"] for r in clips)),
                   clips[0]["start_ts"], max(r["end_ts"] for r in clips),
                   owner.label if owner is not None and owner.name else ("me" if owner is not None else ""),
-                  with_whom, tuple(in_front.most_common(5)), tuple(places.items()), tuple(moments),
+                  with_whom, tuple(in_front.most_common(5)), tuple(PlaceSeen(n, *p) for n, p in places.items()), tuple(moments),
                   _days(clips, memories, person_of, owner, start.tzinfo) if period == "week" else ())
 
 

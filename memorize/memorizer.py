@@ -98,7 +98,7 @@ class Memorizer:
         self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
         llm: LLMClipMemories | None = None
         notes: list[str] = []
-        if self.llm_writer is not None:
+        if self.llm_writer is not None and obs.track is None:  # a GPS track gives a model nothing to see
             try:
                 llm = self.llm_writer.write(obs, written.voice_of, written.face_of)
             except LLMError as e:

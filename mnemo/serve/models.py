@@ -113,8 +113,11 @@ class DigestAppOut(BaseModel):
 
 
 class DigestPlaceOut(BaseModel):
-    name: str = Field(description="where photos were taken (GPS, named offline)")
-    photos: int
+    name: str = Field(description="a place the owner was: where photos were taken or a GPS track stayed or passed "
+                                  "(named offline)")
+    photos: int = Field(description="photos taken there")
+    stayed_s: float = Field(description="seconds stayed there, by GPS track")
+    clip_id: str = Field(description="the clip of the first memory that puts the owner there")
 
 
 class DigestDayOut(BaseModel):
@@ -146,7 +149,7 @@ class DigestOut(BaseModel):
     owner: str | None = Field(description="you (the owner), when marked")
     people: list[DigestPersonOut] = Field(description="with whom, most clips first; the owner apart")
     apps: list[DigestAppOut]
-    places: list[DigestPlaceOut] = Field(description="where the period's photos were taken, in the order first seen")
+    places: list[DigestPlaceOut] = Field(description="where the owner was (photos, GPS tracks), in the order first seen")
     days: list[DigestDayOut] = Field(description="a week: its days that hold anything")
     moments: list[MomentOut] = Field(description="the salient moments, in time order, each citing its clip")
     text: str = Field(description="the digest as `mnemo day` prints it")

@@ -33,6 +33,7 @@ DECODE_TIMEOUT_S = 120.0
 VIDEO_MAX_SIDE = 960  # video frames are decoded with at most this long side
 AUDIO_SUFFIXES = frozenset(".wav .mp3 .m4a .aac .flac .ogg .opus .wma".split())
 MEDIA_SUFFIXES = frozenset(".mp4 .mkv .mov .avi .webm .m4v .mpg .mpeg".split()) | AUDIO_SUFFIXES
+INGESTED_SUFFIXES = MEDIA_SUFFIXES | frozenset({".gpx"})  # GPS tracks: perception.sources.tracks
 
 
 def missing_streams(source: SourceInfo) -> str:
@@ -309,13 +310,13 @@ def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tup
 
 
 def expand_paths(paths: list[str]) -> Iterator[Path]:
-    """Files as given; folders walked (sorted) for files with a media suffix, and for links with one
+    """Files as given; folders walked (sorted) for files with a media or track suffix, and for links with one
     that lead nowhere (a recording moved away: ``probe`` says so, rather than nothing)."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             for child in sorted(p.rglob("*")):
-                if child.suffix.lower() in MEDIA_SUFFIXES and (child.is_file() or (child.is_symlink() and not child.exists())):
+                if child.suffix.lower() in INGESTED_SUFFIXES and (child.is_file() or (child.is_symlink() and not child.exists())):
                     yield child
         else:
             yield p
