@@ -182,7 +182,7 @@ _WHERE_QUESTION = re.compile(r"^\s*where\s+(?:was|were|have)\s+(?:i|we)\b", re.I
 # "When was I last in Paris?", "When did I last go to Buzet?", "When did we visit Rakek?"
 _WHEN_AT_QUESTION = re.compile(
     r"^\s*when\s+(?:was|were|did|have)\s+(?:i|we)\s+(?P<last>last\s+)?(?:(?:been|gone|go|went|travel\w*|get|got|come|"
-    r"came)\s+)?(?:(?:in|at|to)\s+|visit(?:ed)?\s+)(?:the\s+)?(?P<place>[^?!.]{1,80}?)(?:\s+last)?\s*[?.!]*\s*$",
+    r"came)\s+)?(?:(?:in|at|to)\s+|visit(?:ed)?\s+)(?:the\s+)?(?P<place>[^?!.]{1,80}?)(?P<last_after>\s+last)?\s*[?.!]*\s*$",
     re.IGNORECASE)
 
 
@@ -199,7 +199,7 @@ def where_in_a_period(plan, before_ts: float | None = None) -> tuple[float, floa
 def when_at_a_place(question: str) -> tuple[str, bool] | None:
     """The place a "When was I (last) in …?" question names, and whether it asks for the last time."""
     m = _WHEN_AT_QUESTION.match(question)
-    return (m.group("place").strip(), bool(m.group("last"))) if m else None
+    return (m.group("place").strip(), bool(m.group("last") or m.group("last_after"))) if m else None
 
 
 def _folded(text: str) -> str:

@@ -182,6 +182,12 @@ def talk_store(hash_store, policies, monkeypatch):
     return hash_store
 
 
+def files_holding(root: Path, needle: str) -> list[str]:
+    """The files under ``root`` whose raw bytes hold ``needle`` (what a forget must leave none of)."""
+    raw = needle.encode()
+    return [str(p) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
+
+
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     from mnemo.cli import main
 

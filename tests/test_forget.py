@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import files_holding
 from graph.forget import forgotten_clip_ids, history
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer, clip_row
@@ -54,11 +55,6 @@ def store(hash_store, monkeypatch):
     return hash_store
 
 
-def _files_holding(root: Path, needle: str) -> list[str]:
-    raw = needle.encode()
-    return [str(p) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
-
-
 def _forget(store, *args) -> tuple[int, dict | None]:
     import io
     from contextlib import redirect_stdout
@@ -73,16 +69,16 @@ def _forget(store, *args) -> tuple[int, dict | None]:
 
 def test_a_forgotten_text_is_in_no_file_and_no_search_and_the_rest_answers_as_before(store):
     root = Path(store.uri)
-    assert _files_holding(root, SECRET)  # the check can see it while it is there
+    assert files_holding(root, SECRET)  # the check can see it while it is there
     before = {m.memory_id for m in store.memories_where("clip_id = 'clip2'")}
 
     rc, preview = _forget(store, "--query", SECRET.lower())
     assert rc == 0 and preview["forgotten"] is False and preview["clips"] == 1
-    assert _files_holding(root, SECRET)  # a preview changes nothing
+    assert files_holding(root, SECRET)  # a preview changes nothing
 
     rc, done = _forget(store, "--query", SECRET, "--yes")
     assert rc == 0 and done["forgotten"] and done["clips"] == 1 and done["memories"] >= 2
-    assert _files_holding(root, SECRET) == []
+    assert files_holding(root, SECRET) == []
     assert not store.has_clip("clip1") and store.memories_where("clip_id = 'clip1'") == []
     assert not any(SECRET in h.memory.text for h in store.search(SECRET, k=20))
     assert {m.memory_id for m in store.memories_where("clip_id = 'clip2'")} == before
@@ -123,8 +119,8 @@ def test_forgetting_a_person_takes_their_words_ids_and_the_names_given_to_them(s
     store.catch_up()
     rc, done = _forget(store, "--person", "Quillon", "--yes")
     assert rc == 0 and done["people_changes"] == 1
-    assert _files_holding(Path(store.uri), "Quillon") == []
-    assert _files_holding(Path(store.uri), "Boston") == []  # only voice_1 said it
+    assert files_holding(Path(store.uri), "Quillon") == []
+    assert files_holding(Path(store.uri), "Boston") == []  # only voice_1 said it
     assert [p.voices for p in store.people()] == [("voice_2",)]
     assert any("tomatoes" in m.text for m in store.memories_where("true"))
 
@@ -206,7 +202,7 @@ def test_rest_forget_previews_then_forgets_and_refuses_a_filter_that_cannot_be_m
     assert done.status_code == 200 and done.json()["forgotten"] is True
     assert not any(SECRET in m["text"] for m in client.get("/search", params={"q": SECRET}).json())
     assert client.get("/clips/clip1").status_code == 404 and client.get("/clips/clip2").status_code == 200
-    assert _files_holding(Path(store.uri), SECRET) == []
+    assert files_holding(Path(store.uri), SECRET) == []
 
 
 @pytest.mark.slow
@@ -234,7 +230,7 @@ def test_mcp_forget_over_stdio(store, tmp_path):
     assert preview.structured_content["forgotten"] is False and preview.structured_content["clips"] == 1
     assert done.structured_content["forgotten"] is True
     assert bad.is_error and "no clip" in bad.content[0].text
-    assert _files_holding(Path(store.uri), SECRET) == []
+    assert files_holding(Path(store.uri), SECRET) == []
 
 
 def test_retention_forgets_what_is_past_its_days_and_the_oldest_beyond_the_size_cap(store):
@@ -297,10 +293,10 @@ def test_a_forgotten_row_is_gone_from_the_data_files_of_a_store_where_it_was_a_s
         hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
     hash_store.refresh_indexes()  # compacted: one data file per table
     root = Path(hash_store.uri)
-    assert _files_holding(root, SECRET)
+    assert files_holding(root, SECRET)
     before = hash_store.count()
     assert _forget(hash_store, "--clip", "clip75", "--yes")[0] == 0
-    assert _files_holding(root, SECRET) == []
+    assert files_holding(root, SECRET) == []
     after = hash_store.count()
     assert after["clips"] == before["clips"] - 1 and after["memories"] < before["memories"]
     assert any("harbour" in h.memory.text for h in hash_store.search("harbour walk", k=3))
@@ -331,7 +327,7 @@ def test_a_forget_killed_part_way_is_finished_by_the_next_one(store):
     assert store.memories_where("clip_id = 'clip1'") == []  # no memory points to a missing clip, the clip waits
     rc, out = _forget(store, "--query", "tomatoes")  # any forget, even a preview, finishes it first
     assert rc == 0 and not store.has_clip("clip1") and store.has_clip("clip2")
-    assert _files_holding(Path(store.uri), SECRET) == []
+    assert files_holding(Path(store.uri), SECRET) == []
     assert finish_unfinished(store) == 0 and all(h["counts"] for h in history(store))
 
 

@@ -151,4 +151,6 @@ def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, capl
     assert code == 0 and "in Paris" in out and "DSC_0042" not in out
     code, out, _ = run_cli(capsys, "day", "2023-05-08", "--store", str(store), "--json")
     assert code == 0 and "places: Paris, Île-de-France, France (1 photo(s))" in out
-    assert json.loads(out.strip().splitlines()[-1])["places"] == [{"name": "Paris, Île-de-France, France", "photos": 1}]
+    places = json.loads(out.strip().splitlines()[-1])["places"]
+    assert [(p["name"], p["photos"], p["stayed_s"]) for p in places] == [("Paris, Île-de-France, France", 1, 0.0)]
+    assert places[0]["clip_id"] == paris[0].clip_id

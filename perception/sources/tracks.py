@@ -145,8 +145,8 @@ def _segment(kind: str, fixes: list[Fix]) -> TrackSegment:
 def segments(track: Track, radius_m: float = STAY_RADIUS_M, min_stay_s: float = STAY_MIN_S,
              max_gap_s: float = MAX_GAP_S) -> list[TrackSegment]:
     """The track's stays and the moves between them, in time order. A move is cut at every gap
-    longer than ``max_gap_s``; a move of a single fix says nothing about going anywhere and is
-    left out."""
+    longer than ``max_gap_s``; a stretch that never leaves ``radius_m`` of where it began (a single
+    fix, a short wait) went nowhere and is left out."""
     fx = track.fixes
     stays: list[tuple[int, int]] = []
     i = 0
@@ -161,18 +161,21 @@ def segments(track: Track, radius_m: float = STAY_RADIUS_M, min_stay_s: float = 
         else:
             i += 1
     out: list[TrackSegment] = []
+
+    def move(run: list[Fix]) -> None:
+        if any(distance_m(run[0], f) > radius_m for f in run[1:]):  # else it went nowhere, too briefly to stay
+            out.append(_segment("move", run))
+
     edges = [(-1, -1), *stays, (len(fx), len(fx))]
     for (_, prev_end), (start, end) in zip(edges, edges[1:]):
         run: list[Fix] = []
         # a move shares its end fixes with the stays around it: it starts where the stay ended
         for k in range(max(prev_end, 0), min(start, len(fx) - 1) + 1):
             if run and fx[k].ts - run[-1].ts > max_gap_s:
-                if len(run) > 1:
-                    out.append(_segment("move", run))
+                move(run)
                 run = []
             run.append(fx[k])
-        if len(run) > 1:
-            out.append(_segment("move", run))
+        move(run)
         if start < len(fx):
             out.append(_segment("stay", list(fx[start:end + 1])))
     return out
