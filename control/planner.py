@@ -15,7 +15,8 @@ Rounds:
    plus scaled BM25; a memory inherits part of the
    score of the memory just before it (more when that one asked a question: the answer follows
    it) and of the one just after; memories about a named person or inside a named time window get
-   a bonus (the people the question is about, not every person it names), and so do memories that
+   a bonus (the people the question is about, not every person it names; for the owner, also what
+   was on their screen while they typed or moved the mouse), and so do memories that
    say when something happened ("last week", "in May") if the question asks when. Rounds 3-4
    repeat until the top ``k`` stops changing (convergence) or ``rounds`` is reached.
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from control.tools import MemoryTools, Person
 from control.when import TimeWindow, asks_when, says_when, time_windows
-from graph.rows import Hit, Memory
+from graph.rows import BY_OWNER, Hit, Memory
 
 BM25_WEIGHT = 0.2  # BM25 scaled to [0, 1] by the best full-text score of the question
 AFTER_WEIGHT = 0.8  # a memory inherits this share of the score of the memory just before it
@@ -226,8 +227,9 @@ class OfflinePlanner:
                 score[i] = max(score[i], inherited)
         spread = float(score.max() - score.min()) if len(score) else 0.0
         ids = {e for p in plan.subjects for e in p.ids}
+        typed = plan.me is not None and plan.me in plan.subjects  # the owner wrote and read their own screens
         for i, c in enumerate(cands):
-            if ids and ids & set(c.memory.entity_ids):
+            if (ids and ids & set(c.memory.entity_ids)) or (typed and BY_OWNER in c.memory.provenance):
                 score[i] += PERSON_BONUS * spread
             if any(w.contains(c.memory.start_ts, c.memory.end_ts) for w in plan.windows):
                 score[i] += TIME_BONUS * spread

@@ -18,6 +18,11 @@ EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes
               "says_name")
 
 
+# in a memory's provenance: made from screens captured while the user typed or moved the mouse, so
+# the owner ("I", ``mnemo people me``) is the one who wrote or read it
+BY_OWNER = "owner:at-the-keyboard"
+
+
 def sources_of(src_id: str) -> list[str]:
     """The nodes an edge starts at: one, or several comma-joined (a name said to one of them)."""
     return src_id.split(",")

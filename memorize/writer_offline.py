@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from graph.rows import Memory, content_id
+from graph.rows import BY_OWNER, Memory, content_id
 from memorize.identity import EntityMatcher
 from perception.records import ClipObservations
 
@@ -136,8 +136,13 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
         start, end, provenance = _span(obs, frames)
         body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
         out.append(Memory(content_id(clip.clip_id, "screen", text), "resource", body, clip.clip_id, clip.source.path,
-                          start, end, (), provenance))
+                          start, end, (), provenance + _by_owner(frames)))
     return out
+
+
+def _by_owner(frames: list) -> tuple[str, ...]:
+    """``BY_OWNER`` when the user was at the keyboard or mouse for any of these frames."""
+    return (BY_OWNER,) if any(f.input for f in frames) else ()
 
 
 def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
@@ -210,7 +215,7 @@ def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
         what = f"{app} ({window})" if app and window else app or window
         text = f"Using {what} from {_clock(start, tz)} to {_clock(end, tz)}"
         out.append(Memory(content_id(clip.clip_id, "app", app, window), "episodic", text, clip.clip_id,
-                          clip.source.path, start, end, (), provenance))
+                          clip.source.path, start, end, (), provenance + _by_owner(frames)))
     return out
 
 

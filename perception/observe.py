@@ -217,6 +217,6 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
     for f in obs.frames:
         shot = shot_at.get(f.frame_time_s)
         if shot is not None:
-            f = replace(f, app=shot.app, window=shot.window, camera=shot.camera, place=shot.place)
+            f = replace(f, app=shot.app, window=shot.window, camera=shot.camera, place=shot.place, input=shot.input)
         described.append(f)
     return replace(obs, frames=tuple(described))

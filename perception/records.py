@@ -122,6 +122,7 @@ class FrameObservation:
     source_id: str = ""  # the item this frame came from (a screenshot path, a dataset id); "" for video
     camera: str = ""  # photos: the camera's make and model (EXIF)
     place: tuple[float, float] | None = None  # photos: where it was taken (EXIF GPS), latitude and longitude
+    input: bool = False  # captured screens: kept while the user typed or moved the mouse
 
     @property
     def text(self) -> str:

@@ -86,7 +86,7 @@ def test_sidecars_follow_focus_and_titles(desktop, tmp_path):
     assert by_app["AppAlpha"] == {"naïve café, Latin-1"}  # WM_NAME as STRING
     assert by_app["AppBeta"] >= {"日本語のメモ ✓", "renamed ✎ window"}  # COMPOUND_TEXT, then _NET_WM_NAME
     first = sidecars(out)[0]
-    assert set(first) >= {"captured_at", "app", "window", "monitor", "reason", "pid"}
+    assert set(first) >= {"captured_at", "app", "window", "monitor", "reason", "pid", "input"}
     assert first["captured_at"].endswith("+00:00") and first["monitor"] == 1
     assert cap.counters.written == len(images(out))
 
@@ -158,14 +158,15 @@ def test_what_input_causes_a_moment_later_is_kept(desktop, tmp_path):
     desktop.focus(term)
     written: list[tuple[float, str]] = []
     with capturing(desktop, tmp_path / "out") as cap:
-        cap.on_frame = lambda image, side: written.append((time.time(), side["reason"]))
+        cap.on_frame = lambda image, side: written.append((time.time(), side["reason"], side["input"]))
         time.sleep(1.5)
         desktop.type("sleep 1.5; echo done\n")
         typed = time.time()
         time.sleep(4)
-    late = [(round(t - typed, 1), why) for t, why in written if t >= typed + 1.4]
+    late = [(round(t - typed, 1), why, at_keys) for t, why, at_keys in written if t >= typed + 1.4]
     assert late, f"the output drawn 1.5 s after Enter was not kept; frames (s after typing): " \
-                 f"{[(round(t - typed, 1), why) for t, why in written]}"
+                 f"{[(round(t - typed, 1), why) for t, why, _ in written]}"
+    assert all(at_keys for _, _, at_keys in late), late  # the owner's doing: the sidecar says so
 
 
 def test_screen_saver_pauses_and_input_resumes(desktop, tmp_path):

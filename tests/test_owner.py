@@ -144,3 +144,58 @@ def test_bench_locomo_first_person_asks_the_owners_questions_both_ways(tmp_path,
     assert figures["questions"] == 1 and figures["all_questions"]["questions"] == 2
     assert figures["first_person_recall@10"] == figures["third_person_recall@10"] == 1.0
     assert "asked as they would ask it" in out
+
+
+def _screen_clip(k: int, when: float, text: str, typed: bool):
+    """A captured screen clip as perception leaves it: one frame of a notes window showing ``text``,
+    kept while the user typed (``typed``) or not."""
+    from datetime import datetime, timezone
+
+    from perception.records import Clip, ClipObservations, FrameObservation, SourceInfo, TextLine
+
+    source = SourceInfo("/captures/2027-01-15", f"sha-screen-{k}", 30.0, False, True,
+                        datetime.fromtimestamp(when, timezone.utc), "sidecar")
+    frame = FrameObservation(1.0, text_lines=(TextLine(text, (0, 0, 400, 20), 0.98),), app="gedit",
+                             window="notes.txt", source_id=f"/captures/shot-{k}.jpg", input=typed)
+    return ClipObservations(Clip(f"screen-clip-{k}", source, 0, 0.0, 30.0), (), (), frames=(frame,))
+
+
+def test_on_captured_screens_the_owner_is_the_one_typing(people_store, tmp_path):
+    """A note on screen while the user typed is the owner's: a first-person question favours it over
+    the same note merely shown; a question about someone else does not. The capture sidecar's
+    ``input`` (or an older sidecar's reason "input") is what says so."""
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+    from graph import people_ops
+    from graph.rows import BY_OWNER
+    from memorize.identity import MatchPolicy
+    from memorize.memorizer import Memorizer, clip_row
+    from perception.sources.screenshots import scan
+
+    for name, side in (("20270115-080100.png", {"input": True}), ("20270115-080200.png", {"reason": "input"}),
+                       ("20270115-080300.png", {"input": False, "reason": "change"})):
+        (tmp_path / name).write_bytes(b"")
+        (tmp_path / f"{name}.json").write_text(json.dumps({"captured_at": "2027-01-15T08:01:00+00:00", **side}))
+    assert [s.input for s in scan(tmp_path)] == [True, True, False]
+
+    memorizer = Memorizer(people_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True))
+    note = "tram 28 tickets: buy two at Martim Moniz"
+    for k, (when, typed) in enumerate([(PEOPLE_T0 + 600, False), (PEOPLE_T0 + 1200, True)]):
+        obs = _screen_clip(k, when, note, typed)
+        w = memorizer.memorize(obs)
+        people_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+        assert all((BY_OWNER in m.provenance) == typed for m in w.memories) and len(w.memories) == 2
+    people_ops.name(people_store, "voice_2", "Sarah")
+    people_ops.me(people_store, "voice_1")
+    planner = OfflinePlanner(MemoryTools(people_store))
+    mine = planner.retrieve("What did I note about the tram tickets?").memories
+    mine = planner.retrieve("What did I note about Martim Moniz?").memories
+    assert mine[0].clip_id == "screen-clip-1" and mine[0].kind == "resource"  # typed, though shown later
+    notes = [m.clip_id for m in mine if m.kind == "resource"]
+    assert notes == ["screen-clip-1", "screen-clip-0"]
+    # about someone else, what the owner typed has no bonus: the two notes tie, the earlier first
+    notes = [m.clip_id for m in planner.retrieve("What did Sarah note about Martim Moniz?").memories
+             if m.kind == "resource"]
+    assert notes == ["screen-clip-0", "screen-clip-1"]
+    theirs = planner.retrieve("What did Sarah say about the tram?").memories
+    assert theirs[0].entity_ids == ("voice_2",)

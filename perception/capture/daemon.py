@@ -312,7 +312,7 @@ class Capturer:
             log.warning("JPEG encoding of monitor %d failed; frame skipped", m.index)
             return
         side = {"app": meta[0], "window": meta[1], "pid": top.pid if top is not None else None, "reason": reason,
-                "changed_tiles": change.changed}
+                "changed_tiles": change.changed, "input": bool(had_input)}
         written = self.store.write(jpeg.tobytes(), side, datetime.fromtimestamp(now, timezone.utc), m.index)
         m.tiles.kept(gray)
         m.last_meta = meta

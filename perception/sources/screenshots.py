@@ -43,6 +43,7 @@ class Screenshot:
     photo: bool = False  # a camera's picture (EXIF), not a captured screen
     camera: str = ""
     place: tuple[float, float] | None = None  # EXIF GPS: latitude, longitude
+    input: bool = False  # kept while the user typed or moved the mouse (the capture sidecar's "input")
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ def scan(folder: Path) -> list[Screenshot]:
             if info is not None and info.is_photo:
                 shots.append(Screenshot(path, when, origin, photo=True, camera=info.camera, place=info.gps))
             else:
-                shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", ""))))
+                shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", "")),
+                                        input=meta.get("input") is True or meta.get("reason") == "input"))
     if by_mtime:
         log.warning("%s: %d picture(s) carry no time (no sidecar, EXIF time or time in the name: %s); their "
                     "file's modification time is used, which a copy may have changed", folder, len(by_mtime),
