@@ -48,7 +48,8 @@ def add_parser(sub) -> None:
                        "questions")
     bench.add_argument("--llm", action="store_true",
                        help="locomo, m3 --mini: the LLM control loop beside the offline answerer on the same questions, "
-                            "judged (the [llm] endpoint, or without one the packaged model served here)")
+                            "judged; digest: each day also written by the LLM from the digest's cited moments, scored "
+                            "alike (the [llm] endpoint, or without one the packaged model served here)")
     bench.add_argument("--judge", action="store_true",
                        help="m3, screenshotvqa: score answers with the paper's judge prompt on the [llm] endpoint "
                             "([llm] judge_model, default [llm] model)")
@@ -139,11 +140,22 @@ def cmd_bench(args, cfg) -> int:
 
         if not args.data:
             raise ValueError(f"bench {args.name} needs --data PATH (a LoCoMo file in the locomo10.json format)")
+        from contextlib import ExitStack
+
         bench_module = importlib.import_module(f"bench.{args.name}")
         embedder = text_embedder(cfg.graph)
-        with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-{args.name}-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-{args.name}-") as tmp, ExitStack() as stack:
+            extra = {}
+            if args.llm:
+                if args.name != "digest":
+                    raise ValueError("--llm applies to bench locomo, digest and m3 --mini")
+                from control.digest_llm import write
+                from mnemo.wiring import llm_or_packaged
+
+                client = llm_or_packaged(cfg.llm, stack, progress)
+                extra["writer"] = lambda digest: write(digest, client)
             figures = bench_module.run(args.data, lambda key: Store(Path(tmp) / key, embedder),
-                                       match_policies(cfg.memorize, "dlib"), progress=progress)
+                                       match_policies(cfg.memorize, "dlib"), progress=progress, **extra)
         print(bench_module.format_report(figures))
     elif args.name in ("m3", "screenshotvqa"):
         from mnemo import bench_qa

@@ -49,18 +49,16 @@ def judge_llm(cfg):
 def llm_endpoint(cfg, stack, progress):
     """(the agent's client, the judge's client): the configured [llm] endpoint (the judge with
     ``judge_model`` where set), or, with none configured, the packaged model served here for as
-    long as ``stack`` lasts."""
+    long as ``stack`` lasts (both ask it)."""
     from llm.client import ChatClient
-    from mnemo.wiring import chat_client
+    from mnemo.wiring import chat_client, llm_or_packaged
 
+    client = llm_or_packaged(cfg.llm, stack, progress)
     if cfg.llm.base_url:
-        return chat_client(cfg.llm), chat_client(judge_llm(cfg))
-    from llm.local import LocalServer
-    from mnemo.llm_cli import packaged_llm
-
-    server = stack.enter_context(LocalServer(packaged_llm()))
-    progress(f"no [llm] endpoint configured: serving {server.name} here at {server.base_url}")
-    return tuple(ChatClient(server.base_url, server.name, server.api_key, timeout_s=120.0) for _ in range(2))
+        return client, chat_client(judge_llm(cfg))
+    # its own client, so the judge's tokens are counted apart
+    return client, ChatClient(client.url.removesuffix("/chat/completions"), client.model, client.api_key,
+                              timeout_s=client.timeout_s)
 
 
 def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:

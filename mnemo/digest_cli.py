@@ -13,6 +13,10 @@ def add_parsers(sub) -> None:
                        help="2023-05-08, today (default), yesterday, last Tuesday, 8 May 2023, ...")
         p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
         p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+        p.add_argument("--llm", action="store_true",
+                       help="also an account written by the [llm] endpoint (without one: the packaged model, served "
+                            "here for the command) from the digest's cited moments; a sentence not grounded in "
+                            "the moments it cites is dropped")
 
 
 def cmd_digest(args, cfg) -> int:
@@ -25,6 +29,32 @@ def cmd_digest(args, cfg) -> int:
     bounds = (day_bounds if args.command == "day" else week_bounds)(day)  # this machine's zone on that day
     digest = build(store, *bounds, args.command, cfg.people.me)
     print("\n".join(digest.lines()))
+    written = _written(digest, cfg) if args.llm and not digest.empty else None
+    out = digest.to_json()
+    if written is not None:
+        print(f"  written by {written.model}:" + ("" if written.sentences else " nothing the moments support"))
+        for s in written.sentences:
+            print(f"    {s.text}  [clip {', '.join(c.clip_id for c in s.citations)}]")
+        out["written"] = {"model": written.model, "dropped": written.dropped,
+                          "sentences": [{"text": s.text, "clip_ids": [c.clip_id for c in s.citations]}
+                                        for s in written.sentences]}
     if args.json:
-        print(json.dumps(digest.to_json(), ensure_ascii=False))
+        print(json.dumps(out, ensure_ascii=False))
     return 0
+
+
+def _written(digest, cfg):
+    """The digest's account written by the LLM; None (said on stderr) when no usable reply came back."""
+    import sys
+    from contextlib import ExitStack
+
+    from control.digest_llm import write
+    from llm.client import LLMError
+    from mnemo.wiring import llm_or_packaged
+
+    with ExitStack() as stack:
+        try:
+            return write(digest, llm_or_packaged(cfg.llm, stack, lambda m: print(m, file=sys.stderr)))
+        except LLMError as e:
+            print(f"warning: no written account: {e}; the digest above stands", file=sys.stderr)
+            return None

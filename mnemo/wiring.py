@@ -44,6 +44,19 @@ def chat_client(cfg: LLMConfig) -> ChatClient:
                       key_name=f"the key in ${cfg.api_key_env}", max_wait_s=cfg.max_wait_s)
 
 
+def llm_or_packaged(cfg: LLMConfig, stack, progress) -> ChatClient:
+    """A client of the configured [llm] endpoint, or, with none configured, of the packaged model
+    served on loopback for as long as ``stack`` (an ``ExitStack``) lasts."""
+    if cfg.base_url:
+        return chat_client(cfg)
+    from llm.local import LocalServer
+    from mnemo.llm_cli import packaged_llm
+
+    server = stack.enter_context(LocalServer(packaged_llm()))
+    progress(f"no [llm] endpoint configured: serving {server.name} here at {server.base_url}")
+    return ChatClient(server.base_url, server.name, server.api_key, timeout_s=120.0)
+
+
 def build_ocr(cfg: PerceptionConfig, threads: int | None = None):
     """The configured on-screen text reader, or None."""
     if cfg.ocr_backend == "none":

@@ -190,24 +190,36 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
     """One clip of screenshots or photos: every readable image is a frame at its capture time.
     Screenshots are read by OCR in full (no text gate), with their app and window from the sidecar;
     photos (a clip of photos only) as video frames are, OCR only where text covers enough of the
-    picture, with their camera and place. Unreadable images are skipped with a note;
-    ``MediaError`` when none can be read."""
+    picture, with their camera and place. Unreadable images are skipped with a note, but a photo
+    whose pixels are broken keeps what its EXIF says (a frame without pixels: when, where, with
+    what); ``MediaError`` when nothing of the clip can be read."""
     t0 = time.perf_counter()
     frames, times, notes = [], [], []
     shot_at: dict[float, Screenshot] = {}
+    unreadable: list[FrameObservation] = []  # photos known only by their EXIF
+
+    def at(shot: Screenshot) -> float:
+        return min(max(shot.captured_at.timestamp() - sc.clip.start_ts, 0.0), sc.clip.duration_s)
+
     for shot in sc.shots:
         try:
             frames.append(read_image(shot.path))
         except MediaError as e:
-            notes.append(f"{'photo' if shot.photo else 'screenshot'} skipped: {e}")
+            if shot.photo and (shot.place is not None or shot.camera):
+                notes.append(f"photo's pixels unreadable, its time and place kept: {e}")
+                unreadable.append(FrameObservation(at(shot), source_id=str(shot.path), camera=shot.camera,
+                                                   place=shot.place))
+            else:
+                notes.append(f"{'photo' if shot.photo else 'screenshot'} skipped: {e}")
             continue
-        t = min(max(shot.captured_at.timestamp() - sc.clip.start_ts, 0.0), sc.clip.duration_s)
-        times.append(t)
-        shot_at[t] = shot
-    if not frames:
+        times.append(at(shot))
+        shot_at[times[-1]] = shot
+    if not frames and not unreadable:
         raise MediaError(sc.clip.source.path, f"none of the {len(sc.shots)} picture(s) of this clip could be read "
                          f"({'; '.join(notes)})")
     timings = {"decode_s": time.perf_counter() - t0}
+    if not frames:
+        return ClipObservations(sc.clip, (), (), tuple(notes), timings, tuple(unreadable))
     if all(s.photo for s in sc.shots):  # holiday pictures: no OCR unless there is text to read
         seen = replace(p, ocr_every_s=0.0, duplicate_max_diff=0.0)
     else:  # the capture daemon keeps a frame for a typed word, a change whole-frame dedup calls a repeat
@@ -219,4 +231,4 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
         if shot is not None:
             f = replace(f, app=shot.app, window=shot.window, camera=shot.camera, place=shot.place, input=shot.input)
         described.append(f)
-    return replace(obs, frames=tuple(described))
+    return replace(obs, frames=tuple(sorted(described + unreadable, key=lambda f: f.frame_time_s)))

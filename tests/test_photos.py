@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import _fetched, run_cli
+from memorize.places import places_in
 from perception.errors import MediaError
 from perception.sources.frames import read_image
 from perception.sources.photos import oriented, photo_info
@@ -129,10 +131,10 @@ def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, capl
     store = tmp_path / "store"
     with caplog.at_level(logging.WARNING):
         code, out, err = run_cli(capsys, "ingest", str(folder), "--store", str(store))
-    # the Pixel's pixels are cut short: that photo is skipped, saying which file, and the rest stored
-    assert code == 0 and "1 failed" in out, out + err
-    assert "ultrahdr.jpg" in out + err and "not a readable image" in out + err
-    assert "2 new clip(s)" in out + err
+    # the Pixel's pixels are cut short: what its EXIF says is kept, saying which file, and the rest stored
+    assert code == 0 and "0 failed" in out and "3 new clip(s)" in out, out + err
+    assert re.search(r"photo's pixels unreadable, its time and place kept: \S+ultrahdr\.jpg: not a readable image",
+                     err), err
     assert "exif_gps.jpg: EXIF time 2099:09:29 10:10:10 is not a plausible time" in caplog.text
     warned = [r.getMessage() for r in caplog.records if "carry no time" in r.getMessage()]
     assert len(warned) == 1 and "2 picture(s)" in warned[0]  # once for the folder, naming them
@@ -147,6 +149,9 @@ def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, capl
     assert "with a Canon PowerShot S40" in paris[0].text
     assert datetime.fromtimestamp(paris[0].start_ts, timezone.utc) == datetime(2023, 5, 8, 12, 30, tzinfo=timezone.utc)
     assert not [m for m in memories if m.kind == "resource"]  # no OCR on pictures without text
+    pixel = [m for m in memories if m.provenance == (str(folder / "ultrahdr.jpg"),)]
+    assert len(pixel) == 1 and pixel[0].text.startswith("A photo taken at 09:33:04 near Deqing, Zhejiang, China (")
+    assert places_in(pixel[0].text) == ["Deqing, Zhejiang, China"] and pixel[0].text.endswith("with a Google Pixel 6")
     code, out, _ = run_cli(capsys, "ask", "Where was I on 8 May 2023?", "--store", str(store))
     assert code == 0 and "in Paris" in out and "DSC_0042" not in out
     code, out, _ = run_cli(capsys, "day", "2023-05-08", "--store", str(store), "--json")
