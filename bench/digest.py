@@ -96,9 +96,11 @@ def rouge_l(candidate: str, reference: str) -> float:
     return 2 * p * r / (p + r)
 
 
-def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=None) -> dict:
+def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=None,
+        writer_days: int | None = None) -> dict:
     """Ingest each conversation into ``make_store(key)`` and score its day digests; with ``writer``
-    (a digest -> ``control.digest_llm.Written``), the LLM-written account of each day beside them."""
+    (a digest -> ``control.digest_llm.Written``), the LLM-written account of each day (of the first
+    ``writer_days`` only, when given) beside the digest on the same days."""
     from bench.datasets.locomo import load, load_gold
     from bench.locomo import ingest_conversation
     from control.digest import build, day_bounds, moments_for
@@ -110,7 +112,8 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
     words = {w: [] for w in ways}  # words of the moments, a day
     hits = {w: [] for w in ways}
     rouge = {w: [] for w in ways}
-    llm = {"words": [], "hits": [], "rouge": [], "s": 0.0, "failed": 0, "dropped": 0, "sentences": 0, "model": ""}
+    llm = {"words": [], "hits": [], "rouge": [], "s": 0.0, "failed": 0, "dropped": 0, "sentences": 0, "model": "",
+           "days": 0, "offline_hits": [], "offline_rouge": []}
     days = 0
     digest_s = 0.0
     for conv in conversations:
@@ -129,8 +132,12 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
                 d = build(store, *day_bounds(day, timezone.utc), "day", select=select)
                 if way == "digest":
                     digest_s += time.perf_counter() - t0
-                    if writer is not None:
+                    if writer is not None and (writer_days is None or llm["days"] < writer_days):
                         _write(writer, d, events, summary, names, llm)
+                        moments = [m.text for m in d.moments]
+                        llm["offline_hits"] += [covered(e, moments, names) for e in events]
+                        if summary:
+                            llm["offline_rouge"].append(rouge_l(" ".join(moments), summary))
                 sentences = [m.text for m in d.moments]
                 words[way].append(sum(len(t.split()) for t in sentences))
                 hits[way] += [covered(e, sentences, names) for e in events]
@@ -142,9 +149,11 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
                "rouge_l": round(float(np.mean(rouge["digest"])), 4) if rouge["digest"] else None,
                "ms_per_day": round(1000 * digest_s / max(days, 1), 1)}
     if writer is not None:
-        figures["llm"] = {"model": llm["model"], "event_recall": _mean(llm["hits"]), "rouge_l": _mean(llm["rouge"]),
+        figures["llm"] = {"model": llm["model"], "days": llm["days"], "event_recall": _mean(llm["hits"]),
+                          "rouge_l": _mean(llm["rouge"]),
+                          "offline_event_recall": _mean(llm["offline_hits"]), "offline_rouge_l": _mean(llm["offline_rouge"]),
                           "words_per_day": round(float(np.mean(llm["words"])), 1) if llm["words"] else None,
-                          "s_per_day": round(llm["s"] / max(days, 1), 2), "failed_days": llm["failed"],
+                          "s_per_day": round(llm["s"] / max(llm["days"], 1), 2), "failed_days": llm["failed"],
                           "sentences": llm["sentences"], "dropped_sentences": llm["dropped"]}
     figures["matcher_recall"], figures["matcher_precision"] = (round(x, 4) for x in matcher_check(conversations, gold))
     figures["words_per_day"] = round(float(np.mean(words["digest"])), 1) if days else None
@@ -165,6 +174,7 @@ def _write(writer, digest, events: list[str], summary: str, names: set[str], out
     from llm.client import LLMError
 
     t0 = time.perf_counter()
+    out["days"] += 1
     try:
         written = writer(digest)
         sentences = [s.text for s in written.sentences]
@@ -193,10 +203,13 @@ def format_report(f: dict) -> str:
         f"{f['lead_words_per_day']:>11}",
         f"  all memories    {pct(f['all_event_recall']):>12}   {pct(f['all_rouge_l']):>7}   "
         f"{f['all_words_per_day']:>11}",
-        *([f"  LLM-written     {pct(f['llm']['event_recall']):>12}   {pct(f['llm']['rouge_l']):>7}   "
-           f"{f['llm']['words_per_day']:>11}   ({f['llm']['model']}, {f['llm']['s_per_day']} s a day; "
+        *([f"on the first {f['llm']['days']} day(s), written by {f['llm']['model']} ({f['llm']['s_per_day']} s a day; "
            f"{f['llm']['sentences']} sentence(s) kept, {f['llm']['dropped_sentences']} dropped as not grounded, "
-           f"{f['llm']['failed_days']} day(s) with no usable reply)"] if "llm" in f else []),
+           f"{f['llm']['failed_days']} day(s) with no usable reply):",
+           f"  LLM-written     {pct(f['llm']['event_recall']):>12}   {pct(f['llm']['rouge_l']):>7}   "
+           f"{f['llm']['words_per_day']:>11}",
+           f"  digest          {pct(f['llm']['offline_event_recall']):>12}   {pct(f['llm']['offline_rouge_l']):>7}"]
+          if "llm" in f else []),
         f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words; that "
         f"rule, on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
         f"precision {pct(f['matcher_precision'])}"])

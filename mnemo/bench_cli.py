@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
     bench.add_argument("--videos", help="m3: folder holding the videos (as the annotations' video_path, or by file name)")
     bench.add_argument("--split", choices=["robot", "web"], help="m3: the split (default: from the file name)")
     bench.add_argument("--limit", type=int, help="m3: only the first N videos found; locomo --llm: only the first N "
-                       "questions")
+                       "questions; digest --llm: the LLM writes only the first N days")
     bench.add_argument("--llm", action="store_true",
                        help="locomo, m3 --mini: the LLM control loop beside the offline answerer on the same questions, "
                             "judged; digest: each day also written by the LLM from the digest's cited moments, scored "
@@ -153,7 +153,7 @@ def cmd_bench(args, cfg) -> int:
                 from mnemo.wiring import llm_or_packaged
 
                 client = llm_or_packaged(cfg.llm, stack, progress)
-                extra["writer"] = lambda digest: write(digest, client)
+                extra = {"writer": lambda digest: write(digest, client), "writer_days": args.limit}
             figures = bench_module.run(args.data, lambda key: Store(Path(tmp) / key, embedder),
                                        match_policies(cfg.memorize, "dlib"), progress=progress, **extra)
         print(bench_module.format_report(figures))

@@ -202,3 +202,25 @@ def test_the_llm_writer_on_a_real_clips_observations(local_llm, hash_store, demo
         assert m.text.strip() and set(m.entity_ids) <= known | {e for e in m.entity_ids if e.startswith("character_")}
     hash_store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
     print("notes:", written.notes, "from the model:", [m.text for m in from_llm])
+
+
+def test_mnemo_day_llm_on_the_packaged_model_cites_only_the_days_moments(talk_store, capsys, monkeypatch):
+    """``mnemo day --llm`` with no [llm] endpoint serves the packaged model for the command; what
+    it keeps of the reply cites only clips the digest cites (a 135M model may keep nothing: then
+    it says so and the digest stands)."""
+    import json
+
+    from conftest import run_cli
+
+    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
+    monkeypatch.delenv("MNEMO_LLM__BASE_URL", raising=False)
+    code, out, err = run_cli(capsys, "day", "2023-05-08", "--store", talk_store.uri, "--llm", "--json")
+    assert code == 0, err
+    assert "serving smollm2-135m-instruct here" in err
+    digest = json.loads(out.strip().splitlines()[-1])
+    cited = {m["clip_id"] for m in digest["moments"]}
+    if "written" in digest:
+        assert "written by smollm2-135m-instruct:" in out
+        assert all(set(s["clip_ids"]) <= cited and s["clip_ids"] for s in digest["written"]["sentences"])
+    else:
+        assert "warning: no written account" in err and "the digest above stands" in err

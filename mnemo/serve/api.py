@@ -230,8 +230,10 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
              summary="what a day or its week held: when, with whom, windows, the salient moments citing clips")
     def digest(period: Literal["day", "week"],
                day: Annotated[date | None, Query(alias="date", description="YYYY-MM-DD; default: today")] = None,
-               tz: Annotated[str | None, Query(max_length=64, description="IANA zone; default: the server's")] = None):
-        return service.digest(period, day, tz)
+               tz: Annotated[str | None, Query(max_length=64, description="IANA zone; default: the server's")] = None,
+               written: Annotated[bool, Query(description="also the account the [llm] endpoint writes from the "
+                                                          "moments (422 without one)")] = False):
+        return service.digest(period, day, tz, written)
 
     @app.get("/media/{clip_id}", summary="the clip's frame (JPEG) or audio (WAV) from the original file",
              responses={200: {"content": {"image/jpeg": {}, "audio/wav": {}}}})

@@ -45,14 +45,15 @@ def open_service(cfg, store_dir: str | None):
     from embeddings.batching import BatchingEmbedder
     from graph.store import Store
     from mnemo.serve.service import MemoryService
-    from mnemo.wiring import build_agent, text_embedder
+    from mnemo.wiring import build_agent, chat_client, text_embedder
 
     where = store_dir or cfg.graph.store
     if "://" not in str(where) and not Path(where).is_dir():
         raise FileNotFoundError(f"no store at {where}: run `mnemo ingest PATH --store {where}` first, "
                                 "or pass --store DIR")
     store = Store(where, BatchingEmbedder(text_embedder(cfg.graph)))
-    return MemoryService(store, build_agent(cfg.control, cfg.llm, store, cfg.people.me), cfg.people.me)
+    return MemoryService(store, build_agent(cfg.control, cfg.llm, store, cfg.people.me), cfg.people.me,
+                         chat_client(cfg.llm) if cfg.llm.base_url else None)
 
 
 def _bind(host: str, port: int) -> socket.socket:

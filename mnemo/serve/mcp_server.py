@@ -187,9 +187,11 @@ def build_server(service: MemoryService, allow_forget: bool = False):
                              "the windows in front, and the salient moments, each citing its clip.", annotations=reads)
     def digest(period: Literal["day", "week"] = "day",
                day: Annotated[date | None, Field(description="YYYY-MM-DD; default: today")] = None,
-               tz: Annotated[str | None, Field(max_length=64, description="IANA zone; default: the server's")] = None
+               tz: Annotated[str | None, Field(max_length=64, description="IANA zone; default: the server's")] = None,
+               written: Annotated[bool, Field(description="also the account the server's [llm] endpoint writes from "
+                                                          "the moments; an error without one")] = False
                ) -> DigestOut:
         with _told():
-            return service.digest(period, day, tz)
+            return service.digest(period, day, tz, written)
 
     return server

@@ -137,6 +137,18 @@ class MomentOut(BaseModel):
     end_s: float
 
 
+class WrittenSentenceOut(BaseModel):
+    text: str = Field(description="written by the LLM; kept only when grounded in the moments it cites")
+    clip_ids: list[str] = Field(description="the clips of the moments it retells")
+
+
+class WrittenOut(BaseModel):
+    model: str
+    sentences: list[WrittenSentenceOut]
+    dropped: int = Field(description="sentences of the reply not grounded in what they cite, left out")
+    error: str | None = Field(default=None, description="why no account came back (the digest stands)")
+
+
 class DigestOut(BaseModel):
     """What a day or a week held (``mnemo day``/``week``), read from the store as it is now."""
     period: str = Field(description="day or week")
@@ -153,6 +165,8 @@ class DigestOut(BaseModel):
     days: list[DigestDayOut] = Field(description="a week: its days that hold anything")
     moments: list[MomentOut] = Field(description="the salient moments, in time order, each citing its clip")
     text: str = Field(description="the digest as `mnemo day` prints it")
+    written: WrittenOut | None = Field(default=None, description="with written=true: the account the [llm] endpoint "
+                                                                 "wrote from the moments")
 
 
 class CitedOut(BaseModel):

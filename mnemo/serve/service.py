@@ -22,9 +22,8 @@ from graph.people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
 from mnemo.serve.confirm import Confirmations, NonceRefused
-from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut, PersonOut,
-                                ProfileOut,
-                                TimelineOut)
+from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut,
+                                PeopleOpOut, PersonOut, ProfileOut, TimelineOut, WrittenOut, WrittenSentenceOut)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 DAY_S = 86_400.0
@@ -50,9 +49,11 @@ def _iso(ts: float) -> str:
 
 
 class MemoryService:
-    def __init__(self, store: Store, answerer, me: str = "") -> None:
-        """``answerer``: what ``mnemo ask`` uses (``mnemo.wiring.build_agent``); ``me``: ``[people] me``."""
+    def __init__(self, store: Store, answerer, me: str = "", writer=None) -> None:
+        """``answerer``: what ``mnemo ask`` uses (``mnemo.wiring.build_agent``); ``me``: ``[people] me``;
+        ``writer``: the [llm] endpoint's client that writes digests up when asked, None without one."""
         self.store = store
+        self.writer = writer
         self.tools = MemoryTools(store, me)
         self.answerer = answerer
         self.confirmations = Confirmations()  # forget's nonces, for REST and MCP alike
@@ -205,9 +206,10 @@ class MemoryService:
         return TimelineOut(from_ts=start_ts, to_ts=end_ts, truncated=truncated,
                            clips=[view.clip(r, by_clip.get(r["clip_id"], [])) for r in rows])
 
-    def digest(self, period: str, day: date | None = None, tz: str | None = None) -> DigestOut:
+    def digest(self, period: str, day: date | None = None, tz: str | None = None, written: bool = False) -> DigestOut:
         """What ``day`` (default: today), or its Monday-to-Sunday week, held, on the calendar of
-        ``tz`` (an IANA zone such as Europe/Paris; default: this machine's)."""
+        ``tz`` (an IANA zone such as Europe/Paris; default: this machine's); ``written``: also the
+        account the [llm] endpoint writes from it (``control.digest_llm``)."""
         from control.digest import build, day_bounds, week_bounds
 
         if period not in ("day", "week"):
@@ -218,7 +220,25 @@ class MemoryService:
             raise BadRequest(f"{tz!r} is not a time zone this machine knows; write e.g. Europe/Paris") from None
         day = day or datetime.now(zone).date()  # zone None: local time
         d = build(self.store, *(day_bounds if period == "day" else week_bounds)(day, zone), period, self.tools.me)
-        return DigestOut(**d.to_json(), text="\n".join(d.lines()))
+        out = DigestOut(**d.to_json(), text="\n".join(d.lines()))
+        if written and not d.empty:
+            out.written = self._written(d)
+        return out
+
+    def _written(self, d) -> WrittenOut:
+        from control.digest_llm import write
+        from llm.client import LLMError
+
+        if self.writer is None:
+            raise BadRequest("no [llm] endpoint is configured: a digest is written up only by one (set [llm] "
+                             "base_url); the extractive digest needs none")
+        try:
+            w = write(d, self.writer)
+        except LLMError as e:
+            return WrittenOut(model=self.writer.model, sentences=[], dropped=0, error=str(e))
+        return WrittenOut(model=w.model, dropped=w.dropped,
+                          sentences=[WrittenSentenceOut(text=s.text, clip_ids=[c.clip_id for c in s.citations])
+                                     for s in w.sentences])
 
     def profile(self, who: str | None = None) -> ProfileOut:
         """What memory holds about ``who`` (an id, a member id or a name; None: the owner)."""
