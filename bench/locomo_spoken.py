@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.datasets.locomo import CATEGORIES, Conversation, load
+from bench.datasets.locomo import CATEGORIES, Conversation, load, load_gold
 from bench.metrics import edit_distance, normalize_words, recall_at_k
 from bench.speech_synth import SpokenSession
 from perception.speech.diarize import union_spans
@@ -299,6 +299,88 @@ def _merge(into, scores) -> None:
             into[c][k] += scores[c][k]
 
 
+# ---- the owner's questions, and profiles ------------------------------------------------------
+
+def first_person_pairs(conv: Conversation, store, text_store, turns_by_path, persons: dict[str, str | None]) -> dict:
+    """The conversation's first speaker as the owner, in the spoken store (the person their voice
+    became, as a user would mark it with ``mnemo people me``) and on the text path (enrolled by
+    name); each question naming them asked as they would ask it (``bench.first_person``), and
+    recall@10 both ways on those questions. A speaker no person stands for cannot be marked: their
+    questions are counted apart (``owner_missing``)."""
+    from bench import locomo
+    from bench.first_person import to_first_person
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+    from graph import people_ops
+
+    owner = conv.speakers[0]
+    asked = [(q, mine) for q in conv.questions if q.category != 5
+             and (mine := to_first_person(q.question, owner, conv.speakers[1:])) != q.question]
+    person = persons.get(owner)
+    out = {"conversation": conv.key, "owner": owner, "person": person, "questions": len(asked),
+           "spoken": [], "text": [], "owner_missing": 0}
+    if person is None:
+        out["owner_missing"] = len(asked)
+    else:
+        if not any(p.owner and p.person_id == person for p in store.people()):
+            people_ops.me(store, person)
+        planner = OfflinePlanner(MemoryTools(store))
+        for q, mine in asked:
+            third = ranked_turns_by_time(planner.retrieve(q.question).memories, turns_by_path)
+            first = ranked_turns_by_time(planner.retrieve(mine).memories, turns_by_path)
+            out["spoken"].append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
+    people_ops.me(text_store, owner)
+    planner = OfflinePlanner(MemoryTools(text_store))
+    for q, mine in asked:
+        third = locomo.ranked_turns(planner.retrieve(q.question).memories, conv.turn_ids)
+        first = locomo.ranked_turns(planner.retrieve(mine).memories, conv.turn_ids)
+        out["text"].append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
+    return out
+
+
+def pool_first_person(rows: list[dict]) -> dict:
+    def both(pairs):
+        return {"questions": len(pairs), "third_person_recall@10": _mean([t for t, _ in pairs]),
+                "first_person_recall@10": _mean([f for _, f in pairs])}
+
+    return {"spoken": both([p for r in rows for p in r["spoken"]]), "text": both([p for r in rows for p in r["text"]]),
+            "owner_missing": sum(r["owner_missing"] for r in rows),
+            "owners": {r["conversation"]: {"speaker": r["owner"], "person": r["person"]} for r in rows}}
+
+
+def profile_figures(conv: Conversation, store, text_store, gold, persons: dict[str, str | None]) -> dict:
+    """Each speaker's profile, from the spoken store (the person their voice became; none: nothing
+    stated) and from the text path, against the dataset's observation facts about them in the
+    rendered sessions (``bench.profile.score``)."""
+    from bench.profile import score
+    from control.profile import build
+
+    names = {n.lower() for n in conv.speakers} | {n.lower()[:3] for n in conv.speakers}
+    kept = {s.index for s in conv.sessions}
+    out = {"conversation": conv.key, "people": []}
+    for speaker in conv.speakers:
+        facts = [fact for i in sorted(kept) for who, fact, _ in gold[i].observations if who == speaker]
+        if not facts:
+            continue
+        person = persons.get(speaker)
+        spoken = score(build(store, person), facts, names) if person is not None else [False] * len(facts)
+        text = score(build(text_store, speaker), facts, names)
+        out["people"].append({"speaker": speaker, "person": person, "facts": len(facts),
+                              "spoken": spoken, "text": text})
+    return out
+
+
+def pool_profiles(rows: list[dict]) -> dict:
+    people = [p for r in rows for p in r["people"]]
+    return {"people": len(people), "facts": sum(p["facts"] for p in people),
+            "fact_recall": _mean([h for p in people for h in p["spoken"]]),
+            "text_fact_recall": _mean([h for p in people for h in p["text"]]),
+            "unmapped_people": sum(p["person"] is None for p in people),
+            "per_person": [{"conversation": r["conversation"], "speaker": p["speaker"], "person": p["person"],
+                            "facts": p["facts"], "fact_recall": _mean(p["spoken"]), "text_fact_recall": _mean(p["text"])}
+                           for r in rows for p in r["people"]]}
+
+
 # ---- the run -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -313,8 +395,12 @@ class Wiring:
 
 
 def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = None, conversations: int | None = None,
-        progress: Callable[[str], None] = lambda m: None, render_root: Path | None = None) -> dict:
-    """Render, ingest into one store under ``workdir``, ask, and measure (see the module doc)."""
+        progress: Callable[[str], None] = lambda m: None, render_root: Path | None = None,
+        first_person: bool = False, profiles: bool = False) -> dict:
+    """Render, ingest into one store under ``workdir``, ask, and measure (see the module doc).
+    ``first_person``: also the owner's questions asked both ways (``first_person_pairs``);
+    ``profiles``: also each speaker's profile against the dataset's observation facts
+    (``profile_figures``); both spoken and on the text path, in the same run."""
     from bench import locomo
     from bench.speech_synth import render_conversation
     from control.planner import OfflinePlanner
@@ -347,6 +433,9 @@ def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = N
     text_policies = wired.text_policies
     pooled, pooled_text = _scores(), _scores()
     per_conv, query_s, text_query_s, asked = [], 0.0, 0.0, 0
+    fp_rows: list[dict] = []
+    profile_rows: list[dict] = []
+    gold = load_gold(path) if profiles else {}
     for conv in chosen:
         voices, rendered = spoken[conv.key]
         turns_by_path = {str(s.path): absolute_turns(s) for s in rendered}
@@ -368,6 +457,11 @@ def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = N
                "text_ms_per_query": round(1000 * text_spent / max(1, len(conv.questions)), 1),
                **speaker_figures(conv, rendered, store, people)}
         per_conv.append(row)
+        persons = {speaker: n["person"] for speaker, n in row["speakers"].items()}  # as a user would see them
+        if first_person:
+            fp_rows.append(first_person_pairs(conv, store, text_store, turns_by_path, persons))
+        if profiles:
+            profile_rows.append(profile_figures(conv, store, text_store, gold[conv.key], persons))
         _merge(pooled, scores)
         _merge(pooled_text, text_scores)
         query_s, text_query_s, asked = query_s + spent, text_query_s + text_spent, asked + len(conv.questions)
@@ -377,7 +471,12 @@ def run(wired: Wiring, path: str | Path, workdir: Path, sessions: int | None = N
     attribute(per_conv)
     speech_s, heard_s = sum(r["speech_s"] for r in per_conv), sum(r["heard_s"] for r in per_conv)
     speakers = sum(r["speakers_total"] for r in per_conv)
-    return {"conversations": per_conv, "spoken": recall_table(pooled), "text": recall_table(pooled_text),
+    extra = {}
+    if first_person:
+        extra["first_person"] = pool_first_person(fp_rows)
+    if profiles:
+        extra["profiles"] = pool_profiles(profile_rows)
+    return {**extra, "conversations": per_conv, "spoken": recall_table(pooled), "text": recall_table(pooled_text),
             "audio_s": round(audio_s, 1), "ingest_s": round(ingest_s, 1),
             "ingest_x_realtime": round(audio_s / ingest_s, 2) if ingest_s else None,
             "clips": report.clips_new, "memories": store.count()["memories"],
@@ -429,6 +528,20 @@ def summary(f: dict) -> dict:
         "speakers_named": r["speakers_named"], "speakers_wrong": r["speakers_wrong"], "asr_wer": r["asr_wer"],
         "speakers": r["speakers"],
         "ms_per_query": r["ms_per_query"]} for r in f["conversations"]}
+    if "profiles" in f:  # bench profile --spoken: the profile figures lead
+        p = f["profiles"]
+        out = {"people": p["people"], "facts": p["facts"], "fact_recall": p["fact_recall"],
+               "text_fact_recall": p["text_fact_recall"], "unmapped_people": p["unmapped_people"],
+               "per_person": p["per_person"], "spoken_bench": out}
+    if "first_person" in f:  # the compared questions lead: they are what this run measures
+        fp = f["first_person"]
+        out = {"questions": fp["spoken"]["questions"],
+               "first_person_recall@10": fp["spoken"]["first_person_recall@10"],
+               "third_person_recall@10": fp["spoken"]["third_person_recall@10"],
+               "text_questions": fp["text"]["questions"],
+               "text_first_person_recall@10": fp["text"]["first_person_recall@10"],
+               "text_third_person_recall@10": fp["text"]["third_person_recall@10"],
+               "owner_missing": fp["owner_missing"], "owners": fp["owners"], "all_questions": out}
     return out
 
 
@@ -479,4 +592,27 @@ def format_report(f: dict) -> str:
               f"{f['memories']} memories, {f['people']} people",
               f"ingest: {f['audio_s']:.1f} s of audio in {f['clips']} clips took {f['ingest_s']:.1f} s "
               f"({f['ingest_x_realtime']}x real time, models loaded inside the timing)"]
+    if "first_person" in f:
+        fp = f["first_person"]
+        lines += ["", "the first speaker of each conversation as the owner (spoken: the person their voice became, "
+                      "marked as a user would); their questions asked as they would ask them:",
+                  "                  questions   third person @10   first person @10"]
+        for way in ("spoken", "text"):
+            r = fp[way]
+            lines.append(f"  {way:<14} {r['questions']:11d}   {_fig(r['third_person_recall@10']):>16}   "
+                         f"{_fig(r['first_person_recall@10']):>16}")
+        lines.append("  owners: " + "; ".join(f"{k}: {o['speaker']} -> {o['person'] or 'no person'}"
+                                              for k, o in fp["owners"].items())
+                     + (f" ({fp['owner_missing']} question(s) of owners no person stands for: not compared)"
+                        if fp["owner_missing"] else ""))
+    if "profiles" in f:
+        p = f["profiles"]
+        lines += ["", f"profiles against the observation facts of the spoken sessions: {p['people']} people, "
+                      f"{p['facts']} fact(s)",
+                  f"  fact recall: spoken {_fig(p['fact_recall'])}, text path {_fig(p['text_fact_recall'])}"
+                  + (f" ({p['unmapped_people']} speaker(s) no person stands for: their facts count as not stated)"
+                     if p["unmapped_people"] else "")]
+        lines += [f"    {r['conversation']} {r['speaker']} ({r['person'] or 'no person'}): spoken "
+                  f"{_fig(r['fact_recall'])}, text {_fig(r['text_fact_recall'])} of {r['facts']} fact(s)"
+                  for r in p["per_person"]]
     return "\n".join(lines)

@@ -62,13 +62,15 @@ def add_parser(sub) -> None:
                        help="locomo: mark each conversation's first speaker as the owner and ask their questions "
                             "also as they would (\"What did I …\"): recall@10 both ways")
     bench.add_argument("--spoken", action="store_true",
-                       help="locomo: speak the conversations with espeak-ng (one voice per speaker) and run them "
-                            "through the whole pipeline into one store; needs espeak-ng and sox")
-    bench.add_argument("--sessions", type=int, help="locomo --spoken: only the first N sessions of each conversation")
+                       help="locomo, profile: speak the conversations with espeak-ng (one voice per speaker) and run "
+                            "them through the whole pipeline into one store; needs espeak-ng and sox")
+    bench.add_argument("--sessions", type=int, help="locomo --spoken, profile --spoken: only the first N sessions of "
+                       "each conversation")
     bench.add_argument("--cpus", help="ocr: also read bands of the screens under QEMU's emulation of these x86-64 CPU "
                        "models, comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
                        "with the native reading (needs qemu-user; about 150 times slower than native)")
-    bench.add_argument("--conversations", type=int, help="locomo --spoken: only the first N conversations")
+    bench.add_argument("--conversations", type=int, help="locomo --spoken, profile --spoken: only the first N "
+                       "conversations")
     bench.add_argument("--runs", type=int, default=3, help="faults: tries of each scenario that can differ between "
                        "tries (default 3)")
     bench.add_argument("--scenarios", help="faults: only these scenarios, comma-separated (default: all)")
@@ -110,20 +112,20 @@ def cmd_bench(args, cfg) -> int:
         elif args.spoken:
             from bench import locomo_spoken
 
-            if args.baselines or args.first_person:
-                raise ValueError("--baselines and --first-person score the text bench; run them without --spoken")
+            if args.baselines:
+                raise ValueError("--baselines scores the text bench; run it without --spoken")
             with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-spoken-") as tmp:
                 workdir = Path(args.store) if args.store else Path(tmp)
                 if (workdir / "spoken").exists():
                     raise ValueError(f"{workdir / 'spoken'} exists: bench locomo --spoken --store needs a new folder "
                                      "(a store from an earlier run would mix with this one)")
                 figures = locomo_spoken.run(spoken_wiring(cfg), args.data, workdir, args.sessions,
-                                            args.conversations, progress=progress)
+                                            args.conversations, progress=progress, first_person=args.first_person)
             print(locomo_spoken.format_report(figures))
             figures = locomo_spoken.summary(figures)
         else:
             if args.sessions is not None or args.conversations is not None:
-                raise ValueError("--sessions and --conversations apply to `bench locomo --spoken` only")
+                raise ValueError("--sessions and --conversations apply to `bench locomo --spoken` and `bench profile --spoken` only")
             embedder = text_embedder(cfg.graph)  # one model for every conversation's store
             dense = embedder if cfg.graph.text_embedder == "minilm" else text_embedder(cfg.graph, "minilm")
             with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
@@ -132,6 +134,18 @@ def cmd_bench(args, cfg) -> int:
                                      baselines_embedder=dense if args.baselines else None,
                                      workdir=Path(tmp) / "baselines", first_person=args.first_person)
             print(locomo.format_report(figures))
+    elif args.name == "profile" and args.spoken:
+        import tempfile
+
+        from bench import locomo_spoken
+
+        if not args.data:
+            raise ValueError("bench profile needs --data PATH (a LoCoMo file in the locomo10.json format)")
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-profile-spoken-") as tmp:
+            figures = locomo_spoken.run(spoken_wiring(cfg), args.data, Path(tmp), args.sessions, args.conversations,
+                                        progress=progress, profiles=True)
+        print(locomo_spoken.format_report(figures))
+        figures = locomo_spoken.summary(figures)
     elif args.name in ("digest", "profile"):
         import importlib
         import tempfile

@@ -235,9 +235,18 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
 
     data = dev_file()
     code, out, err = run_cli(capsys, "bench", "locomo", "--spoken", "--data", str(data), "--sessions", "1",
-                             "--conversations", "1", "--json")
+                             "--conversations", "1", "--first-person", "--json")
     assert code == 0, err
-    figures = json.loads(out.strip().splitlines()[-1])
+    owners = json.loads(out.strip().splitlines()[-1])
+    # Caroline as the owner, marked on the person her voice became; her questions asked both ways
+    assert owners["owners"]["conv-26"]["speaker"] == "Caroline" and owners["owner_missing"] == 0
+    assert owners["owners"]["conv-26"]["person"] is not None
+    assert owners["questions"] == owners["text_questions"] >= 1
+    for key in ("first_person_recall@10", "third_person_recall@10", "text_first_person_recall@10",
+                "text_third_person_recall@10"):
+        assert 0.0 <= owners[key] <= 1.0, key
+    assert "their questions asked as they would ask them" in out
+    figures = owners["all_questions"]
     for key in ("questions", "recall@10", "text_recall@10", "multi_hop_recall@10", "speakers_total", "speakers_named",
                 "speakers_wrong", "voice_entities", "voice_entities_total", "attribution", "asr_wer", "ms_per_query",
                 "ingest_x_realtime"):
@@ -259,3 +268,19 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
     conv = select(load(data), sessions=1, count=1)[0]
     _, (spoken,) = render_conversation(conv, 0)  # the bench's own file, from the cache
     check_rendered(conv.sessions[0], spoken)
+
+
+@pytest.mark.slow
+def test_bench_profile_spoken_on_the_first_session_of_one_dev_conversation(capsys, speech_tools):
+    """Each speaker's profile from the spoken store against the observation facts of the session,
+    beside the text path's."""
+    from conftest import run_cli
+
+    code, out, err = run_cli(capsys, "bench", "profile", "--spoken", "--data", str(dev_file()), "--sessions", "1",
+                             "--conversations", "1", "--json")
+    assert code == 0, err
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["people"] == 2 and figures["facts"] >= 2 and figures["unmapped_people"] == 0
+    assert 0.0 <= figures["fact_recall"] <= 1.0 and 0.0 < figures["text_fact_recall"] <= 1.0
+    assert {p["speaker"] for p in figures["per_person"]} == {"Caroline", "Melanie"}
+    assert "profiles against the observation facts of the spoken sessions" in out
