@@ -63,7 +63,6 @@ FIXTURE_SHA256 = {
     "cerknicko-without-times.gpx": "de901607a7b0e02b2a1a644bfca19ec4c08efd5f3113d6be58192e00ee05e6f0",
     "Mojstrovka.gpx": "ed9fe789e69b47349fda26001a68f5eddec878cd0d48b3c241811c2bfa2c7f7d",
     "route.gpx": "140b474f34e2e40be8909c6a60e349e62c6e83ee3315b944e48a2731cdc5c295",
-    "first_and_last_elevation.gpx": "ed72433ea5087ebb09a846609d53c377452d95cb3282656b5220017814aed7a6",
 }
 PILLOW_SDIST = "pillow==11.3.0"
 PILLOW_PHOTOS = {name: f"Tests/images/{name}" for name in (
@@ -71,8 +70,7 @@ PILLOW_PHOTOS = {name: f"Tests/images/{name}" for name in (
 PILLOW_PHOTOS["hopper.heif"] = "Tests/images/avif/hopper.heif"
 GPXPY_SDIST = "gpxpy==1.6.2"
 GPX_TRACKS = {name: f"test_files/{name}" for name in (
-    "korita-zbevnica.gpx", "cerknicko-jezero.gpx", "cerknicko-without-times.gpx", "Mojstrovka.gpx", "route.gpx",
-    "first_and_last_elevation.gpx")}
+    "korita-zbevnica.gpx", "cerknicko-jezero.gpx", "cerknicko-without-times.gpx", "Mojstrovka.gpx", "route.gpx")}
 
 
 class FixtureUnavailable(RuntimeError):

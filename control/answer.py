@@ -19,6 +19,9 @@ from graph.store import Store
 from memorize.places import is_place_memory, places_in
 
 
+WHERE_MEMORIES = 8  # positions quoted in an answer about where the owner was
+
+
 @dataclass(frozen=True)
 class Citation:
     clip_id: str
@@ -122,8 +125,8 @@ class OfflineAnswerer:
         """Where the owner was in a period: its memories that hold a position (photos with GPS,
         stays and moves of GPS tracks), in time order, each cited; "I don't know" without any."""
         memories = sorted((m for m in self.store.in_time_range(start_ts, end_ts, limit=None)
-                           if is_place_memory(m.text) and start_ts <= m.start_ts < end_ts),
-                          key=lambda m: (m.start_ts, m.memory_id))
+                           if is_place_memory(m.text) and m.end_ts > start_ts and m.start_ts < end_ts),
+                          key=lambda m: (m.start_ts, m.memory_id))  # a stay from the night before counts
         steps = (*found.rounds, f"{len(memories)} memory(ies) with a position from {utc_time(start_ts)} "
                                 f"to {utc_time(end_ts)}")
         return self._quote_places(question, memories, steps, "no photo with a position and no GPS track in memory "
@@ -139,18 +142,20 @@ class OfflineAnswerer:
         if not memories:
             return None
         steps = (*found.rounds, f"{len(memories)} memory(ies) at a place named {place!r}")
-        return self._quote_places(question, memories[:1] if last else memories, steps, "")
+        return self._quote_places(question, memories, steps, "", 1 if last else WHERE_MEMORIES)
 
-    def _quote_places(self, question: str, memories: list[Memory], steps: tuple[str, ...], none: str) -> Answer:
+    def _quote_places(self, question: str, memories: list[Memory], steps: tuple[str, ...], none: str,
+                      most: int = WHERE_MEMORIES) -> Answer:
+        """At most ``most`` of ``memories`` quoted in order, each cited (one not committed yet is passed over)."""
         quoted, citations = [], []
         for m in memories:
-            if (citation := cite(self.store, m)) is not None and len(quoted) < WHERE_MEMORIES:
+            if len(quoted) < most and (citation := cite(self.store, m)) is not None:
                 quoted.append(f"{m.text} (at {utc_time(m.start_ts)}).")
                 citations.append(citation)
         if not quoted:
             return Answer(question, f"I don't know: {none or 'the matching memories are not committed yet'}.",
                           (), (), steps)
-        more = f" And {len(memories) - len(quoted)} more." if len(memories) > len(quoted) else ""
+        more = f" And {len(memories) - len(quoted)} more." if len(memories) > len(quoted) and most > 1 else ""
         return Answer(question, " ".join(quoted) + more, tuple(dict.fromkeys(citations)), tuple(memories), steps)
 
 
@@ -176,7 +181,6 @@ class OfflineAnswerer:
         return Answer(question, text, citations, (), steps)
 
 
-WHERE_MEMORIES = 8  # positions quoted in an answer about where the owner was
 # "Where was I on 3 October 2010?", "Where were we last weekend?": the period's positions
 _WHERE_QUESTION = re.compile(r"^\s*where\s+(?:was|were|have)\s+(?:i|we)\b", re.IGNORECASE)
 # "When was I last in Paris?", "When did I last go to Buzet?", "When did we visit Rakek?"
@@ -187,13 +191,22 @@ _WHEN_AT_QUESTION = re.compile(
 
 
 def where_in_a_period(plan, before_ts: float | None = None) -> tuple[float, float] | None:
-    """The one window a "Where was I …?" question names, cut at ``before_ts``; None for any other
-    question ("Where was I when Sarah called?" names no window: it is searched)."""
-    if not _WHERE_QUESTION.match(plan.question) or len(plan.windows) != 1:
+    """The one window a "Where was I …?" question names, cut at ``before_ts``, when it asks
+    nothing else ("Where was I on 3 May?", "Where have I been this week?"); None for any other
+    question: "Where was I working in 2019?" or "Where was I when Sarah called last Tuesday?" ask
+    something a position does not answer, and are searched."""
+    m = _WHERE_QUESTION.match(plan.question)
+    if not m or len(plan.windows) != 1:
         return None
     w = plan.windows[0]
+    rest = re.sub(re.escape(w.text), " ", plan.question[m.end():], flags=re.IGNORECASE) if w.text else ""
+    if set(re.findall(r"[a-z]+", rest.lower())) - _WHERE_FILLER:
+        return None
     end = w.end_ts + 1e-3 if before_ts is None else min(w.end_ts + 1e-3, before_ts)
     return (w.start_ts, end) if end > w.start_ts else None
+
+
+_WHERE_FILLER = frozenset("been on in at during of the that this day week month year whole all".split())
 
 
 def when_at_a_place(question: str) -> tuple[str, bool] | None:

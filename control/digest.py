@@ -124,7 +124,7 @@ class Digest:
 
     @property
     def empty(self) -> bool:
-        return self.clips == 0
+        return self.clips == 0 and not self.places  # a day spent in a stay that began the day before is not empty
 
     @property
     def title(self) -> str:
@@ -149,9 +149,10 @@ class Digest:
                 held = (f"; the store holds clips from {datetime.fromtimestamp(self.span[0], tz):%d %B %Y} to "
                         f"{datetime.fromtimestamp(self.span[1], tz):%d %B %Y}")
             return out + [f"  nothing in memory for {self.title}{held}"]
-        out.append(f"  {self.clips} clip(s) from {self._clock(self.first_ts)} to {self._clock(self.last_ts)}, "
-                   f"from {len(self.sources)} recording(s): " + ", ".join(self.sources[:3])
-                   + (f" and {len(self.sources) - 3} more" if len(self.sources) > 3 else ""))
+        if self.clips:
+            out.append(f"  {self.clips} clip(s) from {self._clock(self.first_ts)} to {self._clock(self.last_ts)}, "
+                       f"from {len(self.sources)} recording(s): " + ", ".join(self.sources[:3])
+                       + (f" and {len(self.sources) - 3} more" if len(self.sources) > 3 else ""))
         if self.owner:
             out.append(f"  you are {self.owner}")
         if self.people:
@@ -240,8 +241,12 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
     store.catch_up()
     clips = sorted(store.clips.search().where(where).select(["clip_id", "source_path", "start_ts", "end_ts"])
                    .limit(None).to_list(), key=lambda r: (r["start_ts"], r["clip_id"]))
+    # a stay or a move that began before the period and reaches into it: the owner was there too
+    earlier = [m for m in store.memories_where(f"start_ts < {a!r} AND end_ts > {a!r} AND "
+                                               "(text LIKE 'Stayed %' OR text LIKE 'Travelled %')")
+               if is_place_memory(m.text)]
     if not clips:
-        return Digest(period, start, end, span=_span(store))
+        return Digest(period, start, end, places=_places(store, earlier, a, b), span=_span(store))
     in_period = {r["clip_id"] for r in clips}
     memories, vectors = store.memories_with_vectors(where)
     keep = [i for i, m in enumerate(memories) if m.clip_id in in_period and m.valid_to_ts is None]
@@ -255,7 +260,6 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
 
     together: dict[str, set[str]] = defaultdict(set)  # person id -> clips
     in_front: Counter[str] = Counter()
-    places: dict[str, list] = {}  # name -> [photos, seconds stayed, citation], in time order (memories are)
     candidates: list[int] = []
     for i, m in enumerate(memories):
         for e in m.entity_ids:
@@ -264,12 +268,7 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
         if app := _APP.match(m.text):
             in_front[app.group(1)] += max(m.end_ts - m.start_ts, 1.0)
         elif is_place_memory(m.text):
-            for name in dict.fromkeys(places_in(m.text)):
-                if name not in places and (citation := cite(store, m)) is not None:
-                    places[name] = [0, 0.0, citation]
-                if name in places:
-                    places[name][0] += m.text.startswith("A photo")
-                    places[name][1] += (m.end_ts - m.start_ts) if m.text.startswith("Stayed ") else 0.0
+            earlier.append(m)
         elif not (_PRESENCE.match(m.text) or _SCENE.match(m.text)) and len(content_words(m.text)) >= MIN_WORDS:
             candidates.append(i)
     by_id = {p.person_id: p for p in people}
@@ -287,8 +286,23 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
     return Digest(period, start, end, len(clips), tuple(dict.fromkeys(r["source_path"] for r in clips)),
                   clips[0]["start_ts"], max(r["end_ts"] for r in clips),
                   owner.label if owner is not None and owner.name else ("me" if owner is not None else ""),
-                  with_whom, tuple(in_front.most_common(5)), tuple(PlaceSeen(n, *p) for n, p in places.items()), tuple(moments),
+                  with_whom, tuple(in_front.most_common(5)), _places(store, earlier, a, b), tuple(moments),
                   _days(clips, memories, person_of, owner, start.tzinfo) if period == "week" else ())
+
+
+def _places(store: Store, memories: list[Memory], a: float, b: float) -> tuple[PlaceSeen, ...]:
+    """The named places of these memories (photos, stays, moves) in time order, with the photos
+    taken and the time stayed there within ``[a, b)``."""
+    places: dict[str, list] = {}  # name -> [photos, seconds stayed, citation]
+    for m in sorted(memories, key=lambda m: (m.start_ts, m.memory_id)):
+        for name in dict.fromkeys(places_in(m.text)):
+            if name not in places and (citation := cite(store, m)) is not None:
+                places[name] = [0, 0.0, citation]
+            if name in places:
+                places[name][0] += m.text.startswith("A photo")
+                if m.text.startswith("Stayed "):
+                    places[name][1] += max(0.0, min(m.end_ts, b) - max(m.start_ts, a))
+    return tuple(PlaceSeen(n, *p) for n, p in places.items())
 
 
 def moments_for(n: int, limit: int) -> int:

@@ -139,6 +139,8 @@ def cmd_bench(args, cfg) -> int:
 
         from bench import locomo_spoken
 
+        if args.llm:
+            raise ValueError("bench profile has no --llm: profiles are extractive")
         if not args.data:
             raise ValueError("bench profile needs --data PATH (a LoCoMo file in the locomo10.json format)")
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-profile-spoken-") as tmp:

@@ -142,7 +142,6 @@ class TrackSegment:
     centre: tuple[float, float] | None  # a stay's median position; None for a move
     km: float  # the path along its fixes
     fixes: int
-    longest_gap_s: float  # the longest time between two of its fixes
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
             stays = sum(seg.kind == "stay" for _, seg in pieces)
             dropped = dropped_note(track)
             progress(f"[{n}/{total}] {path}: GPS track of {len(track.fixes)} fix(es) from "
-                     f"{pieces[0][0].source.recorded_at.isoformat() if pieces else 'one instant'}, "
+                     f"{pieces[0][0].source.recorded_at.isoformat()}, "
                      f"{stays} stay(s) and {len(pieces) - stays} move(s)" + (f"; {dropped}" if dropped else ""))
             for clip, seg in pieces:
                 add(path, clip, f"  {path.name} {seg.kind} {clip.index + 1}/{len(pieces)} "

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from perception.errors import MediaError
 from perception.sources.media import run_ffmpeg
+from perception.sources.tracks import TRACK_SUFFIXES
 from mnemo.serve.service import BadRequest
 
 KINDS = ("frame", "audio")
@@ -40,6 +41,8 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
         raise BadRequest(f"at={at_s} lies outside the clip (0 to {duration:g} s)")
     if source.is_dir():
         return _screenshot(row, source, kind, at)
+    if source.suffix.lower() in TRACK_SUFFIXES:
+        raise MediaGone(f"{source.name} is a GPS track: a stay or a move has no frame or audio to show")
     if not source.is_file():
         raise MediaGone(f"the clip's recording {source} is no longer there; put it back to see its media")
     has_audio, has_video = _streams(source)

@@ -219,6 +219,9 @@ class MemoryService:
         except (ZoneInfoNotFoundError, ValueError):
             raise BadRequest(f"{tz!r} is not a time zone this machine knows; write e.g. Europe/Paris") from None
         day = day or datetime.now(zone).date()  # zone None: local time
+        if written and self.writer is None:
+            raise BadRequest("no [llm] endpoint is configured: a digest is written up only by one (set [llm] "
+                             "base_url); the extractive digest needs none")
         d = build(self.store, *(day_bounds if period == "day" else week_bounds)(day, zone), period, self.tools.me)
         out = DigestOut(**d.to_json(), text="\n".join(d.lines()))
         if written and not d.empty:
@@ -229,9 +232,6 @@ class MemoryService:
         from control.digest_llm import write
         from llm.client import LLMError
 
-        if self.writer is None:
-            raise BadRequest("no [llm] endpoint is configured: a digest is written up only by one (set [llm] "
-                             "base_url); the extractive digest needs none")
         try:
             w = write(d, self.writer)
         except LLMError as e:

@@ -312,7 +312,8 @@ class Capturer:
             log.warning("JPEG encoding of monitor %d failed; frame skipped", m.index)
             return
         side = {"app": meta[0], "window": meta[1], "pid": top.pid if top is not None else None, "reason": reason,
-                "changed_tiles": change.changed, "input": bool(had_input)}
+                "changed_tiles": change.changed,
+                "input": bool(had_input) and reason != "start"}  # the first grab is no sign of anyone typing
         written = self.store.write(jpeg.tobytes(), side, datetime.fromtimestamp(now, timezone.utc), m.index)
         m.tiles.kept(gray)
         m.last_meta = meta
