@@ -12,7 +12,8 @@ import pytest
 from conftest import run_cli
 from graph.forget import Filter, finish_unfinished, forget, plan
 from perception.records import FaceObservation
-from test_forget import _files_holding, _forget
+from conftest import files_holding
+from test_forget import _forget
 from test_people import people_cli
 from test_people_inference import SOURCE, A, B, _clip, _memorize, _unit
 
@@ -71,7 +72,7 @@ def test_a_name_heard_only_in_a_forgotten_clip_goes_and_the_person_stays_unnamed
     assert [e for k in ("introduced_as", "addressed_as", "says_name") for e in store.all_edges(k)] == []
     assert [e.name for e in store.load_entities("character", samples=False)] == ["", ""]
     for name in ("Sheila", "Diane", "Marta"):
-        assert _files_holding(Path(store.uri), name) == [], name
+        assert files_holding(Path(store.uri), name) == [], name
 
 
 def test_a_name_heard_again_in_a_remaining_clip_stays(capsys, hash_store):
@@ -112,7 +113,7 @@ def test_a_name_the_user_gave_stays_and_the_inferred_one_under_it_goes(capsys, h
     # the user's log holds ids and the name typed, nothing heard in a clip
     (op,) = store.people_ops()
     assert (op.op, op.person, op.args) == ("name", "character_2", {"name": "Didi"})
-    assert _files_holding(Path(store.uri), "Diane") == []
+    assert files_holding(Path(store.uri), "Diane") == []
     assert [c.name for c in store.load_entities("character", samples=False)] == ["", ""]
 
 
@@ -194,7 +195,7 @@ def test_a_forget_killed_before_it_took_back_what_it_derived_is_finished_the_sam
     assert finish_unfinished(killed) == 1
     killed.catch_up()
     assert _people(capsys, killed) == _people(capsys, clean)
-    assert _files_holding(Path(killed.uri), "Sheila") == []
+    assert files_holding(Path(killed.uri), "Sheila") == []
     assert finish_unfinished(killed) == 0
 
 
