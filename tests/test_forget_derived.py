@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import files_holding, run_cli
 from graph.forget import Filter, finish_unfinished, forget, plan
 from perception.records import FaceObservation
-from conftest import files_holding
 from test_forget import _forget
 from test_people import people_cli
 from test_people_inference import SOURCE, A, B, _clip, _memorize, _unit
