@@ -16,7 +16,7 @@ from control.planner import OfflinePlanner
 from control.tools import MemoryTools, Person
 from graph.rows import Memory
 from graph.store import Store
-from memorize.places import is_place_memory, places_in
+from memorize.places import MOVE, PHOTO, STAY, begins_as, is_place_memory, places_in
 
 
 WHERE_MEMORIES = 8  # positions quoted in an answer about where the owner was
@@ -230,7 +230,7 @@ def same_place(asked: str, name: str) -> bool:
 
 def place_memories(store: Store, before_ts: float | None = None) -> list[Memory]:
     """Every memory that puts the owner somewhere (``memorize.places.is_place_memory``)."""
-    where = "(text LIKE 'A photo taken at %' OR text LIKE 'Stayed %' OR text LIKE 'Travelled %')"
+    where = begins_as(PHOTO, STAY, MOVE)
     if before_ts is not None:
         where += f" AND start_ts < {before_ts!r}"
     return [m for m in store.memories_where(where) if is_place_memory(m.text)]

@@ -42,7 +42,7 @@ from control.answer import Citation, cite, known_names, render
 from graph.people import Person, owner_of
 from graph.rows import Memory
 from graph.store import Store
-from memorize.places import is_place_memory, places_in
+from memorize.places import MOVE, STAY, begins_as, is_place_memory, places_in
 
 MMR_LAMBDA = 0.7  # weight of salience against novelty when picking the next moment
 INFO_WEIGHT = 0.1  # salience added per log(1 + content words)
@@ -242,8 +242,7 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
     clips = sorted(store.clips.search().where(where).select(["clip_id", "source_path", "start_ts", "end_ts"])
                    .limit(None).to_list(), key=lambda r: (r["start_ts"], r["clip_id"]))
     # a stay or a move that began before the period and reaches into it: the owner was there too
-    earlier = [m for m in store.memories_where(f"start_ts < {a!r} AND end_ts > {a!r} AND "
-                                               "(text LIKE 'Stayed %' OR text LIKE 'Travelled %')")
+    earlier = [m for m in store.memories_where(f"start_ts < {a!r} AND end_ts > {a!r} AND {begins_as(STAY, MOVE)}")
                if is_place_memory(m.text)]
     if not clips:
         return Digest(period, start, end, places=_places(store, earlier, a, b), span=_span(store))

@@ -121,6 +121,15 @@ def places_in(text: str) -> list[str]:
     return [m.group("name") for m in NAMED.finditer(text)]
 
 
+PHOTO, STAY, MOVE = "A photo taken at ", "Stayed ", "Travelled "  # how memorize.writer_offline begins them
+
+
 def is_place_memory(text: str) -> bool:
     """A memory that says where the owner was: a photo with GPS, or a stay or move of a track."""
-    return text.startswith(("A photo taken at ", "Stayed ", "Travelled ")) and ("° N, " in text or "° S, " in text)
+    return text.startswith((PHOTO, STAY, MOVE)) and ("° N, " in text or "° S, " in text)
+
+
+def begins_as(*kinds: str) -> str:
+    """A store filter for memories that begin as these (``PHOTO``, ``STAY``, ``MOVE``); each still
+    needs ``is_place_memory``."""
+    return "(" + " OR ".join(f"text LIKE '{k}%'" for k in kinds) + ")"
