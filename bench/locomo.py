@@ -94,7 +94,7 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
     from bench.first_person import to_first_person
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
-    from graph import people_ops
+    from graph import edit_people
 
     conversations = load(path)
     scores: dict[int, dict[int, list[float]]] = {c: {k: [] for k in ks} for c in CATEGORIES}
@@ -110,7 +110,7 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
         progress(f"{conv.sample_id}: {sum(len(s.turns) for s in conv.sessions)} turns in {len(conv.sessions)} "
                  f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
         if first_person:
-            people_ops.me(store, conv.speakers[0])  # enrolled by name
+            edit_people.me(store, conv.speakers[0])  # enrolled by name
         planner = OfflinePlanner(MemoryTools(store), candidates=candidates)
         known = conv.turn_ids
         for q in conv.questions:

@@ -311,7 +311,7 @@ def first_person_pairs(conv: Conversation, store, text_store, turns_by_path, per
     from bench.first_person import to_first_person
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
-    from graph import people_ops
+    from graph import edit_people
 
     owner = conv.speakers[0]
     asked = [(q, mine) for q in conv.questions if q.category != 5
@@ -323,13 +323,13 @@ def first_person_pairs(conv: Conversation, store, text_store, turns_by_path, per
         out["owner_missing"] = len(asked)
     else:
         if not any(p.owner and p.person_id == person for p in store.people()):
-            people_ops.me(store, person)
+            edit_people.me(store, person)
         planner = OfflinePlanner(MemoryTools(store))
         for q, mine in asked:
             third = ranked_turns_by_time(planner.retrieve(q.question).memories, turns_by_path)
             first = ranked_turns_by_time(planner.retrieve(mine).memories, turns_by_path)
             out["spoken"].append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
-    people_ops.me(text_store, owner)
+    edit_people.me(text_store, owner)
     planner = OfflinePlanner(MemoryTools(text_store))
     for q, mine in asked:
         third = locomo.ranked_turns(planner.retrieve(q.question).memories, conv.turn_ids)

@@ -164,7 +164,7 @@ class OfflineAnswerer:
         its facts and their latest statements; None when nobody in memory is ``who`` or nothing is
         known of them (then the question is searched)."""
         from control.profile import build
-        from graph.people import PeopleError
+        from graph.resolve_people import PeopleError
 
         try:
             profile = build(self.store, None if who in MYSELF else who, self.planner.tools.me)

@@ -39,7 +39,7 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 import numpy as np
 
 from control.answer import Citation, cite, known_names, render
-from graph.people import Person, owner_of
+from graph.resolve_people import Person, owner_of
 from graph.rows import Memory
 from graph.store import Store
 from memorize.places import MOVE, STAY, begins_as, is_place_memory, places_in

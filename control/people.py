@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from control.answer import known_names, render
-from graph.people import Person
+from graph.resolve_people import Person
 from graph.store import Store
 
 QUOTE_CHARS = 160  # a sample quote is a reminder of who this is, not the transcript

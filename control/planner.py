@@ -57,7 +57,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RetrievalPlan:
     question: str
     people: tuple[Person, ...]  # everyone the question names, in the order named
     windows: tuple[TimeWindow, ...]
@@ -68,7 +68,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class Retrieval:
-    plan: Plan
+    plan: RetrievalPlan
     ranked: tuple[Candidate, ...]  # best first
     rounds: tuple[str, ...]  # one line per step: what it did (an answer's ``steps``)
 
@@ -111,7 +111,7 @@ class OfflinePlanner:
             self._newest = datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else datetime.now(timezone.utc)
         return self._newest
 
-    def plan(self, question: str, now: datetime | None = None, before_ts: float | None = None) -> Plan:
+    def plan(self, question: str, now: datetime | None = None, before_ts: float | None = None) -> RetrievalPlan:
         at = {}
         people = self.people(before_ts)
         for p in people:
@@ -125,7 +125,7 @@ class OfflinePlanner:
         else:
             me = None
         named = tuple(sorted((p for p in people if p.person_id in at), key=lambda p: at[p.person_id]))
-        return Plan(question, named, tuple(time_windows(question, now or self.newest())),
+        return RetrievalPlan(question, named, tuple(time_windows(question, now or self.newest())),
                     _subjects(question, named, me), asks_when(question), me)
 
     def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
@@ -185,7 +185,7 @@ class OfflinePlanner:
                 break
         return Retrieval(plan, tuple(ranked), tuple(log))
 
-    def _rank(self, pool: dict[str, Candidate], plan: Plan, expanded: set[str]) -> list[Candidate]:
+    def _rank(self, pool: dict[str, Candidate], plan: RetrievalPlan, expanded: set[str]) -> list[Candidate]:
         cands = list(pool.values())
         if not cands:  # nothing matched (or nothing was known yet, before_ts)
             return []

@@ -33,7 +33,7 @@ from control.answer import Citation, cite, known_names, render
 from control.digest import MIN_WORDS, content_words, select_moments, shorter
 from control.people import SAID
 from graph import sql
-from graph.people import Person, find_person, owner_of
+from graph.resolve_people import Person, find_person, owner_of
 from graph.rows import Memory
 from graph.store import Store
 from memorize.speech_facts import statements
@@ -168,7 +168,7 @@ def build(store: Store, who: str | None = None, me: str = "", limit: int = STATE
     """The profile of ``who`` (an id, a member id or a name; None: the owner, ``me`` when the store
     marks nobody). ``PeopleError`` names who exists when nobody matches; ``select(vectors, texts,
     limit)`` picks the statements (default: ``select_moments`` with ``statements_for``)."""
-    from graph.people import PeopleError
+    from graph.resolve_people import PeopleError
 
     store.catch_up()
     people = store.people()

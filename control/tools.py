@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graph.people import PeopleError, Person, find_person, owner_of
+from graph.resolve_people import PeopleError, Person, find_person, owner_of
 from graph.rows import Hit, Memory
 from graph.store import Store
 

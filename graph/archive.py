@@ -15,14 +15,14 @@ SHA-256, the embedder), then builds the store in a staging folder and renames it
 bad archive creates nothing, and a failure while building leaves no half store.
 
 **Consistency.** Export and backup hold the store's writer lock (``Store.writing``) and its people
-lock (``graph.people_ops``) while they read, so no clip commit, forget or people change is half in
+lock (``graph.edit_people``) while they read, so no clip commit, forget or people change is half in
 what they read: writers wait and say who holds the store. Taking the writer lock also undoes a
 commit a killed writer left (``graph.commit.recover``), as any next writer would. The alternative,
 reading each LanceDB table at a pinned version without the lock, was not chosen: the four tables
 of one clip commit are four separate LanceDB commits, so no set of versions read one after another
 is known to be a moment between two clip commits, and ``mnemo forget`` deletes old versions, which
 a long read at a pinned version may still need. A forget left unfinished by a kill is finished
-first (``graph.forget.finish_unfinished``): the user asked for it, and a copy must not carry it back.
+first (``graph.forget_store.finish_unfinished``): the user asked for it, and a copy must not carry it back.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from graph import forget as forgetting
-from graph.people_ops import _locked as people_locked
+from graph import forget_store as forgetting
+from graph.edit_people import _locked as people_locked
 from graph.schema import SCHEMA_VERSION
 from graph.spelling import search_text
 from graph.store import Store

@@ -1,6 +1,6 @@
 """What forgetting takes from people: what was derived from the forgotten clips, not stored in them.
 
-``graph.forget`` removes the memories and the evidence of the forgotten clips; what memory had
+``graph.forget_store`` removes the memories and the evidence of the forgotten clips; what memory had
 concluded from them lives on in other rows and must follow (issue 42: a user forgot the only clip
 in which two people were named, and ``mnemo people`` still listed them by those names, "enrolled",
 seen inside the forgotten span):
@@ -27,7 +27,7 @@ import bisect
 import logging
 
 from graph import sql
-from graph.people import NAME_EVIDENCE
+from graph.resolve_people import NAME_EVIDENCE
 from graph.rows import sources_of
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def _unlink_faces(store, erase, memories: list[dict]) -> int:
     for e in edges:
         if e.src_id.startswith("voice_"):
             voices.setdefault(e.dst_id, set()).add(e.src_id)
-    # a link that lost its clip and every evidence item to a forget (graph.forget clears the clip of a
+    # a link that lost its clip and every evidence item to a forget (graph.forget_store clears the clip of a
     # forgotten one); a link written with no evidence (an LLM's fact without any) keeps its clip
     orphans = [e for e in edges if e.src_id.startswith("face_") and not e.evidence and not e.clip_id]
     if not orphans:

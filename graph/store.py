@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from graph import commit, sql
 from graph.rows import ClipRow, Edge, Entity, Memory
-from graph.people import NAME_EVIDENCE, PeopleOp, Person, resolve
+from graph.resolve_people import NAME_EVIDENCE, PeopleOp, Person, resolve
 from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row,
                           edge_schema, entity_from_row, forget_log_schema, entity_row, entity_schema, memory_from_row, memory_row,
                           memory_schema, people_log_schema)
@@ -331,7 +331,7 @@ class Store(HybridSearch):
                       key=lambda o: o.seq)
 
     def people(self) -> list[Person]:
-        """Everyone in memory, resolved now (``graph.people``): groups of characters, voices and
+        """Everyone in memory, resolved now (``graph.resolve_people``): groups of characters, voices and
         faces, with the user's names, merges and splits applied. Read again only when a table it
         reads from has a new version (a server answers many questions between two changes)."""
         self.people_log.checkout_latest()  # another process's change counts at once
@@ -344,7 +344,7 @@ class Store(HybridSearch):
         return list(self._people[1])
 
     def append_people_op(self, op: PeopleOp) -> None:
-        """Record one change to people (callers hold ``graph.people_ops``' lock, which numbers them)."""
+        """Record one change to people (callers hold ``graph.edit_people``' lock, which numbers them)."""
         (self.people_log.merge_insert("seq").when_not_matched_insert_all()
          .execute(pa.Table.from_pylist([op.to_row()], schema=people_log_schema())))
 

@@ -4,7 +4,7 @@ A *character* (``character_3``) is one person. Every voice entity gets one when 
 face joins it when evidence says they belong together; it is stored as an entity of kind
 ``character`` with ``same_person`` edges to its face and voice entities (the edge keeps the clips
 that are its evidence). Two characters found to be one person get a ``same_person`` edge between
-them; ``graph.people`` resolves the groups when they are read.
+them; ``graph.resolve_people`` resolves the groups when they are read.
 
 Face–voice evidence (offline): while a clip-local speaker talks, the sampled frames that show
 exactly one person vote for that person's face entity. Pairs are taken one-to-one, most votes
@@ -35,7 +35,7 @@ class People:
 
     @classmethod
     def load(cls, characters: list[Entity], groups: list[tuple[str, ...]], **kw) -> People:
-        """From the characters and the people groups (``graph.people``: each group's ids, its
+        """From the characters and the people groups (``graph.resolve_people``: each group's ids, its
         lowest character first): every other member belongs to that character."""
         people = cls({c.entity_id: c for c in characters}, **kw)
         for ids in groups:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from graph import sql
-from graph.people import active_ops
+from graph.resolve_people import active_ops
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id, sources_of
 from graph.store import Store
 from llm.client import LLMError

@@ -1,6 +1,6 @@
 """Names for people from what is said, each with its evidence.
 
-Two kinds of evidence, kept per voice entity and name as edges to ``name:<Name>`` (``graph.people``):
+Two kinds of evidence, kept per voice entity and name as edges to ``name:<Name>`` (``graph.resolve_people``):
 
 - ``introduced_as``: the voice gives its own name ("I'm Sheila", "this is Diane");
 - ``addressed_as``: the voice is called by a name in a two-party exchange ("Hey Caroline", "Thanks,
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from graph.people import id_order
+from graph.resolve_people import id_order
 from graph.rows import Edge, sources_of
 from memorize.given_names import is_given_name, is_short_form
 

@@ -1,6 +1,6 @@
 """``mnemo forget``: take back what was recorded. Without ``--yes`` it shows what would go (counts
 per kind and the time span); with it the clips, memories, entities and edges go from every table,
-index and old table version (``graph.forget``), and the screenshots mnemo captured in those clips are
+index and old table version (``graph.forget_store``), and the screenshots mnemo captured in those clips are
 deleted from its marked capture folder (the preview counts them). A user's own recordings and
 folders are theirs: every file in them stays, and ``mnemo ingest`` skips the forgotten clips if it
 meets them again."""
@@ -50,13 +50,13 @@ def _iso(ts: float) -> str:
 
 
 def cmd_forget(args, cfg) -> int:
-    from graph.forget import Filter, ForgetError, plan
-    from mnemo.forgetting import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
+    from graph.forget_store import Filter, ForgetError, plan
+    from mnemo.forget_with_media import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
     from perception.capture.owned import capture_root_of
     from mnemo.wiring import open_store
 
     if args.apply_retention:
-        from mnemo.forgetting import apply_retention
+        from mnemo.forget_with_media import apply_retention
 
         store = open_store(cfg.graph, args.store)
         gone = apply_retention(store, cfg.graph.retention_days, cfg.graph.max_store_gb)

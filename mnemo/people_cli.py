@@ -1,6 +1,6 @@
 """``mnemo people``: the people in memory, what memory holds about one (show), and the user's
 changes to them (name, merge, split, undo, history). Every change is checked first and recorded in the store's people log
-(``graph.people_ops``); a bad one exits 2 with ``error: …`` and changes nothing."""
+(``graph.edit_people``); a bad one exits 2 with ``error: …`` and changes nothing."""
 
 from __future__ import annotations
 
@@ -77,13 +77,13 @@ def format_people(people) -> str:
 
 def cmd_people(args, cfg) -> int:
     from control.people import summarize_people
-    from graph import people_ops
+    from graph import edit_people
     from mnemo.serve.service import change_out, history_out, person_out
 
     store = _open(cfg, args.store)
     action = args.people_action or "list"
     if action == "list":
-        from graph.people import owner_of
+        from graph.resolve_people import owner_of
 
         everyone = store.people()
         owner = owner_of(everyone, cfg.people.me)
@@ -112,15 +112,15 @@ def cmd_people(args, cfg) -> int:
             print(json.dumps(profile.to_json(), ensure_ascii=False))
         return 0
     if action == "name":
-        change = people_ops.name(store, args.who, " ".join(args.name))
+        change = edit_people.name(store, args.who, " ".join(args.name))
     elif action == "me":
-        change = people_ops.me(store, args.who)
+        change = edit_people.me(store, args.who)
     elif action == "merge":
-        change = people_ops.merge(store, args.a, args.b)
+        change = edit_people.merge(store, args.a, args.b)
     elif action == "split":
-        change = people_ops.split(store, args.who, args.members)
+        change = edit_people.split(store, args.who, args.members)
     else:
-        change = people_ops.undo(store)
+        change = edit_people.undo(store)
     out = change_out(change, store)
     print(change.describe())
     print(format_people(out.people))
@@ -133,7 +133,7 @@ def cmd_people(args, cfg) -> int:
 def _show_owner(store, cfg, as_json: bool) -> int:
     """Who is marked as the owner; with nobody marked, whom mnemo proposes, with its evidence."""
     from control.people import propose_owner
-    from graph.people import owner_of
+    from graph.resolve_people import owner_of
 
     people = store.people()
     owner = owner_of(people, cfg.people.me)

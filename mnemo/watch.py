@@ -22,7 +22,7 @@ from pathlib import Path
 
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from mnemo.forgetting import apply_retention
+from mnemo.forget_with_media import apply_retention
 from perception.observe import Perceivers
 from perception.sources.frames import is_image_file
 from pipeline.ingest import ingest

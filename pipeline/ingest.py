@@ -24,7 +24,7 @@ from datetime import datetime
 from itertools import takewhile
 from pathlib import Path
 
-from graph.forget import forgotten_clip_ids
+from graph.forget_store import forgotten_clip_ids
 from graph.store import Store
 from memorize.identity import MatchPolicy
 from memorize.redact import Redactor
@@ -87,7 +87,7 @@ class ClipJob:
 
 
 @dataclass
-class Plan:
+class IngestPlan:
     jobs: list[ClipJob]
     clips_of: dict[str, int]  # path -> its clips, committed ones included (files and folders in order)
 
@@ -99,7 +99,7 @@ def to_stderr(msg: str) -> None:
 
 def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime | None = None,
          progress: Callable[[str], None] = to_stderr, report: IngestReport | None = None,
-         screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> Plan:
+         screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> IngestPlan:
     """The clips still to ingest, numbered in memorizing order. Unreadable files go to
     ``report.files_failed`` and committed clips to ``report.clips_skipped``. For live capture:
     screenshot clips still open at ``screens_closed_before`` wait, and those that started before
@@ -163,7 +163,7 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
         for k, sc in enumerate(screen_clips, start=1):
             add(folder, sc.clip, f"  {folder.name} clip {k}/{len(screen_clips)} "
                                  f"[{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)]", sc)
-    return Plan(jobs, clips_of)
+    return IngestPlan(jobs, clips_of)
 
 
 def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations | MediaError, float]:
@@ -294,7 +294,7 @@ class ClipWriter:
         """Wait until every memorized clip is committed, in order."""
         self._settle(0)
 
-    def finish(self, planned: Plan) -> None:
+    def finish(self, planned: IngestPlan) -> None:
         """Commit what is memorized; per file: failed when none of its clips could be decoded;
         then the indexes are refreshed."""
         try:

@@ -109,13 +109,13 @@ def renames_at_once(store, n: int = 8) -> list[Exception]:
     the errors they raised."""
     import threading
 
-    from graph import people_ops
+    from graph import edit_people
 
     errors: list[Exception] = []
 
     def rename(i: int) -> None:
         try:
-            people_ops.name(store, ("voice_1", "voice_2")[i % 2], f"Name {i}")
+            edit_people.name(store, ("voice_1", "voice_2")[i % 2], f"Name {i}")
         except Exception as e:  # noqa: BLE001 (reported to the caller)
             errors.append(e)
 

@@ -142,12 +142,12 @@ def test_the_demo_questions_through_the_llm_loop(demo_store):
 
 
 def test_the_model_is_told_who_i_am(chat_store):
-    from graph import people_ops
+    from graph import edit_people
 
     with FakeOpenAI(["[Answer] I don't know"]) as fake:
         agent(chat_store, fake).ask("Which mountain did I climb?")
     assert '"I", "me" and "my"' not in fake.requests[0]["messages"][1]["content"]  # nobody marked: a plain word
-    people_ops.me(chat_store, "Bo")
+    edit_people.me(chat_store, "Bo")
     with FakeOpenAI(["[Answer] I don't know"]) as fake:
         agent(chat_store, fake).ask("Which mountain did I climb?")
     assert '"I", "me" and "my" in the question mean Bo (<character_2>), whose memory this is.' in \

@@ -34,7 +34,7 @@ def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(t
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from pipeline.ingest import ClipJob, ClipWriter, Plan
+    from pipeline.ingest import ClipJob, ClipWriter, IngestPlan
     from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
 
     store = Store(tmp_path / "store", SlowEmbedder(build_text_embedder("hash"), 0.4))
@@ -47,7 +47,7 @@ def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(t
         clip = Clip(f"day-{k}", source, k, 30.0 * k, 30.0)
         turn = SpeechTurn(f"t{k}", f"This is the turn of clip {k}.", 1.0, 4.0, "en", (), voice, "s0")
         writer.write(ClipJob(k, source.path, f"clip {k}", clip), ClipObservations(clip, (turn,), ()))
-    writer.finish(Plan([], {source.path: 3}))
+    writer.finish(IngestPlan([], {source.path: 3}))
     assert report.clips_new == 3
     per_clip = speed.writer_s_per_clip(report)
     assert per_clip >= 0.4  # the embedding is in it

@@ -71,7 +71,7 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from pipeline.ingest import ClipJob, ClipWriter, IngestReport, Plan
+    from pipeline.ingest import ClipJob, ClipWriter, IngestPlan, IngestReport
     from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
 
     store = Store(tmp_path / "store", build_text_embedder("hash"))
@@ -88,6 +88,6 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
                 turn = SpeechTurn(f"t{k}", f"This is the turn of clip {k}.", 1.0, 4.0, "en", (), voice, "s0")
                 writer.write(ClipJob(k, source.path, f"clip {k}", clip), ClipObservations(clip, (turn,), ()))
         finally:
-            writer.finish(Plan([], {source.path: 3}))
+            writer.finish(IngestPlan([], {source.path: 3}))
     assert calls == ["day-0", "day-1"]  # clip 3 was never committed
     assert store.count()["clips"] == 1 and store.has_clip("day-0")

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_cli
 from control.digest import build, day_bounds, parse_day, select_moments, week_bounds
-from graph import people_ops
+from graph import edit_people
 
 MAY_8 = date(2023, 5, 8)
 
@@ -56,10 +56,10 @@ def test_a_week_runs_monday_to_monday_and_lists_its_days(talk_store):
 
 
 def test_the_owner_is_apart_and_a_rename_shows_at_once(talk_store):
-    people_ops.me(talk_store, "Caroline")
+    edit_people.me(talk_store, "Caroline")
     d = _day(talk_store)
     assert d.owner == "Caroline" and [name for name, _ in d.people] == ["Melanie"]
-    people_ops.name(talk_store, "Melanie", "Mel Smith")
+    edit_people.name(talk_store, "Melanie", "Mel Smith")
     d = _day(talk_store)
     assert [name for name, _ in d.people] == ["Mel Smith"]
     assert any(m.text.startswith("Mel Smith said:") for m in d.moments)
@@ -142,7 +142,7 @@ def test_a_question_about_a_day_is_answered_by_its_digest(talk_store):
                                            "On Monday 08 May 2023: With Melanie, Caroline")
     assert {c.clip_id for c in answer.citations} == {m.citation.clip_id for m in day.moments}
     assert "the digest of Monday 08 May 2023" in answer.steps[-1]
-    people_ops.me(talk_store, "Caroline")
+    edit_people.me(talk_store, "Caroline")
     assert answerer.ask("What did I do on 9 June 2023?").answer.startswith("On Friday 09 June 2023: With Melanie.")
     nothing = answerer.ask("What happened on 10 May 2023?")
     assert nothing.answer == "I don't know: nothing in memory for Wednesday 10 May 2023." and not nothing.citations

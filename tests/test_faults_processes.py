@@ -120,7 +120,7 @@ def test_forget_leaves_the_users_photo_folder_as_it_was(tmp_path):
 # forget deleting every file of an ingested folder, not only the capture's own frames
 FORGET_ANY = textwrap.dedent("""
     from pathlib import Path
-    import mnemo.forgetting as f
+    import mnemo.forget_with_media as f
     f.screenshots_to_delete = lambda clips: sorted({p for c in clips for p in Path(c["source_path"]).iterdir()
                                                      if p.is_file()})
 """)

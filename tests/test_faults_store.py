@@ -2,7 +2,7 @@
 failure when the guard it checks is broken (so the bench can fail).
 
 The bugs they found are fixed, and the clean runs here are their tests: kill_forget failed at
-``files``/``images`` (an interrupted forget's screenshots stayed: mnemo/forgetting.py now notes them
+``files``/``images`` (an interrupted forget's screenshots stayed: mnemo/forget_with_media.py now notes them
 first), at ``purge`` (the log said done before the purge, so the forgotten text stayed in old table
 versions) and at ``edges``/``entities`` (the faces only forgotten memories named stayed, as those
 memories were deleted before the entities were decided); full_disk failed on LanceDB's full disk
@@ -52,7 +52,7 @@ def test_a_forget_killed_at_each_step_is_finished_by_the_next(tmp_path):
 
 
 def test_kill_forget_reports_screenshots_a_forget_did_not_delete(tmp_path, monkeypatch):
-    from mnemo import forgetting
+    from mnemo import forget_with_media as forgetting
 
     monkeypatch.setattr(forgetting, "forget_screenshots", lambda clips: 0)  # the rerun runs in this process
     tally = _run(tmp_path, "kill_forget", steps=("files",))
@@ -107,7 +107,7 @@ def test_a_full_disk_in_lancedb_is_an_oserror_naming_the_store(tmp_path, monkeyp
 def test_a_note_of_screenshots_whose_forget_never_began_deletes_nothing(tmp_path):
     """A forget killed after noting its screenshots but before its log row forgot nothing: the
     finisher must leave those clips' screenshots (and the note, for when they are forgotten)."""
-    from mnemo.forgetting import PENDING, _note_screenshots, finish_unfinished
+    from mnemo.forget_with_media import PENDING, _note_screenshots, finish_unfinished
 
     frames, _ = faults._capture(tmp_path / "screens", faults.T0.timestamp())
     store = faults._open(tmp_path / "store")

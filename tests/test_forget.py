@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import files_holding
-from graph.forget import forgotten_clip_ids, history
+from graph.forget_store import forgotten_clip_ids, history
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer, clip_row
 from mnemo.cli import main
@@ -172,7 +172,7 @@ def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, mon
 def test_screenshots_of_forgotten_clips_are_deleted_with_their_sidecars(tmp_path):
     """In a capture folder the daemon made; the user's files in folders it did not mark stay
     (tests/test_own_files.py)."""
-    from mnemo.forgetting import forget_screenshots, screenshots_to_delete
+    from mnemo.forget_with_media import forget_screenshots, screenshots_to_delete
     from perception.capture.storage import CaptureStore
 
     capture = CaptureStore(tmp_path / "screens")
@@ -235,7 +235,7 @@ def test_mcp_forget_over_stdio(store, tmp_path):
 
 def test_retention_forgets_what_is_past_its_days_and_the_oldest_beyond_the_size_cap(store):
     from graph.sidefiles import folder_bytes
-    from mnemo.forgetting import apply_retention
+    from mnemo.forget_with_media import apply_retention
 
     start = T0.timestamp()
     # 70 s after the first clip began, with a retention of 40 s: clips 0 and 1 (ended 30 and 60 s in) are past it
@@ -317,7 +317,7 @@ def test_a_fact_superseded_by_a_forgotten_one_is_current_again(hash_store, monke
 
 def test_a_forget_killed_part_way_is_finished_by_the_next_one(store):
     from graph import sql
-    from graph.forget import Filter, _log, finish_unfinished, plan
+    from graph.forget_store import Filter, _log, finish_unfinished, plan
 
     f = Filter(query=SECRET)
     selected = plan(store, f)
@@ -372,7 +372,7 @@ def test_a_second_process_forgets_after_the_first_purged_the_versions_it_had_ope
     versions this handle was on; this one's forget reads the newest instead of failing (bench faults
     mcp_one_call_forget saw 'LanceError(IO) … Not found' on a data file)."""
     from embeddings.base import build_text_embedder
-    from graph.forget import Filter, forget, plan
+    from graph.forget_store import Filter, forget, plan
     from graph.store import Store
 
     other = Store(Path(store.uri), build_text_embedder("hash"))  # opened before the first forget

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import files_holding, run_cli
-from graph.forget import Filter, finish_unfinished, forget, plan
+from graph.forget_store import Filter, finish_unfinished, forget, plan
 from perception.records import FaceObservation
 from test_forget import _forget
 from test_people import people_cli
@@ -173,7 +173,7 @@ def test_a_forget_killed_before_it_took_back_what_it_derived_is_finished_the_sam
     """Killed after the clip rows went, before the names did: the next forget (``finish_unfinished``)
     takes them back as an uninterrupted forget does."""
     from embeddings.base import build_text_embedder
-    from graph import forget as forget_module
+    from graph import forget_store as forget_module
     from graph.store import Store
 
     clean = _introduced(Store(tmp_path / "clean", build_text_embedder("hash")))

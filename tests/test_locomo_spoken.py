@@ -99,7 +99,7 @@ def test_one_person_heard_in_two_conversations_is_attributed_to_one_speaker_only
 
 
 def test_naming_takes_the_person_of_the_voice_heard_most_and_judges_the_name():
-    from graph.people import Person
+    from graph.resolve_people import Person
 
     people = [Person("character_1", "ann", "addressed", ("voice_1", "voice_3")),
               Person("character_2", "Ann", "introduced", ("voice_2",)),

@@ -198,7 +198,7 @@ def test_forget_deletes_the_captured_frames_of_forgotten_clips_and_the_preview_c
 
 
 def test_forget_deletes_nothing_where_the_marker_is_gone(tmp_path):
-    from mnemo.forgetting import forget_screenshots, screenshots_to_delete
+    from mnemo.forget_with_media import forget_screenshots, screenshots_to_delete
 
     root = tmp_path / "screens"
     _capture_folder(root, n=2)
@@ -225,7 +225,7 @@ def _service(store_dir: str):
 def test_links_in_a_capture_folder_lead_mnemo_nowhere(tmp_path):
     """A year folder linked to the user's pictures, a heartbeat log linked to their notes: capture
     refuses to write through either, and forget deletes nothing through the linked year."""
-    from mnemo.forgetting import screenshots_to_delete
+    from mnemo.forget_with_media import screenshots_to_delete
 
     pictures, notes = tmp_path / "Pictures" / "2026", tmp_path / "notes.txt"
     pictures.mkdir(parents=True)

@@ -22,8 +22,8 @@ def hash_embedder(monkeypatch):
 
 
 def test_marking_the_owner_moves_with_merges_and_is_undone(people_store, capsys, hash_embedder):
-    from graph import people_ops
-    from graph.people import PeopleError, owner_of
+    from graph import edit_people
+    from graph.resolve_people import PeopleError, owner_of
 
     assert owner_of(people_store.people()) is None
     code, change, out, _ = _cli(capsys, people_store, "me", "voice_1")
@@ -32,13 +32,13 @@ def test_marking_the_owner_moves_with_merges_and_is_undone(people_store, capsys,
     assert "(me)" in out
     assert owner_of(people_store.people()).person_id == "character_1"
     with pytest.raises(PeopleError, match="already marked as you"):
-        people_ops.me(people_store, "character_1")
+        edit_people.me(people_store, "character_1")
     # another mark moves it; both people are shown as touched
-    moved = people_ops.me(people_store, "voice_2")
+    moved = edit_people.me(people_store, "voice_2")
     assert {p.person_id: p.owner for p in moved.people} == {"character_1": False, "character_2": True}
-    people_ops.undo(people_store)
+    edit_people.undo(people_store)
     assert owner_of(people_store.people()).person_id == "character_1"
-    people_ops.merge(people_store, "character_2", "character_1")  # the owner's group grows, the mark stays
+    edit_people.merge(people_store, "character_2", "character_1")  # the owner's group grows, the mark stays
     assert [p.person_id for p in people_store.people() if p.owner] == ["character_1"]
     code, _, _, err = _cli(capsys, people_store, "me", "voice_9")
     assert code == 2 and "no person 'voice_9'" in err
@@ -46,13 +46,13 @@ def test_marking_the_owner_moves_with_merges_and_is_undone(people_store, capsys,
 
 def test_config_names_the_owner_only_when_none_is_marked(people_store):
     from control.tools import MemoryTools
-    from graph import people_ops
+    from graph import edit_people
 
     assert MemoryTools(people_store, "character_2").owner().person_id == "character_2"
     assert MemoryTools(people_store, "nobody").owner() is None  # never a guess
-    people_ops.name(people_store, "voice_2", "Sarah")
+    edit_people.name(people_store, "voice_2", "Sarah")
     assert MemoryTools(people_store, "sarah").owner().person_id == "character_2"
-    people_ops.me(people_store, "voice_1")
+    edit_people.me(people_store, "voice_1")
     assert MemoryTools(people_store, "Sarah").owner().person_id == "character_1"  # the mark wins
 
 
@@ -79,14 +79,14 @@ def test_no_proposal_when_two_voices_are_heard_alike(people_store, capsys, hash_
 def test_first_person_questions_are_about_the_owner(people_store):
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
-    from graph import people_ops
+    from graph import edit_people
 
     planner = OfflinePlanner(MemoryTools(people_store))
     unowned = planner.plan("What did I say about Porto?")
     assert unowned.people == () and unowned.me is None  # no owner: "I" is a plain word
 
-    people_ops.name(people_store, "voice_2", "Sarah")
-    people_ops.me(people_store, "voice_1")
+    edit_people.name(people_store, "voice_2", "Sarah")
+    edit_people.me(people_store, "voice_1")
     planner = OfflinePlanner(MemoryTools(people_store))  # (plan reads people as of the last retrieve)
     plan = planner.plan("What did I say about Porto?")
     assert plan.me.person_id == "character_1" and [p.person_id for p in plan.subjects] == ["character_1"]
@@ -166,7 +166,7 @@ def test_on_captured_screens_the_owner_is_the_one_typing(people_store, tmp_path)
     ``input`` (or an older sidecar's reason "input") is what says so."""
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
-    from graph import people_ops
+    from graph import edit_people
     from graph.rows import BY_OWNER
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer, clip_row
@@ -185,8 +185,8 @@ def test_on_captured_screens_the_owner_is_the_one_typing(people_store, tmp_path)
         w = memorizer.memorize(obs)
         people_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
         assert all((BY_OWNER in m.provenance) == typed for m in w.memories) and len(w.memories) == 2
-    people_ops.name(people_store, "voice_2", "Sarah")
-    people_ops.me(people_store, "voice_1")
+    edit_people.name(people_store, "voice_2", "Sarah")
+    edit_people.me(people_store, "voice_1")
     planner = OfflinePlanner(MemoryTools(people_store))
     mine = planner.retrieve("What did I note about the tram tickets?").memories
     mine = planner.retrieve("What did I note about Martim Moniz?").memories

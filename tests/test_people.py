@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from conftest import PEOPLE_T0, api_client, renames_at_once, run_cli
 from control.answer import OfflineAnswerer
 from control.people import summarize_people
-from graph import people_ops
-from graph.people import PeopleError
+from graph import edit_people
+from graph.resolve_people import PeopleError
 from graph.rows import ClipRow, Edge, Entity
 from mnemo.serve.api import create_app
 from mnemo.serve.service import MemoryService
@@ -92,17 +92,17 @@ def test_a_name_shows_where_memories_are_read(capsys, people_store):
 
 
 def test_a_user_name_wins_over_a_later_inferred_one(people_store):
-    people_ops.name(people_store, "voice_2", "Carol")
+    edit_people.name(people_store, "voice_2", "Carol")
     # a later clip: inference calls character_2 "Bob", having heard voice_2 introduce itself so
     start = PEOPLE_T0 + 60
     clip = ClipRow("people-clip-2", "/recordings/talk.wav", "sha-talk", 2, 60.0, 30.0, start, start + 30, "I'm Bob.")
     renamed = Entity("character_2", "character", PEOPLE_T0, start + 30, [], 2, name="Bob")
     people_store.commit_clip(clip, [], [renamed], [Edge("introduced_as", "voice_2", "name:Bob")])
     assert [e.name for e in people_store.load_entities("character") if e.entity_id == "character_2"] == ["Bob"]
-    carol = people_ops._find(people_store.people(), "voice_2")
+    carol = edit_people._find(people_store.people(), "voice_2")
     assert (carol.name, carol.name_source) == ("Carol", "user")
-    people_ops.undo(people_store)  # without the user's name, the inferred one shows
-    bob = people_ops._find(people_store.people(), "voice_2")
+    edit_people.undo(people_store)  # without the user's name, the inferred one shows
+    bob = edit_people._find(people_store.people(), "voice_2")
     assert (bob.name, bob.name_source) == ("Bob", "introduced")
 
 
@@ -128,7 +128,7 @@ BAD = [
 
 @pytest.mark.parametrize("argv, says", BAD, ids=[" ".join(a)[:40] for a, _ in BAD])
 def test_bad_changes_exit_2_and_change_nothing(capsys, people_store, argv, says):
-    people_ops.name(people_store, "voice_1", "Alice")
+    edit_people.name(people_store, "voice_1", "Alice")
     before = people_store.people_ops()
     code, out, err = run_cli(capsys, "people", *argv, "--store", people_store.uri)
     assert code == 2 and err.startswith("error: ") and says in err, err
@@ -138,11 +138,11 @@ def test_bad_changes_exit_2_and_change_nothing(capsys, people_store, argv, says)
 def test_undo_with_no_history_and_after_everything_undone(capsys, people_store):
     code, _, err = run_cli(capsys, "people", "undo", "--store", people_store.uri)
     assert code == 2 and "nothing to undo" in err and people_store.people_ops() == []
-    people_ops.name(people_store, "voice_1", "Alice")
-    people_ops.undo(people_store)
+    edit_people.name(people_store, "voice_1", "Alice")
+    edit_people.undo(people_store)
     before = people_store.people_ops()
     with pytest.raises(PeopleError, match="nothing to undo"):
-        people_ops.undo(people_store)
+        edit_people.undo(people_store)
     assert people_store.people_ops() == before
 
 
@@ -183,7 +183,7 @@ def test_people_are_read_again_only_after_a_change(people_store, monkeypatch):
     monkeypatch.setattr(people_store, "load_entities", lambda **kw: reads.append(1) or real(**kw))
     first = people_store.people()
     assert people_store.people() == first and len(reads) == 1
-    people_ops.name(Store(people_store.uri, people_store.embedder), "voice_2", "Carol")
+    edit_people.name(Store(people_store.uri, people_store.embedder), "voice_2", "Carol")
     assert "Carol" in {p.name for p in people_store.people()} and len(reads) == 2
 
 

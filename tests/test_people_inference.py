@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from graph.people import PeopleOp
+from graph.resolve_people import PeopleOp
 from graph.rows import Edge
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.memorizer import Memorizer, clip_row
@@ -242,7 +242,7 @@ def test_two_people_of_different_recordings_may_share_a_name_but_not_two_of_one_
 def test_a_split_keeps_each_side_whole():
     """Splitting a merged-in character off leaves its voice and face with the person, as the
     split's check says (they hung on the character's links, which the split cut)."""
-    from graph.people import resolve
+    from graph.resolve_people import resolve
     from graph.rows import Entity
 
     ids = ["character_1", "voice_1", "character_3", "voice_3", "face_2"]

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import api_client, run_cli
 from control.profile import OTHER, TOPICS, about_themself, build, statements_for, topic_of
-from graph import people_ops
-from graph.people import PeopleError
+from graph import edit_people
+from graph.resolve_people import PeopleError
 
 TOPIC_NAMES = {name for name, _ in TOPICS} | {OTHER}
 
@@ -48,7 +48,7 @@ def test_a_profile_quotes_what_the_person_said_of_themself_each_citing_its_clip(
 def test_the_owner_comes_first_and_others_say_how_much_they_share_with_the_owner(talk_store):
     with pytest.raises(PeopleError, match="mnemo people me"):
         build(talk_store)
-    people_ops.me(talk_store, "Caroline")
+    edit_people.me(talk_store, "Caroline")
     mine = build(talk_store)
     assert mine.person.name == "Caroline" and mine.is_owner and mine.with_owner == 0
     melanie = build(talk_store, "Melanie")
@@ -59,7 +59,7 @@ def test_the_owner_comes_first_and_others_say_how_much_they_share_with_the_owner
 
 
 def test_a_rename_shows_at_once_and_a_forgotten_clip_leaves_nothing(talk_store, capsys):
-    people_ops.name(talk_store, "Melanie", "Mel Smith")
+    edit_people.name(talk_store, "Melanie", "Mel Smith")
     p = build(talk_store, "Mel Smith")
     assert p.label == "Mel Smith" and "\n".join(p.lines()).startswith("Mel Smith: named by you")
     gone = p.statements[0]
@@ -137,7 +137,7 @@ def test_rest_gives_a_profile_and_says_who_exists_when_nobody_matches(talk_store
     assert [s["clip_id"] for s in body["statements"]] == [s.citation.clip_id for s in build(talk_store, "Caroline").statements]
     missing = client.get("/people/me/profile")
     assert missing.status_code == 404 and "nobody is marked as you" in missing.json()["error"]
-    people_ops.me(talk_store, "Melanie")
+    edit_people.me(talk_store, "Melanie")
     assert client.get("/people/me/profile").json()["name"] == "Melanie"
     nobody = client.get("/people/Zed/profile")
     assert nobody.status_code == 404 and "known: " in nobody.json()["error"]
@@ -181,7 +181,7 @@ def test_a_question_about_a_person_is_answered_by_their_profile(talk_store):
     assert not answerer.ask("Tell me about Zed").answer.startswith("About")
     assert not answerer.ask("Tell me about myself").answer.startswith("About")
     assert not answerer.ask("Who is painting the lake?").answer.startswith("About")
-    people_ops.me(talk_store, "Melanie")
+    edit_people.me(talk_store, "Melanie")
     assert answerer.ask("Tell me about myself").answer.startswith("About you: ")
     # what was known before a time is searched: a profile is of now
     assert not answerer.ask("Who is Caroline?", before_ts=profile.statements[-1].at_ts).answer.startswith("About")

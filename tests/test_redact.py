@@ -13,7 +13,7 @@ import pytest
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.redact import DEFAULT_KINDS, KINDS, Redactor
-from pipeline.ingest import ClipJob, ClipWriter, IngestReport, Plan
+from pipeline.ingest import ClipJob, ClipWriter, IngestPlan, IngestReport
 from perception.records import (Clip, ClipObservations, FrameObservation, SourceInfo, SpeechTurn, TextLine,
                                 Word)
 
@@ -76,7 +76,7 @@ def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash
     writer = ClipWriter(hash_store, Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.84, min_found_s=0.5)),
                         report, progress=lambda _m: None)
     writer.write(ClipJob(0, source.path, "clip", clip), obs)
-    writer.finish(Plan([], {}))
+    writer.finish(IngestPlan([], {}))
     assert report.redacted == {"card": 1, "password": 1, "secret": 2, "iban": 1}
     files = [p for p in Path(hash_store.uri).rglob("*") if p.is_file()]
     for secret in (CARD, KEY, IBAN, "Tr0ub4dor", CARD.replace(" ", "")):

@@ -216,7 +216,7 @@ def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(s3
 def test_changes_to_people_at_once_on_s3_all_land(s3):
     """The people lock is a lease on a bucket: eight changes at once each take their own number."""
     from conftest import build_people_store, renames_at_once
-    from graph import people_ops
+    from graph import edit_people
 
     store = build_people_store(_store("people"))
     errors = renames_at_once(store)
@@ -224,4 +224,4 @@ def test_changes_to_people_at_once_on_s3_all_land(s3):
     ops = store.people_ops()
     assert [o.seq for o in ops] == list(range(1, 9))
     assert sorted(o.args["name"] for o in ops) == [f"Name {i}" for i in range(8)]
-    assert store.side.read(people_ops.LOCK_FILE) is None
+    assert store.side.read(edit_people.LOCK_FILE) is None

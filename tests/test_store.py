@@ -195,7 +195,8 @@ class _CountingClips:
 def test_a_reader_holding_every_clip_id_sees_new_commits_and_never_a_commit_in_progress(tmp_path, monkeypatch,
                                                                                          read_again_s):
     import graph.store as store_module
-    from graph import commit, forget
+    from graph import commit
+    from graph import forget_store as forget
 
     monkeypatch.setattr(store_module, "ALL_CLIPS_EVERY_S", read_again_s)
     writer = Store(tmp_path / "s", build_text_embedder("hash"))

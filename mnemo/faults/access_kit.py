@@ -41,13 +41,13 @@ def build_store(where: Path, clips: int = 2):
     voice_1 named by the user: every kind of data a leak could carry."""
     from bench.talk_store import write_talk
     from embeddings.base import build_text_embedder
-    from graph import people_ops
+    from graph import edit_people
     from graph.store import Store
 
     lines = LINES + [(k, "voice_2", 5, f"On day {k} we walked along the river again.") for k in range(2, clips)]
     store = write_talk(Store(where, build_text_embedder("hash")), T0, max(clips, 2), clip_id, SOURCE, "sha-fault-talk",
                        lines, face_in=())
-    people_ops.name(store, "voice_1", NAME)
+    edit_people.name(store, "voice_1", NAME)
     return store
 
 

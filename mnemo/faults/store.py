@@ -1,7 +1,7 @@
 """Fault scenarios of the store: a writer killed mid-commit, a forget killed part-way, a full disk.
 
 Each fault is done for real: writers and ``mnemo forget`` run as child processes that ``SIGKILL``
-themselves at a named step of a commit (``graph.commit.step``) or of a forget (``graph.forget.step``),
+themselves at a named step of a commit (``graph.commit.step``) or of a forget (``graph.forget_store.step``),
 and the full disk is a small tmpfs mounted in a private mount namespace (``unshare -rm``). What was
 left is then read back: the store through a fresh ``Store``, the journal and capture folders on
 disk, the user's files by their hashes, the forgotten text by grepping every file under the store.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 COMMIT_STEPS = ("memories", "updated", "edges", "entities", "clip", "end")  # graph.commit.step names
 FORGET_STEPS = ("remove", "edges", "entities", "memories", "clips", "derived", "rewrite", "purge", "done", "files",
-                "images")  # graph.forget.step names
+                "images")  # graph.forget_store.step names
 MEMORIES = 5  # per clip
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc)  # the synthetic clips' start
 CHILD_TIMEOUT_S = 180
@@ -115,8 +115,8 @@ def write(spec: dict) -> dict:
 
 
 def _forget_child(argv: list[str], kill_step: str, cwd: str) -> None:
-    """``mnemo forget`` (``argv``) in a child that SIGKILLs itself at ``kill_step`` (``graph.forget.step``)."""
-    from graph import forget
+    """``mnemo forget`` (``argv``) in a child that SIGKILLs itself at ``kill_step`` (``graph.forget_store.step``)."""
+    from graph import forget_store as forget
     from mnemo.cli import main
 
     def step(name: str) -> None:
@@ -129,7 +129,7 @@ def _forget_child(argv: list[str], kill_step: str, cwd: str) -> None:
     sys.exit(main(argv))
 
 
-PRELOAD = ["lancedb", "pyarrow", "graph.store", "graph.forget", "mnemo.forget_cli", "mnemo.forgetting",
+PRELOAD = ["lancedb", "pyarrow", "graph.store", "graph.forget_store", "mnemo.forget_cli", "mnemo.forget_with_media",
            "embeddings.hash", "mnemo.faults.store"]
 
 
@@ -357,7 +357,7 @@ def _forget_config(cfg):
 
 
 def kill_forget(ctx, tally, steps: tuple[str, ...] = FORGET_STEPS) -> None:
-    """``mnemo forget --yes`` SIGKILLed at each step it has (``graph.forget.step``), then run again
+    """``mnemo forget --yes`` SIGKILLed at each step it has (``graph.forget_store.step``), then run again
     (in this process, as a person would after the crash): the forgotten clips must be gone from
     every table and file of the store and their screenshots from the capture folder, the other
     clips and every file mnemo did not write kept as they were. The capture folder and store are
@@ -393,7 +393,7 @@ def _after_forget(store_dir: Path, frames: dict[int, list[Path]], user: list[Pat
                   before: dict) -> tuple[int, int, list[str]]:
     """What a forget of clips ``FORGOTTEN`` left: lost, orphans and what went wrong."""
     from graph import sql
-    from mnemo.forgetting import PENDING
+    from mnemo.forget_with_media import PENDING
 
     notes = []
     store = _open(store_dir)

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from control.answer import known_names, render
 from control.people import PersonSummary, summarize_people
 from control.tools import MemoryTools, Person
-from graph import people_ops
-from graph.people import PeopleError, PeopleOp
+from graph import edit_people
+from graph.resolve_people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
 from mnemo.serve.confirm import Confirmations, NonceRefused
@@ -99,27 +99,27 @@ class MemoryService:
     def people_history(self) -> list[PeopleOpOut]:
         return history_out(self.store.people_ops())
 
-    # ---- the user's changes to people (graph.people_ops: checked, recorded, reversible) --------
+    # ---- the user's changes to people (graph.edit_people: checked, recorded, reversible) --------
 
     def name_person(self, who: str, name: str) -> ChangeOut:
-        return self._change(people_ops.name, who, name)
+        return self._change(edit_people.name, who, name)
 
     def merge_people(self, a: str, b: str) -> ChangeOut:
-        return self._change(people_ops.merge, a, b)
+        return self._change(edit_people.merge, a, b)
 
     def split_person(self, who: str, members: list[str]) -> ChangeOut:
-        return self._change(people_ops.split, who, members)
+        return self._change(edit_people.split, who, members)
 
     def mark_owner(self, who: str) -> ChangeOut:
-        return self._change(people_ops.me, who)
+        return self._change(edit_people.me, who)
 
     def undo_people_change(self) -> ChangeOut:
-        return self._change(people_ops.undo)
+        return self._change(edit_people.undo)
 
     def _change(self, action, *args) -> ChangeOut:
         try:
             change = action(self.store, *args)
-        except people_ops.UnknownPerson as e:
+        except edit_people.UnknownPerson as e:
             raise NotFound(str(e)) from None
         except PeopleError as e:
             raise BadRequest(str(e)) from None
@@ -132,8 +132,9 @@ class MemoryService:
         cannot forget anything in one call. A filter that cannot be meant, or a nonce that does not
         fit, is a ``BadRequest`` and changes nothing. This handle reads the store's newest versions
         afterwards: the old ones are deleted from disk."""
-        from graph.forget import Filter, ForgetError, plan
-        from mnemo.forgetting import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
+        from graph.forget_store import Filter, ForgetError, plan
+        from mnemo.forget_with_media import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
+        from mnemo.serve.thumbs import drop_forgotten
 
         retry = ("preview first: send the same filter without a nonce, show the person what it would forget, and "
                  f"once they agree send that filter again with the nonce the preview returned (good once, for "
@@ -175,6 +176,7 @@ class MemoryService:
                              f"filter selects; {retry}")
         counts = forget_all(self.store, selected, f)
         self.store.catch_up()
+        drop_forgotten(self.store)  # the page's pictures of the forgotten clips
         return ForgetOut(forgotten=True, **summary, screenshots_deleted=counts["screenshots_deleted"],
                          next_step="forgotten for good")
 
@@ -243,7 +245,7 @@ class MemoryService:
     def profile(self, who: str | None = None) -> ProfileOut:
         """What memory holds about ``who`` (an id, a member id or a name; None: the owner)."""
         from control.profile import build
-        from graph.people import PeopleError
+        from graph.resolve_people import PeopleError
 
         try:
             p = build(self.store, who, self.tools.me)
@@ -258,6 +260,22 @@ class MemoryService:
         if row is None:
             raise NotFound(f"no clip {clip_id!r} in the store {self.store.uri}")
         return row
+
+    def thumbnail(self, clip_id: str, at_s: float | None = None) -> bytes:
+        """A small JPEG of the clip's frame at ``at_s`` (default its middle), cached in the store."""
+        from mnemo.serve.thumbs import thumbnail
+
+        return thumbnail(self.store, self.clip_row(clip_id), at_s)
+
+    def face(self, who: str) -> bytes:
+        """A square JPEG of the person's face, from the clip that shows it longest, cached there."""
+        from mnemo.serve.thumbs import face_crop, face_memory
+
+        person = self._person(who, self.tools.list_people())
+        memory = face_memory(self.store, list(person.ids))
+        if memory is None:
+            raise NotFound(f"no face of {who!r} is in memory: only their voice was heard")
+        return face_crop(self.store, self.clip_row(memory.clip_id), memory)
 
     def _person(self, who: str, people: list[Person]) -> Person:
         try:
@@ -295,7 +313,7 @@ def history_out(ops: list[PeopleOp]) -> list[PeopleOpOut]:
                         description=describe(o), undone=o.seq in undone) for o in ops]
 
 
-def change_out(change: people_ops.Change, store: Store) -> ChangeOut:
+def change_out(change: edit_people.Change, store: Store) -> ChangeOut:
     """A recorded change, and the people it touched with their clip counts and quotes."""
     ops = store.people_ops()
     log = {o.seq: o for o in history_out(ops)}

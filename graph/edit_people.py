@@ -1,6 +1,6 @@
 """The user's changes to people: name, merge, split and undo, each checked first, then recorded.
 
-Every change is one row appended to the ``people_log`` table (``graph.people.PeopleOp``) and
+Every change is one row appended to the ``people_log`` table (``graph.resolve_people.PeopleOp``) and
 replayed when people are read, so nothing else is rewritten: a rename or a merge shows everywhere
 at once, and ``undo`` is one more row. A change is checked against the people as they are now and
 raises ``PeopleError`` (``UnknownPerson`` for an id or name nobody has), with nothing written, when
@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Protocol
 
-from graph.people import PeopleError, PeopleOp, Person, find_person, last_undoable
+from graph.resolve_people import PeopleError, PeopleOp, Person, find_person, last_undoable
 from graph.sidefiles import SideFiles
 
 MAX_NAME_CHARS = 80

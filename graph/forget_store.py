@@ -24,7 +24,7 @@ it lists, so a recording ingested again does not bring them back, and a forget k
 finished by ``finish_unfinished`` (every forget, and retention, runs it first). The row says done
 only after step 6. ``step`` is called between the stages (a kill at each is tested).
 
-Media files are the caller's: ``mnemo.forgetting`` deletes captured screenshots of forgotten clips
+Media files are the caller's: ``mnemo.forget_with_media`` deletes captured screenshots of forgotten clips
 (the capture folder is mnemo's), noting them in the store first so that a forget killed before they
 are deleted has them deleted by the next, and leaves a user's own recordings where they are.
 """
@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from graph import sql
 from graph.forget_derived import retract_derived
-from graph.people import PeopleError, find_person
+from graph.resolve_people import PeopleError, find_person
 from graph.rows import Edge, Memory, sources_of
 from graph.schema import edge_row, edge_schema, memory_row
 
@@ -78,7 +78,7 @@ class Filter:
 
 
 @dataclass
-class Plan:
+class ForgetPlan:
     """What a forget removes: whole clips, and memories and entities (a person's, or those only
     forgotten clips supported)."""
 
@@ -133,7 +133,7 @@ def _clips_in(clip_ids: set[str]) -> str:
     return sql.in_list("clip_id", sorted(clip_ids)) if clip_ids else "false"
 
 
-def plan(store, f: Filter, now: float | None = None) -> Plan:
+def plan(store, f: Filter, now: float | None = None) -> ForgetPlan:
     """What ``f`` selects in ``store``; nothing is changed. ``ForgetError`` for a filter that
     cannot be meant (none, an inverted range, an unknown clip or person)."""
     now = time.time() if now is None else now
@@ -180,7 +180,7 @@ def plan(store, f: Filter, now: float | None = None) -> Plan:
         ).select(["clip_id"]).limit(None).to_list()}
         where += " AND " + _clips_in(hits)
     clips = _clip_rows(store, where)
-    out = Plan(clip_ids=sorted(c["clip_id"] for c in clips), clips=clips)
+    out = ForgetPlan(clip_ids=sorted(c["clip_id"] for c in clips), clips=clips)
     if clips:
         out.span = (min(c["start_ts"] for c in clips), max(c["end_ts"] for c in clips))
         memories = store.memories_where(sql.in_list("clip_id", out.clip_ids))
@@ -190,14 +190,14 @@ def plan(store, f: Filter, now: float | None = None) -> Plan:
     return out
 
 
-def _plan_person(store, who: str) -> Plan:
+def _plan_person(store, who: str) -> ForgetPlan:
     try:
         person = find_person(store.people(), who)
     except PeopleError as e:
         raise ForgetError(str(e)) from e
     ids = list(person.ids)
     memories = store.about(ids, limit=None)
-    out = Plan(memory_ids=[m.memory_id for m in memories], entity_ids=ids,
+    out = ForgetPlan(memory_ids=[m.memory_id for m in memories], entity_ids=ids,
                people_ops=[op.seq for op in store.people_ops()
                            if op.person in ids or set(op.args.get("members", [])) & set(ids)
                            or op.args.get("other") in ids],
@@ -255,7 +255,7 @@ class _Eraser:
                 table.merge_insert(key).when_matched_update_all().execute(rows.select(table.schema.names))
 
 
-def forget(store, p: Plan, f: Filter, now: float | None = None) -> dict:
+def forget(store, p: ForgetPlan, f: Filter, now: float | None = None) -> dict:
     """Remove what ``p`` selects (see the module doc); returns the counts removed."""
     now = time.time() if now is None else now
     with store.writing("mnemo forget"):  # an ingest writing meanwhile would lose its files to the purge
@@ -287,7 +287,7 @@ def finish_unfinished(store) -> int:
 def _finish(store, rows: list[dict]) -> None:
     done = {}
     for row in rows:
-        p = Plan(clip_ids=list(row["clip_ids"] or ()), entity_ids=list(row["entity_ids"] or ()),
+        p = ForgetPlan(clip_ids=list(row["clip_ids"] or ()), entity_ids=list(row["entity_ids"] or ()),
                  people_ops=[int(s) for s in row["people_ops"] or ()], transcripts_of=list(row["transcripts_of"] or ()))
         clips = sql.in_list("clip_id", p.clip_ids) if p.clip_ids else "false"
         involved = sql.involves(p.entity_ids) if p.entity_ids else "false"
@@ -300,7 +300,7 @@ def _finish(store, rows: list[dict]) -> None:
         store.forget_log.update(where=f"ts = {ts!r}", values={"counts": json.dumps(counts), "done": True})
 
 
-def _log(store, now: float, f: Filter, p: Plan) -> float:
+def _log(store, now: float, f: Filter, p: ForgetPlan) -> float:
     while store.forget_log.count_rows(f"ts = {now!r}"):  # the row's key
         now += 1e-6
     store.forget_log.add([{"ts": now, "filters": json.dumps(f.kinds()), "counts": json.dumps(p.summary()),
@@ -311,7 +311,7 @@ def _log(store, now: float, f: Filter, p: Plan) -> float:
     return now
 
 
-def _remove(store, p: Plan, query: str, everything: bool = False) -> dict:
+def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
     """Steps 1 to 5 of the module doc; each may run again after a kill (what is gone stays gone).
     ``everything``: write every table anew, not only the data files that lose rows now."""
     erase = _Eraser(store)
