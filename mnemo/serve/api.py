@@ -249,6 +249,32 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
             raise HTTPException(500, str(e)) from e
         return Response(out.data, media_type=out.media_type, headers={"Cache-Control": "private, max-age=3600"})
 
+    pictures = {200: {"content": {"image/jpeg": {}}}}
+    private = {"Cache-Control": "private, max-age=3600"}
+
+    @app.get("/thumb/{clip_id}", summary="a small JPEG of the clip's frame (a video's middle, a screenshot), "
+                                         "cut on demand and cached in the store; 404 for audio or a track",
+             responses=pictures)
+    def thumb(clip_id: Annotated[str, Path(max_length=200)],
+              at: Annotated[float | None, Query(ge=0, description="seconds into the clip; default its middle")] = None):
+        try:
+            return Response(service.thumbnail(clip_id, at), media_type="image/jpeg", headers=private)
+        except MediaGone as e:
+            raise HTTPException(404, f"clip {clip_id} has no picture: {e}") from e
+        except MediaError as e:
+            raise HTTPException(500, str(e)) from e
+
+    @app.get("/face/{person}", summary="a square JPEG of the person's face, cut from the clip that shows it "
+                                       "longest and cached in the store; 404 for a voice without a face",
+             responses=pictures)
+    def face(person: PersonId):
+        try:
+            return Response(service.face(person), media_type="image/jpeg", headers=private)
+        except MediaGone as e:
+            raise HTTPException(404, f"no face of {person} to show: {e}") from e
+        except MediaError as e:
+            raise HTTPException(500, str(e)) from e
+
     @app.exception_handler(StarletteHTTPException)  # ours, and the router's own 404 and 405
     async def http_error(_request: Request, exc: StarletteHTTPException):
         return error_response(exc.status_code, str(exc.detail))

@@ -27,6 +27,7 @@ class MediaGone(LookupError):
 class MediaBytes:
     data: bytes
     media_type: str
+    encrypted: bool = False  # decrypted from an encrypted capture: not to be written to disk in the clear
 
 
 def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> MediaBytes:
@@ -108,7 +109,7 @@ def _screenshot(row: dict, folder: Path, kind: str, at: float) -> MediaBytes:
             data = decrypt_file(path)
         except (OSError, ValueError, RuntimeError) as e:  # CaptureKeyError: no key, or a bad one
             raise MediaGone(f"{path} is encrypted and cannot be shown: {e}") from e
-        return MediaBytes(data, _TYPES.get(Path(path.stem).suffix.lower(), "image/jpeg"))
+        return MediaBytes(data, _TYPES.get(Path(path.stem).suffix.lower(), "image/jpeg"), encrypted=True)
     try:
         return MediaBytes(path.read_bytes(), _TYPES.get(path.suffix.lower(), "application/octet-stream"))
     except OSError as e:
