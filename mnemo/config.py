@@ -30,128 +30,185 @@ from perception.capture.config import CaptureConfig
 
 
 class PerceptionConfig(BaseModel):
-    clip_s: float = Field(30.0, gt=0, description="clip length in seconds")
-    frame_fps: float = Field(1.0, gt=0, le=30, description="frames sampled per second")
-    duplicate_max_diff: float = Field(3.0, ge=0, description="mean grey-level change under which a frame "
-                                      "repeats the previous one: its faces are the previous one's and it is skipped "
-                                      "for tags/OCR/captions; a frame this close to an earlier one of its clip "
-                                      "gets that one's faces, tags and text; 0 keeps all")
-    device: str = "auto"
-    threads: int = Field(0, ge=0, description="CPU threads per model library (torch, CTranslate2, ONNX Runtime); "
-                         "0: the CPUs this process may use. A Ray worker gets its share of CPUs")
-    # the speaker and image models: "auto" runs them on the CPU in ONNX Runtime (their graphs built once
-    # from the weight files, without torch), which leaves torch (about 500 MB) out of the process;
-    # "torch" (or a GPU device) needs the extra mnemo[torch]
-    model_runtime: Literal["auto", "torch", "onnx"] = "auto"
-    asr_model: str = "tiny.en"  # packaged: "tiny.en" (English), "base" (multilingual); or a name / local dir
-    asr_compute_type: str = "auto"  # float16 on GPU, float32 on CPU; or any CTranslate2 type
-    asr_beam_size: int = Field(5, ge=1, le=10)  # beams the decoder keeps: fewer is cheaper and, below 3, worse
-    speaker_backend: Literal["resemblyzer"] = "resemblyzer"
-    diarize_max_distance: float = Field(0.25, gt=0, lt=2, description="cosine distance to cluster voice windows")
-    diarize_min_speaker_s: float = Field(2.5, ge=0, description="speakers with less speech in a clip are "
-                                         "folded into the nearest one")
-    faces_backend: Literal["auto", "dlib", "insightface"] = "auto"
-    insightface_root: str = "~/.insightface"
-    insightface_pack: str = "buffalo_l"
-    face_min_px: int = Field(40, ge=8, description="smallest usable face (shorter box side, pixels)")
-    face_min_sharpness: float = Field(20.0, ge=0, description="Laplacian variance of the 128x128 face crop")
-    face_cluster_distance_dlib: float = Field(0.08, gt=0, lt=2, description="average cosine distance "
-                                              "to group faces of one clip (dlib)")
-    face_cluster_distance_insightface: float = Field(0.55, gt=0, lt=2)
-    image_backend: Literal["efficientnet-lite0", "open-clip", "none"] = "efficientnet-lite0"
-    open_clip_model: str = "ViT-B-32"
-    open_clip_checkpoint: str = ""  # a local .pt/.safetensors file or an open_clip pretrained tag
-    ocr_backend: Literal["rapidocr", "none"] = "rapidocr"
-    ocr_min_text_fraction: float = Field(0.01, ge=0, le=1, description="run OCR recognition on frames "
-                                         "at least this covered by detected text; 0 reads every frame")
-    ocr_every_s: float = Field(5.0, ge=0, description="look for on-screen text in video at most this often")
-    ocr_word_gaps: bool = Field(True, description="place spaces in screen text where the line's pixels have "
-                                "blank columns (perception/ocr/words.py); false: the recogniser's own spaces")
-    ocr_detect_min_side: int = Field(0, ge=0, description="0: detect text on the frame at its own size; N: "
-                                     "upscale the short side to N px first (RapidOCR's default, 736)")
-    ocr_detect_max_side: int = Field(4096, ge=640, description="a frame with a longer side is scaled down to "
-                                     "it to detect text (its lines are read at full size); 4096 detects a 4K screen "
-                                     "as it is, 2000 (RapidOCR's own cap) is 4-7x cheaper there and misses small text")
-    caption_backend: Literal["none", "vlm"] = "none"  # "vlm" uses the [llm] endpoint
+    """``[perception]``: how recordings are cut into clips and what is read from them."""
+
+    clip_s: float = Field(30.0, gt=0, description=(
+        "Length of the clips a recording is cut into, in seconds; each clip is perceived and memorized as one "
+        "unit. Shorter clips give more, finer memories."))
+    frame_fps: float = Field(1.0, gt=0, le=30, description=(
+        "Video frames sampled per second for faces, tags, screen text and captions. Lower it to ingest faster, "
+        "raise it to catch brief glimpses."))
+    duplicate_max_diff: float = Field(3.0, ge=0, description=(
+        "Mean grey-level change (0-255) under which a frame repeats an earlier frame of its clip: it takes that "
+        "frame's faces, tags and text instead of being read again. 0 reads every frame."))
+    device: str = Field("auto", description=(
+        'Where the models run: "auto" (a GPU when torch sees one, else the CPU), "cpu", "cuda", "cuda:1", ... '
+        "A GPU needs the extra mnemo[torch]."))
+    threads: int = Field(0, ge=0, description=(
+        "CPU threads per model library (torch, CTranslate2, ONNX Runtime). 0: the CPUs this process may use; "
+        "a Ray worker gets its share of the CPUs."))
+    model_runtime: Literal["auto", "torch", "onnx"] = Field("auto", description=(
+        'How the speaker and image models run: "auto" runs them on the CPU in ONNX Runtime (their graphs built '
+        'from the weight files, without torch); "torch" (or a GPU device) needs the extra mnemo[torch].'))
+    asr_model: str = Field("tiny.en", description=(
+        'The speech-to-text model: packaged "tiny.en" (English) or "base" (multilingual), or another '
+        "faster-whisper model name or local model folder. Larger models transcribe better, slower."))
+    asr_compute_type: str = Field("auto", description=(
+        '"auto": float16 on a GPU, float32 on the CPU; or any CTranslate2 compute type (e.g. int8, faster and '
+        "a little less exact)."))
+    asr_beam_size: int = Field(5, ge=1, le=10, description=(
+        "Beams the speech decoder keeps: fewer is cheaper and, below 3, transcribes worse."))
+    speaker_backend: Literal["resemblyzer"] = Field("resemblyzer", description=(
+        "The voice model that tells speakers apart."))
+    diarize_max_distance: float = Field(0.25, gt=0, lt=2, description=(
+        "Cosine distance under which a clip's voice windows are clustered as one speaker. Lower splits voices "
+        "more readily, higher merges alike voices."))
+    diarize_min_speaker_s: float = Field(2.5, ge=0, description=(
+        "Seconds of speech a speaker needs in a clip; speakers with less are folded into the nearest one."))
+    faces_backend: Literal["auto", "dlib", "insightface"] = Field("auto", description=(
+        'The face detector and embedder: "auto" takes insightface when its model pack is on disk and its '
+        "package (mnemo[insightface]) is installed, dlib otherwise."))
+    insightface_root: str = Field("~/.insightface", description=(
+        "Folder holding insightface's model packs (in its models/ folder)."))
+    insightface_pack: str = Field("buffalo_l", description=(
+        "The insightface model pack: a folder under insightface_root/models."))
+    face_min_px: int = Field(40, ge=8, description=(
+        "Smallest face used, in pixels (the shorter side of its box); smaller ones are ignored."))
+    face_min_sharpness: float = Field(20.0, ge=0, description=(
+        "Sharpness a face needs to be used: the Laplacian variance of its 128x128 crop. Raise it to drop "
+        "blurred faces."))
+    face_cluster_distance_dlib: float = Field(0.08, gt=0, lt=2, description=(
+        "Average cosine distance under which faces of one clip are grouped as one person (dlib)."))
+    face_cluster_distance_insightface: float = Field(0.55, gt=0, lt=2, description=(
+        "Average cosine distance under which faces of one clip are grouped as one person (insightface)."))
+    image_backend: Literal["efficientnet-lite0", "open-clip", "none"] = Field("efficientnet-lite0", description=(
+        'The image tagger: "efficientnet-lite0" (small, no torch needed), "open-clip" (needs open_clip and '
+        'torch), or "none".'))
+    open_clip_model: str = Field("ViT-B-32", description=(
+        'The open_clip architecture, with image_backend "open-clip".'))
+    open_clip_checkpoint: str = Field("", description=(
+        'With image_backend "open-clip": a local .pt/.safetensors file or an open_clip pretrained tag.'))
+    ocr_backend: Literal["rapidocr", "none"] = Field("rapidocr", description=(
+        'The on-screen text reader; "none" reads no text from frames.'))
+    ocr_min_text_fraction: float = Field(0.01, ge=0, le=1, description=(
+        "Read the text of frames at least this covered (0-1) by detected text; 0 reads every frame."))
+    ocr_every_s: float = Field(5.0, ge=0, description=(
+        "Look for on-screen text in video at most once per this many seconds (screenshots: every frame)."))
+    ocr_word_gaps: bool = Field(True, description=(
+        "Place spaces in screen text where the line's pixels have blank columns (perception/ocr/words.py); "
+        "false keeps the recogniser's own spaces."))
+    ocr_detect_min_side: int = Field(0, ge=0, description=(
+        "0: detect text on the frame at its own size; N: first upscale its short side to N pixels (RapidOCR's "
+        "default, 736)."))
+    ocr_detect_max_side: int = Field(4096, ge=640, description=(
+        "A frame with a longer side, in pixels, is scaled down to it to detect text (its lines are still read at "
+        "full size). 4096 takes a 4K screen as it is; RapidOCR's own 2000 is cheaper and misses small text."))
+    caption_backend: Literal["none", "vlm"] = Field("none", description=(
+        '"vlm": the [llm] endpoint captions the frames (they are sent to it); "none": no captions.'))
 
 
 class MemorizeConfig(BaseModel):
-    # cosine similarity to join an entity, per backend; see memorize/identity.py and the issue notes
-    face_threshold_dlib: float = 0.92
-    face_threshold_insightface: float = 0.45
-    # a voice this alike to a known one's profile (the mean of everything heard of it) is that
-    # voice, else a new one. Measured with Resemblyzer on LoCoMo spoken aloud (bench locomo
-    # --spoken, 3 sessions of the 6 dev conversations, 282 clip-local speakers): a speaker's clip
-    # centroid is 0.918 (5th percentile) to 0.983 (median) like its own voice's mean, and at most
-    # 0.895 (95th percentile 0.844) like any other voice's. Matching the best single sample
-    # instead kept only outliers and split each voice into 2 entities on average
-    voice_threshold: float = 0.84
-    # a clip-local speaker whose own voice entity is taken by another speaker of the clip joins it
-    # when this alike and 0.1 closer to it than to any other (one voice split in two by clustering)
-    voice_same_similarity: float = 0.86
-    # two voice entities whose profiles are this alike are one person (merged, with the similarity
-    # as evidence); measured: one espeak voice's clip centroids 0.95-0.975 alike, two espeak
-    # voices' at most 0.77, pyannote's two real callers 0.89-0.91
-    voice_merge_similarity: float = 0.93
-    # speech a clip-local speaker needs to found a new voice (a person): shorter ones are mostly
-    # the windows where two voices meet; at 1.0 s they founded 6 extra people in the bench above
-    min_voice_s: float = 2.5
-    max_samples: int = Field(8, ge=1)
-    # kept out of memory (memorize/redact.py): secrets, cards, ibans, passwords, emails, phones
-    redact: list[str] = ["secrets", "cards", "ibans", "passwords"]
-    phone_region: str = "US"  # phones: numbers without a +country prefix are read as this region's
-    writer: Literal["offline", "llm"] = "offline"  # "llm": the [llm] endpoint writes memories too
+    """``[memorize]``: how faces and voices become people, and what is kept out of memories."""
+
+    face_threshold_dlib: float = Field(0.92, description=(
+        "Cosine similarity a face needs to a known person's samples to be that person, else a new person "
+        "(dlib; memorize/identity.py). Higher splits look-alikes, lower merges more."))
+    face_threshold_insightface: float = Field(0.45, description=(
+        "Cosine similarity a face needs to a known person's samples to be that person, else a new person "
+        "(insightface)."))
+    voice_threshold: float = Field(0.84, description=(
+        "Cosine similarity a clip's speaker needs to a known voice's profile (the mean of everything heard of "
+        "it) to be that voice, else a new one."))
+    voice_same_similarity: float = Field(0.86, description=(
+        "A clip's speaker whose own voice is taken by another speaker of the clip joins it when this alike and "
+        "0.1 closer to it than to any other voice (one voice split in two by clustering)."))
+    voice_merge_similarity: float = Field(0.93, description=(
+        "Two voices whose profiles are this alike are one person: merged, with the similarity as evidence."))
+    min_voice_s: float = Field(2.5, description=(
+        "Seconds of speech a clip's speaker needs to found a new voice (a person); shorter ones are mostly the "
+        "windows where two voices meet."))
+    max_samples: int = Field(8, ge=1, description=(
+        "Face or voice samples kept per person to match against (the most diverse ones)."))
+    redact: list[str] = Field(["secrets", "cards", "ibans", "passwords"], description=(
+        "Kinds of text kept out of memory (memorize/redact.py): secrets, cards, ibans, passwords, emails, "
+        "phones."))
+    phone_region: str = Field("US", description=(
+        'With "phones" redacted: the region (e.g. US, DE) as whose numbers phone numbers without a +country '
+        "prefix are read."))
+    writer: Literal["offline", "llm"] = Field("offline", description=(
+        '"offline": memories are written here; "llm": the [llm] endpoint writes them too (transcripts and '
+        "screen text are sent to it)."))
 
 
 class LLMConfig(BaseModel):
-    """An OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, OpenAI, …). The API key
-    is read from the environment variable named by ``api_key_env``, never from a file."""
+    """``[llm]``: an OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, OpenAI, …). The API
+    key is read from the environment variable named by ``api_key_env``, never from a file."""
 
-    base_url: str = ""  # e.g. http://localhost:8000/v1; empty: no LLM
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    # the key goes only to https or loopback endpoints; true also sends it over plain http elsewhere
-    allow_plain_http_key: bool = False
-    log_prompts: bool = False  # with -v, log prompts and replies (they hold transcripts and screen text)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(2, ge=0)
-    max_wait_s: float = Field(60.0, gt=0)  # the longest wait between tries, a server's Retry-After included
-    vision: bool = True  # the model takes images; false (a text-only model): the LLM writer sends text only
-    judge_model: str = ""  # bench --judge: the judge model on this endpoint; empty: `model` (the paper: gpt-4o-2024-11-20)
+    base_url: str = Field("", description=(
+        "The endpoint, e.g. http://localhost:8000/v1; empty: no LLM endpoint."))
+    model: str = Field("", description="The model name sent to the endpoint.")
+    api_key_env: str = Field("OPENAI_API_KEY", description=(
+        "The environment variable holding the API key (never read from a file)."))
+    allow_plain_http_key: bool = Field(False, description=(
+        "The key goes only to https or loopback endpoints; true also sends it over plain http elsewhere."))
+    log_prompts: bool = Field(False, description=(
+        "With -v, log prompts and replies (they hold transcripts and screen text)."))
+    timeout_s: float = Field(60.0, gt=0, description="Seconds to wait for one reply before trying again.")
+    max_retries: int = Field(2, ge=0, description="Tries after a failed or timed-out request.")
+    max_wait_s: float = Field(60.0, gt=0, description=(
+        "The longest wait between tries, in seconds, a server's Retry-After included."))
+    vision: bool = Field(True, description=(
+        "The model takes images; false (a text-only model): the LLM writer sends text only."))
+    judge_model: str = Field("", description=(
+        "`mnemo bench --judge`: the judge model on this endpoint; empty: `model` (the LoCoMo paper's judge: "
+        "gpt-4o-2024-11-20)."))
 
 
 class GraphConfig(BaseModel):
-    store: str = "./mnemo-data"
-    # "mpnet": all-mpnet-base-v2 (768-d); "minilm": all-MiniLM-L6-v2 (384-d, faster, finds less);
-    # a store keeps the embedder it was built with
-    text_embedder: Literal["mpnet", "minilm", "hash"] = "mpnet"
-    text_device: str = "auto"  # where it runs: "auto" (a GPU when torch sees one), "cpu", "cuda:1", ...
-    # weights' dtype; None: the backend's own (mpnet "auto": bfloat16 where the CPU or GPU computes in it
-    # natively and torch is installed, else float32; minilm float32). Vectors in float32 either way.
-    # bfloat16, float16, a GPU and text_runtime "torch" need the extra mnemo[torch]
-    text_dtype: Literal["auto", "bfloat16", "float16", "float32"] | None = None
-    # "auto": ONNX Runtime for float32 on the CPU (the same vectors, 33 against 81 ms a query on a
-    # 2-core AVX2 EPYC), torch otherwise; "torch" or "onnx" to choose
-    text_runtime: Literal["auto", "torch", "onnx"] = "auto"
-    # forget clips (memories, media and all) older than this many days (0: keep everything); applied
-    # by `mnemo capture --ingest` after each ingest and by `mnemo forget --apply-retention`
-    retention_days: float = Field(0.0, ge=0)
-    # the store's size on disk at most (0: no cap): the oldest clips are forgotten until it fits
-    max_store_gb: float = Field(0.0, ge=0)
+    """``[graph]``: the store of memories, its text embedder, and how long it keeps things."""
+
+    store: str = Field("./mnemo-data", description=(
+        "The store folder: clips, memories, people and their indexes. `--store` overrides it."))
+    text_embedder: Literal["mpnet", "minilm", "hash"] = Field("mpnet", description=(
+        '"mpnet": all-mpnet-base-v2 (768-d); "minilm": all-MiniLM-L6-v2 (384-d, faster, finds less); "hash": '
+        "word overlap only, no model (tests). A store keeps the embedder it was built with."))
+    text_device: str = Field("auto", description=(
+        'Where the text embedder runs: "auto" (a GPU when torch sees one), "cpu", "cuda:1", ...'))
+    text_dtype: Literal["auto", "bfloat16", "float16", "float32"] | None = Field(None, description=(
+        'The embedder weights\' dtype; unset: the backend\'s own (mpnet "auto": bfloat16 where the CPU or GPU '
+        "computes in it natively and torch is installed, else float32; minilm float32). Vectors are float32 "
+        'either way. bfloat16, float16, a GPU and text_runtime "torch" need the extra mnemo[torch].'))
+    text_runtime: Literal["auto", "torch", "onnx"] = Field("auto", description=(
+        '"auto": ONNX Runtime for float32 on the CPU (the same vectors, faster), torch otherwise; "torch" or '
+        '"onnx" to choose.'))
+    retention_days: float = Field(0.0, ge=0, description=(
+        "Forget clips (memories, media and all) older than this many days; 0 keeps everything. Applied by "
+        "`mnemo capture --ingest` after each ingest and by `mnemo forget --apply-retention`."))
+    max_store_gb: float = Field(0.0, ge=0, description=(
+        "The store's size on disk at most, in GB: the oldest clips are forgotten until it fits. 0: no cap."))
 
 
 class PeopleConfig(BaseModel):
-    # who you are, when not marked with `mnemo people me ID` (which wins): an id (voice_3) or a name.
-    # "I", "me" and "my" in a question mean this person; empty: nobody until you mark yourself
-    me: str = ""
+    """``[people]``: who "I" is."""
+
+    me: str = Field("", description=(
+        'Who you are when not marked with `mnemo people me ID` (which wins): an id (voice_3) or a name. "I", '
+        '"me" and "my" in a question mean this person; empty: nobody until you mark yourself.'))
 
 
 class ControlConfig(BaseModel):
-    agent: Literal["offline", "llm"] = "offline"  # "llm": the [Search]/[Answer] loop on the [llm] endpoint
-    top_k: int = Field(10, ge=1)  # memories ranked by the planner, shown per search to the LLM
-    max_rounds: int = Field(5, ge=1)  # LLM loop: rounds before the answer is forced (the last round)
-    planner_rounds: int = Field(2, ge=1)  # offline planner: expand/re-rank rounds at most
-    expand: int = Field(8, ge=0)  # offline planner: best memories whose neighbours each round reads
+    """``[control]``: how questions are answered."""
+
+    agent: Literal["offline", "llm"] = Field("offline", description=(
+        '"offline": the planner answers here; "llm": the [Search]/[Answer] loop on the [llm] endpoint '
+        "(questions and memories are sent to it)."))
+    top_k: int = Field(10, ge=1, description=(
+        "Memories ranked by the planner per search (and shown to the LLM)."))
+    max_rounds: int = Field(5, ge=1, description=(
+        "LLM loop: search rounds before the answer is forced (in the last round)."))
+    planner_rounds: int = Field(2, ge=1, description="Offline planner: expand and re-rank rounds at most.")
+    expand: int = Field(8, ge=0, description=(
+        "Offline planner: the best memories whose neighbours each round reads; 0 reads none."))
 
 
 class MnemoConfig(BaseSettings):
