@@ -21,7 +21,7 @@ XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-d
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2
 
-.PHONY: demo test test-fast install xtools clean
+.PHONY: demo test test-fast install xtools clean docs
 
 install: $(STAMP)
 
@@ -81,6 +81,16 @@ test: $(TEST_STAMP) xtools
 # the two Pythons that `make test` does not use
 test-fast: $(FAST_STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -m "not slow"
+
+# the documentation site (mkdocs.yml, pages under docs/) into site/; strict: a warning, a broken link
+# or anchor, or a page left out of the nav fails it
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e ".[docs]"
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # the virtual environments only: never a store (./mnemo-data is the default one, a person's memory)
 clean:
