@@ -42,7 +42,8 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	# torch/torchvision first, pinned to the pair this machine carries on disk (see DESIGN.md)
+	# torch/torchvision first, pinned to the pair this machine carries on disk: the one that imports
+	# together with open-clip (the CPU-only 2.13 wheel cannot load PyPI's torchvision)
 	$(VENV)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1"
 	$(VENV)/bin/python -m pip install --quiet -e ".[test,bench,torch,insightface,ray,llm-local,s3]"
 	$(VENV)/bin/mnemo models fetch --all

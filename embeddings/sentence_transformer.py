@@ -99,7 +99,7 @@ class SentenceTransformerText:
     def embed(self, texts: list[str]) -> np.ndarray:
         """Texts of similar token length are batched together: one batch pads every text to its
         longest, and a screen's worth of text (hundreds of tokens) padded into a batch of short
-        sentences was measured to make a clip's embedding 15x slower."""
+        sentences makes a clip's embedding many times slower."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         encoder = self._load()

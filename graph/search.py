@@ -46,9 +46,8 @@ class HybridSearch:
         where, selective = sql.memory_filter(before_ts, kind, entity_ids, start_ts, end_ts, include_superseded)
         indexed = {tuple(ix.columns) for ix in self.memories.list_indices()}
         qvec = self.embedder.embed([query])[0] if vector is None else vector
-        # Few memories are ever superseded, so the validity-only filter runs after the search
-        # (measured at 1M memories: as a pre-filter it added ~40 ms to each of the two searches);
-        # selective filters (person, kind, time) run before it, so they cannot starve the top k.
+        # Few memories are ever superseded, so the validity-only filter runs after the search (as a
+        # pre-filter it slows both searches down on a large store); selective filters (person, kind, time) run before it, so they cannot starve the top k.
         vq = self.vector_query(qvec, candidates, exact, indexed)
         if where:
             vq = vq.where(where, prefilter=selective)

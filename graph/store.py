@@ -183,9 +183,8 @@ class Store(HybridSearch):
 
         A store of up to ``ALL_CLIPS_MAX`` clips has every clip id read at once, as of the clips
         table's version then: until that version changes, an id not among them is not committed,
-        with no lookup (each question reads memories of ~100 clips not seen before; at 1M memories
-        in 50,000 clips, 16 questions at once, an ask took 183-193 CPU-ms with lookups, 167-170
-        without). A new version (a commit by ``mnemo ingest`` beside a server) reads them all again,
+        with no lookup (each question reads memories of clips not seen before, and lookups cost
+        CPU under many questions at once). A new version (a commit by ``mnemo ingest`` beside a server) reads them all again,
         at most every ``ALL_CLIPS_EVERY_S``; in between, and in a larger store, new ids are looked up."""
         ids = set(clip_ids)
         unknown = ids - self._known_clips.keys()
@@ -266,7 +265,7 @@ class Store(HybridSearch):
         """Read the newest memories, entities and edges from now on, whatever the read-consistency
         interval. Each table checks for new versions on its own clock, so a reader may see a clip
         row before the memories written ahead of it; one that calls this after reading clip rows
-        sees everything those clips committed (measured: 3 ms on a local store). ``clips`` too:
+        sees everything those clips committed (a cheap version check per table). ``clips`` too:
         after a forget removed old versions, a handle still on one cannot read it."""
         for table in (self.memories, self.entities, self.edges, self.clips, self.people_log, self.forget_log):
             table.checkout_latest()
@@ -475,8 +474,7 @@ class Store(HybridSearch):
         memories) and on clip id (from 10,000 clips), and the vector index.
 
         Every table is compacted first: each clip write adds a small fragment per table, and reads
-        slow down with their number (measured on a LoCoMo conversation, 535 memories in 157
-        fragments: a search took 70 ms, 12 ms after compaction). Existing indexes take in the new
+        slow down with their number. Existing indexes take in the new
         rows incrementally there, so a small ingest into a large store does not rebuild them;
         missing indexes are built after. Searches also
         see rows not yet indexed (scanned directly). ``vector_index=None`` builds IVF-PQ once the

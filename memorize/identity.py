@@ -52,7 +52,7 @@ class EntityMatcher:
         of one clip): greedy one-to-one by similarity, so they never share an entity.
 
         One exception, for voices: clustering inside a clip may split one voice in two (a voice's
-        1.6 s windows are only ~0.78 alike), and the spare part, whose own entity is taken, joins
+        short windows are only loosely alike), and the spare part, whose own entity is taken, joins
         it anyway when it is at least ``policy.same_similarity`` like it and clearly closer to it
         than to any other entity. An embedding with ``may_found`` False (a fragment too short to
         found a person) that matches nothing gets None instead of a new entity."""

@@ -137,8 +137,7 @@ BF16_SWITCH = "MNEMO_CPU_BF16"
 
 def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
     """Whether this CPU computes in bfloat16 natively (x86 AVX512-BF16 or AMX, ARM BF16). Without
-    it torch emulates bfloat16 and is slower than float32: on a 2-core AVX2 EPYC, mpnet took 121 ms
-    a query in bfloat16 against 63 ms in float32, and 165 against 22 ms a text in batches.
+    it torch emulates bfloat16 and is slower than float32.
 
     ``MNEMO_CPU_BF16=1`` or ``0`` answers for this machine's CPU instead of ``/proc/cpuinfo``: the
     test suite sets it to run the paths of the other kind of CPU (slowly, where bfloat16 is emulated)."""

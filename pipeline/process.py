@@ -20,15 +20,12 @@ def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold:
     environment is left as it is. Returns the settings made (none where the C library is not glibc).
 
     - ``arenas``: each thread that allocates (the models' thread pools, the commit thread) otherwise
-      gets an arena of its own, and what it frees there (decoded frames, image batches, ~400 MB a
-      clip) stays in the process. Measured on the day recording's first block (12 clips): peak RSS
-      2876 MB against 2513 MB with two arenas, the same store, no slower.
+      gets an arena of its own, and what it frees there (decoded frames, image batches) stays in
+      the process.
     - ``mmap_threshold``: blocks from this size on are mapped and unmapped by themselves. glibc's
       own threshold rises to the largest block freed (up to 32 MB), after which loading a model and
-      each clip's frames and activations fragment the heap and stay resident. On the same block,
-      with the models in ONNX Runtime and two arenas: peak RSS 1580 and 1585 MB without this and
-      the next setting, 1427 MB with them (54 s either way); at 1 MB 1404 MB but 61 s, at 512 kB
-      1380 MB but 64-68 s (a frame, 2.7 MB, was mapped and faulted in anew each time).
+      each clip's frames and activations fragment the heap and stay resident. Much lower, a
+      decoded frame is mapped and faulted in anew each time, which is slower.
     - ``trim_threshold``: free memory at the top of the heap past this is returned at once.
     """
     done = []
@@ -49,8 +46,7 @@ def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold:
 def give_back_freed_memory() -> bool:
     """Return the free memory inside glibc's heaps to the system (``malloc_trim``), not only at their
     top: what the blocks under the mapping threshold leave free between live ones. Called after
-    each clip; on the day recording's first block: peak RSS 1401 MB against 1457 MB, and 1119 MB
-    against 1305 MB at its end, no slower. Returns False where the C library is not glibc."""
+    each clip, so the resident size follows what the next clip needs. Returns False where the C library is not glibc."""
     try:
         _libc().malloc_trim(0)  # its result says only whether something was returned
         return True

@@ -17,8 +17,8 @@ class DlibFaces:
     def __init__(self, upsample: int = 1, min_face_px: int = 40, min_score: float = 0.3,
                  jitter: int = 0, detect_max_side: int = 640) -> None:
         self.upsample = upsample
-        # the HOG detector runs on the frame scaled to this long side (its cost grows with the pixels;
-        # 640 against 960 measured 0.12 against 0.21 s a frame); landmarks and embeddings use the full
+        # the HOG detector runs on the frame scaled to this long side (its cost grows with the
+        # pixels); landmarks and embeddings use the full
         # frame. With upsample 1 the smallest face found is 40 px at this size (60 px on a 960 px frame)
         self.detect_max_side = detect_max_side
         self.min_face_px = min_face_px

@@ -12,11 +12,9 @@ text (``words.py``), else restored by a word model (``spacing.py``).
 
 Detection runs on the frame at its own size by default (``detect_min_side = 0``; a frame whose long
 side is over ``DETECT_MAX_SIDE`` px is scaled down for detection, and its lines are still read from
-its own pixels). RapidOCR's own default upscales the short side to 736 px first,
-which on a 960x540 video frame is 1.9 times the pixels: measured at 1 thread on the two opencv-doc
-screens of ``mnemo bench perception``, detection took 0.24-0.27 s a frame instead of 0.52, and the
-character error rates were 0.010 instead of 0.024 (``ocr_cer``) and 0.019 instead of 0.048
-(``ocr_cer_video``). Recognition crops come from the frame either way.
+its own pixels). RapidOCR's own default upscales the short side to 736 px first, which makes
+detection slower and, on screens, less accurate (``mnemo bench perception`` measures both).
+Recognition crops come from the frame either way.
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ from perception.weights import packaged_file
 # split of a short unknown word is as likely wrong ("BLUEHERON" -> "BLUE HER ON")
 LONG_RUN = 10
 # a frame with a longer side is scaled down to it for detection: a 4K screen (3840 px) is detected
-# at its own size, since at 2000 px (RapidOCR's cap) its 14 px terminal text lost most of its words
-# (an xterm under Xvfb: 12 of 87 words found, 87 at its own size)
+# at its own size, since at RapidOCR's cap of 2000 px its small terminal text loses most of its words
 DETECT_MAX_SIDE = 4096
 # RapidOCR's section -> (package carrying the file, its path there); the PP-OCRv4 recogniser carries
 # its character list in its metadata, so RapidOCR fetches no dictionary for it either
@@ -60,7 +57,7 @@ class RapidOCRReader:
         self.detect_max_side = detect_max_side  # a longer frame is scaled down to this to detect text
         self.min_confidence = min_confidence
         self.detect_min_side = detect_min_side  # >0: upscale the short side to this before detecting
-        self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines); measured ~3% of OCR time
+        self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines)
         self.threads = threads  # 0: let ONNX Runtime decide
         self.restore_spaces = restore_spaces  # wordninja, where the pixels cannot place the spaces
         self.word_gaps = word_gaps  # spaces from the crop's blank columns (words.py)
@@ -128,9 +125,8 @@ class RapidOCRReader:
             turned, verdicts = classified.img_list, classified.cls_res
         else:
             turned, verdicts = crops, [("0", 0.0)] * len(crops)
-        # a frame of mostly soft text (a screen in a video) is read in RapidOCR's batches: measured on
-        # the opencv-doc screens in 960x540 video frames, CER 0.036 with each line read alone, 0.021
-        # in batches (sharp screen text reads as well or better alone: bench ocr)
+        # a frame of mostly soft text (a screen in a video) is read in RapidOCR's batches, which read
+        # it better; sharp screen text reads as well or better line by line (bench ocr)
         batched = _batched_probs(engine, crops) if 2 * sum(map(soft_text, crops)) > len(crops) else {}
         lines = []
         for k, (quad, crop, turn, (label, score)) in enumerate(zip(quads, crops, turned, verdicts)):

@@ -52,12 +52,10 @@ def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = SHARP_DIFF, margi
                  min_rows: int = MIN_CHANGED_ROWS) -> tuple[int, int] | None:
     """The band of rows (y0, y1) in which two frames of one screen differ, widened by ``margin_px``;
     None when they do not differ. ``min_diff`` ignores compression noise: JPEG's, and H.264's, which
-    moves the thin lines of a still screen by up to 48 grey levels from frame to frame (measured on
-    the day recording's desktop clips: with 24, rows 37 to 526 changed around a word typed in rows
-    500 to 517, so the screen was read twice). Beyond 48 that noise still moves a thin line now and
-    then (the day's desktop: 8 single rows between 50 and 450, by up to 63 levels, around a word
-    typed in rows 666 to 701), so only runs of at least ``min_rows`` changed rows count: a glyph
-    spans more rows than a line is thick. Frames of different sizes differ everywhere."""
+    moves the thin lines of a still screen by tens of grey levels from frame to frame. That noise
+    can still move a single thin line past ``min_diff``, so only runs of at least ``min_rows``
+    changed rows count: a glyph spans more rows than a line is thick. Frames of different sizes
+    differ everywhere."""
     import cv2
 
     if a.shape != b.shape:
@@ -88,8 +86,8 @@ def read_screens(frames: list[np.ndarray], times_s: list[float], ocr: TextReader
     of small edits: a frame that the next one changes in at most ``small_edit`` of its rows (a typed
     word, a ticking clock, nothing) is superseded by it and gets no lines of its own. Typing keeps a
     frame every few seconds; its text is read once, in its final state of the clip (text typed and
-    deleted within one run is not read). Measured on 1920x1080 screens: a full read costs about
-    2 s on 2 cores, and reading only the changed band costs more (RapidOCR upscales a strip)."""
+    deleted within one run is not read). The whole frame is read, not only the changed band:
+    RapidOCR upscales a strip, so a band costs more than the screen."""
     texts: list[tuple[TextLine, ...]] = []
     for i, frame in enumerate(frames):
         if i + 1 < len(frames) and superseded(frame, frames[i + 1], small_edit):

@@ -2,9 +2,8 @@
 
 PP-OCR's recogniser decides spaces from a crop resized to 48 px high, and on screen text it often
 gets them wrong: it emits few spaces (it was trained mostly on Chinese), and whether it emits one
-moves with the crop's neighbours in a batch and with small numeric differences. Measured on
-``mnemo bench ocr`` before this module: 84 % of terminal words at 12-16 px read whole, 6 % of word
-boundaries lost or invented.
+moves with the crop's neighbours in a batch and with small numeric differences (``mnemo bench
+ocr`` counts the words read whole and the boundaries lost or invented).
 
 Screen text has what scene text lacks: a flat background, crisp ink, and a blank column run where
 every space is. So a line keeps the model's characters, and its spaces are corrected by its pixels:
@@ -19,7 +18,7 @@ rows) gives the blank runs between characters, and
 - an underscore read where the line's columns hold no ink is a space.
 
 A crop that is not clean screen text (low contrast, a background that is not flat, soft edges as
-in text scaled down into a video frame) keeps the model's spaces. Figures: README, ``bench ocr``.
+in text scaled down into a video frame) keeps the model's spaces.
 """
 
 from __future__ import annotations

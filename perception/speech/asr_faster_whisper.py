@@ -77,12 +77,8 @@ class FasterWhisperASR:
             where = resolve_model(self.model_name)
             compute_type = self.compute_type
             if compute_type == "auto":
-                # float32 on CPU: int8 is ~40% faster here but segments and words differ from the
-                # float16 reference the weights were saved in; measure before changing (issue 3).
-                # Measured (issue 30): int8 took 7.8 s for 120 s of speech against 11.8 s, at the
-                # same WER (pyannote call 0.1235; LoCoMo spoken, 6 sessions, 0.183 against 0.180)
-                # and ingest 7.34x against 6.31x, but it hears names worse: 6 speakers named and 2
-                # wrongly ("Gina" as "Gia") against 8 and 1
+                # float32 on CPU: int8 is faster at the same word error rate, but it hears names
+                # worse, and names are what people are found by; measure before changing
                 import ctranslate2
 
                 on_gpu = self.device == "cuda" or (self.device == "auto" and ctranslate2.get_cuda_device_count() > 0)

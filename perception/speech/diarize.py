@@ -15,13 +15,9 @@ reliable voice embedding. So:
    sentence's dominant speaker; turns split where the label changes, and every turn carries the
    centroid of its speaker's cluster as its voice embedding (an estimate from the whole clip).
 
-Calibration (``mnemo bench perception``, pyannote's two-speaker ``sample.wav``): with
-``min_speaker_s = 2.5`` every ``max_distance`` from 0.20 to 0.27 found the two speakers and scored
-0.88–0.91 speaker attribution; 0.25 is the middle. Without folding, 0.25 gave 5 clusters and 0.68.
-Leaving the windows over a pause out of the clustering changed nothing there (no such window), and
-on LoCoMo spoken (3 sessions of the 6 dev conversations, 118 clips, labels mapped to speakers per
-clip) raised the words given their speaker from 0.924 to 0.948 (a turn's first 1.2 s: 0.869 to
-0.942) and the clips with as many clusters as speakers from 72 to 103 (with fewer: 3 to 4).
+``max_distance`` and ``min_speaker_s`` are calibrated with ``mnemo bench perception`` (the default
+distance lies in the middle of the range that finds both speakers of pyannote's ``sample.wav``);
+``mnemo bench locomo --spoken`` measures the attribution of words to speakers.
 """
 
 from __future__ import annotations
