@@ -1,4 +1,4 @@
-"""Forgetting as the user asks for it (CLI, REST, MCP): the store's part (``graph.forget``) and the
+"""Forgetting as the user asks for it (CLI, REST, MCP): the store's part (``graph.forget_store``) and the
 captured screenshots of the forgotten clips, which are mnemo's to delete.
 
 Only a capture folder mnemo marked (``perception/capture/owned.py``) loses files, and there only the
@@ -19,15 +19,15 @@ import os
 import time
 from pathlib import Path
 
-from graph import forget as forget_steps
-from graph.forget import Filter, Plan, forget, forgotten_clip_ids, plan
+from graph import forget_store as forget_steps
+from graph.forget_store import Filter, ForgetPlan, forget, forgotten_clip_ids, plan
 
 log = logging.getLogger(__name__)
 
 PENDING = ".forget-media"  # in a store: the clips whose screenshots a forget is deleting
 
 
-def forget_all(store, selected: Plan, f: Filter, now: float | None = None) -> dict:
+def forget_all(store, selected: ForgetPlan, f: Filter, now: float | None = None) -> dict:
     """Forget ``selected`` from the store, then delete its screenshots; the counts removed. (Call
     ``finish_unfinished`` first, before planning.)"""
     noted = _note_screenshots(store, selected.clips)
@@ -40,7 +40,7 @@ def forget_all(store, selected: Plan, f: Filter, now: float | None = None) -> di
 
 
 def finish_unfinished(store) -> int:
-    """Finish forgets a kill interrupted: the store's part (``graph.forget.finish_unfinished``), then
+    """Finish forgets a kill interrupted: the store's part (``graph.forget_store.finish_unfinished``), then
     the screenshots of forgotten clips that were not deleted yet. How many forgets it finished."""
     finished = forget_steps.finish_unfinished(store)
     notes = [n for n in store.side.names(PENDING) if n.endswith(".json")]
