@@ -291,3 +291,60 @@ def s3_server(port: int, prefix: tuple[str, ...] = ()):
             log.close()
 
     return running()
+
+
+PICTURES_T0 = 1_800_100_000.0  # 2027-01-16 11:46:40 UTC
+
+
+def build_picture_store(store, folder: Path, recording: Path):
+    """A store written by hand with one clip of each kind the page pictures: ``pic-screen`` (three
+    screenshots drawn into ``folder/shots``), ``pic-video`` (the first 20 s of ``recording``), and
+    ``pic-audio`` (a tone in ``folder/tone.wav``: no picture), each with a memory and ``voice_1``."""
+    import wave
+
+    import cv2
+    import numpy as np
+
+    from graph.rows import ClipRow, Entity, Memory, content_id
+
+    shots = folder / "shots"
+    shots.mkdir(parents=True, exist_ok=True)
+    for i, (title, colour) in enumerate((("Trip notes: Lisbon", (200, 120, 40)), ("Tram 28 timetable", (60, 150, 60)),
+                                         ("Bakery map", (40, 90, 200)))):
+        image = np.full((450, 800, 3), 245, np.uint8)
+        image[:60] = colour  # a title bar
+        cv2.putText(image, title, (20, 42), cv2.FONT_HERSHEY_SIMPLEX, 1.1, (255, 255, 255), 2)
+        for row in range(6):
+            cv2.rectangle(image, (40, 100 + 50 * row), (40 + 90 * (row + 3), 120 + 50 * row), (180, 180, 180), -1)
+        path = shots / f"shot-{i}.png"
+        cv2.imwrite(str(path), image)
+        stamp = PICTURES_T0 + 5 + 10 * i
+        (shots / f"shot-{i}.png.json").write_text(f'{{"captured_at": "{_iso_z(stamp)}", "app": "Notes"}}')
+    tone = folder / "tone.wav"
+    with wave.open(str(tone), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes((np.sin(np.arange(16000 * 5) * 0.1) * 8000).astype("<i2").tobytes())
+    clips = [("pic-screen", str(shots), 0.0, 30.0, "Using Notes (Trip notes: Lisbon)"),
+             ("pic-video", str(recording), 0.0, 20.0, '<voice_1> said: "Where are you from?"'),
+             ("pic-audio", str(tone), 0.0, 5.0, '<voice_1> said: "Testing, one, two."')]
+    for index, (clip_id, source, offset, duration, text) in enumerate(clips):
+        start = PICTURES_T0 + 60 * index
+        clip = ClipRow(clip_id, source, f"sha-{clip_id}", 0, offset, duration, start, start + duration,
+                       text if "said" in text else "")
+        memory = Memory(content_id(clip_id, "m"), "episodic", text, clip_id, source, start + 1, start + 4, ("voice_1",))
+        store.commit_clip(clip, [memory], [Entity("voice_1", "voice", PICTURES_T0, start + duration, [], 1)], [])
+    return store
+
+
+def _iso_z(ts: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+@pytest.fixture
+def picture_store(hash_store, demo_recording, tmp_path):
+    """``build_picture_store`` in ``tmp_path / "store"``, its media in ``tmp_path / "media"``."""
+    return build_picture_store(hash_store, tmp_path / "media", demo_recording)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import PEOPLE_T0, api_client, run_cli
+from conftest import PEOPLE_T0, api_client, build_picture_store, run_cli
 from control.answer import OfflineAnswerer
 from graph.rows import ClipRow, Memory, content_id
 from mnemo.serve.api import create_app
@@ -380,3 +380,93 @@ def test_an_age_past_reason_is_refused_by_the_filter_itself(days):
     with pytest.raises(pydantic.ValidationError, match="older_than_days"):
         ForgetIn(older_than_days=days)
     assert ForgetIn(older_than_days=1_000_000).older_than_days == 1_000_000
+
+
+# ---- the page's pictures: keyframes and faces, cut on demand and cached in the store ----------
+
+
+def _image(reply):
+    import cv2
+
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"] == "image/jpeg" and reply.headers["cache-control"].startswith("private")
+    image = cv2.imdecode(np.frombuffer(reply.content, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None and image.std() > 10  # a picture, not a blank
+    return image
+
+
+def test_thumbnails_of_screens_and_video_cached_in_the_store(picture_store):
+    client = api_client(create_app(MemoryService(picture_store, OfflineAnswerer(picture_store))))
+    cache = Path(picture_store.uri) / ".thumbs"
+    for clip_id in ("pic-screen", "pic-video"):
+        assert _image(client.get(f"/thumb/{clip_id}")).shape[1] == 320
+        assert [p.name for p in (cache / clip_id).iterdir()] == ["w320-mid.jpg"]
+    # served from the cache afterwards: the picture kept, not the recording, answers
+    (cache / "pic-video" / "w320-mid.jpg").write_bytes((cache / "pic-screen" / "w320-mid.jpg").read_bytes())
+    assert client.get("/thumb/pic-video").content == (cache / "pic-screen" / "w320-mid.jpg").read_bytes()
+    early, late = (_image(client.get("/thumb/pic-screen", params={"at": at})) for at in (1, 29))
+    assert np.abs(early.astype(int) - late.astype(int)).mean() > 5  # another screenshot at another moment
+    assert (cache / "pic-screen" / "w320-1.00.jpg").is_file()
+    sound = client.get("/thumb/pic-audio")
+    assert sound.status_code == 404 and "sound only" in sound.json()["error"]
+    assert not (cache / "pic-audio").exists()
+    for path in ("/thumb/no-such-clip", "/thumb/..%2F..%2Fetc", "/face/nobody"):
+        assert client.get(path).status_code == 404, path
+    assert client.get("/thumb/pic-video", params={"at": 99}).status_code == 422
+    assert not [p for p in Path(picture_store.uri).parent.rglob("*.jpg") if cache not in p.parents]
+    # as private as the clip: the token or the page's session, like /media
+    stranger = api_client(create_app(MemoryService(picture_store, OfflineAnswerer(picture_store))), signed_in=False)
+    for path in ("/thumb/pic-video", "/face/voice_1"):
+        assert stranger.get(path).status_code == 401, path
+
+
+def test_a_forgotten_clips_pictures_go_with_it(picture_store):
+    client = api_client(create_app(MemoryService(picture_store, OfflineAnswerer(picture_store))))
+    cache = Path(picture_store.uri) / ".thumbs"
+    _image(client.get("/thumb/pic-screen"))
+    _image(client.get("/thumb/pic-video"))
+    nonce = client.post("/forget", json={"clip": "pic-screen"}).json()["nonce"]
+    assert client.post("/forget", json={"clip": "pic-screen", "nonce": nonce}).json()["forgotten"]
+    assert client.get("/thumb/pic-screen").status_code == 404
+    assert not (cache / "pic-screen").exists() and (cache / "pic-video").is_dir()
+    # a forget the server did not see (`mnemo forget` while it was down): gone at the next start
+    (cache / "pic-gone").mkdir()
+    (cache / "pic-gone" / "w320-mid.jpg").write_bytes(b"x")
+    create_app(MemoryService(picture_store, OfflineAnswerer(picture_store)))
+    assert not (cache / "pic-gone").exists() and (cache / "pic-video").is_dir()
+
+
+def test_pictures_of_encrypted_screenshots_are_not_kept(hash_store, tmp_path, monkeypatch):
+    from cryptography.fernet import Fernet
+
+    from graph.rows import ClipRow
+
+    key = Fernet.generate_key()
+    monkeypatch.setenv("MNEMO_CAPTURE_KEY", key.decode())
+    build_picture_store(hash_store, tmp_path / "media", tmp_path / "none.mp4")
+    plain, secret = tmp_path / "media" / "shots", tmp_path / "secret"
+    secret.mkdir()
+    for path in plain.glob("*.png"):  # as capture writes them: the frame and its sidecar encrypted
+        (secret / (path.name + ".enc")).write_bytes(Fernet(key).encrypt(path.read_bytes()))
+        side = path.with_name(path.name + ".json")
+        (secret / (path.name + ".enc.json")).write_bytes(Fernet(key).encrypt(side.read_bytes()))
+    row = hash_store.get_clip("pic-screen")
+    hash_store.commit_clip(ClipRow("pic-secret", str(secret), "sha-secret", 0, 0.0, 30.0, row["start_ts"],
+                                   row["end_ts"], ""), [], [], [])
+    client = api_client(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
+    assert _image(client.get("/thumb/pic-secret")).shape[1] == 320
+    assert not (Path(hash_store.uri) / ".thumbs" / "pic-secret").exists()
+
+
+def test_a_persons_face_is_cropped_from_their_clip(client, service):
+    from mnemo.serve.thumbs import _faces
+
+    people = client.get("/people").json()
+    faces = {}
+    for p in people:
+        faces[p["name"]] = face = _image(client.get(f"/face/{p['id']}"))
+        assert face.shape[:2] == (160, 160)
+        assert len(_faces(face)) == 1, f"no face in the crop of {p['name']}"
+        assert client.get(f"/face/{p['name']}").content == client.get(f"/face/{p['id']}").content
+    assert np.abs(faces["Diane"].astype(int) - faces["Sheila"].astype(int)).mean() > 20  # two people, two faces
+    assert len(list((Path(service.store.uri) / ".thumbs").rglob("face_*.jpg"))) == 2

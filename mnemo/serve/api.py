@@ -35,6 +35,7 @@ from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn,
                                 ProfileOut,
                                 PersonOut, TimelineOut)
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
+from mnemo.serve.thumbs import drop_forgotten
 from perception.errors import MediaError
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,8 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     # added last, so it runs first: before CORS and every route
     app.add_middleware(Guard, credentials=app.state.credentials, hosts=names, cors_origins=origins, tls=tls,
                        login_page=login_page, csp=csp)
+
+    drop_forgotten(service.store)  # pictures of clips a `mnemo forget` removed while no server ran
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError):

@@ -23,6 +23,10 @@ class MediaGone(LookupError):
     """The clip exists but its media cannot be served (file moved, no such stream); says which."""
 
 
+class NoPicture(MediaGone):
+    """The clip has no picture at all (a recording without video, a GPS track), not a lost one."""
+
+
 @dataclass(frozen=True)
 class MediaBytes:
     data: bytes
@@ -43,7 +47,7 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
     if source.is_dir():
         return _screenshot(row, source, kind, at)
     if source.suffix.lower() in TRACK_SUFFIXES:
-        raise MediaGone(f"{source.name} is a GPS track: a stay or a move has no frame or audio to show")
+        raise NoPicture(f"{source.name} is a GPS track: a stay or a move has no frame or audio to show")
     if not source.is_file():
         raise MediaGone(f"the clip's recording {source} is no longer there; put it back to see its media")
     has_audio, has_video = _streams(source)
@@ -55,7 +59,7 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
                          ac=1, ar=16000)
         return MediaBytes(_wav(pcm, 16000), "audio/wav")
     if not has_video:
-        raise MediaGone(f"{source} has no video; ask for kind=audio")
+        raise NoPicture(f"{source} has no video (the clip is sound only); ask for kind=audio")
     # a frame a little before the clip's end when asked for the very end: the last instant has none
     at = min(at, max(0.0, duration - 0.05))
     jpeg = run_ffmpeg(str(source), offset + at, 1.0, format="image2", vcodec="mjpeg", vframes=1, **{"q:v": 3})
