@@ -12,6 +12,7 @@ import json
 import sys
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -103,20 +104,36 @@ def config_markdown() -> str:
     """The configuration reference: every section and setting of ``mnemo.config.MnemoConfig``."""
     from mnemo.config import PROJECT_RULES, TRUSTED
 
+    intro = (
+        "mnemo reads one typed settings tree. Each setting below can be set in a TOML file, under its section's "
+        "table, or in the environment; the first of these sources that sets a value wins:"
+    )
+    strict = (
+        "A folder's `./mnemo.toml` may come with something you downloaded, so it may only make mnemo stricter: "
+        "each setting says what such a file may do with it (*In a folder's mnemo.toml*). A stricter value from it "
+        "wins over every other source; a looser one is ignored with a warning saying where to put it."
+    )
+    example = ["[perception]", "frame_fps = 0.5", "", "[graph]", 'store = "~/mnemo-data"', "retention_days = 90.0"]
     lines = [
-        "# Configuration reference", "", GENERATED, "",
-        "mnemo reads one typed settings tree. Each setting below can be set in a TOML file, under its "
-        "section's table, or in the environment; the first of these sources that sets a value wins:", "",
-        "1. the environment variable shown with each setting (lists and other structures as JSON, e.g. "
-        "`MNEMO_MEMORIZE__REDACT='[\"secrets\", \"emails\"]'`);",
+        "# Configuration reference",
+        "",
+        GENERATED,
+        "",
+        intro,
+        "",
+        "1. the environment variable shown with each setting (lists as JSON, e.g. "
+        + """`MNEMO_MEMORIZE__REDACT='["secrets", "emails"]'`);""",
         "2. the file named by `MNEMO_CONFIG`;",
         "3. your own `$XDG_CONFIG_HOME/mnemo/mnemo.toml` (`~/.config/mnemo/mnemo.toml`);",
-        "4. when `MNEMO_CONFIG` is not set, `./mnemo.toml` in the current folder.", "",
-        "A folder's `./mnemo.toml` may come with something you downloaded, so it may only make mnemo stricter: "
-        "each setting says what such a file may do with it (*In a folder's mnemo.toml*). A stricter value from "
-        "it wins over every other source; a looser one is ignored with a warning saying where to put it.", "",
-        "```toml", "# ~/.config/mnemo/mnemo.toml", "[perception]", "frame_fps = 0.5", "", "[graph]",
-        'store = "~/mnemo-data"', "retention_days = 90.0", "```", "",
+        "4. when `MNEMO_CONFIG` is not set, `./mnemo.toml` in the current folder.",
+        "",
+        strict,
+        "",
+        "```toml",
+        "# ~/.config/mnemo/mnemo.toml",
+        *example,
+        "```",
+        "",
     ]
     for section, model in config_sections():
         lines += [f"## [{section}]", ""]
@@ -127,12 +144,15 @@ def config_markdown() -> str:
             bounds = _bounds(field.metadata)
             rule = PROJECT_RULES.get(f"{section}.{key}", TRUSTED).name.replace("free", "any value")
             lines += [
-                f"### {section}.{key}", "",
-                " ".join((field.description or "").split()), "",
+                f"### {section}.{key}",
+                "",
+                " ".join((field.description or "").split()),
+                "",
                 f"- Type: `{kind}`" + (f", {bounds}" if bounds else ""),
                 f"- Default: `{_toml(field.get_default(call_default_factory=True))}`",
                 f"- Environment: `{_env_name(section, key)}`",
-                f"- In a folder's mnemo.toml: {rule}", "",
+                f"- In a folder's mnemo.toml: {rule}",
+                "",
             ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -144,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``mnemo`` parser, from ``mnemo.cli.build_parser`` (or the older ``_parser``)."""
     from mnemo import cli
 
-    return (getattr(cli, "build_parser", None) or cli._parser)()
+    make: Callable[[], argparse.ArgumentParser] = vars(cli).get("build_parser") or vars(cli)["_parser"]
+    return make()
 
 
 def _escape(text: str) -> str:
@@ -158,8 +179,9 @@ def _escape(text: str) -> str:
 
 
 def _formatter(parser: argparse.ArgumentParser) -> argparse.HelpFormatter:
+    make: Any = parser.formatter_class
     try:
-        return parser.formatter_class(prog=parser.prog, width=WIDTH)
+        return make(prog=parser.prog, width=WIDTH)
     except TypeError:  # a formatter class that takes no width
         return argparse.HelpFormatter(prog=parser.prog, width=WIDTH)
 
@@ -171,8 +193,9 @@ def _usage(parser: argparse.ArgumentParser) -> str:
 
 
 def _raw(parser: argparse.ArgumentParser) -> bool:
-    return isinstance(parser.formatter_class, type) and issubclass(parser.formatter_class,
-                                                                   argparse.RawDescriptionHelpFormatter)
+    return isinstance(parser.formatter_class, type) and issubclass(
+        parser.formatter_class, argparse.RawDescriptionHelpFormatter
+    )
 
 
 def _prose(parser: argparse.ArgumentParser, text: str | None) -> list[str]:
@@ -180,7 +203,7 @@ def _prose(parser: argparse.ArgumentParser, text: str | None) -> list[str]:
     if not text or text is argparse.SUPPRESS:
         return []
     text = text % {"prog": parser.prog} if "%(prog)" in text else text
-    if _raw(parser):
+    if _raw(parser) and "\n" in text.strip():
         return ["```text", text.strip("\n"), "```", ""]
     return [_escape(" ".join(text.split())), ""]
 
@@ -206,7 +229,9 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     """One argument as a list item: its flags or name, its help, choices and default."""
     fmt = _formatter(parser)
     if action.option_strings:
-        metavar = "" if action.nargs == 0 else " " + fmt._format_args(action, fmt._get_default_metavar_for_optional(action))
+        metavar = (
+            "" if action.nargs == 0 else " " + fmt._format_args(action, fmt._get_default_metavar_for_optional(action))
+        )
         names = ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
     else:
         names = f"`{fmt._get_default_metavar_for_positional(action) if action.metavar is None else action.metavar}`"
@@ -219,8 +244,9 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     if action.required and action.option_strings:
         parts.append("Required.")
     default = action.default
-    shown_default = (default not in (None, argparse.SUPPRESS, False, [], ())
-                     and action.nargs != 0 and "default" not in text.lower())
+    shown_default = (
+        default not in (None, argparse.SUPPRESS, False, [], ()) and action.nargs != 0 and "default" not in text.lower()
+    )
     if shown_default:
         parts.append(f"Default: `{default}`.")
     return f"- {names}" + (": " + " ".join(parts) if parts else "")
@@ -229,8 +255,11 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
 def _arguments(parser: argparse.ArgumentParser) -> list[str]:
     lines: list[str] = []
     for group in parser._action_groups:
-        actions = [a for a in group._group_actions if a.help is not argparse.SUPPRESS
-                   and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+        actions = [
+            a
+            for a in group._group_actions
+            if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+        ]
         if not actions:
             continue
         title = (group.title or "arguments").rstrip(":")
@@ -247,8 +276,10 @@ def _command(parser: argparse.ArgumentParser, summary: str, depth: int, child_de
     subs = _subcommands(parser)
     if subs:
         lines += ["| Command | What it does |", "| --- | --- |"]
-        lines += [f"| [`{sub.prog}`](#{_anchor(sub.prog)}) | {_escape(help_).replace('|', '&#124;')} |"
-                  for _, help_, sub in subs] + [""]
+        lines += [
+            f"| [`{sub.prog}`](#{_anchor(sub.prog)}) | {_escape(help_).replace('|', '&#124;')} |"
+            for _, help_, sub in subs
+        ] + [""]
         for _, help_, sub in subs:
             lines += _command(sub, help_, child_depth, child_depth + 1)
     return lines

@@ -18,11 +18,14 @@ def test_committed_reference_page_is_current(name):
     committed = path.read_text(encoding="utf-8").splitlines()
     generated = reference.pages()[name].splitlines()
     if committed != generated:
-        line = next((i for i, (a, b) in enumerate(zip(committed, generated)) if a != b),
-                    min(len(committed), len(generated)))
-        pytest.fail(f"{path} is stale from line {line + 1} on (committed: {committed[line:line + 1]}, "
-                    f"generated: {generated[line:line + 1]}): run `python -m mnemo.reference` and commit it",
-                    pytrace=False)
+        line = next(
+            (i for i, (a, b) in enumerate(zip(committed, generated)) if a != b), min(len(committed), len(generated))
+        )
+        pytest.fail(
+            f"{path} is stale from line {line + 1} on (committed: {committed[line : line + 1]}, "
+            f"generated: {generated[line : line + 1]}): run `python -m mnemo.reference` and commit it",
+            pytrace=False,
+        )
 
 
 def test_every_config_section_and_setting_is_described():
@@ -34,7 +37,8 @@ def test_every_config_section_and_setting_is_described():
             if not (field.description or "").strip():
                 missing.append(f"{section}.{key}")
             assert not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)), (
-                f"{section}.{key} is a nested table: teach mnemo.reference to walk it")
+                f"{section}.{key} is a nested table: teach mnemo.reference to walk it"
+            )
     assert not missing, "give these Field(description=...) or a docstring: " + ", ".join(missing)
 
 
@@ -60,7 +64,7 @@ def test_cli_page_has_every_command_and_argument():
     parsers = list(walk(reference.build_parser()))
     assert len(parsers) > 10
     for parser in parsers:
-        assert re.search(rf"^#+ {re.escape(parser.prog)}$", page, re.M), f"no section for {parser.prog}"
+        assert re.search(rf"^#+ {re.escape(parser.prog)}$", page, re.MULTILINE), f"no section for {parser.prog}"
         for action in parser._actions:
             if action.option_strings and action.help is not argparse.SUPPRESS and action.dest != "help":
                 assert f"`{action.option_strings[-1]}" in page, f"{parser.prog} {action.option_strings[-1]}"
@@ -68,7 +72,7 @@ def test_cli_page_has_every_command_and_argument():
 
 def test_cli_page_links_point_to_its_own_headings():
     page = reference.cli_markdown()
-    anchors = {reference._anchor(h) for h in re.findall(r"^#+ (.+)$", page, re.M)}
+    anchors = {reference._anchor(h) for h in re.findall(r"^#+ (.+)$", page, re.MULTILINE)}
     links = re.findall(r"\]\(#([^)]+)\)", page)
     assert links and set(links) <= anchors
 
