@@ -389,7 +389,7 @@ def _image(reply):
     import cv2
 
     assert reply.status_code == 200, reply.text
-    assert reply.headers["content-type"] == "image/jpeg" and reply.headers["cache-control"].startswith("private")
+    assert reply.headers["content-type"] == "image/jpeg" and reply.headers["cache-control"] == "no-store"
     image = cv2.imdecode(np.frombuffer(reply.content, np.uint8), cv2.IMREAD_COLOR)
     assert image is not None and image.std() > 10  # a picture, not a blank
     return image

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import numpy as np
 import pytest
 
 from conftest import in_ci, serving
@@ -16,7 +15,7 @@ from conftest import in_ci, serving
 pytestmark = pytest.mark.slow
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-SELECTED = (168, 231, 255)  # BGR of the selected clip's fill, #ffe7a8 in timeline.css
+LOADED = "return [...document.querySelectorAll(arguments[0])].map((i) => i.complete && i.naturalWidth > 0)"
 
 
 def _require_chromium() -> None:
@@ -78,6 +77,9 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     assert browser.current_url == demo_server.url + "/"  # the token left the address bar and the history
     people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person .name")]
     assert sorted(people) == ["Diane", "Sheila"]
+    # each clip a keyframe of the video, each person their face, cut by the server
+    wait.until(lambda d: d.execute_script(LOADED, "#track .clip img.thumb") == [True, True])
+    wait.until(lambda d: d.execute_script(LOADED, "#people .avatar img.face") == [True, True])
     assert "2 clip(s) on 2026-11-20" in browser.find_element(By.ID, "timeline-title").text
     # the day's digest: when, with whom, and moments that open the clip they cite
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#digest-moments li a"))
@@ -122,12 +124,19 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     assert browser.save_screenshot(str(shot))
     image = cv2.imread(str(shot))
     assert image is not None and image.shape[1] == 1280
-    # the selected (cited) clip is drawn on the time axis: a wide block of its fill colour
-    selected = np.all(np.abs(image.astype(int) - SELECTED) <= 3, axis=2)
-    assert selected.sum() > 20_000, f"the selected clip's block covers only {selected.sum()} pixels"
+    # the selected (cited) clip is drawn on the time axis as its keyframe, and people with faces
+    for css in ("#track .clip.selected", "#people .avatar"):
+        box = browser.find_element(By.CSS_SELECTOR, css).rect
+        drawn = image[int(box["y"]) + 4:int(box["y"] + box["height"]) - 4, int(box["x"]) + 4:int(box["x"] + box["width"]) - 4]
+        assert drawn.shape[0] > 40 and drawn.std() > 20, f"{css} shows no picture in the screenshot"
+    browser.execute_script("document.getElementById('clip').scrollIntoView()")
+    assert browser.save_screenshot(str(shot))
+    image = cv2.imread(str(shot))
     box = browser.find_element(By.ID, "clip-frame").rect  # the cited frame, on screen and not blank
     frame = image[int(box["y"]):int(box["y"] + box["height"]), int(box["x"]):int(box["x"] + box["width"])]
     assert frame.shape[0] > 100 and frame.std() > 20, "the clip's frame is missing from the screenshot"
+    wait.until(lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5)  # frames across the clip
+    print(f"screenshot: {shot}")
     text = browser.find_element(By.TAG_NAME, "body").text
     for expected in ("Diane", "Sheila", "Chicago", "Answered."):
         assert expected in text
@@ -254,3 +263,67 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
     people_store.catch_up()
     assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
     assert not [p for p in Path(people_store.uri).rglob("*") if p.is_file() and b"Lisbon" in p.read_bytes()]
+
+
+def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
+    """A screenshot clip and a video clip show their keyframes, a sound clip a neutral tile; the
+    arrows move along the timeline, Enter opens a clip (its frames beside its words), Escape closes
+    it, / goes to search; a forgotten clip's picture is gone."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def focused(d) -> str:
+        return d.execute_script("const a = document.activeElement; return a.dataset.clipId || a.id")
+
+    def status_of(d, path: str) -> int:
+        return d.execute_script("return fetch(arguments[0]).then((r) => r.status)", path)
+
+    with serving(picture_store) as served:
+        browser.get(served.signin)
+        wait = WebDriverWait(browser, 60)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 3)
+        wait.until(lambda d: d.execute_script(LOADED, "#track .clip img.thumb") == [True, True, False]
+                   and d.find_elements(By.CSS_SELECTOR, '#track .clip.no-picture[data-clip-id="pic-audio"]'))
+        shot = tmp_path / "pictures.png"
+        assert browser.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+
+        first = browser.find_element(By.CSS_SELECTOR, "#track .clip")
+        assert first.get_attribute("tabindex") == "0"  # one Tab stop for the timeline
+        first.send_keys(Keys.ARROW_RIGHT)
+        assert focused(browser) == "pic-video"
+        browser.switch_to.active_element.send_keys(Keys.END)
+        assert focused(browser) == "pic-audio"
+        browser.switch_to.active_element.send_keys(Keys.ARROW_LEFT)
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        wait.until(lambda d: d.find_element(By.ID, "clip").is_displayed()
+                   and d.find_element(By.ID, "clip-transcript").text == '<voice_1> said: "Where are you from?"')
+        wait.until(lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5)
+        frames = {i.get_attribute("src").split("at=")[1] for i in browser.find_elements(By.CSS_SELECTOR, "#clip-frames img")}
+        assert len(frames) == 5  # five moments across the clip
+        words, pictures = (browser.find_element(By.CSS_SELECTOR, c).rect for c in (".clip-words", ".clip-pictures"))
+        assert words["x"] >= pictures["x"] + pictures["width"] and words["y"] < pictures["y"] + pictures["height"]
+        assert "selected" in browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-video"]').get_attribute("class")
+        shot = tmp_path / "clip.png"
+        assert browser.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda d: not d.find_element(By.ID, "clip").is_displayed())
+        assert focused(browser) == "pic-video"  # back on the clip it opened from
+        browser.switch_to.active_element.send_keys("/")
+        assert focused(browser) == "search-input"
+        outline = browser.execute_script("return getComputedStyle(document.activeElement).outlineStyle")
+        assert outline != "none"  # the focus is visible
+
+        # the screenshot clip, forgotten from the page: its picture is not served any more
+        browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-screen"]').click()
+        wait.until(lambda d: "Trip notes" in d.find_element(By.ID, "clip-memories").text)
+        assert status_of(browser, "/thumb/pic-screen") == 200
+        browser.find_element(By.ID, "clip-forget").click()
+        wait.until(lambda d: not d.find_element(By.ID, "clip-forget-confirm").get_attribute("hidden"))
+        browser.find_element(By.ID, "clip-forget-confirm").click()
+        wait.until(lambda d: "Forgotten: 1 clip(s)" in d.find_element(By.ID, "status").text)
+        assert status_of(browser, "/thumb/pic-screen") == 404
+        assert status_of(browser, "/thumb/pic-video") == 200
+        assert _refused_by_the_csp(browser) == []

@@ -253,7 +253,8 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
         return Response(out.data, media_type=out.media_type, headers={"Cache-Control": "private, max-age=3600"})
 
     pictures = {200: {"content": {"image/jpeg": {}}}}
-    private = {"Cache-Control": "private, max-age=3600"}
+    # kept by the server's cache only: a browser's copy would outlive a forget of the clip
+    private = {"Cache-Control": "no-store"}
 
     @app.get("/thumb/{clip_id}", summary="a small JPEG of the clip's frame (a video's middle, a screenshot), "
                                          "cut on demand and cached in the store; 404 for audio or a track",

@@ -1,6 +1,9 @@
-// The timeline page: a day's digest and its clips on a time axis, people (renamed here, or a
-// change undone) and what is known about one of them, search, ask, and the selected clip. Memory text, names and quotes are shown with textContent
-// only: they are data (transcripts, screen text, what a user typed), never markup.
+// The timeline page: a day's digest and its clips on a time axis (each a keyframe), people with
+// their faces (renamed here, or a change undone) and what is known about one of them, search, ask,
+// and the open clip: its frames beside its transcript and memories. The keyboard moves along the
+// timeline (arrows, Home, End), opens a clip (Enter), closes it (Escape) and searches (/).
+// Memory text, names and quotes are shown with textContent only: they are data (transcripts,
+// screen text, what a user typed), never markup.
 "use strict";
 
 // opened with the sign-in link: the server set a session cookie, so the token leaves the address
@@ -10,8 +13,9 @@ if (new URLSearchParams(window.location.search).has("token")) window.history.rep
 const $ = (id) => document.getElementById(id);
 // range: the timeline's requested [from, to] (undefined: the server's default day); open: the
 // clip shown below it and the moment shown, so a change to people can redraw both with new names
+// focus: the clip the keyboard is on
 const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined, forgetNonce: undefined,
-                profile: undefined };
+                profile: undefined, focus: undefined };
 const SOURCES = { user: "named by you", introduced: "introduced themselves", addressed: "called so by others",
                   enrolled: "enrolled", "": "unnamed" };
 
@@ -36,33 +40,51 @@ const isoDay = (d) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2,
 
 function status(text) { $("status").textContent = text; }
 
+// a picture from this server; on a 404 (audio, no face) it gives way to ``fallback``'s class
+function picture(src, cls, alt, fallback) {
+  const img = el("img", undefined, cls);
+  Object.assign(img, { src, alt, loading: "lazy", decoding: "async" });
+  img.addEventListener("error", () => { img.hidden = true; if (fallback) fallback.classList.add("no-picture"); });
+  return img;
+}
+
+const initials = (label) => label.replace(/[<>_\d]/g, " ").split(/\s+/).filter(Boolean).slice(0, 2)
+  .map((w) => [...w][0].toUpperCase()).join("") || "?";
+
 function personItem(p) {
   const li = el("li", undefined, "person");
   li.dataset.personId = p.id;
+  const avatar = el("div", undefined, "avatar");
+  avatar.dataset.initials = initials(p.label);
+  if (p.faces.length) avatar.append(picture(`/face/${encodeURIComponent(p.id)}`, "face", `${p.label}'s face`, avatar));
+  else avatar.classList.add("no-picture");
+  li.append(avatar);
+  const card = el("div", undefined, "person-card");
+  li.append(card);
   const head = el("div", undefined, "person-head");
   head.append(el("strong", p.label, "name"), el("span", SOURCES[p.name_source] ?? p.name_source, "source"));
   if (p.name) head.append(el("span", p.id, "pid"));
   const seen = [p.voices.length ? `voices: ${p.voices.join(", ")}` : "",
                 p.faces.length ? `faces: ${p.faces.join(", ")}` : "",
                 `${p.clips} clip${p.clips === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
-  li.append(head, el("div", seen, "seen"));
-  if (p.quote) li.append(el("q", p.quote, "quote"));
+  card.append(head, el("div", seen, "seen"));
+  if (p.quote) card.append(el("q", p.quote, "quote"));
   const form = el("form", undefined, "rename");
   const input = el("input");
   Object.assign(input, { type: "text", name: "name", maxLength: 80, placeholder: "Name", autocomplete: "off" });
   input.setAttribute("aria-label", `new name for ${p.label}`);
   form.append(input, el("button", "Rename"));
+  const more = el("button", "Profile", "show-profile");
+  more.type = "button";
+  form.append(more);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const name = input.value.trim();
     if (name) changePeople(`/people/${encodeURIComponent(p.id)}/name`, { name });
   });
-  li.append(form);
-  const more = el("button", "Profile", "show-profile");
-  more.type = "button";
+  card.append(form);
   more.setAttribute("aria-label", `what is known about ${p.label}`);
   more.addEventListener("click", () => showProfile(p.id).catch((e) => status(`Profile failed: ${e.message}`)));
-  li.append(more);
   return li;
 }
 
@@ -191,30 +213,108 @@ function drawTimeline() {
     ticks.push(tick);
   }
   $("axis").replaceChildren(...ticks);
+  const current = state.open ? state.open[0] : state.focus;
+  const focusable = state.clips.some((c) => c.clip_id === current) ? current : state.clips[0]?.clip_id;
   $("track").replaceChildren(...state.clips.map((c) => {
     const box = el("div", undefined, "clip");
     box.dataset.clipId = c.clip_id;
+    box.setAttribute("role", "option");
+    box.tabIndex = c.clip_id === focusable ? 0 : -1;  // one stop for Tab; the arrows move within
     box.style.left = x(c.start_ts);
     box.style.width = `calc(${((c.end_ts - c.start_ts) / span) * 100}% - 2px)`;
     box.title = `${clock(c.start_ts)}–${clock(c.end_ts)}: ${c.memories.length} memories`;
-    box.append(el("span", c.people.join(", ") || "—", "who"), el("span", `${c.memories.length} memories`));
+    box.setAttribute("aria-label", `${clock(c.start_ts)}, ${c.people.join(", ") || "nobody"}, ${c.memories.length} memories`);
+    const label = el("span", undefined, "label");
+    label.append(el("span", c.people.join(", ") || "—", "who"), el("span", `${clock(c.start_ts)} · ${c.memories.length} memories`, "count"));
+    box.append(picture(`/thumb/${encodeURIComponent(c.clip_id)}`, "thumb", "", box), label);
     if (state.cited.has(c.clip_id)) box.classList.add("cited");
-    if (state.open && state.open[0] === c.clip_id) box.classList.add("selected");
+    const open = state.open && state.open[0] === c.clip_id;
+    box.classList.toggle("selected", Boolean(open));
+    box.setAttribute("aria-selected", String(Boolean(open)));
     box.addEventListener("click", () => showClip(c.clip_id));
+    box.addEventListener("focus", () => { state.focus = c.clip_id; });
     return box;
   }));
 }
 
+// the keyboard on the timeline: arrows and Home/End move the focus along the clips, Enter (or
+// space) opens the focused one; anywhere, Escape closes the open clip or profile and / searches
+function timelineKeys(event) {
+  const boxes = [...document.querySelectorAll("#track .clip")];
+  const at = boxes.indexOf(document.activeElement);
+  if (at < 0) return;
+  const to = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: boxes.length - 1 }[event.key];
+  if (to !== undefined) {
+    event.preventDefault();
+    const next = boxes[Math.max(0, Math.min(boxes.length - 1, to))];
+    boxes.forEach((b) => { b.tabIndex = b === next ? 0 : -1; });
+    next.focus();
+    next.scrollIntoView({ block: "nearest", inline: "nearest" });
+  } else if (event.key === "Enter" || event.key === " ") {
+    event.preventDefault();
+    showClip(boxes[at].dataset.clipId).catch((e) => status(`Clip failed: ${e.message}`));
+  }
+}
+
+function pageKeys(event) {
+  const typing = event.target.closest("input, textarea, select");
+  if (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    event.preventDefault();
+    $("search-input").focus();
+    $("search-input").select();
+  } else if (event.key === "Escape") {
+    if (typing) { event.target.blur(); return; }
+    if (!$("clip").hidden) closeClip();
+    else if (!$("profile").hidden) closeProfile();
+  }
+}
+
+function closeClip() {
+  const clipId = state.open && state.open[0];
+  state.open = undefined;
+  state.forgetNonce = undefined;
+  $("clip").hidden = true;
+  document.querySelectorAll("#track .clip").forEach((b) => {
+    b.classList.remove("selected");
+    b.setAttribute("aria-selected", "false");
+  });
+  const box = clipId && document.querySelector(`#track .clip[data-clip-id="${CSS.escape(clipId)}"]`);
+  if (box) box.focus();  // back where the clip was opened from
+}
+
+const FRAMES = 5;  // pictures across an open clip
+
 // atSourceS: a moment in the source recording (a citation's start) whose frame to show
 async function showClip(clipId, atSourceS) {
   const c = await api(`/clips/${encodeURIComponent(clipId)}`);
+  const wasOpen = state.open && state.open[0];
   state.open = [clipId, atSourceS];
-  document.querySelectorAll(".clip").forEach((b) => b.classList.toggle("selected", b.dataset.clipId === clipId));
+  state.focus = clipId;
+  document.querySelectorAll("#track .clip").forEach((b) => {
+    const open = b.dataset.clipId === clipId;
+    b.classList.toggle("selected", open);
+    b.setAttribute("aria-selected", String(open));
+    b.tabIndex = open ? 0 : -1;
+  });
   $("clip").hidden = false;
   $("clip-title").textContent = `Clip ${c.index + 1}: ${clock(c.start_ts)}–${clock(c.end_ts)}`;
   const at = atSourceS === undefined ? "" : `&at=${Math.min(c.duration_s, Math.max(0, atSourceS - c.offset_s)).toFixed(2)}`;
   $("clip-frame").hidden = false;  // hidden again if the clip has no picture (audio, a moved file)
   $("clip-frame").src = `${c.media_url}?kind=frame${at}`;
+  // frames across the clip, each a button that shows that moment large
+  $("clip-frames").replaceChildren(...Array.from({ length: FRAMES }, (_, k) => {
+    const s = ((k + 0.5) * c.duration_s) / FRAMES;
+    const button = el("button", undefined, "frame");
+    button.type = "button";
+    button.title = `${clock(c.start_ts + s)}`;
+    button.setAttribute("aria-label", `the frame at ${clock(c.start_ts + s)}`);
+    button.append(picture(`/thumb/${encodeURIComponent(clipId)}?at=${s.toFixed(2)}`, "", "", button));
+    button.addEventListener("click", () => {
+      $("clip-frame").hidden = false;
+      $("clip-frame").src = `${c.media_url}?kind=frame&at=${s.toFixed(2)}`;
+    });
+    return button;
+  }));
   $("clip-people").textContent = c.people.length ? `People: ${c.people.join(", ")}` : "Nobody recognised";
   $("clip-memories").replaceChildren(...c.memories.map((m) => {
     const li = el("li");
@@ -227,6 +327,7 @@ async function showClip(clipId, atSourceS) {
   $("forget-status").textContent = "";
   $("clip-forget-confirm").hidden = true;
   state.forgetNonce = undefined;
+  if (wasOpen !== clipId) $("clip").scrollIntoView({ block: "nearest" });
 }
 
 // forgetting the open clip: first what would go (the server's preview gives a single-use nonce),
@@ -313,4 +414,7 @@ $("profile-close").addEventListener("click", closeProfile);
 $("clip-forget").addEventListener("click", () => forgetClip(false));
 $("clip-forget-confirm").addEventListener("click", () => forgetClip(true));
 $("clip-frame").addEventListener("error", () => { $("clip-frame").hidden = true; });
+$("clip-close").addEventListener("click", closeClip);
+$("track").addEventListener("keydown", timelineKeys);
+document.addEventListener("keydown", pageKeys);
 Promise.all([loadPeople(), loadTimeline()]).catch((e) => status(`Loading failed: ${e.message}`));
