@@ -179,7 +179,7 @@ def run(workdir: Path, active_s: float = 60.0, static_s: float = 60.0, interval_
         desk.xclock("200x200-10+10")
         desk.focus(notes)
         env = {**desk.env, "HF_HUB_OFFLINE": "1"}
-        cap = subprocess.Popen([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--interval", str(interval_s),
+        cap = subprocess.Popen([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--interval", f"{interval_s:g}s",
                                 "--ingest", "--store", str(store)], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         from perception.capture.control import request

@@ -109,3 +109,9 @@ def format_report(f: dict) -> str:
     for key, (g, u) in f["losses"].items():
         lines.append(f"  {labels[key]:44} {g} / {u}")
     return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench day``'s own options."""
+    parser.add_argument("--blocks", type=int, metavar="N",
+                        help="six-minute blocks of the day recording (default 10: an hour)")

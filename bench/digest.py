@@ -213,3 +213,13 @@ def format_report(f: dict) -> str:
         f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words; that "
         f"rule, on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
         f"precision {pct(f['matcher_precision'])}"])
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench digest``'s own options."""
+    parser.add_argument("--data", required=True, metavar="PATH",
+                        help="a LoCoMo file in the upstream locomo10.json format")
+    parser.add_argument("--llm", action="store_true",
+                        help="each day also written by the LLM from the digest's cited moments, scored alike (the "
+                             "[llm] endpoint, or without one the packaged model served here)")
+    parser.add_argument("--limit", type=int, metavar="N", help="--llm: the LLM writes only the first N days")

@@ -207,3 +207,24 @@ def format_report(figures: dict) -> str:
     for name, row in figures.get("baselines", {}).items():
         lines.append(f"baseline {name:<8} recall@10 {row['recall@10']:.3f} (categories 1-4, same turns)")
     return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench locomo``'s own options (``--spoken``: ``bench.locomo_spoken``; ``--llm``: ``bench.llm_loop``)."""
+    parser.add_argument("--data", required=True, metavar="PATH",
+                        help="a LoCoMo file in the upstream locomo10.json format")
+    parser.add_argument("--baselines", action="store_true",
+                        help="also score BM25, dense (MiniLM) and their fusion over the same turns")
+    parser.add_argument("--first-person", action="store_true",
+                        help="mark each conversation's first speaker as the owner and ask their questions also as "
+                             "they would (\"What did I …\"): recall@10 both ways")
+    parser.add_argument("--llm", action="store_true",
+                        help="the LLM control loop beside the offline answerer on the same questions, judged (the "
+                             "[llm] endpoint, or without one the packaged model served here)")
+    parser.add_argument("--limit", type=int, metavar="N", help="--llm: only the first N questions")
+    parser.add_argument("--spoken", action="store_true",
+                        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
+                             "the whole pipeline into one store; needs espeak-ng and sox")
+    parser.add_argument("--sessions", type=int, metavar="N", help="--spoken: only the first N sessions of each "
+                        "conversation")
+    parser.add_argument("--conversations", type=int, metavar="N", help="--spoken: only the first N conversations")

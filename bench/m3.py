@@ -109,3 +109,21 @@ def format_report(figures: dict) -> str:
         lines.append(f"  judge: {figures['judge_model']}")
     lines.append("  paper (M3-Agent, GPT-4o judge): robot 30.7 %, web 48.9 %; robot ME 32.8, MH 29.4, CM 31.2, PU 43.3, GK 19.1")
     return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench m3``'s own options."""
+    parser.add_argument("--annotations", metavar="FILE", help="robot.json or web.json from the M3-Agent release")
+    parser.add_argument("--videos", metavar="DIR",
+                        help="folder holding the videos (as the annotations' video_path, or by file name)")
+    parser.add_argument("--split", choices=["robot", "web"], help="the split (default: from the file name)")
+    parser.add_argument("--mini", action="store_true",
+                        help="the small set built from real media, with hand-written questions")
+    parser.add_argument("--limit", type=int, metavar="N", help="only the first N videos found")
+    parser.add_argument("--judge", action="store_true",
+                        help="score answers with the paper's judge prompt on the [llm] endpoint ([llm] judge_model, "
+                             "default [llm] model)")
+    parser.add_argument("--llm", action="store_true",
+                        help="--mini: the LLM control loop beside the offline answerer on the same questions, judged "
+                             "(the [llm] endpoint, or without one the packaged model served here)")
+    parser.add_argument("--details", metavar="FILE", help="write every question, answer and score to this JSON file")

@@ -168,3 +168,11 @@ def _figures(results: list[ScreenResult]) -> dict[str, float]:
         "ocr_cer": round(edits / chars, 4),
         "ms_per_frame": round(statistics.mean(r.ms for r in results), 1),
     }
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench ocr``'s own options."""
+    parser.add_argument("--cpus", metavar="CPU,...",
+                        help="also read bands of the screens under QEMU's emulation of these x86-64 CPU models, "
+                             "comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
+                             "with the native reading (needs qemu-user; about 150 times slower than native)")

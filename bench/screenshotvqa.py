@@ -79,3 +79,14 @@ def format_report(figures: dict) -> str:
         lines.append(f"  {name}: {u['questions']} questions, in-context@5 {pct(u['answer_in_context@5'])}")
     lines.append("  paper (MIRIX): MIRIX 59.50 % at 15.89 MB; SigLIP@50 RAG 44.10 % at 15.07 GB; Gemini long context 11.66 %")
     return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench screenshotvqa``'s own options."""
+    parser.add_argument("--data", metavar="DIR", help="a folder with qa_pairs.json and one folder of screenshots per user")
+    parser.add_argument("--mini", action="store_true",
+                        help="the small set built from real media, with hand-written questions")
+    parser.add_argument("--judge", action="store_true",
+                        help="score answers with the paper's judge prompt on the [llm] endpoint ([llm] judge_model, "
+                             "default [llm] model)")
+    parser.add_argument("--details", metavar="FILE", help="write every question, answer and score to this JSON file")

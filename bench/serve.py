@@ -188,3 +188,9 @@ def summary(figures: dict) -> dict:
             "search_p50_ms": largest["search_1"]["p50_ms"], "errors": errors, "answers_changed": answers_changed,
             "stores": {name: {"memories": s["memories"], **{k: v for k, v in s["phases"].items()}}
                        for name, s in figures["stores"].items()}}
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench serve``'s own options."""
+    parser.add_argument("--memories", type=int, default=1_000_000, metavar="N",
+                        help="synthetic memories in the large store (default 1000000; 0: the demo store alone)")

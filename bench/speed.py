@@ -71,3 +71,8 @@ def format_report(f: dict) -> str:
         shown = f"{v:.3f}" if isinstance(v, float) else str(v)
         lines.append(f"{name:22} {shown:>8}  {op} {bound}  {'ok' if meets(v, op, bound) else 'MISSED'}")
     return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench speed``'s own options."""
+    parser.add_argument("--workers", type=int, metavar="N", help="Ray perception workers (default: one per CPU)")

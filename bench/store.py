@@ -177,3 +177,9 @@ def format_report(figures: dict) -> str:
         "embedding, searches, neighbours)",
         f"one clip write (20)     {figures['clip_write_ms']:.0f} ms into the full store",
     ])
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench store``'s own options."""
+    parser.add_argument("--memories", type=int, default=1_000_000, metavar="N",
+                        help="how many synthetic memories (default 1000000)")

@@ -5,6 +5,18 @@ from __future__ import annotations
 import json
 import sys
 
+from mnemo.cli_args import add_json, add_store, parse_time, set_handler
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("ask", help="answer a question from memory, with citations")
+    p.add_argument("question")
+    add_store(p)
+    p.add_argument("--before", type=parse_time, metavar="TIME",
+                   help="use only what was known before this time (ISO 8601; no offset: local time)")
+    add_json(p)
+    set_handler(p, cmd_ask)
+
 
 def print_answer(answer, as_json: bool) -> None:
     print(f"Q: {answer.question}")

@@ -3,26 +3,18 @@ ingestion of what it captures."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import re
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from mnemo.cli_args import STORE_HELP, add_duration, add_json, add_store, set_handler
+
 log = logging.getLogger("mnemo")
 
 ACTIONS = ("start", "pause", "resume", "status", "stop", "keygen", "exclusions", "exclude", "include")
-
-
-def parse_duration(value: str) -> float:
-    """``90``, ``90s``, ``15m``, ``2h`` → seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", value)
-    if not m:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a duration; write e.g. 90s, 15m or 2h")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
 def add_parsers(sub) -> None:
@@ -31,31 +23,35 @@ def add_parsers(sub) -> None:
                      help="start (default) runs the daemon in the foreground; pause/resume/status/stop talk to a "
                           "running one; exclusions lists what it never stores, exclude/include add or take out a "
                           "--class or --title from the next frame on; keygen writes a key for --encrypt")
-    cap.add_argument("--out", help="where screenshots go (default: [capture] out, ~/.local/share/mnemo/screens)")
-    cap.add_argument("--interval", type=float, help="seconds between grabs while active (default 2)")
-    cap.add_argument("--duration", type=parse_duration, help="stop after this long (e.g. 90s, 15m); default: run until stopped")
+    cap.add_argument("--out", metavar="DIR",
+                     help="where screenshots go (default: [capture] out, ~/.local/share/mnemo/screens)")
+    add_duration(cap, "--interval", "time between grabs while active (e.g. 2s, 0.5s; default: [capture] interval_s)")
+    add_duration(cap, "--duration", "stop after this long (e.g. 90s, 15m, 2h); default: run until stopped")
     cap.add_argument("--exclude-class", action="append", default=[], metavar="CLS",
                      help="never store a window of this WM_CLASS (repeatable)")
     cap.add_argument("--exclude-title", action="append", default=[], metavar="REGEX",
                      help="never store a window whose title matches (repeatable, case-insensitive)")
     cap.add_argument("--ingest", action="store_true", help="ingest each 30 s clip into --store once it closes")
-    cap.add_argument("--store", help="--ingest: store directory (default: graph.store, ./mnemo-data)")
+    add_store(cap, help="--ingest: " + STORE_HELP)
     cap.add_argument("--encrypt", action="store_true", help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)")
     cap.add_argument("--adopt", action="store_true", help="start: mark --out as a capture folder although it is not "
                      "empty (one an older mnemo captured into); only mnemo's own frames there are ever deleted")
-    cap.add_argument("--budget-mb", type=float, help="keep at most this many MB of screenshots (oldest deleted first)")
-    cap.add_argument("--for", dest="for_", type=parse_duration, help="pause: resume by itself after this long (e.g. 15m)")
-    cap.add_argument("--json", action="store_true", help="status, exclusions: print the reply as JSON")
+    cap.add_argument("--budget-mb", type=float, metavar="MB",
+                     help="keep at most this many MB of screenshots (oldest deleted first)")
+    add_duration(cap, "--for", "pause: resume by itself after this long (e.g. 15m, 1h)", dest="for_")
+    add_json(cap, "status, exclusions: print the reply as one JSON object on the last line")
     cap.add_argument("--class", dest="window_class", metavar="CLS", help="exclude/include: a window class (WM_CLASS)")
     cap.add_argument("--title", metavar="REGEX", help="exclude/include: a window title pattern (case-insensitive)")
+    set_handler(cap, cmd_capture)
 
     w = sub.add_parser("watch", help="ingest a capture folder's 30 s screenshot clips as they close")
-    w.add_argument("folder")
-    w.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
-    w.add_argument("--duration", type=parse_duration, help="stop after this long; default: until interrupted")
-    w.add_argument("--poll", type=float, help="where file events cannot be had: seconds between looks at the folder "
-                   "(default: [capture] ingest_poll_s)")
-    w.add_argument("--no-events", action="store_true", help="look every --poll seconds instead of following file events")
+    w.add_argument("folder", metavar="FOLDER")
+    add_store(w)
+    add_duration(w, "--duration", "stop after this long (e.g. 8h); default: until interrupted")
+    add_duration(w, "--poll", "where file events cannot be had: time between looks at the folder (e.g. 5s; "
+                 "default: [capture] ingest_poll_s)")
+    w.add_argument("--no-events", action="store_true", help="look every --poll instead of following file events")
+    set_handler(w, cmd_watch)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

@@ -9,14 +9,28 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from mnemo.config import MnemoConfig
+from mnemo.cli_args import add_store, set_handler
+
+if TYPE_CHECKING:
+    from mnemo.config import MnemoConfig
 
 QUESTIONS = (
     "Where is Sheila from?",
     "Where does Diane live?",
     "What do they call Sheila down there?",
 )
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("demo", help="offline demo on real media: build, ingest, ask")
+    add_store(p, help="store directory (default: a fresh one in the cache)")
+    set_handler(p, cmd_demo)
+
+
+def cmd_demo(args, cfg: MnemoConfig) -> int:
+    return run_demo(cfg, args.store)
 
 
 def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):

@@ -5,18 +5,21 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from mnemo.cli_args import add_json, add_store, set_handler
+
 
 def add_parsers(sub) -> None:
     for period, what in (("day", "a day"), ("week", "the week (Monday to Sunday) of a day")):
         p = sub.add_parser(period, help=f"what {what} held: when, with whom, which windows, the salient moments")
         p.add_argument("date", nargs="?", default="today",
                        help="2023-05-08, today (default), yesterday, last Tuesday, 8 May 2023, ...")
-        p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
-        p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+        add_store(p)
+        add_json(p)
         p.add_argument("--llm", action="store_true",
                        help="also an account written by the [llm] endpoint (without one: the packaged model, served "
                             "here for the command) from the digest's cited moments; a sentence not grounded in "
                             "the moments it cites is dropped")
+        set_handler(p, cmd_digest)
 
 
 def cmd_digest(args, cfg) -> int:

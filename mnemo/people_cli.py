@@ -8,22 +8,25 @@ import argparse
 import json
 from pathlib import Path
 
+from mnemo.cli_args import add_json, add_store, set_handler
+
+JSON_HELP = "print one JSON value (the people as a list, else an object) on the last line"
+
 
 def add_parsers(sub) -> None:
     # --store and --json are accepted before and after the action; SUPPRESS keeps an action's
     # parser from overwriting what was given before it
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--store", default=argparse.SUPPRESS,
-                        help="store directory (default: graph.store, ./mnemo-data)")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print one JSON value on the last line")
+    add_store(common, default=argparse.SUPPRESS)
+    add_json(common, JSON_HELP, default=argparse.SUPPRESS)
     p = sub.add_parser("people", help="who is in memory; name, merge and split people, undo a change",
                        description="Without an action: everyone in memory, with where their name came from, their "
                                    "voices and faces, when they were first and last seen, in how many clips, and "
                                    "something they said. Names you give win over names heard in recordings; every "
                                    "change is recorded and `mnemo people undo` reverses the latest.")
-    p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
-    p.add_argument("--json", action="store_true", help="print one JSON value on the last line")
+    add_store(p)
+    add_json(p, JSON_HELP)
+    set_handler(p, cmd_people)
     actions = p.add_subparsers(dest="people_action", metavar="ACTION")
     name = actions.add_parser("name", parents=[common], help="give a person a name: people name voice_2 Carol")
     name.add_argument("who", metavar="ID", help="the person: their id, any member id (voice_2) or current name")

@@ -7,12 +7,14 @@ from datetime import datetime
 from pathlib import Path
 
 from graph.sidefiles import folder_bytes
+from mnemo.cli_args import add_json, add_store, set_handler
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("status", help="store size by part, clips, memories, people, span covered, capture state")
-    p.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
-    p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    add_store(p)
+    add_json(p)
+    set_handler(p, cmd_status)
 
 
 def store_status(store) -> dict:

@@ -36,7 +36,7 @@ def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
     rng = random.Random(7)
     try:
         for _ in range(50):
-            p = _mnemo(desktop, "capture", "--out", str(out), "--interval", "0.1",
+            p = _mnemo(desktop, "capture", "--out", str(out), "--interval", "0.1s",
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(1.2, 2.5))  # start-up takes ~1 s; kills land before, during and between writes
             p.send_signal(signal.SIGKILL)
@@ -45,7 +45,7 @@ def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
         # image without its sidecar (killed between the two renames) may be there
         orphans = [p for p in out.rglob("*.jpg") if not p.with_name(p.name + ".json").exists()]
         assert len(orphans) <= 1
-        last = _mnemo(desktop, "capture", "--out", str(out), "--duration", "1", stdout=subprocess.DEVNULL)
+        last = _mnemo(desktop, "capture", "--out", str(out), "--duration", "1s", stdout=subprocess.DEVNULL)
         assert last.wait(timeout=60) == 0
     finally:
         typist.kill()
@@ -63,8 +63,8 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     term = desktop.xterm("notes", geometry="90x20+200+200", font_px=16)
     desktop.focus(term)
     out, store = tmp_path / "out", tmp_path / "store"
-    cap = _mnemo(desktop, "capture", "--out", str(out), "--interval", "1", "--ingest", "--store", str(store),
-                 "--duration", "150", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cap = _mnemo(desktop, "capture", "--out", str(out), "--interval", "1s", "--ingest", "--store", str(store),
+                 "--duration", "150s", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         time.sleep(3)
         desktop.type("echo the parking spot is level 3 bay 42\n", delay_ms=30)
@@ -95,12 +95,12 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
 
 def test_a_second_daemon_on_the_same_folder_is_refused(desktop, tmp_path):
     out = tmp_path / "out"
-    first = _mnemo(desktop, "capture", "--out", str(out), "--duration", "60", stdout=subprocess.PIPE, text=True)
+    first = _mnemo(desktop, "capture", "--out", str(out), "--duration", "60s", stdout=subprocess.PIPE, text=True)
     try:
         assert "capture: every" in first.stdout.readline()  # started, holding the folder
         other_session = {**desktop.env, "XDG_RUNTIME_DIR": str(tmp_path / "run2")}  # its own control socket
         (tmp_path / "run2").mkdir(mode=0o700)
-        second = subprocess.run([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--duration", "5"],
+        second = subprocess.run([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--duration", "5s"],
                                 env={**other_session, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
                                 timeout=60)
         assert second.returncode == 1

@@ -328,7 +328,7 @@ def test_backup_and_export_while_a_writer_commits_are_consistent(tmp_path, capsy
 
 def test_backup_waits_for_the_writer_lock_and_says_who_holds_it(tmp_path, capsys, people_store, hash_embedder):
     with people_store.writing("a long ingest"):
-        code, _, err = run_cli(capsys, "backup", str(tmp_path / "b"), "--store", people_store.uri, "--wait", "0.3")
+        code, _, err = run_cli(capsys, "backup", str(tmp_path / "b"), "--store", people_store.uri, "--wait", "0.3s")
     assert code == 1 and "a long ingest" in err and "nothing was written" in err
     assert not (tmp_path / "b").exists()
     assert os.listdir(tmp_path) == ["store"]

@@ -155,7 +155,7 @@ def test_a_second_writer_waits_at_most_wait_seconds_then_fails_naming_the_first(
 
     store = open_store(GraphConfig(), tmp_path / "store")
     with store.writing("a test holding the store"):
-        code, out, err = run_cli(capsys, "ingest", str(sample_wav), "--store", str(tmp_path / "store"), "--wait", "0.5")
+        code, out, err = run_cli(capsys, "ingest", str(sample_wav), "--store", str(tmp_path / "store"), "--wait", "0.5s")
     assert code == 1
     assert "is being written by pid" in err and "a test holding the store" in err and "try again" in err
     assert store.count()["clips"] == 0  # nothing of it was written

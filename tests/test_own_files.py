@@ -106,7 +106,7 @@ def test_capture_refuses_a_folder_with_files_and_no_marker_and_changes_nothing(t
                     lambda: CaptureStore(mine).heartbeat({"reason": "static"})):
         with pytest.raises(NotACaptureFolder, match="new or empty folder"):
             attempt()
-    code, _, err = run_cli(capsys, "capture", "--out", str(mine), "--duration", "1")
+    code, _, err = run_cli(capsys, "capture", "--out", str(mine), "--duration", "1s")
     assert code == 2 and str(mine) in err and "not empty" in err and "--out" in err
     assert _snapshot(mine) == before and not (mine / MARKER).exists()
 
@@ -116,7 +116,7 @@ def test_an_older_capture_folder_is_refused_until_adopted(tmp_path, capsys):
     _capture_folder(old, n=2)
     (old / MARKER).unlink()  # as an older mnemo left it: frames and sidecars, no marker
     before = _snapshot(old)
-    code, _, err = run_cli(capsys, "capture", "--out", str(old), "--duration", "1")
+    code, _, err = run_cli(capsys, "capture", "--out", str(old), "--duration", "1s")
     assert code == 2 and "2 frame(s)" in err and f"mnemo capture --out {old} --adopt" in err
     assert _snapshot(old) == before
     assert adopt(old).frames == 2

@@ -145,3 +145,10 @@ def format_report(tallies: list[Tally]) -> str:
         lines.append("\nwhat went wrong:")
         lines.extend(f"  {name}: {note}" for name, note in notes)
     return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench faults``'s own options."""
+    parser.add_argument("--runs", type=int, default=3, metavar="N",
+                        help="tries of each scenario that can differ between tries (default 3)")
+    parser.add_argument("--scenarios", metavar="NAME,...", help="only these scenarios, comma-separated (default: all)")

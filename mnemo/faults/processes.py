@@ -191,8 +191,8 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
                               env=desktop.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log_path = folder / "daemon.log"
     with open(log_path, "w") as log_file:
-        daemon = subprocess.Popen(_mnemo_cmd(["capture", "--out", str(out), "--interval", "1", "--ingest",
-                                              "--store", str(store_dir), "--duration", "600"], prelude),
+        daemon = subprocess.Popen(_mnemo_cmd(["capture", "--out", str(out), "--interval", "1s", "--ingest",
+                                              "--store", str(store_dir), "--duration", "600s"], prelude),
                                   env=env, cwd=folder, stdout=log_file, stderr=subprocess.STDOUT)
     tree: set[int] = set()
     try:
@@ -460,7 +460,7 @@ def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> 
         _users_tree(mine)
         os.chmod(mine, 0o755)
         before = _snapshot(mine)
-        run = subprocess.run(_mnemo_cmd(["capture", "--out", str(mine), "--duration", "1"], prelude),
+        run = subprocess.run(_mnemo_cmd(["capture", "--out", str(mine), "--duration", "1s"], prelude),
                              env=_env(XDG_RUNTIME_DIR=str(ctx.workdir)), cwd=ctx.workdir, capture_output=True,
                              text=True, timeout=120)
         lost, added = _changed(before, _snapshot(mine))

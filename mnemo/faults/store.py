@@ -429,12 +429,12 @@ def _forget_here(argv: list[str], cfg) -> tuple[int, str]:
     import contextlib
     import io
 
-    from mnemo.cli import _parser
+    from mnemo.cli import build_parser
     from mnemo.forget_cli import cmd_forget
 
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-        code = cmd_forget(_parser().parse_args(argv), cfg)
+        code = cmd_forget(build_parser().parse_args(argv), cfg)
     return code, said.getvalue()[-1500:]
 
 

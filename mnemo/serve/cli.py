@@ -9,6 +9,8 @@ import socket
 import sys
 from pathlib import Path
 
+from mnemo.cli_args import add_store, set_handler
+
 log = logging.getLogger(__name__)
 
 
@@ -16,7 +18,8 @@ def add_parsers(sub) -> None:
     from mnemo.serve.confirm import NONCE_LIFETIME_S
 
     serve = sub.add_parser("serve", help="REST API and timeline page over a store (FastAPI + uvicorn)")
-    serve.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    add_store(serve)
+    set_handler(serve, cmd_serve)
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (default 127.0.0.1; any other needs $MNEMO_SERVE_TOKEN)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free one)")
@@ -30,7 +33,8 @@ def add_parsers(sub) -> None:
     serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     mcp = sub.add_parser("mcp", help="MCP server over stdio: ask, search, list_people, profile, read_clip, timeline, "
                          "digest, name_person, merge_people, split_person, undo_people_change (forget with --allow-forget)")
-    mcp.add_argument("--store", help="store directory (default: graph.store, ./mnemo-data)")
+    add_store(mcp)
+    set_handler(mcp, cmd_mcp)
     mcp.add_argument("--allow-forget", action="store_true",
                      help="offer the forget tool, which deletes memory for good. Off by default: recorded text (a "
                           "page on screen, a transcript) is written by others and could tell an agent to delete "
