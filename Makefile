@@ -73,7 +73,7 @@ xtools:
 # other kind of CPU (MNEMO_CPU_BF16), so that a green run on an AVX2 CPU says something of an
 # AVX512-BF16 one and the other way round
 test: $(TEST_STAMP) xtools
-	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q --durations=15
 	other=$$($(VENV)/bin/python -c "from perception.weights import cpu_has_bf16; print(int(not cpu_has_bf16()))") && \
 	  echo "the cpu_kind tests again with MNEMO_CPU_BF16=$$other" && \
 	  HF_HUB_OFFLINE=1 MNEMO_CPU_BF16=$$other $(VENV)/bin/python -m pytest -q -m cpu_kind
