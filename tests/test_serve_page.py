@@ -43,6 +43,27 @@ def browser():
     driver.quit()
 
 
+def _screenshot(browser, tmp_path, name: str):
+    """Save what the browser shows as ``name``.png, in ``$MNEMO_SCREENSHOTS`` when set (to look at
+    them after a passing run: pytest deletes a passed test's ``tmp_path``), else in ``tmp_path``."""
+    from pathlib import Path
+
+    folder = Path(os.environ.get("MNEMO_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / f"{name}.png"
+    assert browser.save_screenshot(str(shot))
+    print(f"screenshot: {shot}")
+    return shot
+
+
+def _drawn(browser, image, css: str):
+    """The part of a screenshot ``image`` where the element ``css`` is, inside its border."""
+    r = browser.execute_script("const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+                               "return [r.left, r.top, r.right, r.bottom]", css)
+    x0, y0, x1, y1 = (max(0, int(v)) for v in r)
+    return image[y0 + 4:y1 - 4, x0 + 4:x1 - 4]
+
+
 def _refused_by_the_csp(browser) -> list[str]:
     """What the console says the Content-Security-Policy blocked since the last call."""
     return [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
@@ -78,7 +99,8 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person .name")]
     assert sorted(people) == ["Diane", "Sheila"]
     # each clip a keyframe of the video, each person their face, cut by the server
-    wait.until(lambda d: d.execute_script(LOADED, "#track .clip img.thumb") == [True, True])
+    wait.until(lambda d: all(d.execute_script(LOADED, f"#track .clip:nth-child({i}) img.thumb") or [False]
+                             for i in (1, 2)))
     wait.until(lambda d: d.execute_script(LOADED, "#people .avatar img.face") == [True, True])
     assert "2 clip(s) on 2026-11-20" in browser.find_element(By.ID, "timeline-title").text
     # the day's digest: when, with whom, and moments that open the clip they cite
@@ -98,10 +120,8 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     facts = browser.find_element(By.ID, "profile-facts").text
     assert "Sheila is from Chicago." in facts and "last confirmed 2026-11-20" in facts
     assert "they all call me a Yankee" in browser.find_element(By.ID, "profile-statements").text
-    shot = tmp_path / "profile.png"
     browser.execute_script("document.getElementById('profile').scrollIntoView()")
-    assert browser.save_screenshot(str(shot))
-    print(f"screenshot: {shot}")
+    shot = _screenshot(browser, tmp_path, "profile")
     browser.find_element(By.ID, "profile-close").click()
     wait.until(lambda d: d.find_element(By.ID, "profile").get_attribute("hidden"))
 
@@ -119,24 +139,18 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
     wait.until(lambda d: "New Jersey" in d.find_element(By.ID, "result-list").text)
 
-    shot = tmp_path / "timeline.png"
     browser.execute_script("window.scrollTo(0, 0)")
-    assert browser.save_screenshot(str(shot))
-    image = cv2.imread(str(shot))
+    image = cv2.imread(str(_screenshot(browser, tmp_path, "timeline")))
     assert image is not None and image.shape[1] == 1280
     # the selected (cited) clip is drawn on the time axis as its keyframe, and people with faces
     for css in ("#track .clip.selected", "#people .avatar"):
-        box = browser.find_element(By.CSS_SELECTOR, css).rect
-        drawn = image[int(box["y"]) + 4:int(box["y"] + box["height"]) - 4, int(box["x"]) + 4:int(box["x"] + box["width"]) - 4]
+        drawn = _drawn(browser, image, css)
         assert drawn.shape[0] > 40 and drawn.std() > 20, f"{css} shows no picture in the screenshot"
     browser.execute_script("document.getElementById('clip').scrollIntoView()")
-    assert browser.save_screenshot(str(shot))
-    image = cv2.imread(str(shot))
-    box = browser.find_element(By.ID, "clip-frame").rect  # the cited frame, on screen and not blank
-    frame = image[int(box["y"]):int(box["y"] + box["height"]), int(box["x"]):int(box["x"] + box["width"])]
-    assert frame.shape[0] > 100 and frame.std() > 20, "the clip's frame is missing from the screenshot"
     wait.until(lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5)  # frames across the clip
-    print(f"screenshot: {shot}")
+    image = cv2.imread(str(_screenshot(browser, tmp_path, "clip-open")))
+    frame = _drawn(browser, image, "#clip-frame")  # the cited frame, on screen and not blank
+    assert frame.shape[0] > 100 and frame.std() > 20, "the clip's frame is missing from the screenshot"
     text = browser.find_element(By.TAG_NAME, "body").text
     for expected in ("Diane", "Sheila", "Chicago", "Answered."):
         assert expected in text
@@ -217,10 +231,8 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         wait.until(lambda d: "Not changed" in d.find_element(By.ID, "people-status").text)
         assert "< or >" in browser.find_element(By.ID, "people-status").text
 
-        shot = tmp_path / "people.png"
         browser.execute_script("window.scrollTo(0, 0)")
-        assert browser.save_screenshot(str(shot))
-        print(f"screenshot: {shot}")
+        shot = _screenshot(browser, tmp_path, "people")
 
         # an open profile shows the new name at once, and the old one after an undo
         person(browser, "character_2").find_element(By.CLASS_NAME, "show-profile").click()
@@ -252,9 +264,7 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
         browser.find_element(By.ID, "clip-forget").click()
         wait.until(lambda d: "Would forget 1 clip(s)" in d.find_element(By.ID, "forget-status").text)
         assert people_store.has_clip("people-clip-0")
-        shot = tmp_path / "forget.png"
-        assert browser.save_screenshot(str(shot))
-        print(f"screenshot: {shot}")
+        shot = _screenshot(browser, tmp_path, "forget")
         browser.find_element(By.ID, "clip-forget-confirm").click()
         wait.until(lambda d: "Forgotten: 1 clip(s)" in d.find_element(By.ID, "status").text)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#track .clip")) == 1
@@ -283,11 +293,11 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         browser.get(served.signin)
         wait = WebDriverWait(browser, 60)
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 3)
-        wait.until(lambda d: d.execute_script(LOADED, "#track .clip img.thumb") == [True, True, False]
-                   and d.find_elements(By.CSS_SELECTOR, '#track .clip.no-picture[data-clip-id="pic-audio"]'))
-        shot = tmp_path / "pictures.png"
-        assert browser.save_screenshot(str(shot))
-        print(f"screenshot: {shot}")
+        for clip_id in ("pic-screen", "pic-video"):  # keyframes, as many as fit the tile
+            wait.until(lambda d: all(d.execute_script(LOADED, f'#track .clip[data-clip-id="{clip_id}"] img.thumb') or [False]))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#track .clip.no-picture[data-clip-id="pic-audio"]'))
+        assert not browser.find_elements(By.CSS_SELECTOR, "#track .clip.no-picture:not([data-clip-id=pic-audio])")
+        shot = _screenshot(browser, tmp_path, "pictures")
 
         first = browser.find_element(By.CSS_SELECTOR, "#track .clip")
         assert first.get_attribute("tabindex") == "0"  # one Tab stop for the timeline
@@ -305,9 +315,7 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         words, pictures = (browser.find_element(By.CSS_SELECTOR, c).rect for c in (".clip-words", ".clip-pictures"))
         assert words["x"] >= pictures["x"] + pictures["width"] and words["y"] < pictures["y"] + pictures["height"]
         assert "selected" in browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-video"]').get_attribute("class")
-        shot = tmp_path / "clip.png"
-        assert browser.save_screenshot(str(shot))
-        print(f"screenshot: {shot}")
+        shot = _screenshot(browser, tmp_path, "clip")
         browser.switch_to.active_element.send_keys(Keys.ESCAPE)
         wait.until(lambda d: not d.find_element(By.ID, "clip").is_displayed())
         assert focused(browser) == "pic-video"  # back on the clip it opened from

@@ -215,7 +215,8 @@ function drawTimeline() {
   $("axis").replaceChildren(...ticks);
   const current = state.open ? state.open[0] : state.focus;
   const focusable = state.clips.some((c) => c.clip_id === current) ? current : state.clips[0]?.clip_id;
-  $("track").replaceChildren(...state.clips.map((c) => {
+  const track = $("track");
+  track.replaceChildren(...state.clips.map((c) => {
     const box = el("div", undefined, "clip");
     box.dataset.clipId = c.clip_id;
     box.setAttribute("role", "option");
@@ -226,7 +227,7 @@ function drawTimeline() {
     box.setAttribute("aria-label", `${clock(c.start_ts)}, ${c.people.join(", ") || "nobody"}, ${c.memories.length} memories`);
     const label = el("span", undefined, "label");
     label.append(el("span", c.people.join(", ") || "—", "who"), el("span", `${clock(c.start_ts)} · ${c.memories.length} memories`, "count"));
-    box.append(picture(`/thumb/${encodeURIComponent(c.clip_id)}`, "thumb", "", box), label);
+    box.append(filmstrip(c, (track.clientWidth * (c.end_ts - c.start_ts)) / span, box), label);
     if (state.cited.has(c.clip_id)) box.classList.add("cited");
     const open = state.open && state.open[0] === c.clip_id;
     box.classList.toggle("selected", Boolean(open));
@@ -235,6 +236,23 @@ function drawTimeline() {
     box.addEventListener("focus", () => { state.focus = c.clip_id; });
     return box;
   }));
+}
+
+// a clip's tile: keyframes side by side, as many as fit its width at about 16:9 (one: its middle);
+// a clip without pictures (sound, a GPS track, a moved file) gets the neutral tile instead
+function filmstrip(c, widthPx, box) {
+  const strip = el("span", undefined, "strip");
+  const n = Math.max(1, Math.min(8, Math.round(widthPx / 210)));
+  const id = encodeURIComponent(c.clip_id);
+  for (let k = 0; k < n; k += 1) {
+    const at = n === 1 ? "" : `?at=${(((k + 0.5) * (c.end_ts - c.start_ts)) / n).toFixed(2)}`;
+    const img = picture(`/thumb/${id}${at}`, "thumb", "");
+    img.addEventListener("error", () => {
+      if ([...strip.children].every((i) => i.hidden)) box.classList.add("no-picture");
+    });
+    strip.append(img);
+  }
+  return strip;
 }
 
 // the keyboard on the timeline: arrows and Home/End move the focus along the clips, Enter (or
@@ -310,6 +328,7 @@ async function showClip(clipId, atSourceS) {
     button.setAttribute("aria-label", `the frame at ${clock(c.start_ts + s)}`);
     button.append(picture(`/thumb/${encodeURIComponent(clipId)}?at=${s.toFixed(2)}`, "", "", button));
     button.addEventListener("click", () => {
+      document.querySelectorAll("#clip-frames .frame").forEach((b) => b.classList.toggle("current", b === button));
       $("clip-frame").hidden = false;
       $("clip-frame").src = `${c.media_url}?kind=frame&at=${s.toFixed(2)}`;
     });
