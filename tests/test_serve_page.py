@@ -151,6 +151,10 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     image = cv2.imread(str(_screenshot(browser, tmp_path, "clip-open")))
     frame = _drawn(browser, image, "#clip-frame")  # the cited frame, on screen and not blank
     assert frame.shape[0] > 100 and frame.std() > 20, "the clip's frame is missing from the screenshot"
+    browser.set_window_size(1280, 1500)  # the whole page at once: docs/img/page.png is made from this one
+    browser.execute_script("window.scrollTo(0, 0); document.getElementById('search-input').blur()")
+    _screenshot(browser, tmp_path, "page")
+    browser.set_window_size(1280, 1000)
     text = browser.find_element(By.TAG_NAME, "body").text
     for expected in ("Diane", "Sheila", "Chicago", "Answered."):
         assert expected in text
