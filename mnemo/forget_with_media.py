@@ -6,6 +6,8 @@ daemon's frames (and their sidecars) in the forgotten clips' spans. A folder of 
 ingested (photos, screenshots saved by hand) keeps every file: the store forgets the clips, and
 ``mnemo ingest`` skips them when it meets them again.
 
+The page's pictures of the forgotten clips, cached in the store (``mnemo.serve.thumbs``), go too.
+
 The clips whose screenshots a forget will delete are noted in the store (``<store>/.forget-media/``)
 before the store forgets them, and the note goes once the files are gone: a forget killed in
 between has them deleted by ``finish_unfinished``, which every forget runs first (the clip rows
@@ -36,6 +38,9 @@ def forget_all(store, selected: ForgetPlan, f: Filter, now: float | None = None)
     counts["screenshots_deleted"] = forget_screenshots(selected.clips)
     if noted is not None:
         store.side.delete(noted)  # (or a finisher running meanwhile took it)
+    from mnemo.serve.thumbs import drop_forgotten  # the page's pictures, cached in the store
+
+    drop_forgotten(store)
     return counts
 
 
@@ -89,7 +94,10 @@ def screenshots_to_delete(clips: list[dict]) -> list[Path]:
         for path in sorted(folder.iterdir()):
             if not is_frame_name(path.name) or path.is_symlink() or not path.is_file():
                 continue
-            t = frame_time(path.name).timestamp()
+            taken = frame_time(path.name)
+            if taken is None:  # is_frame_name said it carries one
+                continue
+            t = taken.timestamp()
             if any(start <= t < end for start, end in windows):
                 out.append(path)
                 if sidecar_of(path).is_file() and not sidecar_of(path).is_symlink():

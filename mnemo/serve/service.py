@@ -94,7 +94,7 @@ class MemoryService:
         """Everyone in memory, with where their name came from, clip count and a sample quote."""
         people = self.tools.list_people()
         owner = self.tools.owner(people)
-        return [person_out(s, owner and owner.person_id) for s in summarize_people(self.store, people)]
+        return [person_out(s, owner.person_id if owner else None) for s in summarize_people(self.store, people)]
 
     def people_history(self) -> list[PeopleOpOut]:
         return history_out(self.store.people_ops())
@@ -134,7 +134,6 @@ class MemoryService:
         afterwards: the old ones are deleted from disk."""
         from graph.forget_store import Filter, ForgetError, plan
         from mnemo.forget_with_media import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
-        from mnemo.serve.thumbs import drop_forgotten
 
         retry = ("preview first: send the same filter without a nonce, show the person what it would forget, and "
                  f"once they agree send that filter again with the nonce the preview returned (good once, for "
@@ -176,7 +175,6 @@ class MemoryService:
                              f"filter selects; {retry}")
         counts = forget_all(self.store, selected, f)
         self.store.catch_up()
-        drop_forgotten(self.store)  # the page's pictures of the forgotten clips
         return ForgetOut(forgotten=True, **summary, screenshots_deleted=counts["screenshots_deleted"],
                          next_step="forgotten for good")
 
