@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
+from typing import Any
 from datetime import timezone
 from pathlib import Path
 
@@ -109,10 +110,10 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
     gold = load_gold(path)
     ways = {"digest": None, "lead": lambda v, texts, limit: list(range(moments_for(len(v), limit))),
             "all": lambda v, texts, limit: list(range(len(v)))}
-    words = {w: [] for w in ways}  # words of the moments, a day
-    hits = {w: [] for w in ways}
-    rouge = {w: [] for w in ways}
-    llm = {"words": [], "hits": [], "rouge": [], "s": 0.0, "failed": 0, "dropped": 0, "sentences": 0, "model": "",
+    words: dict[str, list[int]] = {w: [] for w in ways}  # words of the moments, a day
+    hits: dict[str, list[bool]] = {w: [] for w in ways}
+    rouge: dict[str, list[float]] = {w: [] for w in ways}
+    llm: dict[str, Any] = {"words": [], "hits": [], "rouge": [], "s": 0.0, "failed": 0, "dropped": 0, "sentences": 0, "model": "",
            "days": 0, "offline_hits": [], "offline_rouge": []}
     days = 0
     digest_s = 0.0
@@ -143,8 +144,8 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
                 hits[way] += [covered(e, sentences, names) for e in events]
                 if summary:
                     rouge[way].append(rouge_l(" ".join(sentences), summary))
-        progress(f"{conv.sample_id}: {len(by_day)} day(s), event recall so far {np.mean(hits['digest'] or [0]):.3f}")
-    figures = {"days": days, "events": len(hits["digest"]),
+        progress(f"{conv.sample_id}: {len(by_day)} day(s), event recall so far {np.mean(hits['digest'] or [False]):.3f}")
+    figures: dict[str, Any] = {"days": days, "events": len(hits["digest"]),
                "event_recall": round(float(np.mean(hits["digest"])), 4) if hits["digest"] else None,
                "rouge_l": round(float(np.mean(rouge["digest"])), 4) if rouge["digest"] else None,
                "ms_per_day": round(1000 * digest_s / max(days, 1), 1)}

@@ -192,13 +192,16 @@ def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, P
     found: dict[str, Path] = {}
     with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None  # both piped
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
                 for info in tar:
                     name = wanted.get(info.name)
                     if name and info.isfile():
                         target = dest / name
-                        with tar.extractfile(info) as src, target.open("wb") as dst:
+                        src = tar.extractfile(info)
+                        assert src is not None  # a regular file's contents
+                        with src, target.open("wb") as dst:
                             shutil.copyfileobj(src, dst, 1 << 20)
                         found[name] = target
         except tarfile.TarError as e:

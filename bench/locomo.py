@@ -182,7 +182,7 @@ def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 
                 fused[dia_id] = fused.get(dia_id, 0.0) + 1.0 / (60 + rank)
         out["bm25"].append(bm25)
         out["dense"].append(dense)
-        out["fusion"].append(sorted(fused, key=fused.get, reverse=True))
+        out["fusion"].append(sorted(fused, key=lambda doc: fused[doc], reverse=True))
     return out
 
 

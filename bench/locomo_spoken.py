@@ -28,11 +28,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.datasets.locomo import CATEGORIES, Conversation, load, load_gold
 from bench.metrics import edit_distance, normalize_words, recall_at_k
 from bench.speech_synth import SpokenSession
 from perception.speech.diarize import union_spans
+
+if TYPE_CHECKING:
+    from embeddings.base import TextEmbedder
+    from graph.store import Store
+    from pipeline.ingest import IngestReport
 
 KS = (5, 10, 20)
 SUBSTANTIAL = 0.3  # a memory maps to every turn covering this share of the memory or of the turn
@@ -103,7 +109,8 @@ class Attribution:
 
 def _covered(reference: Sequence[tuple[str, float, float]], spans: list[tuple[float, float]]) -> dict[str, float]:
     """Seconds of each reference speaker's speech under the union of ``spans``."""
-    merged, out = union_spans(spans), {}
+    merged = union_spans(spans)
+    out: dict[str, float] = {}
     for speaker, a, b in reference:
         covered = sum(max(0.0, min(b, y) - max(a, x)) for x, y in merged)
         if covered > 0:
@@ -196,7 +203,7 @@ def naming(speakers: Sequence[str], voice_overlap: dict[tuple[str, str], float],
     out = {}
     for speaker in speakers:
         heard = {v: s for (who, v), s in voice_overlap.items() if who == speaker}
-        voice = max(sorted(heard), key=heard.get) if heard else None
+        voice = max(sorted(heard), key=lambda v: heard[v]) if heard else None
         person = owner.get(voice) if voice else None
         name = person.name if person is not None else ""
         verdict = "unnamed" if not name else "named" if name.casefold() == speaker.casefold() else "wrong"
@@ -317,8 +324,10 @@ def first_person_pairs(conv: Conversation, store, text_store, turns_by_path, per
     asked = [(q, mine) for q in conv.questions if q.category != 5
              and (mine := to_first_person(q.question, owner, conv.speakers[1:])) != q.question]
     person = persons.get(owner)
+    spoken: list[tuple[float, float]] = []  # (third-person recall@10, first-person recall@10) a question
+    text: list[tuple[float, float]] = []
     out = {"conversation": conv.key, "owner": owner, "person": person, "questions": len(asked),
-           "spoken": [], "text": [], "owner_missing": 0}
+           "spoken": spoken, "text": text, "owner_missing": 0}
     if person is None:
         out["owner_missing"] = len(asked)
     else:
@@ -328,13 +337,13 @@ def first_person_pairs(conv: Conversation, store, text_store, turns_by_path, per
         for q, mine in asked:
             third = ranked_turns_by_time(planner.retrieve(q.question).memories, turns_by_path)
             first = ranked_turns_by_time(planner.retrieve(mine).memories, turns_by_path)
-            out["spoken"].append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
+            spoken.append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
     edit_people.me(text_store, owner)
     planner = OfflinePlanner(MemoryTools(text_store))
     for q, mine in asked:
         third = locomo.ranked_turns(planner.retrieve(q.question).memories, conv.turn_ids)
         first = locomo.ranked_turns(planner.retrieve(mine).memories, conv.turn_ids)
-        out["text"].append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
+        text.append((recall_at_k(third, q.evidence, 10), recall_at_k(first, q.evidence, 10)))
     return out
 
 
@@ -357,7 +366,8 @@ def profile_figures(conv: Conversation, store, text_store, gold, persons: dict[s
 
     names = {n.lower() for n in conv.speakers} | {n.lower()[:3] for n in conv.speakers}
     kept = {s.index for s in conv.sessions}
-    out = {"conversation": conv.key, "people": []}
+    profiles: list[dict] = []
+    out = {"conversation": conv.key, "people": profiles}
     for speaker in conv.speakers:
         facts = [fact for i in sorted(kept) for who, fact, _ in gold[i].observations if who == speaker]
         if not facts:
@@ -365,8 +375,7 @@ def profile_figures(conv: Conversation, store, text_store, gold, persons: dict[s
         person = persons.get(speaker)
         spoken = score(build(store, person), facts, names) if person is not None else [False] * len(facts)
         text = score(build(text_store, speaker), facts, names)
-        out["people"].append({"speaker": speaker, "person": person, "facts": len(facts),
-                              "spoken": spoken, "text": text})
+        profiles.append({"speaker": speaker, "person": person, "facts": len(facts), "spoken": spoken, "text": text})
     return out
 
 
@@ -388,8 +397,8 @@ class Wiring:
     """What the run needs from the composition root: the configured models, wired as ``mnemo ingest``
     wires them."""
 
-    embedder: object  # the text embedder of every store of the run
-    ingest: Callable[[list[str], object, Callable[[str], None]], object]  # (paths, store, progress) -> IngestReport;
+    embedder: TextEmbedder  # the text embedder of every store of the run
+    ingest: Callable[[list[str], Store, Callable[[str], None]], IngestReport]  # (paths, store, progress);
     # builds the perceivers itself, so their loading is inside the ingest timing as in `mnemo ingest`
     text_policies: tuple  # the (face, voice) MatchPolicy pair of the text path, as `bench locomo` uses
 

@@ -56,6 +56,7 @@ def run(annotations: str | Path, videos_dir: str | Path, harness: Harness, split
     ingest_s, stores, failed = 0.0, set(), []
     for n, video in enumerate(present, 1):
         path = found[video.video_id]
+        assert path is not None  # present holds only the videos found
         store = harness.store(file_sha256(path)[:16])
         stores.add(Path(store.uri))
         t0 = time.perf_counter()

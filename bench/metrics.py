@@ -93,7 +93,7 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 
 def normalize_chars(text: str) -> str:
     """Characters for CER: typographic quotes made plain, whitespace runs collapsed to one space."""
-    text = text.translate(str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"}))
+    text = text.translate(str.maketrans("“”‘’", "\"\"''"))
     return " ".join(text.split())
 
 
@@ -150,7 +150,8 @@ def space_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     from difflib import SequenceMatcher
 
     def bare(text: str) -> tuple[str, set[int]]:
-        chars, starts = [], set()
+        chars: list[str] = []
+        starts: set[int] = set()
         for word in text.split():
             if chars:
                 starts.add(len(chars))
@@ -158,7 +159,7 @@ def space_errors(reference: str, hypothesis: str) -> tuple[int, int]:
         return "".join(chars), starts
 
     (r, r_starts), (h, h_starts) = bare(reference), bare(hypothesis)
-    to_hyp = {}
+    to_hyp: dict[int, int] = {}
     for a, b, size in SequenceMatcher(None, r, h, autojunk=False).get_matching_blocks():
         to_hyp.update((a + k, b + k) for k in range(size))
     aligned = [i for i in range(1, len(r)) if i in to_hyp and i - 1 in to_hyp and to_hyp[i] == to_hyp[i - 1] + 1]

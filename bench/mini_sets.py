@@ -31,7 +31,7 @@ VERSION = "2"  # bump when the media below change, so cached sets are rebuilt
 CLIP_S = 30.0
 
 # clip i of a video shows scene i; the call's sound plays in the clip that shows it
-M3_VIDEOS = {
+M3_VIDEOS: dict[str, dict[str, tuple[str, ...]]] = {
     "robot": {"mini_robot_01": ("qtgui.png", "call", "eclipse_cdt_cfg7.png", "film")},
     "web": {"mini_web_01": ("call", "qtgui.png")},
 }

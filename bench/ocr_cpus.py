@@ -121,12 +121,14 @@ def _read(folder: Path, out: Path, options: dict, rows: int, names: list[str]) -
     from perception.sources.frames import read_image
 
     reader = RapidOCRReader(threads=1, **options)
-    try:  # what cpuid answered, as NumPy read it
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:  # NumPy 1.x
-        from numpy.core._multiarray_umath import __cpu_features__
+    import importlib
 
-    features = sorted(k for k, on in __cpu_features__.items() if on and k.startswith("AVX"))
+    try:  # what cpuid answered, as NumPy read it (a private module, without type hints)
+        umath = importlib.import_module("numpy._core._multiarray_umath")
+    except ImportError:  # NumPy 1.x
+        umath = importlib.import_module("numpy.core._multiarray_umath")
+
+    features = sorted(k for k, on in umath.__cpu_features__.items() if on and k.startswith("AVX"))
     lines = {n: [ln.text for ln in reader.read(read_image(folder / f"{n}.png")[:rows])] for n in names}
     out.write_text(json.dumps({"features": features, "lines": lines}))
 

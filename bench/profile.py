@@ -43,9 +43,9 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest:
     gold = load_gold(path)
     ways = {"profile": None, "lead": lambda v, texts, limit: list(range(statements_for(len(v), limit))),
             "all": lambda v, texts, limit: list(range(len(v)))}
-    hits = {w: [] for w in ways}
-    words = {w: [] for w in ways}
-    per_person = []
+    hits: dict[str, list[bool]] = {w: [] for w in ways}
+    words: dict[str, list[int]] = {w: [] for w in ways}
+    per_person: list[dict[str, object]] = []
     people = 0
     build_s = 0.0
     for conv in conversations:
@@ -71,8 +71,8 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest:
                 words[way].append(sum(len(t.split()) for t in profile.sentences()))
                 if way == "profile":
                     per_person[-1]["fact_recall"] = round(float(np.mean(got)), 4)
-        progress(f"{conv.sample_id}: fact recall so far {np.mean(hits['profile'] or [0]):.3f}")
-    figures = {"people": people, "facts": len(hits["profile"]),
+        progress(f"{conv.sample_id}: fact recall so far {np.mean(hits['profile'] or [False]):.3f}")
+    figures: dict[str, object] = {"people": people, "facts": len(hits["profile"]),
                "fact_recall": round(float(np.mean(hits["profile"])), 4) if hits["profile"] else None,
                "ms_per_profile": round(1000 * build_s / max(people, 1), 1),
                "words_per_profile": round(float(np.mean(words["profile"])), 1) if people else None}

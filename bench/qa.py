@@ -15,9 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.judge import Judge, Verdict
 from bench.metrics import contains_answer, is_yes_no, token_f1, wilson_interval
+
+if TYPE_CHECKING:
+    from graph.store import Store
+    from pipeline.ingest import IngestReport
 
 K = 5
 
@@ -26,9 +31,9 @@ K = 5
 class Harness:
     """What a runner needs from the composition root: a store per key, ingestion, an agent."""
 
-    store: Callable[[str], object]  # key -> graph.Store
-    ingest: Callable[[list[str], object, datetime | None], object]  # (paths, store, start) -> IngestReport
-    agent: Callable[[object], object]  # store -> an answerer with .ask(question, before_ts=)
+    store: Callable[[str], Store]  # key -> its store
+    ingest: Callable[[list[str], Store, datetime | None], IngestReport]  # (paths, store, start)
+    agent: Callable[[Store], Any]  # store -> an answerer with .ask(question, before_ts=), of either kind
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,8 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _accuracy(asked: list[Asked]) -> dict:
-    judged = [a for a in asked if a.verdict is not None and a.verdict.correct is not None]
-    right = sum(1 for a in judged if a.verdict.correct)
+    judged = [a.verdict.correct for a in asked if a.verdict is not None and a.verdict.correct is not None]
+    right = sum(1 for correct in judged if correct)
     lo, hi = wilson_interval(right, len(judged))
     return {"accuracy": round(right / len(judged), 4) if judged else None, "judged": len(judged),
             "ci95": [round(lo, 4), round(hi, 4)] if judged else None}
@@ -102,7 +107,7 @@ def summarise(asked: list[Asked], judged: bool, k: int = K) -> dict:
     later = [a for a in asked if a.expect_not_found]
     cut = [a for a in asked if a.leaked is not None]
     read = sum(a.read for a in cut)
-    figures = {
+    figures: dict[str, object] = {
         "questions": len(asked),
         f"answer_in_context@{k}": _mean([float(a.in_context(k)) for a in scored]),
         "in_context_questions": len(scored),
@@ -112,7 +117,7 @@ def summarise(asked: list[Asked], judged: bool, k: int = K) -> dict:
         "not_found_ok": sum(1 for a in later if not a.in_context(len(a.context))),
         "token_f1": _mean([token_f1(a.gold, a.answer) for a in findable]),
         "containment": _mean([float(contains_answer(a.gold, a.answer)) for a in findable]),
-        "leakage": round(sum(a.leaked for a in cut) / read, 4) if read else 0.0,
+        "leakage": round(sum(a.leaked or 0 for a in cut) / read, 4) if read else 0.0,
         "leakage_questions": len(cut),
         "ms_per_query": round(sum(a.ms for a in asked) / len(asked), 1) if asked else None,
     }

@@ -121,7 +121,7 @@ def run(url: str, questions: list[str], queries: list[str], requests: int = 96, 
             per_client = max(3, requests // clients)
             cpu0 = server_cpu_s() if server_cpu_s else None
             phase = load(url, endpoint, texts[start:] + texts[:start], clients, per_client, max_s, token)
-            if cpu0 is not None:
+            if server_cpu_s is not None and cpu0 is not None:
                 phase.server_cpu_s = server_cpu_s() - cpu0
             sent += clients * per_client
             f = phase.figures()

@@ -41,6 +41,16 @@ def centred(image: np.ndarray) -> np.ndarray:
     return canvas
 
 
+def _read_png(path: Path) -> np.ndarray:
+    """An image as OpenCV reads it (BGR); an error naming the file where it cannot be read."""
+    import cv2
+
+    image = cv2.imread(str(path))
+    if image is None:
+        raise FileNotFoundError(f"{path}: cannot read the image; fetch the opencv-doc fixture again")
+    return image
+
+
 def _film_frames(path: Path) -> list[np.ndarray]:
     import cv2
 
@@ -71,7 +81,7 @@ class Scenes:
         self.turns = read_rttm(pyannote_sample() / "sample.rttm")
         self.faces = speaker_faces()
         self.film = _film_frames(self.docs / "Megamind.avi")
-        self.screens = {name: centred(cv2.cvtColor(cv2.imread(str(self.docs / name)), cv2.COLOR_BGR2RGB))
+        self.screens = {name: centred(cv2.cvtColor(_read_png(self.docs / name), cv2.COLOR_BGR2RGB))
                         for name in ("qtgui.png", "eclipse_cdt_cfg7.png")}
         self._calls: dict[tuple[str, ...], np.ndarray] = {}
 

@@ -17,6 +17,7 @@ def render_screen(lines: Sequence[str], size: tuple[int, int] = (1920, 1080), px
     """A terminal-like screen (RGB) showing ``lines``, wrapped at the screen's width."""
     from PIL import Image, ImageDraw, ImageFont
 
+    font: ImageFont.FreeTypeFont | ImageFont.ImageFont
     try:
         font = ImageFont.truetype(FONT, px)
     except OSError:

@@ -147,7 +147,8 @@ class OfflineAnswerer:
     def _quote_places(self, question: str, memories: list[Memory], steps: tuple[str, ...], none: str,
                       most: int = WHERE_MEMORIES) -> Answer:
         """At most ``most`` of ``memories`` quoted in order, each cited (one not committed yet is passed over)."""
-        quoted, citations = [], []
+        quoted: list[str] = []
+        citations: list[Citation] = []
         for m in memories:
             if len(quoted) < most and (citation := cite(self.store, m)) is not None:
                 quoted.append(f"{m.text} (at {utc_time(m.start_ts)}).")

@@ -149,7 +149,7 @@ class Digest:
                 held = (f"; the store holds clips from {datetime.fromtimestamp(self.span[0], tz):%d %B %Y} to "
                         f"{datetime.fromtimestamp(self.span[1], tz):%d %B %Y}")
             return out + [f"  nothing in memory for {self.title}{held}"]
-        if self.clips:
+        if self.clips and self.first_ts is not None and self.last_ts is not None:
             out.append(f"  {self.clips} clip(s) from {self._clock(self.first_ts)} to {self._clock(self.last_ts)}, "
                        f"from {len(self.sources)} recording(s): " + ", ".join(self.sources[:3])
                        + (f" and {len(self.sources) - 3} more" if len(self.sources) > 3 else ""))
@@ -265,7 +265,8 @@ def build(store: Store, start: datetime, end: datetime, period: str = "day", me:
             if (p := person_of.get(e)) is not None:
                 together[p.person_id].add(m.clip_id)
         if app := _APP.match(m.text):
-            in_front[app.group(1)] += max(m.end_ts - m.start_ts, 1.0)
+            # seconds in front: Counter holds any number, though typeshed types its counts as int
+            in_front[app.group(1)] += max(m.end_ts - m.start_ts, 1.0)  # type: ignore[assignment]
         elif is_place_memory(m.text):
             earlier.append(m)
         elif not (_PRESENCE.match(m.text) or _SCENE.match(m.text)) and len(content_words(m.text)) >= MIN_WORDS:

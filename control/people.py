@@ -86,15 +86,16 @@ def propose_owner(store: Store, people: list[Person] | None = None) -> OwnerProp
         days.add(day)
         sources.add(m.source_path)
         clips.add(m.clip_id)
-    for m in store.clips.search().select(["source_path", "start_ts"]).limit(None).to_list():
-        all_days.add(datetime.fromtimestamp(m["start_ts"]).date())
-        all_sources.add(m["source_path"])
+    for row in store.clips.search().select(["source_path", "start_ts"]).limit(None).to_list():
+        all_days.add(datetime.fromtimestamp(row["start_ts"]).date())
+        all_sources.add(row["source_path"])
     counts = {pid: tuple(len(x) for x in sets) for pid, sets in seen.items()}  # (days, recordings, clips)
     ranked = sorted((p for p in people if counts[p.person_id][2]),
                     key=lambda p: tuple(-n for n in counts[p.person_id]) + (p.person_id,))
     if not ranked or (len(ranked) > 1 and counts[ranked[0].person_id] == counts[ranked[1].person_id]):
         return None
     best = ranked[0]
-    days, sources, clips = counts[best.person_id]
-    runner = (ranked[1], *counts[ranked[1].person_id][:2]) if len(ranked) > 1 else None
-    return OwnerProposal(best, days, sources, clips, len(all_days), len(all_sources), runner)
+    n_days, n_sources, n_clips = counts[best.person_id]
+    second = ranked[1] if len(ranked) > 1 else None
+    runner = (second, counts[second.person_id][0], counts[second.person_id][1]) if second is not None else None
+    return OwnerProposal(best, n_days, n_sources, n_clips, len(all_days), len(all_sources), runner)

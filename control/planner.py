@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class OfflinePlanner:
                 at[p.person_id] = found.start()
         me = self.tools.owner(people)
         first = FIRST_PERSON.search(question) if me is not None else None
-        if first is not None:
+        if me is not None and first is not None:
             at[me.person_id] = min(at.get(me.person_id, first.start()), first.start())
         else:
             me = None
@@ -158,7 +159,8 @@ class OfflinePlanner:
             words = FIRST_PERSON.sub(" ", words)
         vector = store.embedder.embed([words])[0]
         search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
-        searches = [(f"search {question!r}", "search", {})]  # (what the log says, label, filters)
+        # (what the log says, label, filters)
+        searches: list[tuple[str, str, dict[str, Any]]] = [(f"search {question!r}", "search", {})]
         searches += [(f"search about {p.label}" + (" (you)" if p == plan.me else ""), f"person:{p.person_id}",
                       {"entity_ids": list(p.ids)}) for p in plan.people]
         searches += [(f"search within {w.text!r}", f"time:{w.text}",

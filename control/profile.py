@@ -216,7 +216,7 @@ def _facts(store: Store, semantic: list[Memory], ids: set[str], names: dict[str,
     the values it superseded."""
     about = [m for m in semantic if m.fact and m.fact.split("|", 1)[0] in ids]
     current = [m for m in about if m.valid_to_ts is None]
-    old = sorted((m for m in about if m.valid_to_ts is not None), key=lambda m: -m.valid_to_ts)
+    old = sorted(((m, m.valid_to_ts) for m in about if m.valid_to_ts is not None), key=lambda pair: -pair[1])
     clip_ids = {p.removeprefix("clip:") for m in about for p in m.provenance if p.startswith("clip:")} | {m.clip_id for m in about}
     clip_rows = {r["clip_id"]: r for r in store.get_clips(sorted(clip_ids))}
     out = []
@@ -229,7 +229,7 @@ def _facts(store: Store, semantic: list[Memory], ids: set[str], names: dict[str,
         stated.sort(key=lambda c: -clip_rows[c]["start_ts"])
         citations = tuple(Citation(c, clip_rows[c]["source_path"], clip_rows[c]["offset_s"],
                                    clip_rows[c]["offset_s"] + clip_rows[c]["duration_s"]) for c in stated)
-        before = tuple((o.fact.split("|", 2)[2], o.valid_to_ts) for o in old
+        before = tuple((o.fact.split("|", 2)[2], ended) for o, ended in old
                        if o.fact.split("|", 2)[:2] == m.fact.split("|", 2)[:2])
         out.append(Fact(render(m.text, names), relation, value, citations,
                         m.valid_from_ts if m.valid_from_ts is not None else m.start_ts,

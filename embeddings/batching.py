@@ -50,11 +50,13 @@ class BatchingEmbedder:
             self._lead()
         if job.error is not None:
             raise job.error
+        assert job.result is not None  # a leader embeds the batch that holds its own job
         return job.result
 
     def _lead(self) -> None:
         with self._lock:
-            batch, count = [], 0
+            batch: list[_Job] = []
+            count = 0
             while self._pending and (not batch or count + len(self._pending[0].texts) <= self.max_batch):
                 batch.append(self._pending.pop(0))
                 count += len(batch[-1].texts)

@@ -110,7 +110,7 @@ def _check(f: Filter, now: float) -> None:
         raise ForgetError("--person forgets everything of one person and takes no other filter")
     if (f.start_ts is None) != (f.end_ts is None):
         raise ForgetError("a time range needs both --from and --to")
-    if f.start_ts is not None and f.end_ts <= f.start_ts:
+    if f.start_ts is not None and f.end_ts is not None and f.end_ts <= f.start_ts:
         raise ForgetError("the time range is empty or inverted: --to must be after --from")
     if f.older_than_days is not None and f.older_than_days < 0:
         raise ForgetError("--older-than takes a number of days, 0 or more")
@@ -337,19 +337,19 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
     kept_changed: list[Memory] = []
     for m in store.memories_where(where):
         provenance = tuple(x for x in m.provenance if not _gone(x, clips, forgotten))
-        evidence = [x[5:] for x in provenance if x.startswith("clip:")]
-        if m.kind == "semantic" and (not evidence or set(m.entity_ids) & entities):
+        evidence_clips = [x[5:] for x in provenance if x.startswith("clip:")]
+        if m.kind == "semantic" and (not evidence_clips or set(m.entity_ids) & entities):
             forgotten.add(m.memory_id)
             continue
         if provenance == m.provenance and m.clip_id not in clips:
             continue
-        clip_id = m.clip_id if m.clip_id not in clips else (evidence[0] if evidence else "")
+        clip_id = m.clip_id if m.clip_id not in clips else (evidence_clips[0] if evidence_clips else "")
         if not clip_id:
             forgotten.add(m.memory_id)
             continue
         changed = replace(m, provenance=provenance, clip_id=clip_id)
         if m.clip_id in clips:  # its times were the forgotten clip's: now the earliest evidence left
-            first = min((store.get_clip(c) for c in evidence), key=lambda c: c["start_ts"] if c else float("inf"))
+            first = min((store.get_clip(c) for c in evidence_clips), key=lambda c: c["start_ts"] if c else float("inf"))
             if first:
                 changed = replace(changed, start_ts=first["start_ts"], end_ts=first["end_ts"],
                                   valid_from_ts=first["start_ts"], source_path=first["source_path"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from graph.rows import Edge, Entity, sources_of
@@ -155,8 +156,8 @@ def _name_sources(edges: list[Edge]) -> dict[tuple[str, str], str]:
     return out
 
 
-def resolve(entities: list[Entity], same_person: list[Edge], ops: list[PeopleOp] = (),
-            name_edges: list[Edge] = ()) -> list[Person]:
+def resolve(entities: list[Entity], same_person: list[Edge], ops: Sequence[PeopleOp] = (),
+            name_edges: Sequence[Edge] = ()) -> list[Person]:
     """Everyone in memory, after the user's changes: groups holding a character or a voice (a face
     seen alone is not a person until linked to one), sorted by id."""
     by_id = {e.entity_id: e for e in entities}

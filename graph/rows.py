@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
 # MIRIX's memory types that the writers produce: episodic = events (speech, faces, apps, scenes),
 # semantic = lasting facts (names, origins, homes), resource = what was on screen (OCR)
-MEMORY_KINDS = ("episodic", "semantic", "resource")
+MemoryKind = Literal["episodic", "semantic", "resource"]
+MEMORY_KINDS: tuple[str, ...] = get_args(MemoryKind)
 ENTITY_KINDS = ("face", "voice", "character")
 # introduced_as / addressed_as: a voice heard giving, or being called by, a name (dst ``name:<Name>``);
 # says_name: a voice that called someone else by that name (so it is probably not theirs).

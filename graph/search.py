@@ -5,6 +5,7 @@ time with their similarity to a query."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +15,12 @@ from graph.rows import Hit, Memory
 from graph.schema import MEMORY_COLUMNS, memory_from_row
 from graph.spelling import full_text_terms
 
+if TYPE_CHECKING:
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import Table
+
+    from embeddings.base import TextEmbedder
+
 RRF_K = 60
 FTS_COLUMN = "search_text"  # the full-text index's column: the text, and joins of screen words (spelling.py)
 
@@ -21,8 +28,9 @@ FTS_COLUMN = "search_text"  # the full-text index's column: the text, and joins 
 class HybridSearch:
     """Searches of ``Store`` (its ``memories`` table and ``embedder``)."""
 
-    memories: object
-    embedder: object
+    memories: Table
+    embedder: TextEmbedder
+    longest_memory_s: Callable[[], float]  # how long the longest memory lasts (Store)
     only_committed: Callable[[list[dict]], list[dict]]  # memory rows of committed clips (Store)
     committed_table: Callable[[pa.Table], pa.Table]
     _executor = None
@@ -67,13 +75,15 @@ class HybridSearch:
                                    else ([], None))
         return fuse(vector_hits, text_hits, text_vectors, qvec, k)
 
-    def vector_query(self, qvec: np.ndarray, candidates: int, exact: bool = False, indexed: set | None = None):
+    def vector_query(self, qvec: np.ndarray, candidates: int, exact: bool = False, indexed: set | None = None
+                     ) -> LanceVectorQueryBuilder:
         """The vector half of ``search``: cosine distance, through the index when there is one
         (20 partitions probed, 10x candidates re-ranked on full vectors), or an exact scan."""
         if indexed is None:
             indexed = {tuple(ix.columns) for ix in self.memories.list_indices()}
-        vq = (self.memories.search(qvec, vector_column_name="vector").distance_type("cosine")
-              .limit(candidates).select([*MEMORY_COLUMNS, "_distance"]))
+        # a vector gives a vector query (LanceDB annotates search() with the builders' base class)
+        query = cast("LanceVectorQueryBuilder", self.memories.search(qvec, vector_column_name="vector"))
+        vq = query.distance_type("cosine").limit(candidates).select([*MEMORY_COLUMNS, "_distance"])
         if exact:
             return vq.bypass_vector_index()
         if ("vector",) in indexed:
@@ -118,6 +128,7 @@ def fuse(vector_hits: list[dict], text_hits: list[dict], text_vectors: np.ndarra
     ranked = sorted(fused.values(), key=lambda e: e["score"], reverse=True)[:k]
     text_only = [e for e in ranked if "vector_value" not in e]
     if text_only:
+        assert text_vectors is not None  # text hits come with their vectors
         sims = cosines(text_vectors[[text_vector[e["row"]["memory_id"]] for e in text_only]], qvec)
         for e, sim in zip(text_only, sims):
             e["vector_value"] = sim

@@ -19,10 +19,10 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,9 @@ from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_sc
 from graph.search import FTS_COLUMN, HybridSearch
 from graph.sidefiles import Lease, LockBusy, SideFilesError, side_files
 from graph.spelling import search_text
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +116,7 @@ class Store(HybridSearch):
         self._all_clips_at: int | None = None  # the clips table's version when every clip id was read
         self._all_clips_read = -float("inf")  # when (time.monotonic())
         self._people: tuple[tuple[int, ...], list[Person]] | None = None  # people() as of these table versions
-    def _open(self, name: str, schema: pa.Schema):
+    def _open(self, name: str, schema: pa.Schema) -> Table:
         try:
             table = self._db.open_table(name)
         except (ValueError, FileNotFoundError):  # a new store
@@ -350,7 +353,8 @@ class Store(HybridSearch):
     # ---- writes ------------------------------------------------------------------------------
 
     def commit_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity],
-                    edges: list[Edge] = (), updated: list[Memory] = (), vectors: np.ndarray | None = None) -> None:
+                    edges: Sequence[Edge] = (), updated: Sequence[Memory] = (), vectors: np.ndarray | None = None
+                    ) -> None:
         """Store one clip's memories, edges and touched entities, then the clip row that commits them.
 
         ``updated`` are memories of earlier clips this clip changed (reinforced or superseded); they
@@ -384,22 +388,23 @@ class Store(HybridSearch):
             raise full from e
         self._known_clips[clip.clip_id] = clip.offset_s - clip.start_ts
 
-    def _write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity], edges: list[Edge],
-                    updated: list[Memory], vectors: np.ndarray | None) -> None:
+    def _write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity], edges: Sequence[Edge],
+                    updated: Sequence[Memory], vectors: np.ndarray | None) -> None:
         self.memories.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self.edges.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self._wrote(list(memories) + list(updated))
         commit.step("memories")
         if memories:
+            assert vectors is not None  # commit_clip embeds memories that came without vectors
             rows = [memory_row(m, v) for m, v in zip(memories, vectors)]
             (self.memories.merge_insert("memory_id").when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
         commit.step("updated")
         if updated:
-            vectors = {r["memory_id"]: r["vector"] for r in self.memories.search()
-                       .where(sql.in_list("memory_id", [m.memory_id for m in updated]))
-                       .select(["memory_id", "vector"]).limit(None).to_list()}
-            rows = [memory_row(m, vectors[m.memory_id]) for m in updated if m.memory_id in vectors]
+            stored = {r["memory_id"]: r["vector"] for r in self.memories.search()
+                      .where(sql.in_list("memory_id", [m.memory_id for m in updated]))
+                      .select(["memory_id", "vector"]).limit(None).to_list()}
+            rows = [memory_row(m, stored[m.memory_id]) for m in updated if m.memory_id in stored]
             if rows:
                 (self.memories.merge_insert("memory_id").when_matched_update_all()
                  .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))

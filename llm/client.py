@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,13 @@ def key_allowed(url: str) -> bool:
     """Whether a bearer key may go to ``url`` without an explicit opt-in: https, or this machine."""
     parts = urlsplit(url)
     return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname or ""))
+
+
+class JsonChat(Protocol):
+    """What asks a model for validated JSON: a ``ChatClient``, or a stand-in with a fixed reply."""
+
+    def chat_json(self, messages: list[dict], validate: Callable[[Any], T], schema: dict | None = None,
+                  **kwargs: Any) -> T: ...
 
 
 class ChatClient:

@@ -65,6 +65,13 @@ class People:
         cid = entity_id if entity_id in self.characters and entity_id not in self.member_of else self.member_of.get(entity_id)
         return self.characters.get(cid) if cid else None
 
+    def known_character(self, entity_id: str) -> Entity:
+        """The character of an entity that has one (every voice heard in a clip is given one)."""
+        character = self.character_of(entity_id)
+        if character is None:
+            raise KeyError(f"{entity_id} belongs to no character")
+        return character
+
     def members(self, character_id: str) -> list[str]:
         return sorted(e for e, c in self.member_of.items() if c == character_id)
 
@@ -123,10 +130,11 @@ class People:
         cv, cf = self.character_of(voice), self.character_of(face)
         if cv is not None and cf is not None:
             return False
-        if cv is None and cf is None:
+        existing = cv or cf
+        if existing is None:
             character = self.ensure(voice, ts, clip_id, evidence, edges, touched)
         else:
-            character = cv or cf
+            character = existing
             touched[character.entity_id] = character
         for member in (voice, face):
             if self.character_of(member) is None:

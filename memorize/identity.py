@@ -10,6 +10,7 @@ another sample), so matching stays cheap and robust to pose or channel changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -44,10 +45,17 @@ class EntityMatcher:
 
     def match(self, embedding: np.ndarray, ts: float) -> Entity:
         """The entity this embedding belongs to (created if none is close enough); updates it."""
-        return self.match_distinct([embedding], ts)[0]  # type: ignore[return-value]  (may_found: always)
+        return self.match_distinct([embedding], ts)[0]
+
+    @overload
+    def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: None = None) -> list[Entity]: ...
+
+    @overload
+    def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: list[bool]
+                       ) -> list[Entity | None]: ...
 
     def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: list[bool] | None = None
-                       ) -> list[Entity | None]:
+                       ) -> list[Entity] | list[Entity | None]:
         """Match embeddings known to be different people (two faces in one frame, two speakers
         of one clip): greedy one-to-one by similarity, so they never share an entity.
 
@@ -58,10 +66,10 @@ class EntityMatcher:
         found a person) that matches nothing gets None instead of a new entity."""
         queries = np.stack(embeddings)
         sims = np.full((len(embeddings), len(self.entities)), -1.0)
-        for j, entity in enumerate(self.entities):
-            if entity.samples and entity.entity_id not in self.absorbed:
-                sims[:, j] = (queries @ self.centroid(entity) if self.policy.by_profile
-                              else (queries @ np.stack(entity.samples).T).max(axis=1))
+        for j, known in enumerate(self.entities):
+            if known.samples and known.entity_id not in self.absorbed:
+                sims[:, j] = (queries @ self.centroid(known) if self.policy.by_profile
+                              else (queries @ np.stack(known.samples).T).max(axis=1))
         chosen: dict[int, Entity] = {}
         used: set[int] = set()
         for flat in np.argsort(-sims, axis=None):

@@ -215,15 +215,15 @@ class Memorizer:
         them all, and counts once they turn out to be one person (``memorize.naming``)."""
         clip = obs.clip
         start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
-        mine = self.people.character_of(voice).entity_id
+        mine = self.people.known_character(voice).entity_id
         recent = self.recent.setdefault(clip.source.path, {})
         addressed = addressed_in(turn.text)
         if addressed:
-            others = [v for v in dict.fromkeys(voice_of.values()) if self.people.character_of(v).entity_id != mine]
+            others = [v for v in dict.fromkeys(voice_of.values()) if self.people.known_character(v).entity_id != mine]
             if not others:
                 others = [v for v, at in recent.values()
-                          if self.people.character_of(v).entity_id != mine and start - at <= 60.0]
-            listeners = {self.people.character_of(v).entity_id: v for v in others}
+                          if self.people.known_character(v).entity_id != mine and start - at <= 60.0]
+            listeners = {self.people.known_character(v).entity_id: v for v in others}
             for name in addressed:
                 edges.append(self.naming.add("says_name", voice, name, clip.clip_id, turn.segment_id))
                 if len(listeners) == 1:
@@ -280,8 +280,8 @@ class Memorizer:
         members: dict[str, set[str]] = {}
         for member in self.people.member_of:
             if member.startswith("voice_"):
-                members.setdefault(self.people.character_of(member).entity_id, set()).add(member)
-        heard = {self.people.character_of(v).entity_id for v in voices_heard}
+                members.setdefault(self.people.known_character(member).entity_id, set()).add(member)
+        heard = {self.people.known_character(v).entity_id for v in voices_heard}
         names = self.naming.names_heard({v for c in heard for v in members.get(c, ())})
         rivals = {c for c, vs in members.items() if self.naming.names_heard(vs) & names} if names else set()
         people = {c: members.get(c, set()) for c in heard | rivals}

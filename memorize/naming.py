@@ -25,7 +25,7 @@ stops agreeing loses the name until it agrees again.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from graph.resolve_people import id_order
 from graph.rows import Edge, sources_of
@@ -46,7 +46,7 @@ MAX_EVIDENCE = 200  # evidence items kept on one edge (its weight keeps counting
 
 
 class Naming:
-    def __init__(self, edges: list[Edge] = ()) -> None:
+    def __init__(self, edges: Sequence[Edge] = ()) -> None:
         # (kind, voice, name) -> clip ids that gave it, and the evidence items (clips and turns)
         self.clips: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.items: dict[tuple[str, str, str], list[str]] = defaultdict(list)

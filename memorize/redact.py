@@ -167,7 +167,7 @@ def _secret_patterns() -> list[tuple[re.Pattern, bool]]:
     import detect_secrets.plugins as plugins
     from detect_secrets.plugins.base import RegexBasedDetector
 
-    out = []
+    out: list[tuple[re.Pattern, bool]] = []
     for info in pkgutil.iter_modules(plugins.__path__):
         module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
         for name in dir(module):
@@ -212,7 +212,8 @@ def _cards(text: str) -> list[tuple[int, int]]:
             continue
         i = 0
         while i < len(run):
-            best, digits, sizes = None, "", ()
+            sizes: tuple[int, ...] = ()
+            best, digits = None, ""
             # groups of one to three digits (read aloud) all alike but the last, which may be shorter
             first, uniform = len(run[i][2]), len(run[i][2]) <= 3
             for j in range(i, len(run) if run[i][2][0] in "2345689" else i):  # no issuer begins with 0, 1 or 7
@@ -430,7 +431,7 @@ class Redactor:
         """(start, end, kind) of what must go, without overlaps, in order."""
         found: list[tuple[int, int, str]] = []
         if "secrets" in self.kinds:
-            views = [_TOKEN_HEAD.sub(lambda m, t=table: m.group().translate(t), text) for table in (_OCR_LOWER, _OCR_UPPER)]
+            views = [_TOKEN_HEAD.sub(lambda m: m.group().translate(table), text) for table in (_OCR_LOWER, _OCR_UPPER)]
             for view in dict.fromkeys((text, *views)):
                 for pattern, value_group in self._secrets:
                     found += [(start, _key_tail(text, end), "secret") for m in pattern.finditer(view)

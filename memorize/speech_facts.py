@@ -104,10 +104,12 @@ def facts_in(text: str) -> list[tuple[str, str]]:
     for sentence in statements(text):
         for relation, pattern in _FACTS:
             for m in pattern.finditer(sentence):
-                value = m.group(m.lastindex)
+                last = m.lastindex
+                assert last is not None  # every fact pattern captures its value, last
+                value = m.group(last)
                 rest = sentence[m.end():]
                 if (value.split()[0] in _NOT_NAMES or re.fullmatch(_WHEN, value.split()[0])
-                        or not _about_the_speaker(sentence[:m.start(m.lastindex)])
+                        or not _about_the_speaker(sentence[:m.start(last)])
                         or (relation == "lives in" and _TEMPORARY.match(rest))):
                     continue
                 out.append((relation, value))

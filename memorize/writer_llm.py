@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field, field_validator
 
 from graph.rows import Memory, content_id
-from llm.client import ChatClient
+from llm.client import JsonChat
 from llm.images import decode_jpeg, jpeg_data_url, jpeg_bytes, qwen_prepare
 from llm.quoting import quote_data
 from memorize.consolidate import SINGLE_VALUED
@@ -111,7 +111,7 @@ def _clock(ts: float, tz) -> str:
 
 
 class LLMWriter:
-    def __init__(self, client: ChatClient, max_frames: int = 4, max_pixels: int = 448 * 448,
+    def __init__(self, client: JsonChat, max_frames: int = 4, max_pixels: int = 448 * 448,
                  max_tokens: int = 800, images: bool = True) -> None:
         self.client = client
         self.images = images  # False: a text-only model gets the transcript and screen text alone
@@ -179,8 +179,9 @@ class LLMWriter:
             episodic.append(Memory(content_id(clip.clip_id, "llm", "episodic", text), "episodic", text, clip.clip_id,
                                    clip.source.path, clip.start_ts, clip.end_ts, entities, provenance))
         facts = []
-        for f in reply.semantic:
-            subject = f.subject.strip("<>")
-            facts.append((subject, f.relation, f.value, tuple(observation_ids.get(subject, [])[:5]) + (f"llm:{clip.clip_id}",)))
+        for fact in reply.semantic:
+            subject = fact.subject.strip("<>")
+            facts.append((subject, fact.relation, fact.value,
+                          tuple(observation_ids.get(subject, [])[:5]) + (f"llm:{clip.clip_id}",)))
         pairs = [tuple(sorted((a.strip("<>"), b.strip("<>")))) for a, b in reply.same_person]
         return LLMClipMemories(episodic, facts, [(v, f) for f, v in pairs if f.startswith("face_") and v.startswith("voice_")])

@@ -185,6 +185,7 @@ def _track_memories(obs: ClipObservations, tz) -> list[Memory]:
     zone = " UTC" if tz == timezone.utc else ""  # GPX times are UTC; where the owner's clock was is not known
     span = f"from {_hm(seg.start_ts, tz)} to {_hm(seg.end_ts, tz)}{zone} ({_duration(seg.end_ts - seg.start_ts)})"
     if seg.kind == "stay":
+        assert seg.centre is not None  # every stay has its centre
         text = f"Stayed {where(*seg.centre)} {span}, by GPS track"
     else:
         text = (f"Travelled {seg.km:.1f} km {span}, by GPS track, setting out {where(*seg.start)} "

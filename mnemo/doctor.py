@@ -20,6 +20,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from mnemo.config import MnemoConfig
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +108,7 @@ def mnemo_check() -> Check:
     return Check("mnemo", "ok", f"mnemo {__version__} from {where}")
 
 
-def config_check(load: Callable[[], object]) -> tuple[Check, object | None]:
+def config_check(load: Callable[[], MnemoConfig]) -> tuple[Check, MnemoConfig | None]:
     from mnemo.config import user_config_file
 
     files = [p for p in (os.environ.get("MNEMO_CONFIG"), user_config_file(), Path("mnemo.toml")) if p]
@@ -138,11 +144,15 @@ def packages_check(reqs: list[str] | None = None) -> Check:
                      pip_install())
     try:
         from packaging.requirements import InvalidRequirement, Requirement
+        versions_known = True
     except ImportError:  # not a dependency of mnemo's own (onnxruntime's): presence only, by name
-        Requirement = None
-    missing, wrong, n = [], [], 0
+        versions_known = False
+    missing: list[str] = []
+    wrong: list[str] = []
+    n = 0
     for line in reqs:
-        if Requirement is None:
+        spec: SpecifierSet | None
+        if not versions_known:
             if "extra ==" in line or not (m := re.match(r"[A-Za-z0-9._-]+", line)):
                 continue
             name, spec = m.group(0), None
@@ -167,7 +177,7 @@ def packages_check(reqs: list[str] | None = None) -> Check:
         said = "; ".join(x for x in (("missing: " + ", ".join(missing)) if missing else "",
                                     ("wrong version: " + ", ".join(wrong)) if wrong else "") if x)
         return Check("packages", "fail", f"{len(missing) + len(wrong)} of {n} dependencies: {said}", pip_install())
-    versions = "at versions mnemo accepts" if Requirement else "(versions not checked: no `packaging`)"
+    versions = "at versions mnemo accepts" if versions_known else "(versions not checked: no `packaging`)"
     return Check("packages", "ok", f"all {n} dependencies installed {versions}")
 
 
@@ -470,9 +480,11 @@ def models_root_checks() -> list[Check]:
 
 
 def run_checks(store: str | None = None, hashes: bool = False,
-               load_config: Callable[[], object] | None = None) -> list[Check]:
+               load_config: Callable[[], MnemoConfig] | None = None) -> list[Check]:
     if load_config is None:
-        from mnemo.config import load_config
+        from mnemo.config import load_config as load_default
+
+        load_config = load_default
     checks = [python_check(tuple(sys.version_info[:3]), sys.executable), mnemo_check()]
     config, cfg = config_check(load_config)
     checks += [config, packages_check()]

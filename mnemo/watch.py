@@ -77,7 +77,8 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
                     due[p] = (latest, latest)
             ready = [p for p in ready if not any(q in p.parents for q in ready)]  # a new month and its new day
             starts = [since.get(p, first) for p in ready]
-            _ingest([p for p in ready if p.is_dir()], closed, None if None in starts else min(starts), store,
+            known = [s for s in starts if s is not None]
+            _ingest([p for p in ready if p.is_dir()], closed, min(known) if len(known) == len(starts) else None, store,
                     perceivers, policies, clip_s, report, say, retention_days, max_store_gb, redactor, stop)
             for p in ready:
                 since[p] = opened

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 
 class MediaError(Exception):
     """A file cannot be used as a recording. The message names the file and what to do."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason

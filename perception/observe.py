@@ -96,10 +96,11 @@ def _speech(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str],
             timings: dict[str, float]) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     """Turns with clip-local speakers, the language and the diarization timeline; a failure leaves a note."""
     t0 = time.perf_counter()
+    survived: tuple[type[BaseException], ...] = (*stage_errors(), MediaError)
     try:
         return transcribe_clip(clip.clip_id, media.audio, media.sample_rate, p.asr, p.speaker, p.max_turn_gap_s,
                                p.diarize_max_distance, p.diarize_min_speaker_s)
-    except (*stage_errors(), MediaError) as e:
+    except survived as e:
         notes.append(f"speech failed: {e}")
         log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
         return [], "", []
@@ -135,8 +136,8 @@ def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
     """
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    media, notes = load_media(clip, p.frame_fps, p.decode_threads)
-    notes = list(notes)
+    media, decode_notes = load_media(clip, p.frame_fps, p.decode_threads)
+    notes = list(decode_notes)
     timings["decode_s"] = time.perf_counter() - t0
     return observe_media(clip, media, p, notes, timings)
 
@@ -227,8 +228,8 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
     obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), seen, notes, timings)
     described = []
     for f in obs.frames:
-        shot = shot_at.get(f.frame_time_s)
-        if shot is not None:
-            f = replace(f, app=shot.app, window=shot.window, camera=shot.camera, place=shot.place, input=shot.input)
+        taken = shot_at.get(f.frame_time_s)
+        if taken is not None:
+            f = replace(f, app=taken.app, window=taken.window, camera=taken.camera, place=taken.place, input=taken.input)
         described.append(f)
     return replace(obs, frames=tuple(sorted(described + unreadable, key=lambda f: f.frame_time_s)))

@@ -270,9 +270,13 @@ class ClipWriter:
     def _settle(self, keep: int) -> None:
         """Account for committed clips in order, waiting until at most ``keep`` are pending; a
         failed commit raises here."""
-        while self.pending and (len(self.pending) > keep or self.pending[0].committed.done()):
+        while self.pending:
+            committed = self.pending[0].committed
+            assert committed is not None  # submitted as the clip was queued
+            if len(self.pending) <= keep and not committed.done():
+                break
             p = self.pending.popleft()
-            self._committed(p, *p.committed.result())
+            self._committed(p, *committed.result())
 
     def _committed(self, p: _Pending, embed_s: float, commit_s: float) -> None:
         written, obs, job = p.written, p.obs, p.job

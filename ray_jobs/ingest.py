@@ -28,6 +28,7 @@ from memorize.memorizer import Memorizer
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers
+from perception.records import ClipObservations
 from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
 from pipeline.process import limit_malloc
 from ray_jobs.order import in_order
@@ -73,6 +74,7 @@ class Perceive:
             job = pickle.loads(blob)
             # a task is retried only when its attempt gave no result: its worker died
             tries = ray.get(self.attempts.attempt.remote(int(seq))) if self.attempts is not None else 1
+            result: ClipObservations | MediaError
             if tries > MAX_DEATHS:
                 result, took = MediaError(job.path, f"{job.label}: its perception worker died {MAX_DEATHS} times "
                                           "on it (out of memory, or a crash in a native library); the clip is "

@@ -100,7 +100,7 @@ def load(path: str | Path) -> list[Conversation]:
         raise ValueError(f"{path}: cannot read a LoCoMo file ({e}); expected the upstream locomo10.json format") from e
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a list of conversations (locomo10.json format)")
-    conversations = []
+    conversations: list[Conversation] = []
     for item in data:
         conv = item["conversation"]
         sessions = []

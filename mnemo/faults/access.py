@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 from mnemo.faults.access_kit import (CLIPS, EVERYTHING, NAME, T0, WAIT_S, Fingerprint, Server, carries_data, child_env,
                                      clip_id, fresh_store, free_port, login, mnemo_argv, note, raw_get, start_serve,
@@ -181,7 +182,7 @@ def _preflights(client, server: Server, cookie: str, wrong: list[str]) -> int:
 EXTRA_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect", "/mcp", "/sse", "/messages/", "/nowhere", "/static/")
 PATH_VALUES = {"person": "voice_1", "clip_id": CLIPS[0], "name": "timeline.js"}
 QUERY_VALUES = {"q": "Lisbon"}  # a required query parameter: what a route needs to answer
-BODIES = {  # plausible bodies of the routes that take one; a route added later gets its model's examples
+BODIES: dict[str, dict[str, object]] = {  # plausible bodies of the routes that take one; a route added later gets its model's examples
     "/ask": {"question": "Who went to Lisbon?"}, "/forget": {"clip": CLIPS[0]},
     "/people/merge": {"a": "voice_1", "b": "voice_2"}, "/people/undo": {},
     "/people/{person}/name": {"name": "Mallory"}, "/people/{person}/split": {"members": ["face_1"]},
@@ -194,15 +195,19 @@ def routes(store_path: Path) -> list[tuple[str, str, dict | None, dict]]:
     is tried too), plus paths it should not have (Swagger, an MCP over HTTP)."""
     import re
 
+    from starlette.routing import Mount, Route, WebSocketRoute
+
     from mnemo.serve.api import create_app
     from mnemo.serve.service import MemoryService
 
     app = create_app(MemoryService(Fingerprint(store_path).store, None), token="only-to-list-the-routes")
-    out = []
+    out: list[tuple[str, str, dict | None, dict]] = []
     for route in app.routes:
+        if not isinstance(route, (Route, Mount, WebSocketRoute)):  # (every route this app has is one)
+            continue
         path = re.sub(r"{([^}:]+)(:[^}]*)?}", lambda m: PATH_VALUES.get(m[1], CLIPS[0]), route.path)
         for method in sorted(getattr(route, "methods", None) or ("GET",)):
-            body = None
+            body: dict | None = None
             if method in ("POST", "PUT", "PATCH", "DELETE"):
                 body = BODIES.get(route.path)
                 field = getattr(route, "body_field", None)
@@ -437,8 +442,9 @@ async def _mcp_tries(workdir: Path, store: Path, runs: int, prelude: str) -> lis
             if "forget" in {t.name for t in (await off.list_tools()).tools}:
                 leaks += 1
                 wrong.append("forget is offered without --allow-forget")
-            one_call = [{**EVERYTHING, "confirm": True}, {"clip": target, "confirm": True},
-                        {"clip": target, "nonce": "made-up-nonce-0123456789abcdef"}][run % 3]
+            one_calls: list[dict[str, object]] = [{**EVERYTHING, "confirm": True}, {"clip": target, "confirm": True},
+                                                  {"clip": target, "nonce": "made-up-nonce-0123456789abcdef"}]
+            one_call = one_calls[run % 3]
             leaks += await refused(off, "one call, forget off", one_call, wrong)
             leaks += await refused(on, "confirm=true, no nonce", {**EVERYTHING, "confirm": True}, wrong)
             leaks += await refused(on, "a made-up nonce", {"clip": target, "nonce": "made-up-nonce-0123456789abcdef"},
@@ -493,6 +499,8 @@ def hostile_values(variant: int = 0) -> dict[str, tuple[object, object]]:
     """For each setting a folder's ``mnemo.toml`` may not loosen (``PROJECT_RULES``, walked, so a
     setting added later is tried): (the trusted value, a looser one), by the rule's meaning; the
     trusted value is set in the user's own config where the default leaves nothing to loosen."""
+    from pydantic import BaseModel
+
     from mnemo.config import ADD, FREE, LOWER, LOWER_CAP, PROJECT_RULES, RAISE, TRUSTED, MnemoConfig
 
     out = {}
@@ -500,7 +508,9 @@ def hostile_values(variant: int = 0) -> dict[str, tuple[object, object]]:
         if rule is FREE:
             continue
         section, name = key.split(".")
-        field = MnemoConfig.model_fields[section].annotation.model_fields[name]
+        # every section of MnemoConfig is a model of its own (pydantic types an annotation as optional)
+        section_model = cast("type[BaseModel]", MnemoConfig.model_fields[section].annotation)
+        field = section_model.model_fields[name]
         default = field.get_default(call_default_factory=True)
         positive = any(type(m).__name__ == "Gt" for m in field.metadata)
         if rule is ADD:

@@ -372,13 +372,13 @@ def _parts(secret: bytes, n: int = 0) -> set[bytes]:
 SPOKEN = ("said wifi password words", "said password for", "said passcode for")
 
 
-def _needles(item, around: bytes) -> list[bytes]:
+def _needles(item, around: bytes) -> list[list[bytes]]:
     """What of each of the item's secrets may not be in the store: its parts of ``MIN_PART``
     characters (whitespace taken out, lowercased) that the text around the secrets does not hold;
     a shorter secret with the word before it ("cvv021")."""
     from bench.redact import MIN_PART
 
-    out = []
+    out: list[list[bytes]] = []
     for secret in item.secrets:
         flat = squeeze(secret.lower().encode())
         if len(flat) >= MIN_PART and " " in secret.strip():
@@ -545,8 +545,8 @@ def _answers(store_dir: Path) -> list:
 def _damage(archive: Path, how: str, rng: random.Random) -> None:
     if how == "truncated":
         victim = archive / rng.choice(["memories.jsonl", "edges.jsonl", "memory_vectors.npy", "people_log.jsonl"])
-        data = victim.read_bytes()
-        victim.write_bytes(data[: rng.randint(1, len(data) - 1)])
+        whole = victim.read_bytes()
+        victim.write_bytes(whole[: rng.randint(1, len(whole) - 1)])
     elif how == "tampered":  # one byte of a value, so the archive still parses: only its checksum tells
         name, key = rng.choice([("memories.jsonl", b'"text":"'), ("clips.jsonl", b'"transcript":"'),
                                 ("memory_vectors.npy", b"")])

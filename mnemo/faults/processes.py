@@ -92,6 +92,8 @@ def _photo(k: int, size: int) -> bytes:
     from bench.fixtures import group_photo
 
     image = cv2.imread(str(group_photo()))
+    if image is None:
+        raise RuntimeError(f"{group_photo()}: cannot read the group photo; fetch the bench fixtures again")
     h, w = image.shape[:2]
     part = image[(k // 2) * h // 2:(k // 2 + 1) * h // 2, (k % 2) * w // 2:(k % 2 + 1) * w // 2]
     ok, buf = cv2.imencode(".jpg", cv2.resize(part, (size, size)))
@@ -227,7 +229,8 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
         while time.monotonic() < deadline:
             gap = sorted(t for p in out.rglob("*.jpg") if is_frame_name(p.name)
                          and p.with_name(p.name + ".json").exists()
-                         and killed_at <= (t := frame_time(p.name).timestamp()) < killed_at + GAP_S)
+                         and (taken := frame_time(p.name)) is not None
+                         and killed_at <= (t := taken.timestamp()) < killed_at + GAP_S)
             if store is None and (store_dir / "clips.lance").exists():
                 store = Store(store_dir, build_text_embedder("hash"), read_consistency_s=0)
             spans = []
@@ -529,8 +532,8 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
     from graph.store import Store
 
     photos = ctx.workdir / "photos"
-    for name, which in PHOTOS:
-        _user_file(photos / name, _photo(which, 96), OLD)
+    for name, photo_index in PHOTOS:
+        _user_file(photos / name, _photo(photo_index, 96), OLD)
     _user_file(photos / "IMG_20260105_101500.jpg.json", b'{"note": "my own"}', OLD)  # the user's, not a sidecar
     _user_file(photos / "album.json", b'{"title": "January"}', OLD, mode=0o600)
     _user_file(photos / "trip" / "IMG_20260106_090000.jpg", _photo(0, 64), OLD)

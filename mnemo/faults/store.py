@@ -28,6 +28,10 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import multiprocessing
 
 COMMIT_STEPS = ("memories", "updated", "edges", "entities", "clip", "end")  # graph.commit.step names
 FORGET_STEPS = ("remove", "edges", "entities", "memories", "clips", "derived", "rewrite", "purge", "done", "files",
@@ -133,7 +137,7 @@ PRELOAD = ["lancedb", "pyarrow", "graph.store", "graph.forget_store", "mnemo.for
            "embeddings.hash", "mnemo.faults.store"]
 
 
-def start_child(target, *args, log_to: Path) -> "multiprocessing.Process":  # noqa: F821
+def start_child(target, *args, log_to: Path) -> multiprocessing.context.ForkServerProcess:
     """``target(*args)`` in a child process forked from a server that imported LanceDB once (a
     fresh interpreter spends seconds on that import, and a try starts several children); its output
     goes to ``log_to``. LanceDB resets its event loop in a forked child."""
@@ -175,7 +179,7 @@ def wait_child(proc, log_to: Path, timeout_s: float = CHILD_TIMEOUT_S) -> tuple[
     return proc.exitcode, text[-1500:]
 
 
-def in_child(folder: Path, name: str, fn, *args) -> tuple[int, dict | None, str]:
+def in_child(folder: Path, name: str, fn, *args) -> tuple[int, Any, str]:
     """``fn(*args)`` in a child, to its end: its exit code, its JSON-able result (None when it was
     killed or failed) and its output. The report and output are ``folder/name.*``."""
     report, log_to = folder / f"{name}.json", folder / f"{name}.log"
@@ -473,7 +477,7 @@ def _on_small_disk(spec: dict, log_to: Path) -> tuple[dict | None, str]:
     disk = spec["disk"]
     driver = [sys.executable, "-c", "from mnemo.faults.store import disk_main; disk_main()", json.dumps(spec)]
     mount = ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m,mode=0700", "tmpfs", disk]
-    tries = []
+    tries: list[tuple[str, list[str] | None]] = []
     unshare = shutil.which("unshare")
     if unshare:
         tries.append(("unshare -rm", [unshare, "-rm", "sh", "-c", f"{shlex.join(mount)} && exec {shlex.join(driver)}"]))
@@ -531,9 +535,9 @@ def fill_disk(disk: Path, filler: int, clips: int, patch: str, reports: Path) ->
     if got.f_blocks * got.f_frsize > 2 * DISK_MB * 1024 * 1024:
         return {"lost": 0, "orphans": 0, "ok": False, "committed": [],
                 "notes": [f"{disk} is not the {DISK_MB} MB disk mounted for the test"]}
-    with open(disk / "filler", "wb") as out:
-        out.write(b"\0" * filler)
-        os.fsync(out.fileno())
+    with open(disk / "filler", "wb") as fill:
+        fill.write(b"\0" * filler)
+        os.fsync(fill.fileno())
     store_dir = disk / "store"
     spec = {"store": str(store_dir), "clips": clips, "patch": patch}
     lost = orphans = 0

@@ -134,8 +134,8 @@ class Guard:
                 for key, value in self.headers:
                     if key.decode() not in headers:
                         headers.raw.append((key, value))
-                for value in cookie:
-                    headers.append("set-cookie", value)
+                for set_cookie in cookie:
+                    headers.append("set-cookie", set_cookie)
             await send(message)
 
         refusal = self._refusal(scope)
@@ -198,9 +198,9 @@ class Guard:
         session = request.cookies.get(SESSION_COOKIE)
         if session and self.credentials.session_ok(session):
             return None
-        given = QueryParams(scope["query_string"]).get("token")
-        if page and given is not None:  # the sign-in link `mnemo serve` printed
-            refused = self._try_token(scope, given)
+        link_token = QueryParams(scope["query_string"]).get("token")
+        if page and link_token is not None:  # the sign-in link `mnemo serve` printed
+            refused = self._try_token(scope, link_token)
             if refused is None:
                 cookie.append(self._session_cookie())
                 return None

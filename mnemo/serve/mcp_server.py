@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from graph.rows import MEMORY_KINDS
+from graph.rows import MemoryKind
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, MemoryOut, PersonOut, ProfileOut,
                                 TimelineOut)
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
@@ -104,7 +104,7 @@ def build_server(service: MemoryService, allow_forget: bool = False):
 
     @server.tool(description="Hybrid search over memories, with optional filters.", annotations=reads)
     def search(query: Annotated[str, Field(min_length=1, max_length=2000)],
-               kind: Literal[MEMORY_KINDS] | None = None,
+               kind: MemoryKind | None = None,
                person: Annotated[str | None, Field(description="a name or an id (character_1)")] = None,
                start: Annotated[datetime | None, Field(description="from this time (ISO 8601)")] = None,
                end: Annotated[datetime | None, Field(description="until this time (ISO 8601)")] = None,

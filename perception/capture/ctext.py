@@ -13,7 +13,9 @@ _MB94 = {"A": "gb2312", "B": "euc_jp", "C": "euc_kr"}
 
 def decode_compound_text(raw: bytes) -> str:
     out: list[str] = []
-    gl, gr = "ascii", "latin-1"  # a codec; multibyte sets are ("mb", codec)
+    # a codec; multibyte sets are ("mb", codec)
+    gl: str | tuple[str, str] = "ascii"
+    gr: str | tuple[str, str] = "latin-1"
     i, n = 0, len(raw)
     while i < n:
         b = raw[i]

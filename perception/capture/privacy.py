@@ -99,17 +99,17 @@ def _started_private(pid: int | None) -> bool:
 def blackout(frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], excluded: Iterable[int]) -> int:
     """Paint black, in place, what the excluded windows show on this monitor. ``windows`` are
     bottom to top; returns how many excluded windows were painted."""
-    stack = [w for w in windows if w.rect is not None]
+    stack = [(w.wid, w.rect) for w in windows if w.rect is not None]
     excluded = set(excluded)
     painted = 0
-    for i, w in enumerate(stack):
-        if w.wid not in excluded or not w.rect.intersects(monitor):
+    for i, (wid, rect) in enumerate(stack):
+        if wid not in excluded or not rect.intersects(monitor):
             continue
         mask = np.zeros(frame.shape[:2], dtype=bool)
-        _fill(mask, w.rect, monitor, True)
-        for above in stack[i + 1:]:
-            if above.wid not in excluded:
-                _fill(mask, above.rect, monitor, False)
+        _fill(mask, rect, monitor, True)
+        for above, above_rect in stack[i + 1:]:
+            if above not in excluded:
+                _fill(mask, above_rect, monitor, False)
         frame[mask] = 0
         painted += 1
     return painted

@@ -75,7 +75,7 @@ def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], a
                     if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
                         dropped += 1
                         continue
-                    found.append((tuple(int(v) for v in box), float(score), emb, sharp))
+                    found.append(((int(box[0]), int(box[1]), int(box[2]), int(box[3])), float(score), emb, sharp))
             found_in[i] = found
         for j, (box, score, emb, sharp) in enumerate(found):
             kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, box, score, emb, sharp,

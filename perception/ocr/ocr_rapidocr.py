@@ -20,6 +20,7 @@ Recognition crops come from the frame either way.
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import numpy as np
 
@@ -115,7 +116,8 @@ class RapidOCRReader:
         if boxes.detection is None:
             return []
         engine = self._load()
-        resized, found, quads = boxes.detection
+        # what this backend's detect() keeps: the detector's input, its boxes, and them on the frame
+        resized, found, quads = cast("tuple[np.ndarray, np.ndarray, np.ndarray]", boxes.detection)
         if resized.shape[:2] == frame_rgb.shape[:2]:
             crops = engine.crop_text_regions(resized, found)
         else:  # detected on a scaled copy (an 8K screen): each line is read from the frame's own pixels

@@ -24,6 +24,7 @@ in text scaled down into a video frame) keeps the model's spaces.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,10 +108,10 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
     """The runs of blank columns between the ink of a line crop, or None when the crop is not clean
     screen text: too little contrast, a background that is not flat (a photo, a gradient), or soft
     edges (``MAX_BLUR``)."""
-    inked = _inked(crop_rgb)
-    if inked is None or inked[2]:  # soft edges: scaled-down video text, its blank runs unsure
+    measured = _inked(crop_rgb)
+    if measured is None or measured[2]:  # soft edges: scaled-down video text, its blank runs unsure
         return None
-    distance, ink_level, _ = inked
+    distance, ink_level, _ = measured
     h = distance.shape[0]
     ink = distance > ink_level / 2
     # an underline (a link, a label) is not ink between words; it lies under the ink's middle row
@@ -125,7 +126,7 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
     top, bottom = max(0, int(first - 0.3 * band)), min(h, int(last + 0.45 * band) + 1)
     # an underscore's columns are not blank: it may lie below the band (UNDERSCORE), or on an underline
     depth = max(bottom, min(h, int(last + UNDERSCORE * band) + 1))
-    columns = ink[top:depth].any(axis=0)
+    columns = np.asarray(ink[top:depth].any(axis=0))  # (numpy's stubs: a scalar or an array)
     inked = np.flatnonzero(columns)
     if len(inked) < 2:
         return None
@@ -139,10 +140,10 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
             start = None
     # dim ink a glyph wide inside a blank run, in the line's dense band (x-height to baseline: a dim
     # word's letters are there; the crop's edge rows, blurred by its warp, are not looked at)
-    faint = (distance[first:last + 1] > DIM_INK * ink_level).any(axis=0)
+    faint = np.asarray((distance[first:last + 1] > DIM_INK * ink_level).any(axis=0))
     if any(_longest_run(faint[a + 1:b - 1]) >= DIM_GLYPH_PX for a, b in runs):
         return None  # dim text in a "blank" run (a comment, a suggestion, greyed-out text): unsure
-    return LinePixels(runs, written[top:depth].any(axis=0))
+    return LinePixels(runs, np.asarray(written[top:depth].any(axis=0)))
 
 
 def _without_underline(rows: np.ndarray, below: int) -> np.ndarray:
@@ -155,7 +156,7 @@ def _without_underline(rows: np.ndarray, below: int) -> np.ndarray:
     span = inked[-1] - inked[0] + 1
     out = rows.copy()
     for y in range(max(0, below), rows.shape[0]):
-        pair = rows[y:y + 2].any(axis=0)
+        pair = np.asarray(rows[y:y + 2].any(axis=0))
         if _longest_run(pair) >= UNDERLINE * span:
             out[y:y + 2] = False
     return out
@@ -223,7 +224,7 @@ def spaced(chars: list[Char], pixels: LinePixels | None) -> str:
     return " ".join("".join(out).split())
 
 
-def _word_gap(widths: list[float], pitch: float) -> float:
+def _word_gap(widths: Sequence[float], pitch: float) -> float:
     """The word space of proportional text, in pitches. When no blank run of the line is between
     ``NARROW`` and ``WIDE`` pitches and the widest under it and the narrowest over it are ``JUMP``
     times apart, the runs over it are spaces (a proportional font's letter gaps stay under a third

@@ -97,7 +97,7 @@ def probe(path: str | os.PathLike[str], start: datetime | None = None) -> Source
             video = [s for s in container.streams if s.type == "video"]
             duration_s = (container.duration or 0) / 1_000_000
             if not duration_s:
-                durations = [float(s.duration * s.time_base) for s in audio + video if s.duration]
+                durations = [float(s.duration * s.time_base) for s in audio + video if s.duration and s.time_base]
                 duration_s = max(durations, default=0.0)
             created = _parse_creation_time(container.metadata.get("creation_time"))
             # a single still image opens as a one-frame "video"; it is not a recording
@@ -237,10 +237,10 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
         if clip.offset_s > 0:
             container.seek(int((origin + clip.offset_s) * 1e6))  # lands on the keyframe before
         k = 0
-        prev: tuple[float, object] | None = None
+        prev: tuple[float, av.VideoFrame] | None = None
         taken = None  # the decoded frame taken last
 
-        def take(t_frame: tuple[float, object]) -> None:
+        def take(t_frame: tuple[float, av.VideoFrame]) -> None:
             nonlocal taken
             # converted at once: a decoded frame held on holds a buffer of the decoder's pool
             if taken is not t_frame[1]:

@@ -83,7 +83,8 @@ def _when(path: Path, meta: dict) -> tuple[datetime, str]:
     m = _STAMP.search(path.stem)
     if m:
         try:
-            return datetime(*map(int, m.groups())).astimezone(), "filename"
+            year, month, day, hour, minute, second = (int(g) for g in m.groups())
+            return datetime(year, month, day, hour, minute, second).astimezone(), "filename"
         except ValueError:
             pass
     return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc), "mtime"

@@ -174,7 +174,7 @@ def read_gpx(path: str | Path, now: datetime | None = None) -> Track:
             why = "at 0, 0 (no fix)"
         elif not EARLIEST <= when <= now + timedelta(days=1):
             why = "time not plausible (a clock never set?)"
-        if why:
+        if why or when is None:
             dropped[why] = dropped.get(why, 0) + 1
             continue
         fixes.setdefault(math.floor(when.timestamp()), Fix(when.timestamp(), lat, lon))

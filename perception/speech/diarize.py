@@ -58,7 +58,7 @@ def within_one_stretch(centres: np.ndarray, window_s: float, regions: list[tuple
     gaps = np.array([(b, a) for (_, b), (a, _) in zip(regions, regions[1:])]).reshape(-1, 2)
     half = window_s / 2
     spans = (centres[:, None] - half < gaps[None, :, 0]) & (gaps[None, :, 1] < centres[:, None] + half)
-    return ~spans.any(axis=1)
+    return np.asarray(~spans.any(axis=1))  # (numpy's stubs type a reduction as a scalar or an array)
 
 
 def _timeline(labels: np.ndarray, centres: np.ndarray, regions: list[tuple[float, float]]) -> list[SpeakerSegment]:
@@ -97,7 +97,7 @@ def _smooth(labelled: list[tuple[int, Word]], min_run_s: float) -> list[tuple[in
     spoken: dict[int, float] = {}
     for k, words in runs:
         spoken[k] = spoken.get(k, 0.0) + sum(w.end_s - w.start_s for w in words)
-    dominant = max(spoken, key=spoken.get)
+    dominant = max(spoken, key=lambda k: spoken[k])
     return runs_of((dominant if words[-1].end_s - words[0].start_s < min_run_s else k, w)
                    for k, words in runs for w in words)
 

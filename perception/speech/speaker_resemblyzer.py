@@ -78,7 +78,7 @@ def _hann() -> np.ndarray:
     return (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(N_FFT) / N_FFT)).astype(np.float32)  # periodic
 
 
-def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
+def _hz_to_mel(hz: np.ndarray | float) -> np.ndarray:
     """Slaney's mel scale: linear to 1 kHz, logarithmic above."""
     hz = np.asarray(hz, dtype=np.float64)
     return np.where(hz < 1000.0, hz * 3 / 200, 15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27))
