@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+
 import pytest
 
 from conftest import in_ci, serving
@@ -121,7 +122,7 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     assert "Sheila is from Chicago." in facts and "last confirmed 2026-11-20" in facts
     assert "they all call me a Yankee" in browser.find_element(By.ID, "profile-statements").text
     browser.execute_script("document.getElementById('profile').scrollIntoView()")
-    shot = _screenshot(browser, tmp_path, "profile")
+    _screenshot(browser, tmp_path, "profile")
     browser.find_element(By.ID, "profile-close").click()
     wait.until(lambda d: d.find_element(By.ID, "profile").get_attribute("hidden"))
 
@@ -236,7 +237,7 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         assert "< or >" in browser.find_element(By.ID, "people-status").text
 
         browser.execute_script("window.scrollTo(0, 0)")
-        shot = _screenshot(browser, tmp_path, "people")
+        _screenshot(browser, tmp_path, "people")
 
         # an open profile shows the new name at once, and the old one after an undo
         person(browser, "character_2").find_element(By.CLASS_NAME, "show-profile").click()
@@ -268,7 +269,7 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
         browser.find_element(By.ID, "clip-forget").click()
         wait.until(lambda d: "Would forget 1 clip(s)" in d.find_element(By.ID, "forget-status").text)
         assert people_store.has_clip("people-clip-0")
-        shot = _screenshot(browser, tmp_path, "forget")
+        _screenshot(browser, tmp_path, "forget")
         browser.find_element(By.ID, "clip-forget-confirm").click()
         wait.until(lambda d: "Forgotten: 1 clip(s)" in d.find_element(By.ID, "status").text)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#track .clip")) == 1
@@ -298,10 +299,11 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         wait = WebDriverWait(browser, 60)
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 3)
         for clip_id in ("pic-screen", "pic-video"):  # keyframes, as many as fit the tile
-            wait.until(lambda d: all(d.execute_script(LOADED, f'#track .clip[data-clip-id="{clip_id}"] img.thumb') or [False]))
+            thumbs = f'#track .clip[data-clip-id="{clip_id}"] img.thumb'
+            wait.until(lambda d, thumbs=thumbs: all(d.execute_script(LOADED, thumbs) or [False]))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#track .clip.no-picture[data-clip-id="pic-audio"]'))
         assert not browser.find_elements(By.CSS_SELECTOR, "#track .clip.no-picture:not([data-clip-id=pic-audio])")
-        shot = _screenshot(browser, tmp_path, "pictures")
+        _screenshot(browser, tmp_path, "pictures")
 
         first = browser.find_element(By.CSS_SELECTOR, "#track .clip")
         assert first.get_attribute("tabindex") == "0"  # one Tab stop for the timeline
@@ -314,12 +316,14 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         wait.until(lambda d: d.find_element(By.ID, "clip").is_displayed()
                    and d.find_element(By.ID, "clip-transcript").text == '<voice_1> said: "Where are you from?"')
         wait.until(lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5)
-        frames = {i.get_attribute("src").split("at=")[1] for i in browser.find_elements(By.CSS_SELECTOR, "#clip-frames img")}
+        frames = {i.get_attribute("src").split("at=")[1]
+                  for i in browser.find_elements(By.CSS_SELECTOR, "#clip-frames img")}
         assert len(frames) == 5  # five moments across the clip
         words, pictures = (browser.find_element(By.CSS_SELECTOR, c).rect for c in (".clip-words", ".clip-pictures"))
         assert words["x"] >= pictures["x"] + pictures["width"] and words["y"] < pictures["y"] + pictures["height"]
-        assert "selected" in browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-video"]').get_attribute("class")
-        shot = _screenshot(browser, tmp_path, "clip")
+        video = browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-video"]')
+        assert "selected" in video.get_attribute("class")
+        _screenshot(browser, tmp_path, "clip")
         browser.switch_to.active_element.send_keys(Keys.ESCAPE)
         wait.until(lambda d: not d.find_element(By.ID, "clip").is_displayed())
         assert focused(browser) == "pic-video"  # back on the clip it opened from

@@ -19,7 +19,7 @@ import re
 import secrets
 from datetime import date, datetime
 from importlib import resources
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,9 +31,20 @@ from graph.rows import MEMORY_KINDS
 from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
 from mnemo.serve.guard import Guard, error_response, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
-from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut, PeopleOpOut,
-                                ProfileOut,
-                                PersonOut, TimelineOut)
+from mnemo.serve.models import (
+    AskOut,
+    ChangeOut,
+    ClipOut,
+    DigestOut,
+    ForgetIn,
+    ForgetOut,
+    HealthOut,
+    MemoryOut,
+    PeopleOpOut,
+    PersonOut,
+    ProfileOut,
+    TimelineOut,
+)
 from mnemo.serve.service import BadRequest, MemoryService, NotFound
 from mnemo.serve.thumbs import drop_forgotten
 from perception.errors import MediaError
@@ -190,7 +201,7 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
     def profile(person: PersonId):
         return service.profile(None if person == "me" else person)
 
-    change = {"response_model": ChangeOut, "dependencies": [Depends(json_only)]}
+    change: dict[str, Any] = {"response_model": ChangeOut, "dependencies": [Depends(json_only)]}
 
     @app.post("/people/merge", summary="make two people one", **change)
     def merge_people(body: Annotated[MergeIn, Body()]):
@@ -252,7 +263,7 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
             raise HTTPException(500, str(e)) from e
         return Response(out.data, media_type=out.media_type, headers={"Cache-Control": "private, max-age=3600"})
 
-    pictures = {200: {"content": {"image/jpeg": {}}}}
+    pictures: dict[int | str, dict[str, Any]] = {200: {"content": {"image/jpeg": {}}}}
     # kept by the server's cache only: a browser's copy would outlive a forget of the clip
     private = {"Cache-Control": "no-store"}
 
