@@ -1,7 +1,7 @@
 """``mnemo doctor``: whether this machine runs mnemo, one line per check, each with what to do.
 
 It reads and runs nothing heavy: packages are found without importing them (importing torch costs
-about 500 MB and seconds), models are checked by their files' sizes (``--hashes``: by SHA-256, about
+hundreds of MB and seconds), models are checked by their files' sizes (``--hashes``: by SHA-256, about
 1 GB read), no model is loaded and nothing goes on the network. It writes nothing.
 """
 

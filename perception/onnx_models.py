@@ -1,6 +1,6 @@
 """Models run by ONNX Runtime on the CPU, without torch.
 
-Importing torch costs a process about 500 MB of resident memory (PyPI's x86_64 torch carries its
+Importing torch costs a process hundreds of MB of resident memory (PyPI's x86_64 torch carries its
 CUDA libraries), more than all of the perception models on the CPU together, and a CPU install
 need not have it. So a model that runs in float32 on the CPU (the speaker embedder, the image
 tagger, the text embedder) has its ONNX graph built once per machine from the packaged weight files

@@ -194,7 +194,7 @@ def usable_cpus() -> int:
 def torch_device(device: str) -> str:
     """``"auto"`` as ``"cuda"`` when torch sees a GPU, else ``"cpu"``; any other value as given.
     With no GPU driver on the machine, or without the extra mnemo[torch], the answer is "cpu" without
-    loading torch (about 500 MB)."""
+    loading torch (hundreds of MB of memory)."""
     if device != "auto":
         return device
     if not torch_extra_installed() or ("torch" not in sys.modules and not gpu_driver_present()):
@@ -217,7 +217,7 @@ class MissingExtra(RuntimeError):
 
 def installed(module: str) -> bool:
     """Whether the top-level ``module`` can be imported, found without importing it (importing
-    torch to find out costs about 500 MB)."""
+    torch to find out costs hundreds of MB of memory)."""
     return module in sys.modules or importlib.util.find_spec(module) is not None
 
 

@@ -66,7 +66,7 @@ def window_starts(n_samples: int, rate_hz: float) -> list[int]:
 def mel_frames(audio: np.ndarray) -> np.ndarray:
     """The encoder's input: a (frames, 40) float32 mel power spectrogram, a frame every 10 ms, as
     ``librosa.feature.melspectrogram`` computes it (centred Hann frames, Slaney mel bands), in numpy:
-    librosa's first call loads numba, about 200 MB."""
+    librosa's first call loads numba, which costs memory and seconds."""
     audio = np.pad(audio.astype(np.float32, copy=False), N_FFT // 2)
     frames = np.lib.stride_tricks.sliding_window_view(audio, N_FFT)[::FRAME_SAMPLES]
     power = np.abs(np.fft.rfft(frames * _hann(), axis=1).astype(np.complex64)) ** 2
