@@ -114,8 +114,8 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     wait.until(lambda d: not d.find_element(By.ID, "clip").get_attribute("hidden")
                and d.find_element(By.ID, "clip-title").text.startswith("Clip "))
     # what is known about Sheila: her fact, citing its clip, and what she said of herself
-    sheila = [e for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")
-              if e.find_element(By.CLASS_NAME, "name").text == "Sheila"][0]
+    sheila = next(e for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")
+                  if e.find_element(By.CLASS_NAME, "name").text == "Sheila")
     sheila.find_element(By.CLASS_NAME, "show-profile").click()
     wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "Sheila")
     facts = browser.find_element(By.ID, "profile-facts").text
@@ -225,7 +225,7 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         form.find_element(By.TAG_NAME, "input").send_keys("Carol")
         form.find_element(By.TAG_NAME, "button").click()
         wait.until(lambda d: shown(d)[0] == "Carol")
-        name, who, memories = shown(browser)
+        _, who, memories = shown(browser)
         assert "Carol" in who and 'Carol said: "Lisbon was lovely' in memories and "<voice_2>" not in memories
         assert "named by you" in person(browser, "character_2").text
         assert "Saved: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
@@ -245,7 +245,7 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         browser.find_element(By.ID, "people-undo").click()
         wait.until(lambda d: shown(d)[0] == "<character_2>")
         wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "<character_2>")
-        name, who, memories = shown(browser)
+        _, who, memories = shown(browser)
         assert "Carol" not in who and '<voice_2> said: "Lisbon was lovely' in memories
         assert "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
         assert _refused_by_the_csp(browser) == []
