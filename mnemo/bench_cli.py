@@ -65,7 +65,13 @@ def cmd_bench(bench: Bench, args, cfg) -> int:
 def spoken_wiring(cfg):
     """``bench locomo --spoken``'s wiring: the configured models, as ``mnemo ingest`` builds them."""
     from bench.locomo_spoken import Wiring
-    from mnemo.wiring import build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
+    from mnemo.wiring import (
+        build_llm_writer,
+        build_perceivers,
+        faces_backend_name,
+        match_policies,
+        text_embedder,
+    )
     from pipeline.ingest import ingest
 
     def ingest_paths(paths, store, progress):

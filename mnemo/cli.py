@@ -49,8 +49,21 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
     effects. ``complete=False`` leaves each bench's own arguments to be added when that bench is
     named on the command line (``cli_args.LazySubcommands``), which is what ``main`` uses so that
     ``--help`` imports no bench code; the reference pages read the complete one."""
-    from mnemo import (ask_cli, bench_cli, capture_cli, demo, digest_cli, doctor, export_cli, forget_cli,
-                       ingest_cli, llm_cli, models_cli, people_cli, status_cli)
+    from mnemo import (
+        ask_cli,
+        bench_cli,
+        capture_cli,
+        demo,
+        digest_cli,
+        doctor,
+        export_cli,
+        forget_cli,
+        ingest_cli,
+        llm_cli,
+        models_cli,
+        people_cli,
+        status_cli,
+    )
     from mnemo.serve import cli as serve_cli
 
     p = argparse.ArgumentParser(prog="mnemo", description="Recordings in, a memory you can question out.",

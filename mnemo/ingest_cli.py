@@ -43,8 +43,15 @@ def report_json(report, store_uri: str | None, error: str | None = None) -> dict
 
 def cmd_ingest(args, cfg) -> int:
     from graph.store import StoreBusy
-    from mnemo.wiring import (build_llm_writer, build_perceivers, build_redactor, faces_backend_name, match_policies,
-                              open_store, perceivers_factory)
+    from mnemo.wiring import (
+        build_llm_writer,
+        build_perceivers,
+        build_redactor,
+        faces_backend_name,
+        match_policies,
+        open_store,
+        perceivers_factory,
+    )
     from pipeline.ingest import ingest
 
     store = open_store(cfg.graph, args.store)

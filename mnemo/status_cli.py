@@ -6,7 +6,6 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from graph.sidefiles import folder_bytes
 from mnemo.cli_args import add_json, add_store, set_handler
 
 
@@ -34,6 +33,7 @@ def store_status(store) -> dict:
 
 
 def capture_status(cfg) -> dict:
+    from graph.sidefiles import folder_bytes
     from perception.capture.control import DaemonNotRunning, request
 
     out = Path(cfg.capture.out).expanduser()

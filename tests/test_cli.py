@@ -8,11 +8,11 @@ import argparse
 import json
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from conftest import run_cli
+
 from mnemo.cli import build_parser, version
 from mnemo.cli_args import parse_duration, parse_time
 
@@ -79,8 +79,8 @@ def test_what_is_not_a_duration_is_refused(text):
 
 
 def test_times_are_iso_8601_with_z_as_utc_and_no_offset_as_local_time():
-    assert parse_time("2026-11-20T09:00Z") == datetime(2026, 11, 20, 9, tzinfo=timezone.utc)
-    assert parse_time("2026-11-20T10:00:00+01:00") == datetime(2026, 11, 20, 9, tzinfo=timezone.utc)
+    assert parse_time("2026-11-20T09:00Z") == datetime(2026, 11, 20, 9, tzinfo=UTC)
+    assert parse_time("2026-11-20T10:00:00+01:00") == datetime(2026, 11, 20, 9, tzinfo=UTC)
     local = parse_time("2026-11-20T10:00")
     assert local.tzinfo is not None and local == datetime(2026, 11, 20, 10).astimezone()
     with pytest.raises(argparse.ArgumentTypeError, match="ISO 8601"):

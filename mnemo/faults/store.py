@@ -438,7 +438,7 @@ def _forget_here(argv: list[str], cfg) -> tuple[int, str]:
 
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-        code = cmd_forget(build_parser().parse_args(argv), cfg)
+        code = cmd_forget(build_parser(complete=False).parse_args(argv), cfg)
     return code, said.getvalue()[-1500:]
 
 
