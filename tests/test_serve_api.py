@@ -102,6 +102,7 @@ def test_media_frame_and_audio(client):
     clip_id = client.get("/timeline").json()["clips"][0]["clip_id"]
     frame = client.get(f"/media/{clip_id}", params={"at": 15})
     assert frame.status_code == 200 and frame.headers["content-type"] == "image/jpeg"
+    assert frame.headers["cache-control"] == "no-store"  # no copy in the browser to outlive a forget
     image = cv2.imdecode(np.frombuffer(frame.content, np.uint8), cv2.IMREAD_COLOR)
     assert image is not None and image.shape[0] > 100 and image.std() > 10  # a picture, not a blank
     audio = client.get(f"/media/{clip_id}", params={"kind": "audio"})

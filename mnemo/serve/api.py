@@ -249,6 +249,9 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
                                                           "moments (422 without one)")] = False):
         return service.digest(period, day, tz, written)
 
+    # no copy in the browser's cache: it would outlive a forget of the clip
+    private = {"Cache-Control": "no-store"}
+
     @app.get("/media/{clip_id}", summary="the clip's frame (JPEG) or audio (WAV) from the original file",
              responses={200: {"content": {"image/jpeg": {}, "audio/wav": {}}}})
     def media(clip_id: Annotated[str, Path(max_length=200)],
@@ -261,11 +264,9 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
             raise HTTPException(404, str(e)) from e
         except MediaError as e:
             raise HTTPException(500, str(e)) from e
-        return Response(out.data, media_type=out.media_type, headers={"Cache-Control": "private, max-age=3600"})
+        return Response(out.data, media_type=out.media_type, headers=private)
 
     pictures: dict[int | str, dict[str, Any]] = {200: {"content": {"image/jpeg": {}}}}
-    # kept by the server's cache only: a browser's copy would outlive a forget of the clip
-    private = {"Cache-Control": "no-store"}
 
     @app.get("/thumb/{clip_id}", summary="a small JPEG of the clip's frame (a video's middle, a screenshot), "
                                          "cut on demand and cached in the store; 404 for audio or a track",

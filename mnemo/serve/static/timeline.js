@@ -242,6 +242,7 @@ function drawTimeline() {
 // a clip without pictures (sound, a GPS track, a moved file) gets the neutral tile instead
 function filmstrip(c, widthPx, box) {
   const strip = el("span", undefined, "strip");
+  if (widthPx < 16) return strip;  // a sliver on a long day: no picture to see, none cut
   const n = Math.max(1, Math.min(8, Math.round(widthPx / 210)));
   const id = encodeURIComponent(c.clip_id);
   for (let k = 0; k < n; k += 1) {
