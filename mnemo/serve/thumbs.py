@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,7 @@ def _cached(store, clip_id: str, name: str, make) -> bytes:
     data, keep = make()
     if path is not None and keep:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # routes run on a thread pool
         tmp.write_bytes(data)
         tmp.replace(path)
         if not store.has_clip(clip_id):
