@@ -332,6 +332,11 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         outline = browser.execute_script("return getComputedStyle(document.activeElement).outlineStyle")
         assert outline != "none"  # the focus is visible
 
+        # a clip of sound only: its words take the whole width
+        browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-audio"]').click()
+        wait.until(lambda d: "Testing, one, two." in d.find_element(By.ID, "clip-transcript").text
+                   and not d.find_element(By.CSS_SELECTOR, ".clip-pictures").is_displayed())
+
         # the screenshot clip, forgotten from the page: its picture is not served any more
         browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-screen"]').click()
         wait.until(lambda d: "Trip notes" in d.find_element(By.ID, "clip-memories").text)

@@ -318,7 +318,7 @@ async function showClip(clipId, atSourceS) {
   $("clip").hidden = false;
   $("clip-title").textContent = `Clip ${c.index + 1}: ${clock(c.start_ts)}–${clock(c.end_ts)}`;
   const at = atSourceS === undefined ? "" : `&at=${Math.min(c.duration_s, Math.max(0, atSourceS - c.offset_s)).toFixed(2)}`;
-  $("clip-frame").hidden = false;  // hidden again if the clip has no picture (audio, a moved file)
+  $("clip").classList.remove("no-pictures");  // back if the clip has no picture (audio, a moved file)
   $("clip-frame").src = `${c.media_url}?kind=frame${at}`;
   // frames across the clip, each a button that shows that moment large
   $("clip-frames").replaceChildren(...Array.from({ length: FRAMES }, (_, k) => {
@@ -330,7 +330,6 @@ async function showClip(clipId, atSourceS) {
     button.append(picture(`/thumb/${encodeURIComponent(clipId)}?at=${s.toFixed(2)}`, "", "", button));
     button.addEventListener("click", () => {
       document.querySelectorAll("#clip-frames .frame").forEach((b) => b.classList.toggle("current", b === button));
-      $("clip-frame").hidden = false;
       $("clip-frame").src = `${c.media_url}?kind=frame&at=${s.toFixed(2)}`;
     });
     return button;
@@ -433,7 +432,8 @@ $("people-undo").addEventListener("click", () => changePeople("/people/undo"));
 $("profile-close").addEventListener("click", closeProfile);
 $("clip-forget").addEventListener("click", () => forgetClip(false));
 $("clip-forget-confirm").addEventListener("click", () => forgetClip(true));
-$("clip-frame").addEventListener("error", () => { $("clip-frame").hidden = true; });
+// a clip with no picture (sound, a GPS track, a moved file): its words take the whole width
+$("clip-frame").addEventListener("error", () => { $("clip").classList.add("no-pictures"); });
 $("clip-close").addEventListener("click", closeClip);
 $("track").addEventListener("keydown", timelineKeys);
 document.addEventListener("keydown", pageKeys);
