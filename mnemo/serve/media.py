@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnemo.serve.service import BadRequest
 from perception.errors import MediaError
 from perception.sources.media import run_ffmpeg
 from perception.sources.tracks import TRACK_SUFFIXES
-from mnemo.serve.service import BadRequest
 
 KINDS = ("frame", "audio")
 MAX_AUDIO_S = 120.0
