@@ -119,7 +119,7 @@ def config_check(load: Callable[[], MnemoConfig]) -> tuple[Check, MnemoConfig | 
     except (OSError, ValueError) as e:  # pydantic's ValidationError is a ValueError
         return Check("config", "fail", f"the settings do not load: {e}".replace("\n", " "),
                      "correct the setting named above in " + (", ".join(read) or "the MNEMO_ variables")
-                     + " (README: Configuration)"), None
+                     + " (docs/configuration.md)"), None
     said = ", ".join(read) if read else "no mnemo.toml"
     return Check("config", "ok", f"{said}" + (f"; from the environment: {', '.join(env)}" if env else "")), cfg
 
@@ -370,7 +370,7 @@ def cpu_check(threads: int = 0) -> Check:
             f"text models compute in {dtype}")
     if "sse2" in flags and "avx2" not in flags:  # an x86 CPU older than 2013: ONNX Runtime and CTranslate2 crawl
         return Check("cpu", "warn", said + "; without AVX2 the models run several times slower",
-                     "nothing to change in mnemo: a CPU with AVX2 runs it at the speeds the README gives")
+                     "nothing to change in mnemo: a CPU with AVX2 runs it at the speeds docs/benchmarks.md gives")
     return Check("cpu", "ok", said)
 
 
@@ -442,7 +442,7 @@ def store_checks(store: str, explicit: bool) -> list[Check]:
         try:
             side_files(store)  # an s3:// store checks that its bucket answers
         except SideFilesError as e:
-            return [Check("store", "fail", str(e), "see the README's section on a store on S3")]
+            return [Check("store", "fail", str(e), "see docs/ingest.md, 'A store on S3'")]
         return [Check("store", "ok", f"{store}: object storage, its access is the bucket's policy")]
     return private_checks("store", Path(store).expanduser().absolute(), explicit=explicit,
                           created_by="`mnemo ingest`")

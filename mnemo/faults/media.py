@@ -193,7 +193,7 @@ def _corrupt_folder(folder: Path, rng: random.Random, when: datetime) -> tuple[d
 def corrupt_media(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO) -> None:
     """Every good file stored, every broken one named with what to do, the folder untouched, a
     rerun that adds nothing, and a run of broken files alone that exits non-zero. (``mnemo ingest``
-    exits 0 when something was ingested: README, "ingest PATH..."; so the exit code is checked on
+    exits 0 when something was ingested: docs/ingest.md; so the exit code is checked on
     the broken files alone, less a truncated recording, whose readable start is ingested.) A folder
     named ``x.mp4`` is a folder: walked, and not named."""
     env = child_env()
