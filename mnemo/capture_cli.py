@@ -175,7 +175,11 @@ def _run_daemon(args, cfg) -> int:
         return 1
     stop = threading.Event()
     _stop_on_signals(stop)
-    threading.Thread(target=lambda: (stop.wait(), capturer.stop()), daemon=True).start()
+    def stop_when_asked() -> None:
+        stop.wait()
+        capturer.stop()
+
+    threading.Thread(target=stop_when_asked, daemon=True).start()
     watcher = None
     if args.ingest:
         cmd = [sys.executable, "-m", "mnemo", "watch", str(store.root)]

@@ -123,7 +123,9 @@ def _main(argv: list[str] | None) -> int:
         if cfg.capture.key_file:  # one capture key for this command and its children (capture, ingest, serve)
             os.environ.setdefault("MNEMO_CAPTURE__KEY_FILE", str(Path(cfg.capture.key_file).expanduser()))
         return args.func(args, cfg)
-    except (OSError, RuntimeError, ValueError, *stage_errors()) as e:  # stage_errors: cv2.error too
+    except Exception as e:  # bad input or a failed stage, said in one line: OSError, ValueError, cv2.error, ...
+        if not isinstance(e, stage_errors()):
+            raise
         log.debug("failed", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2

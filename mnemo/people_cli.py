@@ -90,7 +90,7 @@ def cmd_people(args, cfg) -> int:
 
         everyone = store.people()
         owner = owner_of(everyone, cfg.people.me)
-        people = [person_out(s, owner and owner.person_id) for s in summarize_people(store, everyone)]
+        people = [person_out(s, owner.person_id if owner else None) for s in summarize_people(store, everyone)]
         print(format_people(people))
         if args.json:
             print(json.dumps([p.model_dump() for p in people], ensure_ascii=False))
