@@ -15,6 +15,31 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 
+# fixtures that load a real model, fetch or decode real media, memorize a real conversation or start
+# an X server: a test that uses one (itself or through another fixture) is marked slow, so that
+# `make test-fast` (-m "not slow") stays quick and runs on the light install
+SLOW_FIXTURES = {
+    "perceivers": "the real perception models",
+    "chat_store": "a chat memorized with the real text embedder",
+    "talk_store": "three LoCoMo sessions memorized",
+    "pyannote_dir": "real media (the pyannote call)",
+    "opencv_dir": "real media (OpenCV's samples)",
+    "desktop": "an X server",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Refuse a run in which a test uses one of ``SLOW_FIXTURES`` without the slow mark."""
+    unmarked = []
+    for item in items:
+        used = [name for name in SLOW_FIXTURES if name in getattr(item, "fixturenames", ())]
+        if used and item.get_closest_marker("slow") is None:
+            unmarked.append(f"  {item.nodeid} uses {used[0]} ({SLOW_FIXTURES[used[0]]})")
+    if unmarked:
+        raise pytest.UsageError("these tests need @pytest.mark.slow (tests/conftest.py: SLOW_FIXTURES):\n"
+                                + "\n".join(unmarked))
+
+
 def in_ci() -> bool:
     """The one CI guard: ``CI`` set to anything but empty, "0", "false" or "no" (CI services set
     it to "true", some to "1" or their name)."""
@@ -194,6 +219,77 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+
+def people_cli(capsys, store, *argv: str) -> tuple[int, object, str]:
+    """``mnemo people ARGV --store STORE --json``: exit code, the JSON of the last line (None when
+    it failed), stderr."""
+    import json
+
+    code, out, err = run_cli(capsys, "people", *argv, "--store", store.uri, "--json")
+    return code, (json.loads(out.strip().splitlines()[-1]) if code == 0 else None), err
+
+
+def forget_cli(store, *args: str) -> tuple[int, dict | None]:
+    """``mnemo forget --store STORE --json ARGS``: exit code and the JSON of its last line (None when
+    it printed none); ``store`` catches up afterwards, since its table versions are gone from disk."""
+    import io
+    import json
+    from contextlib import redirect_stdout
+
+    from mnemo.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = main(["forget", "--store", store.uri, "--json", *args])
+    store.catch_up()  # this handle's table versions are gone from disk
+    lines = out.getvalue().strip().splitlines()
+    return rc, (json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None)
+
+
+@pytest.fixture(scope="module")
+def chat_store(tmp_path_factory, policies):
+    """``factories.chat()`` (Ann and Bo, with the injection) memorized for real, with the real text
+    embedder; one per test module."""
+    from bench.locomo import ingest_conversation
+    from embeddings.base import build_text_embedder
+    from factories import chat
+    from graph.store import Store
+
+    store = Store(tmp_path_factory.mktemp("chat") / "store", build_text_embedder("minilm"))
+    ingest_conversation(chat(), store, policies)
+    return store
+
+
+def require_x() -> None:
+    """No X tools: skip here, fail in CI (the tests must not silently stop testing)."""
+    from bench.xdesktop import missing_tools
+
+    if why := missing_tools():
+        unavailable(why)
+
+
+@pytest.fixture
+def desktop(tmp_path):
+    """A real X desktop (Xvfb and openbox) in ``tmp_path``, closed when the test ends."""
+    from bench.xdesktop import Desktop
+
+    require_x()
+    d = Desktop(tmp_path)
+    yield d
+    d.close()
+
+
+M3_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m3bench"
+
+
+def m3_file(name: str) -> Path:
+    """``name`` among the real M3-Bench annotation files beside the repository, or ``unavailable``."""
+    path = M3_DATA / name
+    if not path.is_file():
+        unavailable(f"{path} is missing: the real M3-Bench annotations are needed")
+    return path
 
 
 class Served:

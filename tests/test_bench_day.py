@@ -11,6 +11,7 @@ from bench import day
 from bench.day_media import BLOCK, SAMPLE_RATE, WORDS, room_noise, schedule, speech_share, typed_words
 
 
+@pytest.mark.slow  # real media (the pyannote call, OpenCV's samples)
 def test_the_day_is_about_a_quarter_speech_in_the_stated_scenes(pyannote_dir):
     scenes = schedule()
     assert len(scenes) == 120  # an hour of 30 s clips
@@ -18,6 +19,7 @@ def test_the_day_is_about_a_quarter_speech_in_the_stated_scenes(pyannote_dir):
     assert 0.22 <= speech_share() <= 0.28
 
 
+@pytest.mark.slow  # the real voice activity model
 def test_room_noise_is_quiet_and_no_speech_to_voice_activity_detection():
     from perception.speech.diarize import speech_regions
 
@@ -39,6 +41,7 @@ class Counting:
         return self.inner.analyze(frame)
 
 
+@pytest.mark.slow  # the real perception models on real audio
 def test_the_ungated_perceivers_analyse_every_frame_and_decode_all_audio(perceivers, sample_wav):
     from dataclasses import replace
 
@@ -75,6 +78,7 @@ def _obs(transcript: str = "", screen: str = "", faces_at: tuple[float, ...] = (
     return ClipObservations(None, speech, faces, frames=frames)
 
 
+@pytest.mark.slow  # real media (the pyannote call, OpenCV's samples)
 def test_gate_losses_compare_the_same_clips_with_and_without_gates(pyannote_dir):
     from bench.fixtures import read_stm
 
@@ -248,6 +252,7 @@ def test_returning_views_finds_a_picture_shown_again_and_nothing_when_off():
     assert returning_views([a, b, noisy], max_mean_diff=0.0) == {}
 
 
+@pytest.mark.slow  # real media (the pyannote call, OpenCV's samples)
 def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_20_s(opencv_dir, pyannote_dir):
     from bench.day_media import FPS, TYPE_AT_S, frames
 
@@ -287,13 +292,13 @@ def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(pe
     from bench.speed_media import Scenes
     from perception.observe import observe_media
     from perception.records import ClipMedia
-    from tests.test_perception import _clip
+    from factories import media_clip
 
     audio, sr = sf.read(sample_wav, dtype="float32")
     pictures = Scenes()
     frames = tuple(pictures.frame("call", float(t)) for t in range(30))
     media = ClipMedia(audio[: 30 * sr], sr, frames, tuple(float(t) for t in range(30)))
-    clip = _clip()
+    clip = media_clip()
 
     def observe(beside: bool):
         faces = Threaded(perceivers.faces)

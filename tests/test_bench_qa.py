@@ -5,31 +5,21 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-from conftest import unavailable
+from conftest import m3_file
 
 from bench.datasets import m3bench, screenshotvqa
 from bench.judge import PROMPT, Judge, Verdict, read_reply
 from bench.metrics import contains_answer, is_yes_no, normalize_answer, token_f1, wilson_interval
 from bench.qa import Asked, summarise
+from fake_openai import FakeOpenAI
 from llm.client import ChatClient
-from tests.fake_openai import FakeOpenAI
-
-M3_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m3bench"
-
-
-def _m3_file(name: str) -> Path:
-    path = M3_DATA / name
-    if not path.is_file():
-        unavailable(f"{path} is missing: the real M3-Bench annotations are needed")
-    return path
 
 
 def test_the_real_robot_annotations_load_with_normalised_types_and_cutoffs():
-    split, videos = m3bench.load(_m3_file("robot.json"))
+    split, videos = m3bench.load(m3_file("robot.json"))
     assert split == "robot" and len(videos) == 100
     questions = [q for v in videos for q in v.questions]
     assert len(questions) == 1276
@@ -42,7 +32,7 @@ def test_the_real_robot_annotations_load_with_normalised_types_and_cutoffs():
 
 
 def test_the_real_web_annotations_have_no_cutoff():
-    split, videos = m3bench.load(_m3_file("web.json"))
+    split, videos = m3bench.load(m3_file("web.json"))
     assert split == "web" and len(videos) == 920
     questions = [q for v in videos for q in v.questions]
     assert len(questions) == 3214 and all(q.before_clip is None for q in questions)

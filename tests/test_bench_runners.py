@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import m3_file, require_x
+from fake_openai import FakeOpenAI
 from mnemo.cli import main
-from tests.fake_openai import FakeOpenAI
-from tests.test_bench_qa import _m3_file
-from tests.test_capture import require_x
 
 
 @pytest.fixture(scope="module")
@@ -53,26 +52,27 @@ def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(m3_mi
     (videos / "data" / "videos" / "robot").mkdir(parents=True)
     (videos / "data" / "videos" / "robot" / "living_room_06.mp4").symlink_to(
         m3_mini / "data" / "videos" / "robot" / "mini_robot_01.mp4")  # one video present, under a real id
-    code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("robot.json")), "--videos", str(videos),
+    code, f, text = _bench(capsys, "m3", "--annotations", str(m3_file("robot.json")), "--videos", str(videos),
                            "--store", str(stores))
     assert code == 0, text
     assert f["coverage"]["videos"] == 100 and f["coverage"]["videos_found"] == 1
     assert "1 of 100 videos found" in text
     assert f["questions"] == f["coverage"]["questions_covered"] > 0
     assert f["leakage"] == 0.0  # the release's own before_clip values, enforced in the store query
-    code, again, text = _bench(capsys, "m3", "--annotations", str(_m3_file("robot.json")), "--videos", str(videos),
+    code, again, text = _bench(capsys, "m3", "--annotations", str(m3_file("robot.json")), "--videos", str(videos),
                                "--store", str(stores), "--limit", "1")
     assert code == 0 and "0 new clip(s), 4 already stored" in text  # a later run reuses the video's store
     assert again["questions"] == f["questions"]
 
-    code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("web.json")), "--videos", str(tmp_path / "none"))
+    code, f, text = _bench(capsys, "m3", "--annotations", str(m3_file("web.json")), "--videos", str(tmp_path / "none"))
     assert code == 1 and f["questions"] == 0
     assert "error: --videos" in text and "Traceback" not in text
     (tmp_path / "empty").mkdir()
-    code, f, text = _bench(capsys, "m3", "--annotations", str(_m3_file("web.json")), "--videos", str(tmp_path / "empty"))
+    code, f, text = _bench(capsys, "m3", "--annotations", str(m3_file("web.json")), "--videos", str(tmp_path / "empty"))
     assert code == 1 and "none of the 920 videos named in" in text and "Efk3K4epEzg.mp4" in text
 
 
+@pytest.mark.slow
 def test_m3_with_the_llm_agent_and_judge_answers_within_the_cutoff(m3_mini, stores, tmp_path):
     from bench import m3
     from mnemo.bench_qa import harness, build_judge

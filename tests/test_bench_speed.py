@@ -26,28 +26,19 @@ class SlowEmbedder:
 def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(tmp_path):
     """A real writer over three clips whose memories take 0.4 s each to embed: the per-clip figure
     holds those 0.4 s (they are the writer's work, done on its commit thread)."""
-    from datetime import datetime, timezone
-
-    import numpy as np
-
     from embeddings.base import build_text_embedder
+    from factories import DAY, day_jobs
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from pipeline.ingest import ClipJob, ClipWriter, IngestPlan
-    from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
+    from pipeline.ingest import ClipWriter, IngestPlan
 
     store = Store(tmp_path / "store", SlowEmbedder(build_text_embedder("hash"), 0.4))
-    source = SourceInfo("/rec/day.mp4", "ab" * 32, 90.0, True, False, datetime(2026, 5, 1, tzinfo=timezone.utc),
-                        "option")
-    voice = np.eye(8, dtype=np.float32)[0]
     report = IngestReport()
     writer = ClipWriter(store, Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)), report, lambda _m: None)
-    for k in range(3):
-        clip = Clip(f"day-{k}", source, k, 30.0 * k, 30.0)
-        turn = SpeechTurn(f"t{k}", f"This is the turn of clip {k}.", 1.0, 4.0, "en", (), voice, "s0")
-        writer.write(ClipJob(k, source.path, f"clip {k}", clip), ClipObservations(clip, (turn,), ()))
-    writer.finish(IngestPlan([], {source.path: 3}))
+    for job, obs in day_jobs(3):
+        writer.write(job, obs)
+    writer.finish(IngestPlan([], {DAY.path: 3}))
     assert report.clips_new == 3
     per_clip = speed.writer_s_per_clip(report)
     assert per_clip >= 0.4  # the embedding is in it

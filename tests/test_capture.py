@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import unavailable
+from conftest import require_x, unavailable
 
 from perception.capture.config import CaptureConfig
 from perception.capture.control import request
@@ -22,20 +22,6 @@ from perception.capture.storage import CaptureStore
 from bench.xdesktop import Desktop, missing_tools
 
 pytestmark = pytest.mark.slow
-
-
-def require_x() -> None:
-    """No X tools: skip here, fail in CI (the tests must not silently stop testing)."""
-    if why := missing_tools():
-        unavailable(why)
-
-
-@pytest.fixture
-def desktop(tmp_path):
-    require_x()
-    d = Desktop(tmp_path)
-    yield d
-    d.close()
 
 
 @contextmanager

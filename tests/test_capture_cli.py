@@ -17,7 +17,6 @@ import cv2
 import pytest
 
 from bench.xdesktop import Desktop
-from tests.test_capture import desktop  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow
 

@@ -63,31 +63,22 @@ def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_sam
 def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
     """Clips commit behind the writer, in order: when clip 2's commit fails (a full disk), clip 3,
     already memorized and queued, must not commit after the gap; the error names the file."""
-    from datetime import datetime, timezone
-
-    import numpy as np
-
     from embeddings.base import build_text_embedder
+    from factories import DAY, day_jobs
     from graph.store import Store
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer
-    from pipeline.ingest import ClipJob, ClipWriter, IngestPlan, IngestReport
-    from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
+    from pipeline.ingest import ClipWriter, IngestPlan, IngestReport
 
     store = Store(tmp_path / "store", build_text_embedder("hash"))
-    source = SourceInfo("/rec/day.mp4", "ab" * 32, 90.0, True, False, datetime(2026, 5, 1, tzinfo=timezone.utc),
-                        "option")
-    voice = np.eye(8, dtype=np.float32)[0]
     calls = disk_full_on_commit(store, 2)
     writer = ClipWriter(store, Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)), IngestReport(),
                         lambda _m: None, max_pending=3)
     with pytest.raises(OSError, match="/rec/day.mp4.*run ingest again"):
         try:
-            for k in range(3):
-                clip = Clip(f"day-{k}", source, k, 30.0 * k, 30.0)
-                turn = SpeechTurn(f"t{k}", f"This is the turn of clip {k}.", 1.0, 4.0, "en", (), voice, "s0")
-                writer.write(ClipJob(k, source.path, f"clip {k}", clip), ClipObservations(clip, (turn,), ()))
+            for job, obs in day_jobs(3):
+                writer.write(job, obs)
         finally:
-            writer.finish(IngestPlan([], {source.path: 3}))
+            writer.finish(IngestPlan([], {DAY.path: 3}))
     assert calls == ["day-0", "day-1"]  # clip 3 was never committed
     assert store.count()["clips"] == 1 and store.has_clip("day-0")

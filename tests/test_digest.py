@@ -20,6 +20,7 @@ def _day(store, day=MAY_8, **kw):
     return build(store, *day_bounds(day, timezone.utc), "day", **kw)
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_day_says_when_and_with_whom_and_each_moment_cites_a_clip_of_that_day(talk_store):
     d = _day(talk_store)
     start, end = day_bounds(MAY_8, timezone.utc)
@@ -38,6 +39,7 @@ def test_a_day_says_when_and_with_whom_and_each_moment_cites_a_clip_of_that_day(
     assert as_json["clips"] == d.clips and len(as_json["moments"]) == len(d.moments)
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_day_with_nothing_says_so_and_names_what_the_store_holds(talk_store):
     d = _day(talk_store, date(2023, 5, 9))
     assert d.empty and not d.moments and not d.people
@@ -46,6 +48,7 @@ def test_a_day_with_nothing_says_so_and_names_what_the_store_holds(talk_store):
     assert "the store holds clips from 08 May 2023 to 09 June 2023" in text
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_week_runs_monday_to_monday_and_lists_its_days(talk_store):
     start, end = week_bounds(date(2023, 5, 10), timezone.utc)
     assert (start.date(), end.date()) == (MAY_8, date(2023, 5, 15))
@@ -55,6 +58,7 @@ def test_a_week_runs_monday_to_monday_and_lists_its_days(talk_store):
     assert "the week of Monday 08 May 2023" in w.lines()[0]
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_the_owner_is_apart_and_a_rename_shows_at_once(talk_store):
     edit_people.me(talk_store, "Caroline")
     d = _day(talk_store)
@@ -66,6 +70,7 @@ def test_the_owner_is_apart_and_a_rename_shows_at_once(talk_store):
     assert not any(m.text.startswith("Melanie said:") for m in d.moments)
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_forgotten_clip_leaves_nothing_in_the_day(talk_store, capsys):
     before = _day(talk_store)
     gone = before.moments[0]
@@ -107,6 +112,7 @@ def test_what_is_not_one_day_is_refused(text):
         parse_day(text, datetime(2026, 11, 27, tzinfo=timezone.utc))
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_mnemo_day_and_week_print_the_digest(talk_store, capsys, monkeypatch):
     monkeypatch.setenv("TZ", "UTC")
     import time
@@ -132,6 +138,7 @@ def test_mnemo_day_on_a_missing_store_creates_none(tmp_path, capsys):
     assert code == 2 and "no store at" in err and not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_question_about_a_day_is_answered_by_its_digest(talk_store):
     from control.answer import OfflineAnswerer
 
@@ -190,6 +197,7 @@ def test_bench_digest_scores_day_digests_against_the_datasets_events(tmp_path, c
     assert "an event counts as stated when one digest sentence holds 50% of its content words" in out
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_rest_gives_the_digest_and_refuses_what_it_cannot_read(talk_store):
     from conftest import api_client
     from control.answer import OfflineAnswerer
@@ -235,6 +243,7 @@ def _llm_day(talk_store, replies, digest=None, retries=1):
     return written, fake.requests
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_an_llm_written_day_keeps_only_sentences_grounded_in_the_moments_they_cite(talk_store):
     from control.digest_llm import notes_of
 
@@ -253,6 +262,7 @@ def test_an_llm_written_day_keeps_only_sentences_grounded_in_the_moments_they_ci
     assert prompt.count("\n[") == len(notes) and "<notes>" in prompt and "Monday 08 May 2023" in prompt
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_an_llm_that_only_invents_gives_no_account(talk_store):
     from llm.client import LLMError
 
@@ -264,6 +274,7 @@ def test_an_llm_that_only_invents_gives_no_account(talk_store):
     assert "no sentence cites a note that exists" in requests[1]["messages"][-1]["content"]
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_recorded_text_cannot_close_the_notes_block(talk_store):
     from dataclasses import replace
 
@@ -275,6 +286,7 @@ def test_recorded_text_cannot_close_the_notes_block(talk_store):
     assert prompt.count("</notes>") == 1 and "‹/notes›" in prompt
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
     from fake_openai import FakeOpenAI
 

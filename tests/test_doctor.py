@@ -209,6 +209,7 @@ def test_a_setting_that_needs_an_extra_fails_the_run_without_it(tmp_path):
     assert code == 1 and c["status"] == "fail" and "faces_backend" in c["detail"] and c["fix"]
 
 
+@pytest.mark.slow  # starts an X server (Xvfb)
 def test_the_display_server_for_capture():
     assert doctor.display_check({"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}).status == "warn"
     assert "X11 only" in doctor.display_check({"XDG_SESSION_TYPE": "wayland"}).detail

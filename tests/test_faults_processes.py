@@ -132,6 +132,7 @@ def test_forget_users_folder_reports_a_forget_that_deletes_the_users_photos(tmp_
     assert t.survived == 0 and t.lost > 0, t.notes
 
 
+@pytest.mark.slow  # the real perception models ingest
 def test_an_ingest_told_to_stop_ends_after_the_clip_in_hand_and_a_rerun_resumes(tmp_path, perceivers, policies):
     """The bug killed_watcher found: a watcher sent SIGTERM by its dead daemon (the parent-death
     signal) went on through its whole backlog, outliving the daemon by over a minute on a busy

@@ -7,34 +7,24 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from conftest import files_holding
+from conftest import files_holding, forget_cli
+from factories import FACES, VOICE_A as A, VOICE_B as B, memorize, speech_clip, unit
 from graph.forget_store import forgotten_clip_ids, history
 from memorize.identity import MatchPolicy
-from memorize.memorizer import Memorizer, clip_row
 from mnemo.cli import main
-from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
+from perception.records import ClipObservations, SourceInfo
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 SOURCE = SourceInfo("/recordings/day.wav", "2" * 64, 300.0, True, False, T0, "option")
 SECRET = "Zanzibarquix"  # in one clip only
-
-
-def _unit(v) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
-
-
-A, B = _unit([1, 0.1, 0, 0]), _unit([0, 0.1, 1, 0])
+BY_PROFILE = MatchPolicy(0.84, by_profile=True, merge_min_samples=1)  # voices, matched by profile
 
 
 def _clip(k: int, turns) -> ClipObservations:
-    clip = Clip(f"clip{k}", SOURCE, k, 30.0 * k, 30.0)
-    speech = tuple(SpeechTurn(f"clip{k}:t{i}", text, 5.0 * i, 5.0 * i + 4.0, "en", (), emb, spk)
-                   for i, (spk, text, emb) in enumerate(turns))
-    return ClipObservations(clip, speech, ())
+    """``speech_clip`` of this file's recording, a turn every 5 s."""
+    return speech_clip(k, turns, SOURCE, every_s=5.0, lasts_s=4.0)
 
 
 CLIPS = [
@@ -47,24 +37,9 @@ CLIPS = [
 @pytest.fixture
 def store(hash_store, monkeypatch):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
-    memorizer = Memorizer(hash_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
-    for obs in CLIPS:
-        w = memorizer.memorize(obs)
-        hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    memorize(hash_store, CLIPS, FACES, BY_PROFILE)
     hash_store.refresh_indexes()  # a full-text index holding every word, as after an ingest
     return hash_store
-
-
-def _forget(store, *args) -> tuple[int, dict | None]:
-    import io
-    from contextlib import redirect_stdout
-
-    out = io.StringIO()
-    with redirect_stdout(out):
-        rc = main(["forget", "--store", store.uri, "--json", *args])
-    store.catch_up()  # this handle's table versions are gone from disk
-    lines = out.getvalue().strip().splitlines()
-    return rc, (json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None)
 
 
 def test_a_forgotten_text_is_in_no_file_and_no_search_and_the_rest_answers_as_before(store):
@@ -72,11 +47,11 @@ def test_a_forgotten_text_is_in_no_file_and_no_search_and_the_rest_answers_as_be
     assert files_holding(root, SECRET)  # the check can see it while it is there
     before = {m.memory_id for m in store.memories_where("clip_id = 'clip2'")}
 
-    rc, preview = _forget(store, "--query", SECRET.lower())
+    rc, preview = forget_cli(store, "--query", SECRET.lower())
     assert rc == 0 and preview["forgotten"] is False and preview["clips"] == 1
     assert files_holding(root, SECRET)  # a preview changes nothing
 
-    rc, done = _forget(store, "--query", SECRET, "--yes")
+    rc, done = forget_cli(store, "--query", SECRET, "--yes")
     assert rc == 0 and done["forgotten"] and done["clips"] == 1 and done["memories"] >= 2
     assert files_holding(root, SECRET) == []
     assert not store.has_clip("clip1") and store.memories_where("clip_id = 'clip1'") == []
@@ -98,17 +73,17 @@ def test_a_fact_keeps_the_evidence_left_and_goes_with_the_last_of_it(store):
 
     (fact,) = boston()
     assert {"clip:clip0", "clip:clip2"} <= set(fact.provenance)
-    assert _forget(store, "--clip", "clip0", "--yes")[0] == 0
+    assert forget_cli(store, "--clip", "clip0", "--yes")[0] == 0
     (fact,) = boston()
     assert "clip:clip0" not in fact.provenance and "clip:clip2" in fact.provenance
     assert fact.clip_id == "clip2" and fact.start_ts == T0.timestamp() + 60  # no longer the forgotten clip's time
-    assert _forget(store, "--clip", "clip2", "--yes")[0] == 0
+    assert forget_cli(store, "--clip", "clip2", "--yes")[0] == 0
     assert boston() == []
 
 
 def test_a_time_range_forgets_the_clips_it_touches(store):
     start = T0.timestamp()
-    rc, done = _forget(store, "--from", datetime.fromtimestamp(start + 40, timezone.utc).isoformat(),
+    rc, done = forget_cli(store, "--from", datetime.fromtimestamp(start + 40, timezone.utc).isoformat(),
                        "--to", datetime.fromtimestamp(start + 65, timezone.utc).isoformat(), "--yes")
     assert rc == 0 and done["clips"] == 2
     assert [store.has_clip(c) for c in ("clip0", "clip1", "clip2")] == [True, False, False]
@@ -117,7 +92,7 @@ def test_a_time_range_forgets_the_clips_it_touches(store):
 def test_forgetting_a_person_takes_their_words_ids_and_the_names_given_to_them(store):
     assert main(["people", "--store", store.uri, "name", "voice_1", "Quillon"]) == 0
     store.catch_up()
-    rc, done = _forget(store, "--person", "Quillon", "--yes")
+    rc, done = forget_cli(store, "--person", "Quillon", "--yes")
     assert rc == 0 and done["people_changes"] == 1
     assert files_holding(Path(store.uri), "Quillon") == []
     assert files_holding(Path(store.uri), "Boston") == []  # only voice_1 said it
@@ -126,13 +101,11 @@ def test_forgetting_a_person_takes_their_words_ids_and_the_names_given_to_them(s
 
 
 def test_forgetting_a_person_takes_a_name_said_to_them_or_someone_beside_them(store):
-    memorizer = Memorizer(store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
-    obs = _clip(3, [("s0", "The plan stands.", A), ("s1", "Hey Zed, ready?", B), ("s2", "Ready.", _unit([0, 1, 0, 0]))])
-    w = memorizer.memorize(obs)
-    store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    memorize(store, [_clip(3, [("s0", "The plan stands.", A), ("s1", "Hey Zed, ready?", B),
+                               ("s2", "Ready.", unit([0, 1, 0, 0]))])], FACES, BY_PROFILE)
     (said,) = [e for e in store.all_edges("addressed_as") if e.dst_id == "name:Zed"]
     assert said.src_id == "voice_1,voice_3"  # whom of the two is not known yet
-    assert _forget(store, "--person", "voice_1", "--yes")[0] == 0
+    assert forget_cli(store, "--person", "voice_1", "--yes")[0] == 0
     assert not [e for e in store.all_edges("addressed_as") if "voice_1" in e.src_id.split(",")]
 
 
@@ -153,6 +126,7 @@ def test_a_filter_that_cannot_be_meant_is_refused_and_nothing_is_deleted(store, 
     assert store.count() == counts and history(store) == []
 
 
+@pytest.mark.slow  # real audio (the pyannote call) probed and planned
 def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, monkeypatch):
     from graph.rows import ClipRow
     from pipeline.ingest import IngestReport, plan
@@ -162,7 +136,7 @@ def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, mon
     c = job.clip
     hash_store.commit_clip(ClipRow(c.clip_id, c.source.path, c.source.sha256, c.index, c.offset_s, c.duration_s,
                                    c.start_ts, c.end_ts, "hello"), [], [])
-    assert _forget(hash_store, "--source", str(sample_wav), "--yes")[0] == 0
+    assert forget_cli(hash_store, "--source", str(sample_wav), "--yes")[0] == 0
     assert sample_wav.is_file()  # the user's recording stays
     report = IngestReport()
     assert plan([str(sample_wav)], hash_store, progress=lambda _m: None, report=report).jobs == []
@@ -285,17 +259,15 @@ def test_a_forgotten_row_is_gone_from_the_data_files_of_a_store_where_it_was_a_s
     """Lance rewrites a data file on compaction only when a tenth of it is deleted: with one clip
     of 150 forgotten, the file that held it must be written anew all the same."""
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
-    memorizer = Memorizer(hash_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
-    for k in range(150):
-        text = f"My bank password is {SECRET} and nobody knows." if k == 75 else f"Entry {k}: we walked to the harbour."
-        obs = _clip(k, [("s0", text, A), ("s1", f"Reply {k}, the weather held.", B)])
-        w = memorizer.memorize(obs)
-        hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    texts = (f"My bank password is {SECRET} and nobody knows." if k == 75 else f"Entry {k}: we walked to the harbour."
+             for k in range(150))
+    memorize(hash_store, (_clip(k, [("s0", text, A), ("s1", f"Reply {k}, the weather held.", B)])
+                          for k, text in enumerate(texts)), FACES, BY_PROFILE)
     hash_store.refresh_indexes()  # compacted: one data file per table
     root = Path(hash_store.uri)
     assert files_holding(root, SECRET)
     before = hash_store.count()
-    assert _forget(hash_store, "--clip", "clip75", "--yes")[0] == 0
+    assert forget_cli(hash_store, "--clip", "clip75", "--yes")[0] == 0
     assert files_holding(root, SECRET) == []
     after = hash_store.count()
     assert after["clips"] == before["clips"] - 1 and after["memories"] < before["memories"]
@@ -304,13 +276,11 @@ def test_a_forgotten_row_is_gone_from_the_data_files_of_a_store_where_it_was_a_s
 
 def test_a_fact_superseded_by_a_forgotten_one_is_current_again(hash_store, monkeypatch):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
-    memorizer = Memorizer(hash_store, MatchPolicy(0.92), MatchPolicy(0.84, by_profile=True, merge_min_samples=1))
-    for obs in (_clip(0, [("s0", "I live in Boston.", A)]), _clip(1, [("s0", "I live in Paris now.", A)])):
-        w = memorizer.memorize(obs)
-        hash_store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
+    memorize(hash_store, [_clip(0, [("s0", "I live in Boston.", A)]), _clip(1, [("s0", "I live in Paris now.", A)])],
+             FACES, BY_PROFILE)
     (boston,) = [m for m in hash_store.memories_where("kind = 'semantic'") if "Boston" in m.text]
     assert boston.valid_to_ts is not None  # superseded by Paris
-    assert _forget(hash_store, "--clip", "clip1", "--yes")[0] == 0
+    assert forget_cli(hash_store, "--clip", "clip1", "--yes")[0] == 0
     (boston,) = [m for m in hash_store.memories_where("kind = 'semantic'") if "lives in" in m.text]
     assert "Boston" in boston.text and boston.valid_to_ts is None
 
@@ -325,7 +295,7 @@ def test_a_forget_killed_part_way_is_finished_by_the_next_one(store):
     store.memories.delete(sql.in_list("memory_id", selected.memory_ids))
     assert store.has_clip("clip1") and "clip1" in forgotten_clip_ids(store)  # ingest skips it already
     assert store.memories_where("clip_id = 'clip1'") == []  # no memory points to a missing clip, the clip waits
-    rc, out = _forget(store, "--query", "tomatoes")  # any forget, even a preview, finishes it first
+    rc, out = forget_cli(store, "--query", "tomatoes")  # any forget, even a preview, finishes it first
     assert rc == 0 and not store.has_clip("clip1") and store.has_clip("clip2")
     assert files_holding(Path(store.uri), SECRET) == []
     assert finish_unfinished(store) == 0 and all(h["counts"] for h in history(store))
@@ -334,7 +304,7 @@ def test_a_forget_killed_part_way_is_finished_by_the_next_one(store):
 def test_people_stay_who_they_are_when_the_clip_that_first_heard_them_is_forgotten(store):
     before = sorted((p.person_id, p.voices) for p in store.people())
     assert len(before) == 2
-    assert _forget(store, "--clip", "clip0", "--yes")[0] == 0  # where both voices were first heard
+    assert forget_cli(store, "--clip", "clip0", "--yes")[0] == 0  # where both voices were first heard
     assert sorted((p.person_id, p.voices) for p in store.people()) == before
 
 

@@ -1,21 +1,17 @@
 import numpy as np
 
+from factories import unit
 from graph.rows import Entity
 from memorize.identity import EntityMatcher, MatchPolicy
 from perception.records import SpeechTurn, Word
 from perception.speech.stage import split_turns
 
 
-def _unit(v):
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
-
-
 def test_close_embeddings_join_one_entity_and_far_ones_start_another():
     m = EntityMatcher("face", MatchPolicy(threshold=0.9))
-    a = m.match(_unit([1, 0, 0]), 10.0)
-    b = m.match(_unit([1, 0.1, 0]), 12.0)
-    c = m.match(_unit([0, 1, 0]), 13.0)
+    a = m.match(unit([1, 0, 0]), 10.0)
+    b = m.match(unit([1, 0.1, 0]), 12.0)
+    c = m.match(unit([0, 1, 0]), 13.0)
     assert a is b and a.entity_id == "face_1" and c.entity_id == "face_2"
     assert (a.first_seen_ts, a.last_seen_ts, a.observations) == (10.0, 12.0, 2)
     assert {e.entity_id for e in m.take_touched()} == {"face_1", "face_2"}
@@ -25,12 +21,12 @@ def test_close_embeddings_join_one_entity_and_far_ones_start_another():
 def test_samples_stay_bounded_and_ids_continue_after_reload():
     m = EntityMatcher("voice", MatchPolicy(threshold=0.5, max_samples=3))
     rng = np.random.default_rng(0)
-    base = _unit(rng.normal(size=16))
+    base = unit(rng.normal(size=16))
     for i in range(10):
-        m.match(_unit(base + 0.1 * rng.normal(size=16)), float(i))
+        m.match(unit(base + 0.1 * rng.normal(size=16)), float(i))
     assert len(m.entities) == 1 and len(m.entities[0].samples) == 3
     again = EntityMatcher("voice", MatchPolicy(threshold=0.99), m.entities)
-    assert again.match(_unit(-base), 20.0).entity_id == "voice_2"
+    assert again.match(unit(-base), 20.0).entity_id == "voice_2"
 
 
 def test_split_turns_at_sentence_ends_and_pauses():
@@ -44,18 +40,18 @@ def test_split_turns_at_sentence_ends_and_pauses():
 
 def test_people_known_to_differ_never_share_an_entity():
     m = EntityMatcher("face", MatchPolicy(threshold=0.5))
-    (only,) = m.match_distinct([_unit([1, 0, 0])], 1.0)
-    a, b = m.match_distinct([_unit([1, 0.2, 0]), _unit([1, 0.1, 0])], 2.0)  # both close to face_1
+    (only,) = m.match_distinct([unit([1, 0, 0])], 1.0)
+    a, b = m.match_distinct([unit([1, 0.2, 0]), unit([1, 0.1, 0])], 2.0)  # both close to face_1
     assert b is only  # the closer one keeps the known entity
     assert a is not only and a.entity_id == "face_2"
 
 
 def test_a_voice_is_matched_by_the_mean_of_what_was_heard_not_by_an_odd_sample():
     rng = np.random.default_rng(1)
-    a, b = _unit(rng.normal(size=32)), _unit(rng.normal(size=32))
+    a, b = unit(rng.normal(size=32)), unit(rng.normal(size=32))
     # five clips of one voice (0.97 alike) and one whose clustering took in much of another voice
-    heard = [_unit(a + 0.03 * rng.normal(size=32)) for _ in range(5)] + [_unit(a + b)]
-    stranger = _unit(b + 0.6 * a)  # that other voice: 0.96 like the odd sample, 0.49 like voice_1's mean
+    heard = [unit(a + 0.03 * rng.normal(size=32)) for _ in range(5)] + [unit(a + b)]
+    stranger = unit(b + 0.6 * a)  # that other voice: 0.96 like the odd sample, 0.49 like voice_1's mean
     for policy, joins in ((MatchPolicy(0.84), True), (MatchPolicy(0.84, by_profile=True), False)):
         m = EntityMatcher("voice", policy, [Entity("voice_1", "voice", 1.0, 1.0, list(heard), len(heard))])
         assert (m.match(stranger, 2.0).entity_id == "voice_1") is joins

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from conftest import unavailable
-from test_planner import INJECTION, chat_store  # noqa: F401  (chat_store is a fixture)
+from factories import INJECTION
 
 from control.agent import LLMAgent
 from control.planner import OfflinePlanner
@@ -116,14 +117,13 @@ def test_the_llm_writer_on_a_real_model_keeps_only_valid_output_or_falls_back_wi
                                                                                          images):
     """Text only, the model's reply is held to the schema (or refused, with a note); with images,
     which this text-only model cannot take, the server refuses and the offline memories stay."""
-    from test_writer_llm import _obs
-
+    from factories import seen_and_heard
     from memorize.identity import MatchPolicy
     from memorize.memorizer import Memorizer, clip_row
     from memorize.writer_llm import LLMWriter
 
     writer = LLMWriter(client(local_llm, max_retries=1), max_tokens=400, images=images)
-    written = Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.9), llm_writer=writer).memorize(_obs())
+    written = Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.9), llm_writer=writer).memorize(seen_and_heard())
     texts = [m.text for m in written.memories]
     assert any(t.startswith('<voice_1> said: "I grew up in Lisbon') for t in texts)  # the offline memories stay
     if images:
@@ -132,7 +132,8 @@ def test_the_llm_writer_on_a_real_model_keeps_only_valid_output_or_falls_back_wi
         assert not [m for m in written.memories if any(p.startswith("llm:") for p in m.provenance)]
     for m in written.memories:  # whatever a real model wrote passed the schema: only the clip's own ids
         assert set(m.entity_ids) <= {e.entity_id for e in written.entities} | {"character_1"}, m
-    hash_store.commit_clip(clip_row(_obs()), written.memories, written.entities, written.edges, written.updated)
+    hash_store.commit_clip(clip_row(seen_and_heard()), written.memories, written.entities, written.edges,
+                           written.updated)
     assert hash_store.count()["memories"] == len(written.memories)
     print("images:", images, "notes:", written.notes, "memories:", texts)
 

@@ -71,6 +71,7 @@ FILLER = ["The weather in the mountains was cold and wet.", "My brother fixed th
           "He is learning to play the violin slowly.", "We booked a cabin by the lake for August."]
 
 
+@pytest.mark.slow  # the real text embedders (minilm, mpnet) rank a LoCoMo conversation
 def test_bench_locomo_ranks_the_evidence_first_among_other_turns(tmp_path, capsys):
     from conftest import run_cli
 

@@ -4,7 +4,6 @@ The text screens are real xterms under Xvfb."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -14,6 +13,8 @@ from bench.metrics import word_tokens
 from bench.ocr_screens import TERMINAL_LINES, Screen, missing_tools, render
 from perception.ocr.ocr_rapidocr import RapidOCRReader
 from perception.ocr.stage import read_screens
+
+pytestmark = pytest.mark.slow  # the real OCR models (PP-OCR on ONNX Runtime), and xterms under Xvfb
 
 LINES = TERMINAL_LINES[:12]
 # tokens of 3+ characters read on a frame that are in none of its text; the bench's own screens
@@ -43,8 +44,7 @@ def _read(reader, frame):
     return [ln.text for ln in lines], notes
 
 
-@pytest.mark.parametrize("name", ["white", "black", "noise", "grey noise", pytest.param("8K white", marks=pytest.mark.slow),
-                                  "5 px", pytest.param("one row", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["white", "black", "noise", "grey noise", "8K white", "5 px", "one row"])
 def test_frames_without_text_give_no_text_and_no_note(reader, name):
     rng = np.random.default_rng(0)
     frame = {"white": lambda: np.full((800, 1280, 3), 255, np.uint8),
@@ -57,14 +57,12 @@ def test_frames_without_text_give_no_text_and_no_note(reader, name):
     assert _read(reader, frame) == ([], [])
 
 
-@pytest.mark.slow
 def test_text_smaller_than_8_px_is_read_as_far_as_it_goes_and_noted(reader):
     texts, notes = _read(reader, _xterm(6))
     assert len(_invented(texts)) <= INVENTED_BUDGET, texts
     assert len(notes) == 1 and "about 8 px high or less" in notes[0] and notes[0].startswith("on-screen text at 12.0 s")
 
 
-@pytest.mark.slow
 def test_a_4k_screen_is_read_at_its_own_size(reader):
     texts, notes = _read(reader, _xterm(14, "3840x2160"))
     words = [w for line in LINES for w in word_tokens(line)]
@@ -73,7 +71,6 @@ def test_a_4k_screen_is_read_at_its_own_size(reader):
     assert notes == [] and not _invented(texts)
 
 
-@pytest.mark.slow
 def test_an_8k_screen_does_not_crash_invent_or_pass_silently(reader):
     texts, notes = _read(reader, _xterm(14, "7680x4320"))
     assert len(_invented(texts)) <= INVENTED_BUDGET, texts

@@ -55,6 +55,7 @@ def hash_embedder(monkeypatch):
     monkeypatch.setenv("MNEMO_PERCEPTION__FACES_BACKEND", "dlib")
 
 
+@pytest.mark.slow  # the real perception models ingest a photo folder
 def test_forget_leaves_every_file_of_an_ingested_photo_folder_as_it_was(tmp_path, capsys, hash_embedder):
     photos = tmp_path / "photos"
     for name, which in [("IMG_20260105_101500.jpg", "astronaut"), ("IMG_20260105_101510.jpg", "camera"),

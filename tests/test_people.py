@@ -11,7 +11,7 @@ import sys
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import PEOPLE_T0, api_client, renames_at_once, run_cli
+from conftest import PEOPLE_T0, api_client, people_cli, renames_at_once, run_cli
 from control.answer import OfflineAnswerer
 from control.people import summarize_people
 from graph import edit_people
@@ -26,13 +26,6 @@ FIELDS = {"id", "name", "name_source", "voices", "faces", "clips", "first_seen",
 @pytest.fixture(autouse=True)
 def hash_embedder(monkeypatch):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # what the hand-made store was built with
-
-
-def people_cli(capsys, store, *argv: str) -> tuple[int, object, str]:
-    """``mnemo people ARGV --store STORE --json``: exit code, the JSON of the last line (None when
-    it failed), stderr."""
-    code, out, err = run_cli(capsys, "people", *argv, "--store", store.uri, "--json")
-    return code, (json.loads(out.strip().splitlines()[-1]) if code == 0 else None), err
 
 
 def test_listing_has_everyone_with_details(capsys, people_store):

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-import numpy as np
 import pytest
 
+from factories import FACES, VOICES, VOICE_A as A, VOICE_B as B, memorize, speech_clip, unit
 from graph.resolve_people import PeopleOp
 from graph.rows import Edge
 from memorize.identity import EntityMatcher, MatchPolicy
-from memorize.memorizer import Memorizer, clip_row
+from memorize.memorizer import Memorizer
 from memorize.naming import Naming
 from memorize.speech_facts import addressed_in
-from perception.records import Clip, ClipObservations, SourceInfo, SpeechTurn
-
-VOICES = MatchPolicy(0.75, same_similarity=0.88, merge_similarity=0.93, min_found_s=1.0)
-FACES = MatchPolicy(0.92)
+from perception.records import ClipObservations, SpeechTurn
 
 
 @pytest.mark.parametrize("text, names", [
@@ -93,62 +88,37 @@ def test_a_name_said_to_one_of_several_voices_counts_once_they_are_one_person():
     assert Naming(twice).decide({"character_2": {"voice_2", "voice_3"}}) == {"character_2": ""}
 
 
-def _unit(v) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
-
-
 def test_a_voice_split_in_two_inside_a_clip_stays_one_entity():
     m = EntityMatcher("voice", VOICES)
-    (a,) = m.match_distinct([_unit([1, 0, 0, 0])], 0.0)
-    (b,) = m.match_distinct([_unit([0, 0, 1, 0])], 0.0)
+    (a,) = m.match_distinct([unit([1, 0, 0, 0])], 0.0)
+    (b,) = m.match_distinct([unit([0, 0, 1, 0])], 0.0)
     # the clip's clustering gave voice A twice: the spare part joins A (0.99 alike, far from B)
-    x, y, z = m.match_distinct([_unit([1, 0.05, 0, 0]), _unit([1, 0.1, 0.05, 0]), _unit([0, 0, 1, 0.1])], 30.0)
+    x, y, z = m.match_distinct([unit([1, 0.05, 0, 0]), unit([1, 0.1, 0.05, 0]), unit([0, 0, 1, 0.1])], 30.0)
     assert (x.entity_id, y.entity_id, z.entity_id) == (a.entity_id, a.entity_id, b.entity_id)
     # a new voice heard too briefly founds nobody; heard long enough, it does
-    assert m.match_distinct([_unit([0, 1, 0, 0])], 60.0, may_found=[False]) == [None]
-    assert m.match_distinct([_unit([0, 1, 0, 0])], 60.0, may_found=[True])[0].entity_id == "voice_3"
-
-
-SOURCE = SourceInfo("/talk.wav", "1" * 64, 300.0, True, False, datetime(2026, 1, 1, tzinfo=timezone.utc), "option")
-
-
-def _clip(k: int, turns: list[tuple[str, str, np.ndarray]]) -> ClipObservations:
-    """A clip of turns (speaker label, text, voice embedding), 4 s each."""
-    clip = Clip(f"clip{k}", SOURCE, k, 30.0 * k, 30.0)
-    speech = tuple(SpeechTurn(f"clip{k}:t{i}", text, 4.0 * i, 4.0 * i + 3.5, "en", (), emb, spk)
-                   for i, (spk, text, emb) in enumerate(turns))
-    return ClipObservations(clip, speech, ())
-
-
-def _memorize(store, clips, voices: MatchPolicy = VOICES) -> Memorizer:
-    memorizer = Memorizer(store, FACES, voices)
-    for obs in clips:
-        w = memorizer.memorize(obs)
-        store.commit_clip(clip_row(obs), w.memories, w.entities, w.edges, w.updated)
-    return memorizer
-
-
-A, B = _unit([1, 0.1, 0, 0]), _unit([0, 0.1, 1, 0])
+    assert m.match_distinct([unit([0, 1, 0, 0])], 60.0, may_found=[False]) == [None]
+    assert m.match_distinct([unit([0, 1, 0, 0])], 60.0, may_found=[True])[0].entity_id == "voice_3"
 
 
 def test_a_fragment_heard_once_joins_its_voice_when_profiles_are_matched(hash_store):
     # as `mnemo ingest` matches voices: by profile, and a voice part heard in one clip only may merge
     profile = MatchPolicy(0.84, same_similarity=0.86, merge_similarity=0.93, min_found_s=2.5, by_profile=True,
                           merge_min_samples=1)
-    near_a = _unit([1, 0.12, 0.02, 0])
-    _memorize(hash_store, [_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)])], profile)
+    near_a = unit([1, 0.12, 0.02, 0])
+    memorize(hash_store, [speech_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)])],
+             voices=profile)
     assert [p.voices for p in hash_store.people()] == [("voice_1", "voice_2")]
-    _memorize(hash_store, [_clip(1, [("s0", "seven eight nine", near_a), ("s1", "ten eleven", B)])], profile)
+    memorize(hash_store, [speech_clip(1, [("s0", "seven eight nine", near_a), ("s1", "ten eleven", B)])],
+             voices=profile)
     assert sorted(p.voices for p in hash_store.people()) == [("voice_1", "voice_2"), ("voice_3",)]
     assert hash_store.memories_where("clip_id = 'clip1'")[0].entity_ids == ("voice_1",)
 
 
 def test_two_people_who_call_each_other_by_name_are_named_and_never_swapped(hash_store):
-    clips = [_clip(0, [("s0", "Hey Caroline, how are you?", A), ("s1", "Good, thanks, Melanie!", B)]),
-             _clip(1, [("s0", "I painted a lake.", A), ("s1", "Wow, that is lovely, Melanie.", B)]),
-             _clip(2, [("s1", "I went to a support group.", B), ("s0", "That's brave, Caroline!", A)])]
-    _memorize(hash_store, clips)
+    clips = [speech_clip(0, [("s0", "Hey Caroline, how are you?", A), ("s1", "Good, thanks, Melanie!", B)]),
+             speech_clip(1, [("s0", "I painted a lake.", A), ("s1", "Wow, that is lovely, Melanie.", B)]),
+             speech_clip(2, [("s1", "I went to a support group.", B), ("s0", "That's brave, Caroline!", A)])]
+    memorize(hash_store, clips)
     people = {p.name: p for p in hash_store.people()}
     assert sorted(people) == ["Caroline", "Melanie"]
     assert people["Melanie"].voices == ("voice_1",) and people["Caroline"].voices == ("voice_2",)
@@ -160,11 +130,11 @@ def test_two_people_who_call_each_other_by_name_are_named_and_never_swapped(hash
 
 
 def test_a_listener_heard_as_two_voices_is_named_once_the_voices_merge(hash_store):
-    near_b = _unit([0, 0.12, 1, 0.02])
+    near_b = unit([0, 0.12, 1, 0.02])
     # the first clip founds three voices (nothing is known yet): whom "Melanie" was said to is open
-    _memorize(hash_store, [_clip(0, [("s0", "Hey Melanie!", A), ("s1", "one two three", B),
-                                     ("s2", "four five six", near_b)]),
-                           _clip(1, [("s0", "Thanks, Melanie.", A), ("s1", "seven eight", B), ("s2", "nine", near_b)])])
+    memorize(hash_store, [speech_clip(0, [("s0", "Hey Melanie!", A), ("s1", "one two three", B),
+                                          ("s2", "four five six", near_b)]),
+                          speech_clip(1, [("s0", "Thanks, Melanie.", A), ("s1", "seven eight", B), ("s2", "nine", near_b)])])
     people = {p.name: p for p in hash_store.people()}
     assert sorted(people) == ["", "Melanie"]
     assert people["Melanie"].voices == ("voice_2", "voice_3") and people["Melanie"].name_source == "addressed"
@@ -172,11 +142,11 @@ def test_a_listener_heard_as_two_voices_is_named_once_the_voices_merge(hash_stor
 
 
 def test_a_voice_found_twice_becomes_one_person_and_a_user_split_keeps_them_apart(hash_store):
-    near_a = _unit([1, 0.12, 0.02, 0])
+    near_a = unit([1, 0.12, 0.02, 0])
     # clustering split A in two in the first clips, both parts founding voices (nothing known yet);
     # once each part has samples from two clips, their likeness is evidence enough
-    _memorize(hash_store, [_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)]),
-                           _clip(1, [("s0", "seven eight nine", A), ("s1", "ten", near_a)])])
+    memorize(hash_store, [speech_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)]),
+                          speech_clip(1, [("s0", "seven eight nine", A), ("s1", "ten", near_a)])])
     people = hash_store.people()
     assert len(people) == 1 and people[0].voices == ("voice_1", "voice_2")
     merge = next(e for e in hash_store.all_edges("same_person") if e.src_id == "character_2")
@@ -185,18 +155,18 @@ def test_a_voice_found_twice_becomes_one_person_and_a_user_split_keeps_them_apar
     assert sorted(p.voices for p in hash_store.people()) == [("voice_1",), ("voice_2",)]
     assert hash_store.people()[0].voices == ("voice_1",)
     # voice_2 was matched no more once merged (its speech went to voice_1); split off, it is again
-    _memorize(hash_store, [_clip(2, [("s0", "eleven twelve", near_a)])])
+    memorize(hash_store, [speech_clip(2, [("s0", "eleven twelve", near_a)])])
     assert sorted(p.voices for p in hash_store.people()) == [("voice_1",), ("voice_2",)]
     said = hash_store.memories_where("clip_id = 'clip2'")
     assert said[0].entity_ids == ("voice_2",)
 
 
 def test_the_users_name_wins_over_what_is_heard_later(hash_store):
-    clips = [_clip(0, [("s0", "Hey Caroline!", A), ("s1", "Hi!", B)]),
-             _clip(1, [("s0", "Bye Caroline!", A), ("s1", "Bye!", B)])]
-    _memorize(hash_store, clips[:1])
+    clips = [speech_clip(0, [("s0", "Hey Caroline!", A), ("s1", "Hi!", B)]),
+             speech_clip(1, [("s0", "Bye Caroline!", A), ("s1", "Bye!", B)])]
+    memorize(hash_store, clips[:1])
     hash_store.append_people_op(PeopleOp(1, "name", "voice_2", {"name": "Carol"}))
-    _memorize(hash_store, clips[1:])
+    memorize(hash_store, clips[1:])
     carol = next(p for p in hash_store.people() if "voice_2" in p.voices)
     assert (carol.name, carol.name_source) == ("Carol", "user")
     assert hash_store.load_entities("character")[1].name == "Caroline"  # inference kept its own view apart
@@ -206,7 +176,7 @@ def test_a_long_lived_planner_sees_a_rename_at_the_next_question(hash_store):
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
 
-    _memorize(hash_store, [_clip(0, [("s0", "I painted a lake at dawn.", A), ("s1", "Lovely!", B)])])
+    memorize(hash_store, [speech_clip(0, [("s0", "I painted a lake at dawn.", A), ("s1", "Lovely!", B)])])
     planner = OfflinePlanner(MemoryTools(hash_store))  # as mnemo serve keeps one
     assert planner.retrieve("What did Carol paint?").plan.people == ()
     hash_store.append_people_op(PeopleOp(1, "name", "voice_1", {"name": "Carol"}))
@@ -216,7 +186,7 @@ def test_a_long_lived_planner_sees_a_rename_at_the_next_question(hash_store):
 
 
 def test_a_voice_s_consecutive_sentences_are_one_memory_another_voice_or_a_pause_starts_the_next(hash_store):
-    clip = _clip(0, [])
+    clip = speech_clip(0, [])
     speech = (SpeechTurn("clip0:a", "I went to a support group.", 0.0, 2.0, "en", (), A, "s0"),
               SpeechTurn("clip0:b", "It was powerful.", 2.5, 4.0, "en", (), A, "s0"),
               SpeechTurn("clip0:c", "Wow, tell me more!", 4.3, 6.0, "en", (), B, "s1"),
@@ -257,21 +227,21 @@ def test_a_split_keeps_each_side_whole():
 
 
 def test_voices_alike_never_merge_two_people_the_user_named_apart(hash_store):
-    near_a = _unit([1, 0.12, 0.02, 0])
-    _memorize(hash_store, [_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)])])
+    near_a = unit([1, 0.12, 0.02, 0])
+    memorize(hash_store, [speech_clip(0, [("s0", "one two three", A), ("s1", "four five six", near_a)])])
     assert len(hash_store.people()) == 2  # one clip each: not yet evidence enough to merge
     hash_store.append_people_op(PeopleOp(1, "name", "voice_1", {"name": "Carol"}))
     hash_store.append_people_op(PeopleOp(2, "name", "voice_2", {"name": "Dave"}))
-    _memorize(hash_store, [_clip(1, [("s0", "seven eight nine", A), ("s1", "ten", near_a)])])
+    memorize(hash_store, [speech_clip(1, [("s0", "seven eight nine", A), ("s1", "ten", near_a)])])
     assert sorted(p.name for p in hash_store.people()) == ["Carol", "Dave"]
 
 
 def test_a_name_the_user_gave_is_not_inferred_for_someone_else(hash_store):
-    clips = [_clip(0, [("s0", "Hello there!", A), ("s1", "Hi!", B)]),
-             _clip(1, [("s0", "Hey Carol!", A), ("s1", "Hi!", B)]),
-             _clip(2, [("s0", "Bye Carol!", A), ("s1", "Bye!", B)])]
-    _memorize(hash_store, clips[:1])
+    clips = [speech_clip(0, [("s0", "Hello there!", A), ("s1", "Hi!", B)]),
+             speech_clip(1, [("s0", "Hey Carol!", A), ("s1", "Hi!", B)]),
+             speech_clip(2, [("s0", "Bye Carol!", A), ("s1", "Bye!", B)])]
+    memorize(hash_store, clips[:1])
     hash_store.append_people_op(PeopleOp(1, "name", "voice_1", {"name": "Carol"}))  # the user says A is Carol
-    _memorize(hash_store, clips[1:])
+    memorize(hash_store, clips[1:])
     people = {p.person_id: p for p in hash_store.people()}
     assert [(p.name, p.name_source) for p in people.values()] == [("Carol", "user"), ("", "")]

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import cv2
 import numpy as np
 import pytest
 import skimage.data
 
+from factories import media_clip
 from perception.errors import MediaError
 from perception.faces.stage import FacePolicy, detect_faces
 from perception.sources.frames import distinct_frames, read_image, to_rgb8
 from perception.observe import observe_media
-from perception.records import Clip, ClipMedia, SourceInfo
+from perception.records import ClipMedia
 from perception.ocr.spacing import restore_spacing
-
-
-def _clip(duration_s: float = 30.0) -> Clip:
-    source = SourceInfo("/recordings/test.mp4", "0" * 64, duration_s, True, True,
-                        datetime(2026, 11, 20, 10, tzinfo=timezone.utc), "option")
-    return Clip("c0", source, 0, 0.0, duration_s)
 
 
 def _media(frames=(), audio=None, times=None) -> ClipMedia:
@@ -164,7 +157,7 @@ def test_one_face_across_frames_is_one_clip_local_person(perceivers):
 
 @pytest.mark.slow
 def test_silent_audio_gives_no_speech(perceivers):
-    obs = observe_media(_clip(), _media(audio=np.zeros(30 * 16000, np.float32)), perceivers)
+    obs = observe_media(media_clip(), _media(audio=np.zeros(30 * 16000, np.float32)), perceivers)
     assert obs.speech == () and obs.speakers == () and obs.language == ""
     assert set(obs.timings_s) >= {"speech_s", "faces_s", "image_s", "ocr_s", "caption_s"}
 
@@ -175,7 +168,7 @@ def test_audio_shorter_than_a_second_does_not_crash(perceivers, sample_wav):
 
     audio, _ = sf.read(sample_wav, dtype="float32")
     short = audio[int(6.7 * 16000):int(7.4 * 16000)]  # 0.7 s: Diane's first "Hello?"
-    obs = observe_media(_clip(0.7), _media(audio=short), perceivers)
+    obs = observe_media(media_clip(0.7), _media(audio=short), perceivers)
     assert obs.speakers == ()  # too short to diarize: turns without a speaker label are fine
     assert all(t.speaker == "" for t in obs.speech)
 
@@ -186,7 +179,7 @@ def test_video_without_faces_and_odd_frames(perceivers):
     gray16 = np.full((360, 640), 20000, np.uint16)
     rgba = np.dstack([np.full((360, 640, 3), 90, np.uint8), np.full((360, 640), 255, np.uint8)])
     corrupt = np.zeros((360, 640, 2), np.uint8)  # a frame a broken decoder might hand over
-    obs = observe_media(_clip(), _media([blank, gray16, rgba, corrupt], times=[0, 1, 2, 3]), perceivers)
+    obs = observe_media(media_clip(), _media([blank, gray16, rgba, corrupt], times=[0, 1, 2, 3]), perceivers)
     assert obs.faces == ()
     assert any("frame at 3.0 s skipped" in n for n in obs.notes)
     assert [f.frame_time_s for f in obs.frames] == [0, 1, 2]  # the gray frame differs from the blank one
@@ -195,12 +188,13 @@ def test_video_without_faces_and_odd_frames(perceivers):
 @pytest.mark.slow
 def test_a_4k_frame_is_downscaled_and_analysed(perceivers):
     frame = cv2.resize(skimage.data.astronaut(), (3840, 3840))
-    obs = observe_media(_clip(), _media([frame], times=[0.0]), perceivers)
+    obs = observe_media(media_clip(), _media([frame], times=[0.0]), perceivers)
     (face,) = obs.faces
     assert max(face.box_xywh[2:]) < 1920  # boxes are in the downscaled frame
     assert obs.frames[0].embedding is not None
 
 
+@pytest.mark.slow  # the real perception models
 @pytest.mark.parametrize("beside", [False, True])
 def test_an_opencv_error_in_a_stage_is_a_note_not_an_aborted_ingest(perceivers, beside):
     """cv2.error derives from Exception only; a backend that raises it (a frame OpenCV cannot
@@ -214,6 +208,6 @@ def test_an_opencv_error_in_a_stage_is_a_note_not_an_aborted_ingest(perceivers, 
             return cv2.resize(np.zeros((0, 0), np.uint8), (0, 0))  # raises cv2.error
 
     broken = replace(perceivers, faces=BrokenFaces(), image=None, ocr=None, faces_beside=beside)
-    obs = observe_media(_clip(), _media([np.full((120, 160, 3), 60, np.uint8)], times=[0.0]), broken)
+    obs = observe_media(media_clip(), _media([np.full((120, 160, 3), 60, np.uint8)], times=[0.0]), broken)
     assert obs.faces == () and any(n.startswith("faces failed") for n in obs.notes)
     assert len(obs.frames) == 1  # the other stages ran

@@ -28,6 +28,7 @@ def _conversation(tmp_path, sessions: list[tuple[str, list[tuple[str, str]]]]):
     return load(tmp_path / "talk.json")[0]
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_profile_quotes_what_the_person_said_of_themself_each_citing_its_clip(talk_store):
     p = build(talk_store, "Caroline")
     assert p.person.name == "Caroline" and not p.is_owner and p.clips >= 3
@@ -45,6 +46,7 @@ def test_a_profile_quotes_what_the_person_said_of_themself_each_citing_its_clip(
     assert p.to_json()["statements"][0]["clip_id"] == p.statements[0].citation.clip_id
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_the_owner_comes_first_and_others_say_how_much_they_share_with_the_owner(talk_store):
     with pytest.raises(PeopleError, match="mnemo people me"):
         build(talk_store)
@@ -58,6 +60,7 @@ def test_the_owner_comes_first_and_others_say_how_much_they_share_with_the_owner
         build(talk_store, "Zed")
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_rename_shows_at_once_and_a_forgotten_clip_leaves_nothing(talk_store, capsys):
     edit_people.name(talk_store, "Melanie", "Mel Smith")
     p = build(talk_store, "Mel Smith")
@@ -113,6 +116,7 @@ def test_what_counts_as_said_of_oneself_and_its_topic():
     assert topic_of("Life feels calm right now for me.") == OTHER
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_mnemo_people_show_prints_the_profile(talk_store, capsys):
     code, out, _ = run_cli(capsys, "people", "show", "Caroline", "--store", talk_store.uri, "--json")
     assert code == 0 and out.startswith("Caroline: called by this name")
@@ -124,6 +128,7 @@ def test_mnemo_people_show_prints_the_profile(talk_store, capsys):
     assert code == 2 and "no person 'Zed'" in err
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_rest_gives_a_profile_and_says_who_exists_when_nobody_matches(talk_store):
     from control.answer import OfflineAnswerer
     from mnemo.serve.api import create_app
@@ -167,6 +172,7 @@ def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_pat
     assert "a fact counts as stated when one profile sentence holds half of its content words" in out
 
 
+@pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_a_question_about_a_person_is_answered_by_their_profile(talk_store):
     from control.answer import OfflineAnswerer
 

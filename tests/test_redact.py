@@ -87,13 +87,14 @@ def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash
     assert any("[card]" in m.text for m in hash_store.memories_where("kind = 'episodic'"))
 
 
+@pytest.mark.slow  # every LoCoMo dev turn, the pyannote call's transcript and the OCR bench's screens redacted
 def test_the_defaults_redact_nothing_in_the_projects_own_conversations_and_screens(pyannote_dir):
     """False redactions: LoCoMo's dev conversations and the pyannote call's transcript (what people
     say) and the OCR bench's screens (terminals, dialogs, a page). Counted for every kind, asserted
     for the defaults."""
     from bench.fixtures import read_stm
     from bench.ocr_screens import screens
-    from tests.conftest import unavailable
+    from conftest import unavailable
 
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
     if not path.is_file():
@@ -205,7 +206,7 @@ def test_bench_redact_meets_its_targets_through_every_channel():
 
 
 def test_bench_redact_is_a_bench_command_with_its_figures_on_the_last_line(capsys):
-    from tests.conftest import run_cli
+    from conftest import run_cli
 
     code, out, _ = run_cli(capsys, "bench", "redact", "--json")
     figures = json.loads(out.strip().splitlines()[-1])

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import run_cli, s3_server
 
+pytestmark = pytest.mark.slow  # an S3 server (moto) in a child process; killed writers on it
+
 BUCKET = "life"
 
 
@@ -54,7 +56,6 @@ def _answers(capsys, store: str) -> list[dict]:
     return out
 
 
-@pytest.mark.slow
 def test_the_cli_on_an_s3_store_gives_what_it_gives_on_a_folder(s3, cli_env, capsys, tmp_path, demo_recording):
     """ingest, ask, people changes, forget, status and export, each on both stores: the same rows,
     answers, people and archives."""

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import PEOPLE_T0, api_client, build_picture_store, run_cli
+from factories import held
 from fastapi.testclient import TestClient
 
-from conftest import PEOPLE_T0, api_client, build_picture_store, run_cli
 from control.answer import OfflineAnswerer
 from graph.rows import ClipRow, Memory, content_id
 from mnemo.serve.api import create_app
@@ -287,22 +288,16 @@ def _forget_client(store):
     return service, api_client(create_app(service))
 
 
-def _held(store) -> tuple[int, int]:
-    store.catch_up()
-    counts = store.count()
-    return counts["clips"], counts["memories"]
-
-
 def test_one_forget_request_forgets_nothing(people_store):
     """What a prompt injection sends: one request with confirm, as the API took before."""
     _, client = _forget_client(people_store)
-    before = _held(people_store)
+    before = held(people_store)
     reply = client.post("/forget", json={**EVERYTHING, "confirm": True})
     assert reply.status_code == 422
     error = reply.json()["error"]
     assert "nothing was forgotten" in error and "confirm=true alone no longer forgets" in error
     assert "nonce" in error and "preview first" in error
-    assert _held(people_store) == before == (2, 6)
+    assert held(people_store) == before == (2, 6)
 
 
 def test_forget_takes_the_previews_nonce_and_the_same_filter(people_store):
@@ -317,7 +312,7 @@ def test_forget_takes_the_previews_nonce_and_the_same_filter(people_store):
         reply = client.post("/forget", json=body)
         assert reply.status_code == 422 and says in reply.json()["error"], reply.text
         assert "nothing was forgotten" in reply.json()["error"] and "preview first" in reply.json()["error"]
-        assert _held(people_store) == (2, 6)
+        assert held(people_store) == (2, 6)
 
     refused({"clip": "people-clip-0", "nonce": nonce[:-2] + "xx"}, "unknown or already used")
     refused({"clip": "people-clip-0", "nonce": ""}, "confirm=true alone")  # an empty nonce is none
@@ -331,10 +326,10 @@ def test_forget_takes_the_previews_nonce_and_the_same_filter(people_store):
     assert done.status_code == 200, done.text
     assert done.json()["forgotten"] and done.json()["clips"] == 1 and done.json()["nonce"] is None
     assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
-    assert _held(people_store) == (1, 2)
+    assert held(people_store) == (1, 2)
     again = client.post("/forget", json={"clip": "people-clip-1", "nonce": nonce})
     assert again.status_code == 422 and "unknown or already used" in again.json()["error"]
-    assert _held(people_store) == (1, 2)
+    assert held(people_store) == (1, 2)
 
 
 def test_an_expired_nonce_forgets_nothing(people_store):
@@ -345,11 +340,11 @@ def test_an_expired_nonce_forgets_nothing(people_store):
     now[0] += NONCE_LIFETIME_S + 1
     reply = client.post("/forget", json={**EVERYTHING, "nonce": nonce})
     assert reply.status_code == 422 and "expired" in reply.json()["error"]
-    assert _held(people_store) == (2, 6)
+    assert held(people_store) == (2, 6)
     nonce = client.post("/forget", json=EVERYTHING).json()["nonce"]  # in time: the same filter forgets
     now[0] += NONCE_LIFETIME_S - 1
     assert client.post("/forget", json={**EVERYTHING, "nonce": nonce}).json()["forgotten"]
-    assert _held(people_store) == (0, 0)
+    assert held(people_store) == (0, 0)
 
 
 def test_a_nonce_is_for_what_the_preview_showed(people_store):
@@ -362,7 +357,7 @@ def test_a_nonce_is_for_what_the_preview_showed(people_store):
                                           row.start_ts, row.end_ts)], [])
     reply = client.post("/forget", json={**EVERYTHING, "nonce": preview["nonce"]})
     assert reply.status_code == 422 and "changed since its preview" in reply.json()["error"]
-    assert _held(people_store) == (3, 7)
+    assert held(people_store) == (3, 7)
 
 
 def test_nothing_to_forget_gives_no_nonce(people_store):

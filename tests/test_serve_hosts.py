@@ -276,6 +276,7 @@ def _private_run_dir(tmp_path) -> dict:
     return env
 
 
+@pytest.mark.slow  # starts `mnemo serve` in a child process
 def test_serve_makes_a_token_prints_a_sign_in_link_and_removes_the_token_file(people_store, tmp_path, monkeypatch):
     env = _private_run_dir(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "mnemo", "serve", "--store", str(people_store.uri), "--port", "0"],

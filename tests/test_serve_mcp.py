@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from factories import held
+
 pytestmark = pytest.mark.slow
 
 READS = {"ask", "search", "list_people", "profile", "read_clip", "timeline", "digest"}
@@ -127,19 +129,13 @@ async def _forget_session(store_uri: str, cwd: str, *options: str, calls=()) -> 
     return out
 
 
-def _held(store) -> tuple[int, int]:
-    store.catch_up()
-    counts = store.count()
-    return counts["clips"], counts["memories"]
-
-
 def _text(result) -> str:
     return result.content[0].text
 
 
 def test_mcp_forget_is_off_by_default(people_store, tmp_path):
     """What a prompt injection would send: forget everything, confirmed, in one call."""
-    before = _held(people_store)
+    before = held(people_store)
     out = asyncio.run(asyncio.wait_for(_forget_session(people_store.uri, str(tmp_path), calls=[
         ("all", {"request": {**EVERYTHING, "confirm": True}})]), 120))
     assert set(out["tools"]) == TOOLS
@@ -152,7 +148,7 @@ def test_mcp_forget_is_off_by_default(people_store, tmp_path):
             assert hints.read_only_hint is False and hints.destructive_hint is False, name
     assert out["all"].is_error and "forget is off" in _text(out["all"]) and "--allow-forget" in _text(out["all"])
     assert "nothing was forgotten" in _text(out["all"])
-    assert _held(people_store) == before == (2, 6)
+    assert held(people_store) == before == (2, 6)
 
 
 def test_mcp_forget_needs_a_preview_and_its_nonce(people_store, tmp_path):
@@ -184,5 +180,5 @@ def test_mcp_forget_needs_a_preview_and_its_nonce(people_store, tmp_path):
         assert out[label].is_error and says in _text(out[label]) and "nothing was forgotten" in _text(out[label]), label
     confirmed = out["confirmed"].structured_content
     assert not out["confirmed"].is_error and confirmed["forgotten"] and confirmed["clips"] == 1
-    assert _held(people_store) == (1, 2)
+    assert held(people_store) == (1, 2)
     assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")

@@ -7,6 +7,7 @@ from perception.errors import MediaError
 from perception.sources.media import SAMPLE_RATE, decode_audio, fit_audio, load_media, plan_clips, probe
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_probe_reads_streams_duration_and_metadata_start(demo_recording):
     info = probe(demo_recording)
     assert info.has_audio and info.has_video
@@ -15,6 +16,7 @@ def test_probe_reads_streams_duration_and_metadata_start(demo_recording):
     assert info.start_origin == "metadata"
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_start_option_overrides_metadata(demo_recording):
     start = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     info = probe(demo_recording, start=start)
@@ -23,6 +25,7 @@ def test_start_option_overrides_metadata(demo_recording):
     assert first.start_ts == start.timestamp()
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_audio_only_file_has_no_video_and_starts_from_mtime(sample_wav):
     info = probe(sample_wav)
     assert info.has_audio and not info.has_video
@@ -30,6 +33,7 @@ def test_audio_only_file_has_no_video_and_starts_from_mtime(sample_wav):
     assert info.duration_s == pytest.approx(30.0, abs=0.05)
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_clips_tile_the_recording_exactly(demo_recording):
     info = probe(demo_recording)
     clips = list(plan_clips(info, 30.0))
@@ -41,6 +45,7 @@ def test_clips_tile_the_recording_exactly(demo_recording):
     assert [c.clip_id for c in plan_clips(probe(demo_recording))] == [c.clip_id for c in clips]  # stable
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_clip_audio_concatenates_to_the_whole_recording(sample_wav):
     """Cutting at 10 s gives the same samples as decoding the whole file: no gaps, no overlaps."""
     info = probe(sample_wav)
@@ -53,6 +58,7 @@ def test_clip_audio_concatenates_to_the_whole_recording(sample_wav):
     assert np.max(np.abs(joined - full)) < 1e-3
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_media_of_a_clip_is_exactly_its_length(demo_recording):
     clip = list(plan_clips(probe(demo_recording)))[1]
     media, notes = load_media(clip, fps=1.0)
@@ -75,6 +81,7 @@ def test_probe_rejects_missing_path(tmp_path):
         probe(tmp_path / "nope.mp4")
 
 
+@pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_a_decode_that_runs_too_long_is_stopped_and_named(demo_recording, monkeypatch):
     import perception.sources.media as media
 

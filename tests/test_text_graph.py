@@ -118,6 +118,7 @@ def test_a_transformer_the_builder_does_not_write_is_refused_by_name(tmp_path):
         text_graph.read_shape(tmp_path)
 
 
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
 def test_a_graph_cached_by_the_torch_export_is_built_again(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
     model_dir = model_dirs()["minilm"]
@@ -130,6 +131,7 @@ def test_a_graph_cached_by_the_torch_export_is_built_again(tmp_path, monkeypatch
     assert graph.stat().st_mtime_ns != first and text_graph.BUILDER in marker.read_text()
 
 
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
 def test_building_and_embedding_import_no_torch(tmp_path):
     code = textwrap.dedent("""
         import sys

@@ -31,6 +31,7 @@ def test_onnx_runtime_gives_torchs_vectors_for_texts_of_every_length(cache):
     assert (cache / "model.onnx").is_file() and not list(cache.glob("*.part"))
 
 
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
 def test_the_export_is_made_once_and_again_when_the_weights_change(cache):
     MiniLMText().embed(["first"])
     mtime = (cache / "model.onnx").stat().st_mtime_ns
@@ -41,6 +42,7 @@ def test_the_export_is_made_once_and_again_when_the_weights_change(cache):
     assert (cache / "model.onnx").stat().st_mtime_ns != mtime and not list(cache.glob("*.part"))
 
 
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
 def test_an_export_that_differs_from_torch_is_refused_and_leaves_nothing(cache, monkeypatch):
     monkeypatch.setattr(onnx_text, "CHECK_TOLERANCE", -1.0)
     with pytest.raises(RuntimeError, match='text_runtime = "torch"'):

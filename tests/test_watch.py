@@ -50,6 +50,7 @@ def _wait_for(cond, timeout_s: float) -> bool:
     return False
 
 
+@pytest.mark.slow  # waits out real idle windows on real file events (seconds of wall time)
 def test_an_idle_folder_is_not_read_again_and_a_new_frame_is_planned_in_its_day_folder(tmp_path, looks):
     root = tmp_path / "capture"
     _frame(root / "2026" / "11" / "20", "old")
@@ -91,6 +92,7 @@ def test_without_file_events_it_looks_every_poll(tmp_path, looks):
     assert len(looks) >= 4 and all(paths == [str(root)] for _, paths in looks)
 
 
+@pytest.mark.slow  # waits out real idle windows on real file events (seconds of wall time)
 def test_a_folder_written_to_without_pause_is_still_looked_at_as_each_window_closes(tmp_path, looks):
     """Frames every 0.3 s: a window's first frame often comes within settle_s of the last one
     closing; the folder is looked at when its earliest unread window closes, not put off."""
