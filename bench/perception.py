@@ -124,7 +124,8 @@ def face_figures(p: Perceivers, face_threshold: float, report: PerceptionReport)
 
 
 def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
-    if p.ocr is None:
+    ocr = p.ocr
+    if ocr is None:
         raise ValueError("the OCR figure needs an OCR backend; set [perception] ocr_backend = \"rapidocr\"")
     from bench.speed_media import centred
     from perception.ocr.stage import read_frames
@@ -132,7 +133,7 @@ def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
     from perception.sources.media import VIDEO_MAX_SIDE
 
     def in_video(frame):  # the video path: the coverage gate's detection, reused by the read
-        return read_frames([frame], [0.0], p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, [])[0]
+        return read_frames([frame], [0.0], ocr, p.ocr_every_s, p.ocr_min_text_fraction, [])[0]
 
     labels = _labels("ocr_lines.json")
     folder = opencv_doc()
@@ -140,7 +141,7 @@ def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
     for name, lines in labels["images"].items():
         image = read_image(folder / name)
         video = limit_size(centred(image), VIDEO_MAX_SIDE)[0]
-        for figure, frame, where, read_text in (("ocr_cer", image, "", p.ocr.read),
+        for figure, frame, where, read_text in (("ocr_cer", image, "", ocr.read),
                                                 ("ocr_cer_video", video, " in a video frame", in_video)):
             t0 = time.perf_counter()
             read = read_text(frame)

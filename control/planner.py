@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -89,12 +90,10 @@ class OfflinePlanner:
         self.window_s = window_s
         self._people: list[Person] | None = None
         self._newest: datetime | None = None
-        self._executor = None
+        self._executor: ThreadPoolExecutor | None = None
 
-    def _pool(self):
+    def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-planner")
         return self._executor
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from perception.onnx_models import check_runtime, load_torch
 from perception.weights import fast_dtype, require, torch_device
+
+if TYPE_CHECKING:
+    from embeddings.onnx_text import OnnxEncoder
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +57,7 @@ class SentenceTransformerText:
         self.dtype = dtype
         # "auto": ONNX Runtime for float32 on the CPU when the model is mean-pooled, else torch
         self.runtime = runtime
-        self._encoder = None
+        self._encoder: OnnxEncoder | _TorchEncoder | None = None  # built on first use
 
     def model_dir(self) -> Path:
         """The directory holding the model (config, tokenizer, weights)."""

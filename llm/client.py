@@ -26,10 +26,13 @@ import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -149,7 +152,7 @@ class ChatClient:
         self.log_content = log_content
         self.json_schema_supported = True  # until the endpoint rejects response_format json_schema
         self.tokens = {"prompt_tokens": 0, "completion_tokens": 0}  # as the endpoint reports them, summed
-        self._http = None
+        self._http: httpx.Client | None = None
         log.info("LLM endpoint %s, model %s, %s", self.url, model,
                  f"authenticated with {key_name}" if api_key else "no API key")
 

@@ -6,6 +6,8 @@ that package is not used: its licence is non-commercial.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from perception.weights import packaged_file
@@ -24,7 +26,8 @@ class DlibFaces:
         self.min_face_px = min_face_px
         self.min_score = min_score
         self.jitter = jitter
-        self._models = None
+        # dlib's detector, shape predictor and face encoder (no type hints), built on first use
+        self._models: tuple[Any, Any, Any] | None = None
 
     def _load(self):
         if self._models is None:

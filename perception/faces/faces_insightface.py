@@ -9,6 +9,7 @@ mnemo[insightface].
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class InsightFaceFaces:
         self.det_size = det_size
         self.min_face_px = min_face_px
         self.min_score = min_score
-        self._app = None
+        self._app: Any = None  # insightface's FaceAnalysis (no type hints), built on first use
 
     @property
     def pack_dir(self) -> Path:

@@ -20,7 +20,7 @@ Recognition crops come from the frame either way.
 from __future__ import annotations
 
 import logging
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from perception.records import TextLine
 from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, soft_text, spaced
 from perception.weights import packaged_file
+
+if TYPE_CHECKING:
+    from rapidocr import RapidOCR
 
 # with the pixels' spacing, wordninja still splits letter runs this long (small proportional text
 # whose letter and word gaps are alike: "Atrackbarcreatedwitha"); shorter ones are kept, since a
@@ -62,7 +65,7 @@ class RapidOCRReader:
         self.threads = threads  # 0: let ONNX Runtime decide
         self.restore_spaces = restore_spaces  # wordninja, where the pixels cannot place the spaces
         self.word_gaps = word_gaps  # spaces from the crop's blank columns (words.py)
-        self._engine = None
+        self._engine: RapidOCR | None = None  # built on first use
 
     def _load(self):
         if self._engine is None:
@@ -75,8 +78,8 @@ class RapidOCRReader:
             n = self.threads or -1
             # "max" never upscales; it scales a frame down only when its long side is over detect_max_side
             limit = (("min", self.detect_min_side) if self.detect_min_side else ("max", self.detect_max_side))
-            params = {f"{section}.model_path": str(packaged_file(package, rel))
-                      for section, (package, rel) in MODELS.items()}
+            params: dict[str, object] = {f"{section}.model_path": str(packaged_file(package, rel))
+                                         for section, (package, rel) in MODELS.items()}
             params |= {"Global.max_side_len": self.detect_max_side,
                        "Det.limit_type": limit[0], "Det.limit_side_len": limit[1],
                        "EngineConfig.onnxruntime.intra_op_num_threads": n,

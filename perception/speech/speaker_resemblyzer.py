@@ -10,6 +10,7 @@ Runtime (``perception.onnx_models``), its graph built once from ``pretrained.pt`
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -108,7 +109,7 @@ class ResemblyzerSpeaker:
         require_torch_runtime(runtime, device, ("resemblyzer",), SETTING)
         self.device = device
         self.runtime = runtime
-        self._encode = None
+        self._encode: Callable[[np.ndarray], np.ndarray] | None = None  # built on first use
 
     def _load(self):
         if self._encode is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -79,7 +80,7 @@ class EfficientNetLite0Images:
         self.batch_size = batch_size
         self.min_tag_prob = min_tag_prob
         self.runtime = runtime
-        self._run = None
+        self._run: Callable[[np.ndarray], tuple[np.ndarray, ...]] | None = None  # built on first use
         self._classes: list[str] = []
 
     def _load(self):
