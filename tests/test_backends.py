@@ -121,14 +121,15 @@ def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
 
 @pytest.mark.cpu_kind
 def test_bfloat16_only_where_the_cpu_computes_in_it():
-    from perception.weights import cpu_has_bf16, fast_dtype
+    from perception.weights import cpu_has_bf16, fast_dtype, torch_extra_installed
 
     avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
     sapphire = "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
     graviton3 = "Features\t: fp asimd sve bf16 i8mm\n"
     assert not cpu_has_bf16(avx2) and cpu_has_bf16(sapphire) and cpu_has_bf16(graviton3)
     assert not cpu_has_bf16("")
-    assert fast_dtype("cpu") == ("bfloat16" if cpu_has_bf16() else "float32")
+    # bfloat16 needs torch: on the light install (no mnemo[torch]) even a bfloat16 CPU runs float32
+    assert fast_dtype("cpu") == ("bfloat16" if cpu_has_bf16() and torch_extra_installed() else "float32")
 
 
 def test_the_bf16_switch_answers_for_the_cpu(monkeypatch):
