@@ -4,14 +4,12 @@ capture is answered by `mnemo ask` while capture still runs."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import random
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import cv2
 import pytest

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-from fastapi.testclient import TestClient
 
 from conftest import PEOPLE_T0, api_client, people_cli, renames_at_once, run_cli
 from control.answer import OfflineAnswerer

@@ -5,7 +5,6 @@ locks, the commit journal, forget notes) work there too."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 

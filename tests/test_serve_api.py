@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from conftest import PEOPLE_T0, api_client, build_picture_store, run_cli
 from factories import held
-from fastapi.testclient import TestClient
 
 from control.answer import OfflineAnswerer
 from graph.rows import ClipRow, Memory, content_id
