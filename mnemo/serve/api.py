@@ -45,7 +45,8 @@ from mnemo.serve.models import (
     ProfileOut,
     TimelineOut,
 )
-from mnemo.serve.service import BadRequest, MemoryService, NotFound
+from mnemo.serve.errors import BadRequest, NotFound
+from mnemo.serve.service import MemoryService
 from mnemo.serve.thumbs import drop_forgotten
 from perception.errors import MediaError
 

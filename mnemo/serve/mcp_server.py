@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 from graph.rows import MemoryKind
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, MemoryOut, PersonOut, ProfileOut,
                                 TimelineOut)
-from mnemo.serve.service import BadRequest, MemoryService, NotFound
+from mnemo.serve.errors import BadRequest, NotFound
+from mnemo.serve.service import MemoryService
 
 INSTRUCTIONS = ("Personal lifelog memory (recordings and screenshots cut into 30 s clips). Use `ask` for a "
                 "question answered with clip citations, `search` to find memories, `list_people`, `profile` for what is "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnemo.serve.service import BadRequest
+from mnemo.serve.errors import BadRequest
 from perception.errors import MediaError
 from perception.sources.media import run_ffmpeg
 from perception.sources.tracks import TRACK_SUFFIXES

@@ -21,20 +21,13 @@ from graph import edit_people
 from graph.resolve_people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
+from mnemo.serve.errors import BadRequest, NotFound
 from mnemo.serve.confirm import Confirmations, NonceRefused
 from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut,
                                 PeopleOpOut, PersonOut, ProfileOut, TimelineOut, WrittenOut, WrittenSentenceOut)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 DAY_S = 86_400.0
-
-
-class BadRequest(ValueError):
-    """A parameter the caller must change; the message says which and why."""
-
-
-class NotFound(LookupError):
-    """An id or a name the store does not hold; the message says what exists."""
 
 
 def timestamp(when: datetime | float | None) -> float | None:
