@@ -21,7 +21,7 @@ XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-d
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2
 
-.PHONY: demo test test-fast install xtools clean docs
+.PHONY: demo test test-fast install xtools clean docs typecheck
 
 install: $(STAMP)
 
@@ -92,6 +92,16 @@ $(DOCS_STAMP): $(STAMP)
 
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# mypy over every package mnemo installs (pyproject.toml's [tool.mypy]), in the test venv: it reads
+# the type hints of the packages installed there; any finding fails it
+TYPECHECK_STAMP := $(VENV)/.installed-typecheck
+$(TYPECHECK_STAMP): $(TEST_STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e ".[typecheck]"
+	@touch $(TYPECHECK_STAMP)
+
+typecheck: $(TYPECHECK_STAMP)
+	$(VENV)/bin/python -m mypy
 
 # the virtual environments only: never a store (./mnemo-data is the default one, a person's memory)
 clean:

@@ -177,8 +177,9 @@ def test_the_supported_range_and_extras_are_pyprojects():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     (lo, hi) = doctor.SUPPORTED_PYTHON
     assert project["requires-python"] == f">={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}"
-    # test and docs are the developer's extras (`make test`, `make docs`), not features doctor reports
-    assert set(doctor.EXTRAS) == set(project["optional-dependencies"]) - {"test", "docs"}
+    # test, docs and typecheck are the developer's extras (`make test`, `make docs`, `make typecheck`),
+    # not features doctor reports
+    assert set(doctor.EXTRAS) == set(project["optional-dependencies"]) - {"test", "docs", "typecheck"}
 
 
 def test_a_missing_extra_is_named_with_its_pip_command():
