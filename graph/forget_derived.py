@@ -1,9 +1,9 @@
 """What forgetting takes from people: what was derived from the forgotten clips, not stored in them.
 
 ``graph.forget_store`` removes the memories and the evidence of the forgotten clips; what memory had
-concluded from them lives on in other rows and must follow (issue 42: a user forgot the only clip
-in which two people were named, and ``mnemo people`` still listed them by those names, "enrolled",
-seen inside the forgotten span):
+concluded from them lives on in other rows and must follow (forget the only clip in which two
+people were named, and ``mnemo people`` must no longer list them by those names, nor as seen inside
+the forgotten span):
 
 - an inferred name (a character's ``name``) that no remaining ``introduced_as``/``addressed_as``
   edge of its person gives goes: the person stays, unnamed, while other evidence of them remains.
