@@ -17,6 +17,7 @@ import ipaddress
 import logging
 import re
 import secrets
+from collections.abc import Sequence
 from datetime import date, datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -27,7 +28,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from graph.rows import MEMORY_KINDS
+from graph.rows import MemoryKind
 from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
 from mnemo.serve.guard import Guard, error_response, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
@@ -179,7 +180,7 @@ def create_app(service: MemoryService, token: str | None = None, cors_origins: t
 
     @app.get("/search", response_model=list[MemoryOut], summary="hybrid search (vector + full text) over memories")
     def search(q: Annotated[str, Query(min_length=1, max_length=2000, description="what to look for")],
-               kind: Annotated[Literal[MEMORY_KINDS] | None, Query()] = None,
+               kind: Annotated[MemoryKind | None, Query()] = None,
                person: Annotated[str | None, Query(description="a name or an id (character_1, voice_2)")] = None,
                start: Annotated[datetime | None, Query(alias="from", description="ISO 8601 or epoch seconds")] = None,
                end: Annotated[datetime | None, Query(alias="to")] = None,
@@ -314,7 +315,7 @@ def _static(name: str) -> str:
     return resources.files("mnemo.serve").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def jsonable(errors: list[dict]) -> list[dict]:
+def jsonable(errors: Sequence[dict]) -> list[dict]:
     """Validation errors as JSON (their ``ctx`` may hold exceptions), without the ``input``: a
     body of a megabyte is not echoed back."""
     return [{k: (v if k != "ctx" else {c: str(x)[:200] for c, x in v.items()}) for k, v in e.items()
