@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -37,7 +38,8 @@ def test_another_distribution_with_the_same_name_is_named():
     assert "virtual environment of its own" in problems[0] and "pip uninstall llm" in problems[0]
 
 
-def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
+def _shadowing_llm(tmp_path):
+    """A folder holding another distribution's ``llm``, as PyPI's llm CLI would install it."""
     shadow = tmp_path / "shadow"
     (shadow / "llm").mkdir(parents=True)
     (shadow / "llm" / "__init__.py").write_text("raise SystemExit('the shadowing llm was imported')\n")
@@ -45,6 +47,11 @@ def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
     meta.mkdir()
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: llm\nVersion: 0.19\n")
     (meta / "top_level.txt").write_text("llm\n")
+    return shadow
+
+
+def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
+    shadow = _shadowing_llm(tmp_path)
     script = (
         f"import sys, json; sys.path.insert(0, {str(shadow)!r}); from mnemo import layout_guard as g; "
         "quick = g.warn_if_shadowed(); again = g.warn_if_shadowed(); "
@@ -63,6 +70,15 @@ def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
         assert "outside mnemo's tree" in message and str(ROOT) in message
         assert "distribution 'llm'" in message and "virtual environment of its own" in message
     assert done.stderr.count("warning: mnemo's top-level package 'llm'") == 1
+
+
+def test_mnemo_says_so_at_start(tmp_path):
+    shadow = _shadowing_llm(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    done = subprocess.run([sys.executable, "-m", "mnemo", "--version"], check=False, cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("mnemo "), done.stderr
+    assert done.stderr.count("warning: mnemo's top-level package 'llm'") == 1, done.stderr
 
 
 def test_warn_prints_to_the_stream_given(monkeypatch):
