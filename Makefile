@@ -21,7 +21,7 @@ XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-d
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2
 
-.PHONY: demo test test-fast install xtools clean docs typecheck
+.PHONY: demo test test-fast install xtools clean docs lint
 
 install: $(STAMP)
 
@@ -93,14 +93,17 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-# mypy over every package mnemo installs (pyproject.toml's [tool.mypy]), in the test venv: it reads
-# the type hints of the packages installed there; any finding fails it
-TYPECHECK_STAMP := $(VENV)/.installed-typecheck
-$(TYPECHECK_STAMP): $(TEST_STAMP)
-	$(VENV)/bin/python -m pip install --quiet -e ".[typecheck]"
-	@touch $(TYPECHECK_STAMP)
+# ruff's linter and formatter over the whole tree, then mypy over every package mnemo installs
+# (pyproject.toml's [tool.ruff] and [tool.mypy]), in the test venv: mypy reads the type hints of the
+# packages installed there. Any finding fails it; `ruff format .` and `ruff check --fix .` fix most
+LINT_STAMP := $(VENV)/.installed-lint
+$(LINT_STAMP): $(TEST_STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e ".[lint]"
+	@touch $(LINT_STAMP)
 
-typecheck: $(TYPECHECK_STAMP)
+lint: $(LINT_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/python -m mypy
 
 # the virtual environments only: never a store (./mnemo-data is the default one, a person's memory)

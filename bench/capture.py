@@ -25,10 +25,35 @@ from pathlib import Path
 from bench.metrics import meets
 from bench.xdesktop import Desktop
 
-TARGETS = {"cpu_pct": ("<=", 3.0), "rss_mb": ("<=", 150.0), "static_dedup": (">=", 0.95), "typing_kept": ("==", 1.0),
-           "ingest_lag_s": ("<=", 60.0)}
-WORDS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel", "iris", "juniper", "kiwi", "lemon",
-         "mango", "nectar", "olive", "peach", "quince", "rowan", "sloe", "tansy")
+TARGETS = {
+    "cpu_pct": ("<=", 3.0),
+    "rss_mb": ("<=", 150.0),
+    "static_dedup": (">=", 0.95),
+    "typing_kept": ("==", 1.0),
+    "ingest_lag_s": ("<=", 60.0),
+}
+WORDS = (
+    "apple",
+    "banana",
+    "cherry",
+    "damson",
+    "elder",
+    "fig",
+    "grape",
+    "hazel",
+    "iris",
+    "juniper",
+    "kiwi",
+    "lemon",
+    "mango",
+    "nectar",
+    "olive",
+    "peach",
+    "quince",
+    "rowan",
+    "sloe",
+    "tansy",
+)
 
 
 class TreeMeter:
@@ -73,7 +98,9 @@ class TreeMeter:
 
     def cpu_s(self) -> float:
         """The tree's CPU seconds so far."""
-        return self._each(lambda p: sum(p.cpu_times()[:4]))  # user, system, children_user, children_system
+        return self._each(
+            lambda p: sum(p.cpu_times()[:4])
+        )  # user, system, children_user, children_system
 
     def root_cpu_s(self) -> float:
         """The root's own CPU seconds so far (its children apart)."""
@@ -111,8 +138,13 @@ def _normal(text: str) -> str:
     return "".join(text.lower().split())  # OCR's word spacing may differ from what was typed
 
 
-def typing_kept(typed: list[tuple[str, float]], end: float, frames: list[tuple[float, Path]],
-                read_text: Callable[[Path], str], slack_s: float = 0.5) -> list[bool]:
+def typing_kept(
+    typed: list[tuple[str, float]],
+    end: float,
+    frames: list[tuple[float, Path]],
+    read_text: Callable[[Path], str],
+    slack_s: float = 0.5,
+) -> list[bool]:
     """For each typed ``(word, typing began)``, in order: whether a frame stored from the moment its
     typing began until the next word's began (the last word: ``end``), plus ``slack_s``, shows the
     word: the frame's OCR (``read_text``), lower-cased and without spaces, contains it. A frame
@@ -137,6 +169,7 @@ def typing_kept(typed: list[tuple[str, float]], end: float, frames: list[tuple[f
 
 def ocr_text(ocr) -> Callable[[Path], str]:
     """A stored frame's on-screen text, read by ``ocr`` (a ``perception.ocr`` ``TextReader``)."""
+
     def read(path: Path) -> str:
         import cv2
 
@@ -144,6 +177,7 @@ def ocr_text(ocr) -> Callable[[Path], str]:
         if bgr is None:
             return ""
         return "\n".join(line.text for line in ocr.read(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+
     return read
 
 
@@ -153,9 +187,11 @@ def _word(k: int) -> str:
 
 
 def _frames(out: Path) -> list[dict]:
-    return [json.loads(p.read_text()) | {"bytes": p.stat().st_size + Path(str(p)[:-5]).stat().st_size,
-                                         "path": str(p)[:-5]}
-            for p in sorted(out.rglob("*.jpg.json"))]
+    return [
+        json.loads(p.read_text())
+        | {"bytes": p.stat().st_size + Path(str(p)[:-5]).stat().st_size, "path": str(p)[:-5]}
+        for p in sorted(out.rglob("*.jpg.json"))
+    ]
 
 
 def _memory_has(store: Path, token: str) -> bool:
@@ -167,11 +203,21 @@ def _memory_has(store: Path, token: str) -> bool:
     return any(token in t for t in texts)
 
 
-def run(workdir: Path, active_s: float = 60.0, static_s: float = 60.0, interval_s: float = 2.0,
-        ocr=None, progress: Callable[[str], None] = print) -> dict:
+def run(
+    workdir: Path,
+    active_s: float = 60.0,
+    static_s: float = 60.0,
+    interval_s: float = 2.0,
+    ocr=None,
+    progress: Callable[[str], None] = print,
+) -> dict:
     """The session and its figures; ``ocr`` (a ``perception.ocr`` ``TextReader``) reads the stored
     frames for ``typing_kept``, which is None without one."""
-    out, store, sock = workdir / "screens", workdir / "store", workdir / "run" / "mnemo" / "capture.sock"
+    out, store, sock = (
+        workdir / "screens",
+        workdir / "store",
+        workdir / "run" / "mnemo" / "capture.sock",
+    )
     desk = Desktop(workdir)
     try:
         notes = desk.xterm("notes.txt - editor", cls="Editor", geometry="100x30+80+80", font_px=16)
@@ -179,9 +225,25 @@ def run(workdir: Path, active_s: float = 60.0, static_s: float = 60.0, interval_
         desk.xclock("200x200-10+10")
         desk.focus(notes)
         env = {**desk.env, "HF_HUB_OFFLINE": "1"}
-        cap = subprocess.Popen([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--interval", f"{interval_s:g}s",
-                                "--ingest", "--store", str(store)], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+        cap = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mnemo",
+                "capture",
+                "--out",
+                str(out),
+                "--interval",
+                f"{interval_s:g}s",
+                "--ingest",
+                "--store",
+                str(store),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         from perception.capture.control import request
 
         meter = TreeMeter(cap.pid).start()
@@ -237,7 +299,9 @@ def run(workdir: Path, active_s: float = 60.0, static_s: float = 60.0, interval_
     static = [f for f, t in ts if active_end <= t < static_end]
     kept = None
     if ocr is not None and typed:
-        progress(f"bench capture: reading the frames stored while each of {len(typed)} words was typed")
+        progress(
+            f"bench capture: reading the frames stored while each of {len(typed)} words was typed"
+        )
         stored = [(t, Path(f["path"])) for f, t in ts]
         kept = sum(typing_kept(typed, active_end, stored, ocr_text(ocr)))
     static_ticks = s1["ticks"] - s0["ticks"]
@@ -247,13 +311,20 @@ def run(workdir: Path, active_s: float = 60.0, static_s: float = 60.0, interval_
         "rss_mb": round(rss_mb, 1),
         "cpu_pct_daemon": round(100 * own_s / wall_s, 2),
         "rss_mb_daemon": round(own_rss_mb, 1),
-        "mb_per_hour_active": round(sum(f["bytes"] for f in active) / 1e6 / ((active_end - t0) / 3600), 1),
-        "mb_per_hour_static": round(sum(f["bytes"] for f in static) / 1e6 / ((static_end - active_end) / 3600), 2),
+        "mb_per_hour_active": round(
+            sum(f["bytes"] for f in active) / 1e6 / ((active_end - t0) / 3600), 1
+        ),
+        "mb_per_hour_static": round(
+            sum(f["bytes"] for f in static) / 1e6 / ((static_end - active_end) / 3600), 2
+        ),
         "static_dedup": round(1 - static_written / static_ticks, 4) if static_ticks else None,
         "typing_kept": round(kept / len(typed), 4) if kept is not None else None,
         "ingest_lag_s": round(lag, 1) if lag is not None else None,
-        "frames_active": len(active), "frames_static": len(static), "static_ticks": static_ticks,
-        "typing_events": len(typed), "interval_s": interval_s,
+        "frames_active": len(active),
+        "frames_static": len(static),
+        "static_ticks": static_ticks,
+        "typing_events": len(typed),
+        "interval_s": interval_s,
     }
     progress(log[-2000:])
     return figures
@@ -266,16 +337,21 @@ def _epoch(iso: str) -> float:
 
 
 def format_report(f: dict) -> str:
-    rows = [("capture + ingest CPU, % of one core", f["cpu_pct"], "cpu_pct"),
-            ("  of which the daemon itself", f["cpu_pct_daemon"], None),
-            ("capture + ingest peak RSS, MB", f["rss_mb"], "rss_mb"),
-            ("  the daemon's own peak RSS, MB", f["rss_mb_daemon"], None),
-            ("MB per hour, active", f["mb_per_hour_active"], None), ("MB per hour, static", f["mb_per_hour_static"], None),
-            ("static ticks that wrote nothing", f["static_dedup"], "static_dedup"),
-            ("typed words in a stored frame's OCR", f["typing_kept"], "typing_kept"),
-            ("live-ingest lag, s (typed → in memory)", f["ingest_lag_s"], "ingest_lag_s")]
-    lines = [f"capture every {f['interval_s']:g} s under Xvfb 1920x1080: {f['frames_active']} frames while active, "
-             f"{f['frames_static']} in {f['static_ticks']} static ticks, {f['typing_events']} typing events"]
+    rows = [
+        ("capture + ingest CPU, % of one core", f["cpu_pct"], "cpu_pct"),
+        ("  of which the daemon itself", f["cpu_pct_daemon"], None),
+        ("capture + ingest peak RSS, MB", f["rss_mb"], "rss_mb"),
+        ("  the daemon's own peak RSS, MB", f["rss_mb_daemon"], None),
+        ("MB per hour, active", f["mb_per_hour_active"], None),
+        ("MB per hour, static", f["mb_per_hour_static"], None),
+        ("static ticks that wrote nothing", f["static_dedup"], "static_dedup"),
+        ("typed words in a stored frame's OCR", f["typing_kept"], "typing_kept"),
+        ("live-ingest lag, s (typed → in memory)", f["ingest_lag_s"], "ingest_lag_s"),
+    ]
+    lines = [
+        f"capture every {f['interval_s']:g} s under Xvfb 1920x1080: {f['frames_active']} frames while active, "
+        f"{f['frames_static']} in {f['static_ticks']} static ticks, {f['typing_events']} typing events"
+    ]
     for label, value, key in rows:
         target = ""
         if key:
@@ -286,4 +362,14 @@ def format_report(f: dict) -> str:
 
 
 def summary(f: dict) -> dict:
-    return {k: f[k] for k in ("cpu_pct", "rss_mb", "mb_per_hour_active", "static_dedup", "typing_kept", "ingest_lag_s")}
+    return {
+        k: f[k]
+        for k in (
+            "cpu_pct",
+            "rss_mb",
+            "mb_per_hour_active",
+            "static_dedup",
+            "typing_kept",
+            "ingest_lag_s",
+        )
+    }

@@ -37,31 +37,53 @@ def gate_losses(scenes: list[str], gated, ungated) -> dict:
     reference = " ".join(text for _, _, _, text in read_stm(pyannote_sample() / "sample.stm"))
 
     def calls_wer(observations) -> float:
-        wers = [word_error_rate(reference, o.transcript) for s, o in zip(scenes, observations) if s == "call"]
+        wers = [
+            word_error_rate(reference, o.transcript)
+            for s, o in zip(scenes, observations)
+            if s == "call"
+        ]
         return round(sum(wers) / len(wers), 4) if wers else 0.0
 
     def words_without_speech(observations) -> int:
-        return sum(len(normalize_words(o.transcript)) for s, o in zip(scenes, observations) if s != "call")
+        return sum(
+            len(normalize_words(o.transcript)) for s, o in zip(scenes, observations) if s != "call"
+        )
 
     def frames_with_faces(observations) -> int:
-        return sum(len({f.frame_time_s for f in o.faces}) for s, o in zip(scenes, observations)
-                   if s in ("call", "still"))
+        return sum(
+            len({f.frame_time_s for f in o.faces})
+            for s, o in zip(scenes, observations)
+            if s in ("call", "still")
+        )
 
     def typed_words_read(observations) -> int:
-        return sum(1 for word, o in zip(typed_words(scenes), observations)
-                   if word and word in normalize_words(o.screen_text))
+        return sum(
+            1
+            for word, o in zip(typed_words(scenes), observations)
+            if word and word in normalize_words(o.screen_text)
+        )
 
-    return {name: (f(gated), f(ungated)) for name, f in (
-        ("calls_wer", calls_wer), ("words_without_speech", words_without_speech),
-        ("frames_with_faces", frames_with_faces), ("typed_words_read", typed_words_read))}
+    return {
+        name: (f(gated), f(ungated))
+        for name, f in (
+            ("calls_wer", calls_wer),
+            ("words_without_speech", words_without_speech),
+            ("frames_with_faces", frames_with_faces),
+            ("typed_words_read", typed_words_read),
+        )
+    }
 
 
 def ungated_stage_s(f: dict) -> dict[str, float]:
     """Each stage's seconds for the whole recording without gates: the ingest's, plus the extra the
     first block took without them, once per block."""
     stages = dict.fromkeys([*f["stage_s"], *f["block_ungated_stage_s"]], 0.0)
-    return {k: f["stage_s"].get(k, 0.0) + f["blocks"] * (f["block_ungated_stage_s"].get(k, 0.0)
-                                                         - f["block_gated_stage_s"].get(k, 0.0)) for k in stages}
+    return {
+        k: f["stage_s"].get(k, 0.0)
+        + f["blocks"]
+        * (f["block_ungated_stage_s"].get(k, 0.0) - f["block_gated_stage_s"].get(k, 0.0))
+        for k in stages
+    }
 
 
 def complete(f: dict) -> dict:
@@ -76,36 +98,63 @@ def complete(f: dict) -> dict:
 
 def summary(f: dict) -> dict:
     """The JSON line."""
-    out = {k: round(f[k], 3) for k in ("recording_s", "x_realtime", "ungated_x_realtime", "peak_rss_mb",
-                                       "speech_share", "ingest_s", "ungated_ingest_s")}
-    out |= {"clips": f["clips"], "cpus": f["cpus"], "blocks": f["blocks"],
-            "stage_s": {k: round(v, 2) for k, v in f["stage_s"].items()},
-            "ungated_stage_s": {k: round(v, 2) for k, v in f["ungated_stage_s"].items()},
-            "writer_s": round(f["writer_s"], 2), "writer_parts_s": {k: round(v, 2) for k, v in f["writer_parts_s"].items()},
-            "losses": {k: {"gated": g, "ungated": u} for k, (g, u) in f["losses"].items()},
-            "meets": {k: meets(f[k], *t) for k, t in TARGETS.items()}}
+    out = {
+        k: round(f[k], 3)
+        for k in (
+            "recording_s",
+            "x_realtime",
+            "ungated_x_realtime",
+            "peak_rss_mb",
+            "speech_share",
+            "ingest_s",
+            "ungated_ingest_s",
+        )
+    }
+    out |= {
+        "clips": f["clips"],
+        "cpus": f["cpus"],
+        "blocks": f["blocks"],
+        "stage_s": {k: round(v, 2) for k, v in f["stage_s"].items()},
+        "ungated_stage_s": {k: round(v, 2) for k, v in f["ungated_stage_s"].items()},
+        "writer_s": round(f["writer_s"], 2),
+        "writer_parts_s": {k: round(v, 2) for k, v in f["writer_parts_s"].items()},
+        "losses": {k: {"gated": g, "ungated": u} for k, (g, u) in f["losses"].items()},
+        "meets": {k: meets(f[k], *t) for k, t in TARGETS.items()},
+    }
     return out
 
 
 def format_report(f: dict) -> str:
     scenes = ", ".join(f"{n} {s}" for s, n in f["scenes"].items())
-    lines = [f"recording: {f['recording']} ({f['recording_s']:.0f} s, {f['clips']} clips of 30 s: {scenes}), "
-             f"{f['speech_share']:.1%} of it speech; {f['cpus']} CPU(s), models loaded before the timings", "",
-             f"{'stage':28} {'gated s':>9} {'ungated s':>10}   (ungated: estimated from the first block run both ways)"]
+    lines = [
+        f"recording: {f['recording']} ({f['recording_s']:.0f} s, {f['clips']} clips of 30 s: {scenes}), "
+        f"{f['speech_share']:.1%} of it speech; {f['cpus']} CPU(s), models loaded before the timings",
+        "",
+        f"{'stage':28} {'gated s':>9} {'ungated s':>10}   (ungated: estimated from the first block run both ways)",
+    ]
     for stage in f["ungated_stage_s"]:
-        lines.append(f"{stage.removesuffix('_s'):28} {f['stage_s'].get(stage, 0.0):9.1f} {f['ungated_stage_s'][stage]:10.1f}")
+        lines.append(
+            f"{stage.removesuffix('_s'):28} {f['stage_s'].get(stage, 0.0):9.1f} {f['ungated_stage_s'][stage]:10.1f}"
+        )
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.1f}" for k, v in f["writer_parts_s"].items())
-    lines += [f"{'writer':28} {f['writer_s']:9.1f}   (its own thread: {parts})", "",
-              f"ingest {f['ingest_s']:.1f} s: {f['x_realtime']:.2f}x real time "
-              f"(target >= {TARGETS['x_realtime'][1]:g}: {'met' if meets(f['x_realtime'], *TARGETS['x_realtime']) else 'MISSED'}); "
-              f"with no gate about {f['ungated_ingest_s']:.0f} s, {f['ungated_x_realtime']:.2f}x",
-              f"peak resident memory during the ingest {f['peak_rss_mb']:.0f} MB ({f['rss_start_mb']:.0f} MB with the "
-              f"models loaded before it; target <= {TARGETS['peak_rss_mb'][1]:g}: "
-              f"{'met' if meets(f['peak_rss_mb'], *TARGETS['peak_rss_mb']) else 'MISSED'})", "",
-              "what the gates lose on the first block (gated / ungated):"]
-    labels = {"calls_wer": "ASR word error rate on the calls", "words_without_speech": "words heard where nobody speaks",
-              "frames_with_faces": "frames with a face (calls, still scene)",
-              "typed_words_read": f"words typed on the desktop and read (of {f['block_scenes'].count('desktop')})"}
+    lines += [
+        f"{'writer':28} {f['writer_s']:9.1f}   (its own thread: {parts})",
+        "",
+        f"ingest {f['ingest_s']:.1f} s: {f['x_realtime']:.2f}x real time "
+        f"(target >= {TARGETS['x_realtime'][1]:g}: {'met' if meets(f['x_realtime'], *TARGETS['x_realtime']) else 'MISSED'}); "
+        f"with no gate about {f['ungated_ingest_s']:.0f} s, {f['ungated_x_realtime']:.2f}x",
+        f"peak resident memory during the ingest {f['peak_rss_mb']:.0f} MB ({f['rss_start_mb']:.0f} MB with the "
+        f"models loaded before it; target <= {TARGETS['peak_rss_mb'][1]:g}: "
+        f"{'met' if meets(f['peak_rss_mb'], *TARGETS['peak_rss_mb']) else 'MISSED'})",
+        "",
+        "what the gates lose on the first block (gated / ungated):",
+    ]
+    labels = {
+        "calls_wer": "ASR word error rate on the calls",
+        "words_without_speech": "words heard where nobody speaks",
+        "frames_with_faces": "frames with a face (calls, still scene)",
+        "typed_words_read": f"words typed on the desktop and read (of {f['block_scenes'].count('desktop')})",
+    }
     for key, (g, u) in f["losses"].items():
         lines.append(f"  {labels[key]:44} {g} / {u}")
     return "\n".join(lines)
@@ -113,5 +162,9 @@ def format_report(f: dict) -> str:
 
 def add_arguments(parser) -> None:
     """``mnemo bench day``'s own options."""
-    parser.add_argument("--blocks", type=int, metavar="N",
-                        help="six-minute blocks of the day recording (default 10: an hour)")
+    parser.add_argument(
+        "--blocks",
+        type=int,
+        metavar="N",
+        help="six-minute blocks of the day recording (default 10: an hour)",
+    )

@@ -28,16 +28,48 @@ import numpy as np
 from bench.fixtures import cache_dir, pyannote_sample, read_rttm
 from bench.speed_media import CLIP_S, HEIGHT, WIDTH, Scenes, encode
 
-BLOCK = ("call", "desktop", "desktop", "still", "call", "film", "noise", "call", "desktop", "still", "call",
-         "noise")
+BLOCK = (
+    "call",
+    "desktop",
+    "desktop",
+    "still",
+    "call",
+    "film",
+    "noise",
+    "call",
+    "desktop",
+    "still",
+    "call",
+    "noise",
+)
 BLOCKS = 10
 FPS = 5
 SAMPLE_RATE = 16000
 TYPE_AT_S = 20.0  # into each desktop clip: one word typed
 RECORDED_AT = "2026-11-23T08:00:00Z"
 # typed in turn, one per desktop clip; none of them is on the screenshots themselves
-WORDS = ("meeting", "budget", "review", "thursday", "invoice", "draft", "sheila", "quarterly", "diane", "tomorrow",
-         "agenda", "deadline", "printer", "lunch", "dentist", "parcel", "birthday", "garden", "ticket", "holiday")
+WORDS = (
+    "meeting",
+    "budget",
+    "review",
+    "thursday",
+    "invoice",
+    "draft",
+    "sheila",
+    "quarterly",
+    "diane",
+    "tomorrow",
+    "agenda",
+    "deadline",
+    "printer",
+    "lunch",
+    "dentist",
+    "parcel",
+    "birthday",
+    "garden",
+    "ticket",
+    "holiday",
+)
 VERSION = 3  # bump when the recording changes: the cached file is named by it
 
 
@@ -59,7 +91,9 @@ def speech_s_per_call() -> float:
     """Seconds of speech in one call clip: the union of the reference turns of ``sample.rttm``."""
     from perception.speech.diarize import union_spans
 
-    spans = [(t.start_s, min(t.end_s, CLIP_S)) for t in read_rttm(pyannote_sample() / "sample.rttm")]
+    spans = [
+        (t.start_s, min(t.end_s, CLIP_S)) for t in read_rttm(pyannote_sample() / "sample.rttm")
+    ]
     return sum(b - a for a, b in union_spans(spans) if b > a)
 
 
@@ -74,7 +108,7 @@ def room_noise(seconds: float, seed: int = 7) -> np.ndarray:
     n = int(seconds * SAMPLE_RATE)
     brown = np.cumsum(rng.standard_normal(n))
     brown -= np.convolve(brown, np.ones(801) / 801, mode="same")  # no drift: only the rumble stays
-    brown *= 10 ** (-50 / 20) / (np.sqrt(np.mean(brown ** 2)) + 1e-12)
+    brown *= 10 ** (-50 / 20) / (np.sqrt(np.mean(brown**2)) + 1e-12)
     hum = 10 ** (-56 / 20) * np.sqrt(2) * np.sin(2 * np.pi * 50 * np.arange(n) / SAMPLE_RATE)
     return (brown + hum).astype(np.float32)
 
@@ -89,7 +123,9 @@ def soundtrack(scenes: list[str]) -> np.ndarray:
     call = np.pad(call[:n], (0, max(0, n - call.size)))
     noise = room_noise(CLIP_S)
     silence = np.zeros(n, dtype=np.float32)
-    return np.concatenate([call if s == "call" else noise if s == "noise" else silence for s in scenes])
+    return np.concatenate(
+        [call if s == "call" else noise if s == "noise" else silence for s in scenes]
+    )
 
 
 class _Desktop:
@@ -106,7 +142,16 @@ class _Desktop:
             img = self.screens[name].copy()
             cv2.rectangle(img, (40, HEIGHT - 70), (WIDTH - 40, HEIGHT - 20), (250, 250, 250), -1)
             text = " ".join(WORDS[i % len(WORDS)] for i in range(words))[-70:]
-            cv2.putText(img, text, (52, HEIGHT - 35), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (20, 20, 20), 2, cv2.LINE_AA)
+            cv2.putText(
+                img,
+                text,
+                (52, HEIGHT - 35),
+                cv2.FONT_HERSHEY_SIMPLEX,
+                0.9,
+                (20, 20, 20),
+                2,
+                cv2.LINE_AA,
+            )
             self._last = ((name, words), img)
         return self._last[1]
 
@@ -144,5 +189,11 @@ def build_day_recording(blocks: int = BLOCKS, dest: Path | None = None) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         wav = Path(tmp) / "day.wav"
         sf.write(wav, soundtrack(scenes), SAMPLE_RATE, subtype="PCM_16")
-        return encode(dest, frames(scenes), len(scenes) * CLIP_S, ffmpeg.input(str(wav)).audio,
-                      recorded_at=RECORDED_AT, fps=FPS)
+        return encode(
+            dest,
+            frames(scenes),
+            len(scenes) * CLIP_S,
+            ffmpeg.input(str(wav)).audio,
+            recorded_at=RECORDED_AT,
+            fps=FPS,
+        )

@@ -37,8 +37,12 @@ def speaker_faces() -> dict[str, np.ndarray]:
     if img is None:
         raise RuntimeError(f"cannot read {group_photo()}")
     rgb = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
-    return {spk: cv2.resize(rgb[y:y + s, x:x + s], (FACE_PX, FACE_PX), interpolation=cv2.INTER_CUBIC)
-            for spk, (x, y, s) in CROPS.items()}
+    return {
+        spk: cv2.resize(
+            rgb[y : y + s, x : x + s], (FACE_PX, FACE_PX), interpolation=cv2.INTER_CUBIC
+        )
+        for spk, (x, y, s) in CROPS.items()
+    }
 
 
 def visible_at(turns: list, t: float) -> list[str]:
@@ -50,13 +54,15 @@ def visible_at(turns: list, t: float) -> list[str]:
     return [max(started, key=lambda x: x.start_s).speaker] if started else []
 
 
-def face_frame(faces: dict[str, np.ndarray], visible: list[str], width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
+def face_frame(
+    faces: dict[str, np.ndarray], visible: list[str], width: int = WIDTH, height: int = HEIGHT
+) -> np.ndarray:
     """The wall with the visible speakers' faces: one centred, or two side by side."""
     frame = background(width, height)
     top = (height - FACE_PX) // 2
     slots = [(width - FACE_PX) // 2] if len(visible) == 1 else [10, width - FACE_PX - 10]
     for spk, left in zip(visible, slots):
-        frame[top:top + FACE_PX, left:left + FACE_PX] = faces[spk]
+        frame[top : top + FACE_PX, left : left + FACE_PX] = faces[spk]
     return frame
 
 
@@ -76,15 +82,31 @@ def build_demo_recording(dest: Path | None = None) -> Path:
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(".part.mp4")
-    video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS)
+    video = ffmpeg.input(
+        "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS
+    )
     audio = ffmpeg.input(str(sample / "sample.wav")).audio.filter("apad")
     (
-        ffmpeg.output(video, audio, str(part), t=DURATION_S, vcodec="libx264", pix_fmt="yuv420p",
-                      acodec="aac", ar=16000, movflags="+faststart",
-                      **{"metadata": f"creation_time={RECORDED_AT}"})
+        ffmpeg.output(
+            video,
+            audio,
+            str(part),
+            t=DURATION_S,
+            vcodec="libx264",
+            pix_fmt="yuv420p",
+            acodec="aac",
+            ar=16000,
+            movflags="+faststart",
+            **{"metadata": f"creation_time={RECORDED_AT}"},
+        )
         .global_args("-nostdin", "-loglevel", "error")
         .overwrite_output()
-        .run(cmd=ffmpeg_exe(), input=np.stack(frames).tobytes(), capture_stdout=True, capture_stderr=True)
+        .run(
+            cmd=ffmpeg_exe(),
+            input=np.stack(frames).tobytes(),
+            capture_stdout=True,
+            capture_stderr=True,
+        )
     )
     part.replace(dest)
     return dest

@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from typing import Any
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,8 +97,14 @@ def rouge_l(candidate: str, reference: str) -> float:
     return 2 * p * r / (p + r)
 
 
-def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=None,
-        writer_days: int | None = None) -> dict:
+def run(
+    path: str | Path,
+    make_store,
+    policies,
+    progress=lambda m: None,
+    writer=None,
+    writer_days: int | None = None,
+) -> dict:
     """Ingest each conversation into ``make_store(key)`` and score its day digests; with ``writer``
     (a digest -> ``control.digest_llm.Written``), the LLM-written account of each day (of the first
     ``writer_days`` only, when given) beside the digest on the same days."""
@@ -108,13 +114,27 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
 
     conversations = load(path)
     gold = load_gold(path)
-    ways = {"digest": None, "lead": lambda v, texts, limit: list(range(moments_for(len(v), limit))),
-            "all": lambda v, texts, limit: list(range(len(v)))}
+    ways = {
+        "digest": None,
+        "lead": lambda v, texts, limit: list(range(moments_for(len(v), limit))),
+        "all": lambda v, texts, limit: list(range(len(v))),
+    }
     words: dict[str, list[int]] = {w: [] for w in ways}  # words of the moments, a day
     hits: dict[str, list[bool]] = {w: [] for w in ways}
     rouge: dict[str, list[float]] = {w: [] for w in ways}
-    llm: dict[str, Any] = {"words": [], "hits": [], "rouge": [], "s": 0.0, "failed": 0, "dropped": 0, "sentences": 0, "model": "",
-           "days": 0, "offline_hits": [], "offline_rouge": []}
+    llm: dict[str, Any] = {
+        "words": [],
+        "hits": [],
+        "rouge": [],
+        "s": 0.0,
+        "failed": 0,
+        "dropped": 0,
+        "sentences": 0,
+        "model": "",
+        "days": 0,
+        "offline_hits": [],
+        "offline_rouge": [],
+    }
     days = 0
     digest_s = 0.0
     for conv in conversations:
@@ -123,14 +143,14 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
         names = {n.lower() for n in conv.speakers} | {n.lower()[:3] for n in conv.speakers}
         by_day = defaultdict(list)
         for s in conv.sessions:
-            by_day[s.started_at.astimezone(timezone.utc).date()].append(s)
+            by_day[s.started_at.astimezone(UTC).date()].append(s)
         for day, sessions in sorted(by_day.items()):
             events = [e for s in sessions for _, e in gold[conv.key][s.index].events]
             summary = " ".join(gold[conv.key][s.index].summary for s in sessions)
             days += 1
             for way, select in ways.items():
                 t0 = time.perf_counter()
-                d = build(store, *day_bounds(day, timezone.utc), "day", select=select)
+                d = build(store, *day_bounds(day, UTC), "day", select=select)
                 if way == "digest":
                     digest_s += time.perf_counter() - t0
                     if writer is not None and (writer_days is None or llm["days"] < writer_days):
@@ -144,19 +164,33 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, writer=
                 hits[way] += [covered(e, sentences, names) for e in events]
                 if summary:
                     rouge[way].append(rouge_l(" ".join(sentences), summary))
-        progress(f"{conv.sample_id}: {len(by_day)} day(s), event recall so far {np.mean(hits['digest'] or [False]):.3f}")
-    figures: dict[str, Any] = {"days": days, "events": len(hits["digest"]),
-               "event_recall": round(float(np.mean(hits["digest"])), 4) if hits["digest"] else None,
-               "rouge_l": round(float(np.mean(rouge["digest"])), 4) if rouge["digest"] else None,
-               "ms_per_day": round(1000 * digest_s / max(days, 1), 1)}
+        progress(
+            f"{conv.sample_id}: {len(by_day)} day(s), event recall so far {np.mean(hits['digest'] or [False]):.3f}"
+        )
+    figures: dict[str, Any] = {
+        "days": days,
+        "events": len(hits["digest"]),
+        "event_recall": round(float(np.mean(hits["digest"])), 4) if hits["digest"] else None,
+        "rouge_l": round(float(np.mean(rouge["digest"])), 4) if rouge["digest"] else None,
+        "ms_per_day": round(1000 * digest_s / max(days, 1), 1),
+    }
     if writer is not None:
-        figures["llm"] = {"model": llm["model"], "days": llm["days"], "event_recall": _mean(llm["hits"]),
-                          "rouge_l": _mean(llm["rouge"]),
-                          "offline_event_recall": _mean(llm["offline_hits"]), "offline_rouge_l": _mean(llm["offline_rouge"]),
-                          "words_per_day": round(float(np.mean(llm["words"])), 1) if llm["words"] else None,
-                          "s_per_day": round(llm["s"] / max(llm["days"], 1), 2), "failed_days": llm["failed"],
-                          "sentences": llm["sentences"], "dropped_sentences": llm["dropped"]}
-    figures["matcher_recall"], figures["matcher_precision"] = (round(x, 4) for x in matcher_check(conversations, gold))
+        figures["llm"] = {
+            "model": llm["model"],
+            "days": llm["days"],
+            "event_recall": _mean(llm["hits"]),
+            "rouge_l": _mean(llm["rouge"]),
+            "offline_event_recall": _mean(llm["offline_hits"]),
+            "offline_rouge_l": _mean(llm["offline_rouge"]),
+            "words_per_day": round(float(np.mean(llm["words"])), 1) if llm["words"] else None,
+            "s_per_day": round(llm["s"] / max(llm["days"], 1), 2),
+            "failed_days": llm["failed"],
+            "sentences": llm["sentences"],
+            "dropped_sentences": llm["dropped"],
+        }
+    figures["matcher_recall"], figures["matcher_precision"] = (
+        round(x, 4) for x in matcher_check(conversations, gold)
+    )
     figures["words_per_day"] = round(float(np.mean(words["digest"])), 1) if days else None
     for way in ("lead", "all"):
         figures[f"{way}_words_per_day"] = round(float(np.mean(words[way])), 1) if days else None
@@ -195,32 +229,49 @@ def format_report(f: dict) -> str:
     def pct(x):
         return "n/a" if x is None else f"{x:.3f}"
 
-    return "\n".join([
-        f"bench digest: {f['days']} day(s), {f['events']} event(s) of event_summary; offline digests "
-        f"({f['ms_per_day']} ms a day)",
-        "                  event recall   ROUGE-L   words a day",
-        f"  digest          {pct(f['event_recall']):>12}   {pct(f['rouge_l']):>7}   {f['words_per_day']:>11}",
-        f"  lead (as many)  {pct(f['lead_event_recall']):>12}   {pct(f['lead_rouge_l']):>7}   "
-        f"{f['lead_words_per_day']:>11}",
-        f"  all memories    {pct(f['all_event_recall']):>12}   {pct(f['all_rouge_l']):>7}   "
-        f"{f['all_words_per_day']:>11}",
-        *([f"on the first {f['llm']['days']} day(s), written by {f['llm']['model']} ({f['llm']['s_per_day']} s a day; "
-           f"{f['llm']['sentences']} sentence(s) kept, {f['llm']['dropped_sentences']} dropped as not grounded, "
-           f"{f['llm']['failed_days']} day(s) with no usable reply):",
-           f"  LLM-written     {pct(f['llm']['event_recall']):>12}   {pct(f['llm']['rouge_l']):>7}   "
-           f"{f['llm']['words_per_day']:>11}",
-           f"  digest          {pct(f['llm']['offline_event_recall']):>12}   {pct(f['llm']['offline_rouge_l']):>7}"]
-          if "llm" in f else []),
-        f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words; that "
-        f"rule, on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
-        f"precision {pct(f['matcher_precision'])}"])
+    return "\n".join(
+        [
+            f"bench digest: {f['days']} day(s), {f['events']} event(s) of event_summary; offline digests "
+            f"({f['ms_per_day']} ms a day)",
+            "                  event recall   ROUGE-L   words a day",
+            f"  digest          {pct(f['event_recall']):>12}   {pct(f['rouge_l']):>7}   {f['words_per_day']:>11}",
+            f"  lead (as many)  {pct(f['lead_event_recall']):>12}   {pct(f['lead_rouge_l']):>7}   "
+            f"{f['lead_words_per_day']:>11}",
+            f"  all memories    {pct(f['all_event_recall']):>12}   {pct(f['all_rouge_l']):>7}   "
+            f"{f['all_words_per_day']:>11}",
+            *(
+                [
+                    f"on the first {f['llm']['days']} day(s), written by {f['llm']['model']} ({f['llm']['s_per_day']} s a day; "
+                    f"{f['llm']['sentences']} sentence(s) kept, {f['llm']['dropped_sentences']} dropped as not grounded, "
+                    f"{f['llm']['failed_days']} day(s) with no usable reply):",
+                    f"  LLM-written     {pct(f['llm']['event_recall']):>12}   {pct(f['llm']['rouge_l']):>7}   "
+                    f"{f['llm']['words_per_day']:>11}",
+                    f"  digest          {pct(f['llm']['offline_event_recall']):>12}   {pct(f['llm']['offline_rouge_l']):>7}",
+                ]
+                if "llm" in f
+                else []
+            ),
+            f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words; that "
+            f"rule, on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
+            f"precision {pct(f['matcher_precision'])}",
+        ]
+    )
 
 
 def add_arguments(parser) -> None:
     """``mnemo bench digest``'s own options."""
-    parser.add_argument("--data", required=True, metavar="PATH",
-                        help="a LoCoMo file in the upstream locomo10.json format")
-    parser.add_argument("--llm", action="store_true",
-                        help="each day also written by the LLM from the digest's cited moments, scored alike (the "
-                             "[llm] endpoint, or without one the packaged model served here)")
-    parser.add_argument("--limit", type=int, metavar="N", help="--llm: the LLM writes only the first N days")
+    parser.add_argument(
+        "--data",
+        required=True,
+        metavar="PATH",
+        help="a LoCoMo file in the upstream locomo10.json format",
+    )
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="each day also written by the LLM from the digest's cited moments, scored alike (the "
+        "[llm] endpoint, or without one the packaged model served here)",
+    )
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="--llm: the LLM writes only the first N days"
+    )

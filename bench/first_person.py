@@ -13,12 +13,48 @@ from __future__ import annotations
 
 import re
 
-AUX = {"did": "did", "does": "do", "do": "do", "is": "am", "was": "was", "has": "have", "have": "have",
-       "will": "will", "would": "would", "could": "could", "can": "can", "should": "should", "might": "might",
-       "may": "may", "must": "must"}
+AUX = {
+    "did": "did",
+    "does": "do",
+    "do": "do",
+    "is": "am",
+    "was": "was",
+    "has": "have",
+    "have": "have",
+    "will": "will",
+    "would": "would",
+    "could": "could",
+    "can": "can",
+    "should": "should",
+    "might": "might",
+    "may": "may",
+    "must": "must",
+}
 VERB_AFTER_I = {"is": "am", "has": "have", "does": "do", "was": "was"}
-SUBJECT_PRONOUN = {"she": "I", "he": "I", "herself": "myself", "himself": "myself", "his": "my", "hers": "mine"}
-OBJECT_AFTER = {"to", "for", "with", "about", "at", "in", "on", "from", "by", "of", "and", "or", "than", "as"}
+SUBJECT_PRONOUN = {
+    "she": "I",
+    "he": "I",
+    "herself": "myself",
+    "himself": "myself",
+    "his": "my",
+    "hers": "mine",
+}
+OBJECT_AFTER = {
+    "to",
+    "for",
+    "with",
+    "about",
+    "at",
+    "in",
+    "on",
+    "from",
+    "by",
+    "of",
+    "and",
+    "or",
+    "than",
+    "as",
+}
 
 
 def to_first_person(question: str, name: str, others: tuple[str, ...] = ()) -> str:
@@ -26,23 +62,34 @@ def to_first_person(question: str, name: str, others: tuple[str, ...] = ()) -> s
     one of them keeps its pronouns)."""
     n = re.escape(name)
     out = re.sub(rf"\b{n}'s\b", "my", question)
-    out = re.sub(rf"\b({'|'.join(AUX)})\s+{n}\b", lambda m: _case(AUX[m.group(1).lower()], m.group(1)) + " I",
-                 out, flags=re.IGNORECASE)
-    out = re.sub(rf"^{n}\b(\s+(\w+))?", lambda m: "I" + (" " + VERB_AFTER_I.get(m.group(2), m.group(2))
-                                                         if m.group(2) else ""), out)
+    out = re.sub(
+        rf"\b({'|'.join(AUX)})\s+{n}\b",
+        lambda m: _case(AUX[m.group(1).lower()], m.group(1)) + " I",
+        out,
+        flags=re.IGNORECASE,
+    )
+    out = re.sub(
+        rf"^{n}\b(\s+(\w+))?",
+        lambda m: "I" + (" " + VERB_AFTER_I.get(m.group(2), m.group(2)) if m.group(2) else ""),
+        out,
+    )
     # the subject of a verb of its own ("changes Caroline has faced", "Caroline went")
     out = re.sub(rf"\b{n}(?=\s+(?:{'|'.join(AUX)}|had|\w+ed)\b)", "I", out)
     out = re.sub(rf"\b{n}\b", "me", out)
     if not any(re.search(rf"\b{re.escape(o)}\b", question) for o in others):
-        out = re.sub(r"\b(she|he|herself|himself|his|hers)\b",
-                     lambda m: _case(SUBJECT_PRONOUN[m.group(1).lower()], m.group(1)), out, flags=re.IGNORECASE)
+        out = re.sub(
+            r"\b(she|he|herself|himself|his|hers)\b",
+            lambda m: _case(SUBJECT_PRONOUN[m.group(1).lower()], m.group(1)),
+            out,
+            flags=re.IGNORECASE,
+        )
         out = re.sub(r"\b([Hh]er)\b(\s*)(\w*)", _her, out)
     out = re.sub(r"\bI (has|is|does)\b", lambda m: "I " + VERB_AFTER_I[m.group(1)], out)
     return re.sub(r"\bI and (\w+)", r"\1 and I", out)  # "did Melanie and I", as people say it
 
 
 def _her(m: re.Match) -> str:
-    """"her" before a noun is "my", as an object ("to her", "her?") it is "me"."""
+    """ "her" before a noun is "my", as an object ("to her", "her?") it is "me"."""
     word = m.group(3)
     mine = word and word.lower() not in OBJECT_AFTER
     return ("my" if mine else "me") + m.group(2) + word

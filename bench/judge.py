@@ -27,8 +27,8 @@ PROMPT = (
     "determine whether the ground truth answer can be logically inferred from the agent's answer, in the context of "
     "the question. Do not directly compare the surface forms of the agent answer and the ground truth answer. "
     "Instead, assess whether the meaning expressed by the agent answer supports or implies the ground truth answer. "
-    "If the ground truth can be reasonably derived from the agent answer, return \"Yes\". If it cannot, return "
-    "\"No\". Only return \"Yes\" or \"No\", with no additional explanation. question: {question} "
+    'If the ground truth can be reasonably derived from the agent answer, return "Yes". If it cannot, return '
+    '"No". Only return "Yes" or "No", with no additional explanation. question: {question} '
     "ground_truth_answer: {ground_truth_answer} agent_answer: {agent_answer} Output ('Yes' or 'No'):"
 )
 
@@ -37,7 +37,9 @@ PROMPT = (
 class Verdict:
     correct: bool | None  # None: the judge could not be asked (the endpoint failed)
     reply: str
-    unclear: bool = False  # the reply did not open with yes or no (``read_reply``): scored incorrect
+    unclear: bool = (
+        False  # the reply did not open with yes or no (``read_reply``): scored incorrect
+    )
 
 
 class Judge:
@@ -56,7 +58,9 @@ class Judge:
         prompt = PROMPT.format(question=question, ground_truth_answer=gold, agent_answer=answer)
         try:
             # the verdict is the first word: a judge that goes on is cut off, not waited for
-            reply = self.client.chat([{"role": "user", "content": prompt}], temperature=0.0, max_tokens=16)
+            reply = self.client.chat(
+                [{"role": "user", "content": prompt}], temperature=0.0, max_tokens=16
+            )
         except LLMError as e:
             log.warning("judge: %s", e)
             return Verdict(None, str(e))
@@ -64,7 +68,9 @@ class Judge:
         return Verdict(said is True, reply, unclear=said is None)
 
 
-_FIRST_WORD = re.compile(r"[\W_]*([^\W_]+)")  # skips whitespace, punctuation and markdown (*, _, `, #, >)
+_FIRST_WORD = re.compile(
+    r"[\W_]*([^\W_]+)"
+)  # skips whitespace, punctuation and markdown (*, _, `, #, >)
 
 
 def read_reply(reply: str) -> bool | None:

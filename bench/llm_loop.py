@@ -21,8 +21,15 @@ from bench.locomo import ingest_conversation, ranked_turns
 from bench.metrics import recall_at_k
 
 
-def run(path: str | Path, make_store: Callable, policies, answerers: Callable, judge=None, limit: int | None = None,
-        progress: Callable[[str], None] = lambda m: None) -> dict:
+def run(
+    path: str | Path,
+    make_store: Callable,
+    policies,
+    answerers: Callable,
+    judge=None,
+    limit: int | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+) -> dict:
     """``answerers(store)`` gives (offline answerer, LLM agent, the agent's ChatClient)."""
     recall: dict[str, list[float]] = {"offline": [], "llm": []}
     judged: dict[str, list[bool]] = {"offline": [], "llm": []}
@@ -49,44 +56,67 @@ def run(path: str | Path, make_store: Callable, policies, answerers: Callable, j
             answers["llm"] = checked.ask(q.question)
             tokens += sum(client.tokens.values()) - before
             for name, answer in answers.items():
-                recall[name].append(recall_at_k(ranked_turns(answer.evidence, known), q.evidence, 10))
+                recall[name].append(
+                    recall_at_k(ranked_turns(answer.evidence, known), q.evidence, 10)
+                )
                 if judge is not None:
-                    judged[name].append(bool(judge.judge(q.question, str(q.answer), answer.answer).correct))
+                    judged[name].append(
+                        bool(judge.judge(q.question, str(q.answer), answer.answer).correct)
+                    )
             progress(f"{asked} question(s) asked")
     return summary(asked, recall, judged, checks, offline_s, tokens, judge)
 
 
-def summary(asked: int, recall: dict, judged: dict, checks: list[Checked], offline_s: list[float], tokens: int,
-            judge) -> dict:
+def summary(
+    asked: int,
+    recall: dict,
+    judged: dict,
+    checks: list[Checked],
+    offline_s: list[float],
+    tokens: int,
+    judge,
+) -> dict:
     """The issue's figures from per-path recall and verdicts and the loop's checks."""
     mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
-    return {"questions": asked, "llm_recall@10": mean(recall["llm"]), "offline_recall@10": mean(recall["offline"]),
-            "llm_judge_accuracy": mean(judged["llm"]), "offline_judge_accuracy": mean(judged["offline"]),
-            "errors": sum(c.errors for c in checks), "foreign_citations": sum(c.foreign_citations for c in checks),
-            "s_per_question": mean([s for c in checks for s in c.seconds]), "offline_s_per_question": mean(offline_s),
-            "tokens_per_question": round(tokens / asked, 1) if asked else None,
-            "most_rounds": max([c.most_rounds for c in checks], default=0),
-            "offline_fallbacks": sum(c.fallbacks for c in checks), "judge": getattr(judge, "model", None)}
+    return {
+        "questions": asked,
+        "llm_recall@10": mean(recall["llm"]),
+        "offline_recall@10": mean(recall["offline"]),
+        "llm_judge_accuracy": mean(judged["llm"]),
+        "offline_judge_accuracy": mean(judged["offline"]),
+        "errors": sum(c.errors for c in checks),
+        "foreign_citations": sum(c.foreign_citations for c in checks),
+        "s_per_question": mean([s for c in checks for s in c.seconds]),
+        "offline_s_per_question": mean(offline_s),
+        "tokens_per_question": round(tokens / asked, 1) if asked else None,
+        "most_rounds": max([c.most_rounds for c in checks], default=0),
+        "offline_fallbacks": sum(c.fallbacks for c in checks),
+        "judge": getattr(judge, "model", None),
+    }
 
 
-def format_report(figures: dict, model: str, bench: str = "LoCoMo", recall: str = "recall@10") -> str:
+def format_report(
+    figures: dict, model: str, bench: str = "LoCoMo", recall: str = "recall@10"
+) -> str:
     def f(x, fmt=".3f"):
         return "n/a" if x is None else format(x, fmt)
 
     w = max(9, len(recall))
 
-    return "\n".join([
-        f"{bench}, the LLM loop ({model}) beside the offline answerer: {figures['questions']} question(s)",
-        f"path      {recall:>{w}}  judge accuracy  s/question  tokens/question",
-        f"offline   {f(figures['offline_recall@10']):>{w}}  {f(figures['offline_judge_accuracy']):>14}  "
-        f"{f(figures['offline_s_per_question'], '.2f'):>10}  {'-':>15}",
-        f"llm loop  {f(figures['llm_recall@10']):>{w}}  {f(figures['llm_judge_accuracy']):>14}  "
-        f"{f(figures['s_per_question'], '.2f'):>10}  {f(figures['tokens_per_question'], '.0f'):>15}",
-        f"errors {figures['errors']}, foreign citations {figures['foreign_citations']}, most rounds a question took "
-        f"{figures['most_rounds']}, answered offline instead {figures['offline_fallbacks']} time(s) (the endpoint failed "
-        f"or the model gave no action twice)",
-        f"judge: {figures['judge'] or 'none'} (a small judge's verdicts are noise)",
-    ])
+    return "\n".join(
+        [
+            f"{bench}, the LLM loop ({model}) beside the offline answerer: {figures['questions']} question(s)",
+            f"path      {recall:>{w}}  judge accuracy  s/question  tokens/question",
+            f"offline   {f(figures['offline_recall@10']):>{w}}  {f(figures['offline_judge_accuracy']):>14}  "
+            f"{f(figures['offline_s_per_question'], '.2f'):>10}  {'-':>15}",
+            f"llm loop  {f(figures['llm_recall@10']):>{w}}  {f(figures['llm_judge_accuracy']):>14}  "
+            f"{f(figures['s_per_question'], '.2f'):>10}  {f(figures['tokens_per_question'], '.0f'):>15}",
+            f"errors {figures['errors']}, foreign citations {figures['foreign_citations']}, most rounds a question took "
+            f"{figures['most_rounds']}, answered offline instead {figures['offline_fallbacks']} time(s) (the endpoint failed "
+            f"or the model gave no action twice)",
+            f"judge: {figures['judge'] or 'none'} (a small judge's verdicts are noise)",
+        ]
+    )
 
 
 class Checked:
@@ -110,7 +140,9 @@ class Checked:
             return Answer(question, "", (), ())
         finally:
             self.seconds.append(time.perf_counter() - t0)
-        self.fallbacks += any("answered offline" in step for step in answer.steps)  # the offline answer stood in
+        self.fallbacks += any(
+            "answered offline" in step for step in answer.steps
+        )  # the offline answer stood in
         shown = {m.clip_id for m in answer.evidence}
         self.foreign_citations += sum(1 for c in answer.citations if c.clip_id not in shown)
         rounds = [int(s.split(":")[0].split()[1]) for s in answer.steps if s.startswith("round ")]

@@ -36,8 +36,15 @@ def session_clips(conv: Conversation, session: Session, clip_s: float = 30.0):
         timed.append((turn, t, t + duration))
         t += duration + PAUSE_S
     sha = hashlib.sha256(f"{conv.sample_id}/{session.index}".encode()).hexdigest()
-    source = SourceInfo(f"locomo/{conv.key}/session_{session.index}", sha, max(t, clip_s), True, False,
-                        session.started_at, "option")
+    source = SourceInfo(
+        f"locomo/{conv.key}/session_{session.index}",
+        sha,
+        max(t, clip_s),
+        True,
+        False,
+        session.started_at,
+        "option",
+    )
     out = []
     for k in range(int(np.ceil(max(t, 1.0) / clip_s))):
         lo, hi = k * clip_s, (k + 1) * clip_s
@@ -45,11 +52,24 @@ def session_clips(conv: Conversation, session: Session, clip_s: float = 30.0):
         if not inside:
             continue
         clip = Clip(f"{sha[:16]}-{k}", source, k, lo, clip_s)
-        speech = tuple(SpeechTurn(turn.dia_id, turn.text, a - lo, b - lo, "en", (), voices.get(turn.speaker),
-                                  f"s{conv.speakers.index(turn.speaker)}" if turn.speaker in voices else "")
-                       for turn, a, b in inside)
-        frames = tuple(FrameObservation(a - lo, caption=turn.image_caption, source_id=turn.dia_id)
-                       for turn, a, _ in inside if turn.image_caption)
+        speech = tuple(
+            SpeechTurn(
+                turn.dia_id,
+                turn.text,
+                a - lo,
+                b - lo,
+                "en",
+                (),
+                voices.get(turn.speaker),
+                f"s{conv.speakers.index(turn.speaker)}" if turn.speaker in voices else "",
+            )
+            for turn, a, b in inside
+        )
+        frames = tuple(
+            FrameObservation(a - lo, caption=turn.image_caption, source_id=turn.dia_id)
+            for turn, a, _ in inside
+            if turn.image_caption
+        )
         out.append(ClipObservations(clip, speech, (), frames=frames))
     return out, voices
 
@@ -66,7 +86,9 @@ def ingest_conversation(conv: Conversation, store, policies) -> int:
             memorizer.enrol(name, voice, session.started_at.timestamp())
         for obs in clips:
             written = memorizer.memorize(obs)
-            store.commit_clip(clip_row(obs), written.memories, written.entities, written.edges, written.updated)
+            store.commit_clip(
+                clip_row(obs), written.memories, written.entities, written.edges, written.updated
+            )
             written_total += len(written.memories)
     store.refresh_indexes()
     return written_total
@@ -82,9 +104,17 @@ def ranked_turns(memories, known: set[str]) -> list[str]:
     return out
 
 
-def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20), candidates: int = 50,
-        progress=lambda m: None, baselines_embedder=None, workdir: Path | None = None,
-        first_person: bool = False) -> dict:
+def run(
+    path: str | Path,
+    make_store,
+    policies,
+    ks: tuple[int, ...] = (5, 10, 20),
+    candidates: int = 50,
+    progress=lambda m: None,
+    baselines_embedder=None,
+    workdir: Path | None = None,
+    first_person: bool = False,
+) -> dict:
     """Ingest each conversation into its own store (``make_store(sample_id)``), ask every question
     through the offline planner's retrieval, and score recall@k over categories 1-4 (5 apart).
     ``first_person``: the first speaker is marked as the owner, and each question naming them is
@@ -98,17 +128,25 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
 
     conversations = load(path)
     scores: dict[int, dict[int, list[float]]] = {c: {k: [] for k in ks} for c in CATEGORIES}
-    base: dict[str, list[float]] = {"bm25": [], "dense": [], "fusion": []}  # recall@10 over categories 1-4
+    base: dict[str, list[float]] = {
+        "bm25": [],
+        "dense": [],
+        "fusion": [],
+    }  # recall@10 over categories 1-4
     ingest_s = query_s = 0.0
     asked = 0
-    pairs: list[tuple[float, float]] = []  # (third-person, first-person) recall@10 of the owner's questions
+    pairs: list[
+        tuple[float, float]
+    ] = []  # (third-person, first-person) recall@10 of the owner's questions
     for conv in conversations:
         store = make_store(conv.key)
         t0 = time.perf_counter()
         n = ingest_conversation(conv, store, policies)
         ingest_s += time.perf_counter() - t0
-        progress(f"{conv.sample_id}: {sum(len(s.turns) for s in conv.sessions)} turns in {len(conv.sessions)} "
-                 f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s")
+        progress(
+            f"{conv.sample_id}: {sum(len(s.turns) for s in conv.sessions)} turns in {len(conv.sessions)} "
+            f"sessions -> {n} memories in {time.perf_counter() - t0:.1f} s"
+        )
         if first_person:
             edit_people.me(store, conv.speakers[0])  # enrolled by name
         planner = OfflinePlanner(MemoryTools(store), candidates=candidates)
@@ -122,35 +160,55 @@ def run(path: str | Path, make_store, policies, ks: tuple[int, ...] = (5, 10, 20
             asked += 1
             for k in ks:
                 scores[q.category][k].append(recall_at_k(turns, q.evidence, k))
-            mine = to_first_person(q.question, conv.speakers[0], conv.speakers[1:]) if first_person else q.question
+            mine = (
+                to_first_person(q.question, conv.speakers[0], conv.speakers[1:])
+                if first_person
+                else q.question
+            )
             if mine != q.question and q.category != 5:
                 own = ranked_turns(planner.retrieve(mine).memories, known)
                 pairs.append((recall_at_k(turns, q.evidence, 10), recall_at_k(own, q.evidence, 10)))
-        if baselines_embedder is not None:  # after the planner's questions, so as not to disturb their timing
-            rankings = baseline_rankings(conv, baselines_embedder, workdir or Path(store.uri).parent)
+        if (
+            baselines_embedder is not None
+        ):  # after the planner's questions, so as not to disturb their timing
+            rankings = baseline_rankings(
+                conv, baselines_embedder, workdir or Path(store.uri).parent
+            )
             for name, per_question in rankings.items():
-                base[name] += [recall_at_k(r, q.evidence, 10)
-                               for r, q in zip(per_question, [q for q in conv.questions if q.evidence]) if q.category != 5]
+                base[name] += [
+                    recall_at_k(r, q.evidence, 10)
+                    for r, q in zip(per_question, [q for q in conv.questions if q.evidence])
+                    if q.category != 5
+                ]
     main = [c for c in CATEGORIES if c != 5]
     figures: dict = {"questions": sum(len(scores[c][ks[0]]) for c in main)}
     for k in ks:
         pooled = [v for c in main for v in scores[c][k]]
         figures[f"recall@{k}"] = round(sum(pooled) / max(1, len(pooled)), 4)
-    figures["per_category"] = {str(c): {f"recall@{k}": round(sum(scores[c][k]) / max(1, len(scores[c][k])), 4)
-                                        for k in ks} | {"questions": len(scores[c][ks[0]])} for c in CATEGORIES}
+    figures["per_category"] = {
+        str(c): {f"recall@{k}": round(sum(scores[c][k]) / max(1, len(scores[c][k])), 4) for k in ks}
+        | {"questions": len(scores[c][ks[0]])}
+        for c in CATEGORIES
+    }
     figures["ms_per_query"] = round(1000 * query_s / max(1, asked), 1)
     figures["ingest_s"] = round(ingest_s, 1)
     if baselines_embedder is not None:
-        figures["baselines"] = {name: {"recall@10": round(sum(v) / max(1, len(v)), 4)} for name, v in base.items()}
+        figures["baselines"] = {
+            name: {"recall@10": round(sum(v) / max(1, len(v)), 4)} for name, v in base.items()
+        }
     if first_person:  # the compared questions lead: they are what this run measures
-        figures = {"questions": len(pairs),
-                   "first_person_recall@10": round(sum(f for _, f in pairs) / max(1, len(pairs)), 4),
-                   "third_person_recall@10": round(sum(t for t, _ in pairs) / max(1, len(pairs)), 4),
-                   "all_questions": figures}
+        figures = {
+            "questions": len(pairs),
+            "first_person_recall@10": round(sum(f for _, f in pairs) / max(1, len(pairs)), 4),
+            "third_person_recall@10": round(sum(t for t, _ in pairs) / max(1, len(pairs)), 4),
+            "all_questions": figures,
+        }
     return figures
 
 
-def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 20) -> dict[str, list[list[str]]]:
+def baseline_rankings(
+    conv: Conversation, embedder, workdir: Path, depth: int = 20
+) -> dict[str, list[list[str]]]:
     """Per question (in order), the turns ranked by BM25 (LanceDB's full-text index), by dense
     cosine similarity (``embedder``), and by their reciprocal-rank fusion: the issue's baselines,
     over the same turns (speaker, text and any image caption)."""
@@ -160,7 +218,10 @@ def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 
     from lancedb.index import FTS
 
     turns = [t for s in conv.sessions for t in s.turns]
-    texts = [f"{t.speaker}: {t.text}" + (f" [image: {t.image_caption}]" if t.image_caption else "") for t in turns]
+    texts = [
+        f"{t.speaker}: {t.text}" + (f" [image: {t.image_caption}]" if t.image_caption else "")
+        for t in turns
+    ]
     db = lancedb.connect(workdir)
     rows = pa.table({"dia_id": [t.dia_id for t in turns], "text": texts})
     try:  # "overwrite" on a table not there yet makes Lance log a warning, so it is only the fallback
@@ -174,7 +235,11 @@ def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 
     out: dict[str, list[list[str]]] = {"bm25": [], "dense": [], "fusion": []}
     for q, qv in zip(questions, qvecs):
         terms = " ".join(re.findall(r"[A-Za-z0-9']+", q.question))
-        bm25 = [r["dia_id"] for r in table.search(terms, query_type="fts").limit(depth).to_list()] if terms else []
+        bm25 = (
+            [r["dia_id"] for r in table.search(terms, query_type="fts").limit(depth).to_list()]
+            if terms
+            else []
+        )
         dense = [turns[i].dia_id for i in np.argsort(-(vectors @ qv))[:depth]]
         fused: dict[str, float] = {}
         for ranking in (bm25, dense):
@@ -188,43 +253,79 @@ def baseline_rankings(conv: Conversation, embedder, workdir: Path, depth: int = 
 
 def format_report(figures: dict) -> str:
     if "first_person_recall@10" in figures:
-        return "\n".join([format_report(figures["all_questions"]),
-                          f"first person: the first speaker marked as the owner; {figures['questions']} of their "
-                          "questions asked both ways (categories 1-4)",
-                          f"  recall@10 asked as they would ask it ({'What did I …'!r}): "
-                          f"{figures['first_person_recall@10']:.3f}",
-                          f"  recall@10 asked about them by name ({'What did Caroline …'!r}): "
-                          f"{figures['third_person_recall@10']:.3f}"])
-    lines = ["LoCoMo evidence recall: speakers are enrolled by name with perfect identities (no speaker recognition)",
-             "category          questions  recall@5  recall@10  recall@20"]
+        return "\n".join(
+            [
+                format_report(figures["all_questions"]),
+                f"first person: the first speaker marked as the owner; {figures['questions']} of their "
+                "questions asked both ways (categories 1-4)",
+                f"  recall@10 asked as they would ask it ({'What did I …'!r}): "
+                f"{figures['first_person_recall@10']:.3f}",
+                f"  recall@10 asked about them by name ({'What did Caroline …'!r}): "
+                f"{figures['third_person_recall@10']:.3f}",
+            ]
+        )
+    lines = [
+        "LoCoMo evidence recall: speakers are enrolled by name with perfect identities (no speaker recognition)",
+        "category          questions  recall@5  recall@10  recall@20",
+    ]
     for c, name in CATEGORIES.items():
         row = figures["per_category"][str(c)]
-        lines.append(f"{c} {name:<15} {row['questions']:9d}  {row['recall@5']:8.3f}  {row['recall@10']:9.3f}  "
-                     f"{row['recall@20']:9.3f}")
-    lines.append(f"1-4 overall       {figures['questions']:9d}  {figures['recall@5']:8.3f}  {figures['recall@10']:9.3f}  "
-                 f"{figures['recall@20']:9.3f}")
-    lines.append(f"{figures['ms_per_query']:.1f} ms per question (retrieval), ingest {figures['ingest_s']:.1f} s")
+        lines.append(
+            f"{c} {name:<15} {row['questions']:9d}  {row['recall@5']:8.3f}  {row['recall@10']:9.3f}  "
+            f"{row['recall@20']:9.3f}"
+        )
+    lines.append(
+        f"1-4 overall       {figures['questions']:9d}  {figures['recall@5']:8.3f}  {figures['recall@10']:9.3f}  "
+        f"{figures['recall@20']:9.3f}"
+    )
+    lines.append(
+        f"{figures['ms_per_query']:.1f} ms per question (retrieval), ingest {figures['ingest_s']:.1f} s"
+    )
     for name, row in figures.get("baselines", {}).items():
-        lines.append(f"baseline {name:<8} recall@10 {row['recall@10']:.3f} (categories 1-4, same turns)")
+        lines.append(
+            f"baseline {name:<8} recall@10 {row['recall@10']:.3f} (categories 1-4, same turns)"
+        )
     return "\n".join(lines)
 
 
 def add_arguments(parser) -> None:
     """``mnemo bench locomo``'s own options (``--spoken``: ``bench.locomo_spoken``; ``--llm``: ``bench.llm_loop``)."""
-    parser.add_argument("--data", required=True, metavar="PATH",
-                        help="a LoCoMo file in the upstream locomo10.json format")
-    parser.add_argument("--baselines", action="store_true",
-                        help="also score BM25, dense (MiniLM) and their fusion over the same turns")
-    parser.add_argument("--first-person", action="store_true",
-                        help="mark each conversation's first speaker as the owner and ask their questions also as "
-                             "they would (\"What did I …\"): recall@10 both ways")
-    parser.add_argument("--llm", action="store_true",
-                        help="the LLM control loop beside the offline answerer on the same questions, judged (the "
-                             "[llm] endpoint, or without one the packaged model served here)")
+    parser.add_argument(
+        "--data",
+        required=True,
+        metavar="PATH",
+        help="a LoCoMo file in the upstream locomo10.json format",
+    )
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also score BM25, dense (MiniLM) and their fusion over the same turns",
+    )
+    parser.add_argument(
+        "--first-person",
+        action="store_true",
+        help="mark each conversation's first speaker as the owner and ask their questions also as "
+        'they would ("What did I …"): recall@10 both ways',
+    )
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="the LLM control loop beside the offline answerer on the same questions, judged (the "
+        "[llm] endpoint, or without one the packaged model served here)",
+    )
     parser.add_argument("--limit", type=int, metavar="N", help="--llm: only the first N questions")
-    parser.add_argument("--spoken", action="store_true",
-                        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
-                             "the whole pipeline into one store; needs espeak-ng and sox")
-    parser.add_argument("--sessions", type=int, metavar="N", help="--spoken: only the first N sessions of each "
-                        "conversation")
-    parser.add_argument("--conversations", type=int, metavar="N", help="--spoken: only the first N conversations")
+    parser.add_argument(
+        "--spoken",
+        action="store_true",
+        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
+        "the whole pipeline into one store; needs espeak-ng and sox",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        metavar="N",
+        help="--spoken: only the first N sessions of each conversation",
+    )
+    parser.add_argument(
+        "--conversations", type=int, metavar="N", help="--spoken: only the first N conversations"
+    )

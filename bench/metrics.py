@@ -6,8 +6,11 @@ import re
 from collections.abc import Sequence
 
 
-def speaker_attribution(reference: Sequence[tuple[str, float, float]], predicted: Sequence[tuple[str, float, float]],
-                        step_s: float = 0.01) -> float:
+def speaker_attribution(
+    reference: Sequence[tuple[str, float, float]],
+    predicted: Sequence[tuple[str, float, float]],
+    step_s: float = 0.01,
+) -> float:
     """Fraction of reference speech time whose predicted speaker maps to a right reference speaker,
     under the best one-to-one mapping of predicted to reference labels (Hungarian assignment).
 
@@ -27,7 +30,9 @@ def speaker_attribution(reference: Sequence[tuple[str, float, float]], predicted
     pred_speakers = sorted({s for s, _, _ in predicted})
     end = max((e for _, _, e in reference), default=0.0)
     grid = [i * step_s for i in range(int(end / step_s) + 1)]
-    agree = np.zeros((max(1, len(pred_speakers)), max(1, len(ref_speakers))))  # samples per (pred, ref)
+    agree = np.zeros(
+        (max(1, len(pred_speakers)), max(1, len(ref_speakers)))
+    )  # samples per (pred, ref)
     samples = 0
     for t in grid:
         refs = {s for s, a, b in reference if a <= t < b}
@@ -43,8 +48,9 @@ def speaker_attribution(reference: Sequence[tuple[str, float, float]], predicted
     return float(agree[rows, cols].sum()) / samples
 
 
-def diarization_error_rate(reference: Sequence[tuple[str, float, float]],
-                           predicted: Sequence[tuple[str, float, float]]) -> float:
+def diarization_error_rate(
+    reference: Sequence[tuple[str, float, float]], predicted: Sequence[tuple[str, float, float]]
+) -> float:
     """DER (pyannote.metrics, no collar, overlap scored): (missed speech + false alarm + speaker
     confusion) / reference speech, under the best label mapping. Unlike ``speaker_attribution`` it
     penalises speech predicted where there is none."""
@@ -63,9 +69,15 @@ def diarization_error_rate(reference: Sequence[tuple[str, float, float]],
                 a[Segment(start, end), i] = speaker
         return a
 
-    with warnings.catch_warnings():  # it says it takes the evaluated extent from the two inputs: as meant
+    with (
+        warnings.catch_warnings()
+    ):  # it says it takes the evaluated extent from the two inputs: as meant
         warnings.simplefilter("ignore", UserWarning)
-        return float(DiarizationErrorRate(collar=0.0, skip_overlap=False)(annotation(reference), annotation(predicted)))
+        return float(
+            DiarizationErrorRate(collar=0.0, skip_overlap=False)(
+                annotation(reference), annotation(predicted)
+            )
+        )
 
 
 def edit_distance(ref: Sequence, hyp: Sequence) -> int:
@@ -97,16 +109,27 @@ def normalize_chars(text: str) -> str:
     return " ".join(text.split())
 
 
-def closest_lines(reference_lines: Sequence[str], hypothesis_lines: Sequence[str]) -> list[tuple[str, str]]:
+def closest_lines(
+    reference_lines: Sequence[str], hypothesis_lines: Sequence[str]
+) -> list[tuple[str, str]]:
     """Each reference line (normalized) with the hypothesis text closest to it by edit distance ("" for
     none). OCR may cut one printed line into several boxes, so the candidates also include each
     hypothesis line joined with the following ones (up to 6)."""
     hyps = [normalize_chars(h) for h in hypothesis_lines if h.strip()]
-    candidates = sorted({" ".join(hyps[i:i + n]) for i in range(len(hyps)) for n in range(1, 7) if i + n <= len(hyps)})
+    candidates = sorted(
+        {
+            " ".join(hyps[i : i + n])
+            for i in range(len(hyps))
+            for n in range(1, 7)
+            if i + n <= len(hyps)
+        }
+    )
     pairs = []
     for ref in reference_lines:
         ref = normalize_chars(ref)
-        near = [c for c in candidates if abs(len(c) - len(ref)) <= len(ref) // 2]  # others cannot be closest
+        near = [
+            c for c in candidates if abs(len(c) - len(ref)) <= len(ref) // 2
+        ]  # others cannot be closest
         pairs.append((ref, min(near, key=lambda c: (edit_distance(ref, c), c), default="")))
     return pairs
 
@@ -162,7 +185,11 @@ def space_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     to_hyp: dict[int, int] = {}
     for a, b, size in SequenceMatcher(None, r, h, autojunk=False).get_matching_blocks():
         to_hyp.update((a + k, b + k) for k in range(size))
-    aligned = [i for i in range(1, len(r)) if i in to_hyp and i - 1 in to_hyp and to_hyp[i] == to_hyp[i - 1] + 1]
+    aligned = [
+        i
+        for i in range(1, len(r))
+        if i in to_hyp and i - 1 in to_hyp and to_hyp[i] == to_hyp[i - 1] + 1
+    ]
     merged = sum(1 for i in aligned if i in r_starts and to_hyp[i] not in h_starts)
     split = sum(1 for i in aligned if i not in r_starts and to_hyp[i] in h_starts)
     return merged, split

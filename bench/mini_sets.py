@@ -17,7 +17,6 @@ what the media really show and say; the media are built here, once, into the cac
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,7 +77,7 @@ def build_m3_mini(root: Path | None = None) -> Path:
 # ScreenshotVQA mini: per user, what each screenshot shows (taken at the time in its name)
 NOTES = {
     "reading-list.txt": "Reading list for the exam\n\nChapter 7: dynamic programming, due Friday\n"
-                        "Library book: The Pragmatic Programmer, return by 12 June\nStudy group meets in room 214\n",
+    "Library book: The Pragmatic Programmer, return by 12 June\nStudy group meets in room 214\n",
     "groceries.txt": "Groceries\n\noat milk\nbasmati rice\nthree lemons\ncoffee beans from Hoxton Roasters\n",
 }
 SCREENS = {
@@ -142,19 +141,44 @@ def _open(desk, program: str, arg: str, tmp: Path):
     import subprocess
     import time
 
-    font = ["-xrm", "*font: 10x20"]  # xfonts-base's misc-fixed, legible to OCR (the default 6x13 is small)
+    font = [
+        "-xrm",
+        "*font: 10x20",
+    ]  # xfonts-base's misc-fixed, legible to OCR (the default 6x13 is small)
     if program == "xterm":
-        cmd = ["xterm", "-fa", "DejaVu Sans Mono", "-fs", "16", "-geometry", "80x12+120+120", "-T", "terminal",
-               "-hold", "-e", "sh", "-c", arg]
+        cmd = [
+            "xterm",
+            "-fa",
+            "DejaVu Sans Mono",
+            "-fs",
+            "16",
+            "-geometry",
+            "80x12+120+120",
+            "-T",
+            "terminal",
+            "-hold",
+            "-e",
+            "sh",
+            "-c",
+            arg,
+        ]
     elif program == "xedit":
-        cmd = ["xedit", "-geometry", "900x500+120+120", *font, arg]  # relative: the window shows no temp path
+        cmd = [
+            "xedit",
+            "-geometry",
+            "900x500+120+120",
+            *font,
+            arg,
+        ]  # relative: the window shows no temp path
     elif program == "xmore":
         cmd = ["xmore", "-geometry", "900x600+120+100", *font, arg]
     elif program == "xcalc":
         cmd = ["xcalc", "-geometry", "300x400+200+150", *font]
     else:
         cmd = ["xmessage", "-center", *font, arg]
-    proc = subprocess.Popen(cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
+    proc = subprocess.Popen(
+        cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp
+    )
     desk.procs.append(proc)
     time.sleep(1.5)
     if program == "xcalc":

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from bench.metrics import closest_lines, edit_distance, space_errors, words_found
 from bench.ocr_screens import Screen, screen_folder, screens
 
-TARGETS = {"word_accuracy_terminal_12_16": (">=", 0.98), "word_accuracy_ui": (">=", 0.97),
-           "merged_split_rate": ("<=", 0.01)}
+TARGETS = {
+    "word_accuracy_terminal_12_16": (">=", 0.98),
+    "word_accuracy_ui": (">=", 0.97),
+    "merged_split_rate": ("<=", 0.01),
+}
 
 
 @dataclass
@@ -43,13 +46,17 @@ class OcrReport:
     results: list[ScreenResult]
 
     def table(self) -> str:
-        rows = [f"{'screen':24} {'lines':>5} {'words':>7} {'merged':>6} {'split':>5} {'CER':>6} {'ms':>6}"]
+        rows = [
+            f"{'screen':24} {'lines':>5} {'words':>7} {'merged':>6} {'split':>5} {'CER':>6} {'ms':>6}"
+        ]
         for r in self.results:
             found, words = _sum(words_found(a, b) for a, b in r.pairs)
             merged, split = _sum(space_errors(a, b) for a, b in r.pairs)
             edits, chars = _sum((edit_distance(a, b), len(a)) for a, b in r.pairs)
-            rows.append(f"{r.screen.name:24} {len(r.pairs):5d} {found:3d}/{words:<3d} {merged:6d} {split:5d} "
-                        f"{edits / chars:6.3f} {r.ms:6.0f}")
+            rows.append(
+                f"{r.screen.name:24} {len(r.pairs):5d} {found:3d}/{words:<3d} {merged:6d} {split:5d} "
+                f"{edits / chars:6.3f} {r.ms:6.0f}"
+            )
         return "\n".join(rows)
 
     def misreads(self, limit: int = 30) -> list[str]:
@@ -66,17 +73,35 @@ def format_report(report: OcrReport) -> str:
     from bench.metrics import meets
 
     f = report.figures
-    lines = [report.table(), "",
-             f"{f['lines']} lines, {f['words']} words; OCR {f['ms_per_frame']:.0f} ms a 1280x800 frame", ""]
-    for name in ("word_accuracy_terminal", "word_accuracy_terminal_12_16", "word_accuracy_ui", "merged_split_rate",
-                 "ocr_cer", "search_found_plain", "search_found"):
+    lines = [
+        report.table(),
+        "",
+        f"{f['lines']} lines, {f['words']} words; OCR {f['ms_per_frame']:.0f} ms a 1280x800 frame",
+        "",
+    ]
+    for name in (
+        "word_accuracy_terminal",
+        "word_accuracy_terminal_12_16",
+        "word_accuracy_ui",
+        "merged_split_rate",
+        "ocr_cer",
+        "search_found_plain",
+        "search_found",
+    ):
         target = TARGETS.get(name)
-        verdict = (f"  target {target[0]} {target[1]}: {'met' if meets(f[name], *target) else 'MISSED'}"
-                   if target else "")
+        verdict = (
+            f"  target {target[0]} {target[1]}: {'met' if meets(f[name], *target) else 'MISSED'}"
+            if target
+            else ""
+        )
         lines.append(f"{name:30} {f[name]:.4f}{verdict}")
     lines.append(f"merged words {f['merged']}, split words {f['split']}")
     if misread := report.misreads():
-        lines += ["", "lines not read word for word (reference -> read):", *(f"  {m}" for m in misread)]
+        lines += [
+            "",
+            "lines not read word for word (reference -> read):",
+            *(f"  {m}" for m in misread),
+        ]
     return "\n".join(lines)
 
 
@@ -123,9 +148,13 @@ def search_figures(results: list[ScreenResult], folder) -> dict[str, float]:
     from graph.spelling import full_text_terms, search_text
 
     pairs = [p for r in results for p in r.pairs]
-    rows = [{"line": i, "ref": ref, "text": read, "search_text": search_text("resource", read)}
-            for i, (ref, read) in enumerate(pairs)]
-    table = lancedb.connect(str(folder)).create_table("lines", pa.Table.from_pylist(rows), mode="overwrite")
+    rows = [
+        {"line": i, "ref": ref, "text": read, "search_text": search_text("resource", read)}
+        for i, (ref, read) in enumerate(pairs)
+    ]
+    table = lancedb.connect(str(folder)).create_table(
+        "lines", pa.Table.from_pylist(rows), mode="overwrite"
+    )
     for column in ("ref", "text", "search_text"):
         table.create_index(column, config=FTS(), replace=True)
 
@@ -143,13 +172,18 @@ def search_figures(results: list[ScreenResult], folder) -> dict[str, float]:
             counted += 1
             plain += finds(query, "text", line)
             forgiving += finds(query, "search_text", line)
-    return {"search_queries": counted, "search_found_plain": round(plain / counted, 4) if counted else 0.0,
-            "search_found": round(forgiving / counted, 4) if counted else 0.0}
+    return {
+        "search_queries": counted,
+        "search_found_plain": round(plain / counted, 4) if counted else 0.0,
+        "search_found": round(forgiving / counted, 4) if counted else 0.0,
+    }
 
 
 def _figures(results: list[ScreenResult]) -> dict[str, float]:
     def accuracy(keep) -> float:
-        found, words = _sum(words_found(a, b) for r in results if keep(r.screen) for a, b in r.pairs)
+        found, words = _sum(
+            words_found(a, b) for r in results if keep(r.screen) for a, b in r.pairs
+        )
         return round(found / words, 4) if words else 0.0
 
     pairs = [p for r in results for p in r.pairs]
@@ -160,7 +194,9 @@ def _figures(results: list[ScreenResult]) -> dict[str, float]:
         "lines": len(pairs),
         "words": words,
         "word_accuracy_terminal": accuracy(lambda s: s.kind == "terminal"),
-        "word_accuracy_terminal_12_16": accuracy(lambda s: s.kind == "terminal" and 12 <= s.px <= 16),
+        "word_accuracy_terminal_12_16": accuracy(
+            lambda s: s.kind == "terminal" and 12 <= s.px <= 16
+        ),
         "word_accuracy_ui": accuracy(lambda s: s.kind == "ui"),
         "merged": merged,
         "split": split,
@@ -172,7 +208,10 @@ def _figures(results: list[ScreenResult]) -> dict[str, float]:
 
 def add_arguments(parser) -> None:
     """``mnemo bench ocr``'s own options."""
-    parser.add_argument("--cpus", metavar="CPU,...",
-                        help="also read bands of the screens under QEMU's emulation of these x86-64 CPU models, "
-                             "comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
-                             "with the native reading (needs qemu-user; about 150 times slower than native)")
+    parser.add_argument(
+        "--cpus",
+        metavar="CPU,...",
+        help="also read bands of the screens under QEMU's emulation of these x86-64 CPU models, "
+        "comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
+        "with the native reading (needs qemu-user; about 150 times slower than native)",
+    )

@@ -32,7 +32,14 @@ DEFAULT_CPUS = ("Haswell", "Nehalem")
 DEFAULT_SCREENS = ("xterm-dejavu-12", "xterm-9x15", "page-dejavu-13", "xmessage-10x20")
 DEFAULT_ROWS = 160
 # reader options a comparison passes to both sides
-OPTIONS = ("min_confidence", "restore_spaces", "use_cls", "detect_min_side", "word_gaps", "detect_max_side")
+OPTIONS = (
+    "min_confidence",
+    "restore_spaces",
+    "use_cls",
+    "detect_min_side",
+    "word_gaps",
+    "detect_max_side",
+)
 
 
 class EmulatorMissing(RuntimeError):
@@ -65,15 +72,20 @@ class CpuComparison:
         return bool(self.others) and not any(self.differences(o) for o in self.others)
 
     def figures(self) -> dict:
-        return {"same_text_across_cpus": self.identical, "cpus_compared": [o.cpu for o in self.others],
-                "cpu_lines_compared": sum(len(v) for v in self.native.lines.values())}
+        return {
+            "same_text_across_cpus": self.identical,
+            "cpus_compared": [o.cpu for o in self.others],
+            "cpu_lines_compared": sum(len(v) for v in self.native.lines.values()),
+        }
 
     def report(self) -> str:
         rows = [f"{'cpu':10} {'AVX features cpuid gave':44} {'lines':>5} {'differ':>6} {'s':>6}"]
         for r in (self.native, *self.others):
             feats = ",".join(f.removeprefix("AVX") or "AVX" for f in r.features) or "none"
             differ = len(self.differences(r)) if r is not self.native else 0
-            rows.append(f"{r.cpu:10} {feats[:44]:44} {sum(map(len, r.lines.values())):5d} {differ:6d} {r.seconds:6.0f}")
+            rows.append(
+                f"{r.cpu:10} {feats[:44]:44} {sum(map(len, r.lines.values())):5d} {differ:6d} {r.seconds:6.0f}"
+            )
         for o in self.others:
             rows += [f"  {d}" for d in self.differences(o)[:10]]
         return "\n".join(rows)
@@ -84,31 +96,58 @@ def emulator() -> str:
     import platform
 
     if platform.machine() != "x86_64":
-        raise EmulatorMissing(f"comparing x86-64 CPUs runs this machine's x86-64 wheels; this is {platform.machine()}")
+        raise EmulatorMissing(
+            f"comparing x86-64 CPUs runs this machine's x86-64 wheels; this is {platform.machine()}"
+        )
     found = shutil.which("qemu-x86_64")
     if not found:
-        raise EmulatorMissing("comparing CPUs needs QEMU's user-mode emulator: apt-get install qemu-user")
+        raise EmulatorMissing(
+            "comparing CPUs needs QEMU's user-mode emulator: apt-get install qemu-user"
+        )
     return found
 
 
-def compare(reader, folder: Path, cpus: tuple[str, ...] = DEFAULT_CPUS, names: tuple[str, ...] = DEFAULT_SCREENS,
-            rows: int = DEFAULT_ROWS, progress: Callable[[str], None] = lambda m: None) -> CpuComparison:
+def compare(
+    reader,
+    folder: Path,
+    cpus: tuple[str, ...] = DEFAULT_CPUS,
+    names: tuple[str, ...] = DEFAULT_SCREENS,
+    rows: int = DEFAULT_ROWS,
+    progress: Callable[[str], None] = lambda m: None,
+) -> CpuComparison:
     """Read the top ``rows`` pixels of each named screen natively and under each emulated CPU,
     with ``reader``'s options and one thread."""
     qemu = emulator() if cpus else ""
     options = json.dumps({k: getattr(reader, k) for k in OPTIONS})
     with tempfile.TemporaryDirectory(prefix="mnemo-ocr-cpus-") as tmp:
+
         def one(cpu: str) -> CpuReading:
             out = Path(tmp) / f"{cpu}.json"
-            cmd = [sys.executable, "-m", "bench.ocr_cpus", str(folder), str(out), options, str(rows), *names]
+            cmd = [
+                sys.executable,
+                "-m",
+                "bench.ocr_cpus",
+                str(folder),
+                str(out),
+                options,
+                str(rows),
+                *names,
+            ]
             if cpu != "native":
                 cmd = [qemu, "-cpu", cpu, *cmd]
             progress(f"reading {len(names)} screen bands on {cpu} …")
             t0 = time.perf_counter()
-            done = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
-                                  env={**os.environ, "OMP_NUM_THREADS": "1"})
+            done = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                cwd=Path(__file__).resolve().parents[1],
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
             if done.returncode != 0:
-                tail = "\n".join(ln for ln in done.stderr.splitlines() if "TCG doesn't support" not in ln)[-2000:]
+                tail = "\n".join(
+                    ln for ln in done.stderr.splitlines() if "TCG doesn't support" not in ln
+                )[-2000:]
                 raise RuntimeError(f"reading on {cpu} failed (exit {done.returncode}): {tail}")
             data = json.loads(out.read_text())
             return CpuReading(cpu, data["features"], data["lines"], time.perf_counter() - t0)
@@ -129,7 +168,9 @@ def _read(folder: Path, out: Path, options: dict, rows: int, names: list[str]) -
         umath = importlib.import_module("numpy.core._multiarray_umath")
 
     features = sorted(k for k, on in umath.__cpu_features__.items() if on and k.startswith("AVX"))
-    lines = {n: [ln.text for ln in reader.read(read_image(folder / f"{n}.png")[:rows])] for n in names}
+    lines = {
+        n: [ln.text for ln in reader.read(read_image(folder / f"{n}.png")[:rows])] for n in names
+    }
     out.write_text(json.dumps({"features": features, "lines": lines}))
 
 

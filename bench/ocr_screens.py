@@ -67,8 +67,11 @@ UI_BODY = (
     "Seedlings for tomatoes and peppers are free this spring.",
     "Questions about plots go to Maria at the front desk.",
 )
-UI_DIALOG = ("Unsaved changes", "Save the changes to quarterly report before closing?",
-             "Your changes will be lost if you don't save them.")
+UI_DIALOG = (
+    "Unsaved changes",
+    "Save the changes to quarterly report before closing?",
+    "Your changes will be lost if you don't save them.",
+)
 UI_BUTTONS = ("Save", "Cancel", "Close without saving")
 XMESSAGE_LINES = ("The backup drive is almost full.", "Delete snapshots older than thirty days?")
 XMESSAGE_BUTTONS = ("Delete", "Keep", "Remind me later")
@@ -87,16 +90,36 @@ class Screen:
 def screens() -> list[Screen]:
     out = []
     n = len(TERMINAL_LINES)
-    for i, px in enumerate((10, 12, 14, 16, 18)):  # every line at every FreeType size, in a rotated order
-        lines = TERMINAL_LINES[i * 5 % n:] + TERMINAL_LINES[:i * 5 % n]
+    for i, px in enumerate(
+        (10, 12, 14, 16, 18)
+    ):  # every line at every FreeType size, in a rotated order
+        lines = TERMINAL_LINES[i * 5 % n :] + TERMINAL_LINES[: i * 5 % n]
         out.append(Screen(f"xterm-dejavu-{px}", "terminal", "xterm", "DejaVu Sans Mono", px, lines))
     for i, font in enumerate(("7x14", "9x15", "10x20")):
-        lines = TERMINAL_LINES[i * 8:] + TERMINAL_LINES[:i * 8]
-        out.append(Screen(f"xterm-{font}", "terminal", "xterm-core", font, int(font.split("x")[1]), lines[:16]))
-    ui = (" ".join(UI_MENU), *UI_BODY, *UI_DIALOG, " ".join(UI_BUTTONS))  # a menu bar and a button row read as lines
+        lines = TERMINAL_LINES[i * 8 :] + TERMINAL_LINES[: i * 8]
+        out.append(
+            Screen(
+                f"xterm-{font}", "terminal", "xterm-core", font, int(font.split("x")[1]), lines[:16]
+            )
+        )
+    ui = (
+        " ".join(UI_MENU),
+        *UI_BODY,
+        *UI_DIALOG,
+        " ".join(UI_BUTTONS),
+    )  # a menu bar and a button row read as lines
     for font, px in (("DejaVu Sans", 13), ("Nimbus Sans", 15), ("DejaVu Sans", 16)):
         out.append(Screen(f"page-{font.split()[0].lower()}-{px}", "ui", "chromium", font, px, ui))
-    out.append(Screen("xmessage-10x20", "ui", "xmessage", "10x20", 20, (*XMESSAGE_LINES, " ".join(XMESSAGE_BUTTONS))))
+    out.append(
+        Screen(
+            "xmessage-10x20",
+            "ui",
+            "xmessage",
+            "10x20",
+            20,
+            (*XMESSAGE_LINES, " ".join(XMESSAGE_BUTTONS)),
+        )
+    )
     return out
 
 
@@ -107,7 +130,9 @@ def screen_folder() -> Path:
     import os
     import tempfile
 
-    key = hashlib.sha256(json.dumps([VERSION, [s.__dict__ for s in screens()]]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        json.dumps([VERSION, [s.__dict__ for s in screens()]]).encode()
+    ).hexdigest()[:16]
     root = cache_dir() / "ocr-screens"
     if _complete(root, key):
         return root
@@ -126,8 +151,11 @@ def screen_folder() -> Path:
 
 
 def _complete(root: Path, key: str) -> bool:
-    return ((root / ".key").is_file() and (root / ".key").read_text() == key
-            and all((root / f"{s.name}.png").is_file() for s in screens()))
+    return (
+        (root / ".key").is_file()
+        and (root / ".key").read_text() == key
+        and all((root / f"{s.name}.png").is_file() for s in screens())
+    )
 
 
 def render(screen: Screen, size: str = "1280x800"):
@@ -147,7 +175,11 @@ def render(screen: Screen, size: str = "1280x800"):
             _open(desk, screen, Path(tmp))
             with mss.MSS(display=desk.display) as grab:
                 shot = grab.grab(grab.monitors[1])
-                return np.frombuffer(shot.rgb, dtype=np.uint8).reshape(shot.height, shot.width, 3).copy()
+                return (
+                    np.frombuffer(shot.rgb, dtype=np.uint8)
+                    .reshape(shot.height, shot.width, 3)
+                    .copy()
+                )
         finally:
             desk.close()
 
@@ -157,7 +189,9 @@ def missing_tools() -> str:
 
     why = x_missing()
     if shutil.which("chromium") is None:
-        why = (why + "; " if why else "") + "no chromium: apt-get install chromium (make xtools does it as root)"
+        why = (
+            why + "; " if why else ""
+        ) + "no chromium: apt-get install chromium (make xtools does it as root)"
     return why
 
 
@@ -188,24 +222,60 @@ def _open(desk, screen: Screen, tmp: Path) -> subprocess.Popen:
     if screen.program.startswith("xterm"):
         text = tmp / f"{screen.name}.txt"
         text.write_text("\n".join(screen.lines) + "\n")
-        font = (["-fa", f"{screen.font}:pixelsize={screen.px}"] if screen.program == "xterm" else ["-fn", screen.font])
-        cmd = ["xterm", *font, "-geometry", "76x26+40+40", "-T", "notes", "-hold", "-e", "cat", str(text)]
+        font = (
+            ["-fa", f"{screen.font}:pixelsize={screen.px}"]
+            if screen.program == "xterm"
+            else ["-fn", screen.font]
+        )
+        cmd = [
+            "xterm",
+            *font,
+            "-geometry",
+            "76x26+40+40",
+            "-T",
+            "notes",
+            "-hold",
+            "-e",
+            "cat",
+            str(text),
+        ]
         cls = "XTerm"
     elif screen.program == "xmessage":
-        cmd = ["xmessage", "-center", "-xrm", f"*font: {screen.font}", "-buttons", ",".join(XMESSAGE_BUTTONS),
-               "\n".join(XMESSAGE_LINES)]
+        cmd = [
+            "xmessage",
+            "-center",
+            "-xrm",
+            f"*font: {screen.font}",
+            "-buttons",
+            ",".join(XMESSAGE_BUTTONS),
+            "\n".join(XMESSAGE_LINES),
+        ]
         cls = "Xmessage"
     else:
         page = tmp / f"{screen.name}.html"
         page.write_text(_page(screen.font, screen.px), encoding="utf-8")
-        cmd = ["chromium", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-               "--disable-dev-shm-usage", "--test-type", f"--user-data-dir={tmp / 'chromium'}", "--window-position=0,0",
-               "--window-size=1280,800", f"--app=file://{page}"]
+        cmd = [
+            "chromium",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-dev-shm-usage",
+            "--test-type",
+            f"--user-data-dir={tmp / 'chromium'}",
+            "--window-position=0,0",
+            "--window-size=1280,800",
+            f"--app=file://{page}",
+        ]
         cls = "Chromium"
-    proc = subprocess.Popen(cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
+    proc = subprocess.Popen(
+        cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp
+    )
     desk.procs.append(proc)
     desk.wait_window(cls)
-    time.sleep(4.0 if cls == "Chromium" else 1.5)  # drawn: Chromium lays out and paints after mapping
+    time.sleep(
+        4.0 if cls == "Chromium" else 1.5
+    )  # drawn: Chromium lays out and paints after mapping
     return proc
 
 
@@ -226,5 +296,5 @@ main {{ padding: 10px 24px; }} p {{ margin: 0 0 {px}px; }}
 .dialog div {{ padding: 6px 16px; }} .buttons {{ text-align: right; }}
 button {{ font: {px}px '{font}'; margin-left: 10px; padding: 5px 14px; }}
 </style></head><body><nav>{menu}</nav><main>{body}</main>
-<section class="dialog"><h2>{e(title)}</h2>{''.join(f'<div>{e(m)}</div>' for m in message)}
+<section class="dialog"><h2>{e(title)}</h2>{"".join(f"<div>{e(m)}</div>" for m in message)}
 <div class="buttons">{buttons}</div></section></body></html>"""

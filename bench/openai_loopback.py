@@ -35,7 +35,9 @@ class LoopbackOpenAI:
 
             def do_POST(self):
                 try:
-                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                    body = json.loads(
+                        self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}"
+                    )
                 except ValueError:
                     body = {}
                 with server._lock:
@@ -50,15 +52,31 @@ class LoopbackOpenAI:
                 if isinstance(answer, int):
                     answer = ("status", answer, {})
                 if isinstance(answer, tuple) and answer[0] == "status":
-                    self._send(answer[1], json.dumps({"error": {"message": f"server error {answer[1]}"}}).encode(),
-                               answer[2])
+                    self._send(
+                        answer[1],
+                        json.dumps({"error": {"message": f"server error {answer[1]}"}}).encode(),
+                        answer[2],
+                    )
                 elif isinstance(answer, tuple) and answer[0] == "raw":
                     self._send(answer[1], answer[2])
                 else:
-                    self._send(200, json.dumps({
-                        "id": "loopback", "object": "chat.completion", "model": body.get("model"),
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": answer}}]}).encode())
+                    self._send(
+                        200,
+                        json.dumps(
+                            {
+                                "id": "loopback",
+                                "object": "chat.completion",
+                                "model": body.get("model"),
+                                "choices": [
+                                    {
+                                        "index": 0,
+                                        "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": answer},
+                                    }
+                                ],
+                            }
+                        ).encode(),
+                    )
 
             def _send(self, status: int, data: bytes, headers: dict | None = None) -> None:
                 try:

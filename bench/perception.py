@@ -26,24 +26,39 @@ from pathlib import Path
 import numpy as np
 
 from bench.fixtures import opencv_doc, pyannote_sample, read_rttm, read_stm
-from bench.metrics import cluster_purity, diarization_error_rate, line_cer, meets, speaker_attribution, word_error_rate
+from bench.metrics import (
+    cluster_purity,
+    diarization_error_rate,
+    line_cer,
+    meets,
+    speaker_attribution,
+    word_error_rate,
+)
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.writer_offline import offline_memories
-from perception.sources.frames import read_image
 from perception.observe import Perceivers, observe_clip
+from perception.sources.frames import read_image
 from perception.sources.media import plan_clips, probe
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data"
 
-TARGETS = {"asr_wer": ("<=", 0.10), "speaker_attribution": (">=", 0.85), "face_identities": ("==", 2),
-           "face_purity": (">=", 0.90), "ocr_cer": ("<=", 0.10), "ocr_cer_video": ("<=", 0.10)}
+TARGETS = {
+    "asr_wer": ("<=", 0.10),
+    "speaker_attribution": (">=", 0.85),
+    "face_identities": ("==", 2),
+    "face_purity": (">=", 0.90),
+    "ocr_cer": ("<=", 0.10),
+    "ocr_cer_video": ("<=", 0.10),
+}
 REPORTED = ("speaker_der",)  # figures without a target yet
 
 
 @dataclass
 class PerceptionReport:
     figures: dict[str, float] = field(default_factory=dict)
-    stage_s: dict[str, tuple[float, float]] = field(default_factory=dict)  # stage -> (seconds, media seconds)
+    stage_s: dict[str, tuple[float, float]] = field(
+        default_factory=dict
+    )  # stage -> (seconds, media seconds)
     details: list[str] = field(default_factory=list)
 
     def meets(self, name: str) -> bool:
@@ -53,8 +68,10 @@ class PerceptionReport:
 def _labels(name: str) -> dict:
     path = DATA_DIR / name
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the bench reads its hand labels from the repository's "
-                                "tests/data; run it from a checkout (pip install -e .)")
+        raise FileNotFoundError(
+            f"{path} is missing: the bench reads its hand labels from the repository's "
+            "tests/data; run it from a checkout (pip install -e .)"
+        )
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -108,15 +125,24 @@ def face_figures(p: Perceivers, face_threshold: float, report: PerceptionReport)
                     entity_of[face_id] = memory.entity_ids[0]
         for face in obs.faces:
             t = clip.offset_s + face.frame_time_s
-            truth_of[face.face_id] = next((s["identity"] for s in labels["shots"]
-                                           if s["start_s"] <= t < s["end_s"]), None)
-        report.details.append(f"Megamind clip {clip.index}: {len(obs.faces)} usable faces; "
-                              f"{'; '.join(obs.notes) or 'no notes'}; {len(obs.frames)} distinct frames, "
-                              f"top tags: {[f.tags[0][0] for f in obs.frames if f.tags][:6]}")
-    scored = [(entity_of[f], truth) for f, truth in truth_of.items() if truth is not None and f in entity_of]
+            truth_of[face.face_id] = next(
+                (s["identity"] for s in labels["shots"] if s["start_s"] <= t < s["end_s"]), None
+            )
+        report.details.append(
+            f"Megamind clip {clip.index}: {len(obs.faces)} usable faces; "
+            f"{'; '.join(obs.notes) or 'no notes'}; {len(obs.frames)} distinct frames, "
+            f"top tags: {[f.tags[0][0] for f in obs.frames if f.tags][:6]}"
+        )
+    scored = [
+        (entity_of[f], truth)
+        for f, truth in truth_of.items()
+        if truth is not None and f in entity_of
+    ]
     report.figures["face_identities"] = len(set(entity_of.values()))
     report.figures["face_purity"] = cluster_purity([a for a, _ in scored], [t for _, t in scored])
-    report.details.append(f"faces scored: {len(scored)}; entities: {sorted(set(entity_of.values()))}")
+    report.details.append(
+        f"faces scored: {len(scored)}; entities: {sorted(set(entity_of.values()))}"
+    )
     report.stage_s["decode (video, frames)"] = (seconds["decode"], media_s)
     report.stage_s["faces (detect, filter, group)"] = (seconds["faces"], media_s)
     report.stage_s["image tags + embedding"] = (seconds["image"], media_s)
@@ -126,7 +152,9 @@ def face_figures(p: Perceivers, face_threshold: float, report: PerceptionReport)
 def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
     ocr = p.ocr
     if ocr is None:
-        raise ValueError("the OCR figure needs an OCR backend; set [perception] ocr_backend = \"rapidocr\"")
+        raise ValueError(
+            'the OCR figure needs an OCR backend; set [perception] ocr_backend = "rapidocr"'
+        )
     from bench.speed_media import centred
     from perception.ocr.stage import read_frames
     from perception.sources.frames import limit_size
@@ -141,21 +169,30 @@ def ocr_figures(p: Perceivers, report: PerceptionReport) -> None:
     for name, lines in labels["images"].items():
         image = read_image(folder / name)
         video = limit_size(centred(image), VIDEO_MAX_SIDE)[0]
-        for figure, frame, where, read_text in (("ocr_cer", image, "", ocr.read),
-                                                ("ocr_cer_video", video, " in a video frame", in_video)):
+        for figure, frame, where, read_text in (
+            ("ocr_cer", image, "", ocr.read),
+            ("ocr_cer_video", video, " in a video frame", in_video),
+        ):
             t0 = time.perf_counter()
             read = read_text(frame)
-            report.stage_s[f"OCR {name}{where} ({frame.shape[1]}x{frame.shape[0]})"] = (time.perf_counter() - t0, 0.0)
+            report.stage_s[f"OCR {name}{where} ({frame.shape[1]}x{frame.shape[0]})"] = (
+                time.perf_counter() - t0,
+                0.0,
+            )
             e, c = line_cer(lines, [ln.text for ln in read])
-            report.details.append(f"OCR {name}{where}: {len(read)} lines, CER {e / c:.3f} "
-                                  f"on {len(lines)} hand-typed lines")
+            report.details.append(
+                f"OCR {name}{where}: {len(read)} lines, CER {e / c:.3f} "
+                f"on {len(lines)} hand-typed lines"
+            )
             totals[figure][0] += e
             totals[figure][1] += c
     for figure, (edits, chars) in totals.items():
         report.figures[figure] = edits / chars
 
 
-def run(p: Perceivers, face_threshold: float, progress: Callable[[str], None] = lambda m: None) -> PerceptionReport:
+def run(
+    p: Perceivers, face_threshold: float, progress: Callable[[str], None] = lambda m: None
+) -> PerceptionReport:
     report = PerceptionReport()
     progress("loading models …")
     _warm_up(p)
@@ -173,7 +210,9 @@ def format_report(report: PerceptionReport) -> str:
     for name, (op, bound) in TARGETS.items():
         v = report.figures[name]
         shown = f"{v:d}" if isinstance(v, int) else f"{v:.3f}"
-        lines.append(f"{name:<21}  {shown:>7}  {op} {bound}  {'ok' if report.meets(name) else 'MISSED'}")
+        lines.append(
+            f"{name:<21}  {shown:>7}  {op} {bound}  {'ok' if report.meets(name) else 'MISSED'}"
+        )
     for name in REPORTED:
         lines.append(f"{name:<21}  {report.figures[name]:7.3f}  (reported)")
     width = max(38, *map(len, report.stage_s))

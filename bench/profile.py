@@ -31,7 +31,9 @@ def score(profile, facts: list[str], names: set[str]) -> list[bool]:
     return [covered(f, sentences, names) for f in facts]
 
 
-def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest: bool = True) -> dict:
+def run(
+    path: str | Path, make_store, policies, progress=lambda m: None, ingest: bool = True
+) -> dict:
     """Ingest each conversation into ``make_store(key)`` (``ingest=False``: the stores already hold
     them) and score each speaker's profile."""
     from bench.datasets.locomo import load, load_gold
@@ -41,8 +43,11 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest:
 
     conversations = load(path)
     gold = load_gold(path)
-    ways = {"profile": None, "lead": lambda v, texts, limit: list(range(statements_for(len(v), limit))),
-            "all": lambda v, texts, limit: list(range(len(v)))}
+    ways = {
+        "profile": None,
+        "lead": lambda v, texts, limit: list(range(statements_for(len(v), limit))),
+        "all": lambda v, texts, limit: list(range(len(v))),
+    }
     hits: dict[str, list[bool]] = {w: [] for w in ways}
     words: dict[str, list[int]] = {w: [] for w in ways}
     per_person: list[dict[str, object]] = []
@@ -54,8 +59,12 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest:
             ingest_conversation(conv, store, policies)
         names = {n.lower() for n in conv.speakers} | {n.lower()[:3] for n in conv.speakers}
         for speaker in conv.speakers:
-            facts = [fact for s in conv.sessions for who, fact, _ in gold[conv.key][s.index].observations
-                     if who == speaker]
+            facts = [
+                fact
+                for s in conv.sessions
+                for who, fact, _ in gold[conv.key][s.index].observations
+                if who == speaker
+            ]
             if not facts:
                 continue
             people += 1
@@ -64,22 +73,36 @@ def run(path: str | Path, make_store, policies, progress=lambda m: None, ingest:
                 profile = build(store, speaker, select=select)
                 if way == "profile":
                     build_s += time.perf_counter() - t0
-                    per_person.append({"conversation": conv.sample_id, "person": speaker, "facts": len(facts),
-                                       "statements": len(profile.statements), "candidates": profile.candidates})
+                    per_person.append(
+                        {
+                            "conversation": conv.sample_id,
+                            "person": speaker,
+                            "facts": len(facts),
+                            "statements": len(profile.statements),
+                            "candidates": profile.candidates,
+                        }
+                    )
                 got = score(profile, facts, names)
                 hits[way] += got
                 words[way].append(sum(len(t.split()) for t in profile.sentences()))
                 if way == "profile":
                     per_person[-1]["fact_recall"] = round(float(np.mean(got)), 4)
         progress(f"{conv.sample_id}: fact recall so far {np.mean(hits['profile'] or [False]):.3f}")
-    figures: dict[str, object] = {"people": people, "facts": len(hits["profile"]),
-               "fact_recall": round(float(np.mean(hits["profile"])), 4) if hits["profile"] else None,
-               "ms_per_profile": round(1000 * build_s / max(people, 1), 1),
-               "words_per_profile": round(float(np.mean(words["profile"])), 1) if people else None}
+    figures: dict[str, object] = {
+        "people": people,
+        "facts": len(hits["profile"]),
+        "fact_recall": round(float(np.mean(hits["profile"])), 4) if hits["profile"] else None,
+        "ms_per_profile": round(1000 * build_s / max(people, 1), 1),
+        "words_per_profile": round(float(np.mean(words["profile"])), 1) if people else None,
+    }
     for way in ("lead", "all"):
         figures[f"{way}_fact_recall"] = round(float(np.mean(hits[way])), 4) if hits[way] else None
-        figures[f"{way}_words_per_profile"] = round(float(np.mean(words[way])), 1) if people else None
-    figures["matcher_recall"], figures["matcher_precision"] = (round(x, 4) for x in matcher_check(conversations, gold))
+        figures[f"{way}_words_per_profile"] = (
+            round(float(np.mean(words[way])), 1) if people else None
+        )
+    figures["matcher_recall"], figures["matcher_precision"] = (
+        round(x, 4) for x in matcher_check(conversations, gold)
+    )
     figures["per_person"] = per_person
     return figures
 
@@ -88,27 +111,47 @@ def format_report(f: dict) -> str:
     def pct(x):
         return "n/a" if x is None else f"{x:.3f}"
 
-    lines = [f"bench profile: {f['people']} people, {f['facts']} observation fact(s); offline profiles "
-             f"({f['ms_per_profile']} ms each)",
-             "                      fact recall   words a profile",
-             f"  profile             {pct(f['fact_recall']):>11}   {f['words_per_profile']:>15}",
-             f"  lead (as many)      {pct(f['lead_fact_recall']):>11}   {f['lead_words_per_profile']:>15}",
-             f"  all first-person    {pct(f['all_fact_recall']):>11}   {f['all_words_per_profile']:>15}"]
-    lines += [f"    {p['conversation']} {p['person']}: {p['fact_recall']:.3f} of {p['facts']} fact(s), "
-              f"{p['statements']} statement(s) of {p['candidates']}" for p in f["per_person"]]
-    lines.append(f"a fact counts as stated when one profile sentence holds half of its content words; that rule, "
-                 f"on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
-                 f"precision {pct(f['matcher_precision'])}")
+    lines = [
+        f"bench profile: {f['people']} people, {f['facts']} observation fact(s); offline profiles "
+        f"({f['ms_per_profile']} ms each)",
+        "                      fact recall   words a profile",
+        f"  profile             {pct(f['fact_recall']):>11}   {f['words_per_profile']:>15}",
+        f"  lead (as many)      {pct(f['lead_fact_recall']):>11}   {f['lead_words_per_profile']:>15}",
+        f"  all first-person    {pct(f['all_fact_recall']):>11}   {f['all_words_per_profile']:>15}",
+    ]
+    lines += [
+        f"    {p['conversation']} {p['person']}: {p['fact_recall']:.3f} of {p['facts']} fact(s), "
+        f"{p['statements']} statement(s) of {p['candidates']}"
+        for p in f["per_person"]
+    ]
+    lines.append(
+        f"a fact counts as stated when one profile sentence holds half of its content words; that rule, "
+        f"on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
+        f"precision {pct(f['matcher_precision'])}"
+    )
     return "\n".join(lines)
 
 
 def add_arguments(parser) -> None:
     """``mnemo bench profile``'s own options (``--spoken``: ``bench.locomo_spoken``)."""
-    parser.add_argument("--data", required=True, metavar="PATH",
-                        help="a LoCoMo file in the upstream locomo10.json format")
-    parser.add_argument("--spoken", action="store_true",
-                        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
-                             "the whole pipeline; needs espeak-ng and sox")
-    parser.add_argument("--sessions", type=int, metavar="N", help="--spoken: only the first N sessions of each "
-                        "conversation")
-    parser.add_argument("--conversations", type=int, metavar="N", help="--spoken: only the first N conversations")
+    parser.add_argument(
+        "--data",
+        required=True,
+        metavar="PATH",
+        help="a LoCoMo file in the upstream locomo10.json format",
+    )
+    parser.add_argument(
+        "--spoken",
+        action="store_true",
+        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
+        "the whole pipeline; needs espeak-ng and sox",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        metavar="N",
+        help="--spoken: only the first N sessions of each conversation",
+    )
+    parser.add_argument(
+        "--conversations", type=int, metavar="N", help="--spoken: only the first N conversations"
+    )

@@ -33,7 +33,9 @@ class Harness:
 
     store: Callable[[str], Store]  # key -> its store
     ingest: Callable[[list[str], Store, datetime | None], IngestReport]  # (paths, store, start)
-    agent: Callable[[Store], Any]  # store -> an answerer with .ask(question, before_ts=), of either kind
+    agent: Callable[
+        [Store], Any
+    ]  # store -> an answerer with .ask(question, before_ts=), of either kind
 
 
 @dataclass(frozen=True)
@@ -58,18 +60,35 @@ class Asked:
         return contains_answer(self.gold, "\n".join(self.context[:k]))
 
     def to_json(self) -> dict:
-        out = {"question_id": self.question_id, "question": self.question, "gold": self.gold, "answer": self.answer,
-               "types": list(self.types), f"in_context@{K}": self.in_context(), "token_f1": round(token_f1(self.gold, self.answer), 4),
-               "contains_gold": contains_answer(self.gold, self.answer), "read": self.read, "leaked": self.leaked,
-               "ms": round(self.ms, 1)}
+        out = {
+            "question_id": self.question_id,
+            "question": self.question,
+            "gold": self.gold,
+            "answer": self.answer,
+            "types": list(self.types),
+            f"in_context@{K}": self.in_context(),
+            "token_f1": round(token_f1(self.gold, self.answer), 4),
+            "contains_gold": contains_answer(self.gold, self.answer),
+            "read": self.read,
+            "leaked": self.leaked,
+            "ms": round(self.ms, 1),
+        }
         if self.verdict is not None:
             out["judge"] = {"correct": self.verdict.correct, "reply": self.verdict.reply[:200]}
         return out
 
 
-def ask(agent, question_id: str, question: str, gold: str, judge: Judge | None, types: tuple[str, ...] = (),
-        expect_not_found: bool = False, before_ts: float | None = None,
-        leaked: Callable[[Sequence], int] | None = None) -> Asked:
+def ask(
+    agent,
+    question_id: str,
+    question: str,
+    gold: str,
+    judge: Judge | None,
+    types: tuple[str, ...] = (),
+    expect_not_found: bool = False,
+    before_ts: float | None = None,
+    leaked: Callable[[Sequence], int] | None = None,
+) -> Asked:
     """Ask ``agent`` one question (timed), count what it read beyond the cutoff with ``leaked``
     (memories read -> how many are out of bounds; None: no cutoff), and judge the answer."""
     t0 = time.perf_counter()
@@ -77,13 +96,28 @@ def ask(agent, question_id: str, question: str, gold: str, judge: Judge | None, 
     ms = 1000 * (time.perf_counter() - t0)
     read = answer.evidence
     verdict = judge.judge(question, gold, answer.answer) if judge is not None else None
-    return Asked(question_id, question, gold, answer.answer, types, tuple(m.text for m in read), expect_not_found,
-                 len(read), None if leaked is None else leaked(read), ms, verdict)
+    return Asked(
+        question_id,
+        question,
+        gold,
+        answer.answer,
+        types,
+        tuple(m.text for m in read),
+        expect_not_found,
+        len(read),
+        None if leaked is None else leaked(read),
+        ms,
+        verdict,
+    )
 
 
 def size_mb(path: Path) -> float:
     """Bytes under a folder, in MB (0 when it is not there)."""
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6 if path.is_dir() else 0.0
+    return (
+        sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+        if path.is_dir()
+        else 0.0
+    )
 
 
 def _mean(values: list[float]) -> float | None:
@@ -91,11 +125,16 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _accuracy(asked: list[Asked]) -> dict:
-    judged = [a.verdict.correct for a in asked if a.verdict is not None and a.verdict.correct is not None]
+    judged = [
+        a.verdict.correct for a in asked if a.verdict is not None and a.verdict.correct is not None
+    ]
     right = sum(1 for correct in judged if correct)
     lo, hi = wilson_interval(right, len(judged))
-    return {"accuracy": round(right / len(judged), 4) if judged else None, "judged": len(judged),
-            "ci95": [round(lo, 4), round(hi, 4)] if judged else None}
+    return {
+        "accuracy": round(right / len(judged), 4) if judged else None,
+        "judged": len(judged),
+        "ci95": [round(lo, 4), round(hi, 4)] if judged else None,
+    }
 
 
 def summarise(asked: list[Asked], judged: bool, k: int = K) -> dict:
@@ -123,13 +162,19 @@ def summarise(asked: list[Asked], judged: bool, k: int = K) -> dict:
     }
     acc = _accuracy(asked) if judged else {"accuracy": None, "judged": 0, "ci95": None}
     figures.update(acc)
-    figures["judge_failed"] = sum(1 for a in asked if a.verdict is not None and a.verdict.correct is None)
+    figures["judge_failed"] = sum(
+        1 for a in asked if a.verdict is not None and a.verdict.correct is None
+    )
     figures["judge_unclear"] = sum(1 for a in asked if a.verdict is not None and a.verdict.unclear)
     per_type: dict[str, dict] = {}
     for label in sorted({t for a in asked for t in a.types}):
         of = [a for a in asked if label in a.types]
-        row = {"questions": len(of),
-               f"answer_in_context@{k}": _mean([float(a.in_context(k)) for a in of if not a.expect_not_found and not a.yes_no])}
+        row = {
+            "questions": len(of),
+            f"answer_in_context@{k}": _mean(
+                [float(a.in_context(k)) for a in of if not a.expect_not_found and not a.yes_no]
+            ),
+        }
         if judged:
             row.update(_accuracy(of))
         per_type[label] = row
@@ -140,27 +185,38 @@ def summarise(asked: list[Asked], judged: bool, k: int = K) -> dict:
 def format_table(figures: dict, title: str, k: int = K) -> list[str]:
     """The report's lines: proxies labelled as proxies, accuracy only from a judge."""
     f = figures
-    lines = [title,
-             f"  questions {f['questions']}; answer-in-context@{k} (gold answer in the evidence read, recall proxy): "
-             f"{pct(f[f'answer_in_context@{k}'])} of {f['in_context_questions']}",
-             f"  yes/no gold answers, scored apart: {f['yes_no_questions']} (in context {pct(f['yes_no_in_context'])})",
-             f"  out of reach by design: {f['out_of_reach_questions']}, rightly not found: {f['not_found_ok']}",
-             f"  answer token F1 {_num(f['token_f1'])}, gold contained in answer {pct(f['containment'])} "
-             "(proxies, not accuracy)",
-             f"  leakage {f['leakage']:.4f} over {f['leakage_questions']} question(s) with a cutoff; "
-             f"{_num(f['ms_per_query'])} ms per question"]
+    lines = [
+        title,
+        f"  questions {f['questions']}; answer-in-context@{k} (gold answer in the evidence read, recall proxy): "
+        f"{pct(f[f'answer_in_context@{k}'])} of {f['in_context_questions']}",
+        f"  yes/no gold answers, scored apart: {f['yes_no_questions']} (in context {pct(f['yes_no_in_context'])})",
+        f"  out of reach by design: {f['out_of_reach_questions']}, rightly not found: {f['not_found_ok']}",
+        f"  answer token F1 {_num(f['token_f1'])}, gold contained in answer {pct(f['containment'])} "
+        "(proxies, not accuracy)",
+        f"  leakage {f['leakage']:.4f} over {f['leakage_questions']} question(s) with a cutoff; "
+        f"{_num(f['ms_per_query'])} ms per question",
+    ]
     if f["accuracy"] is None:
         lines.append("  accuracy: not judged (pass --judge with an [llm] endpoint)")
     else:
         lo, hi = f["ci95"]
-        lines.append(f"  judged accuracy {100 * f['accuracy']:.1f} % of {f['judged']} (95 % Wilson {100 * lo:.1f}-"
-                     f"{100 * hi:.1f} %); judge failed {f['judge_failed']}, unclear replies {f['judge_unclear']}")
+        lines.append(
+            f"  judged accuracy {100 * f['accuracy']:.1f} % of {f['judged']} (95 % Wilson {100 * lo:.1f}-"
+            f"{100 * hi:.1f} %); judge failed {f['judge_failed']}, unclear replies {f['judge_unclear']}"
+        )
     if f["per_type"]:
         lines.append("  type  questions  in-context@5  accuracy (95 % CI)")
         for label, row in f["per_type"].items():
-            acc = "-" if row.get("accuracy") is None else (
-                f"{100 * row['accuracy']:.1f} % ({100 * row['ci95'][0]:.1f}-{100 * row['ci95'][1]:.1f})")
-            lines.append(f"  {label:<5} {row['questions']:9d}  {pct(row[f'answer_in_context@{k}']):>12}  {acc}")
+            acc = (
+                "-"
+                if row.get("accuracy") is None
+                else (
+                    f"{100 * row['accuracy']:.1f} % ({100 * row['ci95'][0]:.1f}-{100 * row['ci95'][1]:.1f})"
+                )
+            )
+            lines.append(
+                f"  {label:<5} {row['questions']:9d}  {pct(row[f'answer_in_context@{k}']):>12}  {acc}"
+            )
     return lines
 
 

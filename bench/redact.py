@@ -15,12 +15,21 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from bench.redact_corpus import Item, corpus
 
 MIN_PART = 6
-CHANNELS = ("transcript", "words", "screen", "window", "frame caption", "caption", "llm episodic", "llm fact")
+CHANNELS = (
+    "transcript",
+    "words",
+    "screen",
+    "window",
+    "frame caption",
+    "caption",
+    "llm episodic",
+    "llm fact",
+)
 
 
 @dataclass
@@ -31,20 +40,30 @@ class RedactReport:
     false_redactions: int = 0
     chars: int = 0
     seconds: float = 0.0
-    missed: list[tuple[Item, list[str], dict[str, str]]] = field(default_factory=list)  # item, channels, what stayed
+    missed: list[tuple[Item, list[str], dict[str, str]]] = field(
+        default_factory=list
+    )  # item, channels, what stayed
     misses_by_form: Counter = field(default_factory=Counter)
     forms: Counter = field(default_factory=Counter)
     misses_by_channel: Counter = field(default_factory=Counter)
-    taken: list[tuple[Item, dict[str, str]]] = field(default_factory=list)  # benign item, channel -> stored text
+    taken: list[tuple[Item, dict[str, str]]] = field(
+        default_factory=list
+    )  # benign item, channel -> stored text
 
     @property
     def figures(self) -> dict:
-        return {"secrets": self.secrets, "caught": self.caught,
-                "recall": round(self.caught / self.secrets, 4) if self.secrets else 0.0,
-                "benign": self.benign, "false_redactions": self.false_redactions,
-                "false_redaction_rate": round(self.false_redactions / self.benign, 4) if self.benign else 0.0,
-                "ms_per_kb": round(1000 * self.seconds / max(self.chars / 1024, 1e-9), 3),
-                "misses_by_channel": dict(self.misses_by_channel)}
+        return {
+            "secrets": self.secrets,
+            "caught": self.caught,
+            "recall": round(self.caught / self.secrets, 4) if self.secrets else 0.0,
+            "benign": self.benign,
+            "false_redactions": self.false_redactions,
+            "false_redaction_rate": round(self.false_redactions / self.benign, 4)
+            if self.benign
+            else 0.0,
+            "ms_per_kb": round(1000 * self.seconds / max(self.chars / 1024, 1e-9), 3),
+            "misses_by_channel": dict(self.misses_by_channel),
+        }
 
 
 class _Reply:
@@ -59,16 +78,35 @@ class _Reply:
 
 
 def _clip(item: Item):
-    from perception.records import (Clip, ClipObservations, FrameObservation, SourceInfo, SpeechTurn, TextLine,
-                                    Word)
+    from perception.records import (
+        Clip,
+        ClipObservations,
+        FrameObservation,
+        SourceInfo,
+        SpeechTurn,
+        TextLine,
+        Word,
+    )
 
-    source = SourceInfo("/bench/redact.mp4", "0" * 64, 30.0, True, True, datetime(2026, 5, 1, tzinfo=timezone.utc), "option")
+    source = SourceInfo(
+        "/bench/redact.mp4",
+        "0" * 64,
+        30.0,
+        True,
+        True,
+        datetime(2026, 5, 1, tzinfo=UTC),
+        "option",
+    )
     clip = Clip(f"redact-{abs(hash(item.text)) % 10**9}", source, 0, 0.0, 30.0)
     said = " ".join(item.lines)  # speech has no line breaks
     words = tuple(Word(w, 0.3 * i, 0.3 * i + 0.25, 0.9) for i, w in enumerate(said.split()))
     turn = SpeechTurn(f"{clip.clip_id}:t0", said, 0.0, 6.0, "en", words, None, "s0")
-    lines = tuple(TextLine(line, (0, 20 * i, 400, 20 * i + 16), 0.99) for i, line in enumerate(item.lines))
-    frame = FrameObservation(2.0, text_lines=lines, app="XTerm", window=item.lines[0], caption=item.text)
+    lines = tuple(
+        TextLine(line, (0, 20 * i, 400, 20 * i + 16), 0.99) for i, line in enumerate(item.lines)
+    )
+    frame = FrameObservation(
+        2.0, text_lines=lines, app="XTerm", window=item.lines[0], caption=item.text
+    )
     return ClipObservations(clip, (turn,), (), frames=(frame,), caption=item.text)
 
 
@@ -77,21 +115,39 @@ def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
     from memorize.writer_llm import LLMWriter
 
     obs = _clip(item)
-    before = {"transcript": obs.speech[0].text, "words": " ".join(w.text for w in obs.speech[0].words),
-              "screen": obs.screen_text, "window": obs.frames[0].window, "frame caption": obs.frames[0].caption,
-              "caption": obs.caption}
+    before = {
+        "transcript": obs.speech[0].text,
+        "words": " ".join(w.text for w in obs.speech[0].words),
+        "screen": obs.screen_text,
+        "window": obs.frames[0].window,
+        "frame caption": obs.frames[0].caption,
+        "caption": obs.caption,
+    }
     red, _ = redactor.observations(obs)
-    after = {"transcript": red.speech[0].text, "words": " ".join(w.text for w in red.speech[0].words),
-             "screen": red.screen_text, "window": red.frames[0].window, "frame caption": red.frames[0].caption,
-             "caption": red.caption}
+    after = {
+        "transcript": red.speech[0].text,
+        "words": " ".join(w.text for w in red.speech[0].words),
+        "screen": red.screen_text,
+        "window": red.frames[0].window,
+        "frame caption": red.frames[0].caption,
+        "caption": red.caption,
+    }
     sentence = "<voice_1> reads out: " + " ".join(item.lines)
-    reply = {"episodic": [sentence[:590]],
-             "semantic": ([{"subject": "voice_1", "relation": "mentioned", "value": item.lines[0]}]
-                          if len(item.lines[0]) <= 200 and "|" not in item.lines[0] else []),
-             "same_person": []}
+    reply = {
+        "episodic": [sentence[:590]],
+        "semantic": (
+            [{"subject": "voice_1", "relation": "mentioned", "value": item.lines[0]}]
+            if len(item.lines[0]) <= 200 and "|" not in item.lines[0]
+            else []
+        ),
+        "same_person": [],
+    }
     written = LLMWriter(_Reply(reply), images=False).write(obs, {"s0": "voice_1"}, {})
     red_llm, _ = redactor.llm_reply(written)
-    before["llm episodic"], after["llm episodic"] = written.episodic[0].text, red_llm.episodic[0].text
+    before["llm episodic"], after["llm episodic"] = (
+        written.episodic[0].text,
+        red_llm.episodic[0].text,
+    )
     if written.facts:
         before["llm fact"], after["llm fact"] = written.facts[0][2], red_llm.facts[0][2]
     return before, after
@@ -99,7 +155,7 @@ def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
 
 def _parts(secret: str) -> list[str]:
     n = min(MIN_PART, len(secret))
-    return sorted({secret[i:i + n] for i in range(len(secret) - n + 1)})
+    return sorted({secret[i : i + n] for i in range(len(secret) - n + 1)})
 
 
 def _left(secret: str, before: str, after: str) -> str:
@@ -112,8 +168,12 @@ def _left(secret: str, before: str, after: str) -> str:
     return ""
 
 
-def run(items: list[Item] | None = None, benign_items: list[Item] | None = None, redactor=None,
-        progress=lambda _m: None) -> RedactReport:
+def run(
+    items: list[Item] | None = None,
+    benign_items: list[Item] | None = None,
+    redactor=None,
+    progress=lambda _m: None,
+) -> RedactReport:
     from memorize.redact import Redactor
 
     if items is None or benign_items is None:
@@ -130,7 +190,11 @@ def run(items: list[Item] | None = None, benign_items: list[Item] | None = None,
         report.chars += sum(len(t) for t in before.values())
         stayed = {}
         for channel in before:
-            spoken = channel in ("transcript", "words", "llm episodic")  # a screen's line breaks, as spaces
+            spoken = channel in (
+                "transcript",
+                "words",
+                "llm episodic",
+            )  # a screen's line breaks, as spaces
             for secret in item.secrets:
                 left = _left(secret, before[channel], after[channel])
                 if not left and spoken and "\n" in item.text:
@@ -153,17 +217,21 @@ def run(items: list[Item] | None = None, benign_items: list[Item] | None = None,
         if changed:
             report.false_redactions += 1
             report.taken.append((item, changed))
-    progress(f"{report.secrets} secrets and {report.benign} benign items through {len(CHANNELS)} channels")
+    progress(
+        f"{report.secrets} secrets and {report.benign} benign items through {len(CHANNELS)} channels"
+    )
     return report
 
 
 def format_report(report: RedactReport) -> str:
     f = report.figures
-    lines = [f"secrets caught: {report.caught} of {report.secrets} (recall {f['recall']:.4f}), every channel "
-             f"({', '.join(CHANNELS)})",
-             f"benign items changed: {report.false_redactions} of {report.benign} "
-             f"(false-redaction rate {f['false_redaction_rate']:.4f})",
-             f"time: {f['ms_per_kb']:.3f} ms per KB of text redacted"]
+    lines = [
+        f"secrets caught: {report.caught} of {report.secrets} (recall {f['recall']:.4f}), every channel "
+        f"({', '.join(CHANNELS)})",
+        f"benign items changed: {report.false_redactions} of {report.benign} "
+        f"(false-redaction rate {f['false_redaction_rate']:.4f})",
+        f"time: {f['ms_per_kb']:.3f} ms per KB of text redacted",
+    ]
     if report.missed:
         lines.append("\nmissed, by form (misses/items):")
         for form, n in report.misses_by_form.most_common():
@@ -173,7 +241,9 @@ def format_report(report: RedactReport) -> str:
         for item, channels, stayed in report.missed:
             if item.form not in seen:
                 seen.add(item.form)
-                lines.append(f"  {item.form}: {item.text[:120]!r} -> {stayed[channels[0]]!r} in {', '.join(channels)}")
+                lines.append(
+                    f"  {item.form}: {item.text[:120]!r} -> {stayed[channels[0]]!r} in {', '.join(channels)}"
+                )
     if report.taken:
         lines.append("\nbenign text changed:")
         for item, changed in report.taken:

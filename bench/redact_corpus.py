@@ -14,12 +14,32 @@ import base64
 import random
 import string
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 ALNUM = string.ascii_letters + string.digits
-WORDS = ("maple", "sunrise", "harbor", "violet", "granite", "pepper", "falcon", "orchid", "comet", "willow",
-         "copper", "lantern", "meadow", "tundra", "saffron", "cobalt", "juniper", "pebble", "thistle", "ember")
+WORDS = (
+    "maple",
+    "sunrise",
+    "harbor",
+    "violet",
+    "granite",
+    "pepper",
+    "falcon",
+    "orchid",
+    "comet",
+    "willow",
+    "copper",
+    "lantern",
+    "meadow",
+    "tundra",
+    "saffron",
+    "cobalt",
+    "juniper",
+    "pebble",
+    "thistle",
+    "ember",
+)
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
@@ -40,7 +60,12 @@ def _s(rng: random.Random, alphabet: str, n: int) -> str:
 
 
 def _password(rng: random.Random) -> str:
-    return rng.choice(WORDS).capitalize() + _s(rng, string.digits, 2) + rng.choice("!#%@$&*") + _s(rng, ALNUM, 5)
+    return (
+        rng.choice(WORDS).capitalize()
+        + _s(rng, string.digits, 2)
+        + rng.choice("!#%@$&*")
+        + _s(rng, ALNUM, 5)
+    )
 
 
 def _luhn_complete(prefix: str, length: int, rng: random.Random) -> str:
@@ -50,8 +75,22 @@ def _luhn_complete(prefix: str, length: int, rng: random.Random) -> str:
     return body + luhn.calc_check_digit(body)
 
 
-_ISSUERS = (("4", 16), ("4", 16), ("51", 16), ("55", 16), ("2221", 16), ("2720", 16), ("34", 15), ("37", 15),
-            ("6011", 16), ("65", 16), ("3530", 16), ("36", 14), ("62", 19), ("4", 13))
+_ISSUERS = (
+    ("4", 16),
+    ("4", 16),
+    ("51", 16),
+    ("55", 16),
+    ("2221", 16),
+    ("2720", 16),
+    ("34", 15),
+    ("37", 15),
+    ("6011", 16),
+    ("65", 16),
+    ("3530", 16),
+    ("36", 14),
+    ("62", 19),
+    ("4", 13),
+)
 _LAYOUT = {16: (4, 4, 4, 4), 15: (4, 6, 5), 14: (4, 6, 4), 19: (4, 4, 4, 4, 3), 13: (4, 4, 4, 1)}
 
 
@@ -63,15 +102,25 @@ def _card(rng: random.Random) -> str:
 def _grouped(digits: str, sizes, sep: str) -> str:
     out, i = [], 0
     for n in sizes:
-        out.append(digits[i:i + n])
+        out.append(digits[i : i + n])
         i += n
     if i < len(digits):
         out.append(digits[i:])
     return sep.join(out)
 
 
-_IBAN_FORMATS = {"DE": "18n", "GB": "4a14n", "FR": "10n11c2n", "ES": "20n", "IT": "1a10n12c", "NL": "4a10n",
-                 "BE": "12n", "CH": "5n12c", "PL": "24n", "AT": "16n"}
+_IBAN_FORMATS = {
+    "DE": "18n",
+    "GB": "4a14n",
+    "FR": "10n11c2n",
+    "ES": "20n",
+    "IT": "1a10n12c",
+    "NL": "4a10n",
+    "BE": "12n",
+    "CH": "5n12c",
+    "PL": "24n",
+    "AT": "16n",
+}
 
 
 def _iban(rng: random.Random) -> str:
@@ -81,10 +130,16 @@ def _iban(rng: random.Random) -> str:
     from stdnum import iban
 
     country = rng.choice(sorted(_IBAN_FORMATS))
-    while True:  # some countries' account numbers carry their own check digits (BE, FR, IT, ES): draw again
+    while (
+        True
+    ):  # some countries' account numbers carry their own check digits (BE, FR, IT, ES): draw again
         bban = ""
         for n, kind in re.findall(r"(\d+)([anc])", _IBAN_FORMATS[country]):
-            alphabet = {"n": string.digits, "a": string.ascii_uppercase, "c": string.ascii_uppercase + string.digits}[kind]
+            alphabet = {
+                "n": string.digits,
+                "a": string.ascii_uppercase,
+                "c": string.ascii_uppercase + string.digits,
+            }[kind]
             bban += _s(rng, alphabet, int(n))
         number = country + iban.calc_check_digits(country + "00" + bban) + bban
         if iban.is_valid(number):
@@ -101,8 +156,13 @@ def _jwt(rng: random.Random) -> str:
     def seg(obj: str) -> str:
         return base64.urlsafe_b64encode(obj.encode()).decode().rstrip("=")
 
-    return (seg('{"alg":"HS256","typ":"JWT"}') + "." + seg(f'{{"sub":"{rng.randrange(10**9)}","exp":{rng.randrange(2**31)}}}')
-            + "." + _s(rng, ALNUM + "-_", 43))
+    return (
+        seg('{"alg":"HS256","typ":"JWT"}')
+        + "."
+        + seg(f'{{"sub":"{rng.randrange(10**9)}","exp":{rng.randrange(2**31)}}}')
+        + "."
+        + _s(rng, ALNUM + "-_", 43)
+    )
 
 
 B64 = ALNUM + "+/"
@@ -110,10 +170,17 @@ B64 = ALNUM + "+/"
 KEYS: dict[str, Callable[[random.Random], str]] = {
     "AWS access key id": lambda r: "AKIA" + _s(r, string.ascii_uppercase + "234567", 16),
     "GitHub classic token": lambda r: "ghp_" + _s(r, ALNUM, 36),
-    "GitHub fine-grained token": lambda r: "github_pat_" + _s(r, ALNUM, 22) + "_" + _s(r, ALNUM, 59),
+    "GitHub fine-grained token": lambda r: (
+        "github_pat_" + _s(r, ALNUM, 22) + "_" + _s(r, ALNUM, 59)
+    ),
     "GitLab token": lambda r: "glpat-" + _s(r, ALNUM + "-_", 20),
-    "Slack bot token": lambda r: f"xoxb-{r.randrange(10**11, 10**12)}-{r.randrange(10**12, 10**13)}-" + _s(r, ALNUM, 24),
-    "Slack user token": lambda r: f"xoxp-{r.randrange(10**11, 10**12)}-{r.randrange(10**11, 10**12)}-" + _s(r, "0123456789abcdef", 32),
+    "Slack bot token": lambda r: (
+        f"xoxb-{r.randrange(10**11, 10**12)}-{r.randrange(10**12, 10**13)}-" + _s(r, ALNUM, 24)
+    ),
+    "Slack user token": lambda r: (
+        f"xoxp-{r.randrange(10**11, 10**12)}-{r.randrange(10**11, 10**12)}-"
+        + _s(r, "0123456789abcdef", 32)
+    ),
     "Stripe live key": lambda r: "sk_live_51" + _s(r, ALNUM, 97),
     "Stripe restricted key": lambda r: "rk_live_" + _s(r, ALNUM, 24),
     "OpenAI project key": lambda r: "sk-proj-" + _s(r, ALNUM + "-_", 120),
@@ -131,8 +198,13 @@ KEYS: dict[str, Callable[[random.Random], str]] = {
     "Databricks token": lambda r: "dapi" + _s(r, "0123456789abcdef", 32),
     "JWT": _jwt,
 }
-KEY_SENTENCES = ("{v}", "I pasted {v} into the chat by mistake", "key is {v} for staging",
-                 "echo {v} | pbcopy", "new token: {v}")
+KEY_SENTENCES = (
+    "{v}",
+    "I pasted {v} into the chat by mistake",
+    "key is {v} for staging",
+    "echo {v} | pbcopy",
+    "new token: {v}",
+)
 
 # (form, group, template, value maker): {v} in the template is the secret
 _Form = tuple[str, str, str, Callable[[random.Random], str]]
@@ -140,11 +212,22 @@ FORMS: list[_Form] = [
     ("env AWS secret", "env", "export AWS_SECRET_ACCESS_KEY={v}", lambda r: _s(r, B64, 40)),
     ("env DB_PASSWORD", "env", "DB_PASSWORD={v}", _password),
     ("env quoted token", "env", 'export API_TOKEN="{v}"', lambda r: _s(r, ALNUM, 32)),
-    ("env Django SECRET_KEY", "env", "SECRET_KEY = '{v}'",
-     lambda r: "django-insecure-" + _s(r, string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)", 50)),
+    (
+        "env Django SECRET_KEY",
+        "env",
+        "SECRET_KEY = '{v}'",
+        lambda r: (
+            "django-insecure-"
+            + _s(r, string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)", 50)
+        ),
+    ),
     ("env dotted password", "env", "spring.datasource.password={v}", _password),
-    ("json password with spaces", "json", '{{"username": "ana", "password": "{v}"}}',
-     lambda r: " ".join(r.sample(WORDS, 3))),
+    (
+        "json password with spaces",
+        "json",
+        '{{"username": "ana", "password": "{v}"}}',
+        lambda r: " ".join(r.sample(WORDS, 3)),
+    ),
     ("json client_secret", "json", '"client_secret": "{v}",', lambda r: _s(r, ALNUM + "-_", 40)),
     ("json apiKey", "json", '{{"apiKey":"{v}"}}', lambda r: _s(r, "0123456789abcdef", 32)),
     ("yaml password", "yaml", "  password: {v}", _password),
@@ -154,33 +237,112 @@ FORMS: list[_Form] = [
     ("cli --password", "cli", "mysql -u root --password={v} shop", _password),
     ("cli --token space", "cli", "gh auth login --token {v}", lambda r: _s(r, ALNUM, 36)),
     ("cli curl -u", "cli", "curl -u admin:{v} https://api.example.com/v1/items", _password),
-    ("header Basic", "header", "Authorization: Basic {v}",
-     lambda r: base64.b64encode(f"ana:{_password(r)}".encode()).decode()),
-    ("header Bearer opaque", "header", "Authorization: Bearer {v}", lambda r: _s(r, ALNUM, 8) + _s(r, string.digits, 2) + _s(r, ALNUM, 30)),
-    ("header bearer lowercase", "header", "curl -H 'authorization: bearer {v}'", lambda r: _s(r, ALNUM + "._-", 48) + "9"),
+    (
+        "header Basic",
+        "header",
+        "Authorization: Basic {v}",
+        lambda r: base64.b64encode(f"ana:{_password(r)}".encode()).decode(),
+    ),
+    (
+        "header Bearer opaque",
+        "header",
+        "Authorization: Bearer {v}",
+        lambda r: _s(r, ALNUM, 8) + _s(r, string.digits, 2) + _s(r, ALNUM, 30),
+    ),
+    (
+        "header bearer lowercase",
+        "header",
+        "curl -H 'authorization: bearer {v}'",
+        lambda r: _s(r, ALNUM + "._-", 48) + "9",
+    ),
     ("header X-API-Key", "header", "X-API-Key: {v}", lambda r: _s(r, ALNUM, 32)),
-    ("header cookie session", "header", "Cookie: sessionid={v}; theme=dark", lambda r: _s(r, string.ascii_lowercase + string.digits, 32)),
-    ("url credentials", "url", "https://ana:{v}@git.example.com/team/repo.git", lambda r: _s(r, ALNUM, 14)),
+    (
+        "header cookie session",
+        "header",
+        "Cookie: sessionid={v}; theme=dark",
+        lambda r: _s(r, string.ascii_lowercase + string.digits, 32),
+    ),
+    (
+        "url credentials",
+        "url",
+        "https://ana:{v}@git.example.com/team/repo.git",
+        lambda r: _s(r, ALNUM, 14),
+    ),
     ("url postgres", "url", "psql postgresql://app:{v}@db.internal:5432/prod", _password),
     ("url redis no user", "url", "REDIS_URL=redis://:{v}@cache:6379/0", _password),
-    ("url query api_key", "url", "GET https://api.example.com/v2/search?q=boats&api_key={v}&page=2", lambda r: _s(r, ALNUM, 32)),
-    ("url query access_token", "url", "https://graph.example.com/me?access_token={v}", lambda r: _s(r, ALNUM, 60)),
+    (
+        "url query api_key",
+        "url",
+        "GET https://api.example.com/v2/search?q=boats&api_key={v}&page=2",
+        lambda r: _s(r, ALNUM, 32),
+    ),
+    (
+        "url query access_token",
+        "url",
+        "https://graph.example.com/me?access_token={v}",
+        lambda r: _s(r, ALNUM, 60),
+    ),
     ("npmrc authToken", "service-key", "//registry.npmjs.org/:_authToken={v}", KEYS["npm token"]),
-    ("OTP verification", "code", "Your verification code is {v}", lambda r: _s(r, string.digits, 6)),
-    ("OTP after", "code", "G-{v} is your Google verification code.", lambda r: _s(r, string.digits, 6)),
+    (
+        "OTP verification",
+        "code",
+        "Your verification code is {v}",
+        lambda r: _s(r, string.digits, 6),
+    ),
+    (
+        "OTP after",
+        "code",
+        "G-{v} is your Google verification code.",
+        lambda r: _s(r, string.digits, 6),
+    ),
     ("OTP label", "code", "OTP: {v}", lambda r: _s(r, string.digits, 6)),
-    ("2FA spaced", "code", "2FA code: {v}", lambda r: _s(r, string.digits, 3) + " " + _s(r, string.digits, 3)),
+    (
+        "2FA spaced",
+        "code",
+        "2FA code: {v}",
+        lambda r: _s(r, string.digits, 3) + " " + _s(r, string.digits, 3),
+    ),
     ("CVV", "code", "CVV {v}", lambda r: _s(r, string.digits, 3)),
     ("PIN typed", "code", "PIN: {v}", lambda r: _s(r, string.digits, 4)),
     ("PIN said", "code", "my PIN is {v}", lambda r: " ".join(_s(r, string.digits, 4))),
     ("login code said", "code", "the login code is {v}", lambda r: _s(r, string.digits, 6)),
-    ("said password", "said", "my password is {v}", lambda r: r.choice(WORDS) + _s(r, string.digits, 3)),
-    ("said wifi password words", "said", "the wifi password is {v}", lambda r: " ".join(r.sample(WORDS, 3))),
+    (
+        "said password",
+        "said",
+        "my password is {v}",
+        lambda r: r.choice(WORDS) + _s(r, string.digits, 3),
+    ),
+    (
+        "said wifi password words",
+        "said",
+        "the wifi password is {v}",
+        lambda r: " ".join(r.sample(WORDS, 3)),
+    ),
     ("said password for", "said", "the password for the bank is {v}, don't tell anyone", _password),
-    ("said passcode for", "said", "the passcode for the gate is {v}", lambda r: _s(r, string.digits, 4)),
-    ("said password's", "said", "the router password's {v}.", lambda r: r.choice(WORDS) + _s(r, string.digits, 2)),
-    ("typed password quoted spaces", "said", 'password: "{v}"', lambda r: " ".join(r.sample(WORDS, 4))),
-    ("passphrase single-quoted", "said", "passphrase: '{v}'", lambda r: " ".join(r.sample(WORDS, 2))),
+    (
+        "said passcode for",
+        "said",
+        "the passcode for the gate is {v}",
+        lambda r: _s(r, string.digits, 4),
+    ),
+    (
+        "said password's",
+        "said",
+        "the router password's {v}.",
+        lambda r: r.choice(WORDS) + _s(r, string.digits, 2),
+    ),
+    (
+        "typed password quoted spaces",
+        "said",
+        'password: "{v}"',
+        lambda r: " ".join(r.sample(WORDS, 4)),
+    ),
+    (
+        "passphrase single-quoted",
+        "said",
+        "passphrase: '{v}'",
+        lambda r: " ".join(r.sample(WORDS, 2)),
+    ),
 ]
 CARD_FORMS: list[tuple[str, Callable[[str], str]]] = [
     ("card spaces", lambda d: _grouped(d, _LAYOUT[len(d)], " ")),
@@ -200,7 +362,13 @@ IBAN_FORMS: list[tuple[str, Callable[[str], str]]] = [
     ("IBAN lowercase compact", lambda i: i.lower()),
 ]
 IBAN_SENTENCES = ("IBAN: {v}", "please transfer to {v} by Friday", "{v} BIC COBADEFFXXX")
-KEY_BLOCK_KINDS = ("OPENSSH PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY", "PGP PRIVATE KEY BLOCK")
+KEY_BLOCK_KINDS = (
+    "OPENSSH PRIVATE KEY",
+    "RSA PRIVATE KEY",
+    "EC PRIVATE KEY",
+    "PRIVATE KEY",
+    "PGP PRIVATE KEY BLOCK",
+)
 
 
 def secrets(rng: random.Random, per_form: int = 3) -> list[Item]:
@@ -208,27 +376,69 @@ def secrets(rng: random.Random, per_form: int = 3) -> list[Item]:
     for form, group, template, make in FORMS:
         for _ in range(per_form):
             value = make(rng)
-            items.append(Item(form, group, (template.replace("{v}", value).replace("{{", "{").replace("}}", "}"),), (value,)))
+            items.append(
+                Item(
+                    form,
+                    group,
+                    (template.replace("{v}", value).replace("{{", "{").replace("}}", "}"),),
+                    (value,),
+                )
+            )
     for name, make in KEYS.items():
         for k in range(per_form):
             value = make(rng)
-            items.append(Item(name, "service-key", (KEY_SENTENCES[(k + len(name)) % len(KEY_SENTENCES)].replace("{v}", value),),
-                              (value,)))
+            items.append(
+                Item(
+                    name,
+                    "service-key",
+                    (KEY_SENTENCES[(k + len(name)) % len(KEY_SENTENCES)].replace("{v}", value),),
+                    (value,),
+                )
+            )
     for form, write in CARD_FORMS:
         for k in range(per_form):
             value = write(_card(rng))
-            items.append(Item(form, "card", (CARD_SENTENCES[k % len(CARD_SENTENCES)].replace("{v}", value),), (value,)))
+            items.append(
+                Item(
+                    form,
+                    "card",
+                    (CARD_SENTENCES[k % len(CARD_SENTENCES)].replace("{v}", value),),
+                    (value,),
+                )
+            )
     for form, write in IBAN_FORMS:
         for k in range(per_form):
             value = write(_iban(rng))
-            items.append(Item(form, "iban", (IBAN_SENTENCES[k % len(IBAN_SENTENCES)].replace("{v}", value),), (value,)))
+            items.append(
+                Item(
+                    form,
+                    "iban",
+                    (IBAN_SENTENCES[k % len(IBAN_SENTENCES)].replace("{v}", value),),
+                    (value,),
+                )
+            )
     for kind in KEY_BLOCK_KINDS:
         body = [_s(rng, B64, 64) for _ in range(4)] + [_s(rng, B64, 20) + "=="]
         begin, end = f"-----BEGIN {kind}-----", f"-----END {kind}-----"
-        items.append(Item(f"key block on one line ({kind})", "key-block", (" ".join([begin, *body, end]),), tuple(body)))
-        items.append(Item(f"key block over lines ({kind})", "key-block", (begin, *body, end), tuple(body)))
-        items.append(Item(f"key block, no END in view ({kind})", "key-block", ("$ cat ~/.ssh/id_key", begin, *body[:3]),
-                          tuple(body[:3])))
+        items.append(
+            Item(
+                f"key block on one line ({kind})",
+                "key-block",
+                (" ".join([begin, *body, end]),),
+                tuple(body),
+            )
+        )
+        items.append(
+            Item(f"key block over lines ({kind})", "key-block", (begin, *body, end), tuple(body))
+        )
+        items.append(
+            Item(
+                f"key block, no END in view ({kind})",
+                "key-block",
+                ("$ cat ~/.ssh/id_key", begin, *body[:3]),
+                tuple(body[:3]),
+            )
+        )
     return items
 
 
@@ -243,49 +453,139 @@ BENIGN: list[tuple[str, Callable[[random.Random], str]]] = [
     ("md5 sum", lambda r: f"{_hex(r, 32)}  backup.tar.gz"),
     ("uuid", lambda r: f"request id {uuid.UUID(int=r.getrandbits(128), version=4)}"),
     ("trace id", lambda r: f"trace_id={_hex(r, 32)} span_id={_hex(r, 16)}"),
-    ("version", lambda r: f"Python {r.randrange(2, 4)}.{r.randrange(20)}.{r.randrange(20)} (main, Oct {r.randrange(1, 29)} 2026)"),
-    ("semver prerelease", lambda r: f"v{r.randrange(10)}.{r.randrange(30)}.{r.randrange(30)}-rc.{r.randrange(5)}"),
-    ("amazon order", lambda r: f"Order #{r.randrange(100, 999)}-{r.randrange(10**6, 10**7)}-{r.randrange(10**6, 10**7)}"),
-    ("UPS tracking", lambda r: f"Tracking 1Z{_s(r, ALNUM.upper()[:36], 6)}{r.randrange(10, 99)}{r.randrange(10**7, 10**8)}"),
-    ("USPS tracking", lambda r: "USPS " + _grouped("9400" + _s(r, string.digits, 18), [4] * 5, " ")),
+    (
+        "version",
+        lambda r: (
+            f"Python {r.randrange(2, 4)}.{r.randrange(20)}.{r.randrange(20)} (main, Oct {r.randrange(1, 29)} 2026)"
+        ),
+    ),
+    (
+        "semver prerelease",
+        lambda r: f"v{r.randrange(10)}.{r.randrange(30)}.{r.randrange(30)}-rc.{r.randrange(5)}",
+    ),
+    (
+        "amazon order",
+        lambda r: (
+            f"Order #{r.randrange(100, 999)}-{r.randrange(10**6, 10**7)}-{r.randrange(10**6, 10**7)}"
+        ),
+    ),
+    (
+        "UPS tracking",
+        lambda r: (
+            f"Tracking 1Z{_s(r, ALNUM.upper()[:36], 6)}{r.randrange(10, 99)}{r.randrange(10**7, 10**8)}"
+        ),
+    ),
+    (
+        "USPS tracking",
+        lambda r: "USPS " + _grouped("9400" + _s(r, string.digits, 18), [4] * 5, " "),
+    ),
     ("FedEx tracking", lambda r: f"FedEx {_grouped(_s(r, string.digits, 12), [4, 4, 4], ' ')}"),
     ("invoice number", lambda r: f"Invoice INV-2026-{r.randrange(10**5, 10**6)}"),
-    ("ISO timestamp", lambda r: f"2026-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}T{r.randrange(24):02d}:{r.randrange(60):02d}:{r.randrange(60):02d}Z"),
+    (
+        "ISO timestamp",
+        lambda r: (
+            f"2026-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}T{r.randrange(24):02d}:{r.randrange(60):02d}:{r.randrange(60):02d}Z"
+        ),
+    ),
     ("epoch millis", lambda r: f"ts={r.randrange(1_600_000_000_000, 1_900_000_000_000)}"),
-    ("compact timestamp", lambda r: f"build 2026{r.randrange(1, 13):02d}{r.randrange(1, 29):02d}{r.randrange(24):02d}{r.randrange(60):02d}{r.randrange(60):02d}"),
+    (
+        "compact timestamp",
+        lambda r: (
+            f"build 2026{r.randrange(1, 13):02d}{r.randrange(1, 29):02d}{r.randrange(24):02d}{r.randrange(60):02d}{r.randrange(60):02d}"
+        ),
+    ),
     ("byte count", lambda r: f"Received {r.randrange(10**12, 10**16)} bytes"),
     ("masked password", lambda r: "Password: " + "*" * r.randrange(6, 14)),
     ("masked dots", lambda r: "password: " + "•" * r.randrange(6, 14)),
     ("masked card", lambda r: f"Visa ending in {r.randrange(1000, 9999)}"),
     ("masked card stars", lambda r: f"**** **** **** {r.randrange(1000, 9999)}"),
-    ("env placeholder", lambda r: r.choice(("DB_PASSWORD=${DB_PASSWORD}", "API_TOKEN=$API_TOKEN", "password: <your password>",
-                                            "token: [hidden]", "SECRET_KEY = os.environ['SECRET_KEY']"))),
-    ("password prose", lambda r: r.choice(("Forgot password?", "The password is incorrect", "Enter your password",
-                                           "the password manager opened", "Password must be at least 12 characters",
-                                           "my password was reset yesterday"))),
-    ("token words", lambda r: r.choice(("max_tokens: 800", "token_type: bearer", "total_tokens = 1532",
-                                        "tokenizer: cl100k_base", "the bearer of bad news"))),
-    ("status codes", lambda r: r.choice(("error code 404", "status code 500", "zip code 94107", "area code 415")) + f" at {r.randrange(24)}:00"),
+    (
+        "env placeholder",
+        lambda r: r.choice(
+            (
+                "DB_PASSWORD=${DB_PASSWORD}",
+                "API_TOKEN=$API_TOKEN",
+                "password: <your password>",
+                "token: [hidden]",
+                "SECRET_KEY = os.environ['SECRET_KEY']",
+            )
+        ),
+    ),
+    (
+        "password prose",
+        lambda r: r.choice(
+            (
+                "Forgot password?",
+                "The password is incorrect",
+                "Enter your password",
+                "the password manager opened",
+                "Password must be at least 12 characters",
+                "my password was reset yesterday",
+            )
+        ),
+    ),
+    (
+        "token words",
+        lambda r: r.choice(
+            (
+                "max_tokens: 800",
+                "token_type: bearer",
+                "total_tokens = 1532",
+                "tokenizer: cl100k_base",
+                "the bearer of bad news",
+            )
+        ),
+    ),
+    (
+        "status codes",
+        lambda r: (
+            r.choice(("error code 404", "status code 500", "zip code 94107", "area code 415"))
+            + f" at {r.randrange(24)}:00"
+        ),
+    ),
     ("shell PWD", lambda r: f"PWD=/home/{r.choice(WORDS)}/projects"),
-    ("IP and port", lambda r: f"listening on {r.randrange(1, 255)}.{r.randrange(255)}.{r.randrange(255)}.{r.randrange(255)}:{r.randrange(1024, 65535)}"),
+    (
+        "IP and port",
+        lambda r: (
+            f"listening on {r.randrange(1, 255)}.{r.randrange(255)}.{r.randrange(255)}.{r.randrange(255)}:{r.randrange(1024, 65535)}"
+        ),
+    ),
     ("price", lambda r: f"Total: ${r.randrange(1, 9999)}.{r.randrange(100):02d}"),
-    ("ISBN", lambda r: f"ISBN 978-{r.randrange(10)}-{r.randrange(10**3, 10**4)}-{r.randrange(10**3, 10**4)}-{r.randrange(10)}"),
+    (
+        "ISBN",
+        lambda r: (
+            f"ISBN 978-{r.randrange(10)}-{r.randrange(10**3, 10**4)}-{r.randrange(10**3, 10**4)}-{r.randrange(10)}"
+        ),
+    ),
     ("coordinates", lambda r: f"{r.uniform(-90, 90):.6f}, {r.uniform(-180, 180):.6f}"),
-    ("public key", lambda r: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _s(r, B64, 43) + " ana@laptop"),
-    ("public key block", lambda r: "-----BEGIN PUBLIC KEY----- MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A" + _s(r, B64, 40)),
+    (
+        "public key",
+        lambda r: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _s(r, B64, 43) + " ana@laptop",
+    ),
+    (
+        "public key block",
+        lambda r: "-----BEGIN PUBLIC KEY----- MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A" + _s(r, B64, 40),
+    ),
     ("Stripe publishable key", lambda r: "pk_live_" + _s(r, ALNUM, 24)),
     ("AWS account id", lambda r: f"arn:aws:iam::{r.randrange(10**11, 10**12)}:role/deploy"),
     # an IBAN's shape with its checksum wrong and no IBAN label (after the label it is a misread IBAN, and taken)
     ("IBAN-shaped reference, bad checksum", lambda r: "reference " + _invalid_iban(r)),
     ("phone number", lambda r: f"call +1 415 {r.randrange(200, 999)} {r.randrange(1000, 9999)}"),
-    ("date list", lambda r: f"meetings on {r.randrange(1, 29)}, {r.randrange(1, 29)}, {r.randrange(1, 29)} and {r.randrange(1, 29)} March"),
+    (
+        "date list",
+        lambda r: (
+            f"meetings on {r.randrange(1, 29)}, {r.randrange(1, 29)}, {r.randrange(1, 29)} and {r.randrange(1, 29)} March"
+        ),
+    ),
     ("score line", lambda r: "epoch " + " ".join(str(r.randrange(100)) for _ in range(8))),
     ("base64 image", lambda r: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA" + _s(r, B64, 60)),
 ]
 
 
 def benign(rng: random.Random, per_form: int = 4) -> list[Item]:
-    return [Item(form, "benign", (make(rng),), ()) for form, make in BENIGN for _ in range(per_form)]
+    return [
+        Item(form, "benign", (make(rng),), ()) for form, make in BENIGN for _ in range(per_form)
+    ]
 
 
 def corpus(seed: int = 42, per_form: int = 3) -> tuple[list[Item], list[Item]]:

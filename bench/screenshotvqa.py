@@ -24,7 +24,11 @@ def _stage(user: screenshotvqa.User, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     wanted = {p.name: p.resolve() for p in user.screenshots}
     for old in dest.iterdir():
-        if old.name not in wanted or not old.is_symlink() or Path(os.readlink(old)) != wanted[old.name]:
+        if (
+            old.name not in wanted
+            or not old.is_symlink()
+            or Path(os.readlink(old)) != wanted[old.name]
+        ):
             old.unlink()
     for name, target in wanted.items():
         if not (dest / name).is_symlink():
@@ -32,7 +36,13 @@ def _stage(user: screenshotvqa.User, dest: Path) -> Path:
     return dest
 
 
-def run(data: str | Path, harness: Harness, work: Path, judge: Judge | None = None, progress=lambda m: None) -> dict:
+def run(
+    data: str | Path,
+    harness: Harness,
+    work: Path,
+    judge: Judge | None = None,
+    progress=lambda m: None,
+) -> dict:
     users = screenshotvqa.load(data)
     asked_all: list[Asked] = []
     per_user: dict[str, dict] = {}
@@ -42,17 +52,30 @@ def run(data: str | Path, harness: Harness, work: Path, judge: Judge | None = No
         staged = _stage(user, work / "staged" / key / user.name)
         store = harness.store(key)
         stores.add(Path(store.uri))
-        progress(f"{user.name}: {len(user.screenshots)} screenshots ({len(user.skipped)} compressed skipped), "
-                 f"{len(user.questions)} questions")
+        progress(
+            f"{user.name}: {len(user.screenshots)} screenshots ({len(user.skipped)} compressed skipped), "
+            f"{len(user.questions)} questions"
+        )
         t0 = time.perf_counter()
         report = harness.ingest([str(staged)], store, None)
         ingest_s += time.perf_counter() - t0
         for path, why in report.clips_failed:
             progress(f"  {path}: {why}")
         agent = harness.agent(store)
-        asked = [ask(agent, f"{user.name}_Q{i + 1}", qa.question, qa.answer, judge, expect_not_found=qa.expects_not_found)
-                 for i, qa in enumerate(user.questions)]
-        per_user[user.name] = {k: v for k, v in summarise(asked, judge is not None).items() if k != "per_type"}
+        asked = [
+            ask(
+                agent,
+                f"{user.name}_Q{i + 1}",
+                qa.question,
+                qa.answer,
+                judge,
+                expect_not_found=qa.expects_not_found,
+            )
+            for i, qa in enumerate(user.questions)
+        ]
+        per_user[user.name] = {
+            k: v for k, v in summarise(asked, judge is not None).items() if k != "per_type"
+        }
         asked_all += asked
     figures = summarise(asked_all, judge is not None)
     if judge is not None:  # MIRIX: the unweighted mean of the users' accuracies
@@ -60,33 +83,58 @@ def run(data: str | Path, harness: Harness, work: Path, judge: Judge | None = No
         figures["accuracy_pooled"] = figures["accuracy"]
         figures["accuracy"] = round(sum(accs) / len(accs), 4) if accs else None
         figures["judge_model"] = judge.model
-    figures.update(users=len(users), screenshots=sum(len(u.screenshots) for u in users),
-                   skipped_compressed=sum(len(u.skipped) for u in users), per_user=per_user,
-                   ingest_s=round(ingest_s, 1), store_mb=round(sum(size_mb(p) for p in stores), 2),
-                   asked=asked_all)
+    figures.update(
+        users=len(users),
+        screenshots=sum(len(u.screenshots) for u in users),
+        skipped_compressed=sum(len(u.skipped) for u in users),
+        per_user=per_user,
+        ingest_s=round(ingest_s, 1),
+        store_mb=round(sum(size_mb(p) for p in stores), 2),
+        asked=asked_all,
+    )
     return figures
 
 
 def format_report(figures: dict) -> str:
-    lines = [f"ScreenshotVQA: {figures['users']} users, {figures['screenshots']} screenshots "
-             f"({figures['skipped_compressed']} compressed skipped); ingest {figures['ingest_s']:.1f} s this run, "
-             f"stores {figures['store_mb']:.2f} MB"]
+    lines = [
+        f"ScreenshotVQA: {figures['users']} users, {figures['screenshots']} screenshots "
+        f"({figures['skipped_compressed']} compressed skipped); ingest {figures['ingest_s']:.1f} s this run, "
+        f"stores {figures['store_mb']:.2f} MB"
+    ]
     lines += format_table(figures, "  all screenshots ingested, then each user's questions asked")
     if figures["accuracy"] is not None:
-        lines.append(f"  accuracy, unweighted mean over users (MIRIX's protocol): {100 * figures['accuracy']:.1f} %; "
-                     f"judge {figures['judge_model']}")
+        lines.append(
+            f"  accuracy, unweighted mean over users (MIRIX's protocol): {100 * figures['accuracy']:.1f} %; "
+            f"judge {figures['judge_model']}"
+        )
     for name, u in figures["per_user"].items():
-        lines.append(f"  {name}: {u['questions']} questions, in-context@5 {pct(u['answer_in_context@5'])}")
-    lines.append("  paper (MIRIX): MIRIX 59.50 % at 15.89 MB; SigLIP@50 RAG 44.10 % at 15.07 GB; Gemini long context 11.66 %")
+        lines.append(
+            f"  {name}: {u['questions']} questions, in-context@5 {pct(u['answer_in_context@5'])}"
+        )
+    lines.append(
+        "  paper (MIRIX): MIRIX 59.50 % at 15.89 MB; SigLIP@50 RAG 44.10 % at 15.07 GB; Gemini long context 11.66 %"
+    )
     return "\n".join(lines)
 
 
 def add_arguments(parser) -> None:
     """``mnemo bench screenshotvqa``'s own options."""
-    parser.add_argument("--data", metavar="DIR", help="a folder with qa_pairs.json and one folder of screenshots per user")
-    parser.add_argument("--mini", action="store_true",
-                        help="the small set built from real media, with hand-written questions")
-    parser.add_argument("--judge", action="store_true",
-                        help="score answers with the paper's judge prompt on the [llm] endpoint ([llm] judge_model, "
-                             "default [llm] model)")
-    parser.add_argument("--details", metavar="FILE", help="write every question, answer and score to this JSON file")
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        help="a folder with qa_pairs.json and one folder of screenshots per user",
+    )
+    parser.add_argument(
+        "--mini",
+        action="store_true",
+        help="the small set built from real media, with hand-written questions",
+    )
+    parser.add_argument(
+        "--judge",
+        action="store_true",
+        help="score answers with the paper's judge prompt on the [llm] endpoint ([llm] judge_model, "
+        "default [llm] model)",
+    )
+    parser.add_argument(
+        "--details", metavar="FILE", help="write every question, answer and score to this JSON file"
+    )

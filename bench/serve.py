@@ -29,14 +29,20 @@ class Phase:
     errors: int = 0
     first_error: str = ""
     wall_s: float = 0.0
-    server_cpu_s: float | None = None  # the server process's CPU seconds during the phase, when known
+    server_cpu_s: float | None = (
+        None  # the server process's CPU seconds during the phase, when known
+    )
 
     def figures(self) -> dict:
         ms = np.array(self.latencies_ms) if self.latencies_ms else np.array([np.nan])
         n = len(self.latencies_ms)
-        out = {"requests": n, "errors": self.errors, "p50_ms": round(float(np.percentile(ms, 50)), 1),
-               "p95_ms": round(float(np.percentile(ms, 95)), 1),
-               "per_s": round(n / self.wall_s, 2) if self.wall_s else 0.0}
+        out = {
+            "requests": n,
+            "errors": self.errors,
+            "p50_ms": round(float(np.percentile(ms, 50)), 1),
+            "p95_ms": round(float(np.percentile(ms, 95)), 1),
+            "per_s": round(n / self.wall_s, 2) if self.wall_s else 0.0,
+        }
         if self.server_cpu_s is not None and n and self.wall_s:
             # what a request costs the server, and how many of its cores were busy: with closed-loop
             # clients, latency is clients / rate, so the CPU a request takes bounds p95
@@ -63,8 +69,16 @@ def _ok(endpoint: str, reply) -> str:
     return ""
 
 
-def load(url: str, endpoint: str, texts: list[str], clients: int, per_client: int, max_s: float = 120.0,
-         token: str | None = None, timeout_s: float = 60.0) -> Phase:
+def load(
+    url: str,
+    endpoint: str,
+    texts: list[str],
+    clients: int,
+    per_client: int,
+    max_s: float = 120.0,
+    token: str | None = None,
+    timeout_s: float = 60.0,
+) -> Phase:
     """``clients`` threads, each sending up to ``per_client`` requests (texts taken in turn, no two
     alike while they last) until ``max_s`` has passed."""
     import httpx
@@ -104,9 +118,17 @@ def load(url: str, endpoint: str, texts: list[str], clients: int, per_client: in
     return phase
 
 
-def run(url: str, questions: list[str], queries: list[str], requests: int = 96, levels: tuple[int, ...] = LEVELS,
-        max_s: float = 120.0, token: str | None = None, progress: Callable[[str], None] = lambda m: None,
-        server_cpu_s: Callable[[], float] | None = None) -> dict:
+def run(
+    url: str,
+    questions: list[str],
+    queries: list[str],
+    requests: int = 96,
+    levels: tuple[int, ...] = LEVELS,
+    max_s: float = 120.0,
+    token: str | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+    server_cpu_s: Callable[[], float] | None = None,
+) -> dict:
     """Both endpoints at each concurrency level; about ``requests`` requests per phase.
     ``server_cpu_s``: the server process's CPU seconds so far, read around each phase."""
     load(url, "ask", questions[-4:], 1, 4, max_s, token)  # warm: caches, index files, thread pool
@@ -120,20 +142,30 @@ def run(url: str, questions: list[str], queries: list[str], requests: int = 96, 
             start = sent % len(texts)
             per_client = max(3, requests // clients)
             cpu0 = server_cpu_s() if server_cpu_s else None
-            phase = load(url, endpoint, texts[start:] + texts[:start], clients, per_client, max_s, token)
+            phase = load(
+                url, endpoint, texts[start:] + texts[:start], clients, per_client, max_s, token
+            )
             if server_cpu_s is not None and cpu0 is not None:
                 phase.server_cpu_s = server_cpu_s() - cpu0
             sent += clients * per_client
             f = phase.figures()
-            progress(f"  /{endpoint} with {clients:>2} client(s): p50 {f['p50_ms']:.0f} ms, p95 {f['p95_ms']:.0f} ms, "
-                     f"{f['per_s']:.1f}/s, {f['errors']} error(s)"
-                     + (f", server {f['cpu_ms']:.0f} CPU-ms a request on {f['cores']:.2f} cores" if "cpu_ms" in f else "")
-                     + (f" (first: {phase.first_error})" if phase.errors else ""))
+            progress(
+                f"  /{endpoint} with {clients:>2} client(s): p50 {f['p50_ms']:.0f} ms, p95 {f['p95_ms']:.0f} ms, "
+                f"{f['per_s']:.1f}/s, {f['errors']} error(s)"
+                + (
+                    f", server {f['cpu_ms']:.0f} CPU-ms a request on {f['cores']:.2f} cores"
+                    if "cpu_ms" in f
+                    else ""
+                )
+                + (f" (first: {phase.first_error})" if phase.errors else "")
+            )
             out[f"{endpoint}_{clients}"] = f
     return out
 
 
-def answers(url: str, questions: list[str], token: str | None = None, timeout_s: float = 120.0) -> list[dict]:
+def answers(
+    url: str, questions: list[str], token: str | None = None, timeout_s: float = 120.0
+) -> list[dict]:
     """Each question asked once, one at a time: its answer and citations, what no change made for
     speed may alter."""
     import httpx
@@ -162,20 +194,29 @@ def format_report(figures: dict) -> str:
     lines = []
     for name, store in figures["stores"].items():
         lines.append(f"{name}: {store['memories']:,} memories")
-        lines.append(f"  {'endpoint':<9}{'clients':>8}{'p50 ms':>10}{'p95 ms':>10}{'req/s':>8}{'errors':>8}"
-                     f"{'CPU ms':>8}{'cores':>7}")
+        lines.append(
+            f"  {'endpoint':<9}{'clients':>8}{'p50 ms':>10}{'p95 ms':>10}{'req/s':>8}{'errors':>8}"
+            f"{'CPU ms':>8}{'cores':>7}"
+        )
         for key, f in store["phases"].items():
             endpoint, clients = key.rsplit("_", 1)
             cpu = f"{f['cpu_ms']:>8.1f}{f['cores']:>7.2f}" if "cpu_ms" in f else f"{'-':>8}{'-':>7}"
-            lines.append(f"  /{endpoint:<8}{clients:>8}{f['p50_ms']:>10.1f}{f['p95_ms']:>10.1f}{f['per_s']:>8.1f}"
-                         f"{f['errors']:>8}{cpu}")
+            lines.append(
+                f"  /{endpoint:<8}{clients:>8}{f['p50_ms']:>10.1f}{f['p95_ms']:>10.1f}{f['per_s']:>8.1f}"
+                f"{f['errors']:>8}{cpu}"
+            )
         if "answers" in store:
             a = store["answers"]
-            lines.append(f"  answers: {a['checked'] - len(a['changed'])} of {a['checked']} fixed questions answered and "
-                         f"cited as {a['reference']}" + "".join(f"\n    changed: {q!r}" for q in a["changed"]))
-    lines.append(f"targets: errors == 0 ({top['errors']}), answers changed == 0 ({top['answers_changed']}), /ask p95 "
-                 f"at 16 clients <= 1000 ms ({top['ask_p95_ms_16']:.0f} ms) and ask p50 <= 150 ms "
-                 f"({top['ask_p50_ms']:.0f} ms) on the largest store")
+            lines.append(
+                f"  answers: {a['checked'] - len(a['changed'])} of {a['checked']} fixed questions answered and "
+                f"cited as {a['reference']}"
+                + "".join(f"\n    changed: {q!r}" for q in a["changed"])
+            )
+    lines.append(
+        f"targets: errors == 0 ({top['errors']}), answers changed == 0 ({top['answers_changed']}), /ask p95 "
+        f"at 16 clients <= 1000 ms ({top['ask_p95_ms_16']:.0f} ms) and ask p50 <= 150 ms "
+        f"({top['ask_p50_ms']:.0f} ms) on the largest store"
+    )
     return "\n".join(lines)
 
 
@@ -183,14 +224,28 @@ def summary(figures: dict) -> dict:
     """The last line of ``--json``: the largest store's figures, errors over every phase."""
     largest = max(figures["stores"].values(), key=lambda s: s["memories"])["phases"]
     errors = sum(f["errors"] for s in figures["stores"].values() for f in s["phases"].values())
-    answers_changed = sum(len(s["answers"]["changed"]) for s in figures["stores"].values() if "answers" in s)
-    return {"ask_p50_ms": largest["ask_1"]["p50_ms"], "ask_p95_ms_16": largest["ask_16"]["p95_ms"],
-            "search_p50_ms": largest["search_1"]["p50_ms"], "errors": errors, "answers_changed": answers_changed,
-            "stores": {name: {"memories": s["memories"], **{k: v for k, v in s["phases"].items()}}
-                       for name, s in figures["stores"].items()}}
+    answers_changed = sum(
+        len(s["answers"]["changed"]) for s in figures["stores"].values() if "answers" in s
+    )
+    return {
+        "ask_p50_ms": largest["ask_1"]["p50_ms"],
+        "ask_p95_ms_16": largest["ask_16"]["p95_ms"],
+        "search_p50_ms": largest["search_1"]["p50_ms"],
+        "errors": errors,
+        "answers_changed": answers_changed,
+        "stores": {
+            name: {"memories": s["memories"], **{k: v for k, v in s["phases"].items()}}
+            for name, s in figures["stores"].items()
+        },
+    }
 
 
 def add_arguments(parser) -> None:
     """``mnemo bench serve``'s own options."""
-    parser.add_argument("--memories", type=int, default=1_000_000, metavar="N",
-                        help="synthetic memories in the large store (default 1000000; 0: the demo store alone)")
+    parser.add_argument(
+        "--memories",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="synthetic memories in the large store (default 1000000; 0: the demo store alone)",
+    )

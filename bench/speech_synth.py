@@ -103,24 +103,34 @@ def voices_for(speakers: Sequence[str], conversation_index: int) -> dict[str, Vo
 def spoken_text(text: str) -> str:
     """The words of a turn as they are said: symbols (emoji), format characters and variation
     selectors removed, whitespace collapsed."""
-    kept = (ch for ch in text if unicodedata.category(ch) not in ("So", "Cf", "Cs", "Co")
-            and not 0xFE00 <= ord(ch) <= 0xFE0F)
+    kept = (
+        ch
+        for ch in text
+        if unicodedata.category(ch) not in ("So", "Cf", "Cs", "Co")
+        and not 0xFE00 <= ord(ch) <= 0xFE0F
+    )
     return " ".join("".join(kept).split())
 
 
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise SynthUnavailable(f"{name} not found: the spoken LoCoMo bench renders speech with espeak-ng and sox; "
-                               "install them with: sudo apt-get install espeak-ng sox (or `make xtools` as root)")
+        raise SynthUnavailable(
+            f"{name} not found: the spoken LoCoMo bench renders speech with espeak-ng and sox; "
+            "install them with: sudo apt-get install espeak-ng sox (or `make xtools` as root)"
+        )
     return path
 
 
 def _version(tool: str) -> str:
     try:
-        done = subprocess.run([_tool(tool), "--version"], capture_output=True, text=True, timeout=30, check=True)
+        done = subprocess.run(
+            [_tool(tool), "--version"], capture_output=True, text=True, timeout=30, check=True
+        )
     except (OSError, subprocess.SubprocessError) as e:
-        raise SynthUnavailable(f"{tool} --version failed ({e}); reinstall it: sudo apt-get install {tool}") from e
+        raise SynthUnavailable(
+            f"{tool} --version failed ({e}); reinstall it: sudo apt-get install {tool}"
+        ) from e
     return (done.stdout or done.stderr).strip()
 
 
@@ -133,9 +143,18 @@ def require_tools() -> str:
 def _variants() -> set[str]:
     """espeak-ng's variant names (``f3``, ``m7``, ``klatt``...): an unknown variant makes espeak-ng fall
     back to its default voice without a word, so each voice is checked before use."""
-    done = subprocess.run([_tool("espeak-ng"), "--voices=variant"], capture_output=True, text=True, timeout=30,
-                          check=True)
-    return {line.split()[4].removeprefix("!v/") for line in done.stdout.splitlines()[1:] if len(line.split()) >= 5}
+    done = subprocess.run(
+        [_tool("espeak-ng"), "--voices=variant"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return {
+        line.split()[4].removeprefix("!v/")
+        for line in done.stdout.splitlines()[1:]
+        if len(line.split()) >= 5
+    }
 
 
 def check_voices(voices: Sequence[Voice]) -> None:
@@ -143,8 +162,10 @@ def check_voices(voices: Sequence[Voice]) -> None:
     for v in voices:
         variant = v.name.partition("+")[2]
         if variant and variant not in known:
-            raise ValueError(f"espeak-ng has no variant {variant!r} (voice {v.name!r}); "
-                             f"choose one of: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"espeak-ng has no variant {variant!r} (voice {v.name!r}); "
+                f"choose one of: {', '.join(sorted(known))}"
+            )
 
 
 def _speak(text: str, voice: Voice, workdir: Path, n: int):
@@ -154,28 +175,57 @@ def _speak(text: str, voice: Voice, workdir: Path, n: int):
     import numpy as np
 
     out = workdir / f"turn-{n}.wav"
-    cmd = [_tool("espeak-ng"), "-v", voice.name, "-p", str(voice.pitch), "-s", str(voice.rate_wpm), "-w", str(out),
-           "--stdin"]
+    cmd = [
+        _tool("espeak-ng"),
+        "-v",
+        voice.name,
+        "-p",
+        str(voice.pitch),
+        "-s",
+        str(voice.rate_wpm),
+        "-w",
+        str(out),
+        "--stdin",
+    ]
     try:  # the text goes through stdin: never a shell, never an argument espeak-ng could read as an option
-        subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True, timeout=ESPEAK_TIMEOUT_S, check=True)
+        subprocess.run(
+            cmd,
+            input=text.encode("utf-8"),
+            capture_output=True,
+            timeout=ESPEAK_TIMEOUT_S,
+            check=True,
+        )
         with wave.open(str(out), "rb") as w:
-            rate, samples = w.getframerate(), np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+            rate, samples = (
+                w.getframerate(),
+                np.frombuffer(w.readframes(w.getnframes()), dtype="<i2"),
+            )
     except (OSError, subprocess.SubprocessError, EOFError, wave.Error) as e:
-        raise SynthUnavailable(f"espeak-ng failed on a turn with voice {voice.name!r} ({e}); check that "
-                               "`espeak-ng -v en-us 'hello' -w /tmp/x.wav` works") from e
+        raise SynthUnavailable(
+            f"espeak-ng failed on a turn with voice {voice.name!r} ({e}); check that "
+            "`espeak-ng -v en-us 'hello' -w /tmp/x.wav` works"
+        ) from e
     loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > SILENCE_LEVEL)
-    return rate, (samples[loud[0]:loud[-1] + 1] if len(loud) else samples[:0])
+    return rate, (samples[loud[0] : loud[-1] + 1] if len(loud) else samples[:0])
 
 
 def _cache_key(session, voices: dict[str, Voice], tools: str) -> str:
-    payload = {"version": RENDER_VERSION, "tools": tools, "pause_s": PAUSE_S, "edge_s": EDGE_S,
-               "rate": SAMPLE_RATE, "silence": SILENCE_LEVEL,
-               "voices": {k: asdict(v) for k, v in sorted(voices.items())},
-               "turns": [[t.dia_id, t.speaker, spoken_text(t.text)] for t in session.turns]}
+    payload = {
+        "version": RENDER_VERSION,
+        "tools": tools,
+        "pause_s": PAUSE_S,
+        "edge_s": EDGE_S,
+        "rate": SAMPLE_RATE,
+        "silence": SILENCE_LEVEL,
+        "voices": {k: asdict(v) for k, v in sorted(voices.items())},
+        "turns": [[t.dia_id, t.speaker, spoken_text(t.text)] for t in session.turns],
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _render(session, voices: dict[str, Voice], wav: Path, workdir: Path) -> tuple[list[TurnSpan], float]:
+def _render(
+    session, voices: dict[str, Voice], wav: Path, workdir: Path
+) -> tuple[list[TurnSpan], float]:
     """Speak the session into ``wav`` (16 kHz mono int16); returns the turn spans and the length."""
     import wave
     from concurrent.futures import ThreadPoolExecutor
@@ -184,13 +234,23 @@ def _render(session, voices: dict[str, Voice], wav: Path, workdir: Path) -> tupl
 
     spoken = [(t, spoken_text(t.text)) for t in session.turns]
     spoken = [(t, text) for t, text in spoken if text]
-    fallback = next(iter(voices.values()))  # a turn by someone not in the speaker list (not expected)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # one espeak-ng process per turn
-        audio = list(pool.map(lambda a: _speak(a[1][1], voices.get(a[1][0].speaker, fallback), workdir, a[0]),
-                              enumerate(spoken)))
+    fallback = next(
+        iter(voices.values())
+    )  # a turn by someone not in the speaker list (not expected)
+    with ThreadPoolExecutor(
+        max_workers=os.cpu_count() or 2
+    ) as pool:  # one espeak-ng process per turn
+        audio = list(
+            pool.map(
+                lambda a: _speak(a[1][1], voices.get(a[1][0].speaker, fallback), workdir, a[0]),
+                enumerate(spoken),
+            )
+        )
     rates = {rate for rate, _ in audio}
     if len(rates) > 1:
-        raise SynthUnavailable(f"espeak-ng wrote WAVs at several rates {sorted(rates)}; expected one")
+        raise SynthUnavailable(
+            f"espeak-ng wrote WAVs at several rates {sorted(rates)}; expected one"
+        )
     rate = rates.pop() if rates else SAMPLE_RATE
     pause, edge = np.zeros(round(PAUSE_S * rate), "<i2"), np.zeros(round(EDGE_S * rate), "<i2")
     parts, spans, at = [edge], [], len(edge)  # ``at``: samples so far, so the spans are exact
@@ -198,7 +258,9 @@ def _render(session, voices: dict[str, Voice], wav: Path, workdir: Path) -> tupl
         if k:
             parts.append(pause)
             at += len(pause)
-        spans.append(TurnSpan(turn.dia_id, turn.speaker, text, at / rate, (at + len(samples)) / rate))
+        spans.append(
+            TurnSpan(turn.dia_id, turn.speaker, text, at / rate, (at + len(samples)) / rate)
+        )
         parts.append(samples)
         at += len(samples)
     parts.append(edge)
@@ -210,10 +272,30 @@ def _render(session, voices: dict[str, Voice], wav: Path, workdir: Path) -> tupl
         w.writeframes(np.concatenate(parts).tobytes())
     part = wav.with_name(wav.name + ".part")
     try:  # -D: no dither, which is random, so the same text gives the same file (and clip ids)
-        subprocess.run([_tool("sox"), "-D", "-V1", str(raw), "-t", "wav", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16",
-                        str(part)], capture_output=True, timeout=600, check=True)
+        subprocess.run(
+            [
+                _tool("sox"),
+                "-D",
+                "-V1",
+                str(raw),
+                "-t",
+                "wav",
+                "-r",
+                str(SAMPLE_RATE),
+                "-c",
+                "1",
+                "-b",
+                "16",
+                str(part),
+            ],
+            capture_output=True,
+            timeout=600,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError) as e:
-        raise SynthUnavailable(f"sox could not resample {raw} to {SAMPLE_RATE} Hz ({e}); check `sox --version`") from e
+        raise SynthUnavailable(
+            f"sox could not resample {raw} to {SAMPLE_RATE} Hz ({e}); check `sox --version`"
+        ) from e
     with wave.open(str(part), "rb") as w:
         duration_s = w.getnframes() / w.getframerate()
     part.replace(wav)  # atomic: a killed render leaves no half file
@@ -228,8 +310,13 @@ def _read_spans(path: Path) -> tuple[list[TurnSpan], float] | None:
         return None
 
 
-def render_session(conversation: str, session, voices: dict[str, Voice], folder: Path,
-                   progress: Callable[[str], None] = lambda m: None) -> SpokenSession:
+def render_session(
+    conversation: str,
+    session,
+    voices: dict[str, Voice],
+    folder: Path,
+    progress: Callable[[str], None] = lambda m: None,
+) -> SpokenSession:
     """The session as a WAV in ``folder`` (rendered, or taken from an earlier render of the same
     inputs), with its mtime set to the session's start plus its length."""
     import wave
@@ -248,12 +335,19 @@ def render_session(conversation: str, session, voices: dict[str, Voice], folder:
             ok = False
         cached = cached if ok else None
     if cached is None:
-        progress(f"rendering {conversation} session {session.index} ({len(session.turns)} turns) -> {wav}")
+        progress(
+            f"rendering {conversation} session {session.index} ({len(session.turns)} turns) -> {wav}"
+        )
         with tempfile.TemporaryDirectory(prefix="mnemo-speak-") as tmp:
             spans, duration_s = _render(session, voices, wav, Path(tmp))
-        record = {"conversation": conversation, "session": session.index, "started_at": session.started_at.isoformat(),
-                  "duration_s": duration_s, "voices": {k: asdict(v) for k, v in voices.items()},
-                  "turns": [asdict(s) for s in spans]}
+        record = {
+            "conversation": conversation,
+            "session": session.index,
+            "started_at": session.started_at.isoformat(),
+            "duration_s": duration_s,
+            "voices": {k: asdict(v) for k, v in voices.items()},
+            "turns": [asdict(s) for s in spans],
+        }
         part = spans_path.with_name(spans_path.name + ".part")
         part.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
         part.replace(spans_path)
@@ -262,13 +356,20 @@ def render_session(conversation: str, session, voices: dict[str, Voice], folder:
         progress(f"{conversation} session {session.index}: cached {wav}")
     started_ts = session.started_at.timestamp()
     end_ns = round((started_ts + duration_s) * 1e9)
-    os.utime(wav, ns=(end_ns, end_ns))  # set on every use: a copy or a touch must not move the recording
-    return SpokenSession(conversation, session.index, wav.resolve(), started_ts, duration_s, tuple(spans))
+    os.utime(
+        wav, ns=(end_ns, end_ns)
+    )  # set on every use: a copy or a touch must not move the recording
+    return SpokenSession(
+        conversation, session.index, wav.resolve(), started_ts, duration_s, tuple(spans)
+    )
 
 
-def render_conversation(conv, conversation_index: int, root: Path | None = None,
-                        progress: Callable[[str], None] = lambda m: None
-                        ) -> tuple[dict[str, Voice], list[SpokenSession]]:
+def render_conversation(
+    conv,
+    conversation_index: int,
+    root: Path | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+) -> tuple[dict[str, Voice], list[SpokenSession]]:
     """Every session of ``conv`` (a ``bench.datasets.locomo.Conversation``) spoken, in order, in
     one folder per conversation under ``root`` (default: the cache)."""
     if root is None:
@@ -277,4 +378,6 @@ def render_conversation(conv, conversation_index: int, root: Path | None = None,
         root = cache_dir() / "locomo-spoken"
     voices = voices_for(conv.speakers, conversation_index)
     check_voices(list(voices.values()))
-    return voices, [render_session(conv.key, s, voices, root / conv.key, progress) for s in conv.sessions]
+    return voices, [
+        render_session(conv.key, s, voices, root / conv.key, progress) for s in conv.sessions
+    ]

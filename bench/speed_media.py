@@ -37,7 +37,7 @@ def centred(image: np.ndarray) -> np.ndarray:
         h, w = image.shape[:2]
     canvas = np.full((HEIGHT, WIDTH, 3), 24, dtype=np.uint8)
     top, left = (HEIGHT - h) // 2, (WIDTH - w) // 2
-    canvas[top:top + h, left:left + w] = image
+    canvas[top : top + h, left : left + w] = image
     return canvas
 
 
@@ -47,7 +47,9 @@ def _read_png(path: Path) -> np.ndarray:
 
     image = cv2.imread(str(path))
     if image is None:
-        raise FileNotFoundError(f"{path}: cannot read the image; fetch the opencv-doc fixture again")
+        raise FileNotFoundError(
+            f"{path}: cannot read the image; fetch the opencv-doc fixture again"
+        )
     return image
 
 
@@ -81,8 +83,10 @@ class Scenes:
         self.turns = read_rttm(pyannote_sample() / "sample.rttm")
         self.faces = speaker_faces()
         self.film = _film_frames(self.docs / "Megamind.avi")
-        self.screens = {name: centred(cv2.cvtColor(_read_png(self.docs / name), cv2.COLOR_BGR2RGB))
-                        for name in ("qtgui.png", "eclipse_cdt_cfg7.png")}
+        self.screens = {
+            name: centred(cv2.cvtColor(_read_png(self.docs / name), cv2.COLOR_BGR2RGB))
+            for name in ("qtgui.png", "eclipse_cdt_cfg7.png")
+        }
         self._calls: dict[tuple[str, ...], np.ndarray] = {}
 
     def frame(self, scene: str, t: float) -> np.ndarray:
@@ -110,8 +114,14 @@ def _frames() -> Iterator[np.ndarray]:
         yield scenes.frame(scene, in_clip)
 
 
-def encode(dest: Path, frames: Iterator[np.ndarray], seconds: float, audio, recorded_at: str = RECORDED_AT,
-           fps: int = FPS) -> Path:
+def encode(
+    dest: Path,
+    frames: Iterator[np.ndarray],
+    seconds: float,
+    audio,
+    recorded_at: str = RECORDED_AT,
+    fps: int = FPS,
+) -> Path:
     """Write ``frames`` (RGB, WIDTH x HEIGHT at ``fps``) with ``audio`` (an ffmpeg-python audio stream)
     as H.264 + AAC, atomically (a part file renamed when complete)."""
     import ffmpeg
@@ -120,10 +130,23 @@ def encode(dest: Path, frames: Iterator[np.ndarray], seconds: float, audio, reco
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(".part.mp4")
-    video = ffmpeg.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=fps)
+    video = ffmpeg.input(
+        "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=fps
+    )
     proc = (
-        ffmpeg.output(video, audio, str(part), t=seconds, vcodec="libx264", preset="veryfast", pix_fmt="yuv420p",
-                      acodec="aac", ar=16000, movflags="+faststart", **{"metadata": f"creation_time={recorded_at}"})
+        ffmpeg.output(
+            video,
+            audio,
+            str(part),
+            t=seconds,
+            vcodec="libx264",
+            preset="veryfast",
+            pix_fmt="yuv420p",
+            acodec="aac",
+            ar=16000,
+            movflags="+faststart",
+            **{"metadata": f"creation_time={recorded_at}"},
+        )
         .global_args("-nostdin", "-loglevel", "error")
         .overwrite_output()
         .run_async(cmd=ffmpeg_exe(), pipe_stdin=True)

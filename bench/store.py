@@ -48,7 +48,9 @@ class _Synth:
         self.topic_words = self.rng.integers(0, len(self.vocab), (TOPICS, 40))
 
     def vectors(self, topics: np.ndarray) -> np.ndarray:
-        v = self.centres[topics] + 0.6 * self.rng.standard_normal((len(topics), self.dim)).astype(np.float32)
+        v = self.centres[topics] + 0.6 * self.rng.standard_normal((len(topics), self.dim)).astype(
+            np.float32
+        )
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
     def texts(self, topics: np.ndarray, topic_n: int = 6, common_n: int = 6) -> list[str]:
@@ -62,14 +64,25 @@ def _batch(synth: _Synth, start: int, n: int) -> tuple[list[Memory], np.ndarray]
     topics = synth.rng.integers(0, TOPICS, n)
     kinds = np.where(synth.rng.random(n) < 0.8, "episodic", "semantic")
     people = synth.rng.integers(1, 500, n)
-    memories = [Memory(f"m{start + i:09d}", str(kinds[i]), text, f"clip{(start + i) // 20:08d}",
-                       f"/synthetic/{(start + i) // PER_RECORDING:05d}.mp4",
-                       1.7e9 + (start + i) * 1.5, 1.7e9 + (start + i) * 1.5 + 3.0, (f"voice_{people[i]}",))
-                for i, text in enumerate(synth.texts(topics))]
+    memories = [
+        Memory(
+            f"m{start + i:09d}",
+            str(kinds[i]),
+            text,
+            f"clip{(start + i) // 20:08d}",
+            f"/synthetic/{(start + i) // PER_RECORDING:05d}.mp4",
+            1.7e9 + (start + i) * 1.5,
+            1.7e9 + (start + i) * 1.5 + 3.0,
+            (f"voice_{people[i]}",),
+        )
+        for i, text in enumerate(synth.texts(topics))
+    ]
     return memories, synth.vectors(topics)
 
 
-def fill(store: Store, n: int, batch: int = 20_000, progress: Callable[[str], None] = lambda m: None) -> _Synth:
+def fill(
+    store: Store, n: int, batch: int = 20_000, progress: Callable[[str], None] = lambda m: None
+) -> _Synth:
     """Insert ``n`` synthetic memories (vectors given, nothing embedded); the generator, to draw
     queries on the same topics from."""
     synth = _Synth(store.embedder.dim)
@@ -77,7 +90,9 @@ def fill(store: Store, n: int, batch: int = 20_000, progress: Callable[[str], No
         memories, vectors = _batch(synth, start, min(batch, n - start))
         store.insert_memories(memories, vectors)
         if (start // batch) % 10 == 0:
-            progress(f"inserted {start + len(memories):,} of {n:,} memories ({store.embedder.dim}-d)")
+            progress(
+                f"inserted {start + len(memories):,} of {n:,} memories ({store.embedder.dim}-d)"
+            )
     return synth
 
 
@@ -98,8 +113,15 @@ def _agreement(found: list[set[str]], truth: list[set[str]]) -> float:
     return round(float(np.mean([len(t & f) / max(1, len(t)) for f, t in zip(found, truth)])), 4)
 
 
-def run(store_dir: Path, n: int, embedder, queries: int = 200, asks: int = 50, batch: int = 20_000,
-        progress: Callable[[str], None] = lambda m: None) -> dict:
+def run(
+    store_dir: Path,
+    n: int,
+    embedder,
+    queries: int = 200,
+    asks: int = 50,
+    batch: int = 20_000,
+    progress: Callable[[str], None] = lambda m: None,
+) -> dict:
     """Build the store with ``embedder``'s dimension and measure it; ``embedder`` also embeds the
     ask questions."""
     from control.planner import OfflinePlanner
@@ -129,11 +151,13 @@ def run(store_dir: Path, n: int, embedder, queries: int = 200, asks: int = 50, b
         latencies.append(time.perf_counter() - t0)
         # the vector half as search runs it (50 candidates, so 500 re-ranked on full vectors); its top 10
         ann.append({r["memory_id"] for r in store.vector_query(q, 50).to_list()[:10]})
-    progress(f"{asks} ask retrievals (query embedding, the planner's searches, neighbour expansion) …")
+    progress(
+        f"{asks} ask retrievals (query embedding, the planner's searches, neighbour expansion) …"
+    )
     planner = OfflinePlanner(MemoryTools(store))
     planner.retrieve("warm up the planner and the text embedder")
     ask_latencies = []
-    for text in qtexts[10:10 + asks]:
+    for text in qtexts[10 : 10 + asks]:
         t0 = time.perf_counter()
         planner.retrieve(f"What did I say about {text}?")
         ask_latencies.append(time.perf_counter() - t0)
@@ -142,44 +166,75 @@ def run(store_dir: Path, n: int, embedder, queries: int = 200, asks: int = 50, b
     progress("the same searches with an exact vector scan, for recall …")
     exact_vector, exact_hybrid = [], []
     for q, text in zip(qvecs[10:], qtexts[10:]):
-        exact_vector.append({r["memory_id"] for r in store.vector_query(q, 10, exact=True).to_list()})
-        exact_hybrid.append({h.memory.memory_id for h in store.search(text, k=10, vector=q, exact=True)})
+        exact_vector.append(
+            {r["memory_id"] for r in store.vector_query(q, 10, exact=True).to_list()}
+        )
+        exact_hybrid.append(
+            {h.memory.memory_id for h in store.search(text, k=10, vector=q, exact=True)}
+        )
 
     progress("timing clip writes into the full store …")
     writes = []
     for j in range(5):
         clip_id = f"bench-clip-{j}"
-        memories = [Memory(content_id(clip_id, i), "episodic", f"bench memory {i} of clip {j}", clip_id,
-                           "/bench.mp4", 1.6e9 + j * 30 + i, 1.6e9 + j * 30 + i + 1) for i in range(20)]
-        row = ClipRow(clip_id, "/bench.mp4", "sha", j, j * 30.0, 30.0, 1.6e9 + j * 30, 1.6e9 + j * 30 + 30, "")
+        memories = [
+            Memory(
+                content_id(clip_id, i),
+                "episodic",
+                f"bench memory {i} of clip {j}",
+                clip_id,
+                "/bench.mp4",
+                1.6e9 + j * 30 + i,
+                1.6e9 + j * 30 + i + 1,
+            )
+            for i in range(20)
+        ]
+        row = ClipRow(
+            clip_id, "/bench.mp4", "sha", j, j * 30.0, 30.0, 1.6e9 + j * 30, 1.6e9 + j * 30 + 30, ""
+        )
         t0 = time.perf_counter()
         store.commit_clip(row, memories, [])
         writes.append(time.perf_counter() - t0)
     search_p50, search_p95 = _percentiles(latencies)
     ask_p50, ask_p95 = _percentiles(ask_latencies)
-    return {"memories": n, "dim": embedder.dim, "embedder": embedder.name,
-            "search_p50_ms": search_p50, "search_p95_ms": search_p95,
-            "ann_recall_at_10": _agreement(ann, exact_vector), "hybrid_agreement_at_10": _agreement(found, exact_hybrid),
-            "ask_p50_ms": ask_p50, "ask_p95_ms": ask_p95,
-            "insert_per_s": round(n / insert_s, 1), "index_build_s": round(index_s, 1),
-            "clip_write_ms": round(float(np.median(writes)) * 1000, 1)}
+    return {
+        "memories": n,
+        "dim": embedder.dim,
+        "embedder": embedder.name,
+        "search_p50_ms": search_p50,
+        "search_p95_ms": search_p95,
+        "ann_recall_at_10": _agreement(ann, exact_vector),
+        "hybrid_agreement_at_10": _agreement(found, exact_hybrid),
+        "ask_p50_ms": ask_p50,
+        "ask_p95_ms": ask_p95,
+        "insert_per_s": round(n / insert_s, 1),
+        "index_build_s": round(index_s, 1),
+        "clip_write_ms": round(float(np.median(writes)) * 1000, 1),
+    }
 
 
 def format_report(figures: dict) -> str:
-    return "\n".join([
-        f"memories                {figures['memories']:,} ({figures['dim']}-d, asked with {figures['embedder']})",
-        f"bulk insert             {figures['insert_per_s']:,.0f} memories/s",
-        f"index build             {figures['index_build_s']:.1f} s (full-text, id, IVF-PQ vectors)",
-        f"vector index recall@10  {figures['ann_recall_at_10']:.3f} against an exact scan  (target >= 0.95)",
-        f"hybrid search p50/p95   {figures['search_p50_ms']:.1f} / {figures['search_p95_ms']:.1f} ms  (target p50 <= 50)",
-        f"hybrid agreement@10     {figures['hybrid_agreement_at_10']:.3f} with the same search on an exact scan",
-        f"ask retrieval p50/p95   {figures['ask_p50_ms']:.1f} / {figures['ask_p95_ms']:.1f} ms  (target p50 <= 150; "
-        "embedding, searches, neighbours)",
-        f"one clip write (20)     {figures['clip_write_ms']:.0f} ms into the full store",
-    ])
+    return "\n".join(
+        [
+            f"memories                {figures['memories']:,} ({figures['dim']}-d, asked with {figures['embedder']})",
+            f"bulk insert             {figures['insert_per_s']:,.0f} memories/s",
+            f"index build             {figures['index_build_s']:.1f} s (full-text, id, IVF-PQ vectors)",
+            f"vector index recall@10  {figures['ann_recall_at_10']:.3f} against an exact scan  (target >= 0.95)",
+            f"hybrid search p50/p95   {figures['search_p50_ms']:.1f} / {figures['search_p95_ms']:.1f} ms  (target p50 <= 50)",
+            f"hybrid agreement@10     {figures['hybrid_agreement_at_10']:.3f} with the same search on an exact scan",
+            f"ask retrieval p50/p95   {figures['ask_p50_ms']:.1f} / {figures['ask_p95_ms']:.1f} ms  (target p50 <= 150; "
+            "embedding, searches, neighbours)",
+            f"one clip write (20)     {figures['clip_write_ms']:.0f} ms into the full store",
+        ]
+    )
 
 
 def add_arguments(parser) -> None:
     """``mnemo bench store``'s own options."""
-    parser.add_argument("--memories", type=int, default=1_000_000, metavar="N",
-                        help="how many synthetic memories (default 1000000)")
+    parser.add_argument(
+        "--memories",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="how many synthetic memories (default 1000000)",
+    )

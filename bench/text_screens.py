@@ -13,7 +13,9 @@ import numpy as np
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
 
 
-def render_screen(lines: Sequence[str], size: tuple[int, int] = (1920, 1080), px: int = 18) -> np.ndarray:
+def render_screen(
+    lines: Sequence[str], size: tuple[int, int] = (1920, 1080), px: int = 18
+) -> np.ndarray:
     """A terminal-like screen (RGB) showing ``lines``, wrapped at the screen's width."""
     from PIL import Image, ImageDraw, ImageFont
 
@@ -28,12 +30,14 @@ def render_screen(lines: Sequence[str], size: tuple[int, int] = (1920, 1080), px
     y = 20
     for line in lines:
         for k in range(0, max(len(line), 1), columns):
-            draw.text((20, y), line[k:k + columns], fill=(20, 20, 20), font=font)
+            draw.text((20, y), line[k : k + columns], fill=(20, 20, 20), font=font)
             y += int(px * 1.5)
     return np.asarray(image)
 
 
-def write_capture(root: Path, screens: list[tuple[np.ndarray, datetime, str, str]], quality: int = 80) -> None:
+def write_capture(
+    root: Path, screens: list[tuple[np.ndarray, datetime, str, str]], quality: int = 80
+) -> None:
     """Screens (RGB, capture time, app, window) written by ``CaptureStore`` as the capture daemon
     writes them: ``YYYY/MM/DD/<time>Z_m0.jpg`` and its sidecar JSON."""
     import cv2
@@ -43,5 +47,7 @@ def write_capture(root: Path, screens: list[tuple[np.ndarray, datetime, str, str
     capture = CaptureStore(root)
     capture.recover()
     for rgb, when, app, window in screens:
-        _, jpeg = cv2.imencode(".jpg", np.ascontiguousarray(rgb[:, :, ::-1]), [cv2.IMWRITE_JPEG_QUALITY, quality])
+        _, jpeg = cv2.imencode(
+            ".jpg", np.ascontiguousarray(rgb[:, :, ::-1]), [cv2.IMWRITE_JPEG_QUALITY, quality]
+        )
         capture.write(jpeg.tobytes(), {"app": app, "window": window}, when, 0)

@@ -68,11 +68,23 @@ class Desktop:
         if monitors:
             conf = tmp / "xorg-dummy.conf"
             conf.write_text(DUMMY_CONF)
-            cmd = ["Xorg", "-config", str(conf), "-logfile", str(tmp / "xorg.log"), "-displayfd", str(write)]
+            cmd = [
+                "Xorg",
+                "-config",
+                str(conf),
+                "-logfile",
+                str(tmp / "xorg.log"),
+                "-displayfd",
+                str(write),
+            ]
         else:
             cmd = ["Xvfb", "-displayfd", str(write), "-screen", "0", f"{size}x24"]
-        self.server = subprocess.Popen([*cmd, "-nolisten", "tcp", "-noreset"], pass_fds=(write,),
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.server = subprocess.Popen(
+            [*cmd, "-nolisten", "tcp", "-noreset"],
+            pass_fds=(write,),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(write)
         with os.fdopen(read) as f:
             self.display = ":" + f.readline().strip()
@@ -81,12 +93,16 @@ class Desktop:
         (tmp / "run").mkdir(mode=0o700, exist_ok=True)
         self.spawn(["openbox"])
         deadline = time.time() + 10
-        while time.time() < deadline and "_NET_SUPPORTING_WM_CHECK" not in self.run(["xprop", "-root"], check=False):
+        while time.time() < deadline and "_NET_SUPPORTING_WM_CHECK" not in self.run(
+            ["xprop", "-root"], check=False
+        ):
             time.sleep(0.1)
         self.run(["xset", "s", "off"], check=False)  # tests turn the screen saver on themselves
 
     def spawn(self, cmd: list[str]) -> subprocess.Popen:
-        p = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self.procs.append(p)
         return p
 
@@ -96,17 +112,41 @@ class Desktop:
             raise RuntimeError(f"{cmd} failed: {out.stderr}")
         return out.stdout
 
-    def xterm(self, title: str, cls: str = "XTerm", geometry: str = "80x24+100+100", font_px: int = 14,
-              latin1: bool = False) -> str:
+    def xterm(
+        self,
+        title: str,
+        cls: str = "XTerm",
+        geometry: str = "80x24+100+100",
+        font_px: int = 14,
+        latin1: bool = False,
+    ) -> str:
         """Open an xterm with this title and WM_CLASS class; returns its window id once mapped. In
         a UTF-8 locale xterm sets WM_NAME as COMPOUND_TEXT; with ``latin1`` (the C locale, a
         Latin-1 title) as STRING."""
         arg = title.encode("latin-1") if latin1 else title.encode()
         env = {**self.env, "LC_ALL": "C" if latin1 else "C.UTF-8"}
-        self.procs.append(subprocess.Popen(
-            [b"xterm", b"-class", cls.encode(), b"-T", arg, b"-fa", b"DejaVu Sans Mono", b"-fs", str(font_px).encode(),
-             b"-geometry", geometry.encode(), b"-xrm", b"XTerm*allowTitleOps: false"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(
+            subprocess.Popen(
+                [
+                    b"xterm",
+                    b"-class",
+                    cls.encode(),
+                    b"-T",
+                    arg,
+                    b"-fa",
+                    b"DejaVu Sans Mono",
+                    b"-fs",
+                    str(font_px).encode(),
+                    b"-geometry",
+                    geometry.encode(),
+                    b"-xrm",
+                    b"XTerm*allowTitleOps: false",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         return self.wait_window(cls)
 
     def xclock(self, geometry: str = "200x200-0+0") -> str:
@@ -119,14 +159,18 @@ class Desktop:
             try:
                 out = self.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", cls])
                 return out.split()[-1]
-            except RuntimeError as e:  # a window that went away while xdotool looked at it: look again
+            except (
+                RuntimeError
+            ) as e:  # a window that went away while xdotool looked at it: look again
                 if "BadWindow" not in str(e) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
 
     def plug(self, output: str, mode: str = "800x600", right_of: str = "DUMMY0") -> None:
         """Switch a dummy output on (``monitors=True``): a monitor plugged in."""
-        self.run(["xrandr", "--addmode", output, mode], check=False)  # once per output; again is an error
+        self.run(
+            ["xrandr", "--addmode", output, mode], check=False
+        )  # once per output; again is an error
         self.run(["xrandr", "--output", output, "--mode", mode, "--right-of", right_of])
 
     def unplug(self, output: str) -> None:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from control.planner import OfflinePlanner
 from control.tools import MemoryTools, Person
 from graph.rows import Memory
 from graph.store import Store
 from memorize.places import MOVE, PHOTO, STAY, begins_as, is_place_memory, places_in
-
 
 WHERE_MEMORIES = 8  # positions quoted in an answer about where the owner was
 
@@ -39,10 +38,19 @@ class Answer:
     steps: tuple[str, ...] = ()  # what the agent did, round by round
 
     def to_json(self) -> dict:
-        return {"answer": self.answer,
-                "citations": [{"clip_id": c.clip_id, "source": c.source, "start_s": round(c.start_s, 2),
-                               "end_s": round(c.end_s, 2)} for c in self.citations],
-                "steps": list(self.steps)}
+        return {
+            "answer": self.answer,
+            "citations": [
+                {
+                    "clip_id": c.clip_id,
+                    "source": c.source,
+                    "start_s": round(c.start_s, 2),
+                    "end_s": round(c.end_s, 2),
+                }
+                for c in self.citations
+            ],
+            "steps": list(self.steps),
+        }
 
 
 _NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(?:face|voice|character)_\d+>\)")
@@ -67,11 +75,13 @@ def cite(store: Store, memory: Memory) -> Citation | None:
     offset = store.clip_offset(memory.clip_id)
     if offset is None:
         return None
-    return Citation(memory.clip_id, memory.source_path, memory.start_ts + offset, memory.end_ts + offset)
+    return Citation(
+        memory.clip_id, memory.source_path, memory.start_ts + offset, memory.end_ts + offset
+    )
 
 
 def utc_time(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class OfflineAnswerer:
@@ -98,54 +108,108 @@ class OfflineAnswerer:
         for memory in read[:1]:
             citation = cite(self.store, memory)
             if citation is None:
-                return Answer(question, "I don't know: the matching memory is not committed yet.", (), read)
+                return Answer(
+                    question, "I don't know: the matching memory is not committed yet.", (), read
+                )
             text = render(memory.text, known_names(self.planner.people(before_ts)))
-            return Answer(question, f"{text} (at {utc_time(memory.start_ts)})", (citation,), read, found.rounds)
-        return Answer(question, "I don't know: nothing in memory matches the question.", (), (), found.rounds)
+            return Answer(
+                question,
+                f"{text} (at {utc_time(memory.start_ts)})",
+                (citation,),
+                read,
+                found.rounds,
+            )
+        return Answer(
+            question, "I don't know: nothing in memory matches the question.", (), (), found.rounds
+        )
 
     def _digest(self, question: str, found, start: datetime, end: datetime) -> Answer:
         """A question about what a period held, answered by its digest (``control.digest``)."""
         from control.digest import build
 
         days = (end - start).total_seconds() / 86400
-        digest = build(self.store, start, end, "day" if days <= 1 else "week" if days <= 7 else "period",
-                       self.planner.tools.me)
-        steps = (*found.rounds, f"the digest of {digest.title}: {digest.clips} clip(s), {len(digest.moments)} moment(s)")
+        digest = build(
+            self.store,
+            start,
+            end,
+            "day" if days <= 1 else "week" if days <= 7 else "period",
+            self.planner.tools.me,
+        )
+        steps = (
+            *found.rounds,
+            f"the digest of {digest.title}: {digest.clips} clip(s), {len(digest.moments)} moment(s)",
+        )
         if not digest.moments and not digest.places:
-            return Answer(question, f"I don't know: nothing in memory for {digest.title}.", (), (), steps)
-        with_whom = f" With {', '.join(name for name, _ in digest.people[:3])}." if digest.people else ""
+            return Answer(
+                question, f"I don't know: nothing in memory for {digest.title}.", (), (), steps
+            )
+        with_whom = (
+            f" With {', '.join(name for name, _ in digest.people[:3])}." if digest.people else ""
+        )
         places = f" At {'; '.join(p.summary for p in digest.places[:3])}." if digest.places else ""
         text = f"On {digest.title}:{with_whom}{places} " + " ".join(
-            f"{m.text} (at {utc_time(m.at_ts)})." for m in digest.moments)
+            f"{m.text} (at {utc_time(m.at_ts)})." for m in digest.moments
+        )
         citations = [p.citation for p in digest.places[:3]] + [m.citation for m in digest.moments]
-        return Answer(question, text.rstrip(), tuple(dict.fromkeys(citations)),
-                      tuple(m.memory for m in digest.moments), steps)
+        return Answer(
+            question,
+            text.rstrip(),
+            tuple(dict.fromkeys(citations)),
+            tuple(m.memory for m in digest.moments),
+            steps,
+        )
 
     def _where(self, question: str, found, start_ts: float, end_ts: float) -> Answer:
         """Where the owner was in a period: its memories that hold a position (photos with GPS,
         stays and moves of GPS tracks), in time order, each cited; "I don't know" without any."""
-        memories = sorted((m for m in self.store.in_time_range(start_ts, end_ts, limit=None)
-                           if is_place_memory(m.text) and m.end_ts > start_ts and m.start_ts < end_ts),
-                          key=lambda m: (m.start_ts, m.memory_id))  # a stay from the night before counts
-        steps = (*found.rounds, f"{len(memories)} memory(ies) with a position from {utc_time(start_ts)} "
-                                f"to {utc_time(end_ts)}")
-        return self._quote_places(question, memories, steps, "no photo with a position and no GPS track in memory "
-                                  f"from {utc_time(start_ts)} to {utc_time(end_ts)}")
+        memories = sorted(
+            (
+                m
+                for m in self.store.in_time_range(start_ts, end_ts, limit=None)
+                if is_place_memory(m.text) and m.end_ts > start_ts and m.start_ts < end_ts
+            ),
+            key=lambda m: (m.start_ts, m.memory_id),
+        )  # a stay from the night before counts
+        steps = (
+            *found.rounds,
+            f"{len(memories)} memory(ies) with a position from {utc_time(start_ts)} "
+            f"to {utc_time(end_ts)}",
+        )
+        return self._quote_places(
+            question,
+            memories,
+            steps,
+            "no photo with a position and no GPS track in memory "
+            f"from {utc_time(start_ts)} to {utc_time(end_ts)}",
+        )
 
-    def _when_at(self, question: str, found, place: str, last: bool, before_ts: float | None) -> Answer | None:
+    def _when_at(
+        self, question: str, found, place: str, last: bool, before_ts: float | None
+    ) -> Answer | None:
         """When the owner was at a named place: the memories whose position is named so, newest
         first (``last``: the newest alone); None when no place in memory has that name (then the
         question is searched: "the dentist" is no place name, but may have been said)."""
-        memories = sorted((m for m in place_memories(self.store, before_ts)
-                           if any(same_place(place, name) for name in places_in(m.text))),
-                          key=lambda m: (-m.start_ts, m.memory_id))
+        memories = sorted(
+            (
+                m
+                for m in place_memories(self.store, before_ts)
+                if any(same_place(place, name) for name in places_in(m.text))
+            ),
+            key=lambda m: (-m.start_ts, m.memory_id),
+        )
         if not memories:
             return None
         steps = (*found.rounds, f"{len(memories)} memory(ies) at a place named {place!r}")
         return self._quote_places(question, memories, steps, "", 1 if last else WHERE_MEMORIES)
 
-    def _quote_places(self, question: str, memories: list[Memory], steps: tuple[str, ...], none: str,
-                      most: int = WHERE_MEMORIES) -> Answer:
+    def _quote_places(
+        self,
+        question: str,
+        memories: list[Memory],
+        steps: tuple[str, ...],
+        none: str,
+        most: int = WHERE_MEMORIES,
+    ) -> Answer:
         """At most ``most`` of ``memories`` quoted in order, each cited (one not committed yet is passed over)."""
         quoted: list[str] = []
         citations: list[Citation] = []
@@ -154,11 +218,25 @@ class OfflineAnswerer:
                 quoted.append(f"{m.text} (at {utc_time(m.start_ts)}).")
                 citations.append(citation)
         if not quoted:
-            return Answer(question, f"I don't know: {none or 'the matching memories are not committed yet'}.",
-                          (), (), steps)
-        more = f" And {len(memories) - len(quoted)} more." if len(memories) > len(quoted) and most > 1 else ""
-        return Answer(question, " ".join(quoted) + more, tuple(dict.fromkeys(citations)), tuple(memories), steps)
-
+            return Answer(
+                question,
+                f"I don't know: {none or 'the matching memories are not committed yet'}.",
+                (),
+                (),
+                steps,
+            )
+        more = (
+            f" And {len(memories) - len(quoted)} more."
+            if len(memories) > len(quoted) and most > 1
+            else ""
+        )
+        return Answer(
+            question,
+            " ".join(quoted) + more,
+            tuple(dict.fromkeys(citations)),
+            tuple(memories),
+            steps,
+        )
 
     def _profile(self, question: str, found, who: str) -> Answer | None:
         """A question about a person as a whole, answered by their profile (``control.profile``):
@@ -175,10 +253,16 @@ class OfflineAnswerer:
         if not profile.facts and not said:
             return None
         text = f"About {'you' if profile.is_owner else profile.label}: " + " ".join(
-            [f.text for f in profile.facts] + [f"{s.text} (at {utc_time(s.at_ts)})" for s in said])
-        citations = tuple(dict.fromkeys([f.citations[0] for f in profile.facts] + [s.citation for s in said]))
-        steps = (*found.rounds, f"the profile of {profile.label}: {len(profile.facts)} fact(s), "
-                                f"{len(profile.statements)} statement(s) of {profile.candidates}")
+            [f.text for f in profile.facts] + [f"{s.text} (at {utc_time(s.at_ts)})" for s in said]
+        )
+        citations = tuple(
+            dict.fromkeys([f.citations[0] for f in profile.facts] + [s.citation for s in said])
+        )
+        steps = (
+            *found.rounds,
+            f"the profile of {profile.label}: {len(profile.facts)} fact(s), "
+            f"{len(profile.statements)} statement(s) of {profile.candidates}",
+        )
         return Answer(question, text, citations, (), steps)
 
 
@@ -188,7 +272,8 @@ _WHERE_QUESTION = re.compile(r"^\s*where\s+(?:was|were|have)\s+(?:i|we)\b", re.I
 _WHEN_AT_QUESTION = re.compile(
     r"^\s*when\s+(?:was|were|did|have)\s+(?:i|we)\s+(?P<last>last\s+)?(?:(?:been|gone|go|went|travel\w*|get|got|come|"
     r"came)\s+)?(?:(?:in|at|to)\s+|visit(?:ed)?\s+)(?:the\s+)?(?P<place>[^?!.]{1,80}?)(?P<last_after>\s+last)?\s*[?.!]*\s*$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def where_in_a_period(plan, before_ts: float | None = None) -> tuple[float, float] | None:
@@ -200,14 +285,20 @@ def where_in_a_period(plan, before_ts: float | None = None) -> tuple[float, floa
     if not m or len(plan.windows) != 1:
         return None
     w = plan.windows[0]
-    rest = re.sub(re.escape(w.text), " ", plan.question[m.end():], flags=re.IGNORECASE) if w.text else ""
+    rest = (
+        re.sub(re.escape(w.text), " ", plan.question[m.end() :], flags=re.IGNORECASE)
+        if w.text
+        else ""
+    )
     if set(re.findall(r"[a-z]+", rest.lower())) - _WHERE_FILLER:
         return None
     end = w.end_ts + 1e-3 if before_ts is None else min(w.end_ts + 1e-3, before_ts)
     return (w.start_ts, end) if end > w.start_ts else None
 
 
-_WHERE_FILLER = frozenset("been on in at during of the that this day week month year whole all".split())
+_WHERE_FILLER = frozenset(
+    "been on in at during of the that this day week month year whole all".split()
+)
 
 
 def when_at_a_place(question: str) -> tuple[str, bool] | None:
@@ -218,7 +309,9 @@ def when_at_a_place(question: str) -> tuple[str, bool] | None:
 
 def _folded(text: str) -> str:
     """Lower case without accents: "Île-de-France" and "ile-de-france" are one place."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c)).strip()
+    return "".join(
+        c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c)
+    ).strip()
 
 
 def same_place(asked: str, name: str) -> bool:
@@ -238,8 +331,11 @@ def place_memories(store: Store, before_ts: float | None = None) -> list[Memory]
 
 
 # "What do I know about Caroline?", "Tell me about Sheila", "Who is Diane?": a person's profile
-_PERSON_QUESTION = re.compile(r"^\s*(?:what\s+do\s+(?:i|we|you)\s+know\s+about|tell\s+me\s+(?:everything\s+)?about|"
-                              r"who\s+is|who's)\s+(?P<who>[\w<>' .-]{1,80}?)\s*[?.!]*\s*$", re.IGNORECASE)
+_PERSON_QUESTION = re.compile(
+    r"^\s*(?:what\s+do\s+(?:i|we|you)\s+know\s+about|tell\s+me\s+(?:everything\s+)?about|"
+    r"who\s+is|who's)\s+(?P<who>[\w<>' .-]{1,80}?)\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
 MYSELF = frozenset({"me", "myself"})
 PROFILE_STATEMENTS = 5  # the latest things a person said of themself, in an answer about them
 
@@ -252,8 +348,11 @@ def about_a_person(question: str) -> str | None:
 
 
 # "What happened on 8 May 2023?", "What did I do last Tuesday?", "How was my week?": a period's digest
-_PERIOD_QUESTION = re.compile(r"^\s*(?:what\s+(?:happened|went\s+on|did\s+(?:i|we)\s+do|was\s+i\s+(?:doing|up\s+to))"
-                              r"|how\s+was\s+my\s+(?:day|week)|summari[sz]e)\b", re.IGNORECASE)
+_PERIOD_QUESTION = re.compile(
+    r"^\s*(?:what\s+(?:happened|went\s+on|did\s+(?:i|we)\s+do|was\s+i\s+(?:doing|up\s+to))"
+    r"|how\s+was\s+my\s+(?:day|week)|summari[sz]e)\b",
+    re.IGNORECASE,
+)
 PERIOD_MAX_DAYS = 31  # a longer window is searched, not digested
 
 
@@ -267,4 +366,4 @@ def about_a_period(plan, before_ts: float | None = None) -> tuple[datetime, date
     end = w.end_ts + 1e-3 if before_ts is None else min(w.end_ts + 1e-3, before_ts)
     if w.end_ts - w.start_ts > PERIOD_MAX_DAYS * 86400 or end <= w.start_ts:
         return None
-    return datetime.fromtimestamp(w.start_ts, timezone.utc), datetime.fromtimestamp(end, timezone.utc)
+    return datetime.fromtimestamp(w.start_ts, UTC), datetime.fromtimestamp(end, UTC)

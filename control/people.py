@@ -27,8 +27,9 @@ class PersonSummary:
     quote_clip_id: str = ""
 
 
-def summarize_people(store: Store, people: list[Person] | None = None,
-                     names: dict[str, str] | None = None) -> list[PersonSummary]:
+def summarize_people(
+    store: Store, people: list[Person] | None = None, names: dict[str, str] | None = None
+) -> list[PersonSummary]:
     """Everyone in memory (``people``, default: ``store.people()``) with their clip count and a
     sample quote, from one memory query over all their entities, whatever the number of people.
     ``names``: how to name people the quotes speak of (default: ``people``'s names)."""
@@ -50,7 +51,7 @@ def summarize_people(store: Store, people: list[Person] | None = None,
         quote, clip_id = best.get(p.person_id, ("", ""))
         quote = render(quote, names)
         if len(quote) > QUOTE_CHARS:
-            quote = quote[:QUOTE_CHARS - 1].rstrip() + "…"
+            quote = quote[: QUOTE_CHARS - 1].rstrip() + "…"
         out.append(PersonSummary(p, len(clips[p.person_id]), quote, clip_id))
     return out
 
@@ -89,13 +90,23 @@ def propose_owner(store: Store, people: list[Person] | None = None) -> OwnerProp
     for row in store.clips.search().select(["source_path", "start_ts"]).limit(None).to_list():
         all_days.add(datetime.fromtimestamp(row["start_ts"]).date())
         all_sources.add(row["source_path"])
-    counts = {pid: tuple(len(x) for x in sets) for pid, sets in seen.items()}  # (days, recordings, clips)
-    ranked = sorted((p for p in people if counts[p.person_id][2]),
-                    key=lambda p: tuple(-n for n in counts[p.person_id]) + (p.person_id,))
-    if not ranked or (len(ranked) > 1 and counts[ranked[0].person_id] == counts[ranked[1].person_id]):
+    counts = {
+        pid: tuple(len(x) for x in sets) for pid, sets in seen.items()
+    }  # (days, recordings, clips)
+    ranked = sorted(
+        (p for p in people if counts[p.person_id][2]),
+        key=lambda p: tuple(-n for n in counts[p.person_id]) + (p.person_id,),
+    )
+    if not ranked or (
+        len(ranked) > 1 and counts[ranked[0].person_id] == counts[ranked[1].person_id]
+    ):
         return None
     best = ranked[0]
     n_days, n_sources, n_clips = counts[best.person_id]
     second = ranked[1] if len(ranked) > 1 else None
-    runner = (second, counts[second.person_id][0], counts[second.person_id][1]) if second is not None else None
+    runner = (
+        (second, counts[second.person_id][0], counts[second.person_id][1])
+        if second is not None
+        else None
+    )
     return OwnerProposal(best, n_days, n_sources, n_clips, len(all_days), len(all_sources), runner)

@@ -27,9 +27,9 @@ round numbers; each is a plain knob below, and the bench reports what the planne
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,9 @@ BM25_WEIGHT = 0.2  # BM25 scaled to [0, 1] by the best full-text score of the qu
 AFTER_WEIGHT = 0.8  # a memory inherits this share of the score of the memory just before it
 AFTER_QUESTION_WEIGHT = 0.95  # ... when that memory asked a question
 BEFORE_WEIGHT = 0.7  # ... and this share of the score of the memory just after it
-PERSON_BONUS = 0.3  # share of the score range added to memories about a person the question is about
+PERSON_BONUS = (
+    0.3  # share of the score range added to memories about a person the question is about
+)
 TIME_BONUS = 0.3  # ... and to memories inside a time window the question names
 WHEN_BONUS = 0.2  # ... and to memories that say when, if the question asks when
 # the owner in a question; "I" matched in any case ("what did i say"), as people type
@@ -54,7 +56,9 @@ class Candidate:
     memory: Memory
     similarity: float | None = None
     bm25: float | None = None
-    found_by: set[str] = field(default_factory=set)  # "search", "person:<id>", "time:<text>", "neighbour"
+    found_by: set[str] = field(
+        default_factory=set
+    )  # "search", "person:<id>", "time:<text>", "neighbour"
     score: float = 0.0
 
 
@@ -80,8 +84,15 @@ class Retrieval:
 
 
 class OfflinePlanner:
-    def __init__(self, tools: MemoryTools, k: int = 10, candidates: int = 50, expand: int = 8,
-                 rounds: int = 2, window_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        tools: MemoryTools,
+        k: int = 10,
+        candidates: int = 50,
+        expand: int = 8,
+        rounds: int = 2,
+        window_s: float = 30.0,
+    ) -> None:
         self.tools = tools
         self.k = k
         self.candidates = candidates
@@ -102,20 +113,30 @@ class OfflinePlanner:
         person shows in the next question); with ``before_ts``, only people first seen before then."""
         if self._people is None:
             self._people = self.tools.list_people()
-        return self._people if before_ts is None else [p for p in self._people if p.first_seen_ts < before_ts]
+        return (
+            self._people
+            if before_ts is None
+            else [p for p in self._people if p.first_seen_ts < before_ts]
+        )
 
     def newest(self) -> datetime:
         """When the newest clip in memory ends: what "last week" is relative to, by default."""
         if self._newest is None:
             ts = self.tools.store.newest_ts()
-            self._newest = datetime.fromtimestamp(ts, tz=timezone.utc) if ts is not None else datetime.now(timezone.utc)
+            self._newest = (
+                datetime.fromtimestamp(ts, tz=UTC) if ts is not None else datetime.now(UTC)
+            )
         return self._newest
 
-    def plan(self, question: str, now: datetime | None = None, before_ts: float | None = None) -> RetrievalPlan:
+    def plan(
+        self, question: str, now: datetime | None = None, before_ts: float | None = None
+    ) -> RetrievalPlan:
         at = {}
         people = self.people(before_ts)
         for p in people:
-            found = re.search(rf"\b{re.escape(p.name)}\b", question, re.IGNORECASE) if p.name else None
+            found = (
+                re.search(rf"\b{re.escape(p.name)}\b", question, re.IGNORECASE) if p.name else None
+            )
             if found:
                 at[p.person_id] = found.start()
         me = self.tools.owner(people)
@@ -124,14 +145,22 @@ class OfflinePlanner:
             at[me.person_id] = min(at.get(me.person_id, first.start()), first.start())
         else:
             me = None
-        named = tuple(sorted((p for p in people if p.person_id in at), key=lambda p: at[p.person_id]))
-        return RetrievalPlan(question, named, tuple(time_windows(question, now or self.newest())),
-                    _subjects(question, named, me), asks_when(question), me)
+        named = tuple(
+            sorted((p for p in people if p.person_id in at), key=lambda p: at[p.person_id])
+        )
+        return RetrievalPlan(
+            question,
+            named,
+            tuple(time_windows(question, now or self.newest())),
+            _subjects(question, named, me),
+            asks_when(question),
+            me,
+        )
 
     def retrieve(self, question: str, before_ts: float | None = None) -> Retrieval:
         store = self.tools.store
         self._people = self.tools.list_people()  # people change under a long-lived planner (serve)
-        now = datetime.fromtimestamp(before_ts, tz=timezone.utc) if before_ts is not None else None
+        now = datetime.fromtimestamp(before_ts, tz=UTC) if before_ts is not None else None
         plan = self.plan(question, now, before_ts)
         pool: dict[str, Candidate] = {}
         log: list[str] = [f'"I" is {plan.me.label}, the owner'] if plan.me is not None else []
@@ -157,13 +186,27 @@ class OfflinePlanner:
         if plan.me is not None:  # "I", "my" name the owner as a name does
             words = FIRST_PERSON.sub(" ", words)
         vector = store.embedder.embed([words])[0]
-        search = dict(k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector)
+        search = dict(
+            k=self.candidates, candidates=self.candidates, before_ts=before_ts, vector=vector
+        )
         # (what the log says, label, filters)
         searches: list[tuple[str, str, dict[str, Any]]] = [(f"search {question!r}", "search", {})]
-        searches += [(f"search about {p.label}" + (" (you)" if p == plan.me else ""), f"person:{p.person_id}",
-                      {"entity_ids": list(p.ids)}) for p in plan.people]
-        searches += [(f"search within {w.text!r}", f"time:{w.text}",
-                      {"start_ts": w.start_ts, "end_ts": w.end_ts}) for w in plan.windows]
+        searches += [
+            (
+                f"search about {p.label}" + (" (you)" if p == plan.me else ""),
+                f"person:{p.person_id}",
+                {"entity_ids": list(p.ids)},
+            )
+            for p in plan.people
+        ]
+        searches += [
+            (
+                f"search within {w.text!r}",
+                f"time:{w.text}",
+                {"start_ts": w.start_ts, "end_ts": w.end_ts},
+            )
+            for w in plan.windows
+        ]
         # the searches run at once (LanceDB works outside the GIL); their hits are taken in order
         results = self._pool().map(lambda s: store.search(words, **search, **s[2]), searches)
         for (what, label, _), hits in zip(searches, results):
@@ -173,38 +216,54 @@ class OfflinePlanner:
         expanded: set[str] = set()
         ranked = self._rank(pool, plan, expanded)
         for _ in range(self.rounds):
-            seeds = [c.memory for c in ranked if c.memory.memory_id not in expanded][:self.expand]
+            seeds = [c.memory for c in ranked if c.memory.memory_id not in expanded][: self.expand]
             if not seeds:
                 break
             expanded.update(m.memory_id for m in seeds)
-            n = take(store.neighbour_hits(seeds, vector, self.window_s, limit=None, before_ts=before_ts), "neighbour")
+            n = take(
+                store.neighbour_hits(seeds, vector, self.window_s, limit=None, before_ts=before_ts),
+                "neighbour",
+            )
             log.append(f"expand {len(seeds)} best: {n} neighbouring memories")
-            top = [c.memory.memory_id for c in ranked[:self.k]]
+            top = [c.memory.memory_id for c in ranked[: self.k]]
             ranked = self._rank(pool, plan, expanded)
-            if [c.memory.memory_id for c in ranked[:self.k]] == top:
+            if [c.memory.memory_id for c in ranked[: self.k]] == top:
                 log.append("converged: the top memories did not change")
                 break
         return Retrieval(plan, tuple(ranked), tuple(log))
 
-    def _rank(self, pool: dict[str, Candidate], plan: RetrievalPlan, expanded: set[str]) -> list[Candidate]:
+    def _rank(
+        self, pool: dict[str, Candidate], plan: RetrievalPlan, expanded: set[str]
+    ) -> list[Candidate]:
         cands = list(pool.values())
         if not cands:  # nothing matched (or nothing was known yet, before_ts)
             return []
         sims = [c.similarity for c in cands if c.similarity is not None]
         floor = min(sims) if sims else 0.0  # no stored vector (not expected): the least similar
         best_bm25 = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0
-        own = np.array([(c.similarity if c.similarity is not None else floor) + BM25_WEIGHT * (c.bm25 or 0.0) / best_bm25
-                        for c in cands])
+        own = np.array(
+            [
+                (c.similarity if c.similarity is not None else floor)
+                + BM25_WEIGHT * (c.bm25 or 0.0) / best_bm25
+                for c in cands
+            ]
+        )
         z = own - own.min()
         score = z.copy()
         # neighbours by time within a recording: memories starting together (a turn and the image
         # shown with it) are one step
-        order = sorted(range(len(cands)), key=lambda i: (cands[i].memory.source_path, cands[i].memory.start_ts))
+        order = sorted(
+            range(len(cands)), key=lambda i: (cands[i].memory.source_path, cands[i].memory.start_ts)
+        )
         steps: list[list[int]] = []
         for i in order:
             m = cands[i].memory
             last = cands[steps[-1][0]].memory if steps else None
-            if last is not None and last.source_path == m.source_path and last.start_ts == m.start_ts:
+            if (
+                last is not None
+                and last.source_path == m.source_path
+                and last.start_ts == m.start_ts
+            ):
                 steps[-1].append(i)
             else:
                 steps.append([i])
@@ -215,8 +274,12 @@ class OfflinePlanner:
         seen = [any(cands[i].memory.memory_id in expanded for i in s) for s in steps]
 
         def adjacent(a: int, b: int) -> bool:
-            return (0 <= a and b < len(steps) and (seen[a] or seen[b])
-                    and cands[steps[a][0]].memory.source_path == cands[steps[b][0]].memory.source_path)
+            return (
+                0 <= a
+                and b < len(steps)
+                and (seen[a] or seen[b])
+                and cands[steps[a][0]].memory.source_path == cands[steps[b][0]].memory.source_path
+            )
 
         for j, s in enumerate(steps):
             inherited = 0.0
@@ -228,9 +291,13 @@ class OfflinePlanner:
                 score[i] = max(score[i], inherited)
         spread = float(score.max() - score.min()) if len(score) else 0.0
         ids = {e for p in plan.subjects for e in p.ids}
-        typed = plan.me is not None and plan.me in plan.subjects  # the owner wrote and read their own screens
+        typed = (
+            plan.me is not None and plan.me in plan.subjects
+        )  # the owner wrote and read their own screens
         for i, c in enumerate(cands):
-            if (ids and ids & set(c.memory.entity_ids)) or (typed and BY_OWNER in c.memory.provenance):
+            if (ids and ids & set(c.memory.entity_ids)) or (
+                typed and BY_OWNER in c.memory.provenance
+            ):
                 score[i] += PERSON_BONUS * spread
             if any(w.contains(c.memory.start_ts, c.memory.end_ts) for w in plan.windows):
                 score[i] += TIME_BONUS * spread
@@ -241,12 +308,16 @@ class OfflinePlanner:
         return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))
 
 
-def _subjects(question: str, named: tuple[Person, ...], me: Person | None = None) -> tuple[Person, ...]:
+def _subjects(
+    question: str, named: tuple[Person, ...], me: Person | None = None
+) -> tuple[Person, ...]:
     """Whom a question naming ``named`` (in order) asks about: the first named, who mostly said
     the evidence, unless the names are listed together ("Jon and Gina", "Sarah and I")."""
     if len(named) < 2:
         return named
-    names = "|".join([re.escape(p.name) for p in named if p.name] + ([FIRST_PERSON.pattern] if me else []))
+    names = "|".join(
+        [re.escape(p.name) for p in named if p.name] + ([FIRST_PERSON.pattern] if me else [])
+    )
     listed = rf"\b(?:{names})\b(?:'s)?\s*(?:,|\band\b|&|\bor\b)\s*(?:{names})\b"
     return named if re.search(listed, question, re.IGNORECASE) else named[:1]
 

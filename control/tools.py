@@ -65,5 +65,13 @@ class MemoryTools:
         row = self.store.get_clip(clip_id)
         if row is None:
             raise ValueError(f"no committed clip {clip_id!r} in {self.store.uri}")
-        return ClipView(row["clip_id"], row["source_path"], row["media_location"], row["start_ts"], row["end_ts"],
-                        row["transcript"], row["screen_text"], row["caption"])
+        return ClipView(
+            row["clip_id"],
+            row["source_path"],
+            row["media_location"],
+            row["start_ts"],
+            row["end_ts"],
+            row["transcript"],
+            row["screen_text"],
+            row["caption"],
+        )

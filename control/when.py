@@ -18,18 +18,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-MONTHS = {m: i for i, m in enumerate(
-    "january february march april may june july august september october november december".split(), start=1)}
+MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(),
+        start=1,
+    )
+}
 MONTHS |= {m[:3]: i for m, i in list(MONTHS.items())} | {"sept": 9}
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _YEAR = r"((?:19|20)\d\d)"
 _WHEN = re.compile(r"\bwhen\b", re.IGNORECASE)
-_DATED = re.compile(r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since|last|next|morning|evening|night|"
-                    r"week|weekend|month|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
-                    r"january|february|march|april|may|june|july|august|september|october|november|december|"
-                    r"(?:19|20)\d\d)\b", re.IGNORECASE)
+_DATED = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since|last|next|morning|evening|night|"
+    r"week|weekend|month|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,8 @@ class TimeWindow:
 
 
 def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
-    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
     return start, end
 
 
@@ -62,7 +70,7 @@ def time_windows(question: str, now: datetime) -> list[TimeWindow]:
         if any(a < m.end() and m.start() < b for a, b in taken):
             return  # part of an expression already read ("8 may 2023" is not also "may 2023")
         taken.append((m.start(), m.end()))
-        found.append((m.start(), _window(start, end, question[m.start():m.end()])))
+        found.append((m.start(), _window(start, end, question[m.start() : m.end()])))
 
     for m in re.finditer(r"\b(\d{4})-(\d{2})-(\d{2})\b", q):
         day = _day(int(m.group(1)), int(m.group(2)), int(m.group(3)))
@@ -81,15 +89,23 @@ def time_windows(question: str, now: datetime) -> list[TimeWindow]:
         year = int(m.group(3)) if m.group(3) else _latest_year(now, month, 1)
         first, after = _month_span(year, month)
         third = {"early": 0, "mid": 1, "late": 2}[m.group(1)]
-        add(m, first + timedelta(days=10 * third), first + timedelta(days=10 * (third + 1)) if third < 2 else after)
+        add(
+            m,
+            first + timedelta(days=10 * third),
+            first + timedelta(days=10 * (third + 1)) if third < 2 else after,
+        )
     for m in re.finditer(rf"\b{_MONTH} (?:of )?last year\b", q):
         add(m, *_month_span(now.year - 1, _month(m.group(1))))
-    for m in re.finditer(rf"\b(?:the )?(spring|summer|autumn|fall|winter)(?: of)?(?: {_YEAR})?\b", q):
-        if m.group(2) or re.search(r"\b(?:in|during|last|this|over) (?:the )?$", q[:m.start()]):
+    for m in re.finditer(
+        rf"\b(?:the )?(spring|summer|autumn|fall|winter)(?: of)?(?: {_YEAR})?\b", q
+    ):
+        if m.group(2) or re.search(r"\b(?:in|during|last|this|over) (?:the )?$", q[: m.start()]):
             add(m, *_season(m.group(1), int(m.group(2)) if m.group(2) else None, now))
     for m in re.finditer(rf"\b{_MONTH},? {_YEAR}\b", q):
         add(m, *_month_span(int(m.group(2)), _month(m.group(1))))
-    for m in re.finditer(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)", q):  # "May 8th", not "may 2 people"
+    for m in re.finditer(
+        rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)", q
+    ):  # "May 8th", not "may 2 people"
         if m.group(2) and (day := _latest_day(now, _month(m.group(1)), int(m.group(2)))):
             add(m, day, day + timedelta(days=1))
     for m in re.finditer(rf"\b(?:the )?(\d{{1,2}})(?:st|nd|rd|th)? of {_MONTH}\b", q):
@@ -100,23 +116,35 @@ def time_windows(question: str, now: datetime) -> list[TimeWindow]:
         add(m, *_month_span(_latest_year(now, month, 1), month))
     for m in re.finditer(rf"\b(?:in|during|of) {_YEAR}\b", q):
         year = int(m.group(1))
-        add(m, datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
+        add(
+            m,
+            datetime(year, 1, 1, tzinfo=UTC),
+            datetime(year + 1, 1, 1, tzinfo=UTC),
+        )
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     relative = {
         "today": (today, today + timedelta(days=1)),
         "yesterday": (today - timedelta(days=1), today),
-        "last week": (today - timedelta(days=today.weekday() + 7), today - timedelta(days=today.weekday())),
+        "last week": (
+            today - timedelta(days=today.weekday() + 7),
+            today - timedelta(days=today.weekday()),
+        ),
         "this week": (today - timedelta(days=today.weekday()), today + timedelta(days=1)),
         "last month": _month_span(today.year - (today.month == 1), (today.month - 2) % 12 + 1),
         "this month": (_month_span(today.year, today.month)[0], today + timedelta(days=1)),
-        "last year": (datetime(today.year - 1, 1, 1, tzinfo=timezone.utc), datetime(today.year, 1, 1, tzinfo=timezone.utc)),
+        "last year": (
+            datetime(today.year - 1, 1, 1, tzinfo=UTC),
+            datetime(today.year, 1, 1, tzinfo=UTC),
+        ),
     }
     for m in re.finditer(rf"\b({_COUNT}) (day|week|month|year)s? ago\b", q):
         add(m, *_ago(today, _count(m.group(1)), m.group(2)))
     for m in re.finditer(r"\bthe day before yesterday\b", q):
         add(m, today - timedelta(days=2), today - timedelta(days=1))
     for m in re.finditer(rf"\b(?:last|on|this past) {_WEEKDAY}\b", q):
-        back = (today.weekday() - _WEEKDAYS.index(m.group(1))) % 7 or 7  # the latest one before today
+        back = (
+            today.weekday() - _WEEKDAYS.index(m.group(1))
+        ) % 7 or 7  # the latest one before today
         add(m, today - timedelta(days=back), today - timedelta(days=back - 1))
     for phrase, (start, end) in relative.items():
         for m in re.finditer(rf"\b{phrase}\b", q):
@@ -137,10 +165,21 @@ def says_when(text: str) -> bool:
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _WEEKDAY = "(" + "|".join(_WEEKDAYS) + ")"
-_NUMBERS = {w: i for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
+_NUMBERS = {
+    w: i
+    for i, w in enumerate(
+        "one two three four five six seven eight nine ten eleven twelve".split(), 1
+    )
+}
 _NUMBERS["a"] = _NUMBERS["an"] = 1
 _COUNT = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month; three months each
+_SEASONS = {
+    "spring": 3,
+    "summer": 6,
+    "autumn": 9,
+    "fall": 9,
+    "winter": 12,
+}  # first month; three months each
 
 
 def _count(word: str) -> int:
@@ -173,9 +212,9 @@ def _season(name: str, year: int | None, now: datetime) -> tuple[datetime, datet
     first = _SEASONS[name]
     if year is None:
         year = now.year if now.month >= first else now.year - 1
-    start = datetime(year, first, 1, tzinfo=timezone.utc)
+    start = datetime(year, first, 1, tzinfo=UTC)
     index = year * 12 + first - 1 + 3
-    return start, datetime(index // 12, index % 12 + 1, 1, tzinfo=timezone.utc)
+    return start, datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
 
 
 def _month(name: str) -> int:
@@ -184,6 +223,6 @@ def _month(name: str) -> int:
 
 def _day(year: int, month: int, day: int) -> datetime | None:
     try:
-        return datetime(year, month, day, tzinfo=timezone.utc)
+        return datetime(year, month, day, tzinfo=UTC)
     except ValueError:
         return None

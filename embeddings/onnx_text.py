@@ -20,8 +20,14 @@ import numpy as np
 from embeddings.text_graph import BUILDER, build_text_graph, read_shape
 from perception.onnx_models import cached_export, cpu_session
 
-CHECK_TEXTS = ("Where is Sheila from?", "Diane said she moved to New Jersey after the summer of 2019.", "ok")
-CHECK_TOLERANCE = 1e-3  # largest difference allowed between vectors: torch's and the graph's (in tests), the
+CHECK_TEXTS = (
+    "Where is Sheila from?",
+    "Diane said she moved to New Jersey after the summer of 2019.",
+    "ok",
+)
+CHECK_TOLERANCE = (
+    1e-3  # largest difference allowed between vectors: torch's and the graph's (in tests), the
+)
 # graph's before and after fusion (at build)
 
 
@@ -35,15 +41,24 @@ def pooling_is_mean(model_dir: Path) -> bool:
     except (OSError, ValueError, KeyError):
         return False
     modes = {k for k, v in pooling.items() if k.startswith("pooling_mode_") and v}
-    return kinds[:2] == ["Transformer", "Pooling"] and set(kinds[2:]) <= {"Normalize"} \
+    return (
+        kinds[:2] == ["Transformer", "Pooling"]
+        and set(kinds[2:]) <= {"Normalize"}
         and modes == {"pooling_mode_mean_tokens"}
+    )
 
 
 def exported_model(name: str, model_dir: Path) -> Path:
     """The ONNX graph of ``model_dir``'s transformer, built once from its weight files without torch
     (``text_graph.py``), fused, and cached (``perception.onnx_models``)."""
-    return cached_export(name, model_dir / "model.safetensors", build_text, str(model_dir), str(CHECK_TOLERANCE),
-                         version=BUILDER)
+    return cached_export(
+        name,
+        model_dir / "model.safetensors",
+        build_text,
+        str(model_dir),
+        str(CHECK_TOLERANCE),
+        version=BUILDER,
+    )
 
 
 def build_text(model_dir: str, tolerance: str, path: str) -> None:
@@ -61,9 +76,11 @@ def build_text(model_dir: str, tolerance: str, path: str) -> None:
     fused = OnnxEncoder(Path(path), source, max_length).encode(list(CHECK_TEXTS))
     worst = float(np.abs(fused - plain).max())
     if worst > float(tolerance):
-        raise RuntimeError(f"ONNX Runtime's fusions moved the vectors of {source.name} by {worst:.2e} (more than "
-                           f"{tolerance}); set [graph] text_runtime = \"torch\" (with mnemo[torch] installed) to run "
-                           "it in torch")
+        raise RuntimeError(
+            f"ONNX Runtime's fusions moved the vectors of {source.name} by {worst:.2e} (more than "
+            f'{tolerance}); set [graph] text_runtime = "torch" (with mnemo[torch] installed) to run '
+            "it in torch"
+        )
 
 
 def _fuse(graph, heads: int, hidden: int):
@@ -79,13 +96,21 @@ def _fuse(graph, heads: int, hidden: int):
     options.enable_shape_inference = False
     # its warnings that the producer is not "pytorch" and that shapes are not inferred (its fusion
     # modules log under their bare names: the package puts its folder on sys.path)
-    quiet = [logging.getLogger(name) for name in ("onnxruntime.transformers", "fusion_skiplayernorm")]
+    quiet = [
+        logging.getLogger(name) for name in ("onnxruntime.transformers", "fusion_skiplayernorm")
+    ]
     levels = [q.level for q in quiet]
     for q in quiet:
         q.setLevel(logging.ERROR)
     try:
-        return optimizer.optimize_model(graph, model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0,
-                                        optimization_options=options)
+        return optimizer.optimize_model(
+            graph,
+            model_type="bert",
+            num_heads=heads,
+            hidden_size=hidden,
+            opt_level=0,
+            optimization_options=options,
+        )
     finally:
         for q, level in zip(quiet, levels):
             q.setLevel(level)
@@ -107,8 +132,10 @@ class OnnxEncoder:
 
     def _tokens(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         encodings = self.tokenizer.encode_batch(texts)
-        return (np.array([e.ids for e in encodings], dtype=np.int64),
-                np.array([e.attention_mask for e in encodings], dtype=np.int64))
+        return (
+            np.array([e.ids for e in encodings], dtype=np.int64),
+            np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        )
 
     def lengths(self, texts: list[str]) -> list[int]:
         return [int(n) for n in self._tokens(texts)[1].sum(axis=1)] if texts else []
@@ -118,10 +145,16 @@ class OnnxEncoder:
         hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(
+            np.float32
+        )
 
 
 def token_lengths(tokenizer, texts: list[str], max_length: int) -> list[int]:
     """Each text's length in tokens as the model reads it (special tokens in, truncated)."""
-    return [len(ids) for ids in tokenizer(texts, add_special_tokens=True, truncation=True,
-                                          max_length=max_length)["input_ids"]]
+    return [
+        len(ids)
+        for ids in tokenizer(
+            texts, add_special_tokens=True, truncation=True, max_length=max_length
+        )["input_ids"]
+    ]

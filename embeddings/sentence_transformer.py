@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TORCH_MODULES = ("torch", "sentence_transformers")
-WITHOUT_TORCH = ("or leave [graph] text_device, text_dtype and text_runtime at \"auto\" "
-                 "(float32 on the CPU in ONNX Runtime)")
+WITHOUT_TORCH = (
+    'or leave [graph] text_device, text_dtype and text_runtime at "auto" '
+    "(float32 on the CPU in ONNX Runtime)"
+)
 
 
 def torch_setting(device: str, dtype: str, runtime: str) -> str:
@@ -44,8 +46,14 @@ class SentenceTransformerText:
     name = ""
     dim = 0
 
-    def __init__(self, device: str = "cpu", batch_size: int = 64, dtype: str = "float32",
-                 max_batch_tokens: int = 2048, runtime: str = "auto") -> None:
+    def __init__(
+        self,
+        device: str = "cpu",
+        batch_size: int = 64,
+        dtype: str = "float32",
+        max_batch_tokens: int = 2048,
+        runtime: str = "auto",
+    ) -> None:
         check_runtime(runtime, "text runtime")
         if setting := torch_setting(device, dtype, runtime):
             require(TORCH_MODULES, "torch", setting, WITHOUT_TORCH)
@@ -72,15 +80,28 @@ class SentenceTransformerText:
             if runtime == "auto":
                 from embeddings.onnx_text import pooling_is_mean
 
-                runtime = "onnx" if device == "cpu" and self.dtype == "float32" and pooling_is_mean(
-                    self.model_dir()) else "torch"
+                runtime = (
+                    "onnx"
+                    if device == "cpu"
+                    and self.dtype == "float32"
+                    and pooling_is_mean(self.model_dir())
+                    else "torch"
+                )
             elif runtime == "onnx" and (device != "cpu" or self.dtype != "float32"):
-                raise ValueError(f"text runtime \"onnx\" runs float32 on the CPU, not {self.dtype} on {device}; "
-                                 "set [graph] text_runtime = \"torch\" or \"auto\"")
+                raise ValueError(
+                    f'text runtime "onnx" runs float32 on the CPU, not {self.dtype} on {device}; '
+                    'set [graph] text_runtime = "torch" or "auto"'
+                )
             if runtime == "torch":
-                require(TORCH_MODULES, "torch", f"the text embedder {self.name} in {self.dtype} on {device}",
-                        WITHOUT_TORCH)
-            self._encoder = self._onnx() if runtime == "onnx" else _TorchEncoder(self._torch_model(device))
+                require(
+                    TORCH_MODULES,
+                    "torch",
+                    f"the text embedder {self.name} in {self.dtype} on {device}",
+                    WITHOUT_TORCH,
+                )
+            self._encoder = (
+                self._onnx() if runtime == "onnx" else _TorchEncoder(self._torch_model(device))
+            )
             self.runtime = runtime
             log.info("text embedder %s on %s in %s (%s)", self.name, device, self.dtype, runtime)
         return self._encoder
@@ -97,7 +118,9 @@ class SentenceTransformerText:
         from embeddings.onnx_text import OnnxEncoder, exported_model
 
         model_dir = self.model_dir()
-        max_length = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+        max_length = json.loads((model_dir / "sentence_bert_config.json").read_text())[
+            "max_seq_length"
+        ]
         return OnnxEncoder(exported_model(self.name, model_dir), model_dir, max_length)
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -129,7 +152,9 @@ class _TorchEncoder:
         import torch
 
         with torch.inference_mode():
-            vecs = self.model.encode(texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False)
+            vecs = self.model.encode(
+                texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False
+            )
             return torch.nn.functional.normalize(vecs.float(), dim=-1).cpu().numpy()  # in float32
 
 

@@ -53,24 +53,35 @@ def read_shape(model_dir: Path) -> TransformerShape:
     try:
         config = json.loads(path.read_text())
         family = config["model_type"]
-        shape = TransformerShape(family=family, layers=int(config["num_hidden_layers"]),
-                                 hidden=int(config["hidden_size"]), heads=int(config["num_attention_heads"]),
-                                 eps=float(config["layer_norm_eps"]),
-                                 max_positions=int(config["max_position_embeddings"]),
-                                 pad_id=int(config.get("pad_token_id", 0)),
-                                 buckets=int(config.get("relative_attention_num_buckets", 32)))
+        shape = TransformerShape(
+            family=family,
+            layers=int(config["num_hidden_layers"]),
+            hidden=int(config["hidden_size"]),
+            heads=int(config["num_attention_heads"]),
+            eps=float(config["layer_norm_eps"]),
+            max_positions=int(config["max_position_embeddings"]),
+            pad_id=int(config.get("pad_token_id", 0)),
+            buckets=int(config.get("relative_attention_num_buckets", 32)),
+        )
     except (OSError, ValueError, KeyError) as e:
         raise ValueError(f"cannot read the transformer's shape from {path}: {e}") from e
-    if family not in FAMILIES or config.get("hidden_act", "gelu") != "gelu" \
-            or config.get("position_embedding_type", "absolute") != "absolute" or shape.hidden % shape.heads:
-        raise ValueError(f"{path} describes a {family} transformer this builder does not write (it writes "
-                         f"{' and '.join(FAMILIES)} with GELU and absolute positions); set [graph] "
-                         f"text_runtime = \"torch\" and install mnemo[torch] to run it in torch")
+    if (
+        family not in FAMILIES
+        or config.get("hidden_act", "gelu") != "gelu"
+        or config.get("position_embedding_type", "absolute") != "absolute"
+        or shape.hidden % shape.heads
+    ):
+        raise ValueError(
+            f"{path} describes a {family} transformer this builder does not write (it writes "
+            f"{' and '.join(FAMILIES)} with GELU and absolute positions); set [graph] "
+            f'text_runtime = "torch" and install mnemo[torch] to run it in torch'
+        )
     return shape
 
 
-def relative_position_buckets(relative: np.ndarray, num_buckets: int = 32,
-                              max_distance: int = MPNET_MAX_DISTANCE) -> np.ndarray:
+def relative_position_buckets(
+    relative: np.ndarray, num_buckets: int = 32, max_distance: int = MPNET_MAX_DISTANCE
+) -> np.ndarray:
     """MPNet's bucket of each relative position (key minus query), as
     ``MPNetEncoder.relative_position_bucket`` computes it: in float32, truncated toward zero, so the
     buckets at the log-spaced boundaries come out the same as torch's."""
@@ -80,8 +91,11 @@ def relative_position_buckets(relative: np.ndarray, num_buckets: int = 32,
     n = np.abs(n)
     max_exact = half // 2
     with np.errstate(divide="ignore"):  # log(0) is taken where the exact bucket is used instead
-        scaled = (np.log(n.astype(np.float32) / np.float32(max_exact)) / np.float32(math.log(max_distance / max_exact))
-                  * np.float32(half - max_exact))
+        scaled = (
+            np.log(n.astype(np.float32) / np.float32(max_exact))
+            / np.float32(math.log(max_distance / max_exact))
+            * np.float32(half - max_exact)
+        )
     large = max_exact + np.where(n < max_exact, 0, scaled).astype(np.int64)
     return ret + np.where(n < max_exact, n, np.minimum(large, half - 1))
 
@@ -102,7 +116,9 @@ class _Graph:
         from onnx import numpy_helper
 
         name = self.name(hint)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(np.asarray(value, dtype=dtype)), name))
+        self.initializers.append(
+            numpy_helper.from_array(np.ascontiguousarray(np.asarray(value, dtype=dtype)), name)
+        )
         return name
 
     def op(self, op_type: str, *inputs: str, hint: str = "", out: str = "", **attrs) -> str:
@@ -127,20 +143,42 @@ def build_text_graph(model_dir: str | Path):
     if shape.family == "bert":
         hidden, bias, names = _bert_embeddings(g, w, shape), None, _BERT_NAMES
     else:
-        hidden, bias, names = _mpnet_embeddings(g, w, shape), _mpnet_position_bias(g, w, shape), _MPNET_NAMES
+        hidden, bias, names = (
+            _mpnet_embeddings(g, w, shape),
+            _mpnet_position_bias(g, w, shape),
+            _MPNET_NAMES,
+        )
     mask = _additive_mask(g, "attention_mask")
     for i in range(shape.layers):
-        hidden = _layer(g, w, shape, f"encoder.layer.{i}.", names, hidden, mask, bias,
-                        out="last_hidden_state" if i == shape.layers - 1 else "")
+        hidden = _layer(
+            g,
+            w,
+            shape,
+            f"encoder.layer.{i}.",
+            names,
+            hidden,
+            mask,
+            bias,
+            out="last_hidden_state" if i == shape.layers - 1 else "",
+        )
     dims = ["batch", "tokens"]
     return onnx_model(
-        helper.make_graph(g.nodes, f"{model_dir.name}-transformer",
-                          [helper.make_tensor_value_info(n, TensorProto.INT64, dims)
-                           for n in ("input_ids", "attention_mask")],
-                          [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
-                                                         [*dims, shape.hidden])],
-                          g.initializers),
-        "mnemo.embeddings.text_graph")
+        helper.make_graph(
+            g.nodes,
+            f"{model_dir.name}-transformer",
+            [
+                helper.make_tensor_value_info(n, TensorProto.INT64, dims)
+                for n in ("input_ids", "attention_mask")
+            ],
+            [
+                helper.make_tensor_value_info(
+                    "last_hidden_state", TensorProto.FLOAT, [*dims, shape.hidden]
+                )
+            ],
+            g.initializers,
+        ),
+        "mnemo.embeddings.text_graph",
+    )
 
 
 class _Weights:
@@ -154,16 +192,22 @@ class _Weights:
         for key in (name, f"bert.{name}", f"mpnet.{name}"):
             if key in self.weights:
                 return self.weights[key].astype(np.float32, copy=False)
-        raise ValueError(f"model.safetensors holds no weight {name!r}; the model is not the transformer "
-                         "config.json describes")
+        raise ValueError(
+            f"model.safetensors holds no weight {name!r}; the model is not the transformer "
+            "config.json describes"
+        )
 
     def __call__(self, name: str) -> str:
         return self.graph.const(self.array(name), name)
 
     def linear(self, x: str, name: str, hint: str) -> str:
         """``x @ W.T + b`` as torch's export writes it (MatMul, then the bias added first)."""
-        product = self.graph.op("MatMul", x, self.graph.const(self.array(f"{name}.weight").T, f"{name}.weight_t"),
-                       hint=f"{hint}_matmul")
+        product = self.graph.op(
+            "MatMul",
+            x,
+            self.graph.const(self.array(f"{name}.weight").T, f"{name}.weight_t"),
+            hint=f"{hint}_matmul",
+        )
         return self.graph.op("Add", self(f"{name}.bias"), product, hint=f"{hint}_add")
 
 
@@ -178,32 +222,66 @@ def _additive_mask(g: _Graph, attention_mask: str) -> str:
 def _token_range(g: _Graph) -> str:
     """0, 1, … tokens-1 (int64)."""
     tokens = g.op("Gather", g.op("Shape", "input_ids"), g.const(1, dtype=np.int64), axis=0)
-    return g.op("Range", g.const(0, dtype=np.int64), tokens, g.const(1, dtype=np.int64), hint="positions")
+    return g.op(
+        "Range", g.const(0, dtype=np.int64), tokens, g.const(1, dtype=np.int64), hint="positions"
+    )
 
 
 def _bert_embeddings(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
     # token type 0 throughout (sentence-transformers passes none): its row is added to every word's,
     # which is the sum BertEmbeddings makes first
-    words = w.array("embeddings.word_embeddings.weight") + w.array("embeddings.token_type_embeddings.weight")[0]
+    words = (
+        w.array("embeddings.word_embeddings.weight")
+        + w.array("embeddings.token_type_embeddings.weight")[0]
+    )
     # the first rows of the position table, sliced (ONNX Runtime 1.32 rewrites a Gather by a Range
     # into a Slice that fails at run time)
     tokens = g.op("Shape", "input_ids", start=1, end=2)
-    positions = g.op("Slice", w("embeddings.position_embeddings.weight"), g.const([0], dtype=np.int64), tokens,
-                     g.const([0], dtype=np.int64))
-    summed = g.op("Add", g.op("Gather", g.const(words, "word_and_type_embeddings"), "input_ids"), positions)
-    return g.op("LayerNormalization", summed, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"),
-                axis=-1, epsilon=shape.eps, hint="embeddings")
+    positions = g.op(
+        "Slice",
+        w("embeddings.position_embeddings.weight"),
+        g.const([0], dtype=np.int64),
+        tokens,
+        g.const([0], dtype=np.int64),
+    )
+    summed = g.op(
+        "Add", g.op("Gather", g.const(words, "word_and_type_embeddings"), "input_ids"), positions
+    )
+    return g.op(
+        "LayerNormalization",
+        summed,
+        w("embeddings.LayerNorm.weight"),
+        w("embeddings.LayerNorm.bias"),
+        axis=-1,
+        epsilon=shape.eps,
+        hint="embeddings",
+    )
 
 
 def _mpnet_embeddings(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
     # positions count the tokens that are not padding, from pad_id + 1 (create_position_ids_from_input_ids)
-    real = g.op("Cast", g.op("Not", g.op("Equal", "input_ids", g.const(shape.pad_id, dtype=np.int64))), to=7)
-    positions = g.op("Add", g.op("Mul", g.op("CumSum", real, g.const(1, dtype=np.int64)), real),
-                     g.const(shape.pad_id, dtype=np.int64))
-    summed = g.op("Add", g.op("Gather", w("embeddings.word_embeddings.weight"), "input_ids"),
-                  g.op("Gather", w("embeddings.position_embeddings.weight"), positions))
-    return g.op("LayerNormalization", summed, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"),
-                axis=-1, epsilon=shape.eps, hint="embeddings")
+    real = g.op(
+        "Cast", g.op("Not", g.op("Equal", "input_ids", g.const(shape.pad_id, dtype=np.int64))), to=7
+    )
+    positions = g.op(
+        "Add",
+        g.op("Mul", g.op("CumSum", real, g.const(1, dtype=np.int64)), real),
+        g.const(shape.pad_id, dtype=np.int64),
+    )
+    summed = g.op(
+        "Add",
+        g.op("Gather", w("embeddings.word_embeddings.weight"), "input_ids"),
+        g.op("Gather", w("embeddings.position_embeddings.weight"), positions),
+    )
+    return g.op(
+        "LayerNormalization",
+        summed,
+        w("embeddings.LayerNorm.weight"),
+        w("embeddings.LayerNorm.bias"),
+        axis=-1,
+        epsilon=shape.eps,
+        hint="embeddings",
+    )
 
 
 def _mpnet_position_bias(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
@@ -212,46 +290,109 @@ def _mpnet_position_bias(g: _Graph, w: _Weights, shape: TransformerShape) -> str
     distance the position table allows and looked up in the graph by ``key - query``."""
     furthest = shape.max_positions - 1
     table = w.array("encoder.relative_attention_bias.weight")[
-        relative_position_buckets(np.arange(-furthest, furthest + 1), shape.buckets)]
+        relative_position_buckets(np.arange(-furthest, furthest + 1), shape.buckets)
+    ]
     positions = _token_range(g)
-    relative = g.op("Sub", g.op("Unsqueeze", positions, g.const([0], dtype=np.int64)),
-                    g.op("Unsqueeze", positions, g.const([1], dtype=np.int64)))
+    relative = g.op(
+        "Sub",
+        g.op("Unsqueeze", positions, g.const([0], dtype=np.int64)),
+        g.op("Unsqueeze", positions, g.const([1], dtype=np.int64)),
+    )
     rows = g.op("Add", relative, g.const(furthest, dtype=np.int64))
     bias = g.op("Gather", g.const(table, "relative_position_bias"), rows)  # [tokens, tokens, heads]
-    return g.op("Unsqueeze", g.op("Transpose", bias, perm=[2, 0, 1]), g.const([0], dtype=np.int64),
-                hint="position_bias")
+    return g.op(
+        "Unsqueeze",
+        g.op("Transpose", bias, perm=[2, 0, 1]),
+        g.const([0], dtype=np.int64),
+        hint="position_bias",
+    )
 
 
-_BERT_NAMES = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
-               "o": "attention.output.dense", "attention_norm": "attention.output.LayerNorm"}
-_MPNET_NAMES = {"q": "attention.attn.q", "k": "attention.attn.k", "v": "attention.attn.v",
-                "o": "attention.attn.o", "attention_norm": "attention.LayerNorm"}
+_BERT_NAMES = {
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "o": "attention.output.dense",
+    "attention_norm": "attention.output.LayerNorm",
+}
+_MPNET_NAMES = {
+    "q": "attention.attn.q",
+    "k": "attention.attn.k",
+    "v": "attention.attn.v",
+    "o": "attention.attn.o",
+    "attention_norm": "attention.LayerNorm",
+}
 
 
-def _layer(g: _Graph, w: _Weights, shape: TransformerShape, prefix: str, names: dict[str, str],
-           x: str, mask: str, position_bias: str | None, out: str = "") -> str:
+def _layer(
+    g: _Graph,
+    w: _Weights,
+    shape: TransformerShape,
+    prefix: str,
+    names: dict[str, str],
+    x: str,
+    mask: str,
+    position_bias: str | None,
+    out: str = "",
+) -> str:
     heads_shape = g.const([0, 0, shape.heads, shape.head_size], dtype=np.int64)
-    q = g.op("Transpose", g.op("Reshape", w.linear(x, prefix + names["q"], "q"), heads_shape), perm=[0, 2, 1, 3])
-    k = g.op("Transpose", g.op("Reshape", w.linear(x, prefix + names["k"], "k"), heads_shape), perm=[0, 2, 3, 1])
-    v = g.op("Transpose", g.op("Reshape", w.linear(x, prefix + names["v"], "v"), heads_shape), perm=[0, 2, 1, 3])
+    q = g.op(
+        "Transpose",
+        g.op("Reshape", w.linear(x, prefix + names["q"], "q"), heads_shape),
+        perm=[0, 2, 1, 3],
+    )
+    k = g.op(
+        "Transpose",
+        g.op("Reshape", w.linear(x, prefix + names["k"], "k"), heads_shape),
+        perm=[0, 2, 3, 1],
+    )
+    v = g.op(
+        "Transpose",
+        g.op("Reshape", w.linear(x, prefix + names["v"], "v"), heads_shape),
+        perm=[0, 2, 1, 3],
+    )
     scores = g.op("MatMul", q, k)
     if shape.family == "bert":  # BERT's eager attention multiplies by the scale, MPNet's divides
-        scores = g.op("Mul", scores, g.const(shape.head_size ** -0.5))
+        scores = g.op("Mul", scores, g.const(shape.head_size**-0.5))
     else:
         scores = g.op("Div", scores, g.const(math.sqrt(shape.head_size)))
     if position_bias is not None:
         scores = g.op("Add", scores, position_bias)
     probs = g.op("Softmax", g.op("Add", scores, mask), axis=-1)
-    context = g.op("Reshape", g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3]),
-                   g.const([0, 0, shape.hidden], dtype=np.int64))
+    context = g.op(
+        "Reshape",
+        g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3]),
+        g.const([0, 0, shape.hidden], dtype=np.int64),
+    )
     attended = g.op("Add", w.linear(context, prefix + names["o"], "o"), x)
     norm = prefix + names["attention_norm"]
-    x = g.op("LayerNormalization", attended, w(f"{norm}.weight"), w(f"{norm}.bias"), axis=-1, epsilon=shape.eps)
+    x = g.op(
+        "LayerNormalization",
+        attended,
+        w(f"{norm}.weight"),
+        w(f"{norm}.bias"),
+        axis=-1,
+        epsilon=shape.eps,
+    )
     inner = w.linear(x, prefix + "intermediate.dense", "intermediate")
     # GELU as torch exports it: x * (erf(x / sqrt 2) + 1) * 0.5, the shape ONNX Runtime fuses with the bias
-    gelu = g.op("Mul", g.op("Mul", inner, g.op("Add", g.op("Erf", g.op("Div", inner, g.const(math.sqrt(2.0)))),
-                                                 g.const(1.0))), g.const(0.5))
+    gelu = g.op(
+        "Mul",
+        g.op(
+            "Mul",
+            inner,
+            g.op("Add", g.op("Erf", g.op("Div", inner, g.const(math.sqrt(2.0)))), g.const(1.0)),
+        ),
+        g.const(0.5),
+    )
     summed = g.op("Add", w.linear(gelu, prefix + "output.dense", "output"), x)
     norm = prefix + "output.LayerNorm"
-    return g.op("LayerNormalization", summed, w(f"{norm}.weight"), w(f"{norm}.bias"), axis=-1, epsilon=shape.eps,
-                out=out)
+    return g.op(
+        "LayerNormalization",
+        summed,
+        w(f"{norm}.weight"),
+        w(f"{norm}.bias"),
+        axis=-1,
+        epsilon=shape.eps,
+        out=out,
+    )

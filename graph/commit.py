@@ -45,27 +45,46 @@ def step(name: str) -> None:
 MARK = f"{JOURNAL}/commit.json"
 
 
-def begin(store, clip_id: str, memories: Sequence[Memory], updated: Sequence[Memory], entities: Sequence[Entity],
-          edges: Sequence[Edge]) -> None:
+def begin(
+    store,
+    clip_id: str,
+    memories: Sequence[Memory],
+    updated: Sequence[Memory],
+    entities: Sequence[Entity],
+    edges: Sequence[Edge],
+) -> None:
     """Save what the commit of ``clip_id`` will change: for each table, the ids it will write and
     the rows those ids hold now."""
     side = store.side
     if side.read(MARK) is not None:  # a journal this writer did not recover: never write over it
-        raise RuntimeError(f"{side.where}/{MARK} exists: a commit is unfinished; open the store for "
-                           "writing (Store.writing) to recover it")
+        raise RuntimeError(
+            f"{side.where}/{MARK} exists: a commit is unfinished; open the store for "
+            "writing (Store.writing) to recover it"
+        )
     delete_folder(side, JOURNAL)  # rows of a begin that died before its commit.json
     # the rows the writes may replace: earlier memories the clip updates, and edges and entities by
     # id (upserts). New memories replace nothing (their ids hold the clip id); an earlier attempt's
     # rows of this clip are deleted by ``undo`` as the commit itself would have.
-    replaced = {"memories": [m.memory_id for m in updated], "edges": [e.edge_id for e in edges],
-                "entities": [e.entity_id for e in entities]}
+    replaced = {
+        "memories": [m.memory_id for m in updated],
+        "edges": [e.edge_id for e in edges],
+        "entities": [e.entity_id for e in entities],
+    }
     for name, key in TABLES:
         if replaced[name]:
-            before = getattr(store, name).search().where(sql.in_list(key, replaced[name])).limit(None).to_arrow()
+            before = (
+                getattr(store, name)
+                .search()
+                .where(sql.in_list(key, replaced[name]))
+                .limit(None)
+                .to_arrow()
+            )
             if before.num_rows:
                 side.write(f"{JOURNAL}/{name}.arrow", _arrow_bytes(before))
     ids = dict(replaced, memories=[m.memory_id for m in (*memories, *updated)])
-    side.write(MARK, json.dumps({"clip_id": clip_id, "ids": ids}).encode())  # the journal exists whole now
+    side.write(
+        MARK, json.dumps({"clip_id": clip_id, "ids": ids}).encode()
+    )  # the journal exists whole now
 
 
 def end(store) -> None:
@@ -81,15 +100,21 @@ def recover(store) -> str | None:
     side = store.side
     mark = side.read(MARK)
     if mark is None:
-        delete_folder(side, JOURNAL)  # died before the commit began, or while removing a finished one
+        delete_folder(
+            side, JOURNAL
+        )  # died before the commit began, or while removing a finished one
         return None
     meta = json.loads(mark)
     clip_id = meta["clip_id"]
     store.catch_up()
     if not store.has_clip(clip_id):
         undo(store, meta)
-        log.warning("%s: undid the commit of clip %s, left unfinished by a writer that stopped; "
-                    "the clip will be ingested again", store.uri, clip_id)
+        log.warning(
+            "%s: undid the commit of clip %s, left unfinished by a writer that stopped; "
+            "the clip will be ingested again",
+            store.uri,
+            clip_id,
+        )
     end(store)
     return clip_id
 

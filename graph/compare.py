@@ -7,8 +7,12 @@ import numpy as np
 from graph.store import Store
 
 TABLES = ("clips", "memories", "entities", "edges")
-RUN_COLUMNS = frozenset({"ingested_ts", "created_ts"})  # when this run wrote a row, not what it wrote
-VECTOR_COLUMNS = frozenset({"vector", "samples"})  # floats, compared with a tolerance by ``samples``
+RUN_COLUMNS = frozenset(
+    {"ingested_ts", "created_ts"}
+)  # when this run wrote a row, not what it wrote
+VECTOR_COLUMNS = frozenset(
+    {"vector", "samples"}
+)  # floats, compared with a tolerance by ``samples``
 
 
 def table_rows(store: Store) -> dict[str, list[tuple]]:
@@ -17,14 +21,19 @@ def table_rows(store: Store) -> dict[str, list[tuple]]:
     for name in TABLES:
         table = getattr(store, name).to_arrow()
         columns = [c for c in table.column_names if c not in RUN_COLUMNS | VECTOR_COLUMNS]
-        out[name] = sorted(tuple(str(row[c]) for c in columns) for row in table.select(columns).to_pylist())
+        out[name] = sorted(
+            tuple(str(row[c]) for c in columns) for row in table.select(columns).to_pylist()
+        )
     return out
 
 
 def samples(store: Store) -> dict[str, np.ndarray]:
     """Each face or voice entity's stored embedding samples."""
-    return {r["entity_id"]: np.array(r["samples"], dtype=np.float32)
-            for r in store.entities.to_arrow().select(["entity_id", "samples"]).to_pylist() if r["samples"]}
+    return {
+        r["entity_id"]: np.array(r["samples"], dtype=np.float32)
+        for r in store.entities.to_arrow().select(["entity_id", "samples"]).to_pylist()
+        if r["samples"]
+    }
 
 
 def differences(a: Store, b: Store, atol: float = 1e-4) -> list[str]:
@@ -36,12 +45,16 @@ def differences(a: Store, b: Store, atol: float = 1e-4) -> list[str]:
         only_a = set(rows_a[name]) - set(rows_b[name])
         only_b = set(rows_b[name]) - set(rows_a[name])
         if only_a or only_b or len(rows_a[name]) != len(rows_b[name]):
-            out.append(f"{name}: {len(rows_a[name])} rows against {len(rows_b[name])}, {len(only_a)} only in the "
-                       f"first, {len(only_b)} only in the second")
+            out.append(
+                f"{name}: {len(rows_a[name])} rows against {len(rows_b[name])}, {len(only_a)} only in the "
+                f"first, {len(only_b)} only in the second"
+            )
     sa, sb = samples(a), samples(b)
     if sa.keys() != sb.keys():
         out.append(f"entities with samples differ: {sorted(sa.keys() ^ sb.keys())}")
     for entity in sorted(sa.keys() & sb.keys()):
-        if sa[entity].shape != sb[entity].shape or not np.allclose(sa[entity], sb[entity], atol=atol):
+        if sa[entity].shape != sb[entity].shape or not np.allclose(
+            sa[entity], sb[entity], atol=atol
+        ):
             out.append(f"{entity}: embedding samples differ")
     return out

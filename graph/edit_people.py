@@ -33,7 +33,9 @@ from graph.sidefiles import SideFiles
 
 MAX_NAME_CHARS = 80
 LOCK_FILE = ".people.lock"
-_FORBIDDEN = re.compile(r"[<>]")  # memory text writes ids as <voice_1>; a name must never look like one
+_FORBIDDEN = re.compile(
+    r"[<>]"
+)  # memory text writes ids as <voice_1>; a name must never look like one
 _ENTITY_ID = re.compile(r"^(character|voice|face)_\d+$", re.IGNORECASE)
 
 
@@ -78,15 +80,23 @@ def clean_name(name: str) -> str:
     if not name:
         raise PeopleError("the name is empty; give the person's name, e.g. Carol")
     if len(name) > MAX_NAME_CHARS:
-        raise PeopleError(f"the name is {len(name)} characters long; at most {MAX_NAME_CHARS} are allowed")
+        raise PeopleError(
+            f"the name is {len(name)} characters long; at most {MAX_NAME_CHARS} are allowed"
+        )
     # control characters (newlines included) and format characters (bidi overrides, zero-width
     # marks) would break the table and the log, or make one name look like another
-    bad = sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")})
+    bad = sorted(
+        {f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")}
+    )
     if bad:
-        raise PeopleError(f"the name holds control or invisible characters ({', '.join(bad)}); give it on one line "
-                          "in plain text")
+        raise PeopleError(
+            f"the name holds control or invisible characters ({', '.join(bad)}); give it on one line "
+            "in plain text"
+        )
     if _FORBIDDEN.search(name):
-        raise PeopleError("a name may not contain < or >: memory text marks people's ids with them (<voice_1>)")
+        raise PeopleError(
+            "a name may not contain < or >: memory text marks people's ids with them (<voice_1>)"
+        )
     if _ENTITY_ID.match(name):
         raise PeopleError(f"{name!r} is an id, not a name; give the person's name, e.g. Carol")
     return name
@@ -113,21 +123,32 @@ def _touched(ids: list[str], people: list[Person]) -> tuple[Person, ...]:
 
 
 def _op_ids(op: PeopleOp) -> list[str]:
-    return [op.person, *([op.args["other"]] if op.op == "merge" else []), *op.args.get("members", [])]
+    return [
+        op.person,
+        *([op.args["other"]] if op.op == "merge" else []),
+        *op.args.get("members", []),
+    ]
 
 
 # ---- the checks: each returns the op to record (without its number) or raises PeopleError ------
+
 
 def _check_name(people: list[Person], ops: list[PeopleOp], who: str, name: str) -> PeopleOp:
     person = _find(people, who)
     name = clean_name(name)
     if person.name == name and person.name_source == "user":
         raise PeopleError(f"{person.person_id} is already called {name!r}")
-    same = [p for p in people if p.person_id != person.person_id and p.name and p.name.lower() == name.lower()]
+    same = [
+        p
+        for p in people
+        if p.person_id != person.person_id and p.name and p.name.lower() == name.lower()
+    ]
     if same:
-        raise PeopleError(f"{same[0].person_id} is already called {same[0].name!r}; if they are the same person "
-                          f"merge them (mnemo people merge {person.person_id} {same[0].person_id}), otherwise "
-                          "give a name that tells them apart")
+        raise PeopleError(
+            f"{same[0].person_id} is already called {same[0].name!r}; if they are the same person "
+            f"merge them (mnemo people merge {person.person_id} {same[0].person_id}), otherwise "
+            "give a name that tells them apart"
+        )
     return PeopleOp(0, "name", person.person_id, {"name": name})
 
 
@@ -135,28 +156,40 @@ def _check_merge(people: list[Person], ops: list[PeopleOp], a: str, b: str) -> P
     first, second = _find(people, a), _find(people, b)
     if first.person_id == second.person_id:
         what = "the same id" if str(a).strip("<> ") == str(b).strip("<> ") else "ids of one person"
-        raise PeopleError(f"{a} and {b} are {what} ({first.person_id}: {', '.join(first.ids)}); "
-                          "merge two different people")
+        raise PeopleError(
+            f"{a} and {b} are {what} ({first.person_id}: {', '.join(first.ids)}); "
+            "merge two different people"
+        )
     return PeopleOp(0, "merge", first.person_id, {"other": second.person_id})
 
 
-def _check_split(people: list[Person], ops: list[PeopleOp], who: str, members: list[str]) -> PeopleOp:
+def _check_split(
+    people: list[Person], ops: list[PeopleOp], who: str, members: list[str]
+) -> PeopleOp:
     person = _find(people, who)
     leaving = list(dict.fromkeys(str(m).strip().strip("<>") for m in members if str(m).strip()))
     if not leaving:
-        raise PeopleError(f"say which of {person.person_id}'s entities leave it: {', '.join(person.ids)}")
+        raise PeopleError(
+            f"say which of {person.person_id}'s entities leave it: {', '.join(person.ids)}"
+        )
     foreign = [m for m in leaving if m not in person.ids]
     if foreign:
-        raise PeopleError(f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not part of "
-                          f"{person.person_id}; its entities are {', '.join(person.ids)}")
+        raise PeopleError(
+            f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not part of "
+            f"{person.person_id}; its entities are {', '.join(person.ids)}"
+        )
     staying = [i for i in person.ids if i not in leaving]
     if not staying:
-        raise PeopleError(f"splitting all of {person.person_id} ({', '.join(person.ids)}) off would leave nothing; "
-                          "name the entities that are someone else")
+        raise PeopleError(
+            f"splitting all of {person.person_id} ({', '.join(person.ids)}) off would leave nothing; "
+            "name the entities that are someone else"
+        )
     if not any(i.startswith(("character_", "voice_")) for i in staying):
         # a face alone is not a person: the rest of the group would vanish from the list
-        raise PeopleError(f"{person.person_id} would keep only {', '.join(staying)}, and a face alone is not a person; "
-                          f"split {', '.join(staying)} off instead")
+        raise PeopleError(
+            f"{person.person_id} would keep only {', '.join(staying)}, and a face alone is not a person; "
+            f"split {', '.join(staying)} off instead"
+        )
     return PeopleOp(0, "split", person.person_id, {"members": leaving})
 
 
@@ -170,12 +203,15 @@ def _check_me(people: list[Person], ops: list[PeopleOp], who: str) -> PeopleOp:
 def _check_undo(people: list[Person], ops: list[PeopleOp]) -> PeopleOp:
     target = last_undoable(ops)
     if target is None:
-        raise PeopleError("there is nothing to undo: no change to people is in force "
-                          "(mnemo people history shows the log)")
+        raise PeopleError(
+            "there is nothing to undo: no change to people is in force "
+            "(mnemo people history shows the log)"
+        )
     return PeopleOp(0, "undo", target.person, {"target": target.seq})
 
 
 # ---- recording -----------------------------------------------------------------------------
+
 
 def _locked(store: PeopleLog) -> contextlib.AbstractContextManager:
     """The store's people lock, held exclusively until the change is appended (``graph.sidefiles``)."""
@@ -189,13 +225,21 @@ def _record(store: PeopleLog, check, *args) -> Change:
         ops = store.people_ops()
         before = store.people()
         draft = check(before, ops, *args)
-        op = PeopleOp(max((o.seq for o in ops), default=0) + 1, draft.op, draft.person, draft.args, time.time())
+        op = PeopleOp(
+            max((o.seq for o in ops), default=0) + 1,
+            draft.op,
+            draft.person,
+            draft.args,
+            time.time(),
+        )
         store.append_people_op(op)
     undone = next((o for o in ops if o.seq == op.args["target"]), None) if op.op == "undo" else None
     # everyone the change may have touched: each whole person it named, as they were before it
     # (what a split leaves behind is named by no id of the op)
     ids = [i for p in _touched(_op_ids(undone or op), before) for i in p.ids]
-    if (undone or op).op == "me":  # the owner before it is touched too: no longer (or again) the owner
+    if (
+        undone or op
+    ).op == "me":  # the owner before it is touched too: no longer (or again) the owner
         ids += [i for p in before if p.owner for i in p.ids]
     return Change(op, _touched(ids, store.people()), undone)
 

@@ -40,13 +40,22 @@ def retract_derived(store, erase) -> dict:
     """Take back what only forgotten clips supported (see the module doc); ``erase`` is the
     forget's ``_Eraser``, told of every row changed so that no file keeps the old one. Returns the
     counts changed."""
-    memories = store.memories.search().select(["clip_id", "entity_ids", "start_ts", "end_ts"]).limit(None).to_list()
+    memories = (
+        store.memories.search()
+        .select(["clip_id", "entity_ids", "start_ts", "end_ts"])
+        .limit(None)
+        .to_list()
+    )
     links = _unlink_faces(store, erase, memories)
     names = _unname(store, erase)
     seen = _reseen(store, erase, memories)
     if links or names or seen:
-        log.info("forget: %d face link(s), %d inferred name(s) and %d seen time(s) taken back with their evidence",
-                 links, names, seen)
+        log.info(
+            "forget: %d face link(s), %d inferred name(s) and %d seen time(s) taken back with their evidence",
+            links,
+            names,
+            seen,
+        )
     return {"face_links": links, "names": names, "seen_times": seen}
 
 
@@ -60,7 +69,9 @@ def _unlink_faces(store, erase, memories: list[dict]) -> int:
             voices.setdefault(e.dst_id, set()).add(e.src_id)
     # a link that lost its clip and every evidence item to a forget (graph.forget_store clears the clip of a
     # forgotten one); a link written with no evidence (an LLM's fact without any) keeps its clip
-    orphans = [e for e in edges if e.src_id.startswith("face_") and not e.evidence and not e.clip_id]
+    orphans = [
+        e for e in edges if e.src_id.startswith("face_") and not e.evidence and not e.clip_id
+    ]
     if not orphans:
         return 0
     by_clip: dict[str, set[str]] = {}
@@ -68,7 +79,9 @@ def _unlink_faces(store, erase, memories: list[dict]) -> int:
         by_clip.setdefault(r["clip_id"], set()).update(r["entity_ids"] or ())
     gone = []
     for e in orphans:
-        together = sorted(c for c, ids in by_clip.items() if e.src_id in ids and ids & voices.get(e.dst_id, set()))
+        together = sorted(
+            c for c, ids in by_clip.items() if e.src_id in ids and ids & voices.get(e.dst_id, set())
+        )
         if not together:
             gone.append(e.edge_id)
             continue
@@ -92,8 +105,14 @@ def _unname(store, erase) -> int:
         return 0
     enrolled = {e.dst_id for e in store.all_edges("same_person") if e.evidence == ("enrolled",)}
     kinds = " OR ".join(f"kind = {sql.quote(k)}" for k in NAME_EVIDENCE)
-    heard = [(set(sources_of(r["src_id"])), r["dst_id"].removeprefix("name:"))
-             for r in store.edges.search().where(kinds).select(["src_id", "dst_id"]).limit(None).to_list()]
+    heard = [
+        (set(sources_of(r["src_id"])), r["dst_id"].removeprefix("name:"))
+        for r in store.edges.search()
+        .where(kinds)
+        .select(["src_id", "dst_id"])
+        .limit(None)
+        .to_list()
+    ]
     groups = {i: set(p.ids) for p in store.people() for i in p.ids}
     gone = []
     for c in named:
@@ -114,8 +133,10 @@ class _Spans:
     """Whether a time lies in a remaining clip (clips may overlap: recordings of one time)."""
 
     def __init__(self, store) -> None:
-        rows = sorted((r["start_ts"], r["end_ts"]) for r in
-                      store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_list())
+        rows = sorted(
+            (r["start_ts"], r["end_ts"])
+            for r in store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_list()
+        )
         self.starts = [s for s, _ in rows]
         self.reach: list[float] = []  # the latest end of the clips starting at or before each
         for _, end in rows:
@@ -130,8 +151,11 @@ def _reseen(store, erase, memories: list[dict]) -> int:
     """First and last seen that lie in no remaining clip, read from the remaining memories naming
     the entity (a character: or its members); how many entities changed."""
     spans = _Spans(store)
-    stale = [e for e in store.load_entities(samples=False)
-             if not (spans.covers(e.first_seen_ts) and spans.covers(e.last_seen_ts))]
+    stale = [
+        e
+        for e in store.load_entities(samples=False)
+        if not (spans.covers(e.first_seen_ts) and spans.covers(e.last_seen_ts))
+    ]
     if not stale:
         return 0
     members: dict[str, set[str]] = {}
@@ -145,7 +169,9 @@ def _reseen(store, erase, memories: list[dict]) -> int:
     changed = 0
     for e in stale:
         seen = [when[i] for i in {e.entity_id} | members.get(e.entity_id, set()) if i in when]
-        if not seen:  # nothing left says when: the times it had stay (it goes when nothing names it)
+        if (
+            not seen
+        ):  # nothing left says when: the times it had stay (it goes when nothing names it)
             continue
         first = e.first_seen_ts if spans.covers(e.first_seen_ts) else min(s for s, _ in seen)
         last = e.last_seen_ts if spans.covers(e.last_seen_ts) else max(t for _, t in seen)

@@ -74,7 +74,9 @@ class Filter:
     def kinds(self) -> list[str]:
         """The filters given, by name only (what the audit log records)."""
         names = {"start_ts": "from", "end_ts": "to", "older_than_days": "older-than"}
-        return [names.get(k, k.replace("_id", "")) for k, v in vars(self).items() if v not in (None, "")]
+        return [
+            names.get(k, k.replace("_id", "")) for k, v in vars(self).items() if v not in (None, "")
+        ]
 
 
 @dataclass
@@ -83,12 +85,18 @@ class ForgetPlan:
     forgotten clips supported)."""
 
     clip_ids: list[str] = field(default_factory=list)
-    clips: list[dict] = field(default_factory=list)  # their rows (source, span), for media and the preview
+    clips: list[dict] = field(
+        default_factory=list
+    )  # their rows (source, span), for media and the preview
     memory_ids: list[str] = field(default_factory=list)
     memory_kinds: dict[str, int] = field(default_factory=dict)
-    entity_ids: list[str] = field(default_factory=list)  # a person's ids (their entities go even if named elsewhere)
+    entity_ids: list[str] = field(
+        default_factory=list
+    )  # a person's ids (their entities go even if named elsewhere)
     people_ops: list[int] = field(default_factory=list)  # the user's changes to a forgotten person
-    transcripts_of: list[str] = field(default_factory=list)  # clips whose transcript held a forgotten person's words
+    transcripts_of: list[str] = field(
+        default_factory=list
+    )  # clips whose transcript held a forgotten person's words
     span: tuple[float, float] | None = None
 
     @property
@@ -96,16 +104,23 @@ class ForgetPlan:
         return not (self.clip_ids or self.memory_ids or self.entity_ids)
 
     def summary(self) -> dict:
-        return {"clips": len(self.clip_ids), "memories": len(self.memory_ids), "memory_kinds": dict(self.memory_kinds),
-                "entities": len(self.entity_ids), "people_changes": len(self.people_ops),
-                "span": list(self.span) if self.span else None}
+        return {
+            "clips": len(self.clip_ids),
+            "memories": len(self.memory_ids),
+            "memory_kinds": dict(self.memory_kinds),
+            "entities": len(self.entity_ids),
+            "people_changes": len(self.people_ops),
+            "span": list(self.span) if self.span else None,
+        }
 
 
 def _check(f: Filter, now: float) -> None:
     given = f.kinds()
     if not given:
-        raise ForgetError("say what to forget: --from/--to, --source, --clip, --app, --window, --person, --query "
-                          "or --older-than")
+        raise ForgetError(
+            "say what to forget: --from/--to, --source, --clip, --app, --window, --person, --query "
+            "or --older-than"
+        )
     if f.person and len(given) > 1:
         raise ForgetError("--person forgets everything of one person and takes no other filter")
     if (f.start_ts is None) != (f.end_ts is None):
@@ -121,12 +136,20 @@ def _check(f: Filter, now: float) -> None:
 
 
 def _clip_rows(store, where: str) -> list[dict]:
-    return store.clips.search().where(where).select(
-        ["clip_id", "source_path", "start_ts", "end_ts", "duration_s"]).limit(None).to_list()
+    return (
+        store.clips.search()
+        .where(where)
+        .select(["clip_id", "source_path", "start_ts", "end_ts", "duration_s"])
+        .limit(None)
+        .to_list()
+    )
 
 
 def _memory_clips(store, where: str) -> set[str]:
-    return {r["clip_id"] for r in store.memories.search().where(where).select(["clip_id"]).limit(None).to_list()}
+    return {
+        r["clip_id"]
+        for r in store.memories.search().where(where).select(["clip_id"]).limit(None).to_list()
+    }
 
 
 def _clips_in(clip_ids: set[str]) -> str:
@@ -155,8 +178,11 @@ def plan(store, f: Filter, now: float | None = None) -> ForgetPlan:
     where = " AND ".join(f"({c})" for c in conditions) or "true"
     if f.app or f.window:
         # a screen clip has a memory per window in front: "Using APP (WINDOW) from 09:00 to 09:01"
-        candidates = store.memories_where("kind = 'episodic' AND " + sql.starts_with("text", "Using ")
-                                          + "".join(f" AND {sql.contains('text', x)}" for x in (f.app, f.window) if x))
+        candidates = store.memories_where(
+            "kind = 'episodic' AND "
+            + sql.starts_with("text", "Using ")
+            + "".join(f" AND {sql.contains('text', x)}" for x in (f.app, f.window) if x)
+        )
         hits = set()
         for m in candidates:
             shown = _USING.match(m.text)
@@ -165,19 +191,32 @@ def plan(store, f: Filter, now: float | None = None) -> ForgetPlan:
             # with only one of them known the memory names that one alone: it may be either
             app = shown.group("app") or shown.group("only")
             window = shown.group("window") if shown.group("app") else shown.group("only")
-            if ((not f.app or f.app.strip().casefold() == app.casefold())
-                    and (not f.window or f.window.casefold() in window.casefold())):
+            if (not f.app or f.app.strip().casefold() == app.casefold()) and (
+                not f.window or f.window.casefold() in window.casefold()
+            ):
                 hits.add(m.clip_id)
         where += " AND " + _clips_in(hits)
     if f.query:
         # the text may be in a memory, or in a clip's transcript or screen text that no memory quotes;
         # ids in memory text (<voice_1>) are not what a user searches for
         needle = f.query.casefold()
-        hits = {m.clip_id for m in store.memories_where(sql.contains("text", f.query))
-                if needle in _IDS.sub("", m.text).casefold()}
-        hits |= {r["clip_id"] for r in store.clips.search().where(" OR ".join(
-            sql.contains(c, f.query) for c in ("transcript", "screen_text", "caption"))
-        ).select(["clip_id"]).limit(None).to_list()}
+        hits = {
+            m.clip_id
+            for m in store.memories_where(sql.contains("text", f.query))
+            if needle in _IDS.sub("", m.text).casefold()
+        }
+        hits |= {
+            r["clip_id"]
+            for r in store.clips.search()
+            .where(
+                " OR ".join(
+                    sql.contains(c, f.query) for c in ("transcript", "screen_text", "caption")
+                )
+            )
+            .select(["clip_id"])
+            .limit(None)
+            .to_list()
+        }
         where += " AND " + _clips_in(hits)
     clips = _clip_rows(store, where)
     out = ForgetPlan(clip_ids=sorted(c["clip_id"] for c in clips), clips=clips)
@@ -197,13 +236,25 @@ def _plan_person(store, who: str) -> ForgetPlan:
         raise ForgetError(str(e)) from e
     ids = list(person.ids)
     memories = store.about(ids, limit=None)
-    out = ForgetPlan(memory_ids=[m.memory_id for m in memories], entity_ids=ids,
-               people_ops=[op.seq for op in store.people_ops()
-                           if op.person in ids or set(op.args.get("members", [])) & set(ids)
-                           or op.args.get("other") in ids],
-               # the clips they spoke in (not those where others spoke to or of them)
-               transcripts_of=sorted({m.clip_id for m in memories
-                                      if " said: " in m.text and set(m.entity_ids) & set(person.voices)}))
+    out = ForgetPlan(
+        memory_ids=[m.memory_id for m in memories],
+        entity_ids=ids,
+        people_ops=[
+            op.seq
+            for op in store.people_ops()
+            if op.person in ids
+            or set(op.args.get("members", [])) & set(ids)
+            or op.args.get("other") in ids
+        ],
+        # the clips they spoke in (not those where others spoke to or of them)
+        transcripts_of=sorted(
+            {
+                m.clip_id
+                for m in memories
+                if " said: " in m.text and set(m.entity_ids) & set(person.voices)
+            }
+        ),
+    )
     for m in memories:
         out.memory_kinds[m.kind] = out.memory_kinds.get(m.kind, 0) + 1
     if memories:
@@ -226,16 +277,30 @@ class _Eraser:
     (``merge_insert`` of themselves, one atomic commit per batch), and the emptied files drop out of
     the table; ``purge`` then deletes them with the old versions."""
 
-    KEYS = {"memories": "memory_id", "clips": "clip_id", "entities": "entity_id", "edges": "edge_id",
-            "people_log": "seq"}
+    KEYS = {
+        "memories": "memory_id",
+        "clips": "clip_id",
+        "entities": "entity_id",
+        "edges": "edge_id",
+        "people_log": "seq",
+    }
 
     def __init__(self, store) -> None:
         self.store = store
         self.fragments: dict[str, set[int]] = {}  # table -> fragments that lost rows
 
     def note(self, table, where: str) -> None:
-        rows = table.search().where(where).with_row_id(True).select([self.KEYS[table.name]]).limit(None).to_arrow()
-        self.fragments.setdefault(table.name, set()).update(r >> 32 for r in rows["_rowid"].to_pylist())
+        rows = (
+            table.search()
+            .where(where)
+            .with_row_id(True)
+            .select([self.KEYS[table.name]])
+            .limit(None)
+            .to_arrow()
+        )
+        self.fragments.setdefault(table.name, set()).update(
+            r >> 32 for r in rows["_rowid"].to_pylist()
+        )
 
     def delete(self, table, where: str) -> None:
         self.note(table, where)
@@ -247,18 +312,29 @@ class _Eraser:
                 continue
             table, key = getattr(self.store, name), self.KEYS[name]
             ids = table.search().with_row_id(True).select([key]).limit(None).to_arrow()
-            left = [k for k, r in zip(ids[key].to_pylist(), ids["_rowid"].to_pylist()) if r >> 32 in fragments]
+            left = [
+                k
+                for k, r in zip(ids[key].to_pylist(), ids["_rowid"].to_pylist())
+                if r >> 32 in fragments
+            ]
             for chunk in _chunks(left, batch):
-                where = (f"{key} IN ({', '.join(str(int(k)) for k in chunk)})" if key == "seq"
-                         else sql.in_list(key, chunk))
+                where = (
+                    f"{key} IN ({', '.join(str(int(k)) for k in chunk)})"
+                    if key == "seq"
+                    else sql.in_list(key, chunk)
+                )
                 rows = table.search().where(where).limit(None).to_arrow()
-                table.merge_insert(key).when_matched_update_all().execute(rows.select(table.schema.names))
+                table.merge_insert(key).when_matched_update_all().execute(
+                    rows.select(table.schema.names)
+                )
 
 
 def forget(store, p: ForgetPlan, f: Filter, now: float | None = None) -> dict:
     """Remove what ``p`` selects (see the module doc); returns the counts removed."""
     now = time.time() if now is None else now
-    with store.writing("mnemo forget"):  # an ingest writing meanwhile would lose its files to the purge
+    with store.writing(
+        "mnemo forget"
+    ):  # an ingest writing meanwhile would lose its files to the purge
         store.catch_up()  # what another process wrote or purged before the lock was ours
         # the log row comes first: ingest skips these clips from now on, and a forget killed
         # part-way is finished by the next one (``finish_unfinished``)
@@ -270,7 +346,9 @@ def forget(store, p: ForgetPlan, f: Filter, now: float | None = None) -> dict:
         # done only once no old version or index holds what was forgotten: a forget killed in the
         # purge is finished by the next one, not taken as done
         step("done")
-        store.forget_log.update(where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True})
+        store.forget_log.update(
+            where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True}
+        )
     return counts
 
 
@@ -287,27 +365,50 @@ def finish_unfinished(store) -> int:
 def _finish(store, rows: list[dict]) -> None:
     done = {}
     for row in rows:
-        p = ForgetPlan(clip_ids=list(row["clip_ids"] or ()), entity_ids=list(row["entity_ids"] or ()),
-                 people_ops=[int(s) for s in row["people_ops"] or ()], transcripts_of=list(row["transcripts_of"] or ()))
+        p = ForgetPlan(
+            clip_ids=list(row["clip_ids"] or ()),
+            entity_ids=list(row["entity_ids"] or ()),
+            people_ops=[int(s) for s in row["people_ops"] or ()],
+            transcripts_of=list(row["transcripts_of"] or ()),
+        )
         clips = sql.in_list("clip_id", p.clip_ids) if p.clip_ids else "false"
         involved = sql.involves(p.entity_ids) if p.entity_ids else "false"
-        p.memory_ids = [r["memory_id"] for r in store.memories.search().where(f"{clips} OR {involved}").select(
-            ["memory_id"]).limit(None).to_list()]
+        p.memory_ids = [
+            r["memory_id"]
+            for r in store.memories.search()
+            .where(f"{clips} OR {involved}")
+            .select(["memory_id"])
+            .limit(None)
+            .to_list()
+        ]
         # which data files lost rows before the kill is not known: every table is written anew
         done[row["ts"]] = _remove(store, p, "", everything=True)
     purge(store)
     for ts, counts in done.items():  # after the purge, as ``forget`` does
-        store.forget_log.update(where=f"ts = {ts!r}", values={"counts": json.dumps(counts), "done": True})
+        store.forget_log.update(
+            where=f"ts = {ts!r}", values={"counts": json.dumps(counts), "done": True}
+        )
 
 
 def _log(store, now: float, f: Filter, p: ForgetPlan) -> float:
     while store.forget_log.count_rows(f"ts = {now!r}"):  # the row's key
         now += 1e-6
-    store.forget_log.add([{"ts": now, "filters": json.dumps(f.kinds()), "counts": json.dumps(p.summary()),
-                           "span_start": p.span[0] if p.span else None, "span_end": p.span[1] if p.span else None,
-                           "clip_ids": sorted(p.clip_ids), "entity_ids": sorted(p.entity_ids),
-                           "people_ops": [str(s) for s in p.people_ops], "transcripts_of": sorted(p.transcripts_of),
-                           "done": False}])
+    store.forget_log.add(
+        [
+            {
+                "ts": now,
+                "filters": json.dumps(f.kinds()),
+                "counts": json.dumps(p.summary()),
+                "span_start": p.span[0] if p.span else None,
+                "span_end": p.span[1] if p.span else None,
+                "clip_ids": sorted(p.clip_ids),
+                "entity_ids": sorted(p.entity_ids),
+                "people_ops": [str(s) for s in p.people_ops],
+                "transcripts_of": sorted(p.transcripts_of),
+                "done": False,
+            }
+        ]
+    )
     return now
 
 
@@ -320,16 +421,30 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
             erase.note(getattr(store, name), "true")
     clips, forgotten = set(p.clip_ids), set(p.memory_ids)
     entities = set(p.entity_ids)
-    heard = {e for m in store.get_memories(sorted(forgotten)) for e in m.entity_ids}  # may go with them
+    heard = {
+        e for m in store.get_memories(sorted(forgotten)) for e in m.entity_ids
+    }  # may go with them
     # 1. memories, and the evidence other memories drew from them. A fact first heard in a forgotten
     # clip and heard again elsewhere stays, on that evidence (unless it holds the forgotten text or
     # is about a forgotten person)
     for m in store.get_memories(sorted(forgotten)):
-        if (m.kind == "semantic" and not set(m.entity_ids) & entities and not (query and query in m.text.lower())
-                and any(x.startswith("clip:") and x[5:] not in clips for x in m.provenance)):
+        if (
+            m.kind == "semantic"
+            and not set(m.entity_ids) & entities
+            and not (query and query in m.text.lower())
+            and any(x.startswith("clip:") and x[5:] not in clips for x in m.provenance)
+        ):
             forgotten.discard(m.memory_id)
-    touching = [f"array_has_any(provenance, [{', '.join(sql.quote('clip:' + c) for c in sorted(clips))}])"] if clips else []
-    touching += [f"array_has_any(provenance, [{', '.join(map(sql.quote, sorted(forgotten)))}])"] if forgotten else []
+    touching = (
+        [f"array_has_any(provenance, [{', '.join(sql.quote('clip:' + c) for c in sorted(clips))}])"]
+        if clips
+        else []
+    )
+    touching += (
+        [f"array_has_any(provenance, [{', '.join(map(sql.quote, sorted(forgotten)))}])"]
+        if forgotten
+        else []
+    )
     touching += [sql.involves(sorted(entities))] if entities else []
     where = " OR ".join(touching) or "false"
     if forgotten:
@@ -343,19 +458,35 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
             continue
         if provenance == m.provenance and m.clip_id not in clips:
             continue
-        clip_id = m.clip_id if m.clip_id not in clips else (evidence_clips[0] if evidence_clips else "")
+        clip_id = (
+            m.clip_id if m.clip_id not in clips else (evidence_clips[0] if evidence_clips else "")
+        )
         if not clip_id:
             forgotten.add(m.memory_id)
             continue
         changed = replace(m, provenance=provenance, clip_id=clip_id)
-        if m.clip_id in clips:  # its times were the forgotten clip's: now the earliest evidence left
-            first = min((store.get_clip(c) for c in evidence_clips), key=lambda c: c["start_ts"] if c else float("inf"))
+        if (
+            m.clip_id in clips
+        ):  # its times were the forgotten clip's: now the earliest evidence left
+            first = min(
+                (store.get_clip(c) for c in evidence_clips),
+                key=lambda c: c["start_ts"] if c else float("inf"),
+            )
             if first:
-                changed = replace(changed, start_ts=first["start_ts"], end_ts=first["end_ts"],
-                                  valid_from_ts=first["start_ts"], source_path=first["source_path"])
+                changed = replace(
+                    changed,
+                    start_ts=first["start_ts"],
+                    end_ts=first["end_ts"],
+                    valid_from_ts=first["start_ts"],
+                    source_path=first["source_path"],
+                )
         kept_changed.append(changed)
     # a fact that a forgotten one had superseded is current again
-    revived = [e.dst_id for e in store.all_edges("supersedes") if e.src_id in forgotten and e.dst_id not in forgotten]
+    revived = [
+        e.dst_id
+        for e in store.all_edges("supersedes")
+        if e.src_id in forgotten and e.dst_id not in forgotten
+    ]
     if revived:
         kept = {m.memory_id: m for m in kept_changed}
         for m in store.get_memories(revived):
@@ -363,17 +494,28 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
         kept_changed = list(kept.values())
     if kept_changed:
         ids = sql.in_list("memory_id", [m.memory_id for m in kept_changed])
-        vectors = {r["memory_id"]: r["vector"] for r in store.memories.search().where(ids).select(
-            ["memory_id", "vector"]).limit(None).to_list()}
+        vectors = {
+            r["memory_id"]: r["vector"]
+            for r in store.memories.search()
+            .where(ids)
+            .select(["memory_id", "vector"])
+            .limit(None)
+            .to_list()
+        }
         erase.note(store.memories, ids)
         rows = [memory_row(m, vectors[m.memory_id]) for m in kept_changed if m.memory_id in vectors]
         store.memories.merge_insert("memory_id").when_matched_update_all().execute(
-            pa.Table.from_pylist(rows, schema=store.memories.schema))
+            pa.Table.from_pylist(rows, schema=store.memories.schema)
+        )
     # 3 (decided before the edges, which may be their only link): entities no memory names any more.
     # The forgotten memories go after the entities: a forget killed before then is finished from
     # them (``_finish`` finds them by clip), while the entities only they named are still known
-    named = {e for r in store.memories.search().select(["memory_id", "entity_ids"]).limit(None).to_list()
-             if r["memory_id"] not in forgotten for e in r["entity_ids"] or ()}
+    named = {
+        e
+        for r in store.memories.search().select(["memory_id", "entity_ids"]).limit(None).to_list()
+        if r["memory_id"] not in forgotten
+        for e in r["entity_ids"] or ()
+    }
     for e in sorted(heard - named):
         if e.startswith(("voice_", "face_")) and _seen_only_in(store, e, clips, forgotten):
             entities.add(e)
@@ -381,28 +523,56 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
     step("edges")
     gone_edges, edges_changed = [], []
     for row in store.edges.search().limit(None).to_list():
-        e = Edge(row["kind"], row["src_id"], row["dst_id"], row["weight"], row["clip_id"], tuple(row["evidence"] or ()))
+        e = Edge(
+            row["kind"],
+            row["src_id"],
+            row["dst_id"],
+            row["weight"],
+            row["clip_id"],
+            tuple(row["evidence"] or ()),
+        )
         evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
         # a name heard only in forgotten clips goes; who is who (same_person) stays while both ends do
         ends = {*sources_of(e.src_id), e.dst_id}
-        if ends & (forgotten | entities) or (e.evidence and not evidence and e.kind != "same_person"):
+        if ends & (forgotten | entities) or (
+            e.evidence and not evidence and e.kind != "same_person"
+        ):
             gone_edges.append(row["edge_id"])
         elif evidence != e.evidence or e.clip_id in clips:
             weight = float(sum(x.startswith("clip:") for x in evidence)) or e.weight
-            changed = Edge(e.kind, e.src_id, e.dst_id, weight if e.kind in _COUNTED else e.weight,
-                           "" if e.clip_id in clips else e.clip_id, evidence)
+            changed = Edge(
+                e.kind,
+                e.src_id,
+                e.dst_id,
+                weight if e.kind in _COUNTED else e.weight,
+                "" if e.clip_id in clips else e.clip_id,
+                evidence,
+            )
             edges_changed.append(edge_row(changed, changed.clip_id, row["created_ts"]))
     for chunk in _chunks(gone_edges):
         erase.delete(store.edges, sql.in_list("edge_id", chunk))
     if edges_changed:
         erase.note(store.edges, sql.in_list("edge_id", [r["edge_id"] for r in edges_changed]))
         store.edges.merge_insert("edge_id").when_matched_update_all().execute(
-            pa.Table.from_pylist(edges_changed, schema=edge_schema()))
+            pa.Table.from_pylist(edges_changed, schema=edge_schema())
+        )
     # characters left with no member
-    members = {r["dst_id"] for r in store.edges.search().where("kind = 'same_person'").select(["dst_id"]).limit(None).to_list()}
-    empty = [e.entity_id for e in store.load_entities("character", samples=False)
-             if e.entity_id not in members and e.entity_id not in named and e.entity_id not in entities]
-    if empty:  # and the edges that merged them into someone: a dangling one would be a person of its own
+    members = {
+        r["dst_id"]
+        for r in store.edges.search()
+        .where("kind = 'same_person'")
+        .select(["dst_id"])
+        .limit(None)
+        .to_list()
+    }
+    empty = [
+        e.entity_id
+        for e in store.load_entities("character", samples=False)
+        if e.entity_id not in members and e.entity_id not in named and e.entity_id not in entities
+    ]
+    if (
+        empty
+    ):  # and the edges that merged them into someone: a dangling one would be a person of its own
         ids = ", ".join(map(sql.quote, empty))
         erase.delete(store.edges, f"src_id IN ({ids}) OR dst_id IN ({ids})")
         entities.update(empty)
@@ -428,8 +598,15 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
     derived = retract_derived(store, erase)
     step("rewrite")
     erase.rewrite()
-    return {"clips": len(clips), "memories": len(forgotten), "entities": len(entities), "edges": len(gone_edges),
-            "memories_changed": len(kept_changed), "edges_changed": len(edges_changed), **derived}
+    return {
+        "clips": len(clips),
+        "memories": len(forgotten),
+        "entities": len(entities),
+        "edges": len(gone_edges),
+        "memories_changed": len(kept_changed),
+        "edges_changed": len(edges_changed),
+        **derived,
+    }
 
 
 _COUNTED = ("introduced_as", "addressed_as", "says_name")  # weight = the clips that gave it
@@ -438,28 +615,53 @@ _COUNTED = ("introduced_as", "addressed_as", "says_name")  # weight = the clips 
 def _seen_only_in(store, entity_id: str, clips: set[str], memories: set[str]) -> bool:
     """Whether every edge that gives this entity evidence points into what is forgotten (an entity
     with no evidence left anywhere came from forgotten media)."""
-    rows = store.edges.search().where(f"src_id = {sql.quote(entity_id)} OR dst_id = {sql.quote(entity_id)}").select(
-        ["clip_id", "evidence"]).limit(None).to_list()
-    items = [x for r in rows for x in (r["evidence"] or ())] + [f"clip:{r['clip_id']}" for r in rows if r["clip_id"]]
+    rows = (
+        store.edges.search()
+        .where(f"src_id = {sql.quote(entity_id)} OR dst_id = {sql.quote(entity_id)}")
+        .select(["clip_id", "evidence"])
+        .limit(None)
+        .to_list()
+    )
+    items = [x for r in rows for x in (r["evidence"] or ())] + [
+        f"clip:{r['clip_id']}" for r in rows if r["clip_id"]
+    ]
     return all(_gone(x, clips, memories) for x in items)
 
 
 def _chunks(items: list[str], n: int = 500):
     for i in range(0, len(items), n):
-        yield items[i:i + n]
+        yield items[i : i + n]
 
 
 def forgotten_clip_ids(store) -> set[str]:
     """Clip ids a forget removed: ingest does not store them again."""
-    return {c for r in store.forget_log.search().select(["clip_ids"]).limit(None).to_list() for c in r["clip_ids"] or ()}
+    return {
+        c
+        for r in store.forget_log.search().select(["clip_ids"]).limit(None).to_list()
+        for c in r["clip_ids"] or ()
+    }
 
 
 def history(store) -> list[dict]:
     """Every forget, oldest first: when, the filters by name, the counts and the span."""
-    rows = store.forget_log.search().select(["ts", "filters", "counts", "span_start", "span_end"]).limit(None).to_list()
-    return sorted(({"ts": r["ts"], "filters": json.loads(r["filters"]), "counts": json.loads(r["counts"]),
-                    "span": [r["span_start"], r["span_end"]] if r["span_start"] is not None else None} for r in rows),
-                  key=lambda r: r["ts"])
+    rows = (
+        store.forget_log.search()
+        .select(["ts", "filters", "counts", "span_start", "span_end"])
+        .limit(None)
+        .to_list()
+    )
+    return sorted(
+        (
+            {
+                "ts": r["ts"],
+                "filters": json.loads(r["filters"]),
+                "counts": json.loads(r["counts"]),
+                "span": [r["span_start"], r["span_end"]] if r["span_start"] is not None else None,
+            }
+            for r in rows
+        ),
+        key=lambda r: r["ts"],
+    )
 
 
 def purge(store) -> None:
@@ -470,16 +672,34 @@ def purge(store) -> None:
     from graph.search import FTS_COLUMN
 
     indexes = {tuple(ix.columns): ix for ix in store.memories.list_indices()}
-    for table in (store.memories, store.edges, store.entities, store.clips, store.people_log, store.forget_log):
+    for table in (
+        store.memories,
+        store.edges,
+        store.entities,
+        store.clips,
+        store.people_log,
+        store.forget_log,
+    ):
         table.optimize()
     if (FTS_COLUMN,) in indexes and store.memories.count_rows():
         store.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
     elif (FTS_COLUMN,) in indexes:
         store.memories.drop_index(indexes[(FTS_COLUMN,)].name)
-    if ("vector",) in indexes:  # its codes and row ids include the deleted rows: built again from what is left
+    if (
+        "vector",
+    ) in indexes:  # its codes and row ids include the deleted rows: built again from what is left
         store.memories.drop_index(indexes[("vector",)].name)
         store.refresh_indexes(vector_index=True)
-    with warnings.catch_warnings():  # that readers on an old version fail is the point: it must not exist
+    with (
+        warnings.catch_warnings()
+    ):  # that readers on an old version fail is the point: it must not exist
         warnings.filterwarnings("ignore", message=".*removes every version except the latest")
-        for table in (store.memories, store.edges, store.entities, store.clips, store.people_log, store.forget_log):
+        for table in (
+            store.memories,
+            store.edges,
+            store.entities,
+            store.clips,
+            store.people_log,
+            store.forget_log,
+        ):
             table.optimize(cleanup_older_than=timedelta(0))

@@ -55,12 +55,23 @@ class PeopleOp:
     ts: float = 0.0
 
     def to_row(self) -> dict:
-        return {"seq": self.seq, "op": self.op, "person": self.person, "args": json.dumps(self.args, sort_keys=True),
-                "ts": self.ts}
+        return {
+            "seq": self.seq,
+            "op": self.op,
+            "person": self.person,
+            "args": json.dumps(self.args, sort_keys=True),
+            "ts": self.ts,
+        }
 
     @classmethod
     def from_row(cls, row: dict) -> PeopleOp:
-        return cls(int(row["seq"]), row["op"], row["person"], json.loads(row["args"] or "{}"), float(row["ts"]))
+        return cls(
+            int(row["seq"]),
+            row["op"],
+            row["person"],
+            json.loads(row["args"] or "{}"),
+            float(row["ts"]),
+        )
 
     def describe(self) -> str:
         if self.op == "name":
@@ -156,13 +167,19 @@ def _name_sources(edges: list[Edge]) -> dict[tuple[str, str], str]:
     return out
 
 
-def resolve(entities: list[Entity], same_person: list[Edge], ops: Sequence[PeopleOp] = (),
-            name_edges: Sequence[Edge] = ()) -> list[Person]:
+def resolve(
+    entities: list[Entity],
+    same_person: list[Edge],
+    ops: Sequence[PeopleOp] = (),
+    name_edges: Sequence[Edge] = (),
+) -> list[Person]:
     """Everyone in memory, after the user's changes: groups holding a character or a voice (a face
     seen alone is not a person until linked to one), sorted by id."""
     by_id = {e.entity_id: e for e in entities}
     groups = _Groups(set(by_id), [(e.src_id, e.dst_id) for e in same_person])
-    user_names: dict[str, str] = {}  # entity id (the person's id when named) -> name, later ones win
+    user_names: dict[
+        str, str
+    ] = {}  # entity id (the person's id when named) -> name, later ones win
     owner = ""  # the entity the owner was last marked by
     for op in active_ops(list(ops)):
         if op.op == "merge":
@@ -170,8 +187,11 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: Sequence[Peopl
         elif op.op == "split":
             leaving = set(op.args["members"])
             group = groups.group_of(op.person)
-            groups.links = [(a, b) for a, b in groups.links
-                            if not ((a in group or b in group) and ((a in leaving) != (b in leaving)))]
+            groups.links = [
+                (a, b)
+                for a, b in groups.links
+                if not ((a in group or b in group) and ((a in leaving) != (b in leaving)))
+            ]
             # each side stays whole: a member linked only through one that left (a voice hung on the
             # character split off) stays with the rest, as the split's check told the user
             for side in (group - leaving, group & leaving):
@@ -199,12 +219,26 @@ def resolve(entities: list[Entity], same_person: list[Edge], ops: Sequence[Peopl
                 if e is not None and e.kind == "character" and e.name:
                     name = e.name
                     heard = [sources[(m, name)] for m in ids if (m, name) in sources]
-                    source = ("introduced" if "introduced" in heard else "addressed" if heard else "enrolled")
+                    source = (
+                        "introduced"
+                        if "introduced" in heard
+                        else "addressed"
+                        if heard
+                        else "enrolled"
+                    )
                     break
         seen = [by_id[i] for i in ids if i in by_id]
-        people.append(Person(pid, name, source, tuple(ids[1:]),
-                             min((e.first_seen_ts for e in seen), default=0.0),
-                             max((e.last_seen_ts for e in seen), default=0.0), owner in group))
+        people.append(
+            Person(
+                pid,
+                name,
+                source,
+                tuple(ids[1:]),
+                min((e.first_seen_ts for e in seen), default=0.0),
+                max((e.last_seen_ts for e in seen), default=0.0),
+                owner in group,
+            )
+        )
     return sorted(people, key=lambda p: id_order(p.person_id))
 
 
@@ -230,8 +264,13 @@ def find_person(people: list[Person], who: str) -> Person:
     named = [p for p in people if p.name and p.name.lower() == key.lower()]
     if len(named) == 1:
         return named[0]
-    known = ", ".join(f"{p.person_id}" + (f" ({p.name})" if p.name else "") for p in people) or "nobody yet"
+    known = (
+        ", ".join(f"{p.person_id}" + (f" ({p.name})" if p.name else "") for p in people)
+        or "nobody yet"
+    )
     if len(named) > 1:
-        raise PeopleError(f"{len(named)} people are called {who!r} ({', '.join(p.person_id for p in named)}); "
-                          "give an id instead")
+        raise PeopleError(
+            f"{len(named)} people are called {who!r} ({', '.join(p.person_id for p in named)}); "
+            "give an id instead"
+        )
     raise PeopleError(f"no person {who!r} in memory; known: {known}")

@@ -16,8 +16,16 @@ ENTITY_KINDS = ("face", "voice", "character")
 # introduced_as / addressed_as: a voice heard giving, or being called by, a name (dst ``name:<Name>``);
 # says_name: a voice that called someone else by that name (so it is probably not theirs).
 # A name said to one of several voices (whom is not known yet) starts at them all, comma-joined.
-EDGE_KINDS = ("mentions", "same_person", "next_in_time", "supports", "supersedes", "introduced_as", "addressed_as",
-              "says_name")
+EDGE_KINDS = (
+    "mentions",
+    "same_person",
+    "next_in_time",
+    "supports",
+    "supersedes",
+    "introduced_as",
+    "addressed_as",
+    "says_name",
+)
 
 
 # in a memory's provenance: made from screens captured while the user typed or moved the mouse, so
@@ -79,7 +87,9 @@ class Memory:
     start_ts: float
     end_ts: float
     entity_ids: tuple[str, ...] = ()
-    provenance: tuple[str, ...] = ()  # speech segment ids, face observation ids, supporting memory ids
+    provenance: tuple[
+        str, ...
+    ] = ()  # speech segment ids, face observation ids, supporting memory ids
     weight: float = 1.0  # grows as later evidence repeats a semantic memory
     valid_from_ts: float | None = None  # None: from start_ts
     valid_to_ts: float | None = None  # set when a later memory supersedes this one

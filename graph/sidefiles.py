@@ -65,8 +65,13 @@ class SideFiles(Protocol):
     def delete(self, name: str) -> None: ...
     def names(self, folder: str) -> list[str]: ...
     def sizes(self) -> dict[str, int]: ...
-    def lock(self, name: str, holder: str, wait_s: float | None = None,
-             say: Callable[[str], None] | None = None) -> contextlib.AbstractContextManager[Lease]: ...
+    def lock(
+        self,
+        name: str,
+        holder: str,
+        wait_s: float | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> contextlib.AbstractContextManager[Lease]: ...
 
 
 def side_files(uri: str) -> SideFiles:
@@ -74,8 +79,10 @@ def side_files(uri: str) -> SideFiles:
         return LocalFiles(Path(uri))
     if uri.startswith("s3://"):
         return BucketFiles(uri)
-    raise SideFilesError(f"{uri}: a store is a local folder or an s3:// location; "
-                         f"{uri.split('://')[0]}:// is not supported")
+    raise SideFilesError(
+        f"{uri}: a store is a local folder or an s3:// location; "
+        f"{uri.split('://')[0]}:// is not supported"
+    )
 
 
 def delete_folder(files: SideFiles, folder: str) -> None:
@@ -94,8 +101,12 @@ def folder_bytes(path: Path) -> int:
     return total
 
 
-def _wait_loop(holder_now: Callable[[], str], wait_s: float | None, say: Callable[[str], None] | None,
-               what: str) -> Callable[[], None]:
+def _wait_loop(
+    holder_now: Callable[[], str],
+    wait_s: float | None,
+    say: Callable[[str], None] | None,
+    what: str,
+) -> Callable[[], None]:
     """One pause of a lock's wait: says once who holds it, raises ``LockBusy`` past ``wait_s``."""
     deadline = None if wait_s is None else time.monotonic() + wait_s
     told = False
@@ -155,15 +166,27 @@ class LocalFiles:
         """Bytes under each top-level entry of the store."""
         if not self.root.is_dir():
             return {}
-        return {p.name: folder_bytes(p) if p.is_dir() else p.lstat().st_size for p in self.root.iterdir()}
+        return {
+            p.name: folder_bytes(p) if p.is_dir() else p.lstat().st_size
+            for p in self.root.iterdir()
+        }
 
     @contextlib.contextmanager
-    def lock(self, name: str, holder: str, wait_s: float | None = None,
-             say: Callable[[str], None] | None = None) -> Iterator[Lease]:
+    def lock(
+        self,
+        name: str,
+        holder: str,
+        wait_s: float | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> Iterator[Lease]:
         fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            pause = _wait_loop(lambda: os.pread(fd, 300, 0).decode(errors="replace").strip(), wait_s, say,
-                               self.where)
+            pause = _wait_loop(
+                lambda: os.pread(fd, 300, 0).decode(errors="replace").strip(),
+                wait_s,
+                say,
+                self.where,
+            )
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -183,11 +206,18 @@ class BucketFiles:
             import boto3
             from botocore.exceptions import ClientError
         except ImportError:
-            raise SideFilesError(f"{uri}: a store on S3 needs boto3: pip install 'mnemo[s3]'") from None
+            raise SideFilesError(
+                f"{uri}: a store on S3 needs boto3: pip install 'mnemo[s3]'"
+            ) from None
         endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
-        if endpoint.startswith("http://") and os.environ.get("AWS_ALLOW_HTTP", "").lower() not in ("1", "true"):
-            raise SideFilesError(f"{uri}: the S3 endpoint {endpoint} is plain HTTP; set AWS_ALLOW_HTTP=true "
-                                 "to use it anyway (everything in the store travels unencrypted)")
+        if endpoint.startswith("http://") and os.environ.get("AWS_ALLOW_HTTP", "").lower() not in (
+            "1",
+            "true",
+        ):
+            raise SideFilesError(
+                f"{uri}: the S3 endpoint {endpoint} is plain HTTP; set AWS_ALLOW_HTTP=true "
+                "to use it anyway (everything in the store travels unencrypted)"
+            )
         self.where = uri
         self.bucket, _, prefix = uri.removeprefix("s3://").partition("/")
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
@@ -196,12 +226,19 @@ class BucketFiles:
         try:
             self._s3.head_bucket(Bucket=self.bucket)
         except ClientError as e:
-            why = {"404": "does not exist: create it first", "NoSuchBucket": "does not exist: create it first",
-                   "403": "refuses these credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"}
-            raise SideFilesError(f"{uri}: the bucket {self.bucket} {why.get(self._code(e), str(e))}") from None
+            why = {
+                "404": "does not exist: create it first",
+                "NoSuchBucket": "does not exist: create it first",
+                "403": "refuses these credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)",
+            }
+            raise SideFilesError(
+                f"{uri}: the bucket {self.bucket} {why.get(self._code(e), str(e))}"
+            ) from None
         except Exception as e:  # botocore's own errors: no endpoint, no credentials, no region
-            raise SideFilesError(f"{uri}: cannot reach the bucket {self.bucket} ({type(e).__name__}: {e}); "
-                                 "check AWS_ENDPOINT_URL, AWS_REGION and the credentials") from None
+            raise SideFilesError(
+                f"{uri}: cannot reach the bucket {self.bucket} ({type(e).__name__}: {e}); "
+                "check AWS_ENDPOINT_URL, AWS_REGION and the credentials"
+            ) from None
 
     def _key(self, name: str) -> str:
         return self.prefix + name
@@ -224,17 +261,19 @@ class BucketFiles:
         self._s3.delete_object(Bucket=self.bucket, Key=self._key(name))
 
     def _objects(self, under: str) -> Iterator[dict]:
-        pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(under))
+        pages = self._s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self._key(under)
+        )
         for page in pages:
             yield from page.get("Contents", [])
 
     def names(self, folder: str) -> list[str]:
-        return sorted(o["Key"][len(self.prefix):] for o in self._objects(folder.rstrip("/") + "/"))
+        return sorted(o["Key"][len(self.prefix) :] for o in self._objects(folder.rstrip("/") + "/"))
 
     def sizes(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for o in self._objects(""):
-            top = o["Key"][len(self.prefix):].split("/")[0]
+            top = o["Key"][len(self.prefix) :].split("/")[0]
             out[top] = out.get(top, 0) + o["Size"]
         return out
 
@@ -264,12 +303,19 @@ class BucketFiles:
             holder = str(json.loads(body)["holder"])
         except (ValueError, KeyError, TypeError):
             holder = "an unknown process"
-        server_now = email.utils.parsedate_to_datetime(got["ResponseMetadata"]["HTTPHeaders"]["date"])
+        server_now = email.utils.parsedate_to_datetime(
+            got["ResponseMetadata"]["HTTPHeaders"]["date"]
+        )
         return got["ETag"], (server_now - got["LastModified"]).total_seconds(), holder
 
     @contextlib.contextmanager
-    def lock(self, name: str, holder: str, wait_s: float | None = None,
-             say: Callable[[str], None] | None = None) -> Iterator[Lease]:
+    def lock(
+        self,
+        name: str,
+        holder: str,
+        wait_s: float | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> Iterator[Lease]:
         key = self._key(name)
         seen = {"holder": ""}
         pause = _wait_loop(lambda: seen["holder"], wait_s, say, self.where)
@@ -285,7 +331,9 @@ class BucketFiles:
                 etag = self._put(key, holder, IfMatch=old_etag)
                 if etag is not None:
                     if say is not None:
-                        say(f"{self.where}: took over the lock of {seen['holder']}, not renewed for {age_s:.0f} s")
+                        say(
+                            f"{self.where}: took over the lock of {seen['holder']}, not renewed for {age_s:.0f} s"
+                        )
                     break
                 continue
             pause()
@@ -312,7 +360,9 @@ class _BucketLease:
             with self._mutex:
                 try:
                     etag = self.files._put(self.key, self.holder, IfMatch=self.etag)
-                except Exception as e:  # the server unreachable: the lease runs out unless a later try works
+                except (
+                    Exception
+                ) as e:  # the server unreachable: the lease runs out unless a later try works
                     self.lost = f"renewing it failed: {e}"
                     continue
                 if etag is None:
@@ -326,14 +376,18 @@ class _BucketLease:
         since = time.monotonic() - self.renewed
         if self.taken or since > LEASE_S - RENEW_S:
             why = self.lost or f"not renewed for {since:.0f} s"
-            raise LockLost(f"{self.files.where}: lost the lock {self.key.rsplit('/', 1)[-1]} ({why}); "
-                           "stopped writing: run the command again")
+            raise LockLost(
+                f"{self.files.where}: lost the lock {self.key.rsplit('/', 1)[-1]} ({why}); "
+                "stopped writing: run the command again"
+            )
 
     def release(self) -> None:
         self._stop.set()
         self._thread.join()
         with self._mutex:
             try:  # only the object this holder wrote: one taken over since stays
-                self.files._s3.delete_object(Bucket=self.files.bucket, Key=self.key, IfMatch=self.etag)
+                self.files._s3.delete_object(
+                    Bucket=self.files.bucket, Key=self.key, IfMatch=self.etag
+                )
             except self.files._error:
                 pass

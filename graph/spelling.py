@@ -22,7 +22,7 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+")  # as the index's tokenizer splits: at spac
 _SEGMENT = re.compile(r"\s\|\s|\n")  # screen lines are joined with " | " in a memory's text
 FORGIVING_KINDS = ("resource",)  # what was read from a screen
 MIN_RUN = 6  # letter runs this long are also indexed as the words wordninja splits them into
-_LETTER_RUN = re.compile(r"[A-Za-z]{%d,}" % MIN_RUN)
+_LETTER_RUN = re.compile(rf"[A-Za-z]{{{MIN_RUN},}}")
 
 
 def joined(text: str, longest: int = JOIN_WORDS) -> list[str]:
@@ -32,7 +32,7 @@ def joined(text: str, longest: int = JOIN_WORDS) -> list[str]:
     for segment in _SEGMENT.split(text):
         tokens = [t.lower() for t in _TOKEN.findall(segment)]
         for n in range(2, longest + 1):
-            out += ["".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+            out += ["".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
     return out
 
 

@@ -44,19 +44,29 @@ def near(memories: Sequence[Memory], window_s: float, longest_s: float | None = 
     lead the filter on their own, so LanceDB answers them from the scalar index on ``start_ts`` and
     checks the rest only on the rows they give (a range that also names the recording and
     ``end_ts`` makes it scan every row)."""
-    spans = " OR ".join(f"(source_path = {quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
-                        f"AND start_ts <= {m.end_ts + window_s!r})" for m in memories)
+    spans = " OR ".join(
+        f"(source_path = {quote(m.source_path)} AND end_ts >= {m.start_ts - window_s!r} "
+        f"AND start_ts <= {m.end_ts + window_s!r})"
+        for m in memories
+    )
     others = f"({spans}) AND NOT {in_list('memory_id', [m.memory_id for m in memories])}"
     if longest_s is None:
         return others
-    ranges = " OR ".join(f"(start_ts >= {m.start_ts - window_s - longest_s!r} AND start_ts <= {m.end_ts + window_s!r})"
-                         for m in memories)
+    ranges = " OR ".join(
+        f"(start_ts >= {m.start_ts - window_s - longest_s!r} AND start_ts <= {m.end_ts + window_s!r})"
+        for m in memories
+    )
     return f"({ranges}) AND {others}"
 
 
-def memory_filter(before_ts: float | None = None, kind: str | tuple[str, ...] | None = None,
-                  entity_ids: Sequence[str] | None = None, start_ts: float | None = None,
-                  end_ts: float | None = None, include_superseded: bool = False) -> tuple[str | None, bool]:
+def memory_filter(
+    before_ts: float | None = None,
+    kind: str | tuple[str, ...] | None = None,
+    entity_ids: Sequence[str] | None = None,
+    start_ts: float | None = None,
+    end_ts: float | None = None,
+    include_superseded: bool = False,
+) -> tuple[str | None, bool]:
     """The filter of a memory search, and whether it is selective enough to apply before the
     vector search. ``before_ts``: only what was known strictly before then (ended before it, not
     superseded before it), so a memory that begins and ends at ``before_ts`` (a frame read at the
@@ -68,12 +78,20 @@ def memory_filter(before_ts: float | None = None, kind: str | tuple[str, ...] | 
         filters.append(f"end_ts < {t!r} AND (valid_to_ts IS NULL OR valid_to_ts >= {t!r})")
     elif not include_superseded:
         filters.append("valid_to_ts IS NULL")
-    selective = before_ts is not None or bool(kind) or bool(entity_ids) or start_ts is not None or end_ts is not None
+    selective = (
+        before_ts is not None
+        or bool(kind)
+        or bool(entity_ids)
+        or start_ts is not None
+        or end_ts is not None
+    )
     if kind is not None:
         kinds = (kind,) if isinstance(kind, str) else tuple(kind)
         unknown = set(kinds) - set(MEMORY_KINDS)
         if unknown:
-            raise ValueError(f"unknown memory kind(s) {sorted(unknown)}; choose from {', '.join(MEMORY_KINDS)}")
+            raise ValueError(
+                f"unknown memory kind(s) {sorted(unknown)}; choose from {', '.join(MEMORY_KINDS)}"
+            )
         filters.append(in_list("kind", kinds))
     if entity_ids:
         filters.append(involves(entity_ids))

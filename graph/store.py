@@ -29,11 +29,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graph import commit, sql
-from graph.rows import ClipRow, Edge, Entity, Memory
 from graph.resolve_people import NAME_EVIDENCE, PeopleOp, Person, resolve
-from graph.schema import (MEMORY_COLUMNS, SCHEMA_VERSION, clip_row_dict, clip_schema, edge_from_row, edge_row,
-                          edge_schema, entity_from_row, forget_log_schema, entity_row, entity_schema, memory_from_row, memory_row,
-                          memory_schema, people_log_schema)
+from graph.rows import ClipRow, Edge, Entity, Memory
+from graph.schema import (
+    MEMORY_COLUMNS,
+    SCHEMA_VERSION,
+    clip_row_dict,
+    clip_schema,
+    edge_from_row,
+    edge_row,
+    edge_schema,
+    entity_from_row,
+    entity_row,
+    entity_schema,
+    forget_log_schema,
+    memory_from_row,
+    memory_row,
+    memory_schema,
+    people_log_schema,
+)
 from graph.search import FTS_COLUMN, HybridSearch
 from graph.sidefiles import Lease, LockBusy, SideFilesError, side_files
 from graph.spelling import search_text
@@ -44,7 +58,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIN_SPAN_S = 60.0  # neighbour queries assume a memory may last this long, whatever the store holds
-ALL_CLIPS_MAX = 200_000  # a reader holds every clip id of a store up to this many clips (about 30 MB)
+ALL_CLIPS_MAX = (
+    200_000  # a reader holds every clip id of a store up to this many clips (about 30 MB)
+)
 ALL_CLIPS_EVERY_S = 10.0  # and reads them again at most this often when another process commits
 VECTOR_INDEX_MIN_ROWS = 100_000  # below this an exact scan is fast enough (LanceDB's own guidance)
 
@@ -67,18 +83,26 @@ class StoreError(RuntimeError):
 def disk_full(uri: str, e: BaseException, doing: str) -> OSError | None:
     """``e`` as an error a person can act on when it says the disk is full (LanceDB raises a
     RuntimeError naming only its own source file); None for any other error."""
-    if not ((isinstance(e, OSError) and e.errno == errno.ENOSPC) or "os error 28" in str(e)
-            or "No space left on device" in str(e)):
+    if not (
+        (isinstance(e, OSError) and e.errno == errno.ENOSPC)
+        or "os error 28" in str(e)
+        or "No space left on device" in str(e)
+    ):
         return None
-    return OSError(errno.ENOSPC, f"No space left on the disk that holds the store {uri} while {doing}: free space "
-                                 "there and run again (what was committed before is kept, and the next writer "
-                                 "undoes the unfinished commit)")
+    return OSError(
+        errno.ENOSPC,
+        f"No space left on the disk that holds the store {uri} while {doing}: free space "
+        "there and run again (what was committed before is kept, and the next writer "
+        "undoes the unfinished commit)",
+    )
 
 
 class Store(HybridSearch):
     """Open (or create) a memory store at ``uri``; ``embedder`` embeds memories and queries."""
 
-    def __init__(self, uri: str | Path, embedder: Embedder, read_consistency_s: float | None = 1.0) -> None:
+    def __init__(
+        self, uri: str | Path, embedder: Embedder, read_consistency_s: float | None = 1.0
+    ) -> None:
         """``read_consistency_s``: how stale reads may be when another process writes (0: every read
         checks for new versions; None: never, this handle keeps the version it opened)."""
         from datetime import timedelta
@@ -107,15 +131,26 @@ class Store(HybridSearch):
         self.clips = self._open("clips", clip_schema())
         self.entities = self._open("entities", entity_schema())
         self.edges = self._open("edges", edge_schema())
-        self.people_log = self._open("people_log", people_log_schema())  # the user's changes to people
-        self.forget_log = self._open("forget_log", forget_log_schema())  # what `mnemo forget` took back
-        self._longest_s: float | None = None  # the longest memory's duration, read once, kept up by our writes
+        self.people_log = self._open(
+            "people_log", people_log_schema()
+        )  # the user's changes to people
+        self.forget_log = self._open(
+            "forget_log", forget_log_schema()
+        )  # what `mnemo forget` took back
+        self._longest_s: float | None = (
+            None  # the longest memory's duration, read once, kept up by our writes
+        )
         # clip ids seen committed (reads keep only their memories), each with its offset in its
         # recording less its start time (what a citation adds to a memory's times)
         self._known_clips: dict[str, float] = {}
-        self._all_clips_at: int | None = None  # the clips table's version when every clip id was read
+        self._all_clips_at: int | None = (
+            None  # the clips table's version when every clip id was read
+        )
         self._all_clips_read = -float("inf")  # when (time.monotonic())
-        self._people: tuple[tuple[int, ...], list[Person]] | None = None  # people() as of these table versions
+        self._people: tuple[tuple[int, ...], list[Person]] | None = (
+            None  # people() as of these table versions
+        )
+
     def _open(self, name: str, schema: pa.Schema) -> Table:
         try:
             table = self._db.open_table(name)
@@ -124,9 +159,15 @@ class Store(HybridSearch):
         version = int((table.schema.metadata or {}).get(b"schema_version", b"1").decode())
         if version != SCHEMA_VERSION:
             newer = version > SCHEMA_VERSION
-            raise StoreError(f"{self.uri}: table {name!r} has schema version {version}, this mnemo writes "
-                             f"{SCHEMA_VERSION}; " + ("upgrade mnemo" if newer else
-                                                       "ingest again into a new --store (older stores are not migrated)"))
+            raise StoreError(
+                f"{self.uri}: table {name!r} has schema version {version}, this mnemo writes "
+                f"{SCHEMA_VERSION}; "
+                + (
+                    "upgrade mnemo"
+                    if newer
+                    else "ingest again into a new --store (older stores are not migrated)"
+                )
+            )
         return table
 
     def _check_memory_schema(self) -> None:
@@ -154,16 +195,18 @@ class Store(HybridSearch):
     # ---- reads -------------------------------------------------------------------------------
 
     @contextmanager
-    def writing(self, what: str, wait_s: float | None = None,
-                say: Callable[[str], None] = log.warning) -> Iterator[None]:
+    def writing(
+        self, what: str, wait_s: float | None = None, say: Callable[[str], None] = log.warning
+    ) -> Iterator[None]:
         """The right to write this store, one process at a time (``<store>/.writer.lock``, which
         names the holder; ``graph.sidefiles``): two writers would each number new people from what
         they read, and give two people one id. A commit the last writer left unfinished is undone
         first (``graph.commit.recover``). Waits for the holder, saying so once; ``StoreBusy`` after
         ``wait_s``."""
         try:
-            with self.side.lock(".writer.lock", f"pid {os.getpid()} on {socket.gethostname()} ({what})",
-                                wait_s, say) as lease:
+            with self.side.lock(
+                ".writer.lock", f"pid {os.getpid()} on {socket.gethostname()} ({what})", wait_s, say
+            ) as lease:
                 try:
                     commit.recover(self)  # a writer killed mid-commit left it half-done
                 except Exception as e:
@@ -177,7 +220,9 @@ class Store(HybridSearch):
                 finally:
                     self._lease = None
         except LockBusy as e:
-            raise StoreBusy(f"{self.uri} is being written by {e.holder}; try again when it is done") from None
+            raise StoreBusy(
+                f"{self.uri} is being written by {e.holder}; try again when it is done"
+            ) from None
 
     def committed(self, clip_ids: Iterable[str]) -> set[str]:
         """Those of ``clip_ids`` whose clip row is stored: reads keep only their memories, so a
@@ -197,15 +242,35 @@ class Store(HybridSearch):
         if version == self._all_clips_at:
             return ids - unknown
         now = time.monotonic()
-        if now - self._all_clips_read >= ALL_CLIPS_EVERY_S and self.clips.count_rows() <= ALL_CLIPS_MAX:
-            rows = self.clips.search().select(["clip_id", "offset_s", "start_ts"]).limit(None).to_arrow()
+        if (
+            now - self._all_clips_read >= ALL_CLIPS_EVERY_S
+            and self.clips.count_rows() <= ALL_CLIPS_MAX
+        ):
+            rows = (
+                self.clips.search()
+                .select(["clip_id", "offset_s", "start_ts"])
+                .limit(None)
+                .to_arrow()
+            )
             # a new dict: clips forgotten since the last read drop out
-            self._known_clips = dict(zip(rows.column("clip_id").to_pylist(),
-                                         pc.subtract(rows.column("offset_s"), rows.column("start_ts")).to_pylist()))
-            self._all_clips_at, self._all_clips_read = version, now  # the version read before them: never newer
+            self._known_clips = dict(
+                zip(
+                    rows.column("clip_id").to_pylist(),
+                    pc.subtract(rows.column("offset_s"), rows.column("start_ts")).to_pylist(),
+                )
+            )
+            self._all_clips_at, self._all_clips_read = (
+                version,
+                now,
+            )  # the version read before them: never newer
         else:
-            rows = (self.clips.search().where(sql.in_list("clip_id", sorted(unknown)))
-                    .select(["clip_id", "offset_s", "start_ts"]).limit(None).to_list())
+            rows = (
+                self.clips.search()
+                .where(sql.in_list("clip_id", sorted(unknown)))
+                .select(["clip_id", "offset_s", "start_ts"])
+                .limit(None)
+                .to_list()
+            )
             if len(self._known_clips) > 1_000_000:  # a bound on what a long-lived reader holds
                 self._known_clips = {}
             self._known_clips.update((r["clip_id"], r["offset_s"] - r["start_ts"]) for r in rows)
@@ -227,14 +292,20 @@ class Store(HybridSearch):
         if not table.num_rows:
             return table
         keep = self.committed(table.column("clip_id").to_pylist())
-        return table.filter(pc.is_in(table.column("clip_id"), value_set=pa.array(sorted(keep), pa.string())))
+        return table.filter(
+            pc.is_in(table.column("clip_id"), value_set=pa.array(sorted(keep), pa.string()))
+        )
 
     def has_clip(self, clip_id: str) -> bool:
         return self.clips.count_rows(f"clip_id = {sql.quote(clip_id)}") > 0
 
     def count(self) -> dict[str, int]:
-        return {"clips": self.clips.count_rows(), "entities": self.entities.count_rows(),
-                "memories": self.memories.count_rows(), "edges": self.edges.count_rows()}
+        return {
+            "clips": self.clips.count_rows(),
+            "entities": self.entities.count_rows(),
+            "memories": self.memories.count_rows(),
+            "edges": self.edges.count_rows(),
+        }
 
     def load_entities(self, kind: str | None = None, samples: bool = True) -> list[Entity]:
         """Entities (of one ``kind``), by kind and number; ``samples=False`` leaves their embedding
@@ -270,7 +341,14 @@ class Store(HybridSearch):
         row before the memories written ahead of it; one that calls this after reading clip rows
         sees everything those clips committed (a cheap version check per table). ``clips`` too:
         after a forget removed old versions, a handle still on one cannot read it."""
-        for table in (self.memories, self.entities, self.edges, self.clips, self.people_log, self.forget_log):
+        for table in (
+            self.memories,
+            self.entities,
+            self.edges,
+            self.clips,
+            self.people_log,
+            self.forget_log,
+        ):
             table.checkout_latest()
 
     def memories_of_clips(self, clip_ids: list[str]) -> list[Memory]:
@@ -281,31 +359,49 @@ class Store(HybridSearch):
         self.catch_up()
         return self.memories_where(sql.in_list("clip_id", clip_ids))
 
-    def clips_in_range(self, start_ts: float, end_ts: float, limit: int | None = 1000) -> list[dict]:
+    def clips_in_range(
+        self, start_ts: float, end_ts: float, limit: int | None = 1000
+    ) -> list[dict]:
         """Committed clip rows overlapping ``[start_ts, end_ts]``, in time order."""
-        rows = (self.clips.search().where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}")
-                .limit(limit).to_list())
+        rows = (
+            self.clips.search()
+            .where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}")
+            .limit(limit)
+            .to_list()
+        )
         return sorted(rows, key=lambda r: (r["start_ts"], r["clip_id"]))
 
     def get_memories(self, memory_ids: list[str]) -> list[Memory]:
         if not memory_ids:
             return []
-        rows = self.memories.search().where(sql.in_list("memory_id", memory_ids)) \
-            .limit(None).to_list()
+        rows = (
+            self.memories.search().where(sql.in_list("memory_id", memory_ids)).limit(None).to_list()
+        )
         return [memory_from_row(r) for r in self.only_committed(rows)]
 
     def memories_where(self, where: str, limit: int | None = None) -> list[Memory]:
         """Memories matching a SQL filter (LanceDB/DataFusion syntax), in time order."""
         # without the vectors: a memory record has none, and they are most of a row's bytes
         rows = self.memories.search().where(where).select(MEMORY_COLUMNS).limit(limit).to_list()
-        return sorted((memory_from_row(r) for r in self.only_committed(rows)), key=lambda m: (m.start_ts, m.memory_id))
+        return sorted(
+            (memory_from_row(r) for r in self.only_committed(rows)),
+            key=lambda m: (m.start_ts, m.memory_id),
+        )
 
     def memories_with_vectors(self, where: str) -> tuple[list[Memory], np.ndarray]:
         """Committed memories matching a SQL filter, in time order, and their stored vectors (one
         row each)."""
-        rows = self.memories.search().where(where).select([*MEMORY_COLUMNS, "vector"]).limit(None).to_list()
+        rows = (
+            self.memories.search()
+            .where(where)
+            .select([*MEMORY_COLUMNS, "vector"])
+            .limit(None)
+            .to_list()
+        )
         rows = sorted(self.only_committed(rows), key=lambda r: (r["start_ts"], r["memory_id"]))
-        vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(len(rows), self.embedder.dim)
+        vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(
+            len(rows), self.embedder.dim
+        )
         return [memory_from_row(r) for r in rows], vectors
 
     def about(self, entity_ids: list[str], limit: int | None = 50) -> list[Memory]:
@@ -314,8 +410,12 @@ class Store(HybridSearch):
             return []
         return self.memories_where(sql.involves(entity_ids), limit)
 
-    def in_time_range(self, start_ts: float, end_ts: float, limit: int | None = 100) -> list[Memory]:
-        return self.memories_where(f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}", limit)
+    def in_time_range(
+        self, start_ts: float, end_ts: float, limit: int | None = 100
+    ) -> list[Memory]:
+        return self.memories_where(
+            f"end_ts >= {float(start_ts)!r} AND start_ts <= {float(end_ts)!r}", limit
+        )
 
     def edges_of(self, node_id: str, kind: str | None = None) -> list[Edge]:
         where = f"(src_id = {sql.quote(node_id)} OR dst_id = {sql.quote(node_id)})"
@@ -324,13 +424,18 @@ class Store(HybridSearch):
         return [edge_from_row(r) for r in self.edges.search().where(where).limit(None).to_list()]
 
     def all_edges(self, kind: str) -> list[Edge]:
-        return [edge_from_row(r) for r in self.edges.search().where(f"kind = {sql.quote(kind)}").limit(None).to_list()]
+        return [
+            edge_from_row(r)
+            for r in self.edges.search().where(f"kind = {sql.quote(kind)}").limit(None).to_list()
+        ]
 
     def people_ops(self) -> list[PeopleOp]:
         """The user's changes to people, in order (undone ones and undo rows included)."""
         self.people_log.checkout_latest()  # another process's change counts at once
-        return sorted((PeopleOp.from_row(r) for r in self.people_log.search().limit(None).to_list()),
-                      key=lambda o: o.seq)
+        return sorted(
+            (PeopleOp.from_row(r) for r in self.people_log.search().limit(None).to_list()),
+            key=lambda o: o.seq,
+        )
 
     def people(self) -> list[Person]:
         """Everyone in memory, resolved now (``graph.resolve_people``): groups of characters, voices and
@@ -341,20 +446,34 @@ class Store(HybridSearch):
         if self._people is None or self._people[0] != versions:
             entities = self.load_entities(samples=False)
             kinds = " OR ".join(f"kind = {sql.quote(k)}" for k in NAME_EVIDENCE)
-            names = [edge_from_row(r) for r in self.edges.search().where(kinds).limit(None).to_list()]
-            self._people = versions, resolve(entities, self.all_edges("same_person"), self.people_ops(), names)
+            names = [
+                edge_from_row(r) for r in self.edges.search().where(kinds).limit(None).to_list()
+            ]
+            self._people = (
+                versions,
+                resolve(entities, self.all_edges("same_person"), self.people_ops(), names),
+            )
         return list(self._people[1])
 
     def append_people_op(self, op: PeopleOp) -> None:
         """Record one change to people (callers hold ``graph.edit_people``' lock, which numbers them)."""
-        (self.people_log.merge_insert("seq").when_not_matched_insert_all()
-         .execute(pa.Table.from_pylist([op.to_row()], schema=people_log_schema())))
+        (
+            self.people_log.merge_insert("seq")
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist([op.to_row()], schema=people_log_schema()))
+        )
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def commit_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity],
-                    edges: Sequence[Edge] = (), updated: Sequence[Memory] = (), vectors: np.ndarray | None = None
-                    ) -> None:
+    def commit_clip(
+        self,
+        clip: ClipRow,
+        memories: list[Memory],
+        entities: list[Entity],
+        edges: Sequence[Edge] = (),
+        updated: Sequence[Memory] = (),
+        vectors: np.ndarray | None = None,
+    ) -> None:
         """Store one clip's memories, edges and touched entities, then the clip row that commits them.
 
         ``updated`` are memories of earlier clips this clip changed (reinforced or superseded); they
@@ -378,7 +497,12 @@ class Store(HybridSearch):
                 try:
                     commit.recover(self)
                 except Exception as e:  # the journal stays: the next writer undoes the commit
-                    log.error("%s: could not undo the unfinished commit of clip %s: %s", self.uri, clip.clip_id, e)
+                    log.error(
+                        "%s: could not undo the unfinished commit of clip %s: %s",
+                        self.uri,
+                        clip.clip_id,
+                        e,
+                    )
                 raise
             commit.end(self)
         except Exception as e:
@@ -388,8 +512,15 @@ class Store(HybridSearch):
             raise full from e
         self._known_clips[clip.clip_id] = clip.offset_s - clip.start_ts
 
-    def _write_clip(self, clip: ClipRow, memories: list[Memory], entities: list[Entity], edges: Sequence[Edge],
-                    updated: Sequence[Memory], vectors: np.ndarray | None) -> None:
+    def _write_clip(
+        self,
+        clip: ClipRow,
+        memories: list[Memory],
+        entities: list[Entity],
+        edges: Sequence[Edge],
+        updated: Sequence[Memory],
+        vectors: np.ndarray | None,
+    ) -> None:
         self.memories.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self.edges.delete(f"clip_id = {sql.quote(clip.clip_id)}")
         self._wrote(list(memories) + list(updated))
@@ -397,31 +528,53 @@ class Store(HybridSearch):
         if memories:
             assert vectors is not None  # commit_clip embeds memories that came without vectors
             rows = [memory_row(m, v) for m, v in zip(memories, vectors)]
-            (self.memories.merge_insert("memory_id").when_not_matched_insert_all()
-             .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
+            (
+                self.memories.merge_insert("memory_id")
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(rows, schema=self.memories.schema))
+            )
         commit.step("updated")
         if updated:
-            stored = {r["memory_id"]: r["vector"] for r in self.memories.search()
-                      .where(sql.in_list("memory_id", [m.memory_id for m in updated]))
-                      .select(["memory_id", "vector"]).limit(None).to_list()}
+            stored = {
+                r["memory_id"]: r["vector"]
+                for r in self.memories.search()
+                .where(sql.in_list("memory_id", [m.memory_id for m in updated]))
+                .select(["memory_id", "vector"])
+                .limit(None)
+                .to_list()
+            }
             rows = [memory_row(m, stored[m.memory_id]) for m in updated if m.memory_id in stored]
             if rows:
-                (self.memories.merge_insert("memory_id").when_matched_update_all()
-                 .execute(pa.Table.from_pylist(rows, schema=self.memories.schema)))
+                (
+                    self.memories.merge_insert("memory_id")
+                    .when_matched_update_all()
+                    .execute(pa.Table.from_pylist(rows, schema=self.memories.schema))
+                )
         commit.step("edges")
         if edges:
             now = time.time()
             rows = [edge_row(e, clip.clip_id, now) for e in edges]
-            (self.edges.merge_insert("edge_id").when_matched_update_all().when_not_matched_insert_all()
-             .execute(pa.Table.from_pylist(rows, schema=edge_schema())))
+            (
+                self.edges.merge_insert("edge_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(rows, schema=edge_schema()))
+            )
         commit.step("entities")
         if entities:
             rows = [entity_row(e) for e in entities]
-            (self.entities.merge_insert("entity_id").when_matched_update_all().when_not_matched_insert_all()
-             .execute(pa.Table.from_pylist(rows, schema=entity_schema())))
+            (
+                self.entities.merge_insert("entity_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(rows, schema=entity_schema()))
+            )
         commit.step("clip")
-        (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
-         .execute(pa.Table.from_pylist([clip_row_dict(clip, time.time())], schema=clip_schema())))
+        (
+            self.clips.merge_insert("clip_id")
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist([clip_row_dict(clip, time.time())], schema=clip_schema()))
+        )
         commit.step("end")
 
     def longest_memory_s(self) -> float:
@@ -430,7 +583,11 @@ class Store(HybridSearch):
         another process since is no longer than a clip, which ``MIN_SPAN_S`` covers."""
         if self._longest_s is None:
             spans = self.memories.search().select(["start_ts", "end_ts"]).limit(None).to_arrow()
-            longest = pc.max(pc.subtract(spans["end_ts"], spans["start_ts"])).as_py() if spans.num_rows else None
+            longest = (
+                pc.max(pc.subtract(spans["end_ts"], spans["start_ts"])).as_py()
+                if spans.num_rows
+                else None
+            )
             self._longest_s = max(MIN_SPAN_S, longest or 0.0)
         return self._longest_s
 
@@ -450,28 +607,51 @@ class Store(HybridSearch):
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         schema = self.memories.schema
         columns = {
-            "memory_id": [m.memory_id for m in memories], "kind": [m.kind for m in memories],
+            "memory_id": [m.memory_id for m in memories],
+            "kind": [m.kind for m in memories],
             "text": [m.text for m in memories],
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
-            "clip_id": [m.clip_id for m in memories], "source_path": [m.source_path for m in memories],
-            "start_ts": [m.start_ts for m in memories], "end_ts": [m.end_ts for m in memories],
-            "entity_ids": [list(m.entity_ids) for m in memories], "provenance": [list(m.provenance) for m in memories],
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors.ravel()), vectors.shape[1]
+            ),
+            "clip_id": [m.clip_id for m in memories],
+            "source_path": [m.source_path for m in memories],
+            "start_ts": [m.start_ts for m in memories],
+            "end_ts": [m.end_ts for m in memories],
+            "entity_ids": [list(m.entity_ids) for m in memories],
+            "provenance": [list(m.provenance) for m in memories],
             "weight": [m.weight for m in memories],
-            "valid_from_ts": [m.start_ts if m.valid_from_ts is None else m.valid_from_ts for m in memories],
-            "valid_to_ts": [m.valid_to_ts for m in memories], "fact": [m.fact for m in memories],
+            "valid_from_ts": [
+                m.start_ts if m.valid_from_ts is None else m.valid_from_ts for m in memories
+            ],
+            "valid_to_ts": [m.valid_to_ts for m in memories],
+            "fact": [m.fact for m in memories],
             "search_text": [search_text(m.kind, m.text) for m in memories],
         }
-        self.memories.add(pa.table([pa.array(columns[f.name], type=f.type) if f.name != "vector" else columns[f.name]
-                                    for f in schema], schema=schema))
+        self.memories.add(
+            pa.table(
+                [
+                    pa.array(columns[f.name], type=f.type)
+                    if f.name != "vector"
+                    else columns[f.name]
+                    for f in schema
+                ],
+                schema=schema,
+            )
+        )
         spans: dict[str, list] = {}
         for m in memories:
             span = spans.setdefault(m.clip_id, [m.source_path, m.start_ts, m.end_ts])
             span[1], span[2] = min(span[1], m.start_ts), max(span[2], m.end_ts)
         now = time.time()
-        rows = [clip_row_dict(ClipRow(c, path, "", 0, 0.0, end - start, start, end, ""), now)
-                for c, (path, start, end) in spans.items()]
-        (self.clips.merge_insert("clip_id").when_not_matched_insert_all()
-         .execute(pa.Table.from_pylist(rows, schema=clip_schema())))
+        rows = [
+            clip_row_dict(ClipRow(c, path, "", 0, 0.0, end - start, start, end, ""), now)
+            for c, (path, start, end) in spans.items()
+        ]
+        (
+            self.clips.merge_insert("clip_id")
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist(rows, schema=clip_schema()))
+        )
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory
@@ -502,19 +682,30 @@ class Store(HybridSearch):
             self.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
         if ("text",) in have:  # a store from before search_text: its old full-text index goes (even
             # when an earlier refresh stopped between building the new one and dropping it)
-            self.memories.drop_index(next(ix.name for ix in self.memories.list_indices() if ix.columns == ["text"]))
+            self.memories.drop_index(
+                next(ix.name for ix in self.memories.list_indices() if ix.columns == ["text"])
+            )
         # from 10,000 memories: the id index keeps upserts fast, the recording and start-time
         # indexes serve neighbour queries (a time range in one recording)
         for column in ("memory_id", "source_path", "start_ts"):
             if (column,) not in have and n >= 10_000:
                 self.memories.create_index(column, config=BTree(), replace=True)
         # and on clip ids: each question looks up the clips of the memories it read (committed?)
-        if self.clips.count_rows() >= 10_000 and not any(ix.columns == ["clip_id"] for ix in self.clips.list_indices()):
+        if self.clips.count_rows() >= 10_000 and not any(
+            ix.columns == ["clip_id"] for ix in self.clips.list_indices()
+        ):
             self.clips.create_index("clip_id", config=BTree(), replace=True)
-        if ("vector",) not in have and (vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)):
+        if ("vector",) not in have and (
+            vector_index or (vector_index is None and n >= VECTOR_INDEX_MIN_ROWS)
+        ):
             dim = self.embedder.dim
             sub = next(d for d in (48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1) if dim % d == 0)
             # ~√n partitions, but no more than k-means can train (it wants 256 rows per partition)
-            partitions = max(1, min(int(n ** 0.5), n // 256))
-            self.memories.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
-                                                              num_sub_vectors=sub), replace=True)
+            partitions = max(1, min(int(n**0.5), n // 256))
+            self.memories.create_index(
+                "vector",
+                config=IvfPq(
+                    distance_type="cosine", num_partitions=partitions, num_sub_vectors=sub
+                ),
+                replace=True,
+            )

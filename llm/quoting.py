@@ -13,8 +13,12 @@ import re
 
 def defuse(text: str, tag: str) -> str:
     """``text`` with any ``<tag>`` or ``</tag>`` in it made harmless (angle brackets replaced)."""
-    return re.sub(rf"</?\s*{re.escape(tag)}\s*>", lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text,
-                  flags=re.IGNORECASE)
+    return re.sub(
+        rf"</?\s*{re.escape(tag)}\s*>",
+        lambda m: m.group(0).replace("<", "‹").replace(">", "›"),
+        text,
+        flags=re.IGNORECASE,
+    )
 
 
 def quote_data(text: str, tag: str) -> str:

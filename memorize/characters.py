@@ -44,8 +44,16 @@ class People:
                     people.member_of[member] = ids[0]
         return people
 
-    def merge(self, keep: str, other: str, clip_id: str, weight: float, evidence: tuple[str, ...],
-              edges: list[Edge], touched: dict[str, Entity]) -> None:
+    def merge(
+        self,
+        keep: str,
+        other: str,
+        clip_id: str,
+        weight: float,
+        evidence: tuple[str, ...],
+        edges: list[Edge],
+        touched: dict[str, Entity],
+    ) -> None:
         """Make character ``other`` part of ``keep`` (a ``same_person`` edge between the two: the
         evidence stays, and a user's split can take it apart again)."""
         edges.append(Edge("same_person", other, keep, weight, clip_id, evidence))
@@ -62,7 +70,11 @@ class People:
         return entity
 
     def character_of(self, entity_id: str) -> Entity | None:
-        cid = entity_id if entity_id in self.characters and entity_id not in self.member_of else self.member_of.get(entity_id)
+        cid = (
+            entity_id
+            if entity_id in self.characters and entity_id not in self.member_of
+            else self.member_of.get(entity_id)
+        )
         return self.characters.get(cid) if cid else None
 
     def known_character(self, entity_id: str) -> Entity:
@@ -75,38 +87,59 @@ class People:
     def members(self, character_id: str) -> list[str]:
         return sorted(e for e, c in self.member_of.items() if c == character_id)
 
-    def ensure(self, entity_id: str, ts: float, clip_id: str, evidence: tuple[str, ...],
-               edges: list[Edge], touched: dict[str, Entity]) -> Entity:
+    def ensure(
+        self,
+        entity_id: str,
+        ts: float,
+        clip_id: str,
+        evidence: tuple[str, ...],
+        edges: list[Edge],
+        touched: dict[str, Entity],
+    ) -> Entity:
         """The character of ``entity_id``, created (with its same_person edge) if it has none."""
         character = self.character_of(entity_id)
         if character is None:
             character = self._new(ts)
             self.member_of[entity_id] = character.entity_id
-            edges.append(Edge("same_person", entity_id, character.entity_id, 1.0, clip_id, evidence))
+            edges.append(
+                Edge("same_person", entity_id, character.entity_id, 1.0, clip_id, evidence)
+            )
         character.first_seen_ts = min(character.first_seen_ts, ts)
         character.last_seen_ts = max(character.last_seen_ts, ts)
         touched[character.entity_id] = character
         return character
 
-    def link_faces_and_voices(self, obs: ClipObservations, voice_of: dict[str, str], face_of: dict[str, str],
-                              edges: list[Edge], touched: dict[str, Entity]) -> list[tuple[str, str]]:
+    def link_faces_and_voices(
+        self,
+        obs: ClipObservations,
+        voice_of: dict[str, str],
+        face_of: dict[str, str],
+        edges: list[Edge],
+        touched: dict[str, Entity],
+    ) -> list[tuple[str, str]]:
         """Link each speaker's voice to the face seen alone while they speak; returns the
         (voice, face) pairs linked in this clip. ``voice_of`` maps clip-local speakers to voice
         entities, ``face_of`` clip-local face persons to face entities."""
         frames: dict[float, set[str]] = {}
         for f in obs.faces:
             frames.setdefault(f.frame_time_s, set()).add(f.person)
-        heard: dict[str, set[float]] = {}  # speaker -> frame times while they talk (each frame once)
+        heard: dict[
+            str, set[float]
+        ] = {}  # speaker -> frame times while they talk (each frame once)
         for turn in obs.speech:
             if turn.speaker in voice_of:
                 heard.setdefault(turn.speaker, set()).update(
-                    t for t in frames if turn.start_s - 0.5 <= t <= turn.end_s + 0.5)
+                    t for t in frames if turn.start_s - 0.5 <= t <= turn.end_s + 0.5
+                )
         votes: dict[str, Counter] = {}
         for speaker, times in heard.items():
             votes[speaker] = Counter(next(iter(frames[t])) for t in times if len(frames[t]) == 1)
         # one-to-one, strongest evidence first: a face already bound to another speaker of this clip
         # is no evidence for this one (the camera may stay on a listener)
-        pairs = sorted(((n, speaker, person) for speaker, c in votes.items() for person, n in c.items()), reverse=True)
+        pairs = sorted(
+            ((n, speaker, person) for speaker, c in votes.items() for person, n in c.items()),
+            reverse=True,
+        )
         taken_speakers: set[str] = set()
         taken_persons: set[str] = set()
         linked = []
@@ -119,12 +152,30 @@ class People:
             taken_speakers.add(speaker)
             taken_persons.add(person)
             voice, face = voice_of[speaker], face_of[person]
-            if self.link(voice, face, obs.clip.clip_id, obs.clip.start_ts, (obs.clip.clip_id,), float(n), edges, touched):
+            if self.link(
+                voice,
+                face,
+                obs.clip.clip_id,
+                obs.clip.start_ts,
+                (obs.clip.clip_id,),
+                float(n),
+                edges,
+                touched,
+            ):
                 linked.append((voice, face))
         return linked
 
-    def link(self, voice: str, face: str, clip_id: str, ts: float, evidence: tuple[str, ...], weight: float,
-             edges: list[Edge], touched: dict[str, Entity]) -> bool:
+    def link(
+        self,
+        voice: str,
+        face: str,
+        clip_id: str,
+        ts: float,
+        evidence: tuple[str, ...],
+        weight: float,
+        edges: list[Edge],
+        touched: dict[str, Entity],
+    ) -> bool:
         """Put ``voice`` and ``face`` in one character (a new one, or the one either has); False when
         both already belong to characters (the same one, or two we do not merge)."""
         cv, cf = self.character_of(voice), self.character_of(face)
@@ -139,5 +190,7 @@ class People:
         for member in (voice, face):
             if self.character_of(member) is None:
                 self.member_of[member] = character.entity_id
-                edges.append(Edge("same_person", member, character.entity_id, weight, clip_id, evidence))
+                edges.append(
+                    Edge("same_person", member, character.entity_id, weight, clip_id, evidence)
+                )
         return True

@@ -24,8 +24,9 @@ from graph import sql
 from graph.rows import Edge, Memory
 from graph.store import Store
 
-
-SINGLE_VALUED = frozenset({"is named", "is from", "lives in", "works as", "works at", "is married to"})
+SINGLE_VALUED = frozenset(
+    {"is named", "is from", "lives in", "works as", "works at", "is married to"}
+)
 
 
 def _norm(value: str) -> str:
@@ -39,13 +40,16 @@ def clip_evidence(clip_id: str) -> str:
 class Consolidator:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.current: dict[str, Memory] = {}  # subject|relation(|value) -> current memory, once seen this run
+        self.current: dict[
+            str, Memory
+        ] = {}  # subject|relation(|value) -> current memory, once seen this run
 
     def _current(self, key: str, subject: str, relation: str, value: str | None) -> Memory | None:
         """The current memory for ``subject|relation`` (``value`` None) or ``subject|relation|value``."""
         if key not in self.current:
             found = self.store.memories_where(
-                f"kind = 'semantic' AND valid_to_ts IS NULL AND {sql.starts_with('fact', f'{subject}|{relation}|')}")
+                f"kind = 'semantic' AND valid_to_ts IS NULL AND {sql.starts_with('fact', f'{subject}|{relation}|')}"
+            )
             if value is not None:
                 found = [m for m in found if _norm(m.fact.split("|", 2)[2]) == _norm(value)]
             if found:
@@ -66,8 +70,14 @@ class Consolidator:
             weight = float(sum(1 for p in provenance if p.startswith("clip:")))
             reinforced = replace(old, provenance=provenance, weight=weight)
             self.current[key] = reinforced
-            edge = Edge("supports", new.provenance[0], old.memory_id, 1.0, new.clip_id, new.provenance)
+            edge = Edge(
+                "supports", new.provenance[0], old.memory_id, 1.0, new.clip_id, new.provenance
+            )
             return None, reinforced, [edge]
         superseded = replace(old, valid_to_ts=new.start_ts)
         self.current[key] = new
-        return new, superseded, [Edge("supersedes", new.memory_id, old.memory_id, 1.0, new.clip_id, (old.fact,))]
+        return (
+            new,
+            superseded,
+            [Edge("supersedes", new.memory_id, old.memory_id, 1.0, new.clip_id, (old.fact,))],
+        )

@@ -38,12 +38,17 @@ def lexicon() -> tuple[str, ...]:
             continue
         try:
             provider = importlib.import_module(f"{person.__name__}.{module.name}").Provider
-        except (ImportError, AttributeError) as e:  # a locale this Faker cannot load: the others still count
+        except (
+            ImportError,
+            AttributeError,
+        ) as e:  # a locale this Faker cannot load: the others still count
             log.debug("first names of locale %s not loaded: %s", module.name, e)
             continue
         for field in _FIELDS:
             listed = getattr(provider, field, ())
-            if not isinstance(listed, (tuple, list, dict, set, frozenset)):  # a locale's computed property
+            if not isinstance(
+                listed, (tuple, list, dict, set, frozenset)
+            ):  # a locale's computed property
                 continue
             for name in listed:  # a tuple of names, or a dict of names to weights
                 if isinstance(name, str) and name.strip():
@@ -53,7 +58,11 @@ def lexicon() -> tuple[str, ...]:
 
 def is_short_form(short: str, name: str) -> bool:
     """``short`` is a short form of ``name`` ("Mel" of "Melanie"): three letters or more that begin it."""
-    return len(short) >= MIN_SHORT_FORM and short != name and name.casefold().startswith(short.casefold())
+    return (
+        len(short) >= MIN_SHORT_FORM
+        and short != name
+        and name.casefold().startswith(short.casefold())
+    )
 
 
 def is_given_name(word: str) -> bool:

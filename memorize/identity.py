@@ -32,7 +32,9 @@ class MatchPolicy:
 
 
 class EntityMatcher:
-    def __init__(self, kind: str, policy: MatchPolicy, entities: list[Entity] | None = None) -> None:
+    def __init__(
+        self, kind: str, policy: MatchPolicy, entities: list[Entity] | None = None
+    ) -> None:
         self.kind = kind
         self.policy = policy
         self.entities = list(entities or [])
@@ -48,14 +50,18 @@ class EntityMatcher:
         return self.match_distinct([embedding], ts)[0]
 
     @overload
-    def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: None = None) -> list[Entity]: ...
+    def match_distinct(
+        self, embeddings: list[np.ndarray], ts: float, may_found: None = None
+    ) -> list[Entity]: ...
 
     @overload
-    def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: list[bool]
-                       ) -> list[Entity | None]: ...
+    def match_distinct(
+        self, embeddings: list[np.ndarray], ts: float, may_found: list[bool]
+    ) -> list[Entity | None]: ...
 
-    def match_distinct(self, embeddings: list[np.ndarray], ts: float, may_found: list[bool] | None = None
-                       ) -> list[Entity] | list[Entity | None]:
+    def match_distinct(
+        self, embeddings: list[np.ndarray], ts: float, may_found: list[bool] | None = None
+    ) -> list[Entity] | list[Entity | None]:
         """Match embeddings known to be different people (two faces in one frame, two speakers
         of one clip): greedy one-to-one by similarity, so they never share an entity.
 
@@ -68,8 +74,11 @@ class EntityMatcher:
         sims = np.full((len(embeddings), len(self.entities)), -1.0)
         for j, known in enumerate(self.entities):
             if known.samples and known.entity_id not in self.absorbed:
-                sims[:, j] = (queries @ self.centroid(known) if self.policy.by_profile
-                              else (queries @ np.stack(known.samples).T).max(axis=1))
+                sims[:, j] = (
+                    queries @ self.centroid(known)
+                    if self.policy.by_profile
+                    else (queries @ np.stack(known.samples).T).max(axis=1)
+                )
         chosen: dict[int, Entity] = {}
         used: set[int] = set()
         for flat in np.argsort(-sims, axis=None):
@@ -121,14 +130,21 @@ class EntityMatcher:
         c = np.mean(entity.samples, axis=0)
         return c / (np.linalg.norm(c) + 1e-9)
 
-    def alike(self, entity: Entity, min_similarity: float, min_samples: int = 2) -> list[tuple[float, Entity]]:
+    def alike(
+        self, entity: Entity, min_similarity: float, min_samples: int = 2
+    ) -> list[tuple[float, Entity]]:
         """Other entities whose sample centroid is at least ``min_similarity`` like this one's
         (both with ``min_samples``), most alike first: candidates to be the same person."""
         if len(entity.samples) < min_samples:
             return []
         mine = self.centroid(entity)
-        out = [(float(self.centroid(e) @ mine), e) for e in self.entities
-               if e is not entity and len(e.samples) >= min_samples and e.entity_id not in self.absorbed]
+        out = [
+            (float(self.centroid(e) @ mine), e)
+            for e in self.entities
+            if e is not entity
+            and len(e.samples) >= min_samples
+            and e.entity_id not in self.absorbed
+        ]
         return sorted((x for x in out if x[0] >= min_similarity), key=lambda x: -x[0])
 
     def _add_sample(self, entity: Entity, embedding: np.ndarray) -> None:

@@ -82,7 +82,9 @@ class Naming:
         several voices counts once all are among them); each clip counts once per kind and name,
         and a short form ("Mel") counts for the full name heard for them too ("Melanie")."""
         clips: dict[tuple[str, str], set[str]] = defaultdict(set)
-        beyond: dict[tuple[str, str], int] = defaultdict(int)  # clip counts beyond the evidence kept
+        beyond: dict[tuple[str, str], int] = defaultdict(
+            int
+        )  # clip counts beyond the evidence kept
         for key in {k for v in voices for k in self.of_voice.get(v, ())}:
             kind, voice, name = key
             if set(sources_of(voice)) <= voices:
@@ -103,10 +105,15 @@ class Naming:
 
     def clips_of(self, voices: set[str]) -> set[str]:
         """The clips that gave any name evidence about these voices."""
-        return {c for v in voices for key in self.of_voice.get(v, ()) for c in self.clips.get(key, ())}
+        return {
+            c for v in voices for key in self.of_voice.get(v, ()) for c in self.clips.get(key, ())
+        }
 
-    def decide(self, people: dict[str, set[str]],
-               heard_together: Callable[[set[str], set[str]], bool] = lambda a, b: True) -> dict[str, str]:
+    def decide(
+        self,
+        people: dict[str, set[str]],
+        heard_together: Callable[[set[str], set[str]], bool] = lambda a, b: True,
+    ) -> dict[str, str]:
         """Character id -> the name its voices' evidence gives ("" for none), for every person
         with any name evidence; ``people`` maps character ids to their voice entities, and must
         hold everyone who may claim the same names (see ``names_heard``). Two people who claim one
@@ -121,8 +128,11 @@ class Naming:
             out[cid] = ""
             name, score = max(support.items(), key=lambda kv: (kv[1], kv[0]))
             needed = MIN_SUPPORT if is_given_name(name) else MIN_SUPPORT_UNLISTED
-            if (score >= needed and score >= MIN_SHARE * sum(support.values())
-                    and 3 * against.get(name, 0) <= score):
+            if (
+                score >= needed
+                and score >= MIN_SHARE * sum(support.values())
+                and 3 * against.get(name, 0) <= score
+            ):
                 best[cid] = (name, score)
         by_name: dict[str, list[tuple[float, str]]] = defaultdict(list)
         for cid, (name, score) in best.items():
@@ -130,7 +140,11 @@ class Naming:
         for name, claims in by_name.items():
             clips = {cid: self.clips_of(people[cid]) for _, cid in claims}
             for score, cid in claims:
-                rivals = [s for s, other in claims if other != cid and heard_together(clips[cid], clips[other])]
+                rivals = [
+                    s
+                    for s, other in claims
+                    if other != cid and heard_together(clips[cid], clips[other])
+                ]
                 # one name, two people who met: only a clear winner (twice the support of the next) keeps it
                 if all(score >= 2 * s for s in rivals):
                     out[cid] = name

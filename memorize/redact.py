@@ -45,19 +45,35 @@ DEFAULT_KINDS = ("secrets", "cards", "ibans", "passwords")
 _NOT_SECRETS = {"IPPublicDetector"}
 _QUADRATIC = {"JwtTokenDetector", "NpmDetector", "OpenAIDetector"}
 # detectors whose first group is the secret value itself (the rest is its context, kept readable)
-_VALUE_GROUP = {"BasicAuthDetector", "AWSKeyDetector", "CloudantDetector", "IbmCloudIamDetector",
-                "IbmCosHmacDetector", "SoftlayerDetector"}
+_VALUE_GROUP = {
+    "BasicAuthDetector",
+    "AWSKeyDetector",
+    "CloudantDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "SoftlayerDetector",
+}
 
 # keys and tokens detect-secrets 1.5 does not know, or knows only by a prefix (Stripe keys are now
 # ~100 characters: its pattern took the first 32); each starts only where its run starts
-_MORE_SECRETS = tuple(re.compile(p) for p in (
-    r"(?<![\w-])sk-(?:proj-|svcacct-|admin-|ant-[a-z]+\d*-)?[A-Za-z0-9_-]{32,}",  # OpenAI, Anthropic
-    r"(?<!\w)github_pat_[A-Za-z0-9_]{40,}", r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])",  # GitHub, Google
-    r"(?<!\w)hf_[A-Za-z0-9]{30,}(?!\w)", r"(?<!\w)npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # Hugging Face, npm
-    r"(?<!\w)[rs]k_(?:live|test)_[0-9a-zA-Z]{20,}", r"(?<!\w)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",  # Stripe, Shopify
-    r"(?<!\w)dop_v1_[a-f0-9]{64}", r"(?<![\w-])(?i:GOCSPX)-[A-Za-z0-9_-]{28}", r"(?<![\w.])hvs\.[A-Za-z0-9_-]{24,}",
-    r"(?<!\w)dapi[a-f0-9]{32}(?!\w)", r"(?<![\w-])AGE-SECRET-KEY-1[0-9A-Z]{58}", r"(?<![\w-])xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+",
-))
+_MORE_SECRETS = tuple(
+    re.compile(p)
+    for p in (
+        r"(?<![\w-])sk-(?:proj-|svcacct-|admin-|ant-[a-z]+\d*-)?[A-Za-z0-9_-]{32,}",  # OpenAI, Anthropic
+        r"(?<!\w)github_pat_[A-Za-z0-9_]{40,}",
+        r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])",  # GitHub, Google
+        r"(?<!\w)hf_[A-Za-z0-9]{30,}(?!\w)",
+        r"(?<!\w)npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # Hugging Face, npm
+        r"(?<!\w)[rs]k_(?:live|test)_[0-9a-zA-Z]{20,}",
+        r"(?<!\w)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",  # Stripe, Shopify
+        r"(?<!\w)dop_v1_[a-f0-9]{64}",
+        r"(?<![\w-])(?i:GOCSPX)-[A-Za-z0-9_-]{28}",
+        r"(?<![\w.])hvs\.[A-Za-z0-9_-]{24,}",
+        r"(?<!\w)dapi[a-f0-9]{32}(?!\w)",
+        r"(?<![\w-])AGE-SECRET-KEY-1[0-9A-Z]{58}",
+        r"(?<![\w-])xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+",
+    )
+)
 # a JWT, signature included (detect-secrets' lazy match stopped before it), starting only where a
 # token starts so a long run of "eyJ" is read once
 _JWT = re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?")
@@ -65,21 +81,28 @@ _JWT = re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-
 # OCR reads them; a block without its END runs to the end of the text, and over a screen's later
 # lines (Redactor.lines)
 _KEY_HEAD = r"BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?"
-_KEY_BLOCK = re.compile(r"(?<!-)-{0,5} ?" + _KEY_HEAD + r"[ -]{0,6}.*?(?:(?<!-)-{0,5} ?END (?:[A-Z0-9]+ ){0,3}"
-                        r"PRIVATE KEY(?: BLOCK)?(?: ?-{1,5})?|\Z)", re.S)
+_KEY_BLOCK = re.compile(
+    r"(?<!-)-{0,5} ?" + _KEY_HEAD + r"[ -]{0,6}.*?(?:(?<!-)-{0,5} ?END (?:[A-Z0-9]+ ){0,3}"
+    r"PRIVATE KEY(?: BLOCK)?(?: ?-{1,5})?|\Z)",
+    re.S,
+)
 _KEY_END = re.compile(r"END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?(?: ?-{1,5})?")
 # a password in a URL: detect-secrets' BasicAuth wants a user and no "!", "$", "&", "@" … in the
 # password; here it runs to the last "@" before the host
 # (OCR's word spacing may put a space after the colon: "postgresql://app: Saffron07&V@db")
-_URL_PASSWORD = re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/@:]*: ?(?P<value>[^\s/]+)@")
+_URL_PASSWORD = re.compile(
+    r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/@:]*: ?(?P<value>[^\s/]+)@"
+)
 # OCR reads 0 for O and o, 1 for I and l, 5 for S in a key's prefix ("x0xp-…", "G0CSPX-…"): key patterns
 # also run on the text with those digits read as letters in each token's prefix (the same length, so
 # spans carry over; a key's body keeps its digits: "x0xp-1954…" must stay "xoxp-1954…")
 _TOKEN_HEAD = re.compile(r"(?<![\w-])[A-Za-z0-9]{2,6}(?=[-_])")  # the prefix, to its "-" or "_"
 _OCR_LOWER = str.maketrans("015", "ols")
 _OCR_UPPER = str.maketrans("015", "OIS")
-_SPLIT_KEY = re.compile(r"(?i)(?<![\w-])(?:sk-|xox[a-z]-|gh[pousr]_|github_pat_|glpat-|hf_|npm_|aiza|gocspx-|akia)"
-                        r"[\w-]*(?: [\w-]+){1,16}")
+_SPLIT_KEY = re.compile(
+    r"(?i)(?<![\w-])(?:sk-|xox[a-z]-|gh[pousr]_|github_pat_|glpat-|hf_|npm_|aiza|gocspx-|akia)"
+    r"[\w-]*(?: [\w-]+){1,16}"
+)
 # what OCR splits off the end of a long key ("…HNGj2q-I RCP saNtE FBA A | pbcopy"): short pieces of
 # key characters that are not a lower-case word
 _KEY_TAIL = re.compile(r" (?P<piece>[A-Za-z0-9_-]{1,8})(?=\s|$)")
@@ -89,74 +112,294 @@ _BEARER = re.compile(r"(?i)(?<![\w-])bearer\s+(?P<value>[A-Za-z0-9._~+/-]+=*)")
 _BEARER_TAIL = re.compile(r"\s+(?=[A-Za-z._~+/-]*\d|[A-Z]*[a-z]+[A-Z])[A-Za-z0-9._~+/-]{4,}=*")
 # name = value: a name (env, JSON, YAML, INI, query string, header, --flag) followed by its
 # separator; _assignments decides from the name's words whether its value is a secret
-_ASSIGN = re.compile(r"(?<![\w.-])(?P<flag>--?)?(?P<key>[A-Za-z_][\w.-]*)(?P<q>[\"']?)"
-                     r"(?:[ \t]*(?P<sep>:=|=>|=|:)[ \t]*|(?P<space>[ \t]+))")
+_ASSIGN = re.compile(
+    r"(?<![\w.-])(?P<flag>--?)?(?P<key>[A-Za-z_][\w.-]*)(?P<q>[\"']?)"
+    r"(?:[ \t]*(?P<sep>:=|=>|=|:)[ \t]*|(?P<space>[ \t]+))"
+)
 # the rest of a quoted value whose opening quote OCR did not read: words up to a closing quote
 # that ends the line or a clause
 _LOST_QUOTE = re.compile(r"(?: [^\s\"'=:,;]+){1,6}[\"'](?=[\s,;}]|$)")
 _KEY_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_SECRET_NAMES = {"password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token", "apikey",
-                 "credential", "credentials", "authorization", "auth", "sessionid", "csrftoken"}
+_SECRET_NAMES = {
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "passphrase",
+    "passcode",
+    "secret",
+    "token",
+    "apikey",
+    "credential",
+    "credentials",
+    "authorization",
+    "auth",
+    "sessionid",
+    "csrftoken",
+}
 _PASSWORD_NAMES = {"password", "passwd", "pwd", "pass", "passphrase", "passcode"}
-_KEY_OWNERS = {"api", "access", "secret", "private", "auth", "signing", "encryption", "master", "account",
-               "license", "client", "app", "service", "subscription", "consumer", "admin", "webhook"}
+_KEY_OWNERS = {
+    "api",
+    "access",
+    "secret",
+    "private",
+    "auth",
+    "signing",
+    "encryption",
+    "master",
+    "account",
+    "license",
+    "client",
+    "app",
+    "service",
+    "subscription",
+    "consumer",
+    "admin",
+    "webhook",
+}
 _SCHEMES = {"basic", "bearer", "token", "digest", "negotiate", "ntlm", "apikey", "sso-key"}
-_NOT_VALUES = {"true", "false", "null", "none", "nil", "yes", "no", "required", "optional", "hidden",
-               "redacted", "masked", "unset", "empty", "n/a", "na", "undefined", "string", "str", "bool", "int"}
-_PLACEHOLDER = re.compile(r"[*•●·xX#_.\-]{3,}|\$\{.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|<[^>]*>?|%\(.*\)s|\[[^\]]*\]?")
-_CODE_VALUE = re.compile(r"[\w.]+[(\[].*")  # os.environ["KEY"], getpass(): code that reads the secret
+_NOT_VALUES = {
+    "true",
+    "false",
+    "null",
+    "none",
+    "nil",
+    "yes",
+    "no",
+    "required",
+    "optional",
+    "hidden",
+    "redacted",
+    "masked",
+    "unset",
+    "empty",
+    "n/a",
+    "na",
+    "undefined",
+    "string",
+    "str",
+    "bool",
+    "int",
+}
+_PLACEHOLDER = re.compile(
+    r"[*•●·xX#_.\-]{3,}|\$\{.*|\$[A-Z_][A-Z0-9_]*|\{\{.*|<[^>]*>?|%\(.*\)s|\[[^\]]*\]?"
+)
+_CODE_VALUE = re.compile(
+    r"[\w.]+[(\[].*"
+)  # os.environ["KEY"], getpass(): code that reads the secret
 # said aloud: up to five words after "password is/was", "the password for the bank is", to the
 # clause's end; "PIN: 1234", "PIN is 1 2 3 4"
-_SAID = re.compile(r"(?i)(?<![A-Za-z])(?:pass(?:word|phrase|code)|pwd)(?:\s+(?:for|to|of|on|at)(?:\s+[\w'-]+){1,4}?)?"
-                   r"(?:'s|\s+(?:is|was)|\s+in(?=(?:\s+[^\s,;]+)?\s+(?!(?:19|20)\d\d\b)[^\s,;]*\d))\s*:?\s*"
-                   r"(?P<value>[^\s,;]+(?:[.!?]?\s+[^\s,;.!?]+){0,4})")
+_SAID = re.compile(
+    r"(?i)(?<![A-Za-z])(?:pass(?:word|phrase|code)|pwd)(?:\s+(?:for|to|of|on|at)(?:\s+[\w'-]+){1,4}?)?"
+    r"(?:'s|\s+(?:is|was)|\s+in(?=(?:\s+[^\s,;]+)?\s+(?!(?:19|20)\d\d\b)[^\s,;]*\d))\s*:?\s*"
+    r"(?P<value>[^\s,;]+(?:[.!?]?\s+[^\s,;.!?]+){0,4})"
+)
 # speech recognition hears "is" as "in" ("the password for the bank in November 35%"): "in" counts
 # when a word with a digit follows within two words; and it puts commas inside a spoken password
 # ("35%, 7 CDTM", "5 ,720"): what follows a comma goes with the value while it is digits, capitals or symbols
 _SAID_TAIL = re.compile(r"(?:\s*,\s*|\s+)(?:\d+|[A-Z0-9%*!#$&@^+=-]{2,})(?=[\s,.;!?]|$)")
-_SAID_STOP = {"and", "but", "so", "because", "then", "or", "please", "ok", "okay", "right", "if", "which"}
-_NEW_SENTENCE = {"i", "i'm", "i'll", "we", "you", "he", "she", "they", "it", "it's", "that", "this", "there", "the",
-                 "a", "an", "my", "our", "your", "his", "her", "their", "let's", "don't", "do", "did", "what", "when",
-                 "where", "how", "why", "who", "yes", "no", "thanks", "thank", "bye", "see", "remember", "also"}
-_NOT_SAID = {"incorrect", "wrong", "invalid", "required", "too", "not", "expired", "reset", "changed", "updated",
-             "saved", "case-sensitive", "missing", "empty", "weak", "strong", "being", "now", "still", "stored",
-             "hidden", "masked", "shown", "needed", "set", "sent", "different", "same", "encrypted", "hashed",
-             "long", "short", "protected", "managed", "in", "on", "the", "a", "an", "what", "easy", "hard",
-             "something", "secure", "insecure", "your", "my", "also", "just", "very", "stolen", "leaked",
-             "hacked", "compromised", "forgotten", "lost", "locked"}
-_PIN = re.compile(r"(?i)\bpin(?:\s+(?:code|number))?(?:\s*[:=]\s*|\s+(?:is|was)\s+)(?P<value>\d(?:[\s-]?\d){2,11})\b")
+_SAID_STOP = {
+    "and",
+    "but",
+    "so",
+    "because",
+    "then",
+    "or",
+    "please",
+    "ok",
+    "okay",
+    "right",
+    "if",
+    "which",
+}
+_NEW_SENTENCE = {
+    "i",
+    "i'm",
+    "i'll",
+    "we",
+    "you",
+    "he",
+    "she",
+    "they",
+    "it",
+    "it's",
+    "that",
+    "this",
+    "there",
+    "the",
+    "a",
+    "an",
+    "my",
+    "our",
+    "your",
+    "his",
+    "her",
+    "their",
+    "let's",
+    "don't",
+    "do",
+    "did",
+    "what",
+    "when",
+    "where",
+    "how",
+    "why",
+    "who",
+    "yes",
+    "no",
+    "thanks",
+    "thank",
+    "bye",
+    "see",
+    "remember",
+    "also",
+}
+_NOT_SAID = {
+    "incorrect",
+    "wrong",
+    "invalid",
+    "required",
+    "too",
+    "not",
+    "expired",
+    "reset",
+    "changed",
+    "updated",
+    "saved",
+    "case-sensitive",
+    "missing",
+    "empty",
+    "weak",
+    "strong",
+    "being",
+    "now",
+    "still",
+    "stored",
+    "hidden",
+    "masked",
+    "shown",
+    "needed",
+    "set",
+    "sent",
+    "different",
+    "same",
+    "encrypted",
+    "hashed",
+    "long",
+    "short",
+    "protected",
+    "managed",
+    "in",
+    "on",
+    "the",
+    "a",
+    "an",
+    "what",
+    "easy",
+    "hard",
+    "something",
+    "secure",
+    "insecure",
+    "your",
+    "my",
+    "also",
+    "just",
+    "very",
+    "stolen",
+    "leaked",
+    "hacked",
+    "compromised",
+    "forgotten",
+    "lost",
+    "locked",
+}
+_PIN = re.compile(
+    r"(?i)\bpin(?:\s+(?:code|number))?(?:\s*[:=]\s*|\s+(?:is|was)\s+)(?P<value>\d(?:[\s-]?\d){2,11})\b"
+)
 # one-time codes, labelled ("verification code 123456", "CVV: 123") or after the fact
 # ("123456 is your login code"); "error code 404", "zip code 94107" have no such label
-_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:(?:verification|security|confirmation|login|log-in|sign-in|signin|access|"
-                   r"auth(?:entication)?|authori[sz]ation|one[- ]time|2fa|mfa|otp|sms|backup|recovery|"
-                   r"two[- ]factor)\s+(?:code|pin|passcode|number)|otp|totp|2fa|cvv2?|cvc2?)"
-                   r"(?:\s+(?:is|was))?\s*[:=#]?\s*(?P<value>\d(?:[ -]?\d){2,9})(?!\d)")
-_CODE_AFTER = re.compile(r"(?i)(?<![\w-])(?:G-)?(?P<value>\d{4,8}) is your (?:[\w-]+ ){0,4}?(?:code|otp|pin|passcode)")
+_CODE = re.compile(
+    r"(?i)(?<![A-Za-z])(?:(?:verification|security|confirmation|login|log-in|sign-in|signin|access|"
+    r"auth(?:entication)?|authori[sz]ation|one[- ]time|2fa|mfa|otp|sms|backup|recovery|"
+    r"two[- ]factor)\s+(?:code|pin|passcode|number)|otp|totp|2fa|cvv2?|cvc2?)"
+    r"(?:\s+(?:is|was))?\s*[:=#]?\s*(?P<value>\d(?:[ -]?\d){2,9})(?!\d)"
+)
+_CODE_AFTER = re.compile(
+    r"(?i)(?<![\w-])(?:G-)?(?P<value>\d{4,8}) is your (?:[\w-]+ ){0,4}?(?:code|otp|pin|passcode)"
+)
 # starts only where a run of an address's characters starts: "\b" let it start again after every "."
 _EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 
 # cards: digit groups in figures or words, one token each; a group is cut where two tokens are
 # further apart than a separator (" ", "-", ".", ", ")
-_DIGIT_TOKEN = re.compile(r"(?i)(?<!\w)(?:\d+|zero|oh|one|two|three|four|five|six|seven|eight|nine)(?!\w)")
-_DIGIT_WORDS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-                "seven": "7", "eight": "8", "nine": "9"}
+_DIGIT_TOKEN = re.compile(
+    r"(?i)(?<!\w)(?:\d+|zero|oh|one|two|three|four|five|six|seven|eight|nine)(?!\w)"
+)
+_DIGIT_WORDS = {
+    "zero": "0",
+    "oh": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
 _GAP = re.compile(r"(?:[ .-]|, ?| - )")
 # how card numbers are written in groups of four or more (Visa/Mastercard 4-4-4-4, Amex 4-6-5,
 # Diners 4-6-4, 19-digit cards 4-4-4-4-3); groups of one to three digits (read aloud) may end short
-_CARD_GROUPS = {(4, 4, 4, 4), (4, 6, 5), (4, 6, 4), (4, 4, 4, 4, 3), (4, 4, 4, 1), (4, 4, 4, 3), (4, 4, 4, 2)}
+_CARD_GROUPS = {
+    (4, 4, 4, 4),
+    (4, 6, 5),
+    (4, 6, 4),
+    (4, 4, 4, 4, 3),
+    (4, 4, 4, 1),
+    (4, 4, 4, 3),
+    (4, 4, 4, 2),
+}
 # issuers' prefixes and lengths (ISO/IEC 7812 as the networks publish them; python-stdnum checks
 # the Luhn digit only): an order number or a timestamp that passes Luhn rarely begins as these do
-_ISSUERS = ((("4",), range(13, 20)), (tuple(str(n) for n in range(51, 56)), (16,)),
-            (tuple(str(n) for n in range(2221, 2721)), (16,)), (("34", "37"), (15,)),
-            (("300", "301", "302", "303", "304", "305", "36", "38", "39"), range(14, 20)),
-            (tuple(str(n) for n in range(3528, 3590)), range(16, 20)), (("6011", "64", "65"), range(16, 20)),
-            (("62",), range(16, 20)), (("60", "81", "82", "508"), (16,)),  # UnionPay, RuPay
-            (("5018", "5020", "5038", "5893", "6304", "6759", "6761", "6762", "6763"), range(13, 20)),  # Maestro
-            (("2200", "2201", "2202", "2203", "2204"), range(16, 20)))
-_UNITS = re.compile(r"\s?(?:bytes?|[KMGT]i?B|B|ms|µs|us|ns|s|sec|seconds|ticks|rows|records|tokens|px)\b")
+_ISSUERS = (
+    (("4",), range(13, 20)),
+    (tuple(str(n) for n in range(51, 56)), (16,)),
+    (tuple(str(n) for n in range(2221, 2721)), (16,)),
+    (("34", "37"), (15,)),
+    (("300", "301", "302", "303", "304", "305", "36", "38", "39"), range(14, 20)),
+    (tuple(str(n) for n in range(3528, 3590)), range(16, 20)),
+    (("6011", "64", "65"), range(16, 20)),
+    (("62",), range(16, 20)),
+    (("60", "81", "82", "508"), (16,)),  # UnionPay, RuPay
+    (
+        ("5018", "5020", "5038", "5893", "6304", "6759", "6761", "6762", "6763"),
+        range(13, 20),
+    ),  # Maestro
+    (("2200", "2201", "2202", "2203", "2204"), range(16, 20)),
+)
+_UNITS = re.compile(
+    r"\s?(?:bytes?|[KMGT]i?B|B|ms|µs|us|ns|s|sec|seconds|ticks|rows|records|tokens|px)\b"
+)
 _IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
 _IBAN_LABEL = re.compile(r"(?i)\biban(?:\s+(?:no|number|nr))?\.?\s*[:#]?\s*$")
-_AFTER_IBAN = {"bic", "swift", "eur", "usd", "gbp", "chf", "and", "the", "to", "for", "by", "on", "at", "pay", "ref"}
+_AFTER_IBAN = {
+    "bic",
+    "swift",
+    "eur",
+    "usd",
+    "gbp",
+    "chf",
+    "and",
+    "the",
+    "to",
+    "for",
+    "by",
+    "on",
+    "at",
+    "pay",
+    "ref",
+}
 
 
 def _secret_patterns() -> list[tuple[re.Pattern, bool]]:
@@ -172,8 +415,12 @@ def _secret_patterns() -> list[tuple[re.Pattern, bool]]:
         module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
         for name in dir(module):
             cls = getattr(module, name)
-            if (isinstance(cls, type) and issubclass(cls, RegexBasedDetector) and cls.__module__ == module.__name__
-                    and name not in _NOT_SECRETS | _QUADRATIC):
+            if (
+                isinstance(cls, type)
+                and issubclass(cls, RegexBasedDetector)
+                and cls.__module__ == module.__name__
+                and name not in _NOT_SECRETS | _QUADRATIC
+            ):
                 try:
                     out.extend((p, name in _VALUE_GROUP and p.groups > 0) for p in cls().denylist)
                 except TypeError:  # abstract
@@ -216,7 +463,9 @@ def _cards(text: str) -> list[tuple[int, int]]:
             best, digits = None, ""
             # groups of one to three digits (read aloud) all alike but the last, which may be shorter
             first, uniform = len(run[i][2]), len(run[i][2]) <= 3
-            for j in range(i, len(run) if run[i][2][0] in "2345689" else i):  # no issuer begins with 0, 1 or 7
+            for j in range(
+                i, len(run) if run[i][2][0] in "2345689" else i
+            ):  # no issuer begins with 0, 1 or 7
                 size = len(run[j][2])
                 digits += run[j][2]
                 sizes += (size,)
@@ -224,9 +473,14 @@ def _cards(text: str) -> list[tuple[int, int]]:
                     break
                 grouped = j == i or (uniform and size <= first) or sizes in _CARD_GROUPS
                 uniform = uniform and size == first
-                if (len(digits) >= 13 and grouped and digits.startswith(_ISSUER_PREFIXES.get(len(digits), ("-",)))
-                        and len(set(digits)) > 1 and luhn.is_valid(digits)
-                        and not (j == i and _UNITS.match(text, run[j][1]))):  # 4503599627370496 bytes
+                if (
+                    len(digits) >= 13
+                    and grouped
+                    and digits.startswith(_ISSUER_PREFIXES.get(len(digits), ("-",)))
+                    and len(set(digits)) > 1
+                    and luhn.is_valid(digits)
+                    and not (j == i and _UNITS.match(text, run[j][1]))
+                ):  # 4503599627370496 bytes
                     best = j
             if best is None:
                 i += 1
@@ -246,11 +500,11 @@ def _ibans(text: str) -> list[tuple[int, int]]:
     out = []
     for m in _IBAN.finditer(text):
         for end in range(m.end(), m.start() + 14, -1):
-            if text[end - 1] != " " and iban.is_valid(text[m.start():end].upper()):
+            if text[end - 1] != " " and iban.is_valid(text[m.start() : end].upper()):
                 out.append((m.start(), end))
                 break
         else:
-            if _IBAN_LABEL.search(text[max(0, m.start() - 16):m.start()]):
+            if _IBAN_LABEL.search(text[max(0, m.start() - 16) : m.start()]):
                 out.append((m.start(), m.start() + _labelled_iban_length(m.group())))
     return out
 
@@ -261,7 +515,11 @@ def _labelled_iban_length(candidate: str) -> int:
     groups = candidate.split(" ")
     end = len(groups[0])
     for group in groups[1:]:
-        if not group or group.lower() in _AFTER_IBAN or (len(group) > 4 and not any(c.isdigit() for c in group)):
+        if (
+            not group
+            or group.lower() in _AFTER_IBAN
+            or (len(group) > 4 and not any(c.isdigit() for c in group))
+        ):
             break
         end += 1 + len(group)
     return end
@@ -278,7 +536,11 @@ def _secret_name(key: str) -> bool:
         return False
     # the last word between separators too: OCR mixes case inside a word (DB_PASSwORD), which the
     # camelCase split cuts in two
-    if words[-1] in _SECRET_NAMES or key.lower() in _SECRET_NAMES or _SEPARATED.split(key.lower())[-1] in _SECRET_NAMES:
+    if (
+        words[-1] in _SECRET_NAMES
+        or key.lower() in _SECRET_NAMES
+        or _SEPARATED.split(key.lower())[-1] in _SECRET_NAMES
+    ):
         return True
     if words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS:
         return True
@@ -294,7 +556,9 @@ def _value_end(text: str, start: int, query: bool = False) -> int:
             i += 2 if text[i] == "\\" else 1
         if i < stop and text[i] == quote:
             return i + 1
-        if i < len(text) and text[i] == "\n" or i == len(text):  # no closing quote: the value was wrapped
+        if (
+            i < len(text) and text[i] == "\n" or i == len(text)
+        ):  # no closing quote: the value was wrapped
             return i
     i = start
     stops = ",;&\"'}]" if query else ",;\"'}]"
@@ -308,8 +572,12 @@ def _value_end(text: str, start: int, query: bool = False) -> int:
 def _is_value(value: str) -> bool:
     """A value worth hiding: not a mask, a placeholder, a reference or a flag word."""
     bare = value.strip("\"'`")
-    return (bool(bare) and bare.lower() not in _NOT_VALUES and not _PLACEHOLDER.fullmatch(bare)
-            and not (bare == value and _CODE_VALUE.fullmatch(value)))
+    return (
+        bool(bare)
+        and bare.lower() not in _NOT_VALUES
+        and not _PLACEHOLDER.fullmatch(bare)
+        and not (bare == value and _CODE_VALUE.fullmatch(value))
+    )
 
 
 def _split_keys(text: str, patterns) -> list[tuple[int, int]]:
@@ -320,7 +588,9 @@ def _split_keys(text: str, patterns) -> list[tuple[int, int]]:
         if max(len(p) for p in m.group().split(" ")) < 16:
             continue  # "sk-learn is a library": words, not a key's pieces
         joined = m.group().replace(" ", "")
-        best = max((k.end() for pattern, _ in patterns for k in [pattern.match(joined)] if k), default=0)
+        best = max(
+            (k.end() for pattern, _ in patterns for k in [pattern.match(joined)] if k), default=0
+        )
         if best >= 20:
             kept, end = 0, m.start()
             while kept < best:  # back from the joined string to the text
@@ -330,9 +600,16 @@ def _split_keys(text: str, patterns) -> list[tuple[int, int]]:
     return out
 
 
+def _translated_heads(text: str, table: dict[int, int]) -> str:
+    """``text`` with each token's head (``_TOKEN_HEAD``) mapped through ``table``."""
+    return _TOKEN_HEAD.sub(lambda m: m.group().translate(table), text)
+
+
 def _key_tail(text: str, end: int) -> int:
     """The end of a service key found ending at ``end``, with what OCR split off its end."""
-    while (m := _KEY_TAIL.match(text, end)) and not (m.group("piece").isalpha() and m.group("piece").islower()):
+    while (m := _KEY_TAIL.match(text, end)) and not (
+        m.group("piece").isalpha() and m.group("piece").islower()
+    ):
         end = m.end()
     return end
 
@@ -358,9 +635,17 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
         if flag and key in ("u", "user") and m.group("space") is not None:
             end = _value_end(text, start)
             colon = text.find(":", start, end)
-            if colon < 0 and text.startswith(": ", end) and end + 2 < len(text) and not text[end + 2].isspace():
-                colon, end = end + 1, _value_end(text, end + 2)  # "-u admin: Lantern19": OCR's space after the colon
-            if colon > 0 and _is_value(text[colon + 1:end]):
+            if (
+                colon < 0
+                and text.startswith(": ", end)
+                and end + 2 < len(text)
+                and not text[end + 2].isspace()
+            ):
+                colon, end = (
+                    end + 1,
+                    _value_end(text, end + 2),
+                )  # "-u admin: Lantern19": OCR's space after the colon
+            if colon > 0 and _is_value(text[colon + 1 : end]):
                 out.append((colon + 1, end, "password"))
             pos = max(pos, end)
             continue
@@ -379,15 +664,23 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
                 rest += 1
             start, end = rest, _value_end(text, rest)
             value = text[start:end]
-        if m.group("sep") and not value.startswith(("\"", "'")) and (close := _LOST_QUOTE.match(text, end)):
-            end = close.end()  # 'password: maple comet tundra"': OCR lost the opening quote of words
+        if (
+            m.group("sep")
+            and not value.startswith(('"', "'"))
+            and (close := _LOST_QUOTE.match(text, end))
+        ):
+            end = (
+                close.end()
+            )  # 'password: maple comet tundra"': OCR lost the opening quote of words
             value = text[start:end]
         pos = max(pos, end)
         if key in ("PWD", "pwd") and value.startswith(("/", "~")):
             continue  # the shell's working directory
         if _is_value(value):
             words = _KEY_WORDS.findall(key)
-            out.append((start, end, "password" if words[-1].lower() in _PASSWORD_NAMES else "secret"))
+            out.append(
+                (start, end, "password" if words[-1].lower() in _PASSWORD_NAMES else "secret")
+            )
     return out
 
 
@@ -395,7 +688,10 @@ def _said(text: str) -> list[tuple[int, int]]:
     out = []
     for m in _SAID.finditer(text):
         base = m.start("value")
-        words = [(base + w.start(), base + w.end(), w.group()) for w in re.finditer(r"\S+", m.group("value"))]
+        words = [
+            (base + w.start(), base + w.end(), w.group())
+            for w in re.finditer(r"\S+", m.group("value"))
+        ]
         first = words[0][2]
         if first.lower().strip(".!?\"'") in _NOT_SAID or not _is_value(first.rstrip(".!?")):
             continue
@@ -404,8 +700,18 @@ def _said(text: str) -> list[tuple[int, int]]:
             continue
         # speech recognition puts full stops inside a passphrase ("amber falcon. Copper,"), so the
         # value runs on past one, up to the clause's end: a comma, a joining word, or a new subject
-        keep = next((i for i, w in enumerate(words) if i and (w[2].lower() in _SAID_STOP or (
-            words[i - 1][2][-1] in ".!?" and w[2].lower().strip("'\"") in _NEW_SENTENCE))), len(words))
+        keep = next(
+            (
+                i
+                for i, w in enumerate(words)
+                if i
+                and (
+                    w[2].lower() in _SAID_STOP
+                    or (words[i - 1][2][-1] in ".!?" and w[2].lower().strip("'\"") in _NEW_SENTENCE)
+                )
+            ),
+            len(words),
+        )
         end = words[keep - 1][1]
         while end > base + 1 and text[end - 1] in ".!?":
             end -= 1
@@ -416,10 +722,14 @@ def _said(text: str) -> list[tuple[int, int]]:
 
 
 class Redactor:
-    def __init__(self, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, phone_region: str = "US") -> None:
+    def __init__(
+        self, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, phone_region: str = "US"
+    ) -> None:
         unknown = set(kinds) - set(KINDS)
         if unknown:
-            raise ValueError(f"unknown redaction kind(s) {sorted(unknown)}; choose from {', '.join(KINDS)}")
+            raise ValueError(
+                f"unknown redaction kind(s) {sorted(unknown)}; choose from {', '.join(KINDS)}"
+            )
         self.kinds = tuple(kinds)
         self.phone_region = phone_region
 
@@ -431,16 +741,22 @@ class Redactor:
         """(start, end, kind) of what must go, without overlaps, in order."""
         found: list[tuple[int, int, str]] = []
         if "secrets" in self.kinds:
-            views = [_TOKEN_HEAD.sub(lambda m: m.group().translate(table), text) for table in (_OCR_LOWER, _OCR_UPPER)]
+            views = [_translated_heads(text, table) for table in (_OCR_LOWER, _OCR_UPPER)]
             for view in dict.fromkeys((text, *views)):
                 for pattern, value_group in self._secrets:
-                    found += [(start, _key_tail(text, end), "secret") for m in pattern.finditer(view)
-                              for start, end in [m.span(1 if value_group and m.group(1) else 0)]]
+                    found += [
+                        (start, _key_tail(text, end), "secret")
+                        for m in pattern.finditer(view)
+                        for start, end in [m.span(1 if value_group and m.group(1) else 0)]
+                    ]
             found += [(a, b, "secret") for a, b in _split_keys(text, self._secrets)]
             found += [(m.start(), m.end(), "secret") for m in _KEY_BLOCK.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _URL_PASSWORD.finditer(text)]
-            found += [(m.start("value"), _bearer_end(text, m.end("value")), "secret") for m in _BEARER.finditer(text)
-                      if len(m.group("value")) >= 16 and re.search(r"\d", m.group("value"))]
+            found += [
+                (m.start("value"), _bearer_end(text, m.end("value")), "secret")
+                for m in _BEARER.finditer(text)
+                if len(m.group("value")) >= 16 and re.search(r"\d", m.group("value"))
+            ]
         if "secrets" in self.kinds or "passwords" in self.kinds:
             found += [s for s in _assignments(text) if f"{s[2]}s" in self.kinds]
         if "cards" in self.kinds:
@@ -450,13 +766,18 @@ class Redactor:
         if "passwords" in self.kinds:
             found += [(a, b, "password") for a, b in _said(text)]
             found += [(*m.span("value"), "password") for m in _PIN.finditer(text)]
-            found += [(*m.span("value"), "code") for p in (_CODE, _CODE_AFTER) for m in p.finditer(text)]
+            found += [
+                (*m.span("value"), "code") for p in (_CODE, _CODE_AFTER) for m in p.finditer(text)
+            ]
         if "emails" in self.kinds:
             found += [(m.start(), m.end(), "email") for m in _EMAIL.finditer(text)]
         if "phones" in self.kinds:
             import phonenumbers
 
-            found += [(m.start, m.end, "phone") for m in phonenumbers.PhoneNumberMatcher(text, self.phone_region)]
+            found += [
+                (m.start, m.end, "phone")
+                for m in phonenumbers.PhoneNumberMatcher(text, self.phone_region)
+            ]
         out: list[tuple[int, int, str]] = []
         for start, end, kind in sorted(found, key=lambda s: (s[0], -s[1])):
             if start >= end:
@@ -491,7 +812,7 @@ class Redactor:
                     out.append("[secret]")
                     continue
                 inside = False
-                line = "[secret]" + line[end.end():]
+                line = "[secret]" + line[end.end() :]
             redacted = self.text(line, counts)
             if "secrets" in self.kinds:
                 begins = [m for m in _KEY_BLOCK.finditer(line)]
@@ -513,7 +834,10 @@ class Redactor:
         frames = []
         for frame in obs.frames:  # its text lines, its caption and (screenshots) its window title
             texts = self.lines([line.text for line in frame.text_lines], counts)
-            lines = tuple(replace(line, text=t) if t != line.text else line for line, t in zip(frame.text_lines, texts))
+            lines = tuple(
+                replace(line, text=t) if t != line.text else line
+                for line, t in zip(frame.text_lines, texts)
+            )
             caption, window = self.text(frame.caption, counts), self.text(frame.window, counts)
             if lines != frame.text_lines or caption != frame.caption or window != frame.window:
                 frame = replace(frame, text_lines=lines, caption=caption, window=window)
@@ -521,9 +845,16 @@ class Redactor:
         caption = self.text(obs.caption, counts)
         if not counts:
             return obs, counts
-        note = "redacted before storing: " + ", ".join(f"{n} {k}(s)" for k, n in sorted(counts.items()))
-        return replace(obs, speech=tuple(speech), frames=tuple(frames), caption=caption,
-                       notes=obs.notes + (note,)), counts
+        note = "redacted before storing: " + ", ".join(
+            f"{n} {k}(s)" for k, n in sorted(counts.items())
+        )
+        return replace(
+            obs,
+            speech=tuple(speech),
+            frames=tuple(frames),
+            caption=caption,
+            notes=obs.notes + (note,),
+        ), counts
 
     def llm_reply(self, memories):
         """An LLM writer's memories (``memorize.writer_llm.LLMClipMemories``) with its sentences and
@@ -535,10 +866,15 @@ class Redactor:
         episodic = []
         for m in memories.episodic:
             text = self.text(m.text, counts)
-            episodic.append(m if text == m.text else
-                            replace(m, text=text, memory_id=content_id(m.clip_id, "llm", "episodic", text)))
-        facts = [(subject, self.text(relation, counts), self.text(value, counts), evidence)
-                 for subject, relation, value, evidence in memories.facts]
+            episodic.append(
+                m
+                if text == m.text
+                else replace(m, text=text, memory_id=content_id(m.clip_id, "llm", "episodic", text))
+            )
+        facts = [
+            (subject, self.text(relation, counts), self.text(value, counts), evidence)
+            for subject, relation, value, evidence in memories.facts
+        ]
         if not counts:
             return memories, counts
         return replace(memories, episodic=episodic, facts=facts), counts

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -34,8 +34,9 @@ class OfflineWrite:
     face_of: dict[str, str]  # clip-local face person -> face entity id
 
 
-def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher,
-                     min_tag_prob: float = 0.3) -> OfflineWrite:
+def offline_memories(
+    obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher, min_tag_prob: float = 0.3
+) -> OfflineWrite:
     """Resolve identities (updating the matchers); the clip's memories in time order, and which
     entity each clip-local speaker and face person became. Memories name people by entity id
     (``<voice_1> said: …``): names are resolved when read, so a rename shows everywhere. A
@@ -43,7 +44,7 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
     "someone": a fragment never founds a person."""
     clip = obs.clip
     base = clip.start_ts
-    tz = clip.source.recorded_at.tzinfo or timezone.utc
+    tz = clip.source.recorded_at.tzinfo or UTC
     memories: list[Memory] = []
 
     # one entity per diarized speaker of the clip; they are different people, so matched distinctly
@@ -55,17 +56,33 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
             spoken_s[turn.speaker] += turn.end_s - turn.start_s
     speakers = {}
     if voice_of:
-        matched = voices.match_distinct(list(voice_of.values()), base,
-                                        may_found=[spoken_s[k] >= voices.policy.min_found_s for k in voice_of])
+        matched = voices.match_distinct(
+            list(voice_of.values()),
+            base,
+            may_found=[spoken_s[k] >= voices.policy.min_found_s for k in voice_of],
+        )
         speakers = {k: e for k, e in zip(voice_of, matched) if e is not None}
     for turns in _speaker_turns(obs.speech, {k: e.entity_id for k, e in speakers.items()}):
         start, end = base + turns[0].start_s, base + turns[-1].end_s
         entity = speakers.get(turns[0].speaker)
-        speaker, entity_ids = (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
+        speaker, entity_ids = (
+            (f"<{entity.entity_id}>", (entity.entity_id,)) if entity else ("someone", ())
+        )
         text = f'{speaker} said: "{" ".join(t.text for t in turns)}"'
         ids = tuple(t.segment_id for t in turns)
-        memories.append(Memory(content_id(clip.clip_id, "speech", *ids, text), "episodic", text,
-                               clip.clip_id, clip.source.path, start, end, entity_ids, ids))
+        memories.append(
+            Memory(
+                content_id(clip.clip_id, "speech", *ids, text),
+                "episodic",
+                text,
+                clip.clip_id,
+                clip.source.path,
+                start,
+                end,
+                entity_ids,
+                ids,
+            )
+        )
 
     # one entity per clip-local face cluster (perception groups faces; two of one frame never share)
     people: dict[str, list] = defaultdict(list)
@@ -79,23 +96,46 @@ def offline_memories(obs: ClipObservations, faces: EntityMatcher, voices: Entity
             c = np.mean([f.embedding for f in group], axis=0)
             centroids.append(c / (np.linalg.norm(c) + 1e-9))
         first_ts = base + min(f.frame_time_s for f in obs.faces)
-        for (person, group), entity in zip(people.items(), faces.match_distinct(centroids, first_ts)):
+        for (person, group), entity in zip(
+            people.items(), faces.match_distinct(centroids, first_ts)
+        ):
             seen.setdefault(entity.entity_id, []).extend(group)
             face_of[person] = entity.entity_id
     for entity_id, group in seen.items():
         start = base + min(f.frame_time_s for f in group)
         end = base + max(f.frame_time_s for f in group)
         text = f"<{entity_id}> is visible from {_clock(start, tz)} to {_clock(end, tz)}"
-        memories.append(Memory(content_id(clip.clip_id, "face", entity_id), "episodic", text,
-                               clip.clip_id, clip.source.path, start, end, (entity_id,),
-                               tuple(f.face_id for f in group)))
-    memories += (_screen_memories(obs, tz) + _app_memories(obs, tz) + _image_memories(obs, tz)
-                 + _photo_memories(obs, tz) + _track_memories(obs, tz) + _scene_memories(obs, min_tag_prob))
-    return OfflineWrite(sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
-                        {k: e.entity_id for k, e in speakers.items()}, face_of)
+        memories.append(
+            Memory(
+                content_id(clip.clip_id, "face", entity_id),
+                "episodic",
+                text,
+                clip.clip_id,
+                clip.source.path,
+                start,
+                end,
+                (entity_id,),
+                tuple(f.face_id for f in group),
+            )
+        )
+    memories += (
+        _screen_memories(obs, tz)
+        + _app_memories(obs, tz)
+        + _image_memories(obs, tz)
+        + _photo_memories(obs, tz)
+        + _track_memories(obs, tz)
+        + _scene_memories(obs, min_tag_prob)
+    )
+    return OfflineWrite(
+        sorted(memories, key=lambda m: (m.start_ts, m.memory_id)),
+        {k: e.entity_id for k, e in speakers.items()},
+        face_of,
+    )
 
 
-def _speaker_turns(speech, entity_of: dict[str, str], max_gap_s: float = 1.5, max_s: float = 20.0) -> list[list]:
+def _speaker_turns(
+    speech, entity_of: dict[str, str], max_gap_s: float = 1.5, max_s: float = 20.0
+) -> list[list]:
     """The clip's sentences grouped into turns: consecutive sentences of one voice with pauses of at
     most ``max_gap_s``, up to ``max_s`` long. ASR gives sentences, but a question is about what
     someone said in a turn ("I researched adoption agencies. It's been a dream..."), and one memory
@@ -103,9 +143,13 @@ def _speaker_turns(speech, entity_of: dict[str, str], max_gap_s: float = 1.5, ma
     groups: list[list] = []
     for turn in sorted(speech, key=lambda t: t.start_s):
         last = groups[-1][-1] if groups else None
-        if (last is not None and entity_of.get(last.speaker) is not None
-                and entity_of.get(last.speaker) == entity_of.get(turn.speaker)
-                and turn.start_s - last.end_s <= max_gap_s and turn.end_s - groups[-1][0].start_s <= max_s):
+        if (
+            last is not None
+            and entity_of.get(last.speaker) is not None
+            and entity_of.get(last.speaker) == entity_of.get(turn.speaker)
+            and turn.start_s - last.end_s <= max_gap_s
+            and turn.end_s - groups[-1][0].start_s <= max_s
+        ):
             groups[-1].append(turn)
         else:
             groups.append([turn])
@@ -120,8 +164,11 @@ def _frame_id(obs: ClipObservations, frame) -> str:
 def _span(obs: ClipObservations, frames: list) -> tuple[float, float, tuple[str, ...]]:
     """Absolute start and end of these frames, and their provenance ids."""
     base = obs.clip.start_ts
-    return (base + min(f.frame_time_s for f in frames), base + max(f.frame_time_s for f in frames),
-            tuple(_frame_id(obs, f) for f in frames))
+    return (
+        base + min(f.frame_time_s for f in frames),
+        base + max(f.frame_time_s for f in frames),
+        tuple(_frame_id(obs, f) for f in frames),
+    )
 
 
 def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
@@ -135,8 +182,19 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
     for text, frames in shown.items():
         start, end, provenance = _span(obs, frames)
         body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
-        out.append(Memory(content_id(clip.clip_id, "screen", text), "resource", body, clip.clip_id, clip.source.path,
-                          start, end, (), provenance + _by_owner(frames)))
+        out.append(
+            Memory(
+                content_id(clip.clip_id, "screen", text),
+                "resource",
+                body,
+                clip.clip_id,
+                clip.source.path,
+                start,
+                end,
+                (),
+                provenance + _by_owner(frames),
+            )
+        )
     return out
 
 
@@ -153,8 +211,19 @@ def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
         if frame.caption:
             ts = clip.start_ts + frame.frame_time_s
             text = f"An image shown at {_clock(ts, tz)}: {frame.caption}"
-            out.append(Memory(content_id(clip.clip_id, "image", _frame_id(obs, frame), text), "episodic", text,
-                              clip.clip_id, clip.source.path, ts, ts, (), (_frame_id(obs, frame),)))
+            out.append(
+                Memory(
+                    content_id(clip.clip_id, "image", _frame_id(obs, frame), text),
+                    "episodic",
+                    text,
+                    clip.clip_id,
+                    clip.source.path,
+                    ts,
+                    ts,
+                    (),
+                    (_frame_id(obs, frame),),
+                )
+            )
     return out
 
 
@@ -167,10 +236,24 @@ def _photo_memories(obs: ClipObservations, tz) -> list[Memory]:
     for frame in obs.frames:
         if frame.camera or frame.place:
             ts = clip.start_ts + frame.frame_time_s
-            text = (f"A photo taken at {_clock(ts, tz)}" + (f" {where(*frame.place)}" if frame.place else "")
-                    + (f" with a {frame.camera}" if frame.camera else ""))
-            out.append(Memory(content_id(clip.clip_id, "photo", _frame_id(obs, frame), text), "episodic", text,
-                              clip.clip_id, clip.source.path, ts, ts, (), (_frame_id(obs, frame),)))
+            text = (
+                f"A photo taken at {_clock(ts, tz)}"
+                + (f" {where(*frame.place)}" if frame.place else "")
+                + (f" with a {frame.camera}" if frame.camera else "")
+            )
+            out.append(
+                Memory(
+                    content_id(clip.clip_id, "photo", _frame_id(obs, frame), text),
+                    "episodic",
+                    text,
+                    clip.clip_id,
+                    clip.source.path,
+                    ts,
+                    ts,
+                    (),
+                    (_frame_id(obs, frame),),
+                )
+            )
     return out
 
 
@@ -182,16 +265,31 @@ def _track_memories(obs: ClipObservations, tz) -> list[Memory]:
     if seg is None:
         return []
     clip = obs.clip
-    zone = " UTC" if tz == timezone.utc else ""  # GPX times are UTC; where the owner's clock was is not known
+    zone = (
+        " UTC" if tz == UTC else ""
+    )  # GPX times are UTC; where the owner's clock was is not known
     span = f"from {_hm(seg.start_ts, tz)} to {_hm(seg.end_ts, tz)}{zone} ({_duration(seg.end_ts - seg.start_ts)})"
     if seg.kind == "stay":
         assert seg.centre is not None  # every stay has its centre
         text = f"Stayed {where(*seg.centre)} {span}, by GPS track"
     else:
-        text = (f"Travelled {seg.km:.1f} km {span}, by GPS track, setting out {where(*seg.start)} "
-                f"and arriving {where(*seg.end)}")
-    return [Memory(content_id(clip.clip_id, "track", text), "episodic", text, clip.clip_id, clip.source.path,
-                   seg.start_ts, seg.end_ts, (), (f"{clip.clip_id}:track",))]
+        text = (
+            f"Travelled {seg.km:.1f} km {span}, by GPS track, setting out {where(*seg.start)} "
+            f"and arriving {where(*seg.end)}"
+        )
+    return [
+        Memory(
+            content_id(clip.clip_id, "track", text),
+            "episodic",
+            text,
+            clip.clip_id,
+            clip.source.path,
+            seg.start_ts,
+            seg.end_ts,
+            (),
+            (f"{clip.clip_id}:track",),
+        )
+    ]
 
 
 def _hm(ts: float, tz) -> str:
@@ -215,8 +313,19 @@ def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
         start, end, provenance = _span(obs, frames)
         what = f"{app} ({window})" if app and window else app or window
         text = f"Using {what} from {_clock(start, tz)} to {_clock(end, tz)}"
-        out.append(Memory(content_id(clip.clip_id, "app", app, window), "episodic", text, clip.clip_id,
-                          clip.source.path, start, end, (), provenance + _by_owner(frames)))
+        out.append(
+            Memory(
+                content_id(clip.clip_id, "app", app, window),
+                "episodic",
+                text,
+                clip.clip_id,
+                clip.source.path,
+                start,
+                end,
+                (),
+                provenance + _by_owner(frames),
+            )
+        )
     return out
 
 
@@ -236,5 +345,16 @@ def _scene_memories(obs: ClipObservations, min_prob: float) -> list[Memory]:
     labels = sorted(counts, key=lambda k: (-counts[k], k))[:8]
     start, end, provenance = _span(obs, tagged)
     text = "The scene shows: " + ", ".join(labels)
-    return [Memory(content_id(clip.clip_id, "scene", text), "episodic", text, clip.clip_id, clip.source.path,
-                   start, end, (), provenance)]
+    return [
+        Memory(
+            content_id(clip.clip_id, "scene", text),
+            "episodic",
+            text,
+            clip.clip_id,
+            clip.source.path,
+            start,
+            end,
+            (),
+            provenance,
+        )
+    ]

@@ -12,8 +12,12 @@ def add_parser(sub) -> None:
     p = sub.add_parser("ask", help="answer a question from memory, with citations")
     p.add_argument("question")
     add_store(p)
-    p.add_argument("--before", type=parse_time, metavar="TIME",
-                   help="use only what was known before this time (ISO 8601; no offset: local time)")
+    p.add_argument(
+        "--before",
+        type=parse_time,
+        metavar="TIME",
+        help="use only what was known before this time (ISO 8601; no offset: local time)",
+    )
     add_json(p)
     set_handler(p, cmd_ask)
 
@@ -32,8 +36,10 @@ def cmd_ask(args, cfg) -> int:
 
     store = open_store(cfg.graph, args.store)
     if store.count()["memories"] == 0:
-        print(f"error: the store {store.uri} holds no memories; run `mnemo ingest PATH --store {store.uri}` first",
-              file=sys.stderr)
+        print(
+            f"error: the store {store.uri} holds no memories; run `mnemo ingest PATH --store {store.uri}` first",
+            file=sys.stderr,
+        )
         return 1
     answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
     before = args.before.timestamp() if args.before else None

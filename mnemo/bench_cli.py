@@ -38,13 +38,20 @@ class Bench:
 def add_parser(sub, complete: bool = True) -> None:
     """``bench`` and one sub-parser per bench; with ``complete=False`` a bench's own arguments are
     added only once it is named on the command line."""
-    bench = sub.add_parser("bench", help="measure accuracy or speed; prints a table (and JSON with --json)",
-                           description="Each bench prints a table of its figures; with --json the last line of "
-                                       "stdout is one JSON object with them. `mnemo bench NAME --help` lists a "
-                                       "bench's own options.")
-    benches = bench.add_subparsers(dest="name", required=True, metavar="NAME", action=LazySubcommands)
+    bench = sub.add_parser(
+        "bench",
+        help="measure accuracy or speed; prints a table (and JSON with --json)",
+        description="Each bench prints a table of its figures; with --json the last line of "
+        "stdout is one JSON object with them. `mnemo bench NAME --help` lists a "
+        "bench's own options.",
+    )
+    benches = bench.add_subparsers(
+        dest="name", required=True, metavar="NAME", action=LazySubcommands
+    )
     for b in BENCHES:
-        p = benches.add_lazy_parser(b.name, b.arguments, help=b.help, description=b.help[:1].upper() + b.help[1:] + ".")
+        p = benches.add_lazy_parser(
+            b.name, b.arguments, help=b.help, description=b.help[:1].upper() + b.help[1:] + "."
+        )
         if b.store_help:
             add_store(p, help=b.store_help)
         add_json(p, "print one JSON object with the figures on the last line")
@@ -75,12 +82,24 @@ def spoken_wiring(cfg):
     from pipeline.ingest import ingest
 
     def ingest_paths(paths, store, progress):
-        perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
-        return ingest(paths, store, perceivers, match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
-                      clip_s=cfg.perception.clip_s, progress=progress, llm_writer=build_llm_writer(cfg.memorize, cfg.llm))
+        perceivers = build_perceivers(
+            cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm"
+        )
+        return ingest(
+            paths,
+            store,
+            perceivers,
+            match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
+            clip_s=cfg.perception.clip_s,
+            progress=progress,
+            llm_writer=build_llm_writer(cfg.memorize, cfg.llm),
+        )
 
-    return Wiring(embedder=text_embedder(cfg.graph), ingest=ingest_paths,
-                  text_policies=match_policies(cfg.memorize, "dlib"))
+    return Wiring(
+        embedder=text_embedder(cfg.graph),
+        ingest=ingest_paths,
+        text_policies=match_policies(cfg.memorize, "dlib"),
+    )
 
 
 def _spoken_only(args, bench: str) -> None:
@@ -108,10 +127,15 @@ def run_locomo(args, cfg, progress) -> tuple[dict, int]:
     embedder = text_embedder(cfg.graph)  # one model for every conversation's store
     dense = embedder if cfg.graph.text_embedder == "minilm" else text_embedder(cfg.graph, "minilm")
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-") as tmp:
-        figures = locomo.run(args.data, lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
-                             match_policies(cfg.memorize, "dlib"), progress=progress,
-                             baselines_embedder=dense if args.baselines else None,
-                             workdir=Path(tmp) / "baselines", first_person=args.first_person)
+        figures = locomo.run(
+            args.data,
+            lambda sid: Store(Path(tmp) / "stores" / sid, embedder),
+            match_policies(cfg.memorize, "dlib"),
+            progress=progress,
+            baselines_embedder=dense if args.baselines else None,
+            workdir=Path(tmp) / "baselines",
+            first_person=args.first_person,
+        )
     print(locomo.format_report(figures))
     return figures, 0
 
@@ -128,11 +152,20 @@ def _spoken(args, cfg, progress, bench: str) -> dict:
         if bench == "locomo" and args.store:
             workdir = Path(args.store)
             if (workdir / "spoken").exists():
-                raise ValueError(f"{workdir / 'spoken'} exists: bench locomo --spoken --store needs a new folder "
-                                 "(a store from an earlier run would mix with this one)")
+                raise ValueError(
+                    f"{workdir / 'spoken'} exists: bench locomo --spoken --store needs a new folder "
+                    "(a store from an earlier run would mix with this one)"
+                )
         extra = {"first_person": args.first_person} if bench == "locomo" else {"profiles": True}
-        figures = locomo_spoken.run(spoken_wiring(cfg), args.data, workdir, args.sessions, args.conversations,
-                                    progress=progress, **extra)
+        figures = locomo_spoken.run(
+            spoken_wiring(cfg),
+            args.data,
+            workdir,
+            args.sessions,
+            args.conversations,
+            progress=progress,
+            **extra,
+        )
     print(locomo_spoken.format_report(figures))
     return locomo_spoken.summary(figures)
 
@@ -148,8 +181,13 @@ def _conversations(bench: str, args, cfg, progress, **extra) -> dict:
     bench_module = importlib.import_module(f"bench.{bench}")
     embedder = text_embedder(cfg.graph)
     with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-{bench}-") as tmp:
-        figures = bench_module.run(args.data, lambda key: Store(Path(tmp) / key, embedder),
-                                   match_policies(cfg.memorize, "dlib"), progress=progress, **extra)
+        figures = bench_module.run(
+            args.data,
+            lambda key: Store(Path(tmp) / key, embedder),
+            match_policies(cfg.memorize, "dlib"),
+            progress=progress,
+            **extra,
+        )
     print(bench_module.format_report(figures))
     return figures
 
@@ -202,7 +240,9 @@ def run_faults(args, cfg, progress) -> tuple[dict, int]:
         tallies = faults.run(cfg, Path(tmp), args.runs, args.scenarios, progress=progress)
     print(faults.format_report(tallies))
     figures = faults.summary(tallies)
-    return figures, 0 if figures["survived"] == figures["runs"] else 1  # a script can tell a failed try by the code
+    return figures, 0 if figures["survived"] == figures[
+        "runs"
+    ] else 1  # a script can tell a failed try by the code
 
 
 def run_serve(args, cfg, progress) -> tuple[dict, int]:
@@ -236,7 +276,9 @@ def run_day(args, cfg, progress) -> tuple[dict, int]:
     if args.blocks is not None and args.blocks < 1:
         raise ValueError(f"--blocks must be at least 1 (got {args.blocks})")
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-day-") as tmp:
-        figures = day.complete(bench_day.run(cfg, Path(tmp), args.blocks or BLOCKS, progress=progress))
+        figures = day.complete(
+            bench_day.run(cfg, Path(tmp), args.blocks or BLOCKS, progress=progress)
+        )
     print(day.format_report(figures))
     return day.summary(figures), 0
 
@@ -247,7 +289,9 @@ def run_capture(args, cfg, progress) -> tuple[dict, int]:
     from bench import capture
     from mnemo.wiring import build_ocr
 
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:  # the OCR reads the stored frames
+    with tempfile.TemporaryDirectory(
+        prefix="mnemo-bench-capture-"
+    ) as tmp:  # the OCR reads the stored frames
         figures = capture.run(Path(tmp), ocr=build_ocr(cfg.perception), progress=progress)
     print(capture.format_report(figures))
     return capture.summary(figures), 0
@@ -259,8 +303,12 @@ def run_store(args, cfg, progress) -> tuple[dict, int]:
     from bench import store as bench_store
     from mnemo.wiring import text_embedder
 
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-store-") as tmp:  # the configured embedder's dimension
-        figures = bench_store.run(Path(args.store or tmp), args.memories, text_embedder(cfg.graph), progress=progress)
+    with tempfile.TemporaryDirectory(
+        prefix="mnemo-bench-store-"
+    ) as tmp:  # the configured embedder's dimension
+        figures = bench_store.run(
+            Path(args.store or tmp), args.memories, text_embedder(cfg.graph), progress=progress
+        )
     print(bench_store.format_report(figures))
     return figures, 0
 
@@ -271,7 +319,9 @@ def run_ocr(args, cfg, progress) -> tuple[dict, int]:
 
     reader = build_ocr(cfg.perception)
     if reader is None:
-        raise ValueError("bench ocr needs an OCR backend; set [perception] ocr_backend = \"rapidocr\"")
+        raise ValueError(
+            'bench ocr needs an OCR backend; set [perception] ocr_backend = "rapidocr"'
+        )
     report = bench_ocr.run(reader, progress=progress)
     print(bench_ocr.format_report(report))
     figures = report.figures
@@ -315,36 +365,95 @@ def llm_bench(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
         def answerers(store):
             return *build_answerers(cfg.control, store, client), client
 
-        figures = llm_loop.run(args.data, lambda sid: Store(tmp / sid, embedder), match_policies(cfg.memorize, "dlib"),
-                               answerers, Judge(judge_client), args.limit, progress)
+        figures = llm_loop.run(
+            args.data,
+            lambda sid: Store(tmp / sid, embedder),
+            match_policies(cfg.memorize, "dlib"),
+            answerers,
+            Judge(judge_client),
+            args.limit,
+            progress,
+        )
         return llm_loop.format_report(figures, client.model), figures
 
 
 BENCHES = (
     Bench("perception", "ASR, speakers, faces and OCR on real media", run_perception),
-    Bench("ocr", "screen text with its word boundaries on terminal, page and dialog screens rendered under Xvfb",
-          run_ocr, "bench.ocr:add_arguments"),
-    Bench("store", "hybrid search at scale", run_store, "bench.store:add_arguments",
-          "directory for the bench store (default: a temporary one)"),
-    Bench("locomo", "evidence recall of retrieval on LoCoMo conversations", run_locomo, "bench.locomo:add_arguments",
-          "--spoken: a new folder to keep the spoken store in (spoken/), to look at with "
-          "`mnemo people --store DIR/spoken`"),
-    Bench("digest", "day digests of LoCoMo conversations against their event_summary and session_summary",
-          run_digest, "bench.digest:add_arguments"),
-    Bench("profile", "each LoCoMo speaker's profile against the dataset's observation facts about them",
-          run_profile, "bench.profile:add_arguments"),
-    Bench("speed", "ingest of a 5-minute recording, sequential and on Ray, against ASR alone", run_speed,
-          "bench.speed:add_arguments"),
-    Bench("day", "the cost of an hour of an ordinary day (a quarter speech), with and without the gates that skip "
-                 "empty content", run_day, "bench.day:add_arguments"),
-    Bench("capture", "the screenshot daemon on an Xvfb desktop with a scripted session and live ingestion",
-          run_capture),
+    Bench(
+        "ocr",
+        "screen text with its word boundaries on terminal, page and dialog screens rendered under Xvfb",
+        run_ocr,
+        "bench.ocr:add_arguments",
+    ),
+    Bench(
+        "store",
+        "hybrid search at scale",
+        run_store,
+        "bench.store:add_arguments",
+        "directory for the bench store (default: a temporary one)",
+    ),
+    Bench(
+        "locomo",
+        "evidence recall of retrieval on LoCoMo conversations",
+        run_locomo,
+        "bench.locomo:add_arguments",
+        "--spoken: a new folder to keep the spoken store in (spoken/), to look at with "
+        "`mnemo people --store DIR/spoken`",
+    ),
+    Bench(
+        "digest",
+        "day digests of LoCoMo conversations against their event_summary and session_summary",
+        run_digest,
+        "bench.digest:add_arguments",
+    ),
+    Bench(
+        "profile",
+        "each LoCoMo speaker's profile against the dataset's observation facts about them",
+        run_profile,
+        "bench.profile:add_arguments",
+    ),
+    Bench(
+        "speed",
+        "ingest of a 5-minute recording, sequential and on Ray, against ASR alone",
+        run_speed,
+        "bench.speed:add_arguments",
+    ),
+    Bench(
+        "day",
+        "the cost of an hour of an ordinary day (a quarter speech), with and without the gates that skip "
+        "empty content",
+        run_day,
+        "bench.day:add_arguments",
+    ),
+    Bench(
+        "capture",
+        "the screenshot daemon on an Xvfb desktop with a scripted session and live ingestion",
+        run_capture,
+    ),
     Bench("m3", "M3-Bench questions on its videos", run_qa, "bench.m3:add_arguments", KEPT_STORES),
-    Bench("screenshotvqa", "MIRIX's ScreenshotVQA layout", run_qa, "bench.screenshotvqa:add_arguments", KEPT_STORES),
-    Bench("serve", "/ask and /search latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one",
-          run_serve, "bench.serve:add_arguments", KEPT_STORES),
-    Bench("redact", "recall and false redactions of the configured redaction on generated secrets and look-alikes",
-          run_redact),
-    Bench("faults", "kills, full disks, bad input and attacks, and what each lost, orphaned or leaked", run_faults,
-          "mnemo.faults:add_arguments"),
+    Bench(
+        "screenshotvqa",
+        "MIRIX's ScreenshotVQA layout",
+        run_qa,
+        "bench.screenshotvqa:add_arguments",
+        KEPT_STORES,
+    ),
+    Bench(
+        "serve",
+        "/ask and /search latency of mnemo serve at 1, 4 and 16 clients on the demo store and a large one",
+        run_serve,
+        "bench.serve:add_arguments",
+        KEPT_STORES,
+    ),
+    Bench(
+        "redact",
+        "recall and false redactions of the configured redaction on generated secrets and look-alikes",
+        run_redact,
+    ),
+    Bench(
+        "faults",
+        "kills, full disks, bad input and attacks, and what each lost, orphaned or leaked",
+        run_faults,
+        "mnemo.faults:add_arguments",
+    ),
 )

@@ -48,8 +48,14 @@ def ungated(p):
     distinct (faces, tags and text on each), text is looked for and read on every frame whatever it
     holds."""
     asr = p.asr.without_vad() if hasattr(p.asr, "without_vad") else p.asr
-    return replace(p, asr=asr, duplicate_max_diff=0.0, ocr_every_s=0.0, ocr_min_text_fraction=0.0,
-                   ocr_small_edit=None)
+    return replace(
+        p,
+        asr=asr,
+        duplicate_max_diff=0.0,
+        ocr_every_s=0.0,
+        ocr_min_text_fraction=0.0,
+        ocr_small_edit=None,
+    )
 
 
 def perceive_block(clips, perceivers) -> tuple[float, dict[str, float], list]:
@@ -67,14 +73,26 @@ def perceive_block(clips, perceivers) -> tuple[float, dict[str, float], list]:
     return time.perf_counter() - t0, stages, observations
 
 
-def run(cfg: MnemoConfig, workdir: Path, blocks: int = BLOCKS, progress: Callable[[str], None] = lambda m: None
-        ) -> dict:
+def run(
+    cfg: MnemoConfig,
+    workdir: Path,
+    blocks: int = BLOCKS,
+    progress: Callable[[str], None] = lambda m: None,
+) -> dict:
     from bench.perception import _warm_up
-    from mnemo.wiring import build_perceivers, faces_backend_name, match_policies, text_embedder, usable_cpus
+    from mnemo.wiring import (
+        build_perceivers,
+        faces_backend_name,
+        match_policies,
+        text_embedder,
+        usable_cpus,
+    )
     from perception.sources.media import plan_clips, probe
     from pipeline.ingest import ingest
 
-    progress(f"building the day recording ({blocks} blocks of {len(BLOCK)} clips; once, then cached) …")
+    progress(
+        f"building the day recording ({blocks} blocks of {len(BLOCK)} clips; once, then cached) …"
+    )
     recording = build_day_recording(blocks)
     source = probe(recording)
     clip_s = cfg.perception.clip_s
@@ -82,28 +100,54 @@ def run(cfg: MnemoConfig, workdir: Path, blocks: int = BLOCKS, progress: Callabl
     embedder = text_embedder(cfg.graph)
     embedder.embed(["warm up"])
     _warm_up(perceivers)  # models loaded outside the timings: a day's ingest runs with them loaded
-    figures: dict = {"recording": str(recording), "recording_s": source.duration_s, "cpus": usable_cpus(),
-                     "blocks": blocks, "speech_share": speech_share(blocks), "scenes": dict.fromkeys(BLOCK, 0)}
+    figures: dict = {
+        "recording": str(recording),
+        "recording_s": source.duration_s,
+        "cpus": usable_cpus(),
+        "blocks": blocks,
+        "speech_share": speech_share(blocks),
+        "scenes": dict.fromkeys(BLOCK, 0),
+    }
     for scene in schedule(blocks):
         figures["scenes"][scene] += 1
 
     progress(f"sequential ingest of {source.duration_s:.0f} s …")
     with RssPeak() as rss:
         t0 = time.perf_counter()
-        report = ingest([str(recording)], Store(workdir / "day", embedder), perceivers,
-                        match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s, progress=lambda m: None)
+        report = ingest(
+            [str(recording)],
+            Store(workdir / "day", embedder),
+            perceivers,
+            match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
+            clip_s,
+            progress=lambda m: None,
+        )
         figures["ingest_s"] = time.perf_counter() - t0
     if report.files_failed or report.clips_failed:
-        raise RuntimeError(f"the day recording did not ingest cleanly: {report.files_failed + report.clips_failed}")
-    figures |= {"clips": report.clips_new, "rss_start_mb": rss.start_mb, "peak_rss_mb": rss.peak_mb,
-                "stage_s": dict(report.stage_s), "writer_s": report.writer_s,
-                "writer_parts_s": {"memorize_s": report.memorize_s, "embed_s": report.embed_s,
-                                   "commit_s": report.commit_s}}
+        raise RuntimeError(
+            f"the day recording did not ingest cleanly: {report.files_failed + report.clips_failed}"
+        )
+    figures |= {
+        "clips": report.clips_new,
+        "rss_start_mb": rss.start_mb,
+        "peak_rss_mb": rss.peak_mb,
+        "stage_s": dict(report.stage_s),
+        "writer_s": report.writer_s,
+        "writer_parts_s": {
+            "memorize_s": report.memorize_s,
+            "embed_s": report.embed_s,
+            "commit_s": report.commit_s,
+        },
+    }
 
     first = list(plan_clips(source, clip_s))[:BLOCK_CLIPS]
     progress(f"the first block ({len(first)} clips) perceived with the gates, then without …")
-    figures["block_gated_s"], figures["block_gated_stage_s"], gated_obs = perceive_block(first, perceivers)
-    figures["block_ungated_s"], figures["block_ungated_stage_s"], ungated_obs = perceive_block(first, ungated(perceivers))
+    figures["block_gated_s"], figures["block_gated_stage_s"], gated_obs = perceive_block(
+        first, perceivers
+    )
+    figures["block_ungated_s"], figures["block_ungated_stage_s"], ungated_obs = perceive_block(
+        first, ungated(perceivers)
+    )
     figures["block_scenes"] = schedule(1)
     figures["losses"] = gate_losses(figures["block_scenes"], gated_obs, ungated_obs)
     return figures

@@ -12,7 +12,14 @@ from bench.fixtures import cache_dir
 def harness(cfg, root: Path, progress):
     from bench.qa import Harness
     from graph.store import Store
-    from mnemo.wiring import build_agent, build_llm_writer, build_perceivers, faces_backend_name, match_policies, text_embedder
+    from mnemo.wiring import (
+        build_agent,
+        build_llm_writer,
+        build_perceivers,
+        faces_backend_name,
+        match_policies,
+        text_embedder,
+    )
     from pipeline.ingest import ingest
 
     embedder = text_embedder(cfg.graph)  # one model for every store
@@ -24,8 +31,16 @@ def harness(cfg, root: Path, progress):
     quiet = lambda m: None  # noqa: E731  (per-clip lines would drown the bench's own)
     return Harness(
         store=lambda key: Store(stores / key, embedder),
-        ingest=lambda paths, store, start: ingest(paths, store, perceivers, policies, clip_s=30.0, start=start,
-                                                  progress=quiet, llm_writer=llm_writer),
+        ingest=lambda paths, store, start: ingest(
+            paths,
+            store,
+            perceivers,
+            policies,
+            clip_s=30.0,
+            start=start,
+            progress=quiet,
+            llm_writer=llm_writer,
+        ),
         agent=lambda store: build_agent(cfg.control, cfg.llm, store, cfg.people.me),
     )
 
@@ -36,8 +51,10 @@ def build_judge(cfg, progress):
 
     judge = Judge(chat_client(judge_llm(cfg)))
     if not judge.is_paper_model:
-        progress(f"warning: the judge is {judge.model!r}, not the paper's {PAPER_MODEL}; accuracy is not "
-                 "comparable with the published figures")
+        progress(
+            f"warning: the judge is {judge.model!r}, not the paper's {PAPER_MODEL}; accuracy is not "
+            "comparable with the published figures"
+        )
     return judge
 
 
@@ -57,8 +74,12 @@ def llm_endpoint(cfg, stack, progress):
     if cfg.llm.base_url:
         return client, chat_client(judge_llm(cfg))
     # its own client, so the judge's tokens are counted apart
-    return client, ChatClient(client.url.removesuffix("/chat/completions"), client.model, client.api_key,
-                              timeout_s=client.timeout_s)
+    return client, ChatClient(
+        client.url.removesuffix("/chat/completions"),
+        client.model,
+        client.api_key,
+        timeout_s=client.timeout_s,
+    )
 
 
 def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:
@@ -88,6 +109,7 @@ def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:
                     return offline
                 checks.append(llm_loop.Checked(agent))
                 return checks[-1]
+
             return build
 
         asked: dict[str, list] = {}
@@ -95,18 +117,43 @@ def run_m3_llm(args, cfg, progress) -> tuple[str, dict, int]:
         for path in ("offline", "llm"):
             progress(f"the {path} path …")
             before = sum(client.tokens.values())
-            asked[path] = [a for split in ("robot", "web") for a in
-                           m3.run(data / f"{split}.json", data, replace(wired, agent=answerer(path)), split, args.limit,
-                                  judge, progress)["asked"]]
+            asked[path] = [
+                a
+                for split in ("robot", "web")
+                for a in m3.run(
+                    data / f"{split}.json",
+                    data,
+                    replace(wired, agent=answerer(path)),
+                    split,
+                    args.limit,
+                    judge,
+                    progress,
+                )["asked"]
+            ]
             tokens += sum(client.tokens.values()) - before
     scored = lambda a: not a.expect_not_found and not a.yes_no  # noqa: E731  (as answer_in_context counts)
     recall = {p: [float(a.in_context(10)) for a in rows if scored(a)] for p, rows in asked.items()}
-    judged = {p: [bool(a.verdict.correct) for a in rows if a.verdict is not None and a.verdict.correct is not None]
-              for p, rows in asked.items()}
-    figures = llm_loop.summary(len(asked["llm"]), recall, judged, checks, [a.ms / 1000 for a in asked["offline"]],
-                               tokens, judge)
+    judged = {
+        p: [
+            bool(a.verdict.correct)
+            for a in rows
+            if a.verdict is not None and a.verdict.correct is not None
+        ]
+        for p, rows in asked.items()
+    }
+    figures = llm_loop.summary(
+        len(asked["llm"]),
+        recall,
+        judged,
+        checks,
+        [a.ms / 1000 for a in asked["offline"]],
+        tokens,
+        judge,
+    )
     _details(args.details, asked["llm"], progress)
-    text = llm_loop.format_report(figures, client.model, "M3-Bench mini (robot and web)", "answer in 10 read")
+    text = llm_loop.format_report(
+        figures, client.model, "M3-Bench mini (robot and web)", "answer in 10 read"
+    )
     return text, figures, 0
 
 
@@ -124,13 +171,17 @@ def run(args, cfg, progress) -> tuple[str, dict, int]:
     root = Path(args.store) if args.store else cache_dir() / "bench-stores" / args.name
     if args.name == "m3":
         if cfg.perception.clip_s != 30.0:
-            progress(f"note: M3-Bench clips are 30 s; [perception] clip_s = {cfg.perception.clip_s:g} is ignored here")
+            progress(
+                f"note: M3-Bench clips are 30 s; [perception] clip_s = {cfg.perception.clip_s:g} is ignored here"
+            )
         if args.mini:
             data = build_m3_mini()
             sets = [(data / f"{split}.json", data, split) for split in ("robot", "web")]
         else:
             if not args.annotations or not args.videos:
-                raise ValueError("bench m3 needs --annotations robot.json|web.json and --videos DIR (or --mini)")
+                raise ValueError(
+                    "bench m3 needs --annotations robot.json|web.json and --videos DIR (or --mini)"
+                )
             sets = [(Path(args.annotations), Path(args.videos), args.split)]
         wired = harness(cfg, root, progress)
         runs, text = {}, []
@@ -148,7 +199,9 @@ def run(args, cfg, progress) -> tuple[str, dict, int]:
     elif args.data:
         data = Path(args.data)
     else:
-        raise ValueError("bench screenshotvqa needs --data DIR (qa_pairs.json and a folder per user) or --mini")
+        raise ValueError(
+            "bench screenshotvqa needs --data DIR (qa_pairs.json and a folder per user) or --mini"
+        )
     figures = screenshotvqa.run(data, harness(cfg, root, progress), root / "work", judge, progress)
     _details(args.details, figures["asked"], progress)
     return screenshotvqa.format_report(figures), _last_line(figures), 0
@@ -156,12 +209,28 @@ def run(args, cfg, progress) -> tuple[str, dict, int]:
 
 def _details(path: str | None, asked: list, progress) -> None:
     if path:
-        Path(path).write_text(json.dumps([a.to_json() for a in asked], indent=1, ensure_ascii=False), encoding="utf-8")
+        Path(path).write_text(
+            json.dumps([a.to_json() for a in asked], indent=1, ensure_ascii=False), encoding="utf-8"
+        )
         progress(f"every question, answer and score: {path}")
 
 
-_KEYS = ("questions", "answer_in_context@5", "token_f1", "containment", "leakage", "ms_per_query", "store_mb",
-         "ingest_s", "accuracy", "ci95", "judged", "out_of_reach_questions", "not_found_ok", "yes_no_questions")
+_KEYS = (
+    "questions",
+    "answer_in_context@5",
+    "token_f1",
+    "containment",
+    "leakage",
+    "ms_per_query",
+    "store_mb",
+    "ingest_s",
+    "accuracy",
+    "ci95",
+    "judged",
+    "out_of_reach_questions",
+    "not_found_ok",
+    "yes_no_questions",
+)
 
 
 def _last_line(figures: dict) -> dict:
@@ -179,6 +248,8 @@ def _combined(runs: dict[str, dict], judged: bool) -> dict:
     from bench.qa import summarise
 
     pooled = summarise([a for r in runs.values() for a in r["asked"]], judged)
-    pooled.update(store_mb=round(sum(r["store_mb"] for r in runs.values()), 2),
-                  ingest_s=round(sum(r["ingest_s"] for r in runs.values()), 1))
+    pooled.update(
+        store_mb=round(sum(r["store_mb"] for r in runs.values()), 2),
+        ingest_s=round(sum(r["ingest_s"] for r in runs.values()), 1),
+    )
     return _last_line(pooled) | {"splits": {split: _last_line(r) for split, r in runs.items()}}

@@ -20,7 +20,9 @@ from bench.fixtures import cache_dir
 # marks a finished build; the 2 is for stores whose synthetic memories have clip rows (reads keep
 # only memories of committed clips, so an older build would answer nothing)
 READY_FILE = ".complete-2"
-ANSWERS_FILE = "bench-answers.json"  # the fixed questions' answers, as the first run on the store gave them
+ANSWERS_FILE = (
+    "bench-answers.json"  # the fixed questions' answers, as the first run on the store gave them
+)
 FIXED_QUESTIONS = 20
 
 
@@ -49,7 +51,9 @@ def synthetic_store(cfg, root: Path, n: int, progress) -> Path:
 
     shutil.rmtree(where, ignore_errors=True)  # a build that did not finish
     store = open_store(cfg.graph, where)
-    progress(f"building a store of {n:,} synthetic memories in {where} (once; kept for later runs) …")
+    progress(
+        f"building a store of {n:,} synthetic memories in {where} (once; kept for later runs) …"
+    )
     fill(store, n, progress=progress)
     progress("building its full-text, id and vector indexes …")
     store.refresh_indexes(vector_index=True)
@@ -57,7 +61,9 @@ def synthetic_store(cfg, root: Path, n: int, progress) -> Path:
     return where
 
 
-def check_answers(url: str, where: Path, questions: list[str], progress, token: str | None = None) -> dict:
+def check_answers(
+    url: str, where: Path, questions: list[str], progress, token: str | None = None
+) -> dict:
     """``questions`` asked once more, after the load: their answers and citations against those
     recorded beside the store (``ANSWERS_FILE``) by the first run on it, which writes them. A change
     made for speed must not change what the server answers."""
@@ -72,7 +78,10 @@ def check_answers(url: str, where: Path, questions: list[str], progress, token: 
         recorded = json.loads(path.read_text())
         reference = f"recorded in {path} on {recorded['when']}"
     else:
-        recorded = {"when": datetime.now().astimezone().isoformat(timespec="seconds"), "answers": now}
+        recorded = {
+            "when": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "answers": now,
+        }
         path.write_text(json.dumps(recorded, indent=1))
         reference = f"recorded now in {path}, the reference of later runs"
     changed = serve.changed(recorded["answers"], now)
@@ -87,7 +96,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str, str]:
+def _serve(
+    store: Path, log_path: Path, timeout_s: float = 300.0
+) -> tuple[subprocess.Popen, str, str]:
     """``mnemo serve`` on ``store``: its process, URL and token (the random one it made, read from
     its token file as the user's own commands do)."""
     import httpx
@@ -99,15 +110,28 @@ def _serve(store: Path, log_path: Path, timeout_s: float = 300.0) -> tuple[subpr
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop(TOKEN_ENV, None)
     with log_path.open("w") as log:  # the child keeps its own descriptor
-        proc = subprocess.Popen([sys.executable, "-m", "mnemo", "serve", "--store", str(store), "--port", str(port)],
-                                env=env, stdout=subprocess.DEVNULL, stderr=log)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mnemo", "serve", "--store", str(store), "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"mnemo serve exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+            raise RuntimeError(
+                f"mnemo serve exited with {proc.returncode}: {log_path.read_text()[-2000:]}"
+            )
         try:
-            token = read_token(port)  # read again each time: a killed server's stale file comes first
-            if httpx.get(url + "/health", timeout=5, headers={"Authorization": f"Bearer {token}"}).status_code == 200:
+            token = read_token(
+                port
+            )  # read again each time: a killed server's stale file comes first
+            if (
+                httpx.get(
+                    url + "/health", timeout=5, headers={"Authorization": f"Bearer {token}"}
+                ).status_code
+                == 200
+            ):
                 return proc, url, token
         except (httpx.HTTPError, FileNotFoundError):
             pass
@@ -125,13 +149,20 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
 
     root = Path(root) if root else cache_dir() / "bench-stores" / "serve"
     dim = text_embedder(cfg.graph).dim
-    stores = {"demo": (demo_store(cfg, root, progress),
-                       [*QUESTIONS, "Who lives in New Jersey?", "Who is from Chicago?"],
-                       ["Chicago", "New Jersey", "Yankee", "Texas", "hello", "down there"])}
+    stores = {
+        "demo": (
+            demo_store(cfg, root, progress),
+            [*QUESTIONS, "Who lives in New Jersey?", "Who is from Chicago?"],
+            ["Chicago", "New Jersey", "Yankee", "Texas", "hello", "down there"],
+        )
+    }
     if memories:
         texts = queries(dim, 400)  # three phases of 96 and the warm-up, none asking another's
-        stores[f"synthetic {memories:,}"] = (synthetic_store(cfg, root, memories, progress),
-                                             [f"What did I say about {t}?" for t in texts], texts)
+        stores[f"synthetic {memories:,}"] = (
+            synthetic_store(cfg, root, memories, progress),
+            [f"What did I say about {t}?" for t in texts],
+            texts,
+        )
     figures: dict = {"stores": {}}
     for name, (where, questions, search_texts) in stores.items():
         progress(f"serving {name} ({where}) …")
@@ -139,10 +170,17 @@ def run(cfg, memories: int, root: Path | None, progress) -> dict:
         try:
             import httpx
 
-            count = httpx.get(url + "/health", timeout=30, headers={"Authorization": f"Bearer {token}"}
-                              ).json()["memories"]
-            phases = serve.run(url, list(questions), list(search_texts), token=token, progress=progress,
-                               server_cpu_s=TreeMeter(proc.pid).root_cpu_s)
+            count = httpx.get(
+                url + "/health", timeout=30, headers={"Authorization": f"Bearer {token}"}
+            ).json()["memories"]
+            phases = serve.run(
+                url,
+                list(questions),
+                list(search_texts),
+                token=token,
+                progress=progress,
+                server_cpu_s=TreeMeter(proc.pid).root_cpu_s,
+            )
             answers = check_answers(url, where, list(questions)[:FIXED_QUESTIONS], progress, token)
         finally:
             proc.terminate()

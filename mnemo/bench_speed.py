@@ -20,9 +20,15 @@ def asr_only_s(cfg: MnemoConfig, recording: Path, clip_s: float) -> float:
     from perception.registry import build
     from perception.sources.media import SAMPLE_RATE, decode_audio, plan_clips, probe
 
-    asr = build("asr", "faster-whisper", model=cfg.perception.asr_model, device=cfg.perception.device,
-                compute_type=cfg.perception.asr_compute_type, beam_size=cfg.perception.asr_beam_size,
-                cpu_threads=cfg.perception.threads or usable_cpus())
+    asr = build(
+        "asr",
+        "faster-whisper",
+        model=cfg.perception.asr_model,
+        device=cfg.perception.device,
+        compute_type=cfg.perception.asr_compute_type,
+        beam_size=cfg.perception.asr_beam_size,
+        cpu_threads=cfg.perception.threads or usable_cpus(),
+    )
     audio = [decode_audio(clip) for clip in plan_clips(probe(recording), clip_s)]
     asr.transcribe(audio[0][:SAMPLE_RATE], SAMPLE_RATE)  # load the model outside the timing
     t0 = time.perf_counter()
@@ -31,12 +37,22 @@ def asr_only_s(cfg: MnemoConfig, recording: Path, clip_s: float) -> float:
     return time.perf_counter() - t0
 
 
-def run(cfg: MnemoConfig, workdir: Path, workers: int | None = None,
-        progress: Callable[[str], None] = lambda m: None) -> dict:
+def run(
+    cfg: MnemoConfig,
+    workdir: Path,
+    workers: int | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+) -> dict:
     import ray
 
-    from mnemo.wiring import (build_perceivers, faces_backend_name, match_policies, perceivers_factory, text_embedder,
-                              usable_cpus)
+    from mnemo.wiring import (
+        build_perceivers,
+        faces_backend_name,
+        match_policies,
+        perceivers_factory,
+        text_embedder,
+        usable_cpus,
+    )
     from perception.sources.media import probe
     from pipeline.ingest import ingest
     from ray_jobs.ingest import connect, ingest_ray, peak_rss_mb
@@ -56,8 +72,14 @@ def run(cfg: MnemoConfig, workdir: Path, workers: int | None = None,
     progress("sequential ingest …")
     t0 = time.perf_counter()
     sequential = Store(workdir / "sequential", embedder)
-    report = ingest([str(recording)], sequential, build_perceivers(cfg.perception, cfg.llm), policies, clip_s,
-                    progress=quiet)
+    report = ingest(
+        [str(recording)],
+        sequential,
+        build_perceivers(cfg.perception, cfg.llm),
+        policies,
+        clip_s,
+        progress=quiet,
+    )
     figures["sequential_s"] = time.perf_counter() - t0
     figures["clips"] = report.clips_new
     figures["stages_sequential"] = per_clip(report)
@@ -70,8 +92,15 @@ def run(cfg: MnemoConfig, workdir: Path, workers: int | None = None,
             progress(f"Ray ingest, {w} worker(s) …")
             store = Store(workdir / f"ray-{w}", embedder)
             t0 = time.perf_counter()
-            report = ingest_ray([str(recording)], store, perceivers_factory(cfg.perception), policies, clip_s,
-                                progress=quiet, workers=w)
+            report = ingest_ray(
+                [str(recording)],
+                store,
+                perceivers_factory(cfg.perception),
+                policies,
+                clip_s,
+                progress=quiet,
+                workers=w,
+            )
             ray_runs[w] = (time.perf_counter() - t0, report, differences(store, sequential))
     finally:
         ray.shutdown()

@@ -14,43 +14,114 @@ from mnemo.cli_args import STORE_HELP, add_duration, add_json, add_store, set_ha
 
 log = logging.getLogger("mnemo")
 
-ACTIONS = ("start", "pause", "resume", "status", "stop", "keygen", "exclusions", "exclude", "include")
+ACTIONS = (
+    "start",
+    "pause",
+    "resume",
+    "status",
+    "stop",
+    "keygen",
+    "exclusions",
+    "exclude",
+    "include",
+)
 
 
 def add_parsers(sub) -> None:
-    cap = sub.add_parser("capture", help="X11 screenshot daemon: private by construction, searchable within a minute")
-    cap.add_argument("action", nargs="?", default="start", choices=ACTIONS,
-                     help="start (default) runs the daemon in the foreground; pause/resume/status/stop talk to a "
-                          "running one; exclusions lists what it never stores, exclude/include add or take out a "
-                          "--class or --title from the next frame on; keygen writes a key for --encrypt")
-    cap.add_argument("--out", metavar="DIR",
-                     help="where screenshots go (default: [capture] out, ~/.local/share/mnemo/screens)")
-    add_duration(cap, "--interval", "time between grabs while active (e.g. 2s, 0.5s; default: [capture] interval_s)")
-    add_duration(cap, "--duration", "stop after this long (e.g. 90s, 15m, 2h); default: run until stopped")
-    cap.add_argument("--exclude-class", action="append", default=[], metavar="CLS",
-                     help="never store a window of this WM_CLASS (repeatable)")
-    cap.add_argument("--exclude-title", action="append", default=[], metavar="REGEX",
-                     help="never store a window whose title matches (repeatable, case-insensitive)")
-    cap.add_argument("--ingest", action="store_true", help="ingest each 30 s clip into --store once it closes")
+    cap = sub.add_parser(
+        "capture", help="X11 screenshot daemon: private by construction, searchable within a minute"
+    )
+    cap.add_argument(
+        "action",
+        nargs="?",
+        default="start",
+        choices=ACTIONS,
+        help="start (default) runs the daemon in the foreground; pause/resume/status/stop talk to a "
+        "running one; exclusions lists what it never stores, exclude/include add or take out a "
+        "--class or --title from the next frame on; keygen writes a key for --encrypt",
+    )
+    cap.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where screenshots go (default: [capture] out, ~/.local/share/mnemo/screens)",
+    )
+    add_duration(
+        cap,
+        "--interval",
+        "time between grabs while active (e.g. 2s, 0.5s; default: [capture] interval_s)",
+    )
+    add_duration(
+        cap, "--duration", "stop after this long (e.g. 90s, 15m, 2h); default: run until stopped"
+    )
+    cap.add_argument(
+        "--exclude-class",
+        action="append",
+        default=[],
+        metavar="CLS",
+        help="never store a window of this WM_CLASS (repeatable)",
+    )
+    cap.add_argument(
+        "--exclude-title",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="never store a window whose title matches (repeatable, case-insensitive)",
+    )
+    cap.add_argument(
+        "--ingest", action="store_true", help="ingest each 30 s clip into --store once it closes"
+    )
     add_store(cap, help="--ingest: " + STORE_HELP)
-    cap.add_argument("--encrypt", action="store_true", help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)")
-    cap.add_argument("--adopt", action="store_true", help="start: mark --out as a capture folder although it is not "
-                     "empty (one an older mnemo captured into); only mnemo's own frames there are ever deleted")
-    cap.add_argument("--budget-mb", type=float, metavar="MB",
-                     help="keep at most this many MB of screenshots (oldest deleted first)")
-    add_duration(cap, "--for", "pause: resume by itself after this long (e.g. 15m, 1h)", dest="for_")
+    cap.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)",
+    )
+    cap.add_argument(
+        "--adopt",
+        action="store_true",
+        help="start: mark --out as a capture folder although it is not "
+        "empty (one an older mnemo captured into); only mnemo's own frames there are ever deleted",
+    )
+    cap.add_argument(
+        "--budget-mb",
+        type=float,
+        metavar="MB",
+        help="keep at most this many MB of screenshots (oldest deleted first)",
+    )
+    add_duration(
+        cap, "--for", "pause: resume by itself after this long (e.g. 15m, 1h)", dest="for_"
+    )
     add_json(cap, "status, exclusions: print the reply as one JSON object on the last line")
-    cap.add_argument("--class", dest="window_class", metavar="CLS", help="exclude/include: a window class (WM_CLASS)")
-    cap.add_argument("--title", metavar="REGEX", help="exclude/include: a window title pattern (case-insensitive)")
+    cap.add_argument(
+        "--class",
+        dest="window_class",
+        metavar="CLS",
+        help="exclude/include: a window class (WM_CLASS)",
+    )
+    cap.add_argument(
+        "--title",
+        metavar="REGEX",
+        help="exclude/include: a window title pattern (case-insensitive)",
+    )
     set_handler(cap, cmd_capture)
 
-    w = sub.add_parser("watch", help="ingest a capture folder's 30 s screenshot clips as they close")
+    w = sub.add_parser(
+        "watch", help="ingest a capture folder's 30 s screenshot clips as they close"
+    )
     w.add_argument("folder", metavar="FOLDER")
     add_store(w)
     add_duration(w, "--duration", "stop after this long (e.g. 8h); default: until interrupted")
-    add_duration(w, "--poll", "where file events cannot be had: time between looks at the folder (e.g. 5s; "
-                 "default: [capture] ingest_poll_s)")
-    w.add_argument("--no-events", action="store_true", help="look every --poll instead of following file events")
+    add_duration(
+        w,
+        "--poll",
+        "where file events cannot be had: time between looks at the folder (e.g. 5s; "
+        "default: [capture] ingest_poll_s)",
+    )
+    w.add_argument(
+        "--no-events",
+        action="store_true",
+        help="look every --poll instead of following file events",
+    )
     set_handler(w, cmd_watch)
 
 
@@ -61,7 +132,13 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 def cmd_watch(args, cfg) -> int:
     from mnemo.watch import watch
-    from mnemo.wiring import build_perceivers, build_redactor, faces_backend_name, match_policies, open_store
+    from mnemo.wiring import (
+        build_perceivers,
+        build_redactor,
+        faces_backend_name,
+        match_policies,
+        open_store,
+    )
 
     store = open_store(cfg.graph, args.store)
     perceivers = build_perceivers(cfg.perception, cfg.llm)
@@ -69,11 +146,24 @@ def cmd_watch(args, cfg) -> int:
     stop = threading.Event()
     _stop_on_signals(stop)
     print(f"watch: ingesting closed clips of {args.folder} into {store.uri}", flush=True)
-    report = watch(args.folder, store, perceivers, policies, clip_s=cfg.perception.clip_s,
-                   poll_s=args.poll or cfg.capture.ingest_poll_s, duration_s=args.duration, stop=stop, events=not args.no_events,
-                   say=lambda s: print(s, flush=True), retention_days=cfg.graph.retention_days,
-                   max_store_gb=cfg.graph.max_store_gb, redactor=build_redactor(cfg.memorize))
-    print(f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} look(s)")
+    report = watch(
+        args.folder,
+        store,
+        perceivers,
+        policies,
+        clip_s=cfg.perception.clip_s,
+        poll_s=args.poll or cfg.capture.ingest_poll_s,
+        duration_s=args.duration,
+        stop=stop,
+        events=not args.no_events,
+        say=lambda s: print(s, flush=True),
+        retention_days=cfg.graph.retention_days,
+        max_store_gb=cfg.graph.max_store_gb,
+        redactor=build_redactor(cfg.memorize),
+    )
+    print(
+        f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} look(s)"
+    )
     return 0
 
 
@@ -85,7 +175,9 @@ def _client(args) -> int:
         msg["for_s"] = args.for_
     if args.action in ("exclude", "include"):
         if not (args.window_class or args.title):
-            print(f"error: capture {args.action} needs --class CLS or --title REGEX", file=sys.stderr)
+            print(
+                f"error: capture {args.action} needs --class CLS or --title REGEX", file=sys.stderr
+            )
             return 2
         msg.update({k: v for k, v in (("class", args.window_class), ("title", args.title)) if v})
     try:
@@ -102,13 +194,19 @@ def _client(args) -> int:
     if args.json:
         print(json.dumps(reply))
     elif args.action in ("exclusions", "exclude", "include"):
-        print("never stored: classes " + (", ".join(reply["classes"] + reply["builtin_classes"]) or "none")
-              + "; titles matching " + (", ".join(reply["titles"] + reply["builtin_titles"]) or "none")
-              + ("" if reply["builtin"] else " (built-in exclusions off)"))
+        print(
+            "never stored: classes "
+            + (", ".join(reply["classes"] + reply["builtin_classes"]) or "none")
+            + "; titles matching "
+            + (", ".join(reply["titles"] + reply["builtin_titles"]) or "none")
+            + ("" if reply["builtin"] else " (built-in exclusions off)")
+        )
     else:
         why = f" ({reply['why']})" if reply.get("why") else ""
-        print(f"{reply['state']}{why}: {reply['written']} frame(s) written of {reply['ticks']} grab(s), "
-              f"{reply['bytes_stored'] / 1e6:.1f} MB stored in {reply['out']}")
+        print(
+            f"{reply['state']}{why}: {reply['written']} frame(s) written of {reply['ticks']} grab(s), "
+            f"{reply['bytes_stored'] / 1e6:.1f} MB stored in {reply['out']}"
+        )
     return 0
 
 
@@ -117,11 +215,17 @@ def cmd_capture(args, cfg) -> int:
         from perception.capture.crypto import CaptureKeyError, default_key_file, generate_key
 
         try:
-            path = generate_key(Path(cfg.capture.key_file).expanduser() if cfg.capture.key_file else default_key_file())
+            path = generate_key(
+                Path(cfg.capture.key_file).expanduser()
+                if cfg.capture.key_file
+                else default_key_file()
+            )
         except CaptureKeyError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-        print(f"wrote a new capture key to {path} (mode 600); keep a copy: without it the images cannot be read")
+        print(
+            f"wrote a new capture key to {path} (mode 600); keep a copy: without it the images cannot be read"
+        )
         return 0
     if args.action != "start":
         return _client(args)
@@ -129,30 +233,48 @@ def cmd_capture(args, cfg) -> int:
 
 
 def _run_daemon(args, cfg) -> int:
+    from mnemo.supervise import Supervised
     from perception.capture.control import ControlServer
     from perception.capture.crypto import CaptureKeyError, load_cipher
     from perception.capture.daemon import Capturer
     from perception.capture.owned import NotACaptureFolder, adopt
     from perception.capture.storage import CaptureFolderBusy, CaptureStore, hold_folder
-    from mnemo.supervise import Supervised
     from perception.capture.x11 import NotX11, XConnectionLost
 
-    c = cfg.capture.model_copy(update={k: v for k, v in {
-        "out": args.out, "interval_s": args.interval, "encrypt": args.encrypt or None,
-        "budget_mb": args.budget_mb}.items() if v is not None})
-    c = c.model_copy(update={"exclude_classes": [*c.exclude_classes, *args.exclude_class],
-                             "exclude_titles": [*c.exclude_titles, *args.exclude_title]})
+    c = cfg.capture.model_copy(
+        update={
+            k: v
+            for k, v in {
+                "out": args.out,
+                "interval_s": args.interval,
+                "encrypt": args.encrypt or None,
+                "budget_mb": args.budget_mb,
+            }.items()
+            if v is not None
+        }
+    )
+    c = c.model_copy(
+        update={
+            "exclude_classes": [*c.exclude_classes, *args.exclude_class],
+            "exclude_titles": [*c.exclude_titles, *args.exclude_title],
+        }
+    )
     try:
         cipher = load_cipher(c.key_file or None) if c.encrypt else None
     except CaptureKeyError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    store = CaptureStore(c.out, int(c.budget_mb * 1e6), c.max_age_days, int(c.min_free_mb * 1e6), cipher)
+    store = CaptureStore(
+        c.out, int(c.budget_mb * 1e6), c.max_age_days, int(c.min_free_mb * 1e6), cipher
+    )
     try:
         if args.adopt:
             found = adopt(store.root)
-            print(f"capture: {store.root} is a capture folder ({found.frames} frame(s) of mnemo's; "
-                  f"{found.others} other entries, which mnemo leaves alone)", flush=True)
+            print(
+                f"capture: {store.root} is a capture folder ({found.frames} frame(s) of mnemo's; "
+                f"{found.others} other entries, which mnemo leaves alone)",
+                flush=True,
+            )
         hold_folder(store.root)  # one daemon a folder, held until this process ends
     except NotACaptureFolder as e:
         print(f"error: {e}", file=sys.stderr)
@@ -175,6 +297,7 @@ def _run_daemon(args, cfg) -> int:
         return 1
     stop = threading.Event()
     _stop_on_signals(stop)
+
     def stop_when_asked() -> None:
         stop.wait()
         capturer.stop()
@@ -187,8 +310,13 @@ def _run_daemon(args, cfg) -> int:
             cmd += ["--store", args.store]
         # its own process, so perception never slows or bloats the grabs; restarted if it dies,
         # ended with the daemon (mnemo/supervise.py)
-        watcher = Supervised(cmd, "capture: the watcher", say=lambda m: print(m, flush=True)).start()
-    print(f"capture: every {c.interval_s:g} s into {store.root}; control socket {server.path}", flush=True)
+        watcher = Supervised(
+            cmd, "capture: the watcher", say=lambda m: print(m, flush=True)
+        ).start()
+    print(
+        f"capture: every {c.interval_s:g} s into {store.root}; control socket {server.path}",
+        flush=True,
+    )
     code = 0
     try:
         counters = capturer.run(args.duration)
@@ -199,7 +327,9 @@ def _run_daemon(args, cfg) -> int:
         server.close()
         if watcher is not None:
             watcher.stop(timeout_s=120)
-    print(f"capture: {counters.written} frame(s) written ({counters.bytes_written / 1e6:.1f} MB) of {counters.ticks} "
-          f"grab(s); {counters.static_ticks} static, {counters.excluded} excluded, {counters.focus_changed} dropped "
-          f"on a focus change; reasons {counters.reasons}")
+    print(
+        f"capture: {counters.written} frame(s) written ({counters.bytes_written / 1e6:.1f} MB) of {counters.ticks} "
+        f"grab(s); {counters.static_ticks} static, {counters.excluded} excluded, {counters.focus_changed} dropped "
+        f"on a focus change; reasons {counters.reasons}"
+    )
     return code

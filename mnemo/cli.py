@@ -23,7 +23,9 @@ exit codes:
 class _Version(argparse.Action):
     """``--version``: looked up only when asked, so building the parser reads no package metadata."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
@@ -66,8 +68,12 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
     )
     from mnemo.serve import cli as serve_cli
 
-    p = argparse.ArgumentParser(prog="mnemo", description="Recordings in, a memory you can question out.",
-                                epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="mnemo",
+        description="Recordings in, a memory you can question out.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--version", action=_Version, help="print mnemo's version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -89,8 +95,11 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
 
 
 def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     if not verbose:
         logging.getLogger("mnemo").setLevel(logging.INFO)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no hub is reachable; never wait on one
@@ -113,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser(complete=False).parse_args(argv)
-    except SystemExit as e:  # --help, --version, or a usage error (2): main returns its code, as for any other
+    except (
+        SystemExit
+    ) as e:  # --help, --version, or a usage error (2): main returns its code, as for any other
         return 0 if e.code is None else e.code if isinstance(e.code, int) else 2
     _configure_logging(args.verbose)
     if not args.needs_config:
@@ -123,10 +134,16 @@ def _main(argv: list[str] | None) -> int:
 
     try:
         cfg = load_config()
-        if cfg.capture.key_file:  # one capture key for this command and its children (capture, ingest, serve)
-            os.environ.setdefault("MNEMO_CAPTURE__KEY_FILE", str(Path(cfg.capture.key_file).expanduser()))
+        if (
+            cfg.capture.key_file
+        ):  # one capture key for this command and its children (capture, ingest, serve)
+            os.environ.setdefault(
+                "MNEMO_CAPTURE__KEY_FILE", str(Path(cfg.capture.key_file).expanduser())
+            )
         return args.func(args, cfg)
-    except Exception as e:  # bad input or a failed stage, said in one line: OSError, ValueError, cv2.error, ...
+    except (
+        Exception
+    ) as e:  # bad input or a failed stage, said in one line: OSError, ValueError, cv2.error, ...
         if not isinstance(e, stage_errors()):
             raise
         log.debug("failed", exc_info=True)

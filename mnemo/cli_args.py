@@ -33,7 +33,8 @@ def parse_time(value: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not an ISO 8601 time; write e.g. 2026-11-20T10:00, 2026-11-20T10:00:00+01:00 "
-            "or 2026-11-20T09:00Z (no offset: local time)") from None
+            "or 2026-11-20T09:00Z (no offset: local time)"
+        ) from None
     return when if when.tzinfo else when.astimezone()
 
 
@@ -49,9 +50,12 @@ def parse_duration(value: str) -> float:
         n = value.strip()
         raise argparse.ArgumentTypeError(
             f"{value!r} has no unit; write it with one of {units} (seconds, minutes, hours, days): "
-            f"{n}s, {n}m, {n}h or {n}d")
-    raise argparse.ArgumentTypeError(f"{value!r} is not a duration; write a number and one of {units} "
-                                     "(seconds, minutes, hours, days), e.g. 90s, 15m, 2h or 3d")
+            f"{n}s, {n}m, {n}h or {n}d"
+        )
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not a duration; write a number and one of {units} "
+        "(seconds, minutes, hours, days), e.g. 90s, 15m, 2h or 3d"
+    )
 
 
 def add_duration(parser: argparse.ArgumentParser, flag: str, help: str, **kwargs) -> None:
@@ -60,7 +64,9 @@ def add_duration(parser: argparse.ArgumentParser, flag: str, help: str, **kwargs
     parser.add_argument(flag, type=parse_duration, help=help, **kwargs)
 
 
-def set_handler(parser: argparse.ArgumentParser, func: Callable[..., int], needs_config: bool = True) -> None:
+def set_handler(
+    parser: argparse.ArgumentParser, func: Callable[..., int], needs_config: bool = True
+) -> None:
     """What ``mnemo`` runs for this (sub)command: ``func(args, cfg)``, or ``func(args)`` before the
     config loads when ``needs_config`` is False (``doctor``: a config that fails to load is one of its
     checks)."""
@@ -76,7 +82,9 @@ class LazySubcommands(argparse._SubParsersAction):
         super().__init__(*args, **kwargs)
         self._pending: dict[str, str] = {}
 
-    def add_lazy_parser(self, name: str, arguments: str | None, **kwargs) -> argparse.ArgumentParser:
+    def add_lazy_parser(
+        self, name: str, arguments: str | None, **kwargs
+    ) -> argparse.ArgumentParser:
         parser = self.add_parser(name, **kwargs)
         if arguments:
             self._pending[name] = arguments

@@ -42,9 +42,15 @@ def ingest_demo(cfg: MnemoConfig, store, **ingest_kwargs):
 
     recording = build_demo_recording()
     perceivers = build_perceivers(cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
-    return ingest([str(recording)], store, perceivers,
-                  match_policies(cfg.memorize, faces_backend_name(cfg.perception)), clip_s=cfg.perception.clip_s,
-                  llm_writer=build_llm_writer(cfg.memorize, cfg.llm), **ingest_kwargs)
+    return ingest(
+        [str(recording)],
+        store,
+        perceivers,
+        match_policies(cfg.memorize, faces_backend_name(cfg.perception)),
+        clip_s=cfg.perception.clip_s,
+        llm_writer=build_llm_writer(cfg.memorize, cfg.llm),
+        **ingest_kwargs,
+    )
 
 
 def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
@@ -53,18 +59,26 @@ def run_demo(cfg: MnemoConfig, store_dir: str | None = None) -> int:
     from mnemo.wiring import build_agent, open_store
 
     t0 = time.perf_counter()
-    print("building the demo recording from pyannote's sample.wav and insightface's t1.jpg …", file=sys.stderr)
+    print(
+        "building the demo recording from pyannote's sample.wav and insightface's t1.jpg …",
+        file=sys.stderr,
+    )
     if store_dir is None:
         store_dir = str(cache_dir() / "demo" / "store")
         shutil.rmtree(store_dir, ignore_errors=True)  # the demo starts from an empty memory
     store = open_store(cfg.graph, store_dir)
     report = ingest_demo(cfg, store)
     if not report.ok:
-        print(f"error: the demo recording could not be ingested: {report.files_failed}", file=sys.stderr)
+        print(
+            f"error: the demo recording could not be ingested: {report.files_failed}",
+            file=sys.stderr,
+        )
         return 1
     counts = store.count()
-    print(f"\nmemory: {counts['clips']} clips, {counts['memories']} memories, {counts['entities']} entities "
-          f"in {store.uri}\n")
+    print(
+        f"\nmemory: {counts['clips']} clips, {counts['memories']} memories, {counts['entities']} entities "
+        f"in {store.uri}\n"
+    )
     answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
     for question in QUESTIONS:
         print_answer(answerer.ask(question), as_json=False)

@@ -10,15 +10,24 @@ from mnemo.cli_args import add_json, add_store, set_handler
 
 def add_parsers(sub) -> None:
     for period, what in (("day", "a day"), ("week", "the week (Monday to Sunday) of a day")):
-        p = sub.add_parser(period, help=f"what {what} held: when, with whom, which windows, the salient moments")
-        p.add_argument("date", nargs="?", default="today",
-                       help="2023-05-08, today (default), yesterday, last Tuesday, 8 May 2023, ...")
+        p = sub.add_parser(
+            period, help=f"what {what} held: when, with whom, which windows, the salient moments"
+        )
+        p.add_argument(
+            "date",
+            nargs="?",
+            default="today",
+            help="2023-05-08, today (default), yesterday, last Tuesday, 8 May 2023, ...",
+        )
         add_store(p)
         add_json(p)
-        p.add_argument("--llm", action="store_true",
-                       help="also an account written by the [llm] endpoint (without one: the packaged model, served "
-                            "here for the command) from the digest's cited moments; a sentence not grounded in "
-                            "the moments it cites is dropped")
+        p.add_argument(
+            "--llm",
+            action="store_true",
+            help="also an account written by the [llm] endpoint (without one: the packaged model, served "
+            "here for the command) from the digest's cited moments; a sentence not grounded in "
+            "the moments it cites is dropped",
+        )
         set_handler(p, cmd_digest)
 
 
@@ -29,18 +38,28 @@ def cmd_digest(args, cfg) -> int:
     now = datetime.now().astimezone()  # the user's days, in local time
     day = parse_day(args.date, now)
     store = _open(cfg, args.store)
-    bounds = (day_bounds if args.command == "day" else week_bounds)(day)  # this machine's zone on that day
+    bounds = (day_bounds if args.command == "day" else week_bounds)(
+        day
+    )  # this machine's zone on that day
     digest = build(store, *bounds, args.command, cfg.people.me)
     print("\n".join(digest.lines()))
     written = _written(digest, cfg) if args.llm and not digest.empty else None
     out = digest.to_json()
     if written is not None:
-        print(f"  written by {written.model}:" + ("" if written.sentences else " nothing the moments support"))
+        print(
+            f"  written by {written.model}:"
+            + ("" if written.sentences else " nothing the moments support")
+        )
         for s in written.sentences:
             print(f"    {s.text}  [clip {', '.join(c.clip_id for c in s.citations)}]")
-        out["written"] = {"model": written.model, "dropped": written.dropped,
-                          "sentences": [{"text": s.text, "clip_ids": [c.clip_id for c in s.citations]}
-                                        for s in written.sentences]}
+        out["written"] = {
+            "model": written.model,
+            "dropped": written.dropped,
+            "sentences": [
+                {"text": s.text, "clip_ids": [c.clip_id for c in s.citations]}
+                for s in written.sentences
+            ],
+        }
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     return 0
@@ -57,7 +76,9 @@ def _written(digest, cfg):
 
     with ExitStack() as stack:
         try:
-            return write(digest, llm_or_packaged(cfg.llm, stack, lambda m: print(m, file=sys.stderr)))
+            return write(
+                digest, llm_or_packaged(cfg.llm, stack, lambda m: print(m, file=sys.stderr))
+            )
         except LLMError as e:
             print(f"warning: no written account: {e}; the digest above stands", file=sys.stderr)
             return None

@@ -34,11 +34,22 @@ SUPPORTED_PYTHON = ((3, 11), (3, 13))
 
 # extra -> (top-level or dotted modules it installs, what it gives); as pyproject.toml's extras
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "torch": (("torch", "torchvision", "open_clip", "sentence_transformers", "efficientnet_lite_pytorch",
-               "resemblyzer"),
-              "models in torch: a GPU, bfloat16 text on CPUs that have it, model_runtime/text_runtime \"torch\", "
-              "image_backend \"open-clip\""),
-    "insightface": (("insightface",), "faces_backend \"insightface\" (its model pack is yours to place)"),
+    "torch": (
+        (
+            "torch",
+            "torchvision",
+            "open_clip",
+            "sentence_transformers",
+            "efficientnet_lite_pytorch",
+            "resemblyzer",
+        ),
+        'models in torch: a GPU, bfloat16 text on CPUs that have it, model_runtime/text_runtime "torch", '
+        'image_backend "open-clip"',
+    ),
+    "insightface": (
+        ("insightface",),
+        'faces_backend "insightface" (its model pack is yours to place)',
+    ),
     "bench": (("pyannote.metrics",), "the diarization error rate in `mnemo bench perception`"),
     "ray": (("ray",), "`mnemo ingest --ray`: perception on a Ray cluster"),
     "llm-local": (("xllamacpp",), "`mnemo llm serve`: a local LLM on llama.cpp's server"),
@@ -71,7 +82,15 @@ def source_root() -> Path | None:
 def pip_install(extra: str = "") -> str:
     """The command that installs mnemo (with ``extra``) into the environment doctor runs in."""
     root = source_root()
-    target = f"{root}[{extra}]" if extra and root else str(root) if root else f"mnemo[{extra}]" if extra else "mnemo"
+    target = (
+        f"{root}[{extra}]"
+        if extra and root
+        else str(root)
+        if root
+        else f"mnemo[{extra}]"
+        if extra
+        else "mnemo"
+    )
     return f"{_q(sys.executable)} -m pip install {'-e ' if root else ''}{_q(target)}"
 
 
@@ -82,13 +101,19 @@ def python_check(version: tuple[int, ...], executable: str) -> Check:
     (lo, hi), v = SUPPORTED_PYTHON, ".".join(map(str, version[:3]))
     span = f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}"
     if lo <= tuple(version[:2]) <= hi:
-        venv = "a virtual environment" if sys.prefix != sys.base_prefix else "no virtual environment"
+        venv = (
+            "a virtual environment" if sys.prefix != sys.base_prefix else "no virtual environment"
+        )
         return Check("python", "ok", f"Python {v} at {executable} ({venv}; supported: {span})")
     newest = f"{hi[0]}.{hi[1]}"
-    return Check("python", "fail", f"Python {v} at {executable}: mnemo runs on Python {span} only",
-                 f"install Python {newest} (Debian: `apt-get install python3`, or `pyenv install {newest}`) and make "
-                 f"the environment with it: `python{newest} -m venv .venv && .venv/bin/pip install -e .` (in the "
-                 f"repository: `rm -rf .venv && make PYTHON=python{newest} install`)")
+    return Check(
+        "python",
+        "fail",
+        f"Python {v} at {executable}: mnemo runs on Python {span} only",
+        f"install Python {newest} (Debian: `apt-get install python3`, or `pyenv install {newest}`) and make "
+        f"the environment with it: `python{newest} -m venv .venv && .venv/bin/pip install -e .` (in the "
+        f"repository: `rm -rf .venv && make PYTHON=python{newest} install`)",
+    )
 
 
 def mnemo_check() -> Check:
@@ -100,28 +125,47 @@ def mnemo_check() -> Check:
     try:
         installed = md.version("mnemo")
     except md.PackageNotFoundError:
-        return Check("mnemo", "warn", f"mnemo {__version__} from {where}, not installed in this environment "
-                     "(no `mnemo` command, no package metadata)", pip_install())
+        return Check(
+            "mnemo",
+            "warn",
+            f"mnemo {__version__} from {where}, not installed in this environment "
+            "(no `mnemo` command, no package metadata)",
+            pip_install(),
+        )
     if installed != __version__:
-        return Check("mnemo", "warn", f"mnemo {__version__} runs from {where}, but {installed} is installed: "
-                     "the installed metadata (dependencies, `mnemo` command) is stale", pip_install())
+        return Check(
+            "mnemo",
+            "warn",
+            f"mnemo {__version__} runs from {where}, but {installed} is installed: "
+            "the installed metadata (dependencies, `mnemo` command) is stale",
+            pip_install(),
+        )
     return Check("mnemo", "ok", f"mnemo {__version__} from {where}")
 
 
 def config_check(load: Callable[[], MnemoConfig]) -> tuple[Check, MnemoConfig | None]:
     from mnemo.config import user_config_file
 
-    files = [p for p in (os.environ.get("MNEMO_CONFIG"), user_config_file(), Path("mnemo.toml")) if p]
+    files = [
+        p for p in (os.environ.get("MNEMO_CONFIG"), user_config_file(), Path("mnemo.toml")) if p
+    ]
     read = [str(p) for p in files if Path(p).is_file()]
     env = sorted(k for k in os.environ if k.startswith("MNEMO_") and "__" in k)
     try:
         cfg = load()
     except (OSError, ValueError) as e:  # pydantic's ValidationError is a ValueError
-        return Check("config", "fail", f"the settings do not load: {e}".replace("\n", " "),
-                     "correct the setting named above in " + (", ".join(read) or "the MNEMO_ variables")
-                     + " (docs/configuration.md)"), None
+        return Check(
+            "config",
+            "fail",
+            f"the settings do not load: {e}".replace("\n", " "),
+            "correct the setting named above in "
+            + (", ".join(read) or "the MNEMO_ variables")
+            + " (docs/configuration.md)",
+        ), None
     said = ", ".join(read) if read else "no mnemo.toml"
-    return Check("config", "ok", f"{said}" + (f"; from the environment: {', '.join(env)}" if env else "")), cfg
+    return Check(
+        "config", "ok", f"{said}" + (f"; from the environment: {', '.join(env)}" if env else "")
+    ), cfg
 
 
 def _requirements() -> list[str] | None:
@@ -140,10 +184,15 @@ def packages_check(reqs: list[str] | None = None) -> Check:
 
     reqs = _requirements() if reqs is None else reqs
     if reqs is None:
-        return Check("packages", "warn", "mnemo's package metadata is missing, so its dependencies cannot be checked",
-                     pip_install())
+        return Check(
+            "packages",
+            "warn",
+            "mnemo's package metadata is missing, so its dependencies cannot be checked",
+            pip_install(),
+        )
     try:
         from packaging.requirements import InvalidRequirement, Requirement
+
         versions_known = True
     except ImportError:  # not a dependency of mnemo's own (onnxruntime's): presence only, by name
         versions_known = False
@@ -160,8 +209,10 @@ def packages_check(reqs: list[str] | None = None) -> Check:
             try:
                 req = Requirement(line)
             except InvalidRequirement as e:
-                raise ValueError(f"mnemo's metadata holds the requirement {line!r}, which pip would not read "
-                                 f"either; reinstall mnemo: {pip_install()}") from e
+                raise ValueError(
+                    f"mnemo's metadata holds the requirement {line!r}, which pip would not read "
+                    f"either; reinstall mnemo: {pip_install()}"
+                ) from e
             if req.marker is not None and not req.marker.evaluate({"extra": ""}):
                 continue  # an extra's, or not for this platform
             name, spec = req.name, req.specifier
@@ -174,10 +225,23 @@ def packages_check(reqs: list[str] | None = None) -> Check:
         if spec and not spec.contains(have, prereleases=True):
             wrong.append(f"{name} {have} (needs {spec})")
     if missing or wrong:
-        said = "; ".join(x for x in (("missing: " + ", ".join(missing)) if missing else "",
-                                    ("wrong version: " + ", ".join(wrong)) if wrong else "") if x)
-        return Check("packages", "fail", f"{len(missing) + len(wrong)} of {n} dependencies: {said}", pip_install())
-    versions = "at versions mnemo accepts" if versions_known else "(versions not checked: no `packaging`)"
+        said = "; ".join(
+            x
+            for x in (
+                ("missing: " + ", ".join(missing)) if missing else "",
+                ("wrong version: " + ", ".join(wrong)) if wrong else "",
+            )
+            if x
+        )
+        return Check(
+            "packages",
+            "fail",
+            f"{len(missing) + len(wrong)} of {n} dependencies: {said}",
+            pip_install(),
+        )
+    versions = (
+        "at versions mnemo accepts" if versions_known else "(versions not checked: no `packaging`)"
+    )
     return Check("packages", "ok", f"all {n} dependencies installed {versions}")
 
 
@@ -211,7 +275,9 @@ def extras_needed(cfg) -> dict[str, str]:
     return need
 
 
-def extra_check(extra: str, modules: tuple[str, ...], gives: str, needed_by: str | None = None) -> Check:
+def extra_check(
+    extra: str, modules: tuple[str, ...], gives: str, needed_by: str | None = None
+) -> Check:
     """Whether the extra ``extra`` (its ``modules``) is installed; a failure when ``needed_by`` (a
     setting in force) needs it, a warning when it is installed in part."""
     name, cmd = f"extra {extra}", pip_install(extra)
@@ -220,7 +286,12 @@ def extra_check(extra: str, modules: tuple[str, ...], gives: str, needed_by: str
         return Check(name, "ok", f"installed: {gives}")
     what = f"{', '.join(missing)} not installed"
     if needed_by:
-        return Check(name, "fail", f"{needed_by} needs mnemo[{extra}]: {what}", f"{cmd} (or change {needed_by})")
+        return Check(
+            name,
+            "fail",
+            f"{needed_by} needs mnemo[{extra}]: {what}",
+            f"{cmd} (or change {needed_by})",
+        )
     if len(missing) < len(modules):
         return Check(name, "warn", f"installed in part ({what}): {gives}", cmd)
     return Check(name, "ok", f"not installed (optional): {gives}; to add it: {cmd}")
@@ -248,29 +319,54 @@ def model_checks(hashes: bool, root: Path | None = None) -> list[Check]:
                 pass
         if not sizes and not location(d, root).exists():
             if d.optional:
-                out.append(Check(name, "ok", f"not fetched (optional: {d.role}); to add it: "
-                                 f"mnemo models fetch {d.name}"))
+                out.append(
+                    Check(
+                        name,
+                        "ok",
+                        f"not fetched (optional: {d.role}); to add it: mnemo models fetch {d.name}",
+                    )
+                )
             else:
-                out.append(Check(name, "fail", f"not fetched: {d.role} ({size}) is missing from {root}",
-                                 f"mnemo models fetch {d.name}  (all of them: mnemo models fetch)"))
+                out.append(
+                    Check(
+                        name,
+                        "fail",
+                        f"not fetched: {d.role} ({size}) is missing from {root}",
+                        f"mnemo models fetch {d.name}  (all of them: mnemo models fetch)",
+                    )
+                )
             continue
-        bad = [f"{f.path} {'missing' if f.path not in sizes else f'{sizes[f.path]} bytes, expected {f.size}'}"
-               for f in d.files if sizes.get(f.path) != f.size]
+        bad = [
+            f"{f.path} {'missing' if f.path not in sizes else f'{sizes[f.path]} bytes, expected {f.size}'}"
+            for f in d.files
+            if sizes.get(f.path) != f.size
+        ]
         if bad:
-            out.append(Check(name, "fail", f"damaged in {location(d, root)}: {'; '.join(bad)}", refetch))
+            out.append(
+                Check(name, "fail", f"damaged in {location(d, root)}: {'; '.join(bad)}", refetch)
+            )
             continue
         if hashes:
             wrong = [f.path for f in d.files if sha256_file(file_path(d, f, root)) != f.sha256]
             if wrong:
-                out.append(Check(name, "fail", f"SHA-256 does not match the published file: "
-                                 f"{', '.join(wrong)} in {location(d, root)}", refetch))
+                out.append(
+                    Check(
+                        name,
+                        "fail",
+                        f"SHA-256 does not match the published file: "
+                        f"{', '.join(wrong)} in {location(d, root)}",
+                        refetch,
+                    )
+                )
                 continue
             shown = ", ".join(f"{Path(f.path).name} {f.sha256[:12]}…" for f in d.files[:3])
             more = f" and {len(d.files) - 3} more" if len(d.files) > 3 else ""
             said = f"SHA-256 verified ({shown}{more})"
         else:
             said = "sizes match (--hashes verifies SHA-256)"
-        out.append(Check(name, "ok", f"{d.version}, {d.role}: {len(d.files)} file(s), {size}, {said}"))
+        out.append(
+            Check(name, "ok", f"{d.version}, {d.role}: {len(d.files)} file(s), {size}, {said}")
+        )
     return out
 
 
@@ -286,14 +382,27 @@ def packaged_checks(hashes: bool) -> list[Check]:
         try:
             path = package_dir(package) / rel
         except WeightsError:
-            out.append(Check(name, "fail", f"the package {package} that carries it is not installed", pip_install()))
+            out.append(
+                Check(
+                    name,
+                    "fail",
+                    f"the package {package} that carries it is not installed",
+                    pip_install(),
+                )
+            )
             continue
         if not path.is_file():
             out.append(Check(name, "fail", f"{path} is missing", reinstall))
         elif hashes and sha256_file(path) != sha:
-            out.append(Check(name, "fail", f"{path}: SHA-256 does not match the published file", reinstall))
+            out.append(
+                Check(name, "fail", f"{path}: SHA-256 does not match the published file", reinstall)
+            )
         else:
-            said = f"SHA-256 verified ({sha[:12]}…)" if hashes else "present (--hashes verifies SHA-256)"
+            said = (
+                f"SHA-256 verified ({sha[:12]}…)"
+                if hashes
+                else "present (--hashes verifies SHA-256)"
+            )
             out.append(Check(name, "ok", f"{path}, {size_text(path.stat().st_size)}, {said}"))
     return out
 
@@ -312,30 +421,49 @@ def ffmpeg_check() -> Check:
     except RuntimeError as e:  # it raises this when it finds no binary
         return Check("ffmpeg", "fail", f"no ffmpeg binary: {e}", fix)
     try:
-        run = subprocess.run([exe, "-hide_banner", "-version"], capture_output=True, text=True, timeout=20)
+        run = subprocess.run(
+            [exe, "-hide_banner", "-version"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return Check("ffmpeg", "fail", f"{exe} does not run: {e}", fix)
     first = (run.stdout.splitlines() or [""])[0]
     if run.returncode != 0:
-        return Check("ffmpeg", "fail", f"{exe} -version exited {run.returncode}: {run.stderr.strip()[:200]}", fix)
+        return Check(
+            "ffmpeg",
+            "fail",
+            f"{exe} -version exited {run.returncode}: {run.stderr.strip()[:200]}",
+            fix,
+        )
     return Check("ffmpeg", "ok", f"{first.strip()} ({exe})")
 
 
 def display_check(env: Mapping[str, str]) -> Check:
     """The display server, for ``mnemo capture`` (X11 only): Wayland, X11 (reachable or not) or none."""
     if env.get("WAYLAND_DISPLAY") or env.get("XDG_SESSION_TYPE") == "wayland":
-        return Check("display", "warn", "a Wayland session: mnemo capture supports X11 only for now; ingesting "
-                     "screenshot folders works", "to capture, log in to an X11 session (\"GNOME on Xorg\", "
-                     "\"Plasma (X11)\")")
+        return Check(
+            "display",
+            "warn",
+            "a Wayland session: mnemo capture supports X11 only for now; ingesting "
+            "screenshot folders works",
+            'to capture, log in to an X11 session ("GNOME on Xorg", "Plasma (X11)")',
+        )
     name = env.get("DISPLAY")
     if not name:
-        return Check("display", "warn", "no display server (DISPLAY is not set): mnemo capture cannot run here; "
-                     "ingest, ask and serve work without one", "to capture, run mnemo inside an X11 session "
-                     "(or set DISPLAY=:0)")
+        return Check(
+            "display",
+            "warn",
+            "no display server (DISPLAY is not set): mnemo capture cannot run here; "
+            "ingest, ask and serve work without one",
+            "to capture, run mnemo inside an X11 session (or set DISPLAY=:0)",
+        )
     why = _x11_unreachable(name)
     if why:
-        return Check("display", "warn", f"DISPLAY={name}, but its X server cannot be reached: {why}",
-                     "start the X session, or set DISPLAY to the one you are logged in to (e.g. DISPLAY=:0)")
+        return Check(
+            "display",
+            "warn",
+            f"DISPLAY={name}, but its X server cannot be reached: {why}",
+            "start the X session, or set DISPLAY to the one you are logged in to (e.g. DISPLAY=:0)",
+        )
     return Check("display", "ok", f"X11 at DISPLAY={name}: mnemo capture can run")
 
 
@@ -365,12 +493,20 @@ def cpu_check(threads: int = 0) -> Check:
     yes = lambda b: "yes" if b else "no"  # noqa: E731
     forced = f" ({BF16_SWITCH} set)" if os.environ.get(BF16_SWITCH, "").strip() else ""
     dtype = "bfloat16 with mnemo[torch], float32 in ONNX Runtime without" if bf16 else "float32"
-    said = (f"{cpus} usable CPU(s) of {os.cpu_count()}, {threads or cpus} thread(s) per model library; "
-            f"AVX2 {yes('avx2' in flags)}, AVX-512 {yes('avx512f' in flags)}, bfloat16 {yes(bf16)}{forced}: "
-            f"text models compute in {dtype}")
-    if "sse2" in flags and "avx2" not in flags:  # an x86 CPU older than 2013: ONNX Runtime and CTranslate2 crawl
-        return Check("cpu", "warn", said + "; without AVX2 the models run several times slower",
-                     "nothing to change in mnemo: a CPU with AVX2 runs it at the speeds docs/benchmarks.md gives")
+    said = (
+        f"{cpus} usable CPU(s) of {os.cpu_count()}, {threads or cpus} thread(s) per model library; "
+        f"AVX2 {yes('avx2' in flags)}, AVX-512 {yes('avx512f' in flags)}, bfloat16 {yes(bf16)}{forced}: "
+        f"text models compute in {dtype}"
+    )
+    if (
+        "sse2" in flags and "avx2" not in flags
+    ):  # an x86 CPU older than 2013: ONNX Runtime and CTranslate2 crawl
+        return Check(
+            "cpu",
+            "warn",
+            said + "; without AVX2 the models run several times slower",
+            "nothing to change in mnemo: a CPU with AVX2 runs it at the speeds docs/benchmarks.md gives",
+        )
     return Check("cpu", "ok", said)
 
 
@@ -383,24 +519,54 @@ def _nearest(path: Path) -> Path:
     return path
 
 
-def private_checks(label: str, path: Path, *, explicit: bool = False, created_by: str = "") -> list[Check]:
+def private_checks(
+    label: str, path: Path, *, explicit: bool = False, created_by: str = ""
+) -> list[Check]:
     """``path`` (a folder mnemo keeps private: 0700, its files 0600): the user's, closed to group and
     others, and nothing inside open to them. Missing: fine unless the user named it (``explicit``)."""
     try:
         st = path.stat()
     except FileNotFoundError:
         if explicit:
-            return [Check(label, "warn", f"{path} does not exist", f"check the path; {created_by} creates it")]
+            return [
+                Check(
+                    label,
+                    "warn",
+                    f"{path} does not exist",
+                    f"check the path; {created_by} creates it",
+                )
+            ]
         return [Check(label, "ok", f"{path} not created yet ({created_by} creates it, mode 700)")]
     if not stat.S_ISDIR(st.st_mode):
-        return [Check(label, "fail", f"{path} is not a folder", f"point mnemo at a folder, or move {_q(path)} away")]
+        return [
+            Check(
+                label,
+                "fail",
+                f"{path} is not a folder",
+                f"point mnemo at a folder, or move {_q(path)} away",
+            )
+        ]
     if st.st_uid != os.geteuid():
-        return [Check(label, "fail", f"{path} belongs to user id {st.st_uid}, not to you ({os.geteuid()})",
-                      f"sudo chown -R \"$(id -un)\" {_q(path)}")]
+        return [
+            Check(
+                label,
+                "fail",
+                f"{path} belongs to user id {st.st_uid}, not to you ({os.geteuid()})",
+                f'sudo chown -R "$(id -un)" {_q(path)}',
+            )
+        ]
     mode = stat.S_IMODE(st.st_mode)
     folder_open = bool(mode & 0o077)
-    out = [Check(label, "fail", f"{path} is open to other users (mode {mode:o}, needs 700)", f"chmod 700 {_q(path)}")
-           if folder_open else Check(label, "ok", f"{path}: yours, mode {mode:o}")]
+    out = [
+        Check(
+            label,
+            "fail",
+            f"{path} is open to other users (mode {mode:o}, needs 700)",
+            f"chmod 700 {_q(path)}",
+        )
+        if folder_open
+        else Check(label, "ok", f"{path}: yours, mode {mode:o}")
+    ]
     opened, foreign, total, unread = [], [], 0, []
     for top, dirs, files in os.walk(path, onerror=lambda e: unread.append(e.filename)):
         for entry in dirs + files:
@@ -419,17 +585,35 @@ def private_checks(label: str, path: Path, *, explicit: bool = False, created_by
                 opened.append(p)
     inside = f"{label} files"
     if foreign:
-        out.append(Check(inside, "fail", f"{len(foreign)} of {total} entries in {path} are another user's "
-                         f"(e.g. {foreign[0]})", f"sudo chown -R \"$(id -un)\" {_q(path)}"))
+        out.append(
+            Check(
+                inside,
+                "fail",
+                f"{len(foreign)} of {total} entries in {path} are another user's "
+                f"(e.g. {foreign[0]})",
+                f'sudo chown -R "$(id -un)" {_q(path)}',
+            )
+        )
     elif opened:
         # behind a 700 folder nobody else can open them: a warning; behind an open one, a leak
-        out.append(Check(inside, "fail" if folder_open else "warn",
-                         f"{len(opened)} of {total} entries in {path} are open to group or others "
-                         f"(e.g. {opened[0]}, mode {stat.S_IMODE(opened[0].lstat().st_mode):o}; mnemo writes 600)",
-                         f"chmod -R go-rwx {_q(path)}"))
+        out.append(
+            Check(
+                inside,
+                "fail" if folder_open else "warn",
+                f"{len(opened)} of {total} entries in {path} are open to group or others "
+                f"(e.g. {opened[0]}, mode {stat.S_IMODE(opened[0].lstat().st_mode):o}; mnemo writes 600)",
+                f"chmod -R go-rwx {_q(path)}",
+            )
+        )
     elif unread:
-        out.append(Check(inside, "warn", f"{len(unread)} entries in {path} cannot be read by you (e.g. {unread[0]})",
-                         f"chmod -R u+rwX {_q(path)}"))
+        out.append(
+            Check(
+                inside,
+                "warn",
+                f"{len(unread)} entries in {path} cannot be read by you (e.g. {unread[0]})",
+                f"chmod -R u+rwX {_q(path)}",
+            )
+        )
     else:
         out.append(Check(inside, "ok", f"{total} entries, none open to group or others"))
     return out
@@ -444,8 +628,9 @@ def store_checks(store: str, explicit: bool) -> list[Check]:
         except SideFilesError as e:
             return [Check("store", "fail", str(e), "see docs/ingest.md, 'A store on S3'")]
         return [Check("store", "ok", f"{store}: object storage, its access is the bucket's policy")]
-    return private_checks("store", Path(store).expanduser().absolute(), explicit=explicit,
-                          created_by="`mnemo ingest`")
+    return private_checks(
+        "store", Path(store).expanduser().absolute(), explicit=explicit, created_by="`mnemo ingest`"
+    )
 
 
 def disk_check(label: str, path: Path, need: float, fix: str) -> Check:
@@ -462,25 +647,47 @@ def models_root_checks() -> list[Check]:
 
     root = models_root()
     missing = [d for d in MANIFEST if not d.optional and not present(d, root)]
-    need = sum(d.size + d.unpacked_size for d in missing) + 0.2 * GB  # an archive and its files at once
-    out = [disk_check("disk: models", root, need,
-                      f"free space, or set {MODELS_ENV} to a folder on a larger disk and run `mnemo models fetch`")]
+    need = (
+        sum(d.size + d.unpacked_size for d in missing) + 0.2 * GB
+    )  # an archive and its files at once
+    out = [
+        disk_check(
+            "disk: models",
+            root,
+            need,
+            f"free space, or set {MODELS_ENV} to a folder on a larger disk and run `mnemo models fetch`",
+        )
+    ]
     where = _nearest(root)
     if os.access(where, os.W_OK | os.X_OK):
-        out.append(Check("model cache", "ok", f"{root} is writable" + ("" if root.exists() else " (created on fetch)")))
+        out.append(
+            Check(
+                "model cache",
+                "ok",
+                f"{root} is writable" + ("" if root.exists() else " (created on fetch)"),
+            )
+        )
     else:
         # read-only with every model in it (a shared, prepared folder) is fine until one is missing
-        out.append(Check("model cache", "fail" if missing else "warn", f"{where} is not writable by you: a missing "
-                         "model cannot be fetched into it", f"set {MODELS_ENV} to a folder you can write, or "
-                         f"chmod u+w {_q(where)}"))
+        out.append(
+            Check(
+                "model cache",
+                "fail" if missing else "warn",
+                f"{where} is not writable by you: a missing model cannot be fetched into it",
+                f"set {MODELS_ENV} to a folder you can write, or chmod u+w {_q(where)}",
+            )
+        )
     return out
 
 
 # ---- the run
 
 
-def run_checks(store: str | None = None, hashes: bool = False,
-               load_config: Callable[[], MnemoConfig] | None = None) -> list[Check]:
+def run_checks(
+    store: str | None = None,
+    hashes: bool = False,
+    load_config: Callable[[], MnemoConfig] | None = None,
+) -> list[Check]:
     if load_config is None:
         from mnemo.config import load_config as load_default
 
@@ -491,15 +698,26 @@ def run_checks(store: str | None = None, hashes: bool = False,
     needed = extras_needed(cfg) if cfg is not None else {}
     checks += [extra_check(e, mods, gives, needed.get(e)) for e, (mods, gives) in EXTRAS.items()]
     checks += model_checks(hashes) + packaged_checks(hashes) + models_root_checks()
-    checks += [ffmpeg_check(), display_check(os.environ), cpu_check(cfg.perception.threads if cfg else 0)]
+    checks += [
+        ffmpeg_check(),
+        display_check(os.environ),
+        cpu_check(cfg.perception.threads if cfg else 0),
+    ]
     default_store = cfg.graph.store if cfg is not None else "./mnemo-data"
     checks += store_checks(store or default_store, explicit=store is not None)
     if "://" not in (store or default_store):
-        checks.append(disk_check("disk: store", Path(store or default_store).expanduser().absolute(), MIN_FREE_STORE,
-                                 "free space, or put the store on a larger disk (--store DIR, or [graph] store)"))
+        checks.append(
+            disk_check(
+                "disk: store",
+                Path(store or default_store).expanduser().absolute(),
+                MIN_FREE_STORE,
+                "free space, or put the store on a larger disk (--store DIR, or [graph] store)",
+            )
+        )
     if cfg is not None:
-        checks += private_checks("capture folder", Path(cfg.capture.out).expanduser(),
-                                 created_by="`mnemo capture`")
+        checks += private_checks(
+            "capture folder", Path(cfg.capture.out).expanduser(), created_by="`mnemo capture`"
+        )
     from mnemo.serve.auth import runtime_dir
 
     checks += private_checks("serve tokens", runtime_dir(), created_by="`mnemo serve`")
@@ -507,16 +725,22 @@ def run_checks(store: str | None = None, hashes: bool = False,
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("doctor", help="check this machine for mnemo: Python, models, ffmpeg, display, extras, store",
-                       description="One line per check (ok, warn, fail) with what to do about each one that is not "
-                                   "ok. Exit 1 when a check failed. Imports no model library, loads no model, "
-                                   "uses no network.")
+    p = sub.add_parser(
+        "doctor",
+        help="check this machine for mnemo: Python, models, ffmpeg, display, extras, store",
+        description="One line per check (ok, warn, fail) with what to do about each one that is not "
+        "ok. Exit 1 when a check failed. Imports no model library, loads no model, "
+        "uses no network.",
+    )
     from mnemo.cli_args import add_json, add_store, set_handler
 
     add_store(p, help="store directory to check (default: graph.store, ./mnemo-data)")
     add_json(p)
-    p.add_argument("--hashes", action="store_true",
-                   help="verify every model file's SHA-256 (reads about 1 GB) instead of its size")
+    p.add_argument(
+        "--hashes",
+        action="store_true",
+        help="verify every model file's SHA-256 (reads about 1 GB) instead of its size",
+    )
     set_handler(p, cmd_doctor, needs_config=False)
 
 
@@ -530,8 +754,10 @@ def cmd_doctor(args) -> int:
         if c.fix:
             print(f"{'':<4}  {'':<{width}}  fix: {c.fix}")
     counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
-    print(f"{len(checks)} checks: {counts['ok']} ok, {counts['warn']} warning(s), {counts['fail']} failed "
-          f"({time.monotonic() - t0:.1f} s)")
+    print(
+        f"{len(checks)} checks: {counts['ok']} ok, {counts['warn']} warning(s), {counts['fail']} failed "
+        f"({time.monotonic() - t0:.1f} s)"
+    )
     if args.json:
         print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}))
     return 0 if ok else 1

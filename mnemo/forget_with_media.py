@@ -126,8 +126,13 @@ def forget_screenshots(clips: list[dict]) -> int:
     return sum(1 for p in paths if is_frame_name(p.name))
 
 
-def apply_retention(store, retention_days: float = 0.0, max_store_gb: float = 0.0, now: float | None = None,
-                    max_rounds: int = 50) -> dict:
+def apply_retention(
+    store,
+    retention_days: float = 0.0,
+    max_store_gb: float = 0.0,
+    now: float | None = None,
+    max_rounds: int = 50,
+) -> dict:
     """Forget clips older than ``retention_days``, then the oldest clips until the store is at most
     ``max_store_gb`` on disk (0 turns either off). Returns the clips forgotten for each reason."""
     now = time.time() if now is None else now
@@ -141,8 +146,10 @@ def apply_retention(store, retention_days: float = 0.0, max_store_gb: float = 0.
     cap = max_store_gb * 1e9
     for _ in range(max_rounds if cap > 0 else 0):
         size = sum(store.side.sizes().values())
-        clips = sorted(store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_list(),
-                       key=lambda c: c["start_ts"])
+        clips = sorted(
+            store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_list(),
+            key=lambda c: c["start_ts"],
+        )
         if size <= cap or not clips:
             break
         # the oldest clips, about as many as the excess is of the store (one at least)
@@ -150,6 +157,11 @@ def apply_retention(store, retention_days: float = 0.0, max_store_gb: float = 0.
         f = Filter(start_ts=clips[0]["start_ts"], end_ts=max(c["end_ts"] for c in clips[:n]))
         out["budget_clips"] += forget_all(store, plan(store, f, now), f, now)["clips"]
     if any(out.values()):
-        log.info("retention: forgot %d clip(s) older than %g days and %d to keep the store within %g GB",
-                 out["expired_clips"], retention_days, out["budget_clips"], max_store_gb)
+        log.info(
+            "retention: forgot %d clip(s) older than %g days and %d to keep the store within %g GB",
+            out["expired_clips"],
+            retention_days,
+            out["budget_clips"],
+            max_store_gb,
+        )
     return out

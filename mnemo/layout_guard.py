@@ -65,7 +65,9 @@ def quick_providers() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for entry in dict.fromkeys(sys.path):
         try:
-            names = [e for e in os.scandir(entry or ".") if e.name.endswith((".dist-info", ".egg-info"))]
+            names = [
+                e for e in os.scandir(entry or ".") if e.name.endswith((".dist-info", ".egg-info"))
+            ]
         except OSError:
             continue
         for meta in names:

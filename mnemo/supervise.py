@@ -37,8 +37,16 @@ class Supervised:
     up to ``max_delay_s`` while it keeps exiting, back to ``first_delay_s`` once a run lasted
     ``healthy_s``."""
 
-    def __init__(self, cmd: list[str], name: str, say: Callable[[str], None] = print, first_delay_s: float = 1.0,
-                 max_delay_s: float = 60.0, healthy_s: float = 60.0, **popen) -> None:
+    def __init__(
+        self,
+        cmd: list[str],
+        name: str,
+        say: Callable[[str], None] = print,
+        first_delay_s: float = 1.0,
+        max_delay_s: float = 60.0,
+        healthy_s: float = 60.0,
+        **popen,
+    ) -> None:
         self.cmd, self.name, self.say, self.popen = cmd, name, say, popen
         self.first_delay_s, self.max_delay_s, self.healthy_s = first_delay_s, max_delay_s, healthy_s
         self.restarts = 0
@@ -76,7 +84,9 @@ class Supervised:
         delay = self.first_delay_s
         while True:
             try:
-                proc = self._spawn()  # this thread lives as long as the child: the parent-death signal is tied to it
+                proc = (
+                    self._spawn()
+                )  # this thread lives as long as the child: the parent-death signal is tied to it
             except OSError as e:  # no memory or processes left to start it: try again later
                 self.say(f"{self.name} could not be started ({e}); trying again in {delay:g} s")
                 if self._stopping.wait(delay):
@@ -92,8 +102,10 @@ class Supervised:
             if time.monotonic() - started >= self.healthy_s:
                 delay = self.first_delay_s
             self.restarts += 1
-            self.say(f"{self.name} (pid {proc.pid}) exited with code {code}; restarting it in {delay:g} s "
-                     f"(restart {self.restarts})")
+            self.say(
+                f"{self.name} (pid {proc.pid}) exited with code {code}; restarting it in {delay:g} s "
+                f"(restart {self.restarts})"
+            )
             if self._stopping.wait(delay):
                 return
             delay = min(delay * 2, self.max_delay_s)
@@ -122,7 +134,10 @@ def _die_with_parent_then_exec(argv: list[str]) -> None:
     parent, cmd = int(argv[0]), argv[1:]
     libc = _libc()
     if libc is None or libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-        print(f"mnemo.supervise: cannot ask for the parent-death signal; not starting {cmd[0]}", file=sys.stderr)
+        print(
+            f"mnemo.supervise: cannot ask for the parent-death signal; not starting {cmd[0]}",
+            file=sys.stderr,
+        )
         os._exit(1)
     if os.getppid() != parent:  # the parent died before the prctl: nobody would end this one
         os._exit(1)

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from graph.store import Store
@@ -36,13 +36,27 @@ class WatchReport:
     clips_new: int = 0
     clips_failed: int = 0
     memories_new: int = 0
-    lag_s: list[float] = field(default_factory=list)  # per ingested clip: seconds from its last screenshot to searchable
+    lag_s: list[float] = field(
+        default_factory=list
+    )  # per ingested clip: seconds from its last screenshot to searchable
 
 
-def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
-          clip_s: float = 30.0, poll_s: float = 5.0, settle_s: float = 1.0, duration_s: float | None = None,
-          stop: threading.Event | None = None, say: Callable[[str], None] = print,
-          retention_days: float = 0.0, max_store_gb: float = 0.0, redactor=None, events: bool = True) -> WatchReport:
+def watch(
+    folder: str | Path,
+    store: Store,
+    perceivers: Perceivers,
+    policies: tuple[MatchPolicy, MatchPolicy],
+    clip_s: float = 30.0,
+    poll_s: float = 5.0,
+    settle_s: float = 1.0,
+    duration_s: float | None = None,
+    stop: threading.Event | None = None,
+    say: Callable[[str], None] = print,
+    retention_days: float = 0.0,
+    max_store_gb: float = 0.0,
+    redactor=None,
+    events: bool = True,
+) -> WatchReport:
     """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed;
     after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten.
     ``events=False`` looks every ``poll_s`` instead of following file events."""
@@ -63,39 +77,85 @@ def watch(folder: str | Path, store: Store, perceivers: Perceivers, policies: tu
         for path in changed or ():
             # a frame or its sidecar was written: its folder; a new folder (a new day): the folder
             # itself, as frames written into it before its watch was set up raise no event
-            where = path.parent if is_image_file(path) or path.name.endswith(".json") else path if path.is_dir() else None
+            where = (
+                path.parent
+                if is_image_file(path) or path.name.endswith(".json")
+                else path
+                if path.is_dir()
+                else None
+            )
             if where is not None:
                 earliest, latest = due.get(where, (window_end, window_end))
                 due[where] = (min(earliest, window_end), max(latest, window_end))
         ready = sorted(p for p, (earliest, _) in due.items() if earliest <= now)
         if ready and folder.is_dir():
-            closed = datetime.fromtimestamp(now - settle_s, timezone.utc)
-            opened = datetime.fromtimestamp((closed.timestamp() // clip_s) * clip_s, timezone.utc)
+            closed = datetime.fromtimestamp(now - settle_s, UTC)
+            opened = datetime.fromtimestamp((closed.timestamp() // clip_s) * clip_s, UTC)
             for p in ready:
                 latest = due.pop(p)[1]
-                if latest > now:  # it has frames in the window still open: look again when that closes
+                if (
+                    latest > now
+                ):  # it has frames in the window still open: look again when that closes
                     due[p] = (latest, latest)
-            ready = [p for p in ready if not any(q in p.parents for q in ready)]  # a new month and its new day
+            ready = [
+                p for p in ready if not any(q in p.parents for q in ready)
+            ]  # a new month and its new day
             starts = [since.get(p, first) for p in ready]
             known = [s for s in starts if s is not None]
-            _ingest([p for p in ready if p.is_dir()], closed, min(known) if len(known) == len(starts) else None, store,
-                    perceivers, policies, clip_s, report, say, retention_days, max_store_gb, redactor, stop)
+            _ingest(
+                [p for p in ready if p.is_dir()],
+                closed,
+                min(known) if len(known) == len(starts) else None,
+                store,
+                perceivers,
+                policies,
+                clip_s,
+                report,
+                say,
+                retention_days,
+                max_store_gb,
+                redactor,
+                stop,
+            )
             for p in ready:
                 since[p] = opened
-            if first is None and folder in ready:  # the first look: frames written while it ran raised no
-                first = opened                     # event yet, so everything is looked at once more
+            if (
+                first is None and folder in ready
+            ):  # the first look: frames written while it ran raised no
+                first = opened  # event yet, so everything is looked at once more
                 due[folder] = (window_end, window_end)
         if time.monotonic() >= end:
             break
     return report
 
 
-def _ingest(folders: list[Path], closed: datetime, since: datetime | None, store: Store, perceivers: Perceivers,
-            policies: tuple[MatchPolicy, MatchPolicy], clip_s: float, report: WatchReport,
-            say: Callable[[str], None], retention_days: float, max_store_gb: float, redactor,
-            stop: threading.Event | None = None) -> None:
-    run = ingest([str(f) for f in folders], store, perceivers, policies, clip_s=clip_s, progress=log.debug,
-                 screens_closed_before=closed, screens_since=since, redactor=redactor, stop=stop)
+def _ingest(
+    folders: list[Path],
+    closed: datetime,
+    since: datetime | None,
+    store: Store,
+    perceivers: Perceivers,
+    policies: tuple[MatchPolicy, MatchPolicy],
+    clip_s: float,
+    report: WatchReport,
+    say: Callable[[str], None],
+    retention_days: float,
+    max_store_gb: float,
+    redactor,
+    stop: threading.Event | None = None,
+) -> None:
+    run = ingest(
+        [str(f) for f in folders],
+        store,
+        perceivers,
+        policies,
+        clip_s=clip_s,
+        progress=log.debug,
+        screens_closed_before=closed,
+        screens_since=since,
+        redactor=redactor,
+        stop=stop,
+    )
     report.polls += 1
     report.clips_new += run.clips_new
     report.clips_failed += len(run.clips_failed)
@@ -105,17 +165,22 @@ def _ingest(folders: list[Path], closed: datetime, since: datetime | None, store
     if run.clips_new:
         lag = time.time() - (closed.timestamp() // clip_s) * clip_s
         report.lag_s.append(lag)
-        say(f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
-            f"{lag:.0f} s ago")
+        say(
+            f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
+            f"{lag:.0f} s ago"
+        )
     if run.clips_new and (retention_days or max_store_gb):
         gone = apply_retention(store, retention_days, max_store_gb)
         if any(gone.values()):
-            say(f"watch: forgot {gone['expired_clips']} clip(s) past the retention of {retention_days:g} "
-                f"days and {gone['budget_clips']} to stay within {max_store_gb:g} GB")
+            say(
+                f"watch: forgot {gone['expired_clips']} clip(s) past the retention of {retention_days:g} "
+                f"days and {gone['budget_clips']} to stay within {max_store_gb:g} GB"
+            )
 
 
-def _changes(folder: Path, stop: threading.Event, poll_s: float, events: bool,
-             say: Callable[[str], None]) -> Iterator[set[Path] | None]:
+def _changes(
+    folder: Path, stop: threading.Event, poll_s: float, events: bool, say: Callable[[str], None]
+) -> Iterator[set[Path] | None]:
     """Once a second at most: the paths written under ``folder`` since the last yield (often none),
     from file events; or, where those cannot be had, None every ``poll_s`` (look at everything)."""
     yield set()  # the first look
@@ -127,12 +192,25 @@ def _changes(folder: Path, stop: threading.Event, poll_s: float, events: bool,
         try:
             import watchfiles
 
-            for changes in watchfiles.watch(folder, stop_event=stop, rust_timeout=1000, yield_on_timeout=True,
-                                            debounce=200, step=50, raise_interrupt=False):
+            for changes in watchfiles.watch(
+                folder,
+                stop_event=stop,
+                rust_timeout=1000,
+                yield_on_timeout=True,
+                debounce=200,
+                step=50,
+                raise_interrupt=False,
+            ):
                 yield {Path(p) for change, p in changes if change != watchfiles.Change.deleted}
             return
-        except (ImportError, OSError, RuntimeError) as e:  # no watchfiles; inotify watches used up; folder gone
-            say(f"watch: cannot follow file events in {folder} ({e}); looking every {poll_s:g} s instead")
+        except (
+            ImportError,
+            OSError,
+            RuntimeError,
+        ) as e:  # no watchfiles; inotify watches used up; folder gone
+            say(
+                f"watch: cannot follow file events in {folder} ({e}); looking every {poll_s:g} s instead"
+            )
             break
     while not stop.wait(poll_s):
         yield None

@@ -8,17 +8,17 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from embeddings.base import build_text_embedder
 from graph.store import Store
 from llm.client import ChatClient
 from memorize.identity import MatchPolicy
 from memorize.writer_llm import LLMWriter
 from mnemo.config import ControlConfig, GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
-from embeddings.base import build_text_embedder
+from perception.faces.stage import FacePolicy
+from perception.observe import Perceivers
 from perception.onnx_models import set_threads as set_model_threads
 from perception.registry import build
 from perception.weights import installed, usable_cpus
-from perception.faces.stage import FacePolicy
-from perception.observe import Perceivers
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +32,27 @@ def faces_backend_name(cfg: PerceptionConfig) -> str:
     if not any(pack.glob("*.onnx")):
         return "dlib"
     if not installed("insightface"):
-        log.info("faces by dlib: the insightface pack in %s needs the insightface package "
-                 "(`pip install 'mnemo[insightface]'`)", pack)
+        log.info(
+            "faces by dlib: the insightface pack in %s needs the insightface package "
+            "(`pip install 'mnemo[insightface]'`)",
+            pack,
+        )
         return "dlib"
     return "insightface"
 
 
 def chat_client(cfg: LLMConfig) -> ChatClient:
-    return ChatClient(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, cfg.timeout_s, cfg.max_retries,
-                      allow_plain_http_key=cfg.allow_plain_http_key, log_content=cfg.log_prompts,
-                      key_name=f"the key in ${cfg.api_key_env}", max_wait_s=cfg.max_wait_s)
+    return ChatClient(
+        cfg.base_url,
+        cfg.model,
+        os.environ.get(cfg.api_key_env) or None,
+        cfg.timeout_s,
+        cfg.max_retries,
+        allow_plain_http_key=cfg.allow_plain_http_key,
+        log_content=cfg.log_prompts,
+        key_name=f"the key in ${cfg.api_key_env}",
+        max_wait_s=cfg.max_wait_s,
+    )
 
 
 def llm_or_packaged(cfg: LLMConfig, stack, progress) -> ChatClient:
@@ -61,34 +72,66 @@ def build_ocr(cfg: PerceptionConfig, threads: int | None = None):
     """The configured on-screen text reader, or None."""
     if cfg.ocr_backend == "none":
         return None
-    return build("ocr", cfg.ocr_backend, threads=threads or cfg.threads or usable_cpus(),
-                 detect_min_side=cfg.ocr_detect_min_side, detect_max_side=cfg.ocr_detect_max_side,
-                 word_gaps=cfg.ocr_word_gaps)
+    return build(
+        "ocr",
+        cfg.ocr_backend,
+        threads=threads or cfg.threads or usable_cpus(),
+        detect_min_side=cfg.ocr_detect_min_side,
+        detect_max_side=cfg.ocr_detect_max_side,
+        word_gaps=cfg.ocr_word_gaps,
+    )
 
 
-def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False) -> Perceivers:
+def build_perceivers(
+    cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False
+) -> Perceivers:
     """The perception backends; ``keep_images`` keeps frames and face crops for an LLM writer."""
     faces = faces_backend_name(cfg)
-    log.info("perception: asr=faster-whisper(%s) speaker=%s faces=%s image=%s ocr=%s caption=%s", cfg.asr_model,
-             cfg.speaker_backend, faces, cfg.image_backend, cfg.ocr_backend, cfg.caption_backend)
-    face_kwargs = ({"root": cfg.insightface_root, "pack": cfg.insightface_pack, "device": cfg.device}
-                   if faces == "insightface" else {})
+    log.info(
+        "perception: asr=faster-whisper(%s) speaker=%s faces=%s image=%s ocr=%s caption=%s",
+        cfg.asr_model,
+        cfg.speaker_backend,
+        faces,
+        cfg.image_backend,
+        cfg.ocr_backend,
+        cfg.caption_backend,
+    )
+    face_kwargs = (
+        {"root": cfg.insightface_root, "pack": cfg.insightface_pack, "device": cfg.device}
+        if faces == "insightface"
+        else {}
+    )
     image = None
     if cfg.image_backend == "open-clip":
-        image = build("image", "open-clip", model=cfg.open_clip_model, checkpoint=cfg.open_clip_checkpoint,
-                      device=cfg.device)
+        image = build(
+            "image",
+            "open-clip",
+            model=cfg.open_clip_model,
+            checkpoint=cfg.open_clip_checkpoint,
+            device=cfg.device,
+        )
     elif cfg.image_backend != "none":
         image = build("image", cfg.image_backend, device=cfg.device, runtime=cfg.model_runtime)
     captioner = None
     if cfg.caption_backend == "vlm":
         captioner = build("caption", "vlm", client=chat_client(llm or LLMConfig()))
-    cluster_distance = (cfg.face_cluster_distance_insightface if faces == "insightface"
-                        else cfg.face_cluster_distance_dlib)
+    cluster_distance = (
+        cfg.face_cluster_distance_insightface
+        if faces == "insightface"
+        else cfg.face_cluster_distance_dlib
+    )
     threads = cfg.threads or usable_cpus()
     set_model_threads(threads)  # torch's and ONNX Runtime's: the speaker, image and text models
     return Perceivers(
-        asr=build("asr", "faster-whisper", model=cfg.asr_model, device=cfg.device, compute_type=cfg.asr_compute_type,
-                  beam_size=cfg.asr_beam_size, cpu_threads=threads),
+        asr=build(
+            "asr",
+            "faster-whisper",
+            model=cfg.asr_model,
+            device=cfg.device,
+            compute_type=cfg.asr_compute_type,
+            beam_size=cfg.asr_beam_size,
+            cpu_threads=threads,
+        ),
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device, runtime=cfg.model_runtime),
         faces=build("faces", faces, **face_kwargs),
         image=image,
@@ -107,22 +150,29 @@ def build_perceivers(cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_i
     )
 
 
-def perceivers_factory(cfg: PerceptionConfig, llm: LLMConfig | None = None,
-                       keep_images: bool = False) -> Callable[[int], Perceivers]:
+def perceivers_factory(
+    cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False
+) -> Callable[[int], Perceivers]:
     """``build_perceivers`` as a picklable recipe for another process (a ``ray_jobs`` actor), which
     calls it with the CPUs it was given: every library's threads are set to them."""
     return partial(_perceivers_on, cfg, llm, keep_images)
 
 
-def _perceivers_on(cfg: PerceptionConfig, llm: LLMConfig | None, keep_images: bool, threads: int) -> Perceivers:
-    return build_perceivers(cfg.model_copy(update={"threads": threads}), llm, keep_images=keep_images)
+def _perceivers_on(
+    cfg: PerceptionConfig, llm: LLMConfig | None, keep_images: bool, threads: int
+) -> Perceivers:
+    return build_perceivers(
+        cfg.model_copy(update={"threads": threads}), llm, keep_images=keep_images
+    )
 
 
 def build_llm_writer(cfg: MemorizeConfig, llm: LLMConfig) -> LLMWriter | None:
     return LLMWriter(chat_client(llm), images=llm.vision) if cfg.writer == "llm" else None
 
 
-def build_answerers(cfg: ControlConfig, store: Store, client: ChatClient | None = None, me: str = ""):
+def build_answerers(
+    cfg: ControlConfig, store: Store, client: ChatClient | None = None, me: str = ""
+):
     """(the offline answerer, the LLM loop on ``client`` searching through the same planner, or
     None without a client). ``me``: ``[people] me``, the owner when none is marked in the store."""
     from control.agent import LLMAgent
@@ -130,14 +180,20 @@ def build_answerers(cfg: ControlConfig, store: Store, client: ChatClient | None 
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools
 
-    planner = OfflinePlanner(MemoryTools(store, me), k=cfg.top_k, rounds=cfg.planner_rounds, expand=cfg.expand)
-    return OfflineAnswerer(store, planner), (LLMAgent(planner, client, max_rounds=cfg.max_rounds) if client else None)
+    planner = OfflinePlanner(
+        MemoryTools(store, me), k=cfg.top_k, rounds=cfg.planner_rounds, expand=cfg.expand
+    )
+    return OfflineAnswerer(store, planner), (
+        LLMAgent(planner, client, max_rounds=cfg.max_rounds) if client else None
+    )
 
 
 def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store, me: str = ""):
     """The configured question answerer: the offline planner, or the LLM loop searching through it
     (``me``: as ``build_answerers``)."""
-    offline, agent = build_answerers(cfg, store, chat_client(llm) if cfg.agent == "llm" else None, me)
+    offline, agent = build_answerers(
+        cfg, store, chat_client(llm) if cfg.agent == "llm" else None, me
+    )
     return agent or offline
 
 
@@ -148,11 +204,23 @@ def build_redactor(cfg: MemorizeConfig):
 
 
 def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy, MatchPolicy]:
-    face_threshold = cfg.face_threshold_insightface if faces_backend == "insightface" else cfg.face_threshold_dlib
-    return (MatchPolicy(face_threshold, cfg.max_samples),
-            MatchPolicy(cfg.voice_threshold, cfg.max_samples, same_similarity=cfg.voice_same_similarity,
-                        merge_similarity=cfg.voice_merge_similarity, min_found_s=cfg.min_voice_s,
-                        by_profile=True, merge_min_samples=1))
+    face_threshold = (
+        cfg.face_threshold_insightface
+        if faces_backend == "insightface"
+        else cfg.face_threshold_dlib
+    )
+    return (
+        MatchPolicy(face_threshold, cfg.max_samples),
+        MatchPolicy(
+            cfg.voice_threshold,
+            cfg.max_samples,
+            same_similarity=cfg.voice_same_similarity,
+            merge_similarity=cfg.voice_merge_similarity,
+            min_found_s=cfg.min_voice_s,
+            by_profile=True,
+            merge_min_samples=1,
+        ),
+    )
 
 
 def text_embedder(cfg: GraphConfig, name: str | None = None):
@@ -160,8 +228,12 @@ def text_embedder(cfg: GraphConfig, name: str | None = None):
     name = name or cfg.text_embedder
     if name == "hash":  # no model: nothing to place
         return build_text_embedder(name)
-    return build_text_embedder(name, device=cfg.text_device, runtime=cfg.text_runtime,
-                               **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}))
+    return build_text_embedder(
+        name,
+        device=cfg.text_device,
+        runtime=cfg.text_runtime,
+        **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}),
+    )
 
 
 def open_store(cfg: GraphConfig, store: str | Path | None = None) -> Store:

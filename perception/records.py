@@ -73,7 +73,9 @@ class SpeechTurn:
     end_s: float
     language: str
     words: tuple[Word, ...] = ()
-    voice_embedding: np.ndarray | None = None  # the speaker's voice; None when it could not be embedded
+    voice_embedding: np.ndarray | None = (
+        None  # the speaker's voice; None when it could not be embedded
+    )
     speaker: str = ""  # clip-local speaker label from diarization ("s0", "s1", …); "" when unknown
 
 
@@ -115,13 +117,19 @@ class FrameObservation:
     tags: tuple[tuple[str, float], ...] = ()  # object/scene labels with probabilities, best first
     embedding: np.ndarray | None = None  # image embedding (L2-normalised)
     text_lines: tuple[TextLine, ...] = ()
-    image_jpeg: bytes = b""  # the frame, downscaled, for an LLM memory writer; only kept when asked for
+    image_jpeg: bytes = (
+        b""  # the frame, downscaled, for an LLM memory writer; only kept when asked for
+    )
     app: str = ""  # screenshots: the application in front, when the capture recorded it
     window: str = ""  # screenshots: its window title
     caption: str = ""  # a description of the frame (e.g. a shared photo's caption)
-    source_id: str = ""  # the item this frame came from (a screenshot path, a dataset id); "" for video
+    source_id: str = (
+        ""  # the item this frame came from (a screenshot path, a dataset id); "" for video
+    )
     camera: str = ""  # photos: the camera's make and model (EXIF)
-    place: tuple[float, float] | None = None  # photos: where it was taken (EXIF GPS), latitude and longitude
+    place: tuple[float, float] | None = (
+        None  # photos: where it was taken (EXIF GPS), latitude and longitude
+    )
     input: bool = False  # captured screens: kept while the user typed or moved the mouse
 
     @property

@@ -26,9 +26,15 @@ LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
 
 _STORAGE_DTYPES = {
-    "DoubleStorage": np.float64, "FloatStorage": np.float32, "HalfStorage": np.float16,
-    "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16, "CharStorage": np.int8,
-    "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+    "DoubleStorage": np.float64,
+    "FloatStorage": np.float32,
+    "HalfStorage": np.float16,
+    "LongStorage": np.int64,
+    "IntStorage": np.int32,
+    "ShortStorage": np.int16,
+    "CharStorage": np.int8,
+    "ByteStorage": np.uint8,
+    "BoolStorage": np.bool_,
 }
 
 
@@ -39,6 +45,7 @@ class UnsafeWeightsError(ValueError):
 @dataclass(frozen=True)
 class _StorageType:
     """``torch.FloatStorage`` and kin, as the pickle names them: only their element type is used."""
+
     name: str
     dtype: np.dtype
 
@@ -55,17 +62,21 @@ class _Storage:
 class _Tensor:
     """A tensor as the pickle describes it; its bytes are read once the pickle is done (the legacy
     format writes them after it)."""
+
     storage: _Storage
     offset: int
     shape: tuple[int, ...]
     stride: tuple[int, ...]
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
-                       metadata=None) -> _Tensor:
+def _rebuild_tensor_v2(
+    storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
+) -> _Tensor:
     if not isinstance(storage, _Storage):
         raise UnsafeWeightsError("a tensor whose storage is not one of the file's storages")
-    return _Tensor(storage, int(storage_offset), tuple(int(n) for n in size), tuple(int(n) for n in stride))
+    return _Tensor(
+        storage, int(storage_offset), tuple(int(n) for n in size), tuple(int(n) for n in stride)
+    )
 
 
 def _rebuild_parameter(data, requires_grad=False, backward_hooks=None) -> Any:
@@ -76,7 +87,10 @@ _ALLOWED = {
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    **{("torch", name): _StorageType(name, np.dtype(dtype)) for name, dtype in _STORAGE_DTYPES.items()},
+    **{
+        ("torch", name): _StorageType(name, np.dtype(dtype))
+        for name, dtype in _STORAGE_DTYPES.items()
+    },
 }
 
 
@@ -92,13 +106,16 @@ class _Unpickler(pickle.Unpickler):
             raise UnsafeWeightsError(
                 f"{self.path}: refused to read it, it names {module}.{name}, which is not part of a state dict "
                 f"of tensors (unpickling it would run code); use the weights the package ships, or re-save them "
-                f"with torch.save(model.state_dict(), path)") from None
+                f"with torch.save(model.state_dict(), path)"
+            ) from None
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
             what = pid[0] if isinstance(pid, tuple) and pid else type(pid).__name__
-            raise UnsafeWeightsError(f"{self.path}: refused to read it, it holds a saved {what!r}, not tensors "
-                                     f"(torch.save of a whole model); save model.state_dict() instead")
+            raise UnsafeWeightsError(
+                f"{self.path}: refused to read it, it holds a saved {what!r}, not tensors "
+                f"(torch.save of a whole model); save model.state_dict() instead"
+            )
         if self.zipped:
             _, storage_type, key, _location, numel = pid
             view = None
@@ -106,8 +123,12 @@ class _Unpickler(pickle.Unpickler):
             _, storage_type, key, _location, numel, view = pid
         if not isinstance(storage_type, _StorageType):
             raise UnsafeWeightsError(f"{self.path}: a storage of unknown type {storage_type!r}")
-        return _Storage(str(key), storage_type.dtype, int(numel),
-                        None if view is None else (str(view[0]), int(view[1]), int(view[2])))
+        return _Storage(
+            str(key),
+            storage_type.dtype,
+            int(numel),
+            None if view is None else (str(view[0]), int(view[1]), int(view[2])),
+        )
 
 
 def read_torch_file(path: Path) -> Any:
@@ -125,8 +146,10 @@ def read_torch_file(path: Path) -> Any:
             raise
         raise UnsafeWeightsError(f"{path}: refused to read it, {e}") from e
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError) as e:
-        raise ValueError(f"{path}: not a state dict torch.save wrote, or cut short ({type(e).__name__}: {e}); "
-                         f"reinstall the package that ships it") from e
+        raise ValueError(
+            f"{path}: not a state dict torch.save wrote, or cut short ({type(e).__name__}: {e}); "
+            f"reinstall the package that ships it"
+        ) from e
 
 
 def state_dict(path: Path, key: str | None = None) -> dict[str, np.ndarray]:
@@ -134,11 +157,21 @@ def state_dict(path: Path, key: str | None = None) -> dict[str, np.ndarray]:
     obj = read_torch_file(path)
     if key is not None:
         if not isinstance(obj, dict) or key not in obj:
-            found = ", ".join(map(str, list(obj)[:3])) + ", ..." if isinstance(obj, dict) else type(obj).__name__
-            raise ValueError(f"{path}: no {key!r} in it, so not the checkpoint expected (it holds {found})")
+            found = (
+                ", ".join(map(str, list(obj)[:3])) + ", ..."
+                if isinstance(obj, dict)
+                else type(obj).__name__
+            )
+            raise ValueError(
+                f"{path}: no {key!r} in it, so not the checkpoint expected (it holds {found})"
+            )
         obj = obj[key]
     if not isinstance(obj, dict) or not all(isinstance(v, np.ndarray) for v in obj.values()):
-        found = ", ".join(map(str, list(obj)[:3])) + ", ..." if isinstance(obj, dict) else type(obj).__name__
+        found = (
+            ", ".join(map(str, list(obj)[:3])) + ", ..."
+            if isinstance(obj, dict)
+            else type(obj).__name__
+        )
         raise ValueError(f"{path}: not a state dict of tensors (it holds {found})")
     return dict(obj)
 
@@ -182,7 +215,9 @@ def _read_legacy(f, path: Path) -> Any:
         count = int(np.frombuffer(f.read(8), dtype="<i8" if little else ">i8")[0])
         itemsize = storages[key].dtype.itemsize if key in storages else None
         if itemsize is None:
-            raise ValueError(f"storage {key} is listed but no tensor uses it, so its element size is unknown")
+            raise ValueError(
+                f"storage {key} is listed but no tensor uses it, so its element size is unknown"
+            )
         raw = f.read(count * itemsize)
         if len(raw) != count * itemsize:
             raise ValueError(f"storage {key} is cut short")
@@ -213,8 +248,13 @@ def _resolve(obj: Any, data, little: bool) -> Any:
         last = base + sum((d - 1) * st for d, st in zip(obj.shape, obj.stride))
         if base < 0 or (last + 1) * dtype.itemsize > len(raw):
             raise ValueError(f"a tensor of shape {obj.shape} reaches past its storage {s.key}")
-        view = np.ndarray(obj.shape, dtype, buffer=raw, offset=base * dtype.itemsize,
-                          strides=tuple(n * dtype.itemsize for n in obj.stride))
+        view = np.ndarray(
+            obj.shape,
+            dtype,
+            buffer=raw,
+            offset=base * dtype.itemsize,
+            strides=tuple(n * dtype.itemsize for n in obj.stride),
+        )
         return np.array(view, dtype=dtype.newbyteorder("="), order="C")
     if isinstance(obj, collections.OrderedDict):
         return collections.OrderedDict((k, _resolve(v, data, little)) for k, v in obj.items())

@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 import zipfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -17,8 +17,11 @@ log = logging.getLogger(__name__)
 # Weight files inside installed code packages: package, relative path -> SHA-256 of the file as
 # published. Packages that only carry weights are fetched instead (perception/model_files.py).
 PACKAGED_SHA256: dict[tuple[str, str], str] = {
-    ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx"):  # the same file as rapidocr_onnxruntime's
-        "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
+    (
+        "rapidocr",
+        "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx",
+    ):  # the same file as rapidocr_onnxruntime's
+    "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
 }
 
 
@@ -45,7 +48,7 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def packaged_file(package: str, relpath: str) -> Path:
     """Path of a model file, after checking its SHA-256 (once per process): from the model cache
     for the packages that only carry weights (fetched there on first use), from the installed
@@ -107,19 +110,25 @@ def unpacked_zip(parts: list[Path], out: Path, marker: str) -> Path:
     archive = join_parts(parts, out.with_name(f"{out.name}.zip{os.getpid()}"))
     try:
         with zipfile.ZipFile(archive) as z:
-            members = [m for m in z.infolist() if not m.is_dir() and not m.filename.endswith("desktop.ini")]
+            members = [
+                m for m in z.infolist() if not m.is_dir() and not m.filename.endswith("desktop.ini")
+            ]
             for m in members:
                 rel = Path(m.filename)
                 rel = Path(*rel.parts[1:]) if len(rel.parts) > 1 else rel  # drop the top folder
                 if ".." in rel.parts or rel.is_absolute():
-                    raise WeightsError(f"{archive}: unsafe path {m.filename!r} in the packaged model")
+                    raise WeightsError(
+                        f"{archive}: unsafe path {m.filename!r} in the packaged model"
+                    )
                 dest = staging / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 with z.open(m) as src, dest.open("wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
     except zipfile.BadZipFile as e:
-        raise WeightsError(f"{archive}: the joined parts are not a zip ({e}); fetch the parts again with "
-                           "`mnemo models fetch --force NAME...` (`mnemo models list` names them)") from e
+        raise WeightsError(
+            f"{archive}: the joined parts are not a zip ({e}); fetch the parts again with "
+            "`mnemo models fetch --force NAME...` (`mnemo models list` names them)"
+        ) from e
     finally:
         archive.unlink(missing_ok=True)
     if not (staging / marker).is_file():
@@ -146,8 +155,10 @@ def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
         if forced in ("0", "1"):
             return forced == "1"
         if forced:
-            raise ValueError(f"{BF16_SWITCH}={forced!r}: set it to 1 (bfloat16 as on AVX512-BF16/AMX CPUs), "
-                             "0 (float32 as on AVX2 CPUs), or leave it unset to read /proc/cpuinfo")
+            raise ValueError(
+                f"{BF16_SWITCH}={forced!r}: set it to 1 (bfloat16 as on AVX512-BF16/AMX CPUs), "
+                "0 (float32 as on AVX2 CPUs), or leave it unset to read /proc/cpuinfo"
+            )
     return bool(cpu_flags(cpuinfo) & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
@@ -171,15 +182,22 @@ def fast_dtype(device: str) -> str:
     (else float16), bfloat16 on a CPU with native bfloat16 when torch is installed, float32 on other
     CPUs. Without torch the CPU's models run in ONNX Runtime, in float32 only."""
     if device.startswith("cuda"):
-        require(("torch",), "torch", f"device {device!r}", "or run it on the CPU (device \"cpu\" or \"auto\")")
+        require(
+            ("torch",),
+            "torch",
+            f"device {device!r}",
+            'or run it on the CPU (device "cpu" or "auto")',
+        )
         import torch
 
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
     if device == "cpu" and cpu_has_bf16():
         if torch_extra_installed():
             return "bfloat16"
-        log.info("this CPU computes in bfloat16, but mnemo[torch] is not installed: float32 in ONNX Runtime "
-                 "(install mnemo[torch] for bfloat16)")
+        log.info(
+            "this CPU computes in bfloat16, but mnemo[torch] is not installed: float32 in ONNX Runtime "
+            "(install mnemo[torch] for bfloat16)"
+        )
     return "float32"
 
 
@@ -237,4 +255,5 @@ def require(modules: tuple[str, ...], extra: str, what: str, instead: str = "") 
         raise MissingExtra(
             f"{what} needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed: "
             f"install the extra mnemo[{extra}] with `pip install 'mnemo[{extra}]'` (in a clone of the repository: "
-            f"`.venv/bin/pip install -e '.[{extra}]'`){'; ' + instead if instead else ''}")
+            f"`.venv/bin/pip install -e '.[{extra}]'`){'; ' + instead if instead else ''}"
+        )

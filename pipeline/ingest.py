@@ -27,8 +27,8 @@ from pathlib import Path
 from graph.forget_store import forgotten_clip_ids
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from memorize.redact import Redactor
 from memorize.memorizer import ClipWrite, Memorizer, clip_row
+from memorize.redact import Redactor
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
@@ -49,7 +49,9 @@ class IngestReport:
     clips_new: int = 0
     clips_skipped: int = 0
     memories_new: int = 0
-    stage_s: dict[str, float] = field(default_factory=dict)  # perception stage -> seconds, summed over new clips
+    stage_s: dict[str, float] = field(
+        default_factory=dict
+    )  # perception stage -> seconds, summed over new clips
     # the writer, summed over new clips: memorizing (on the writer's loop), then embedding the
     # clip's memories and committing them (on the commit thread behind it), in clip order; the loop
     # waits when the commit thread is behind (that wait overlaps the embedding and committing)
@@ -57,9 +59,15 @@ class IngestReport:
     commit_s: float = 0.0
     embed_s: float = 0.0
     writer_wait_s: float = 0.0
-    peak_rss_mb: dict[str, float] = field(default_factory=dict)  # process -> its peak resident memory
-    clips_by_worker: dict[str, int] = field(default_factory=dict)  # --ray: perception worker -> clips it perceived
-    redacted: dict[str, int] = field(default_factory=dict)  # kind -> spans replaced before storing (memorize.redact)
+    peak_rss_mb: dict[str, float] = field(
+        default_factory=dict
+    )  # process -> its peak resident memory
+    clips_by_worker: dict[str, int] = field(
+        default_factory=dict
+    )  # --ray: perception worker -> clips it perceived
+    redacted: dict[str, int] = field(
+        default_factory=dict
+    )  # kind -> spans replaced before storing (memorize.redact)
 
     @property
     def writer_s(self) -> float:
@@ -89,7 +97,9 @@ class ClipJob:
 @dataclass
 class IngestPlan:
     jobs: list[ClipJob]
-    clips_of: dict[str, int]  # path -> its clips, committed ones included (files and folders in order)
+    clips_of: dict[
+        str, int
+    ]  # path -> its clips, committed ones included (files and folders in order)
 
 
 def to_stderr(msg: str) -> None:
@@ -97,9 +107,16 @@ def to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime | None = None,
-         progress: Callable[[str], None] = to_stderr, report: IngestReport | None = None,
-         screens_closed_before: datetime | None = None, screens_since: datetime | None = None) -> IngestPlan:
+def plan(
+    paths: list[str],
+    store: Store,
+    clip_s: float = 30.0,
+    start: datetime | None = None,
+    progress: Callable[[str], None] = to_stderr,
+    report: IngestReport | None = None,
+    screens_closed_before: datetime | None = None,
+    screens_since: datetime | None = None,
+) -> IngestPlan:
     """The clips still to ingest, numbered in memorizing order. Unreadable files go to
     ``report.files_failed`` and committed clips to ``report.clips_skipped``. For live capture:
     screenshot clips still open at ``screens_closed_before`` wait, and those that started before
@@ -112,8 +129,13 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
     clips_of: dict[str, int] = {}
     forgotten = forgotten_clip_ids(store)  # `mnemo forget` took them back: not stored again
 
-    def add(path: Path, clip: Clip, label: str, screens: ScreenClip | None = None,
-            track: TrackSegment | None = None) -> None:
+    def add(
+        path: Path,
+        clip: Clip,
+        label: str,
+        screens: ScreenClip | None = None,
+        track: TrackSegment | None = None,
+    ) -> None:
         if clip.clip_id in forgotten:
             report.clips_skipped += 1
             progress(f"{label} was forgotten, skipped")
@@ -134,12 +156,20 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
             clips_of[str(path)] = len(pieces)
             stays = sum(seg.kind == "stay" for _, seg in pieces)
             dropped = dropped_note(track)
-            progress(f"[{n}/{total}] {path}: GPS track of {len(track.fixes)} fix(es) from "
-                     f"{pieces[0][0].source.recorded_at.isoformat()}, "
-                     f"{stays} stay(s) and {len(pieces) - stays} move(s)" + (f"; {dropped}" if dropped else ""))
+            progress(
+                f"[{n}/{total}] {path}: GPS track of {len(track.fixes)} fix(es) from "
+                f"{pieces[0][0].source.recorded_at.isoformat()}, "
+                f"{stays} stay(s) and {len(pieces) - stays} move(s)"
+                + (f"; {dropped}" if dropped else "")
+            )
             for clip, seg in pieces:
-                add(path, clip, f"  {path.name} {seg.kind} {clip.index + 1}/{len(pieces)} "
-                                f"[{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]", track=seg)
+                add(
+                    path,
+                    clip,
+                    f"  {path.name} {seg.kind} {clip.index + 1}/{len(pieces)} "
+                    f"[{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]",
+                    track=seg,
+                )
             continue
         try:
             source = probe(path, start=start)
@@ -150,23 +180,38 @@ def plan(paths: list[str], store: Store, clip_s: float = 30.0, start: datetime |
         clips = list(plan_clips(source, clip_s))
         clips_of[str(path)] = len(clips)
         missing = missing_streams(source)  # said once for the file, not for each clip
-        progress(f"[{n}/{total}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
-                 f"start {source.recorded_at.isoformat()} (from {source.start_origin})"
-                 + (f"; {missing}" if missing else ""))
+        progress(
+            f"[{n}/{total}] {path}: {source.duration_s:.1f} s, {len(clips)} clip(s), "
+            f"start {source.recorded_at.isoformat()} (from {source.start_origin})"
+            + (f"; {missing}" if missing else "")
+        )
         for clip in clips:
-            add(path, clip, f"  {path.name} clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]")
+            add(
+                path,
+                clip,
+                f"  {path.name} clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]",
+            )
     for n, folder in enumerate(folders, start=len(files) + 1):
         screen_clips = plan_screen_clips(folder, clip_s, screens_closed_before, screens_since)
         clips_of[str(folder)] = len(screen_clips)
-        progress(f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s) in "
-                 f"{len(screen_clips)} clip(s) of {clip_s:g} s")
+        progress(
+            f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s) in "
+            f"{len(screen_clips)} clip(s) of {clip_s:g} s"
+        )
         for k, sc in enumerate(screen_clips, start=1):
-            add(folder, sc.clip, f"  {folder.name} clip {k}/{len(screen_clips)} "
-                                 f"[{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)]", sc)
+            add(
+                folder,
+                sc.clip,
+                f"  {folder.name} clip {k}/{len(screen_clips)} "
+                f"[{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)]",
+                sc,
+            )
     return IngestPlan(jobs, clips_of)
 
 
-def observe_job(job: ClipJob, perceivers: Perceivers) -> tuple[ClipObservations | MediaError, float]:
+def observe_job(
+    job: ClipJob, perceivers: Perceivers
+) -> tuple[ClipObservations | MediaError, float]:
     """The clip's observations, or the ``MediaError`` saying that nothing of it could be decoded,
     and the seconds it took."""
     t0 = time.perf_counter()
@@ -208,9 +253,15 @@ class ClipWriter:
     After a failed commit no later clip commits.
     """
 
-    def __init__(self, store: Store, memorizer: Memorizer, report: IngestReport,
-                 progress: Callable[[str], None] = to_stderr, commit_pool: Executor | None = None,
-                 max_pending: int = 2) -> None:
+    def __init__(
+        self,
+        store: Store,
+        memorizer: Memorizer,
+        report: IngestReport,
+        progress: Callable[[str], None] = to_stderr,
+        commit_pool: Executor | None = None,
+        max_pending: int = 2,
+    ) -> None:
         self.store = store
         self.memorizer = memorizer
         self.report = report
@@ -230,7 +281,9 @@ class ClipWriter:
     def write(self, job: ClipJob, obs: ClipObservations, observe_s: float = 0.0) -> None:
         """Memorize the clip now; it is embedded and committed behind, on the commit thread."""
         t0 = time.perf_counter()
-        obs, redacted = self.memorizer.redactor.observations(obs)  # before anything of the clip is kept
+        obs, redacted = self.memorizer.redactor.observations(
+            obs
+        )  # before anything of the clip is kept
         for kind, n in redacted.items():
             self.report.redacted[kind] = self.report.redacted.get(kind, 0) + n
         written = self.memorizer.memorize(obs)
@@ -249,19 +302,30 @@ class ClipWriter:
     def _embed_and_commit(self, p: _Pending) -> tuple[float, float]:
         """On the commit thread: the clip's memory vectors, then its commit; returns the seconds of each."""
         if self._broken:
-            raise RuntimeError(f"clip {p.job.clip.index} of {p.job.path} not committed: an earlier clip's commit failed")
+            raise RuntimeError(
+                f"clip {p.job.clip.index} of {p.job.path} not committed: an earlier clip's commit failed"
+            )
         t0 = time.perf_counter()
         written, job = p.written, p.job
         try:
             vectors = self.store.embedder.embed([m.text for m in written.memories])
             t1 = time.perf_counter()
-            self.store.commit_clip(clip_row(p.obs), written.memories, written.entities, written.edges,
-                                   written.updated, vectors=vectors)
+            self.store.commit_clip(
+                clip_row(p.obs),
+                written.memories,
+                written.entities,
+                written.edges,
+                written.updated,
+                vectors=vectors,
+            )
         except OSError as e:
             self._broken = True
-            raise OSError(e.errno, f"writing clip {job.clip.index} of {job.path} to the store {self.store.uri} failed "
-                          f"({e.strerror or e}); free space or fix permissions and run ingest again: "
-                          "committed clips are kept and will be skipped") from e
+            raise OSError(
+                e.errno,
+                f"writing clip {job.clip.index} of {job.path} to the store {self.store.uri} failed "
+                f"({e.strerror or e}); free space or fix permissions and run ingest again: "
+                "committed clips are kept and will be skipped",
+            ) from e
         except BaseException:
             self._broken = True
             raise
@@ -288,11 +352,16 @@ class ClipWriter:
         self.report.memories_new += len(written.memories)
         notes = f"; {job.path}: {'; '.join(obs.notes)}" if obs.notes else ""
         text_lines = sum(len(f.text_lines) for f in obs.frames)
-        seen = (f"{obs.track.fixes} fix(es), {obs.track.km:.1f} km" if obs.track is not None else
-                f"{len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
-                f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
-                f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s)")
-        self.progress(f"{job.label} {seen}, {len(written.memories)} memories in {p.observe_s + p.memorize_s + embed_s + commit_s:.1f} s{notes}")
+        seen = (
+            f"{obs.track.fixes} fix(es), {obs.track.km:.1f} km"
+            if obs.track is not None
+            else f"{len(obs.speech)} turn(s), {len({t.speaker for t in obs.speech if t.speaker})} "
+            f"speaker(s), {len(obs.faces)} face(s) of {len({f.person for f in obs.faces})} people, "
+            f"{len(obs.frames)} distinct frame(s), {text_lines} text line(s)"
+        )
+        self.progress(
+            f"{job.label} {seen}, {len(written.memories)} memories in {p.observe_s + p.memorize_s + embed_s + commit_s:.1f} s{notes}"
+        )
 
     def flush(self) -> None:
         """Wait until every memorized clip is committed, in order."""
@@ -309,14 +378,20 @@ class ClipWriter:
                 self.commit_pool.shutdown(wait=True)
             for path, n in planned.clips_of.items():
                 if n and self.failed_of.get(path, 0) == n:
-                    self.report.files_failed.append((path, "no clip could be decoded; the file may be truncated or corrupt"))
+                    self.report.files_failed.append(
+                        (path, "no clip could be decoded; the file may be truncated or corrupt")
+                    )
                 else:
                     self.report.files_ingested.append(path)
-            if self.report.clips_new:  # also after a failure: what was committed stays searchable by text
+            if (
+                self.report.clips_new
+            ):  # also after a failure: what was committed stays searchable by text
                 self.store.refresh_indexes()
 
 
-def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObservations | MediaError, float]]) -> None:
+def write_in_order(
+    writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObservations | MediaError, float]]
+) -> None:
     """Write each (job, observations or error, seconds) as it comes."""
     for job, result, seconds in results:
         if isinstance(result, MediaError):
@@ -325,24 +400,45 @@ def write_in_order(writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObse
             writer.write(job, result, seconds)
 
 
-def ingest(paths: list[str], store: Store, perceivers: Perceivers, policies: tuple[MatchPolicy, MatchPolicy],
-           clip_s: float = 30.0, start: datetime | None = None,
-           progress: Callable[[str], None] = to_stderr, llm_writer: LLMWriter | None = None,
-           screens_closed_before: datetime | None = None, screens_since: datetime | None = None,
-           redactor: Redactor | None = None, wait_s: float | None = None,
-           stop: threading.Event | None = None) -> IngestReport:
+def ingest(
+    paths: list[str],
+    store: Store,
+    perceivers: Perceivers,
+    policies: tuple[MatchPolicy, MatchPolicy],
+    clip_s: float = 30.0,
+    start: datetime | None = None,
+    progress: Callable[[str], None] = to_stderr,
+    llm_writer: LLMWriter | None = None,
+    screens_closed_before: datetime | None = None,
+    screens_since: datetime | None = None,
+    redactor: Redactor | None = None,
+    wait_s: float | None = None,
+    stop: threading.Event | None = None,
+) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process. Another process writing the store is waited for, at most
     ``wait_s`` (``StoreBusy`` then; None: until it is done). Once ``stop`` is set no further clip is
     begun (the one in hand is committed; a rerun resumes at the next): a watcher told to end by its
     dead daemon ends within a clip, not after its whole backlog."""
     report = IngestReport()
-    with store.writing("mnemo ingest", wait_s, say=progress):  # one writer a store: people are numbered from what it read
-        planned = plan(paths, store, clip_s, start, progress, report, screens_closed_before, screens_since)
-        writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
-                            progress)
+    with store.writing(
+        "mnemo ingest", wait_s, say=progress
+    ):  # one writer a store: people are numbered from what it read
+        planned = plan(
+            paths, store, clip_s, start, progress, report, screens_closed_before, screens_since
+        )
+        writer = ClipWriter(
+            store,
+            Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
+            report,
+            progress,
+        )
         try:
-            jobs = planned.jobs if stop is None else takewhile(lambda _: not stop.is_set(), planned.jobs)
+            jobs = (
+                planned.jobs
+                if stop is None
+                else takewhile(lambda _: not stop.is_set(), planned.jobs)
+            )
             write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in jobs))
         finally:
             writer.finish(planned)

@@ -15,7 +15,9 @@ def _libc():
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 
 
-def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold: int = 1 << 20) -> list[str]:
+def limit_malloc(
+    arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold: int = 1 << 20
+) -> list[str]:
     """Make glibc's malloc give back what an ingest frees; a setting the user made in the
     environment is left as it is. Returns the settings made (none where the C library is not glibc).
 
@@ -33,9 +35,10 @@ def limit_malloc(arenas: int = 2, mmap_threshold: int = 4 << 20, trim_threshold:
         libc = _libc()
         # each setting, its mallopt parameter, and the variable that sets it before the program starts
         for name, param, variable, value in (
-                ("arenas", M_ARENA_MAX, "MALLOC_ARENA_MAX", arenas),
-                ("mmap_threshold", M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", mmap_threshold),
-                ("trim_threshold", M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", trim_threshold)):
+            ("arenas", M_ARENA_MAX, "MALLOC_ARENA_MAX", arenas),
+            ("mmap_threshold", M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", mmap_threshold),
+            ("trim_threshold", M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", trim_threshold),
+        ):
             if variable not in os.environ and libc.mallopt(param, value):
                 done.append(name)
     except (OSError, AttributeError):

@@ -41,7 +41,9 @@ BuildPerceivers = Callable[[int], Perceivers]
 # a clip whose worker died this many times is recorded as failed instead of tried again: it would
 # otherwise kill worker after worker (a decoder crash, memory it cannot have) and fail the ingest
 MAX_DEATHS = 3
-MAX_RESTARTS = 10 * MAX_DEATHS  # per worker: room for ten clips that kill it, not for endless crashes
+MAX_RESTARTS = (
+    10 * MAX_DEATHS
+)  # per worker: room for ten clips that kill it, not for endless crashes
 
 
 class Attempts:
@@ -63,7 +65,9 @@ class Perceive:
     def __init__(self, build: BuildPerceivers, threads: int, attempts=None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         limit_malloc()
-        self.perceivers = build(threads)  # threads matched to this actor's CPUs: workers do not oversubscribe
+        self.perceivers = build(
+            threads
+        )  # threads matched to this actor's CPUs: workers do not oversubscribe
         self.attempts = attempts
 
     def __call__(self, batch: dict) -> dict:
@@ -73,22 +77,37 @@ class Perceive:
         for seq, blob in zip(batch["seq"], batch["job"]):
             job = pickle.loads(blob)
             # a task is retried only when its attempt gave no result: its worker died
-            tries = ray.get(self.attempts.attempt.remote(int(seq))) if self.attempts is not None else 1
+            tries = (
+                ray.get(self.attempts.attempt.remote(int(seq))) if self.attempts is not None else 1
+            )
             result: ClipObservations | MediaError
             if tries > MAX_DEATHS:
-                result, took = MediaError(job.path, f"{job.label}: its perception worker died {MAX_DEATHS} times "
-                                          "on it (out of memory, or a crash in a native library); the clip is "
-                                          "skipped, the rest is ingested"), 0.0
+                result, took = (
+                    MediaError(
+                        job.path,
+                        f"{job.label}: its perception worker died {MAX_DEATHS} times "
+                        "on it (out of memory, or a crash in a native library); the clip is "
+                        "skipped, the rest is ingested",
+                    ),
+                    0.0,
+                )
             else:
                 result, took = observe_job(job, self.perceivers)
             seqs.append(int(seq))
-            results.append(pickle.dumps(result))  # a MediaError too: a broken clip is a row, not a gap
+            results.append(
+                pickle.dumps(result)
+            )  # a MediaError too: a broken clip is a row, not a gap
             seconds.append(took)
         n = len(seqs)
         # the node's id, not its host name: two nodes of one machine (or of one container image) share a name
         worker = f"{os.uname().nodename} node {ray.get_runtime_context().get_node_id()[:8]} pid {os.getpid()}"
-        return {"seq": seqs, "result": results, "seconds": seconds, "worker": [worker] * n,
-                "rss_mb": [peak_rss_mb()] * n}
+        return {
+            "seq": seqs,
+            "result": results,
+            "seconds": seconds,
+            "worker": [worker] * n,
+            "rss_mb": [peak_rss_mb()] * n,
+        }
 
 
 def peak_rss_mb() -> float:
@@ -124,11 +143,22 @@ def connect(address: str | None, workers: int | None) -> int:
     return max(1, workers or cpus)
 
 
-def ingest_ray(paths: list[str], store: Store, perceivers: BuildPerceivers, policies: tuple[MatchPolicy, MatchPolicy],
-               clip_s: float = 30.0, start: datetime | None = None, progress: Callable[[str], None] = to_stderr,
-               llm_writer: LLMWriter | None = None, workers: int | None = None, address: str | None = None,
-               gpus_per_worker: float = 0.0, actor: type | None = None, redactor=None,
-               wait_s: float | None = None) -> IngestReport:
+def ingest_ray(
+    paths: list[str],
+    store: Store,
+    perceivers: BuildPerceivers,
+    policies: tuple[MatchPolicy, MatchPolicy],
+    clip_s: float = 30.0,
+    start: datetime | None = None,
+    progress: Callable[[str], None] = to_stderr,
+    llm_writer: LLMWriter | None = None,
+    workers: int | None = None,
+    address: str | None = None,
+    gpus_per_worker: float = 0.0,
+    actor: type | None = None,
+    redactor=None,
+    wait_s: float | None = None,
+) -> IngestReport:
     """Ingest as ``pipeline.ingest.ingest`` does, with perception on ``workers`` Ray actors of class
     ``actor`` (default ``Perceive``; the fault tests pass one that dies), each building its
     perceivers with ``perceivers(cpus)`` (``mnemo.wiring.perceivers_factory``); ``wait_s`` as there."""
@@ -136,30 +166,46 @@ def ingest_ray(paths: list[str], store: Store, perceivers: BuildPerceivers, poli
     import ray.data
 
     report = IngestReport()
-    with store.writing("mnemo ingest --ray", wait_s, say=progress):  # one writer a store (Store.writing)
+    with store.writing(
+        "mnemo ingest --ray", wait_s, say=progress
+    ):  # one writer a store (Store.writing)
         planned = plan(paths, store, clip_s, start, progress, report)
-        writer = ClipWriter(store, Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor), report,
-                            progress)
+        writer = ClipWriter(
+            store,
+            Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
+            report,
+            progress,
+        )
         try:
             if planned.jobs:
                 n = min(connect(address, workers), len(planned.jobs))
                 cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
-                progress(f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order")
+                progress(
+                    f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order"
+                )
                 ray.data.DataContext.get_current().enable_progress_bars = False
                 items = [{"seq": job.seq, "job": pickle.dumps(job)} for job in planned.jobs]
                 # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
                 # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
-                rows = (ray.data.from_items(items, override_num_blocks=len(items))
-                        .map_batches(actor or Perceive, batch_size=1,
-                                     compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
-                                     fn_constructor_args=(perceivers, cpus, ray.remote(num_cpus=0)(Attempts).remote()),
-                                     num_cpus=cpus, num_gpus=gpus_per_worker or None,
-                                     # a dead worker is restarted and its clip retried (Ray also
-                                     # spends retries on a worker still restarting) until the clip
-                                     # has killed MAX_DEATHS of them: then Perceive fails it. A
-                                     # worker that keeps dying before any clip (its models do not
-                                     # load) ends the ingest after MAX_RESTARTS
-                                     max_restarts=MAX_RESTARTS, max_task_retries=-1))
+                rows = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+                    actor or Perceive,
+                    batch_size=1,
+                    compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
+                    fn_constructor_args=(
+                        perceivers,
+                        cpus,
+                        ray.remote(num_cpus=0)(Attempts).remote(),
+                    ),
+                    num_cpus=cpus,
+                    num_gpus=gpus_per_worker or None,
+                    # a dead worker is restarted and its clip retried (Ray also
+                    # spends retries on a worker still restarting) until the clip
+                    # has killed MAX_DEATHS of them: then Perceive fails it. A
+                    # worker that keeps dying before any clip (its models do not
+                    # load) ends the ingest after MAX_RESTARTS
+                    max_restarts=MAX_RESTARTS,
+                    max_task_retries=-1,
+                )
                 write_in_order(writer, _results(planned.jobs, rows, report))
         finally:
             writer.finish(planned)

@@ -39,5 +39,7 @@ def in_order(pairs: Iterable[tuple[int, T]], first: int = 0) -> Iterator[T]:
     for seq, item in pairs:
         yield from buffer.put(seq, item)
     if buffer.waiting:
-        raise RuntimeError(f"results {sorted(buffer.waiting)[:5]} came without result {buffer.next}: "
-                           "a perception task was lost")
+        raise RuntimeError(
+            f"results {sorted(buffer.waiting)[:5]} came without result {buffer.next}: "
+            "a perception task was lost"
+        )

@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may wait on a hub
-if "MNEMO_MODELS" not in os.environ:  # the fetched model files stay put while a test moves the cache (MNEMO_CACHE)
+if (
+    "MNEMO_MODELS" not in os.environ
+):  # the fetched model files stay put while a test moves the cache (MNEMO_CACHE)
     from perception.model_files import models_root
 
     os.environ["MNEMO_MODELS"] = str(models_root())
 
+from datetime import UTC
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
-
 
 # fixtures that load a real model, fetch or decode real media, memorize a real conversation or start
 # an X server: a test that uses one (itself or through another fixture) is marked slow, so that
@@ -36,8 +38,10 @@ def pytest_collection_modifyitems(config, items) -> None:
         if used and item.get_closest_marker("slow") is None:
             unmarked.append(f"  {item.nodeid} uses {used[0]} ({SLOW_FIXTURES[used[0]]})")
     if unmarked:
-        raise pytest.UsageError("these tests need @pytest.mark.slow (tests/conftest.py: SLOW_FIXTURES):\n"
-                                + "\n".join(unmarked))
+        raise pytest.UsageError(
+            "these tests need @pytest.mark.slow (tests/conftest.py: SLOW_FIXTURES):\n"
+            + "\n".join(unmarked)
+        )
 
 
 def in_ci() -> bool:
@@ -63,7 +67,9 @@ def _fetched(fetch, what: str):
         return fetch()
     except FixtureUnavailable as e:
         if in_ci():
-            pytest.fail(f"{what} unavailable in CI, so the real-media tests cannot run: {e}", pytrace=False)
+            pytest.fail(
+                f"{what} unavailable in CI, so the real-media tests cannot run: {e}", pytrace=False
+            )
         pytest.skip(f"REAL MEDIA MISSING, test not run: {what} unavailable: {e}")
 
 
@@ -111,8 +117,8 @@ def policies():
 
 @pytest.fixture
 def hash_store(tmp_path):
-    from graph.store import Store
     from embeddings.base import build_text_embedder
+    from graph.store import Store
 
     return Store(tmp_path / "store", build_text_embedder("hash"))
 
@@ -126,7 +132,9 @@ def build_people_store(store):
     their speech in two clips of one recording."""
     from bench.talk_store import write_talk
 
-    return write_talk(store, PEOPLE_T0, 2, lambda i: f"people-clip-{i}", "/recordings/talk.wav", "sha-talk")
+    return write_talk(
+        store, PEOPLE_T0, 2, lambda i: f"people-clip-{i}", "/recordings/talk.wav", "sha-talk"
+    )
 
 
 def renames_at_once(store, n: int = 8) -> list[Exception]:
@@ -161,9 +169,9 @@ def people_store(hash_store):
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
     """The demo recording ingested once, with the real text embedder."""
+    from embeddings.base import build_text_embedder
     from graph.store import Store
     from pipeline.ingest import ingest
-    from embeddings.base import build_text_embedder
 
     store = Store(tmp_path_factory.mktemp("demo") / "store", build_text_embedder("minilm"))
     report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
@@ -203,7 +211,9 @@ def talk_store(hash_store, policies, monkeypatch):
     if not LOCOMO.is_file():
         unavailable(f"{LOCOMO} not present (the shared evaluation data beside the repository)")
     conv = load(LOCOMO)[0]
-    ingest_conversation(Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()), hash_store, policies)
+    ingest_conversation(
+        Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()), hash_store, policies
+    )
     return hash_store
 
 
@@ -219,7 +229,6 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err
-
 
 
 def people_cli(capsys, store, *argv: str) -> tuple[int, object, str]:
@@ -322,7 +331,9 @@ def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
         port = free_port()
         app = create_app(MemoryService(store, OfflineAnswerer(store)), **app_options)
         ssl = {"ssl_certfile": tls_files[0], "ssl_keyfile": tls_files[1]} if tls_files else {}
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **ssl))
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **ssl)
+        )
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         deadline = time.monotonic() + 30
@@ -366,19 +377,41 @@ def s3_server(port: int, prefix: tuple[str, ...] = ()):
     @contextlib.contextmanager
     def running():
         log = open(os.devnull, "wb")
-        server = subprocess.Popen([*prefix, sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                  stdout=log, stderr=log)
+        server = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=log,
+        )
         endpoint = f"http://127.0.0.1:{port}"
-        env = {"AWS_ACCESS_KEY_ID": "mnemo-test", "AWS_SECRET_ACCESS_KEY": "mnemo-test", "AWS_REGION": "us-east-1",
-               "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"}
+        env = {
+            "AWS_ACCESS_KEY_ID": "mnemo-test",
+            "AWS_SECRET_ACCESS_KEY": "mnemo-test",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ALLOW_HTTP": "true",
+        }
         try:
             deadline = time.monotonic() + 60
-            while True:  # up when it answers; the namespace's loopback is reachable only from inside it
-                probe = subprocess.run([*prefix, sys.executable, "-c", "import socket; socket.create_connection("
-                                        f"('127.0.0.1', {port}), 1).close()"], capture_output=True, check=False)
+            while (
+                True
+            ):  # up when it answers; the namespace's loopback is reachable only from inside it
+                probe = subprocess.run(
+                    [
+                        *prefix,
+                        sys.executable,
+                        "-c",
+                        "import socket; socket.create_connection("
+                        f"('127.0.0.1', {port}), 1).close()",
+                    ],
+                    capture_output=True,
+                    check=False,
+                )
                 if probe.returncode == 0:
                     break
-                assert server.poll() is None and time.monotonic() < deadline, "the S3 server did not start"
+                assert server.poll() is None and time.monotonic() < deadline, (
+                    "the S3 server did not start"
+                )
                 time.sleep(0.3)
             yield env
         finally:
@@ -405,39 +438,74 @@ def build_picture_store(store, folder: Path, recording: Path):
 
     shots = folder / "shots"
     shots.mkdir(parents=True, exist_ok=True)
-    for i, (title, colour) in enumerate((("Trip notes: Lisbon", (200, 120, 40)), ("Tram 28 timetable", (60, 150, 60)),
-                                         ("Bakery map", (40, 90, 200)))):
+    for i, (title, colour) in enumerate(
+        (
+            ("Trip notes: Lisbon", (200, 120, 40)),
+            ("Tram 28 timetable", (60, 150, 60)),
+            ("Bakery map", (40, 90, 200)),
+        )
+    ):
         image = np.full((450, 800, 3), 245, np.uint8)
         image[:60] = colour  # a title bar
         cv2.putText(image, title, (20, 42), cv2.FONT_HERSHEY_SIMPLEX, 1.1, (255, 255, 255), 2)
         for row in range(6):
-            cv2.rectangle(image, (40, 100 + 50 * row), (40 + 90 * (row + 3), 120 + 50 * row), (180, 180, 180), -1)
+            cv2.rectangle(
+                image,
+                (40, 100 + 50 * row),
+                (40 + 90 * (row + 3), 120 + 50 * row),
+                (180, 180, 180),
+                -1,
+            )
         path = shots / f"shot-{i}.png"
         cv2.imwrite(str(path), image)
         stamp = PICTURES_T0 + 5 + 10 * i
-        (shots / f"shot-{i}.png.json").write_text(f'{{"captured_at": "{_iso_z(stamp)}", "app": "Notes"}}')
+        (shots / f"shot-{i}.png.json").write_text(
+            f'{{"captured_at": "{_iso_z(stamp)}", "app": "Notes"}}'
+        )
     tone = folder / "tone.wav"
     with wave.open(str(tone), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes((np.sin(np.arange(16000 * 5) * 0.1) * 8000).astype("<i2").tobytes())
-    clips = [("pic-screen", str(shots), 0.0, 30.0, "Using Notes (Trip notes: Lisbon)"),
-             ("pic-video", str(recording), 0.0, 20.0, '<voice_1> said: "Where are you from?"'),
-             ("pic-audio", str(tone), 0.0, 5.0, '<voice_1> said: "Testing, one, two."')]
+    clips = [
+        ("pic-screen", str(shots), 0.0, 30.0, "Using Notes (Trip notes: Lisbon)"),
+        ("pic-video", str(recording), 0.0, 20.0, '<voice_1> said: "Where are you from?"'),
+        ("pic-audio", str(tone), 0.0, 5.0, '<voice_1> said: "Testing, one, two."'),
+    ]
     for index, (clip_id, source, offset, duration, text) in enumerate(clips):
         start = PICTURES_T0 + 60 * index
-        clip = ClipRow(clip_id, source, f"sha-{clip_id}", 0, offset, duration, start, start + duration,
-                       text if "said" in text else "")
-        memory = Memory(content_id(clip_id, "m"), "episodic", text, clip_id, source, start + 1, start + 4, ("voice_1",))
-        store.commit_clip(clip, [memory], [Entity("voice_1", "voice", PICTURES_T0, start + duration, [], 1)], [])
+        clip = ClipRow(
+            clip_id,
+            source,
+            f"sha-{clip_id}",
+            0,
+            offset,
+            duration,
+            start,
+            start + duration,
+            text if "said" in text else "",
+        )
+        memory = Memory(
+            content_id(clip_id, "m"),
+            "episodic",
+            text,
+            clip_id,
+            source,
+            start + 1,
+            start + 4,
+            ("voice_1",),
+        )
+        store.commit_clip(
+            clip, [memory], [Entity("voice_1", "voice", PICTURES_T0, start + duration, [], 1)], []
+        )
     return store
 
 
 def _iso_z(ts: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 @pytest.fixture

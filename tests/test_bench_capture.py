@@ -55,8 +55,16 @@ def test_the_tree_meter_counts_a_live_grandchild():
     """The daemon's watcher may run a process of its own: the tree is every level under the root."""
     grandchild = "import time; b = bytearray(120 * 2**20); b[::4096] = bytes(len(b[::4096])); print('held', flush=True); time.sleep(60)"
     child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}])"
-    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"],
-                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert parent.stdout.readline().strip() == "held"
         meter = TreeMeter(parent.pid)
@@ -75,7 +83,9 @@ def _frame(tmp_path: Path, name: str, text: str) -> Path:
     if not font_path.is_file():
         pytest.skip("DejaVu Sans Mono is not installed (Debian fonts-dejavu-core)")
     image = Image.new("RGB", (640, 120), "white")
-    ImageDraw.Draw(image).text((16, 40), text, fill="black", font=ImageFont.truetype(str(font_path), 22))
+    ImageDraw.Draw(image).text(
+        (16, 40), text, fill="black", font=ImageFont.truetype(str(font_path), 22)
+    )
     path = tmp_path / f"{name}.jpg"
     image.save(path, quality=90)
     return path
@@ -87,9 +97,11 @@ def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_s
     grabbed mid-word; a later frame shows it, but by then cherry is being typed. cherry: shown."""
     from perception.ocr.ocr_rapidocr import RapidOCRReader
 
-    frames = [(11.0, _frame(tmp_path, "a", "$ apple")),
-              (13.1, _frame(tmp_path, "b", "$ apple ba")),
-              (17.0, _frame(tmp_path, "c", "$ apple banana cherry"))]
+    frames = [
+        (11.0, _frame(tmp_path, "a", "$ apple")),
+        (13.1, _frame(tmp_path, "b", "$ apple ba")),
+        (17.0, _frame(tmp_path, "c", "$ apple banana cherry")),
+    ]
     typed = [("apple", 10.0), ("banana", 13.0), ("cherry", 16.0)]
     read = ocr_text(RapidOCRReader(threads=1))
     calls: list[Path] = []

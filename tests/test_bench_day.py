@@ -8,14 +8,28 @@ import numpy as np
 import pytest
 
 from bench import day
-from bench.day_media import BLOCK, SAMPLE_RATE, WORDS, room_noise, schedule, speech_share, typed_words
+from bench.day_media import (
+    BLOCK,
+    SAMPLE_RATE,
+    WORDS,
+    room_noise,
+    schedule,
+    speech_share,
+    typed_words,
+)
 
 
 @pytest.mark.slow  # real media (the pyannote call, OpenCV's samples)
 def test_the_day_is_about_a_quarter_speech_in_the_stated_scenes(pyannote_dir):
     scenes = schedule()
     assert len(scenes) == 120  # an hour of 30 s clips
-    assert {s: scenes.count(s) for s in BLOCK} == {"call": 40, "desktop": 30, "still": 20, "film": 10, "noise": 20}
+    assert {s: scenes.count(s) for s in BLOCK} == {
+        "call": 40,
+        "desktop": 30,
+        "still": 20,
+        "film": 10,
+        "noise": 20,
+    }
     assert 0.22 <= speech_share() <= 0.28
 
 
@@ -53,7 +67,11 @@ def test_the_ungated_perceivers_analyse_every_frame_and_decode_all_audio(perceiv
     assert perceivers.asr.vad_filter
     bare = ungated(perceivers)
     assert not bare.asr.vad_filter and bare.asr.model_name == perceivers.asr.model_name
-    assert (bare.duplicate_max_diff, bare.ocr_every_s, bare.ocr_min_text_fraction) == (0.0, 0.0, 0.0)
+    assert (bare.duplicate_max_diff, bare.ocr_every_s, bare.ocr_min_text_fraction) == (
+        0.0,
+        0.0,
+        0.0,
+    )
 
     frame = np.full((240, 320, 3), 90, dtype=np.uint8)
     clip = Clip("c0", probe(sample_wav), 0, 0.0, 4.0)
@@ -70,11 +88,23 @@ def test_the_ungated_perceivers_analyse_every_frame_and_decode_all_audio(perceiv
 
 
 def _obs(transcript: str = "", screen: str = "", faces_at: tuple[float, ...] = ()):
-    from perception.records import ClipObservations, FaceObservation, FrameObservation, SpeechTurn, TextLine
+    from perception.records import (
+        ClipObservations,
+        FaceObservation,
+        FrameObservation,
+        SpeechTurn,
+        TextLine,
+    )
 
     speech = (SpeechTurn("t", transcript, 0.0, 1.0, "en"),) if transcript else ()
-    frames = (FrameObservation(0.0, text_lines=(TextLine(screen, (0, 0, 10, 10), 0.9),)),) if screen else ()
-    faces = tuple(FaceObservation(f"f{t}", t, (0, 0, 10, 10), 0.9, np.zeros(4, np.float32)) for t in faces_at)
+    frames = (
+        (FrameObservation(0.0, text_lines=(TextLine(screen, (0, 0, 10, 10), 0.9),)),)
+        if screen
+        else ()
+    )
+    faces = tuple(
+        FaceObservation(f"f{t}", t, (0, 0, 10, 10), 0.9, np.zeros(4, np.float32)) for t in faces_at
+    )
     return ClipObservations(None, speech, faces, frames=frames)
 
 
@@ -85,29 +115,64 @@ def test_gate_losses_compare_the_same_clips_with_and_without_gates(pyannote_dir)
     reference = " ".join(text for *_, text in read_stm(pyannote_dir / "sample.stm"))
     scenes = ["call", "desktop", "noise", "still"]
     assert typed_words(scenes) == [None, WORDS[0], None, None]
-    gated = [_obs(reference, faces_at=(0.0, 1.0)), _obs(screen=f"notes {WORDS[1]}"), _obs(), _obs(faces_at=(0.0,))]
-    ungated = [_obs(reference, faces_at=(0.0, 1.0, 1.0)), _obs(screen=f"notes {WORDS[0]}"),
-               _obs("thank you"), _obs(faces_at=(0.0, 2.0))]
+    gated = [
+        _obs(reference, faces_at=(0.0, 1.0)),
+        _obs(screen=f"notes {WORDS[1]}"),
+        _obs(),
+        _obs(faces_at=(0.0,)),
+    ]
+    ungated = [
+        _obs(reference, faces_at=(0.0, 1.0, 1.0)),
+        _obs(screen=f"notes {WORDS[0]}"),
+        _obs("thank you"),
+        _obs(faces_at=(0.0, 2.0)),
+    ]
     losses = day.gate_losses(scenes, gated, ungated)
-    assert losses == {"calls_wer": (0.0, 0.0), "words_without_speech": (0, 2), "frames_with_faces": (3, 4),
-                      "typed_words_read": (0, 1)}
+    assert losses == {
+        "calls_wer": (0.0, 0.0),
+        "words_without_speech": (0, 2),
+        "frames_with_faces": (3, 4),
+        "typed_words_read": (0, 1),
+    }
 
 
 def test_the_ungated_cost_adds_each_blocks_extra_seconds():
-    f = {"recording_s": 3600.0, "ingest_s": 300.0, "blocks": 10, "block_gated_s": 30.0, "block_ungated_s": 90.0,
-         "stage_s": {"speech_s": 100.0, "faces_s": 20.0}, "block_gated_stage_s": {"speech_s": 10.0, "faces_s": 2.0},
-         "block_ungated_stage_s": {"speech_s": 50.0, "faces_s": 12.0, "ocr_s": 3.0}}
+    f = {
+        "recording_s": 3600.0,
+        "ingest_s": 300.0,
+        "blocks": 10,
+        "block_gated_s": 30.0,
+        "block_ungated_s": 90.0,
+        "stage_s": {"speech_s": 100.0, "faces_s": 20.0},
+        "block_gated_stage_s": {"speech_s": 10.0, "faces_s": 2.0},
+        "block_ungated_stage_s": {"speech_s": 50.0, "faces_s": 12.0, "ocr_s": 3.0},
+    }
     day.complete(f)
     assert f["x_realtime"] == pytest.approx(12.0)
     assert f["ungated_ingest_s"] == pytest.approx(900.0)
     assert f["ungated_x_realtime"] == pytest.approx(4.0)
-    assert f["ungated_stage_s"] == pytest.approx({"speech_s": 500.0, "faces_s": 120.0, "ocr_s": 30.0})
-    f |= {"recording": "day.mp4", "clips": 120, "cpus": 2, "scenes": {"call": 40}, "speech_share": 0.25,
-          "peak_rss_mb": 1400.0, "rss_start_mb": 900.0, "writer_s": 14.0, "block_scenes": ["call"],
-          "writer_parts_s": {"memorize_s": 1.0, "embed_s": 12.0, "commit_s": 1.0}, "losses": {}}
+    assert f["ungated_stage_s"] == pytest.approx(
+        {"speech_s": 500.0, "faces_s": 120.0, "ocr_s": 30.0}
+    )
+    f |= {
+        "recording": "day.mp4",
+        "clips": 120,
+        "cpus": 2,
+        "scenes": {"call": 40},
+        "speech_share": 0.25,
+        "peak_rss_mb": 1400.0,
+        "rss_start_mb": 900.0,
+        "writer_s": 14.0,
+        "block_scenes": ["call"],
+        "writer_parts_s": {"memorize_s": 1.0, "embed_s": 12.0, "commit_s": 1.0},
+        "losses": {},
+    }
     assert day.summary(f)["writer_parts_s"] == {"memorize_s": 1.0, "embed_s": 12.0, "commit_s": 1.0}
-    assert re.search(r"^writer +14\.0 +\(its own thread: memorize 1\.0, embed 12\.0, commit 1\.0\)$",
-                     day.format_report(f), re.MULTILINE)
+    assert re.search(
+        r"^writer +14\.0 +\(its own thread: memorize 1\.0, embed 12\.0, commit 1\.0\)$",
+        day.format_report(f),
+        re.MULTILINE,
+    )
 
 
 class CountingReader:
@@ -140,7 +205,9 @@ def test_a_word_typed_on_a_still_screen_is_kept_and_read_once(perceivers, opencv
     desktop = _Desktop({"qtgui.png": screen})
     before, after = desktop.frame("qtgui.png", 1), desktop.frame("qtgui.png", 2)
     noisy = before.copy()
-    noisy[::7, ::5] = np.clip(noisy[::7, ::5].astype(int) + 12, 0, 255).astype(np.uint8)  # codec noise
+    noisy[::7, ::5] = np.clip(noisy[::7, ::5].astype(int) + 12, 0, 255).astype(
+        np.uint8
+    )  # codec noise
     frames = [before, noisy, before, after, after]
     keep = distinct_frames(frames)
     assert keep == [0, 3]
@@ -152,7 +219,9 @@ def test_a_word_typed_on_a_still_screen_is_kept_and_read_once(perceivers, opencv
 
 
 @pytest.mark.slow
-def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(perceivers, opencv_dir, pyannote_dir, tmp_path):
+def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(
+    perceivers, opencv_dir, pyannote_dir, tmp_path
+):
     """The same through H.264, as the day recording stores a desktop clip: the codec moves the thin
     lines of a still screen by up to 48 grey levels from frame to frame, more than JPEG does, and
     that must not make the screen read twice (it was, in every desktop clip of the day bench)."""
@@ -165,7 +234,9 @@ def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(perceivers, opencv
     from perception.sources.media import decode_frames, plan_clips, probe
 
     silence = ffmpeg.input("anullsrc=r=16000:cl=mono", f="lavfi").audio
-    (clip,) = plan_clips(probe(encode(tmp_path / "desktop.mp4", frames(["desktop"]), 30.0, silence, fps=FPS)), 30.0)
+    (clip,) = plan_clips(
+        probe(encode(tmp_path / "desktop.mp4", frames(["desktop"]), 30.0, silence, fps=FPS)), 30.0
+    )
     images, times = decode_frames(clip, 1.0)
     keep = distinct_frames(list(images))
     assert keep == [0, 20]
@@ -176,7 +247,9 @@ def test_a_word_typed_in_an_encoded_desktop_clip_is_read_once(perceivers, opencv
 
 
 @pytest.mark.slow
-def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(perceivers, opencv_dir):
+def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(
+    perceivers, opencv_dir
+):
     """H.264 moves a still screen's 1-pixel lines by more than 48 levels now and then (the day
     recording's later desktop clips: 8 single rows between 50 and 450, by up to 63), which made
     the changed band the whole screen and every desktop clip was read twice. A glyph spans
@@ -202,12 +275,16 @@ def test_a_thin_line_moved_by_the_codec_is_no_edit_but_text_drawn_elsewhere_is(p
     assert WORDS[1] in " ".join(line.text for line in texts[1]).lower()
 
     edited = after.copy()  # text drawn high on the screen is an edit there
-    cv2.putText(edited, "invoice", (300, 120), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (20, 20, 20), 2, cv2.LINE_AA)
+    cv2.putText(
+        edited, "invoice", (300, 120), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (20, 20, 20), 2, cv2.LINE_AA
+    )
     assert changed_rows(noisy, edited)[0] <= 100
 
 
 @pytest.mark.slow
-def test_a_call_cutting_between_speakers_has_each_picture_analysed_once(perceivers, opencv_dir, pyannote_dir):
+def test_a_call_cutting_between_speakers_has_each_picture_analysed_once(
+    perceivers, opencv_dir, pyannote_dir
+):
     """The day's call clip, as its pictures are shown: the view cuts between Diane, Sheila and both
     8 times in 30 s, 3 pictures in all. Each picture's faces and text are found once; a frame that
     shows a picture again gets what its first showing had, as if it had been analysed itself."""
@@ -225,11 +302,20 @@ def test_a_call_cutting_between_speakers_has_each_picture_analysed_once(perceive
     assert all(np.array_equal(frames[keep[a]], frames[keep[b]]) for a, b in returns.items())
 
     once, every = Counting(perceivers.faces), Counting(perceivers.faces)
-    faces, _ = detect_faces("c", frames, times, once, perceivers.face_policy, analyzed=keep,
-                            returns={keep[a]: keep[b] for a, b in returns.items()})
+    faces, _ = detect_faces(
+        "c",
+        frames,
+        times,
+        once,
+        perceivers.face_policy,
+        analyzed=keep,
+        returns={keep[a]: keep[b] for a, b in returns.items()},
+    )
     reference, _ = detect_faces("c", frames, times, every, perceivers.face_policy, analyzed=keep)
     assert (once.calls, every.calls) == (3, 8)
-    assert [(f.frame_time_s, f.box_xywh, f.person) for f in faces] == [(f.frame_time_s, f.box_xywh, f.person) for f in reference]
+    assert [(f.frame_time_s, f.box_xywh, f.person) for f in faces] == [
+        (f.frame_time_s, f.box_xywh, f.person) for f in reference
+    ]
     returned = {times[keep[a]] for a in returns}
     assert returned <= {f.frame_time_s for f in faces}  # the pictures shown again have their faces
 
@@ -253,20 +339,32 @@ def test_returning_views_finds_a_picture_shown_again_and_nothing_when_off():
 
 
 @pytest.mark.slow  # real media (the pyannote call, OpenCV's samples)
-def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_20_s(opencv_dir, pyannote_dir):
+def test_each_clip_has_its_scene_for_30_s_and_a_desktop_clip_types_one_word_at_20_s(
+    opencv_dir, pyannote_dir
+):
     from bench.day_media import FPS, TYPE_AT_S, frames
 
     scenes = ["desktop", "call", "desktop", "still"]
     shown = list(frames(scenes))
     per_clip = int(30 * FPS)
-    assert len(shown) == len(scenes) * per_clip  # a frame a tick: the picture keeps time with the sound
-    first, second = shown[:per_clip], shown[2 * per_clip:3 * per_clip]
+    assert (
+        len(shown) == len(scenes) * per_clip
+    )  # a frame a tick: the picture keeps time with the sound
+    first, second = shown[:per_clip], shown[2 * per_clip : 3 * per_clip]
     at = int(TYPE_AT_S * FPS)
-    assert all(np.array_equal(f, first[0]) for f in first[:at]) and all(np.array_equal(f, first[at]) for f in first[at:])
+    assert all(np.array_equal(f, first[0]) for f in first[:at]) and all(
+        np.array_equal(f, first[at]) for f in first[at:]
+    )
     rows = np.flatnonzero((first[0] != first[at]).any(axis=(1, 2)))
-    assert rows.min() >= first[0].shape[0] - 70  # the word goes into the note line at the foot, nothing else moves
-    assert np.array_equal(second[0], first[at])  # the next desktop clip starts with the words typed so far
-    assert not np.array_equal(shown[per_clip], first[0]) and np.array_equal(shown[-1], shown[3 * per_clip])
+    assert (
+        rows.min() >= first[0].shape[0] - 70
+    )  # the word goes into the note line at the foot, nothing else moves
+    assert np.array_equal(
+        second[0], first[at]
+    )  # the next desktop clip starts with the words typed so far
+    assert not np.array_equal(shown[per_clip], first[0]) and np.array_equal(
+        shown[-1], shown[3 * per_clip]
+    )
 
 
 class Threaded(Counting):
@@ -282,7 +380,9 @@ class Threaded(Counting):
 
 
 @pytest.mark.slow
-def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(perceivers, sample_wav):
+def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(
+    perceivers, sample_wav
+):
     """With more than one CPU the faces of a clip are found on a thread of their own while speech
     and text run: the observations are those of the stages run one after another."""
     from dataclasses import replace
@@ -290,9 +390,9 @@ def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(pe
     import soundfile as sf
 
     from bench.speed_media import Scenes
+    from factories import media_clip
     from perception.observe import observe_media
     from perception.records import ClipMedia
-    from factories import media_clip
 
     audio, sr = sf.read(sample_wav, dtype="float32")
     pictures = Scenes()
@@ -306,10 +406,17 @@ def test_faces_beside_speech_and_text_give_what_one_stage_after_another_gives(pe
         return obs, faces.threads
 
     (beside, threads), (in_turn, own) = observe(True), observe(False)
-    assert {t.split("_")[0] for t in threads} == {"mnemo-faces"} and threading.current_thread().name in own
+    assert {t.split("_")[0] for t in threads} == {
+        "mnemo-faces"
+    } and threading.current_thread().name in own
     assert beside.faces and beside.speech and beside.frames
-    assert [(f.frame_time_s, f.box_xywh, f.person) for f in beside.faces] == \
-        [(f.frame_time_s, f.box_xywh, f.person) for f in in_turn.faces]
-    assert [(t.text, t.start_s, t.speaker) for t in beside.speech] == [(t.text, t.start_s, t.speaker) for t in in_turn.speech]
-    assert [(f.frame_time_s, f.text_lines) for f in beside.frames] == [(f.frame_time_s, f.text_lines) for f in in_turn.frames]
+    assert [(f.frame_time_s, f.box_xywh, f.person) for f in beside.faces] == [
+        (f.frame_time_s, f.box_xywh, f.person) for f in in_turn.faces
+    ]
+    assert [(t.text, t.start_s, t.speaker) for t in beside.speech] == [
+        (t.text, t.start_s, t.speaker) for t in in_turn.speech
+    ]
+    assert [(f.frame_time_s, f.text_lines) for f in beside.frames] == [
+        (f.frame_time_s, f.text_lines) for f in in_turn.frames
+    ]
     assert beside.notes == in_turn.notes and "faces_s" in beside.timings_s

@@ -12,9 +12,22 @@ from mnemo import faults
 from mnemo.cli import main
 
 NAMED = {  # issue 42 item 8 and the hardening issue before it
-    "kill_commit", "kill_forget", "full_disk", "corrupt_media", "malformed_llm", "killed_watcher",
-    "killed_ray_worker", "rebinding_origin", "no_credential", "mcp_one_call_forget", "hostile_config",
-    "planted_secrets", "capture_foreign_folder", "forget_users_folder", "export_import"}
+    "kill_commit",
+    "kill_forget",
+    "full_disk",
+    "corrupt_media",
+    "malformed_llm",
+    "killed_watcher",
+    "killed_ray_worker",
+    "rebinding_origin",
+    "no_credential",
+    "mcp_one_call_forget",
+    "hostile_config",
+    "planted_secrets",
+    "capture_foreign_folder",
+    "forget_users_folder",
+    "export_import",
+}
 
 
 def test_every_named_scenario_is_there():
@@ -22,7 +35,9 @@ def test_every_named_scenario_is_there():
 
 
 def test_an_unknown_scenario_is_an_error_naming_the_known_ones():
-    with pytest.raises(ValueError, match="unknown fault scenario.*nope.*choose from: .*kill_commit"):
+    with pytest.raises(
+        ValueError, match="unknown fault scenario.*nope.*choose from: .*kill_commit"
+    ):
         faults.pick("kill_commit,nope")
 
 
@@ -30,7 +45,9 @@ def _fake(monkeypatch, **fns):
     monkeypatch.setattr(faults, "scenarios", lambda: fns)
 
 
-def test_a_broken_scenario_is_a_try_that_did_not_survive_and_the_rest_still_run(tmp_path, monkeypatch):
+def test_a_broken_scenario_is_a_try_that_did_not_survive_and_the_rest_still_run(
+    tmp_path, monkeypatch
+):
     def breaks(ctx, tally):
         raise KeyError("the store had no clips table")
 
@@ -43,13 +60,21 @@ def test_a_broken_scenario_is_a_try_that_did_not_survive_and_the_rest_still_run(
 
     _fake(monkeypatch, breaks=breaks, fine=fine, silent=silent)
     tallies = faults.run(None, tmp_path, 2)
-    assert [(t.scenario, t.runs, t.survived) for t in tallies] == [("breaks", 1, 0), ("fine", 2, 2), ("silent", 1, 0)]
+    assert [(t.scenario, t.runs, t.survived) for t in tallies] == [
+        ("breaks", 1, 0),
+        ("fine", 2, 2),
+        ("silent", 1, 0),
+    ]
     report = faults.format_report(tallies)
-    assert "breaks: the scenario itself failed: KeyError" in report and "silent: the scenario recorded no try" in report
+    assert (
+        "breaks: the scenario itself failed: KeyError" in report
+        and "silent: the scenario recorded no try" in report
+    )
 
 
-def test_the_command_exits_1_when_a_try_did_not_survive_and_its_last_line_has_the_totals(tmp_path, monkeypatch,
-                                                                                          capsys):
+def test_the_command_exits_1_when_a_try_did_not_survive_and_its_last_line_has_the_totals(
+    tmp_path, monkeypatch, capsys
+):
     def leaky(ctx, tally):
         tally.run(leaks=2, note="two answers without a token")
         tally.run(lost=1, orphans=1, note="a clip and a journal")
@@ -59,8 +84,14 @@ def test_the_command_exits_1_when_a_try_did_not_survive_and_its_last_line_has_th
     assert main(["bench", "faults", "--json", "--runs", "1"]) == 1
     out = capsys.readouterr().out
     last = json.loads(out.strip().splitlines()[-1])
-    assert {k: last[k] for k in ("scenarios", "runs", "survived", "lost", "orphans", "leaks")} == \
-        {"scenarios": 1, "runs": 3, "survived": 1, "lost": 1, "orphans": 1, "leaks": 2}
+    assert {k: last[k] for k in ("scenarios", "runs", "survived", "lost", "orphans", "leaks")} == {
+        "scenarios": 1,
+        "runs": 3,
+        "survived": 1,
+        "lost": 1,
+        "orphans": 1,
+        "leaks": 2,
+    }
     assert "two answers without a token" in out and "a clip and a journal" in out
 
 

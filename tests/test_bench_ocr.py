@@ -4,26 +4,29 @@ words whole, and without the pixels' spacing it does not."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
-import os
-
 import pytest
 
-from conftest import unavailable
-
-from bench.ocr_screens import missing_tools
-from bench.ocr import TARGETS
 from bench.metrics import meets
+from bench.ocr import TARGETS
+from bench.ocr_screens import missing_tools
+from conftest import unavailable
 
 
 @pytest.fixture(scope="module")
 def figures():
     if why := missing_tools():
         unavailable(why)
-    out = subprocess.run([sys.executable, "-m", "mnemo", "bench", "ocr", "--json"], capture_output=True, text=True,
-                         timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out = subprocess.run(
+        [sys.executable, "-m", "mnemo", "bench", "ocr", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout, json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -31,8 +34,16 @@ def figures():
 @pytest.mark.slow
 def test_screen_text_keeps_its_words_whole(figures):
     text, f = figures
-    for key in ("lines", "word_accuracy_terminal", "word_accuracy_ui", "merged_split_rate", "ocr_cer", "ms_per_frame",
-                "search_found", "search_found_plain"):
+    for key in (
+        "lines",
+        "word_accuracy_terminal",
+        "word_accuracy_ui",
+        "merged_split_rate",
+        "ocr_cer",
+        "ms_per_frame",
+        "search_found",
+        "search_found_plain",
+    ):
         assert key in f, key
     assert f["search_found"] >= f["search_found_plain"] and f["search_queries"] >= 2000
     assert f["lines"] >= 100 and f["words"] >= 1000
@@ -70,8 +81,13 @@ def test_screen_text_is_read_the_same_on_another_cpu():
         why = why or str(e)
     if why:
         unavailable(why)
-    result = compare(RapidOCRReader(threads=1), screen_folder(), cpus=("Nehalem",),
-                     names=("xterm-dejavu-12", "page-dejavu-13"), rows=100)
+    result = compare(
+        RapidOCRReader(threads=1),
+        screen_folder(),
+        cpus=("Nehalem",),
+        names=("xterm-dejavu-12", "page-dejavu-13"),
+        rows=100,
+    )
     native, nehalem = result.native, result.others[0]
     assert "AVX2" in native.features and not nehalem.features  # the two took different kernel paths
     assert sum(map(len, native.lines.values())) >= 8
@@ -86,4 +102,6 @@ def test_a_reading_that_differs_between_cpus_is_reported():
     result = CpuComparison(native, [other])
     assert not result.identical and result.figures()["same_text_across_cpus"] is False
     assert "level3bay" in result.report()
-    assert CpuComparison(native, [CpuReading("Haswell", ["AVX2"], dict(native.lines), 80.0)]).identical
+    assert CpuComparison(
+        native, [CpuReading("Haswell", ["AVX2"], dict(native.lines), 80.0)]
+    ).identical

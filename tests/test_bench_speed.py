@@ -35,7 +35,9 @@ def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(t
 
     store = Store(tmp_path / "store", SlowEmbedder(build_text_embedder("hash"), 0.4))
     report = IngestReport()
-    writer = ClipWriter(store, Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)), report, lambda _m: None)
+    writer = ClipWriter(
+        store, Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)), report, lambda _m: None
+    )
     for job, obs in day_jobs(3):
         writer.write(job, obs)
     writer.finish(IngestPlan([], {DAY.path: 3}))
@@ -44,7 +46,13 @@ def test_the_writers_seconds_per_clip_count_the_embedding_on_the_commit_thread(t
     assert per_clip >= 0.4  # the embedding is in it
     parts = speed.per_clip(report)
     assert parts["writer: embed memories"] >= 0.4
-    assert per_clip >= parts["writer: memorize"] + parts["writer: embed memories"] + parts["writer: commit"] - 1e-9
+    assert (
+        per_clip
+        >= parts["writer: memorize"]
+        + parts["writer: embed memories"]
+        + parts["writer: commit"]
+        - 1e-9
+    )
 
 
 def test_per_stage_seconds_leave_out_a_stage_that_took_nothing():
@@ -55,19 +63,51 @@ def test_per_stage_seconds_leave_out_a_stage_that_took_nothing():
 
 def test_the_report_marks_each_target_and_the_json_line_has_the_issues_keys():
     stages = {"speech": 5.0, "writer: memorize": 0.01}
-    figures = {"recording": "/cache/lifelog-5min.mp4", "recording_s": 300.0, "clips": 10, "cpus": 2,
-               "asr_only_s": 36.0, "sequential_s": 118.5, "ray_s": 102.9, "ray_s_by_workers": {1: 126.8, 2: 102.9},
-               "workers": 2, "stages_sequential": stages, "stages_ray": stages, "rss_mb_sequential": 2800.0,
-               "rss_mb_ray": {"driver": 2800.0}, "differences": {1: [], 2: ["memories: 1 missing"]},
-               "writer_s_per_clip": 0.104, "equivalent": False, "realtime_x_sequential": 300.0 / 118.5,
-               "realtime_x_ray": 300.0 / 102.9, "full_over_asr": 102.9 / 36.0}
+    figures = {
+        "recording": "/cache/lifelog-5min.mp4",
+        "recording_s": 300.0,
+        "clips": 10,
+        "cpus": 2,
+        "asr_only_s": 36.0,
+        "sequential_s": 118.5,
+        "ray_s": 102.9,
+        "ray_s_by_workers": {1: 126.8, 2: 102.9},
+        "workers": 2,
+        "stages_sequential": stages,
+        "stages_ray": stages,
+        "rss_mb_sequential": 2800.0,
+        "rss_mb_ray": {"driver": 2800.0},
+        "differences": {1: [], 2: ["memories: 1 missing"]},
+        "writer_s_per_clip": 0.104,
+        "equivalent": False,
+        "realtime_x_sequential": 300.0 / 118.5,
+        "realtime_x_ray": 300.0 / 102.9,
+        "full_over_asr": 102.9 / 36.0,
+    }
     text = speed.format_report(figures)
     assert "Ray store (2 worker(s)) against the sequential one: memories: 1 missing" in text
-    marks = {line.split()[0]: line.split()[-1] for line in text.splitlines() if line.split()[:1] and
-             line.split()[0] in speed.TARGETS}
-    assert marks == {"realtime_x_ray": "MISSED", "full_over_asr": "MISSED", "writer_s_per_clip": "ok",
-                     "equivalent": "MISSED"}
+    marks = {
+        line.split()[0]: line.split()[-1]
+        for line in text.splitlines()
+        if line.split()[:1] and line.split()[0] in speed.TARGETS
+    }
+    assert marks == {
+        "realtime_x_ray": "MISSED",
+        "full_over_asr": "MISSED",
+        "writer_s_per_clip": "ok",
+        "equivalent": "MISSED",
+    }
     line = json.loads(json.dumps(speed.summary(figures)))
-    assert list(line) == ["recording_s", "sequential_s", "ray_s", "workers", "asr_only_s", "realtime_x_sequential",
-                          "realtime_x_ray", "full_over_asr", "writer_s_per_clip", "equivalent"]
+    assert list(line) == [
+        "recording_s",
+        "sequential_s",
+        "ray_s",
+        "workers",
+        "asr_only_s",
+        "realtime_x_sequential",
+        "realtime_x_ray",
+        "full_over_asr",
+        "writer_s_per_clip",
+        "equivalent",
+    ]
     assert line["full_over_asr"] == 2.858 and line["equivalent"] is False

@@ -10,8 +10,12 @@ pytestmark = pytest.mark.slow  # thousands of memories embedded and indexed
 
 
 def test_store_bench_measures_the_vector_index_and_a_whole_ask(capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # its dimension, and a quick query embedding
-    code, out, _ = run_cli(capsys, "bench", "store", "--memories", "4000", "--store", str(tmp_path / "b"), "--json")
+    monkeypatch.setenv(
+        "MNEMO_GRAPH__TEXT_EMBEDDER", "hash"
+    )  # its dimension, and a quick query embedding
+    code, out, _ = run_cli(
+        capsys, "bench", "store", "--memories", "4000", "--store", str(tmp_path / "b"), "--json"
+    )
     assert code == 0
     figures = json.loads(out.strip().splitlines()[-1])
     assert figures["memories"] == 4000 and figures["dim"] == 384
@@ -27,5 +31,7 @@ def test_store_bench_measures_the_vector_index_and_a_whole_ask(capsys, tmp_path,
 def test_store_bench_refuses_a_store_with_data(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
     run_cli(capsys, "bench", "store", "--memories", "100", "--store", str(tmp_path / "b"))
-    code, _, err = run_cli(capsys, "bench", "store", "--memories", "100", "--store", str(tmp_path / "b"))
+    code, _, err = run_cli(
+        capsys, "bench", "store", "--memories", "100", "--store", str(tmp_path / "b")
+    )
     assert code == 2 and "not empty" in err

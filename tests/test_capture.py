@@ -13,13 +13,12 @@ import cv2
 import numpy as np
 import pytest
 
+from bench.xdesktop import Desktop, missing_tools
 from conftest import require_x, unavailable
-
 from perception.capture.config import CaptureConfig
 from perception.capture.control import request
 from perception.capture.daemon import Capturer
 from perception.capture.storage import CaptureStore
-from bench.xdesktop import Desktop, missing_tools
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,9 @@ pytestmark = pytest.mark.slow
 def capturing(desktop: Desktop, out: Path, budget_bytes: int = 0, **cfg):
     """A capturer on a thread; yields it while it runs."""
     c = CaptureConfig(out=str(out), **{"interval_s": 0.5, "idle_after_s": 3600.0, **cfg})
-    capturer = Capturer(c, CaptureStore(out, budget_bytes=budget_bytes), display_name=desktop.display)
+    capturer = Capturer(
+        c, CaptureStore(out, budget_bytes=budget_bytes), display_name=desktop.display
+    )
     thread = threading.Thread(target=capturer.run)
     thread.start()
     try:
@@ -70,7 +71,10 @@ def test_sidecars_follow_focus_and_titles(desktop, tmp_path):
     for s in sidecars(out):
         by_app.setdefault(s["app"], set()).add(s["window"])
     assert by_app["AppAlpha"] == {"naïve café, Latin-1"}  # WM_NAME as STRING
-    assert by_app["AppBeta"] >= {"日本語のメモ ✓", "renamed ✎ window"}  # COMPOUND_TEXT, then _NET_WM_NAME
+    assert by_app["AppBeta"] >= {
+        "日本語のメモ ✓",
+        "renamed ✎ window",
+    }  # COMPOUND_TEXT, then _NET_WM_NAME
     first = sidecars(out)[0]
     assert set(first) >= {"captured_at", "app", "window", "monitor", "reason", "pid", "input"}
     assert first["captured_at"].endswith("+00:00") and first["monitor"] == 1
@@ -81,24 +85,35 @@ def _region(out: Path, box: tuple[int, int, int, int]) -> np.ndarray:
     """The newest stored image's pixels inside box (x, y, w, h), as grey levels."""
     img = cv2.imread(str(images(out)[-1]), cv2.IMREAD_GRAYSCALE)
     x, y, w, h = box
-    return img[y:y + h, x:x + w]
+    return img[y : y + h, x : x + w]
 
 
 def _geometry(desktop: Desktop, wid: str) -> tuple[int, int, int, int]:
-    vals = dict(line.split("=") for line in desktop.run(["xdotool", "getwindowgeometry", "--shell", wid]).split())
+    vals = dict(
+        line.split("=")
+        for line in desktop.run(["xdotool", "getwindowgeometry", "--shell", wid]).split()
+    )
     return int(vals["X"]), int(vals["Y"]), int(vals["WIDTH"]), int(vals["HEIGHT"])
 
 
 @pytest.mark.parametrize("rule", ["class", "title", "private"])
 def test_excluded_window_never_stored_and_blacked_out(desktop, tmp_path, rule):
-    title = {"class": "bank statement", "title": "Salary review 2026", "private": "Mozilla Firefox Private Browsing"}[rule]
-    secret = desktop.xterm(title, cls="SecretApp" if rule == "class" else "XTerm", geometry="60x15+60+60")
+    title = {
+        "class": "bank statement",
+        "title": "Salary review 2026",
+        "private": "Mozilla Firefox Private Browsing",
+    }[rule]
+    secret = desktop.xterm(
+        title, cls="SecretApp" if rule == "class" else "XTerm", geometry="60x15+60+60"
+    )
     work = desktop.xterm("work notes", cls="WorkApp", geometry="60x15+1000+500")
     desktop.focus(secret)
     desktop.type("top secret 12345")
     out = tmp_path / "out"
-    cfg = {"exclude_classes": ["SecretApp"] if rule == "class" else [],
-           "exclude_titles": ["^salary review"] if rule == "title" else []}
+    cfg = {
+        "exclude_classes": ["SecretApp"] if rule == "class" else [],
+        "exclude_titles": ["^salary review"] if rule == "title" else [],
+    }
     with capturing(desktop, out, **cfg) as cap:
         _until(lambda: cap.counters.excluded >= 3)
         assert images(out) == [], "a frame was stored while the excluded window had focus"
@@ -111,10 +126,14 @@ def test_excluded_window_never_stored_and_blacked_out(desktop, tmp_path, rule):
     inner = _region(out, (x + 4, y + 4, w - 8, h - 8))
     assert inner.max() <= 12, "the excluded window's pixels are visible in the stored image"
     wx, wy, ww, wh = _geometry(desktop, work)
-    assert _region(out, (wx, wy, ww, wh)).mean() > 100, "the focused window should be stored as it is"
+    assert _region(out, (wx, wy, ww, wh)).mean() > 100, (
+        "the focused window should be stored as it is"
+    )
 
 
-def test_static_screen_with_ticking_clock_writes_almost_nothing_but_typing_is_kept(desktop, tmp_path):
+def test_static_screen_with_ticking_clock_writes_almost_nothing_but_typing_is_kept(
+    desktop, tmp_path
+):
     term = desktop.xterm("editor", geometry="80x24+100+100")
     desktop.xclock()
     desktop.focus(term)
@@ -144,14 +163,18 @@ def test_what_input_causes_a_moment_later_is_kept(desktop, tmp_path):
     desktop.focus(term)
     written: list[tuple[float, str]] = []
     with capturing(desktop, tmp_path / "out") as cap:
-        cap.on_frame = lambda image, side: written.append((time.time(), side["reason"], side["input"]))
+        cap.on_frame = lambda image, side: written.append(
+            (time.time(), side["reason"], side["input"])
+        )
         time.sleep(1.5)
         desktop.type("sleep 1.5; echo done\n")
         typed = time.time()
         time.sleep(4)
     late = [(round(t - typed, 1), why, at_keys) for t, why, at_keys in written if t >= typed + 1.4]
-    assert late, f"the output drawn 1.5 s after Enter was not kept; frames (s after typing): " \
-                 f"{[(round(t - typed, 1), why) for t, why, _ in written]}"
+    assert late, (
+        f"the output drawn 1.5 s after Enter was not kept; frames (s after typing): "
+        f"{[(round(t - typed, 1), why) for t, why, _ in written]}"
+    )
     assert all(at_keys for _, _, at_keys in late), late  # the owner's doing: the sidecar says so
 
 
@@ -200,7 +223,13 @@ def test_byte_budget_never_exceeded_by_more_than_one_frame(desktop, tmp_path):
     with capturing(desktop, out, budget_bytes=budget) as cap:
         for i in range(12):
             desktop.type(f"line {i} of text that fills the budget quickly\n", delay_ms=5)
-            sizes.append(sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and "heartbeat" not in p.name))
+            sizes.append(
+                sum(
+                    p.stat().st_size
+                    for p in out.rglob("*")
+                    if p.is_file() and "heartbeat" not in p.name
+                )
+            )
             time.sleep(0.6)
         deleted = cap.store.deleted
     largest = max(p.stat().st_size for p in images(out)) + 400
@@ -233,7 +262,9 @@ def test_lost_x_connection_ends_the_daemon_with_an_error(tmp_path):
     assert not thread.is_alive() and errors, "the daemon should stop with XConnectionLost"
 
 
-def test_an_exclusion_added_over_the_socket_holds_from_the_next_frame_and_can_be_taken_out(desktop, tmp_path):
+def test_an_exclusion_added_over_the_socket_holds_from_the_next_frame_and_can_be_taken_out(
+    desktop, tmp_path
+):
     secret = desktop.xterm("Quarterly payroll", cls="XTerm", geometry="60x15+60+60")
     desktop.focus(secret)
     sock = tmp_path / "run" / "mnemo" / "capture.sock"
@@ -290,8 +321,17 @@ def test_a_chromium_started_incognito_is_never_stored(desktop, tmp_path):
     line says it. Real Debian chromium under Xvfb: focused, nothing of its monitor is stored."""
     if shutil.which("chromium") is None:
         unavailable("no chromium: apt-get install chromium (make xtools does it as root)")
-    desktop.spawn(["chromium", "--incognito", "--no-sandbox", "--no-first-run", "--disable-gpu",
-                   f"--user-data-dir={tmp_path / 'profile'}", "data:text/html,<h1>Secret account 4242</h1>"])
+    desktop.spawn(
+        [
+            "chromium",
+            "--incognito",
+            "--no-sandbox",
+            "--no-first-run",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "data:text/html,<h1>Secret account 4242</h1>",
+        ]
+    )
     wid = desktop.wait_window("Chromium")
     desktop.focus(wid)
     out = tmp_path / "out"
@@ -306,8 +346,11 @@ def small_disk(path: Path, size: str = "8m"):
     import subprocess
 
     path.mkdir(parents=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         unavailable(f"cannot mount a small tmpfs to fill (needs root): {done.stderr.strip()}")
     try:
@@ -340,13 +383,23 @@ def test_a_full_disk_pauses_capture_and_freed_space_resumes_it(desktop, tmp_path
             time.sleep(0.3)
         return cond()
 
-    with small_disk(tmp_path / "disk", "32m") as disk, capturing(desktop, disk / "out", min_free_mb=0) as cap:
+    with (
+        small_disk(tmp_path / "disk", "32m") as disk,
+        capturing(desktop, disk / "out", min_free_mb=0) as cap,
+    ):
         assert type_until(lambda: cap.counters.written >= 1, 20)
         _fill(disk / "filler")
-        assert type_until(lambda: cap.state == "paused" and "is full" in cap.why, 20), (cap.state, cap.why)
+        assert type_until(lambda: cap.state == "paused" and "is full" in cap.why, 20), (
+            cap.state,
+            cap.why,
+        )
         frames = list((disk / "out").rglob("*.jpg"))
-        assert not [p for p in (disk / "out").rglob("*") if p.name.endswith(".tmp")], "temp files left"
-        assert all(p.with_name(p.name + ".json").is_file() for p in frames), "an image without its sidecar"
+        assert not [p for p in (disk / "out").rglob("*") if p.name.endswith(".tmp")], (
+            "temp files left"
+        )
+        assert all(p.with_name(p.name + ".json").is_file() for p in frames), (
+            "an image without its sidecar"
+        )
         written = cap.counters.written
         (disk / "filler").unlink()
         assert type_until(lambda: cap.counters.written > written, 30), "capture did not resume"
@@ -383,9 +436,41 @@ def _fuzz_payloads(rng, n: int) -> list[bytes]:
     JSON, JSON of every shape, known commands with arguments of every type, huge lines."""
     import math
 
-    cmds = ["status", "pause", "resume", "exclusions", "exclude", "include", "STATUS", "", "reboot", None, 7]
-    values = [None, True, 0, -1, 1e308, -1e308, math.nan, math.inf, 3.5, "", "x" * 5000, "(", "[a-", "^Bank$",
-              [], [1, "a"], {}, {"cmd": ["stop"]}, "\u202e\u0000", 2 ** 70]  # never a real stop
+    cmds = [
+        "status",
+        "pause",
+        "resume",
+        "exclusions",
+        "exclude",
+        "include",
+        "STATUS",
+        "",
+        "reboot",
+        None,
+        7,
+    ]
+    values = [
+        None,
+        True,
+        0,
+        -1,
+        1e308,
+        -1e308,
+        math.nan,
+        math.inf,
+        3.5,
+        "",
+        "x" * 5000,
+        "(",
+        "[a-",
+        "^Bank$",
+        [],
+        [1, "a"],
+        {},
+        {"cmd": ["stop"]},
+        "\u202e\u0000",
+        2**70,
+    ]  # never a real stop
 
     def value():
         return values[rng.integers(len(values))]
@@ -396,18 +481,34 @@ def _fuzz_payloads(rng, n: int) -> list[bytes]:
         if kind == 0:
             out.append(bytes(rng.integers(0, 256, rng.integers(0, 300), dtype=np.uint8)) + b"\n")
         elif kind == 1:
-            msg = {"cmd": cmds[rng.integers(len(cmds))], "for_s": value(), "class": value(), "title": value()}
-            out.append(json.dumps({k: v for k, v in msg.items() if rng.random() < 0.7}, allow_nan=True).encode() + b"\n")
+            msg = {
+                "cmd": cmds[rng.integers(len(cmds))],
+                "for_s": value(),
+                "class": value(),
+                "title": value(),
+            }
+            out.append(
+                json.dumps(
+                    {k: v for k, v in msg.items() if rng.random() < 0.7}, allow_nan=True
+                ).encode()
+                + b"\n"
+            )
         elif kind == 2:
-            text = json.dumps({"cmd": cmds[rng.integers(len(cmds))], "for_s": value()}, allow_nan=True)
+            text = json.dumps(
+                {"cmd": cmds[rng.integers(len(cmds))], "for_s": value()}, allow_nan=True
+            )
             out.append(text[: rng.integers(0, len(text) + 1)].encode() + b"\n")
         elif kind == 3:
             out.append(json.dumps(value(), allow_nan=True).encode() + b"\n")
         elif kind == 4:
             depth = int(rng.integers(1, 5000))
-            out.append(b"[" * depth + b"]" * depth + b"\n" if rng.random() < 0.5 else b"{" * depth + b"\n")  # deep
+            out.append(
+                b"[" * depth + b"]" * depth + b"\n" if rng.random() < 0.5 else b"{" * depth + b"\n"
+            )  # deep
         else:
-            out.append(b'{"cmd": "status", "pad": "' + b"A" * int(rng.integers(60_000, 200_000)) + b'"}\n')
+            out.append(
+                b'{"cmd": "status", "pad": "' + b"A" * int(rng.integers(60_000, 200_000)) + b'"}\n'
+            )
     return out
 
 
@@ -426,7 +527,14 @@ def test_the_control_socket_survives_thousands_of_random_and_malformed_requests(
                 except (ConnectionResetError, BrokenPipeError):
                     continue  # a line over 64 KiB: the server answers before reading it all
                 assert isinstance(reply, dict) and reply, payload[:200]
-            for bad in (float("nan"), float("inf"), -5, 0, "60", 1e12):  # a pause that could never end, or no pause
+            for bad in (
+                float("nan"),
+                float("inf"),
+                -5,
+                0,
+                "60",
+                1e12,
+            ):  # a pause that could never end, or no pause
                 assert "for_s" in request({"cmd": "pause", "for_s": bad}, sock)["error"]
             assert request({"cmd": "resume"}, sock)["state"] in ("capturing", "paused")
             _until(lambda: request({"cmd": "status"}, sock)["state"] == "capturing")

@@ -4,8 +4,8 @@ capture is answered by `mnemo ask` while capture still runs."""
 from __future__ import annotations
 
 import json
-import re
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -28,29 +28,46 @@ def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
     term = desktop.xterm("typing under fire", geometry="100x30+0+0")
     desktop.focus(term)
     out = tmp_path / "out"
-    typist = subprocess.Popen(["xdotool", "type", "--delay", "40", "lorem ipsum dolor sit amet " * 400],
-                              env=desktop.env)
+    typist = subprocess.Popen(
+        ["xdotool", "type", "--delay", "40", "lorem ipsum dolor sit amet " * 400], env=desktop.env
+    )
     rng = random.Random(7)
     try:
         for _ in range(50):
-            p = _mnemo(desktop, "capture", "--out", str(out), "--interval", "0.1s",
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(1.2, 2.5))  # start-up takes ~1 s; kills land before, during and between writes
+            p = _mnemo(
+                desktop,
+                "capture",
+                "--out",
+                str(out),
+                "--interval",
+                "0.1s",
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(
+                rng.uniform(1.2, 2.5)
+            )  # start-up takes ~1 s; kills land before, during and between writes
             p.send_signal(signal.SIGKILL)
             p.wait()
         # the state a kill leaves, before any restart cleans up: only temp files and at most one
         # image without its sidecar (killed between the two renames) may be there
         orphans = [p for p in out.rglob("*.jpg") if not p.with_name(p.name + ".json").exists()]
         assert len(orphans) <= 1
-        last = _mnemo(desktop, "capture", "--out", str(out), "--duration", "1s", stdout=subprocess.DEVNULL)
+        last = _mnemo(
+            desktop, "capture", "--out", str(out), "--duration", "1s", stdout=subprocess.DEVNULL
+        )
         assert last.wait(timeout=60) == 0
     finally:
         typist.kill()
     frames = sorted(out.rglob("*.jpg"))
     assert len(frames) >= 50, "too few frames were written for the kills to prove anything"
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")], "temp files left"
-    assert all(p.with_name(p.name + ".json").is_file() for p in frames), "an image without a sidecar"
-    assert all(p.with_name(p.name[:-5]).is_file() for p in out.rglob("*.jpg.json")), "a sidecar without an image"
+    assert all(p.with_name(p.name + ".json").is_file() for p in frames), (
+        "an image without a sidecar"
+    )
+    assert all(p.with_name(p.name[:-5]).is_file() for p in out.rglob("*.jpg.json")), (
+        "a sidecar without an image"
+    )
     for p in frames:
         assert cv2.imread(str(p)) is not None, f"{p} does not decode"
         json.loads(p.with_name(p.name + ".json").read_text())
@@ -60,8 +77,22 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     term = desktop.xterm("notes", geometry="90x20+200+200", font_px=16)
     desktop.focus(term)
     out, store = tmp_path / "out", tmp_path / "store"
-    cap = _mnemo(desktop, "capture", "--out", str(out), "--interval", "1s", "--ingest", "--store", str(store),
-                 "--duration", "150s", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cap = _mnemo(
+        desktop,
+        "capture",
+        "--out",
+        str(out),
+        "--interval",
+        "1s",
+        "--ingest",
+        "--store",
+        str(store),
+        "--duration",
+        "150s",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         time.sleep(3)
         desktop.type("echo the parking spot is level 3 bay 42\n", delay_ms=30)
@@ -70,15 +101,30 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
         for line in cap.stdout:  # wait for the watcher to ingest a clip, then ask
             lines.append(line)
             if "watch:" in line and "clip(s)" in line and "ingested" in line:
-                ask = subprocess.run([sys.executable, "-m", "mnemo", "ask", "where is the parking spot?",
-                                      "--store", str(store), "--json"], env={**desktop.env, "HF_HUB_OFFLINE": "1"},
-                                     capture_output=True, text=True, timeout=300)
+                ask = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mnemo",
+                        "ask",
+                        "where is the parking spot?",
+                        "--store",
+                        str(store),
+                        "--json",
+                    ],
+                    env={**desktop.env, "HF_HUB_OFFLINE": "1"},
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
                 answer = json.loads(ask.stdout.strip().splitlines()[-1])
                 if "42" in answer["answer"]:
                     break
             if time.time() > deadline:
                 break
-        assert cap.poll() is None, f"capture ended with no answer naming 42 (the last: {answer}): {''.join(lines)}"
+        assert cap.poll() is None, (
+            f"capture ended with no answer naming 42 (the last: {answer}): {''.join(lines)}"
+        )
     finally:
         cap.send_signal(signal.SIGTERM)
         cap.wait(timeout=180)
@@ -86,20 +132,38 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     # the typed words come back as words: spaces are placed from the line's pixels, not from the
     # recogniser's numerics (which read "level3bay42" on one CI machine and "level 3 bay_42" on another)
     assert re.search(r"\blevel 3 bay 42\b", answer["answer"]), answer
-    assert answer["citations"] and all(c["clip_id"].startswith("screen-") for c in answer["citations"])
+    assert answer["citations"] and all(
+        c["clip_id"].startswith("screen-") for c in answer["citations"]
+    )
     assert any(str(out) in c["source"] for c in answer["citations"])
 
 
 def test_a_second_daemon_on_the_same_folder_is_refused(desktop, tmp_path):
     out = tmp_path / "out"
-    first = _mnemo(desktop, "capture", "--out", str(out), "--duration", "60s", stdout=subprocess.PIPE, text=True)
+    first = _mnemo(
+        desktop,
+        "capture",
+        "--out",
+        str(out),
+        "--duration",
+        "60s",
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "capture: every" in first.stdout.readline()  # started, holding the folder
-        other_session = {**desktop.env, "XDG_RUNTIME_DIR": str(tmp_path / "run2")}  # its own control socket
+        other_session = {
+            **desktop.env,
+            "XDG_RUNTIME_DIR": str(tmp_path / "run2"),
+        }  # its own control socket
         (tmp_path / "run2").mkdir(mode=0o700)
-        second = subprocess.run([sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--duration", "5s"],
-                                env={**other_session, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
-                                timeout=60)
+        second = subprocess.run(
+            [sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--duration", "5s"],
+            env={**other_session, "HF_HUB_OFFLINE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert second.returncode == 1
         assert f"is being captured into by pid {first.pid}" in second.stderr
         assert first.poll() is None  # the first one goes on

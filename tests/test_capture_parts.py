@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import cv2
 import numpy as np
@@ -25,7 +25,7 @@ def _screen() -> np.ndarray:
     """A 1080p grey screen with a real page of text (scikit-image's page.png) in it."""
     screen = np.full((1080, 1920), 235, np.uint8)
     page = data.page()
-    screen[100:100 + page.shape[0], 200:200 + page.shape[1]] = page
+    screen[100 : 100 + page.shape[0], 200 : 200 + page.shape[1]] = page
     return screen
 
 
@@ -85,7 +85,10 @@ def test_exclusion_rules():
 
 
 def test_compound_text_titles():
-    assert decode_compound_text(b"\x1b$(BF|K\\8l$N%a%b\x1b(B \x1b%G\xe2\x9c\x93\x1b%@") == "日本語のメモ ✓"
+    assert (
+        decode_compound_text(b"\x1b$(BF|K\\8l$N%a%b\x1b(B \x1b%G\xe2\x9c\x93\x1b%@")
+        == "日本語のメモ ✓"
+    )
     assert decode_compound_text(b"na\xefve caf\xe9") == "naïve café"
     assert decode_compound_text(b"\x1b-L\xbf\xe0\xd8\xd2\xd5\xe2") == "Привет"
 
@@ -99,14 +102,22 @@ def _jpeg(seed: int) -> bytes:
 def test_store_budget_recovery_and_age(tmp_path):
     store = CaptureStore(tmp_path / "screens", budget_bytes=60_000)
     store.recover()
-    t = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
     for i in range(12):
-        store.write(_jpeg(i), {"app": "a", "window": "w", "reason": "input"}, t + timedelta(seconds=2 * i), 1)
+        store.write(
+            _jpeg(i),
+            {"app": "a", "window": "w", "reason": "input"},
+            t + timedelta(seconds=2 * i),
+            1,
+        )
         on_disk = sum(p.stat().st_size for p in store.root.rglob("*") if p.is_file())
         assert on_disk <= store.budget_bytes
     assert store.deleted > 0
     day = next(store.root.rglob("*.jpg")).parent
-    assert oct(day.stat().st_mode & 0o777) == "0o700" and oct(store.root.stat().st_mode & 0o777) == "0o700"
+    assert (
+        oct(day.stat().st_mode & 0o777) == "0o700"
+        and oct(store.root.stat().st_mode & 0o777) == "0o700"
+    )
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in day.iterdir())
     side = json.loads(sorted(day.glob("*.json"))[-1].read_text())
     assert side["captured_at"] == "2026-11-20T09:00:22.000+00:00" and side["monitor"] == 1
@@ -127,13 +138,19 @@ def test_encrypted_screenshots_are_read_back_by_ingest(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMO_CAPTURE_KEY", Fernet.generate_key().decode())
     store = CaptureStore(tmp_path / "screens", cipher=load_cipher())
     store.recover()
-    written = store.write(_jpeg(1), {"app": "Firefox", "window": "Salary review 2026", "reason": "start"},
-                          datetime.now(timezone.utc), 1)
+    written = store.write(
+        _jpeg(1),
+        {"app": "Firefox", "window": "Salary review 2026", "reason": "start"},
+        datetime.now(UTC),
+        1,
+    )
     store.heartbeat({"app": "Firefox", "window": "Salary review 2026", "reason": "static"})
     assert written.image.name.endswith(".jpg.enc")
     assert not written.image.read_bytes().startswith(b"\xff\xd8")  # not a JPEG on disk
     on_disk = [p for p in (tmp_path / "screens").rglob("*") if p.is_file()]
-    assert len(on_disk) == 4  # the folder's marker, image, sidecar, heartbeat log: none shows the title
+    assert (
+        len(on_disk) == 4
+    )  # the folder's marker, image, sidecar, heartbeat log: none shows the title
     assert not [p for p in on_disk if b"Salary" in p.read_bytes() or b"Firefox" in p.read_bytes()]
     assert read_image(written.image).shape == (120, 160, 3)
     (clip,) = plan_screen_clips(written.image.parent)
@@ -156,7 +173,7 @@ def test_one_configured_key_file_serves_capture_and_ingest(tmp_path, monkeypatch
     key = generate_key(tmp_path / "keys" / "mine.key")
     monkeypatch.setenv(KEY_FILE_ENV, str(key))
     store = CaptureStore(tmp_path / "screens", cipher=load_cipher())
-    written = store.write(_jpeg(2), {"app": "a", "window": "w"}, datetime.now(timezone.utc), 1)
+    written = store.write(_jpeg(2), {"app": "a", "window": "w"}, datetime.now(UTC), 1)
     assert read_image(written.image).shape == (120, 160, 3)
     assert plan_screen_clips(written.image.parent)[0].shots[0].window == "w"
     monkeypatch.delenv(KEY_FILE_ENV)
@@ -199,7 +216,9 @@ def test_exclusions_change_while_the_built_in_ones_stay():
     assert ex.why(window) is None and more.why(window) == "title /^Bank/"
     fewer = more.changed(False, cls="SecretApp")
     assert fewer.classes == () and fewer.titles == ("^Bank",)
-    assert fewer.why(WindowInfo(2, "KeePassXC", "keepassxc", "db", 1, None)) == "class keepassxc"  # built in
+    assert (
+        fewer.why(WindowInfo(2, "KeePassXC", "keepassxc", "db", 1, None)) == "class keepassxc"
+    )  # built in
     with pytest.raises(ValueError, match="not an exclusion added by you"):
         fewer.changed(False, cls="keepassxc")
     with pytest.raises(ValueError, match="valid regular expression"):

@@ -7,6 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from conftest import disk_full_on_commit
 
 
@@ -21,19 +22,23 @@ class DyingCommitPool(ThreadPoolExecutor):
     def submit(self, fn, *args, **kwargs):
         self.calls += 1
         if self.calls == self.die_on:
+
             def die(*_a, **_k):
                 raise RuntimeError("writer killed")
+
             return super().submit(die)
 
         def slow(*a, **k):
             time.sleep(0.5)  # the next clip is memorized before this one commits
             return fn(*a, **k)
+
         return super().submit(slow, *args, **kwargs)
 
 
 @pytest.mark.slow
 def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_same_store(
-        tmp_path, demo_recording, demo_store, perceivers, policies):
+    tmp_path, demo_recording, demo_store, perceivers, policies
+):
     from embeddings.base import build_text_embedder
     from graph.compare import differences
     from graph.store import Store
@@ -44,7 +49,9 @@ def test_a_writer_killed_with_clips_memorized_but_uncommitted_resumes_to_the_sam
     report = IngestReport()
     planned = plan([str(demo_recording)], store, progress=lambda _m: None, report=report)
     pool = DyingCommitPool(die_on=2)
-    writer = ClipWriter(store, Memorizer(store, *policies), report, lambda _m: None, commit_pool=pool)
+    writer = ClipWriter(
+        store, Memorizer(store, *policies), report, lambda _m: None, commit_pool=pool
+    )
     with pytest.raises(RuntimeError, match="writer killed"):
         try:
             for job in planned.jobs:
@@ -72,8 +79,13 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
 
     store = Store(tmp_path / "store", build_text_embedder("hash"))
     calls = disk_full_on_commit(store, 2)
-    writer = ClipWriter(store, Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)), IngestReport(),
-                        lambda _m: None, max_pending=3)
+    writer = ClipWriter(
+        store,
+        Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)),
+        IngestReport(),
+        lambda _m: None,
+        max_pending=3,
+    )
     with pytest.raises(OSError, match="/rec/day.mp4.*run ingest again"):
         try:
             for job, obs in day_jobs(3):

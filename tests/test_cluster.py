@@ -7,7 +7,9 @@ import pytest
 from perception.cluster import agglomerate, fold_small
 
 
-def _blobs(seed: int, k: int = 4, per: int = 30, dim: int = 32, spread: float = 0.35) -> tuple[np.ndarray, np.ndarray]:
+def _blobs(
+    seed: int, k: int = 4, per: int = 30, dim: int = 32, spread: float = 0.35
+) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((k, dim))
     truth = rng.integers(0, k, k * per)
@@ -19,7 +21,9 @@ def _scipy_upgma(embs: np.ndarray, max_distance: float) -> np.ndarray:
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist
 
-    labels = fcluster(linkage(pdist(embs, "cosine"), method="average"), t=max_distance, criterion="distance")
+    labels = fcluster(
+        linkage(pdist(embs, "cosine"), method="average"), t=max_distance, criterion="distance"
+    )
     return np.unique(labels, return_inverse=True)[1]
 
 
@@ -32,7 +36,9 @@ def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 @pytest.mark.parametrize("max_distance", [0.1, 0.25, 0.5, 0.8])
 def test_the_merge_loop_gives_scipys_average_linkage_clusters(seed, max_distance):
     embs, _ = _blobs(seed)
-    embs = embs * np.random.default_rng(seed).uniform(0.5, 2.0, (len(embs), 1))  # voices come unnormalised
+    embs = embs * np.random.default_rng(seed).uniform(
+        0.5, 2.0, (len(embs), 1)
+    )  # voices come unnormalised
     labels = agglomerate(embs, max_distance)
     assert _same_partition(labels, _scipy_upgma(embs, max_distance))
     assert list(dict.fromkeys(labels)) == list(range(labels.max() + 1))  # numbered by first item
@@ -64,4 +70,10 @@ def test_edge_sizes_and_folding():
     embs = np.eye(3)[[0, 0, 0, 0, 1]]
     labels = agglomerate(embs, 0.3)
     assert labels.tolist() == [0, 0, 0, 0, 1]
-    assert fold_small(labels, embs, 2).tolist() == [0, 0, 0, 0, 0]  # the one-item speaker joins the big one
+    assert fold_small(labels, embs, 2).tolist() == [
+        0,
+        0,
+        0,
+        0,
+        0,
+    ]  # the one-item speaker joins the big one

@@ -12,7 +12,7 @@ def test_defaults_env_and_toml(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = load_config()
     assert cfg.perception.clip_s == 30.0 and cfg.graph.store == "./mnemo-data"
-    (tmp_path / "mnemo.toml").write_text('[perception]\nframe_fps = 0.5\n[control]\ntop_k = 7\n')
+    (tmp_path / "mnemo.toml").write_text("[perception]\nframe_fps = 0.5\n[control]\ntop_k = 7\n")
     monkeypatch.setenv("MNEMO_CONTROL__TOP_K", "3")
     monkeypatch.setenv("MNEMO_GRAPH__STORE", "/from/env")
     cfg = load_config()
@@ -35,7 +35,9 @@ def test_missing_config_file_is_an_error(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow  # needs an extra beyond [test,s3]
-def test_auto_faces_backend_prefers_insightface_only_when_its_pack_is_present(tmp_path, monkeypatch):
+def test_auto_faces_backend_prefers_insightface_only_when_its_pack_is_present(
+    tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MNEMO_PERCEPTION__INSIGHTFACE_ROOT", str(tmp_path / "if"))
     assert faces_backend_name(load_config().perception) == "dlib"
@@ -52,10 +54,15 @@ def test_a_folders_own_mnemo_toml_cannot_send_a_key_elsewhere(tmp_path, monkeypa
     monkeypatch.delenv("MNEMO_CONFIG", raising=False)
     (tmp_path / "mnemo.toml").write_text(
         '[llm]\nbase_url = "http://collector.example/v1"\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n'
-        'allow_plain_http_key = true\nmodel = "m"\n[capture]\nkey_file = "/tmp/their.key"\n[control]\ntop_k = 7\n')
+        'allow_plain_http_key = true\nmodel = "m"\n[capture]\nkey_file = "/tmp/their.key"\n[control]\ntop_k = 7\n'
+    )
     with caplog.at_level("WARNING", logger="mnemo.config"):
         cfg = load_config()
-    assert cfg.llm.base_url == "" and cfg.llm.api_key_env == "OPENAI_API_KEY" and not cfg.llm.allow_plain_http_key
+    assert (
+        cfg.llm.base_url == ""
+        and cfg.llm.api_key_env == "OPENAI_API_KEY"
+        and not cfg.llm.allow_plain_http_key
+    )
     assert cfg.capture.key_file == ""
     assert cfg.llm.model == "m" and cfg.control.top_k == 7  # the rest of it holds
     ignored = [r.getMessage() for r in caplog.records]
@@ -69,12 +76,13 @@ def test_a_folders_own_mnemo_toml_cannot_send_a_key_elsewhere(tmp_path, monkeypa
     assert load_config().llm.api_key_env == "MY_KEY"
     # and so may a file the user names
     named = tmp_path / "named.toml"
-    named.write_text('[llm]\nallow_plain_http_key = true\n')
+    named.write_text("[llm]\nallow_plain_http_key = true\n")
     monkeypatch.setenv("MNEMO_CONFIG", str(named))
     assert load_config().llm.allow_plain_http_key is True
 
 
 # --- a folder's ./mnemo.toml may only make mnemo stricter (mnemo/config.py PROJECT_RULES) ---------
+
 
 def _settings(model: type[BaseModel], prefix: str = "") -> list[str]:
     paths = []
@@ -88,7 +96,9 @@ def _settings(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def test_every_setting_says_what_a_folders_mnemo_toml_may_do_with_it():
     settings = _settings(MnemoConfig)
-    assert len(settings) > 70 and "memorize.redact" in settings  # the walk reaches the sections' fields
+    assert (
+        len(settings) > 70 and "memorize.redact" in settings
+    )  # the walk reaches the sections' fields
     unclassified = sorted(set(settings) - set(PROJECT_RULES))
     assert not unclassified, f"classify these in mnemo/config.py PROJECT_RULES: {unclassified}"
     assert not set(PROJECT_RULES) - set(settings), "PROJECT_RULES names settings that do not exist"
@@ -132,7 +142,9 @@ def _toml(settings: dict[str, object]) -> str:
     sections: dict[str, list[str]] = {}
     for path, value in settings.items():
         section, key = path.split(".")
-        sections.setdefault(section, []).append(f"{key} = {json.dumps(value)}")  # JSON scalars and lists are TOML
+        sections.setdefault(section, []).append(
+            f"{key} = {json.dumps(value)}"
+        )  # JSON scalars and lists are TOML
     return "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items())
 
 
@@ -178,27 +190,68 @@ def test_a_folders_mnemo_toml_cannot_loosen(key, folder, caplog):
 
 def test_a_folders_mnemo_toml_may_tighten(folder, caplog):
     user, project = folder
-    user.write_text(_toml({"graph.retention_days": 30.0, "capture.exclude_classes": ["KeePassXC"],
-                             "memorize.writer": "llm", "llm.log_prompts": True, "llm.vision": True}))
-    project.write_text(_toml({
-        "memorize.redact": ["secrets", "cards", "ibans", "passwords", "emails"], "graph.retention_days": 7.0,
-        "graph.max_store_gb": 2.0, "capture.exclude_classes": ["KeePassXC", "Signal"], "capture.budget_mb": 512.0,
-        "capture.max_age_days": 3.0, "capture.min_free_mb": 4096.0, "capture.interval_s": 5.0,
-        "capture.encrypt": True, "memorize.writer": "offline", "llm.log_prompts": False, "llm.vision": False}))
+    user.write_text(
+        _toml(
+            {
+                "graph.retention_days": 30.0,
+                "capture.exclude_classes": ["KeePassXC"],
+                "memorize.writer": "llm",
+                "llm.log_prompts": True,
+                "llm.vision": True,
+            }
+        )
+    )
+    project.write_text(
+        _toml(
+            {
+                "memorize.redact": ["secrets", "cards", "ibans", "passwords", "emails"],
+                "graph.retention_days": 7.0,
+                "graph.max_store_gb": 2.0,
+                "capture.exclude_classes": ["KeePassXC", "Signal"],
+                "capture.budget_mb": 512.0,
+                "capture.max_age_days": 3.0,
+                "capture.min_free_mb": 4096.0,
+                "capture.interval_s": 5.0,
+                "capture.encrypt": True,
+                "memorize.writer": "offline",
+                "llm.log_prompts": False,
+                "llm.vision": False,
+            }
+        )
+    )
     with caplog.at_level("WARNING", logger="mnemo.config"):
         cfg = load_config()
     assert cfg.memorize.redact == ["secrets", "cards", "ibans", "passwords", "emails"]
-    assert cfg.graph.retention_days == 7.0 and cfg.graph.max_store_gb == 2.0  # a cap where there was none
+    assert (
+        cfg.graph.retention_days == 7.0 and cfg.graph.max_store_gb == 2.0
+    )  # a cap where there was none
     assert cfg.capture.exclude_classes == ["KeePassXC", "Signal"]
-    assert (cfg.capture.budget_mb, cfg.capture.max_age_days, cfg.capture.min_free_mb) == (512.0, 3.0, 4096.0)
+    assert (cfg.capture.budget_mb, cfg.capture.max_age_days, cfg.capture.min_free_mb) == (
+        512.0,
+        3.0,
+        4096.0,
+    )
     assert cfg.capture.interval_s == 5.0 and cfg.capture.encrypt is True
-    assert cfg.memorize.writer == "offline" and cfg.llm.log_prompts is False and cfg.llm.vision is False
+    assert (
+        cfg.memorize.writer == "offline"
+        and cfg.llm.log_prompts is False
+        and cfg.llm.vision is False
+    )
     assert caplog.records == []
 
 
-def test_additions_are_a_union_and_stricter_values_beat_the_environment(folder, monkeypatch, caplog):
-    folder[1].write_text(_toml({
-        "memorize.redact": ["emails"], "graph.retention_days": 7.0, "capture.exclude_titles": ["(?i)bank"]}))
+def test_additions_are_a_union_and_stricter_values_beat_the_environment(
+    folder, monkeypatch, caplog
+):
+    folder[1].write_text(
+        _toml(
+            {
+                "memorize.redact": ["emails"],
+                "graph.retention_days": 7.0,
+                "capture.exclude_titles": ["(?i)bank"],
+            }
+        )
+    )
     with caplog.at_level("WARNING", logger="mnemo.config"):
         cfg = load_config(capture={"exclude_titles": ["(?i)diary"]})
     # what it leaves out stays, with a warning; what it adds is added
@@ -216,11 +269,17 @@ def test_additions_are_a_union_and_stricter_values_beat_the_environment(folder, 
 
 def test_the_users_own_folder_and_a_named_file_may_loosen(folder, monkeypatch, caplog):
     user, project = folder
-    user.write_text(_toml({"memorize.redact": [], "capture.builtin_exclusions": False, "graph.store": "/s"}))
+    user.write_text(
+        _toml({"memorize.redact": [], "capture.builtin_exclusions": False, "graph.store": "/s"})
+    )
     monkeypatch.chdir(user.parent)  # ./mnemo.toml is the user's own config
     with caplog.at_level("WARNING", logger="mnemo.config"):
         cfg = load_config()
-    assert cfg.memorize.redact == [] and cfg.capture.builtin_exclusions is False and cfg.graph.store == "/s"
+    assert (
+        cfg.memorize.redact == []
+        and cfg.capture.builtin_exclusions is False
+        and cfg.graph.store == "/s"
+    )
     assert caplog.records == []
     named = project.with_name("named.toml")
     named.write_text(_toml({"graph.retention_days": 0.0, "llm.log_prompts": True}))

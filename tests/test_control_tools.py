@@ -20,7 +20,9 @@ def test_a_person_by_name_or_id_and_her_memories(demo_store):
     assert tools.person(f"<{sheila.members[0]}>") == sheila == tools.person(sheila.person_id)
     texts = " ".join(m.text for m in tools.about_person("Sheila"))
     assert "Yankee" in texts and "Sheila (<" in texts
-    with pytest.raises(ValueError, match=r"known: .*\(Sheila\).*\(Diane\)|known: .*\(Diane\).*\(Sheila\)"):
+    with pytest.raises(
+        ValueError, match=r"known: .*\(Sheila\).*\(Diane\)|known: .*\(Diane\).*\(Sheila\)"
+    ):
         tools.person("Bob")
 
 

@@ -15,7 +15,9 @@ def test_memories_carry_provenance(demo_store):
     clip_ids = {r["clip_id"] for r in demo_store.clips.search().limit(None).to_list()}
     for r in rows:
         assert r["clip_id"] in clip_ids and r["provenance"] and r["start_ts"] <= r["end_ts"]
-        assert all(p.startswith(r["clip_id"]) or p == f"clip:{r['clip_id']}" for p in r["provenance"])
+        assert all(
+            p.startswith(r["clip_id"]) or p == f"clip:{r['clip_id']}" for p in r["provenance"]
+        )
     transcript = " ".join(r["text"] for r in speech)
     for phrase in ("Diane in New Jersey", "originally from Chicago", "Yankee"):
         assert phrase in transcript
@@ -24,15 +26,20 @@ def test_memories_carry_provenance(demo_store):
 def test_two_faces_persist_across_clips(demo_store):
     faces = demo_store.load_entities("face")
     assert [f.entity_id for f in faces] == ["face_1", "face_2"]
-    rows = demo_store.memories.search().where("array_has(entity_ids, 'face_1')").limit(None).to_list()
+    rows = (
+        demo_store.memories.search().where("array_has(entity_ids, 'face_1')").limit(None).to_list()
+    )
     assert len({r["clip_id"] for r in rows}) == 2  # seen in both clips: matched, not re-created
 
 
-@pytest.mark.parametrize("question, expected", [
-    ("Where is Sheila from?", "Chicago"),
-    ("Where does Diane live?", "New Jersey"),
-    ("What do they call Sheila down there?", "Yankee"),
-])
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("Where is Sheila from?", "Chicago"),
+        ("Where does Diane live?", "New Jersey"),
+        ("What do they call Sheila down there?", "Yankee"),
+    ],
+)
 def test_offline_answers_are_grounded(demo_store, question, expected):
     answer = OfflineAnswerer(demo_store).ask(question)
     assert expected in answer.answer
@@ -73,5 +80,7 @@ def test_search_filters_by_person_and_kind(demo_store):
 
 def test_speech_that_names_a_person_mentions_her(demo_store):
     diane = next(c.entity_id for c in demo_store.load_entities("character") if c.name == "Diane")
-    mentioning = [demo_store.get_memories([e.src_id])[0].text for e in demo_store.edges_of(diane, "mentions")]
+    mentioning = [
+        demo_store.get_memories([e.src_id])[0].text for e in demo_store.edges_of(diane, "mentions")
+    ]
     assert any("This is Diane in New Jersey" in t for t in mentioning)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from bench.metrics import speaker_attribution
 from bench.fixtures import read_rttm
+from bench.metrics import speaker_attribution
 from perception.speech.diarize import diarize
 from perception.speech.stage import split_turns
 

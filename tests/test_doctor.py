@@ -13,8 +13,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import unavailable
 
+from conftest import unavailable
 from mnemo import doctor
 from perception.model_files import MANIFEST, find, location, models_root, present
 
@@ -23,9 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _doctor(*argv: str, env: dict | None = None) -> tuple[int, dict, str]:
     """``mnemo doctor --json ARGV`` in its own process: its exit code, its JSON, its text."""
-    run = subprocess.run([sys.executable, "-m", "mnemo.cli", "doctor", "--json", *argv], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})})
+    run = subprocess.run(
+        [sys.executable, "-m", "mnemo.cli", "doctor", "--json", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})},
+    )
     assert run.stdout.strip(), run.stderr
     return run.returncode, json.loads(run.stdout.strip().splitlines()[-1]), run.stdout
 
@@ -55,14 +60,33 @@ def test_a_run_here_passes_and_lists_each_check(tmp_path):
     checks = _by_name(report)
     failed = {n: c for n, c in checks.items() if c["status"] == "fail"}
     assert code == 0 and report["ok"] is True and not failed, failed
-    want = {"python", "mnemo", "config", "packages", "ffmpeg", "display", "cpu", "store", "store files",
-            "disk: store", "disk: models", "model cache", "capture folder", "serve tokens",
-            *(f"extra {e}" for e in doctor.EXTRAS), *(f"model {d.name}" for d in MANIFEST)}
+    want = {
+        "python",
+        "mnemo",
+        "config",
+        "packages",
+        "ffmpeg",
+        "display",
+        "cpu",
+        "store",
+        "store files",
+        "disk: store",
+        "disk: models",
+        "model cache",
+        "capture folder",
+        "serve tokens",
+        *(f"extra {e}" for e in doctor.EXTRAS),
+        *(f"model {d.name}" for d in MANIFEST),
+    }
     assert want <= set(checks), want - set(checks)
-    assert any(n.startswith("model rapidocr/") for n in checks)  # the classifier inside rapidocr's package
+    assert any(
+        n.startswith("model rapidocr/") for n in checks
+    )  # the classifier inside rapidocr's package
     for c in report["checks"]:
         assert c["status"] in ("ok", "warn", "fail") and c["detail"]
-        assert bool(c["fix"]) == (c["status"] != "ok"), c  # every line that is not ok says what to do
+        assert bool(c["fix"]) == (c["status"] != "ok"), (
+            c
+        )  # every line that is not ok says what to do
         assert f"{c['status']:<4}  {c['name']}" in text  # the text lists it too
     assert checks["store"]["detail"].startswith(str(store)) and "700" in checks["store"]["detail"]
     assert "2 entries" in checks["store files"]["detail"]
@@ -72,11 +96,19 @@ def test_a_run_here_passes_and_lists_each_check(tmp_path):
 
 def test_it_imports_no_model_library_and_is_quick():
     """No torch, no ONNX Runtime, no CTranslate2, no LanceDB: doctor finds them, never loads them."""
-    code = ("import sys, time; from mnemo.doctor import run_checks; t = time.monotonic(); run_checks(); "
-            "print(time.monotonic() - t); print(' '.join(m for m in ('torch', 'onnxruntime', 'ctranslate2', "
-            "'lancedb', 'cv2', 'rapidocr', 'faster_whisper', 'open_clip', 'insightface', 'ray') if m in sys.modules))")
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys, time; from mnemo.doctor import run_checks; t = time.monotonic(); run_checks(); "
+        "print(time.monotonic() - t); print(' '.join(m for m in ('torch', 'onnxruntime', 'ctranslate2', "
+        "'lancedb', 'cv2', 'rapidocr', 'faster_whisper', 'open_clip', 'insightface', 'ray') if m in sys.modules))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert run.returncode == 0, run.stderr
     seconds, loaded = (run.stdout.splitlines() + [""])[:2]
     assert loaded == "", f"doctor imported {loaded}"
@@ -85,7 +117,9 @@ def test_it_imports_no_model_library_and_is_quick():
 
 def test_a_store_open_to_others_is_named_with_the_chmod_that_closes_it(tmp_path):
     store = _private_store(tmp_path)
-    checks = _by_name({"checks": [c.__dict__ for c in doctor.store_checks(str(store), explicit=True)]})
+    checks = _by_name(
+        {"checks": [c.__dict__ for c in doctor.store_checks(str(store), explicit=True)]}
+    )
     assert checks["store"]["status"] == "ok" and checks["store files"]["status"] == "ok"
 
     store.chmod(0o755)
@@ -96,29 +130,44 @@ def test_a_store_open_to_others_is_named_with_the_chmod_that_closes_it(tmp_path)
     assert checks["store"]["status"] == "fail" and "755" in checks["store"]["detail"]
     assert checks["store"]["fix"] == f"chmod 700 {store}"
     files = checks["store files"]
-    assert files["status"] == "fail" and "1 of 2 entries" in files["detail"] and "0.lance" in files["detail"]
+    assert (
+        files["status"] == "fail"
+        and "1 of 2 entries" in files["detail"]
+        and "0.lance" in files["detail"]
+    )
     assert files["fix"] == f"chmod -R go-rwx {store}"
     assert f"fix: chmod 700 {store}" in text
 
     # open to the group only is open too
     store.chmod(0o750)
     (store / "clips.lance" / "0.lance").chmod(0o640)
-    checks = _by_name({"checks": [c.__dict__ for c in doctor.store_checks(str(store), explicit=True)]})
+    checks = _by_name(
+        {"checks": [c.__dict__ for c in doctor.store_checks(str(store), explicit=True)]}
+    )
     assert checks["store"]["status"] == "fail" and "750" in checks["store"]["detail"]
-    assert checks["store files"]["status"] == "fail" and "mode 640" in checks["store files"]["detail"]
+    assert (
+        checks["store files"]["status"] == "fail" and "mode 640" in checks["store files"]["detail"]
+    )
 
     # closed folder, one file still 644: nobody else can reach it, but it is one chmod from a leak
     store.chmod(0o700)
     (store / "clips.lance" / "0.lance").chmod(0o644)
-    checks = _by_name({"checks": [c.__dict__ for c in doctor.store_checks(str(store), explicit=True)]})
+    checks = _by_name(
+        {"checks": [c.__dict__ for c in doctor.store_checks(str(store), explicit=True)]}
+    )
     assert checks["store"]["status"] == "ok"
-    assert checks["store files"]["status"] == "warn" and checks["store files"]["fix"] == f"chmod -R go-rwx {store}"
+    assert (
+        checks["store files"]["status"] == "warn"
+        and checks["store files"]["fix"] == f"chmod -R go-rwx {store}"
+    )
 
 
 def test_models_missing_from_the_models_root_fail_naming_mnemo_models_fetch(tmp_path):
     empty = tmp_path / "models"
     empty.mkdir()
-    code, report, text = _doctor("--store", str(_private_store(tmp_path)), env={"MNEMO_MODELS": str(empty)})
+    code, report, text = _doctor(
+        "--store", str(_private_store(tmp_path)), env={"MNEMO_MODELS": str(empty)}
+    )
     checks = _by_name(report)
     assert code == 1 and report["ok"] is False
     for d in MANIFEST:
@@ -141,7 +190,9 @@ def test_a_damaged_model_file_is_caught_by_hashes(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMO_MODELS", str(root))
 
     def resemblyzer(hashes: bool) -> dict:
-        return next(c.__dict__ for c in doctor.model_checks(hashes) if c.name == "model resemblyzer")
+        return next(
+            c.__dict__ for c in doctor.model_checks(hashes) if c.name == "model resemblyzer"
+        )
 
     assert resemblyzer(True)["status"] == "ok" and "SHA-256 verified" in resemblyzer(True)["detail"]
     weights = location(d, root) / d.package / d.files[0].path
@@ -156,7 +207,9 @@ def test_a_damaged_model_file_is_caught_by_hashes(tmp_path, monkeypatch):
     assert "pretrained.pt" in damaged["detail"]
     assert damaged["fix"] == "mnemo models fetch --force resemblyzer"
 
-    code, report, _ = _doctor("--hashes", "--store", str(_private_store(tmp_path)), env={"MNEMO_MODELS": str(root)})
+    code, report, _ = _doctor(
+        "--hashes", "--store", str(_private_store(tmp_path)), env={"MNEMO_MODELS": str(root)}
+    )
     assert code == 1 and _by_name(report)["model resemblyzer"]["status"] == "fail"
 
     weights.write_bytes(b"short")  # a truncated file: sizes alone catch it
@@ -167,7 +220,9 @@ def test_a_damaged_model_file_is_caught_by_hashes(tmp_path, monkeypatch):
 def test_a_python_outside_the_supported_range_is_named_with_the_fix():
     for v in ((3, 10, 14), (3, 14, 0), (2, 7, 18)):
         c = doctor.python_check(v, "/usr/bin/python3")
-        assert c.status == "fail" and ".".join(map(str, v)) in c.detail and "3.11 to 3.13" in c.detail, c
+        assert (
+            c.status == "fail" and ".".join(map(str, v)) in c.detail and "3.11 to 3.13" in c.detail
+        ), c
         assert "python3.13 -m venv" in c.fix and "make PYTHON=python3.13" in c.fix
     for v in ((3, 11, 0), (3, 12, 3), (3, 13, 9)):
         assert doctor.python_check(v, "/usr/bin/python3").status == "ok"
@@ -177,20 +232,32 @@ def test_the_supported_range_and_extras_are_pyprojects():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     (lo, hi) = doctor.SUPPORTED_PYTHON
     assert project["requires-python"] == f">={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}"
-    # test, docs and typecheck are the developer's extras (`make test`, `make docs`, `make typecheck`),
+    # test, docs and lint are the developer's extras (`make test`, `make docs`, `make lint`),
     # not features doctor reports
-    assert set(doctor.EXTRAS) == set(project["optional-dependencies"]) - {"test", "docs", "typecheck"}
+    assert set(doctor.EXTRAS) == set(project["optional-dependencies"]) - {
+        "test",
+        "docs",
+        "lint",
+    }
 
 
 def test_a_missing_extra_is_named_with_its_pip_command():
     absent = ("mnemo_no_such_module_x", "mnemo_no_such_pkg.sub")
     c = doctor.extra_check("torch", absent, "models in torch")
-    assert c.status == "ok" and "not installed (optional)" in c.detail and "pip install" in c.detail  # optional
+    assert (
+        c.status == "ok" and "not installed (optional)" in c.detail and "pip install" in c.detail
+    )  # optional
     c = doctor.extra_check("torch", ("json", *absent), "models in torch")  # installed in part
     assert c.status == "warn" and "mnemo_no_such_module_x" in c.detail and "json" not in c.detail
     assert "-m pip install" in c.fix and "[torch]" in c.fix
-    c = doctor.extra_check("insightface", absent[:1], "faces", needed_by='[perception] faces_backend = "insightface"')
-    assert c.status == "fail" and "needs mnemo[insightface]" in c.detail and "mnemo_no_such_module_x" in c.detail
+    c = doctor.extra_check(
+        "insightface", absent[:1], "faces", needed_by='[perception] faces_backend = "insightface"'
+    )
+    assert (
+        c.status == "fail"
+        and "needs mnemo[insightface]" in c.detail
+        and "mnemo_no_such_module_x" in c.detail
+    )
     assert c.fix.startswith(f"{sys.executable} -m pip install") and "[insightface]" in c.fix
     assert "faces_backend" in c.fix
     assert doctor.extra_check("stdlib", ("json", "xml.dom"), "x").status == "ok"
@@ -200,12 +267,17 @@ def test_a_setting_that_needs_an_extra_fails_the_run_without_it(tmp_path):
     from mnemo.config import load_config
 
     cfg = load_config(perception={"faces_backend": "insightface", "model_runtime": "torch"})
-    assert doctor.extras_needed(cfg) == {"torch": '[perception] model_runtime = "torch"',
-                                         "insightface": '[perception] faces_backend = "insightface"'}
+    assert doctor.extras_needed(cfg) == {
+        "torch": '[perception] model_runtime = "torch"',
+        "insightface": '[perception] faces_backend = "insightface"',
+    }
     assert doctor.extras_needed(load_config()) == {}
     # through the run: a config that does not load is a failed check, not a crash
-    code, report, _ = _doctor("--store", str(_private_store(tmp_path)),
-                              env={"MNEMO_PERCEPTION__FACES_BACKEND": "no-such-backend"})
+    code, report, _ = _doctor(
+        "--store",
+        str(_private_store(tmp_path)),
+        env={"MNEMO_PERCEPTION__FACES_BACKEND": "no-such-backend"},
+    )
     c = _by_name(report)["config"]
     assert code == 1 and c["status"] == "fail" and "faces_backend" in c["detail"] and c["fix"]
 
@@ -219,9 +291,14 @@ def test_the_display_server_for_capture():
     gone = doctor.display_check({"DISPLAY": ":93"})  # a display nobody serves
     assert gone.status == "warn" and "cannot be reached" in gone.detail
     if shutil.which("Xvfb") is None:
-        unavailable("Xvfb is not installed (make xtools installs it): the reachable-X11 case not run")
-    server = subprocess.Popen(["Xvfb", ":93", "-nolisten", "tcp", "-screen", "0", "640x480x24"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        unavailable(
+            "Xvfb is not installed (make xtools installs it): the reachable-X11 case not run"
+        )
+    server = subprocess.Popen(
+        ["Xvfb", ":93", "-nolisten", "tcp", "-screen", "0", "640x480x24"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while not Path("/tmp/.X11-unix/X93").exists() and time.monotonic() < deadline:
@@ -235,8 +312,18 @@ def test_the_display_server_for_capture():
 
 def test_a_missing_or_old_dependency_is_named():
     assert doctor.packages_check().status == "ok"  # this environment, from mnemo's metadata
-    c = doctor.packages_check(["numpy>=1", "mnemo-no-such-dist>=1.0", "numpy>=999",
-                               "mnemo-no-such-extra-dist>=1; extra == \"torch\""])
+    c = doctor.packages_check(
+        [
+            "numpy>=1",
+            "mnemo-no-such-dist>=1.0",
+            "numpy>=999",
+            'mnemo-no-such-extra-dist>=1; extra == "torch"',
+        ]
+    )
     assert c.status == "fail" and "2 of 3 dependencies" in c.detail, c
-    assert "missing: mnemo-no-such-dist>=1.0" in c.detail and "numpy" in c.detail and ">=999" in c.detail
+    assert (
+        "missing: mnemo-no-such-dist>=1.0" in c.detail
+        and "numpy" in c.detail
+        and ">=999" in c.detail
+    )
     assert "extra-dist" not in c.detail and "-m pip install" in c.fix

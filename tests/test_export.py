@@ -16,14 +16,20 @@ import pytest
 
 from conftest import PEOPLE_T0, build_people_store, run_cli
 
-QUESTIONS = ("What did they say about the custard tarts at the bakery in Lisbon?", "Who rode tram 28?",
-             "Where does someone want to go next year?", "Who was seen?")
+QUESTIONS = (
+    "What did they say about the custard tarts at the bakery in Lisbon?",
+    "Who rode tram 28?",
+    "Where does someone want to go next year?",
+    "Who was seen?",
+)
 TABLES = ("clips", "memories", "entities", "edges", "people_log", "forget_log")
 
 
 @pytest.fixture
 def hash_embedder(monkeypatch):
-    monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # what the hand-made stores are built with
+    monkeypatch.setenv(
+        "MNEMO_GRAPH__TEXT_EMBEDDER", "hash"
+    )  # what the hand-made stores are built with
 
 
 def last_json(out: str):
@@ -41,7 +47,9 @@ def rows(store_dir: Path, name: str) -> list[dict]:
     import lancedb
 
     table = lancedb.connect(str(store_dir)).open_table(name)
-    return sorted(table.to_arrow().to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return sorted(
+        table.to_arrow().to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str)
+    )
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, float, str]]:
@@ -49,7 +57,11 @@ def snapshot(folder: Path) -> dict[str, tuple[int, float, str]]:
     out = {}
     for p in sorted(folder.rglob("*")):
         if p.is_file():
-            out[str(p.relative_to(folder))] = (p.stat().st_size, p.stat().st_mtime, hashlib.sha256(p.read_bytes()).hexdigest())
+            out[str(p.relative_to(folder))] = (
+                p.stat().st_size,
+                p.stat().st_mtime,
+                hashlib.sha256(p.read_bytes()).hexdigest(),
+            )
         else:
             out[str(p.relative_to(folder))] = (0, 0.0, "dir")
     return out
@@ -62,10 +74,36 @@ def fuller_people_store(capsys, store):
 
     build_people_store(store)
     start = PEOPLE_T0 + 60
-    clip = ClipRow("people-clip-2", "/recordings/talk.wav", "sha-talk", 2, 60.0, 30.0, start, start + 30, "Bye.")
-    store.commit_clip(clip, [Memory(content_id(clip.clip_id, 1), "episodic", '<voice_1> said: "Bye."', clip.clip_id,
-                                    clip.source_path, start + 1, start + 2, ("voice_1",))], [])
-    assert run_cli(capsys, "forget", "--clip", "people-clip-2", "--yes", "--store", store.uri)[0] == 0
+    clip = ClipRow(
+        "people-clip-2",
+        "/recordings/talk.wav",
+        "sha-talk",
+        2,
+        60.0,
+        30.0,
+        start,
+        start + 30,
+        "Bye.",
+    )
+    store.commit_clip(
+        clip,
+        [
+            Memory(
+                content_id(clip.clip_id, 1),
+                "episodic",
+                '<voice_1> said: "Bye."',
+                clip.clip_id,
+                clip.source_path,
+                start + 1,
+                start + 2,
+                ("voice_1",),
+            )
+        ],
+        [],
+    )
+    assert (
+        run_cli(capsys, "forget", "--clip", "people-clip-2", "--yes", "--store", store.uri)[0] == 0
+    )
     for change in (("name", "voice_2", "Carol"), ("name", "voice_1", "Dave"), ("undo",)):
         assert run_cli(capsys, "people", *change, "--store", store.uri)[0] == 0
     store.refresh_indexes()  # as an ingest leaves it
@@ -73,7 +111,9 @@ def fuller_people_store(capsys, store):
 
 
 @pytest.mark.slow
-def test_export_then_import_gives_the_same_store_people_and_answers(tmp_path, capsys, hash_store, hash_embedder):
+def test_export_then_import_gives_the_same_store_people_and_answers(
+    tmp_path, capsys, hash_store, hash_embedder
+):
     store = fuller_people_store(capsys, hash_store)
     out, new = tmp_path / "export", tmp_path / "new"
     manifest = cli_json(capsys, "export", str(out), "--store", store.uri)
@@ -81,7 +121,13 @@ def test_export_then_import_gives_the_same_store_people_and_answers(tmp_path, ca
     assert manifest["text_embedder"] == {"name": "hash-384", "dim": 384, "setting": "hash"}
     assert manifest["vectors"]["dtype"] == "float32" and manifest["vectors"]["dim"] == 384
     assert {n: t["rows"] for n, t in manifest["tables"].items()} == {
-        "clips": 2, "memories": 6, "entities": 5, "edges": 3, "people_log": 3, "forget_log": 1}
+        "clips": 2,
+        "memories": 6,
+        "entities": 5,
+        "edges": 3,
+        "people_log": 3,
+        "forget_log": 1,
+    }
     assert set(manifest["files"]) == {f"{n}.jsonl" for n in TABLES} | {"memory_vectors.npy"}
     for name, f in manifest["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == f["sha256"]
@@ -93,8 +139,9 @@ def test_export_then_import_gives_the_same_store_people_and_answers(tmp_path, ca
     people_before = cli_json(capsys, "people", "--store", store.uri)
     assert [p["name"] for p in people_before] == ["", "Carol"]
     assert cli_json(capsys, "people", "--store", str(new)) == people_before
-    assert cli_json(capsys, "people", "history", "--store", str(new)) == \
-        cli_json(capsys, "people", "history", "--store", store.uri)
+    assert cli_json(capsys, "people", "history", "--store", str(new)) == cli_json(
+        capsys, "people", "history", "--store", store.uri
+    )
     for question in QUESTIONS:
         before = cli_json(capsys, "ask", question, "--store", store.uri)
         assert before["citations"], question
@@ -117,32 +164,56 @@ def test_reembed_embeds_the_texts_again(tmp_path, capsys, people_store, hash_emb
     assert code == 2 and "SHA-256" in err  # the checksum saw the change
     # the same change with its checksum: an archive whose vectors --reembed must not read
     manifest = json.loads((out / "manifest.json").read_text())
-    manifest["files"]["memory_vectors.npy"]["sha256"] = hashlib.sha256((out / "memory_vectors.npy").read_bytes()).hexdigest()
+    manifest["files"]["memory_vectors.npy"]["sha256"] = hashlib.sha256(
+        (out / "memory_vectors.npy").read_bytes()
+    ).hexdigest()
     (out / "manifest.json").write_text(json.dumps(manifest))
     cli_json(capsys, "import", str(out), "--store", str(tmp_path / "zeros"))
     assert all(not any(r["vector"]) for r in rows(tmp_path / "zeros", "memories"))
-    assert cli_json(capsys, "import", str(out), "--store", str(tmp_path / "b"), "--reembed")["memories"] == 6
+    assert (
+        cli_json(capsys, "import", str(out), "--store", str(tmp_path / "b"), "--reembed")[
+            "memories"
+        ]
+        == 6
+    )
     assert rows(tmp_path / "b", "memories") == rows(Path(people_store.uri), "memories")
 
 
 @pytest.mark.slow
-def test_the_demo_store_round_trips_with_its_media(tmp_path, capsys, monkeypatch, demo_store, demo_recording):
+def test_the_demo_store_round_trips_with_its_media(
+    tmp_path, capsys, monkeypatch, demo_store, demo_recording
+):
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "minilm")
     from mnemo.demo import QUESTIONS as DEMO_QUESTIONS
 
-    original = (demo_recording.stat().st_mtime, hashlib.sha256(demo_recording.read_bytes()).hexdigest())
+    original = (
+        demo_recording.stat().st_mtime,
+        hashlib.sha256(demo_recording.read_bytes()).hexdigest(),
+    )
     out, new = tmp_path / "export", tmp_path / "new"
     manifest = cli_json(capsys, "export", str(out), "--store", demo_store.uri, "--media")
-    assert manifest["text_embedder"]["name"] == "all-MiniLM-L6-v2" and manifest["vectors"]["dim"] == 384
+    assert (
+        manifest["text_embedder"]["name"] == "all-MiniLM-L6-v2"
+        and manifest["vectors"]["dim"] == 384
+    )
     assert manifest["media"]["files"] == 1 and manifest["media"]["missing"] == []
     (cited,) = [json.loads(line) for line in (out / "media.jsonl").open()]
     assert cited["path"] == str(demo_recording) and len(cited["clip_ids"]) == 2
     copy = out / cited["file"]
-    assert hashlib.sha256(copy.read_bytes()).hexdigest() == original[1] == manifest["files"][cited["file"]]["sha256"]
-    assert (demo_recording.stat().st_mtime, hashlib.sha256(demo_recording.read_bytes()).hexdigest()) == original
+    assert (
+        hashlib.sha256(copy.read_bytes()).hexdigest()
+        == original[1]
+        == manifest["files"][cited["file"]]["sha256"]
+    )
+    assert (
+        demo_recording.stat().st_mtime,
+        hashlib.sha256(demo_recording.read_bytes()).hexdigest(),
+    ) == original
 
     cli_json(capsys, "import", str(out), "--store", str(new))
-    assert cli_json(capsys, "people", "--store", str(new)) == cli_json(capsys, "people", "--store", demo_store.uri)
+    assert cli_json(capsys, "people", "--store", str(new)) == cli_json(
+        capsys, "people", "--store", demo_store.uri
+    )
     for question in DEMO_QUESTIONS:
         before = cli_json(capsys, "ask", question, "--store", demo_store.uri)
         assert before["citations"], question
@@ -150,6 +221,7 @@ def test_the_demo_store_round_trips_with_its_media(tmp_path, capsys, monkeypatch
 
 
 # ---- refused, with nothing created or changed ---------------------------------------------------
+
 
 def _truncate(out: Path) -> None:
     data = (out / "memories.jsonl").read_bytes()
@@ -194,16 +266,29 @@ def _bad_row_checksummed(out: Path) -> None:
         f.write(json.dumps({"edge_id": "x", "colour": "red"}) + "\n")
     manifest = json.loads((out / "manifest.json").read_text())
     data = (out / "edges.jsonl").read_bytes()
-    manifest["files"]["edges.jsonl"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    manifest["files"]["edges.jsonl"] = {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
     (out / "manifest.json").write_text(json.dumps(manifest))
 
 
-@pytest.mark.parametrize("damage, says", [
-    (_truncate, "cut short"), (_tamper, "SHA-256"), (_newer, "upgrade mnemo"), (_unfinished, "not a mnemo export"),
-    (_file_gone, "missing"), (_other_embedder, "MNEMO_GRAPH__TEXT_EMBEDDER=minilm"),
-    (_garbled, "the manifest is damaged"), (_bad_row_checksummed, "line 4 does not hold the columns"),
-])
-def test_a_bad_archive_is_refused_and_nothing_is_created(tmp_path, capsys, people_store, hash_embedder, damage, says):
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        (_truncate, "cut short"),
+        (_tamper, "SHA-256"),
+        (_newer, "upgrade mnemo"),
+        (_unfinished, "not a mnemo export"),
+        (_file_gone, "missing"),
+        (_other_embedder, "MNEMO_GRAPH__TEXT_EMBEDDER=minilm"),
+        (_garbled, "the manifest is damaged"),
+        (_bad_row_checksummed, "line 4 does not hold the columns"),
+    ],
+)
+def test_a_bad_archive_is_refused_and_nothing_is_created(
+    tmp_path, capsys, people_store, hash_embedder, damage, says
+):
     out = tmp_path / "export"
     cli_json(capsys, "export", str(out), "--store", people_store.uri)
     damage(out)
@@ -223,11 +308,15 @@ def test_import_into_an_existing_store_is_refused(tmp_path, capsys, people_store
     assert snapshot(Path(people_store.uri)) == before
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert cli_json(capsys, "import", str(out), "--store", str(empty))["clips"] == 2  # an empty folder is fine
+    assert (
+        cli_json(capsys, "import", str(out), "--store", str(empty))["clips"] == 2
+    )  # an empty folder is fine
 
 
 @pytest.mark.parametrize("command", ["export", "backup"])
-def test_writing_into_a_taken_folder_is_refused(tmp_path, capsys, people_store, hash_embedder, command):
+def test_writing_into_a_taken_folder_is_refused(
+    tmp_path, capsys, people_store, hash_embedder, command
+):
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "notes.txt").write_text("mine")
@@ -235,8 +324,13 @@ def test_writing_into_a_taken_folder_is_refused(tmp_path, capsys, people_store, 
     code, _, err = run_cli(capsys, command, str(taken), "--store", people_store.uri)
     assert code == 2 and "not an empty folder" in err, err
     assert snapshot(taken) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "taken"]  # no staging folder left
-    code, _, err = run_cli(capsys, command, str(Path(people_store.uri) / "inside"), "--store", people_store.uri)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "store",
+        "taken",
+    ]  # no staging folder left
+    code, _, err = run_cli(
+        capsys, command, str(Path(people_store.uri) / "inside"), "--store", people_store.uri
+    )
     assert code == 2 and "inside the store" in err
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -247,6 +341,7 @@ def test_writing_into_a_taken_folder_is_refused(tmp_path, capsys, people_store, 
 
 
 # ---- while a writer commits ---------------------------------------------------------------------
+
 
 class Writer(threading.Thread):
     """Another handle on the store committing clips as ``mnemo ingest`` does (the writer lock
@@ -267,13 +362,37 @@ class Writer(threading.Thread):
             while not self.stop.is_set():
                 i = self.committed
                 start = PEOPLE_T0 + 30 * i
-                clip = ClipRow(f"w-{i}", "/recordings/long.wav", "sha-long", i, 30.0 * i, 30.0, start, start + 30, "")
-                memories = [Memory(content_id(clip.clip_id, j), "episodic", f"<voice_1> said thing {i}.{j}",
-                                   clip.clip_id, clip.source_path, start + j, start + j + 1, ("voice_1",))
-                            for j in range(3)]
+                clip = ClipRow(
+                    f"w-{i}",
+                    "/recordings/long.wav",
+                    "sha-long",
+                    i,
+                    30.0 * i,
+                    30.0,
+                    start,
+                    start + 30,
+                    "",
+                )
+                memories = [
+                    Memory(
+                        content_id(clip.clip_id, j),
+                        "episodic",
+                        f"<voice_1> said thing {i}.{j}",
+                        clip.clip_id,
+                        clip.source_path,
+                        start + j,
+                        start + j + 1,
+                        ("voice_1",),
+                    )
+                    for j in range(3)
+                ]
                 with self.store.writing("test writer"):
-                    self.store.commit_clip(clip, memories, [Entity("voice_1", "voice", PEOPLE_T0, start + 30, [], i + 1)],
-                                           [Edge("supports", memories[0].memory_id, memories[1].memory_id)])
+                    self.store.commit_clip(
+                        clip,
+                        memories,
+                        [Entity("voice_1", "voice", PEOPLE_T0, start + 30, [], i + 1)],
+                        [Edge("supports", memories[0].memory_id, memories[1].memory_id)],
+                    )
                 self.committed += 1
                 time.sleep(0.005)
         except BaseException as e:  # the test reports it
@@ -302,10 +421,14 @@ def test_backup_and_export_while_a_writer_commits_are_consistent(tmp_path, capsy
             time.sleep(0.01)
         taken = []
         for n in range(4):
-            code, out, err = run_cli(capsys, "backup", str(tmp_path / f"backup{n}"), "--store", str(path), "--json")
+            code, out, err = run_cli(
+                capsys, "backup", str(tmp_path / f"backup{n}"), "--store", str(path), "--json"
+            )
             assert code == 0, err
             taken.append(writer.committed)
-            code, out, err = run_cli(capsys, "export", str(tmp_path / f"export{n}"), "--store", str(path), "--json")
+            code, out, err = run_cli(
+                capsys, "export", str(tmp_path / f"export{n}"), "--store", str(path), "--json"
+            )
             assert code == 0, err
     finally:
         writer.stop.set()
@@ -314,21 +437,39 @@ def test_backup_and_export_while_a_writer_commits_are_consistent(tmp_path, capsy
     assert writer.committed > taken[0] > 5  # the writer went on between and after the copies
     for n in range(4):
         backup = tmp_path / f"backup{n}"
-        assert not any((backup / name).exists() for name in (".writer.lock", ".people.lock", ".commit"))
+        assert not any(
+            (backup / name).exists() for name in (".writer.lock", ".people.lock", ".commit")
+        )
         copy = Store(backup, build_text_embedder("hash"))  # opens as a store
         clips = copy.clips.to_arrow()["clip_id"].to_pylist()
-        check_whole(clips, copy.memories.to_arrow()["clip_id"].to_pylist(), copy.edges.to_arrow()["clip_id"].to_pylist())
+        check_whole(
+            clips,
+            copy.memories.to_arrow()["clip_id"].to_pylist(),
+            copy.edges.to_arrow()["clip_id"].to_pylist(),
+        )
         assert len(copy.memories_of_clips(clips)) == 3 * len(clips)
         exported = tmp_path / f"export{n}"
-        lines = {t: [json.loads(x) for x in (exported / f"{t}.jsonl").open()] for t in ("clips", "memories", "edges")}
-        check_whole([r["clip_id"] for r in lines["clips"]], [r["clip_id"] for r in lines["memories"]],
-                    [r["clip_id"] for r in lines["edges"]])
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no staging left behind
+        lines = {
+            t: [json.loads(x) for x in (exported / f"{t}.jsonl").open()]
+            for t in ("clips", "memories", "edges")
+        }
+        check_whole(
+            [r["clip_id"] for r in lines["clips"]],
+            [r["clip_id"] for r in lines["memories"]],
+            [r["clip_id"] for r in lines["edges"]],
+        )
+    assert (
+        sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    )  # no staging left behind
 
 
-def test_backup_waits_for_the_writer_lock_and_says_who_holds_it(tmp_path, capsys, people_store, hash_embedder):
+def test_backup_waits_for_the_writer_lock_and_says_who_holds_it(
+    tmp_path, capsys, people_store, hash_embedder
+):
     with people_store.writing("a long ingest"):
-        code, _, err = run_cli(capsys, "backup", str(tmp_path / "b"), "--store", people_store.uri, "--wait", "0.3s")
+        code, _, err = run_cli(
+            capsys, "backup", str(tmp_path / "b"), "--store", people_store.uri, "--wait", "0.3s"
+        )
     assert code == 1 and "a long ingest" in err and "nothing was written" in err
     assert not (tmp_path / "b").exists()
     assert os.listdir(tmp_path) == ["store"]

@@ -10,14 +10,18 @@ from mnemo.faults import Context, Tally
 from mnemo.faults.access import SCENARIOS, hostile_values
 from mnemo.faults.access_kit import MARKERS, carries_data
 
-pytestmark = pytest.mark.slow  # real servers in child processes: 20-60 s each on a busy 2-core machine
+pytestmark = (
+    pytest.mark.slow
+)  # real servers in child processes: 20-60 s each on a busy 2-core machine
 
 
 def _run(name: str, tmp_path, prelude: str = "") -> Tally:
     from mnemo.config import load_config
 
     tally = Tally(name)
-    SCENARIOS[name](Context(tmp_path / name, 1, load_config(), lambda _m: None), tally, prelude=prelude)
+    SCENARIOS[name](
+        Context(tmp_path / name, 1, load_config(), lambda _m: None), tally, prelude=prelude
+    )
     return tally
 
 
@@ -31,7 +35,13 @@ def _workdir(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_each_access_scenario_survives(name, tmp_path):
     tally = _run(name, tmp_path)
-    assert (tally.runs, tally.survived, tally.lost, tally.orphans, tally.leaks) == (1, 1, 0, 0, 0), tally.notes
+    assert (tally.runs, tally.survived, tally.lost, tally.orphans, tally.leaks) == (
+        1,
+        1,
+        0,
+        0,
+        0,
+    ), tally.notes
 
 
 HOST_CHECK_OFF = """
@@ -49,7 +59,10 @@ def test_rebinding_origin_reports_a_host_check_and_an_origin_check_that_pass_eve
     assert tally.survived == 0 and tally.leaks > 20, tally.notes
     [notes] = tally.notes
     assert "requests under a forged Host answered or obeyed" in notes and "'evil.example'" in notes
-    assert "changes from another origin made or answered" in notes and "from 'http://evil.example' was made" in notes
+    assert (
+        "changes from another origin made or answered" in notes
+        and "from 'http://evil.example' was made" in notes
+    )
 
 
 AUTH_OFF = """
@@ -98,7 +111,9 @@ for _key in _m.PROJECT_RULES:
 """
 
 
-def test_hostile_config_reports_each_looser_setting_that_took_effect_and_the_key_sent_away(tmp_path):
+def test_hostile_config_reports_each_looser_setting_that_took_effect_and_the_key_sent_away(
+    tmp_path,
+):
     tally = _run("hostile_config", tmp_path, RULES_OFF)
     [notes] = tally.notes
     # every guarded setting the user left at its default is loosened; those the user set hold
@@ -108,9 +123,16 @@ def test_hostile_config_reports_each_looser_setting_that_took_effect_and_the_key
 
 
 def test_hostile_config_fails_a_looser_setting_ignored_without_a_warning(tmp_path):
-    tally = _run("hostile_config", tmp_path, "import logging\nlogging.getLogger('mnemo.config').disabled = True")
+    tally = _run(
+        "hostile_config",
+        tmp_path,
+        "import logging\nlogging.getLogger('mnemo.config').disabled = True",
+    )
     assert tally.leaks == 0 and tally.survived == 0, tally.notes
-    assert "ignored without a warning naming them" in tally.notes[0] and "[memorize] redact" in tally.notes[0]
+    assert (
+        "ignored without a warning naming them" in tally.notes[0]
+        and "[memorize] redact" in tally.notes[0]
+    )
 
 
 def _default(key: str):
@@ -132,7 +154,9 @@ def test_the_looser_values_cover_every_guarded_setting_and_are_looser():
         for key, (trusted, looser) in values.items():
             value, loosens = PROJECT_RULES[key].stricter(trusted, looser)
             assert loosens and value != looser, (key, trusted, looser)
-    assert carries_data('{"name": "Quillon Ashgrove"}') and not carries_data('{"error": "wrong token"}')
+    assert carries_data('{"name": "Quillon Ashgrove"}') and not carries_data(
+        '{"error": "wrong token"}'
+    )
     assert "fault-clip-" in MARKERS
 
 

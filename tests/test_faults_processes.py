@@ -8,8 +8,7 @@ import textwrap
 
 import pytest
 
-from mnemo.faults import Context, Tally
-from mnemo.faults import processes
+from mnemo.faults import Context, Tally, processes
 
 
 def _run(name: str, tmp_path, **kw) -> Tally:
@@ -98,10 +97,14 @@ def test_capture_foreign_folder_reports_a_capture_that_takes_any_folder(tmp_path
     assert any("changed the user's folder" in n for n in t.notes), t.notes
 
 
-def test_capture_foreign_folder_reports_a_recovery_that_deletes_the_users_files(tmp_path, monkeypatch):
+def test_capture_foreign_folder_reports_a_recovery_that_deletes_the_users_files(
+    tmp_path, monkeypatch
+):
     from perception.capture import owned, storage
 
-    def greedy(root, path):  # any .tmp is a temp file, any .jpg a frame (then without a sidecar: deleted)
+    def greedy(
+        root, path
+    ):  # any .tmp is a temp file, any .jpg a frame (then without a sidecar: deleted)
         if path.name.endswith(".tmp"):
             return "temp"
         return "frame" if path.name.endswith(".jpg") else owned.kind(root, path)
@@ -133,7 +136,9 @@ def test_forget_users_folder_reports_a_forget_that_deletes_the_users_photos(tmp_
 
 
 @pytest.mark.slow  # the real perception models ingest
-def test_an_ingest_told_to_stop_ends_after_the_clip_in_hand_and_a_rerun_resumes(tmp_path, perceivers, policies):
+def test_an_ingest_told_to_stop_ends_after_the_clip_in_hand_and_a_rerun_resumes(
+    tmp_path, perceivers, policies
+):
     """The bug killed_watcher found: a watcher sent SIGTERM by its dead daemon (the parent-death
     signal) went on through its whole backlog, outliving the daemon by over a minute on a busy
     machine. ``ingest(stop=...)`` begins no clip once stop is set."""

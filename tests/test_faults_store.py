@@ -30,7 +30,13 @@ def _run(tmp_path, name: str, **seams) -> Tally:
 
 
 def _clean(tally: Tally, runs: int) -> None:
-    assert (tally.runs, tally.survived, tally.lost, tally.orphans, tally.leaks) == (runs, runs, 0, 0, 0), tally.notes
+    assert (tally.runs, tally.survived, tally.lost, tally.orphans, tally.leaks) == (
+        runs,
+        runs,
+        0,
+        0,
+        0,
+    ), tally.notes
 
 
 @pytest.mark.slow
@@ -40,10 +46,14 @@ def test_a_writer_killed_at_each_step_of_a_commit_loses_and_leaves_nothing(tmp_p
 
 def test_kill_commit_reports_a_recovery_that_does_not_undo_the_journal(tmp_path, monkeypatch):
     monkeypatch.setattr(commit, "undo", lambda store, meta: None)  # the journal goes, its rows stay
-    tally = _run(tmp_path, "kill_commit", steps=("edges",))  # killed with its memories and reinforcement written
+    tally = _run(
+        tmp_path, "kill_commit", steps=("edges",)
+    )  # killed with its memories and reinforcement written
     assert tally.survived == 0 and tally.orphans >= 2, tally.figures
     assert any("rows of the killed clip are left" in n for n in tally.notes)
-    assert any("counted twice" in n for n in tally.notes)  # the killed commit's reinforcement kept, then redone
+    assert any(
+        "counted twice" in n for n in tally.notes
+    )  # the killed commit's reinforcement kept, then redone
 
 
 @pytest.mark.slow
@@ -54,9 +64,13 @@ def test_a_forget_killed_at_each_step_is_finished_by_the_next(tmp_path):
 def test_kill_forget_reports_screenshots_a_forget_did_not_delete(tmp_path, monkeypatch):
     from mnemo import forget_with_media as forgetting
 
-    monkeypatch.setattr(forgetting, "forget_screenshots", lambda clips: 0)  # the rerun runs in this process
+    monkeypatch.setattr(
+        forgetting, "forget_screenshots", lambda clips: 0
+    )  # the rerun runs in this process
     tally = _run(tmp_path, "kill_forget", steps=("files",))
-    assert tally.survived == 0 and tally.orphans == 8, tally.notes  # 2 clips x 2 frames x (image + sidecar)
+    assert tally.survived == 0 and tally.orphans == 8, (
+        tally.notes
+    )  # 2 clips x 2 frames x (image + sidecar)
     assert tally.lost == 0
 
 
@@ -80,9 +94,13 @@ Store.commit_clip = swallowing
 @pytest.mark.slow
 def test_full_disk_reports_a_store_that_swallows_the_error(tmp_path):
     tally = _run(tmp_path, "full_disk", patch=SWALLOW)
-    assert tally.survived == 0 and tally.lost > 0, tally.notes  # clips said committed that are not there
+    assert tally.survived == 0 and tally.lost > 0, (
+        tally.notes
+    )  # clips said committed that are not there
     # no error where the disk filled; the next commit meets the journal it could not undo
-    assert any("reported no error" in n or "not a clear ENOSPC" in n for n in tally.notes), tally.notes
+    assert any("reported no error" in n or "not a clear ENOSPC" in n for n in tally.notes), (
+        tally.notes
+    )
 
 
 def test_a_full_disk_in_lancedb_is_an_oserror_naming_the_store(tmp_path, monkeypatch):
@@ -92,16 +110,24 @@ def test_a_full_disk_in_lancedb_is_an_oserror_naming_the_store(tmp_path, monkeyp
 
     def full(name):
         if name == "edges":
-            raise RuntimeError("lance error: LanceError(IO): Generic LocalFileSystem error: Unable to copy data to "
-                               "file: No space left on device (os error 28), /root/.cargo/registry/src/commit.rs:1663:50")
+            raise RuntimeError(
+                "lance error: LanceError(IO): Generic LocalFileSystem error: Unable to copy data to "
+                "file: No space left on device (os error 28), /root/.cargo/registry/src/commit.rs:1663:50"
+            )
 
     monkeypatch.setattr(commit, "step", full)
     clip = ClipRow("c1", "/r.mp4", "sha", 0, 0.0, 30.0, 1000.0, 1030.0, "")
     with pytest.raises(OSError) as raised:
-        store.commit_clip(clip, [Memory(content_id("c1", 0), "episodic", "tea", "c1", "/r.mp4", 1000.0, 1001.0)], [])
+        store.commit_clip(
+            clip,
+            [Memory(content_id("c1", 0), "episodic", "tea", "c1", "/r.mp4", 1000.0, 1001.0)],
+            [],
+        )
     assert raised.value.errno == errno.ENOSPC and str(tmp_path / "s") in str(raised.value)
     assert "free space" in str(raised.value) and isinstance(raised.value.__cause__, RuntimeError)
-    assert store.count()["memories"] == 0 and not (tmp_path / "s" / ".commit").exists()  # undone at once
+    assert (
+        store.count()["memories"] == 0 and not (tmp_path / "s" / ".commit").exists()
+    )  # undone at once
 
 
 def test_a_note_of_screenshots_whose_forget_never_began_deletes_nothing(tmp_path):
@@ -116,4 +142,7 @@ def test_a_note_of_screenshots_whose_forget_never_began_deletes_nothing(tmp_path
     note = _note_screenshots(store, rows)
     assert note is not None and (tmp_path / "store" / note).parent == tmp_path / "store" / PENDING
     assert finish_unfinished(store) == 0
-    assert all(p.exists() for paths in frames.values() for p in paths) and (tmp_path / "store" / note).exists()
+    assert (
+        all(p.exists() for paths in frames.values() for p in paths)
+        and (tmp_path / "store" / note).exists()
+    )

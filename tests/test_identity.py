@@ -30,9 +30,17 @@ def test_samples_stay_bounded_and_ids_continue_after_reload():
 
 
 def test_split_turns_at_sentence_ends_and_pauses():
-    words = (Word("Hello.", 0.0, 0.4, 1), Word("This", 0.5, 0.7, 1), Word("is", 0.7, 0.8, 1),
-             Word("Diane", 0.8, 1.2, 1), Word("then", 2.5, 2.8, 1), Word("later", 2.8, 3.1, 1))
-    turns = split_turns([SpeechTurn("seg0", "Hello. This is Diane then later", 0.0, 3.1, "en", words)], 0.6)
+    words = (
+        Word("Hello.", 0.0, 0.4, 1),
+        Word("This", 0.5, 0.7, 1),
+        Word("is", 0.7, 0.8, 1),
+        Word("Diane", 0.8, 1.2, 1),
+        Word("then", 2.5, 2.8, 1),
+        Word("later", 2.8, 3.1, 1),
+    )
+    turns = split_turns(
+        [SpeechTurn("seg0", "Hello. This is Diane then later", 0.0, 3.1, "en", words)], 0.6
+    )
     assert [t.text for t in turns] == ["Hello.", "This is Diane", "then later"]
     assert [(t.start_s, t.end_s) for t in turns] == [(0.0, 0.4), (0.5, 1.2), (2.5, 3.1)]
     assert [t.segment_id for t in turns] == ["seg0.0", "seg0.1", "seg0.2"]
@@ -51,8 +59,11 @@ def test_a_voice_is_matched_by_the_mean_of_what_was_heard_not_by_an_odd_sample()
     a, b = unit(rng.normal(size=32)), unit(rng.normal(size=32))
     # five clips of one voice (0.97 alike) and one whose clustering took in much of another voice
     heard = [unit(a + 0.03 * rng.normal(size=32)) for _ in range(5)] + [unit(a + b)]
-    stranger = unit(b + 0.6 * a)  # that other voice: 0.96 like the odd sample, 0.49 like voice_1's mean
+    stranger = unit(
+        b + 0.6 * a
+    )  # that other voice: 0.96 like the odd sample, 0.49 like voice_1's mean
     for policy, joins in ((MatchPolicy(0.84), True), (MatchPolicy(0.84, by_profile=True), False)):
-        m = EntityMatcher("voice", policy, [Entity("voice_1", "voice", 1.0, 1.0, list(heard), len(heard))])
+        m = EntityMatcher(
+            "voice", policy, [Entity("voice_1", "voice", 1.0, 1.0, list(heard), len(heard))]
+        )
         assert (m.match(stranger, 2.0).entity_id == "voice_1") is joins
-

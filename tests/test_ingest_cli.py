@@ -28,8 +28,12 @@ def bad_files(tmp_path_factory, demo_recording):
 
     shutil.copy(group_photo(), d / "photo.jpg")
     video_only = d / "video_only.mp4"
-    (ffmpeg.input(str(demo_recording), ss=31, t=4).output(str(video_only), an=None, vcodec="libx264")
-     .global_args("-loglevel", "error").run(cmd=ffmpeg_exe(), quiet=True))
+    (
+        ffmpeg.input(str(demo_recording), ss=31, t=4)
+        .output(str(video_only), an=None, vcodec="libx264")
+        .global_args("-loglevel", "error")
+        .run(cmd=ffmpeg_exe(), quiet=True)
+    )
     return d
 
 
@@ -41,13 +45,25 @@ def _store_state(store_dir):
     return store.count(), {t.name: t.version for t in (store.clips, store.entities, store.memories)}
 
 
-def test_bad_files_are_named_and_the_good_ones_still_ingested(capsys, tmp_path, bad_files, sample_wav):
+def test_bad_files_are_named_and_the_good_ones_still_ingested(
+    capsys, tmp_path, bad_files, sample_wav
+):
     store = tmp_path / "store"
     missing = tmp_path / "missing.mp4"
-    code, out, err = run_cli(capsys, "ingest", str(missing), str(bad_files / "empty.mp4"),
-                             str(bad_files / "notes.mp4"), str(bad_files / "truncated.mp4"),
-                             str(bad_files / "sample.rttm"), str(bad_files / "photo.jpg"), str(sample_wav), str(bad_files / "video_only.mp4"),
-                             "--store", str(store))
+    code, out, err = run_cli(
+        capsys,
+        "ingest",
+        str(missing),
+        str(bad_files / "empty.mp4"),
+        str(bad_files / "notes.mp4"),
+        str(bad_files / "truncated.mp4"),
+        str(bad_files / "sample.rttm"),
+        str(bad_files / "photo.jpg"),
+        str(sample_wav),
+        str(bad_files / "video_only.mp4"),
+        "--store",
+        str(store),
+    )
     assert code == 0, err
     assert f"{missing}: no such file" in err
     assert f"{bad_files / 'empty.mp4'}: the file is empty" in err
@@ -57,14 +73,20 @@ def test_bad_files_are_named_and_the_good_ones_still_ingested(capsys, tmp_path, 
     assert str(bad_files / "truncated.mp4") in err and "truncated" in err
     # a file's missing stream is said once for the file; an audio file is not expected to have video
     assert err.count("no audio stream: speech skipped") == 1 and "no video stream" not in err
-    assert "ingested 3 file(s)" in out  # audio-only, video-only and the readable part of the truncated file
+    assert (
+        "ingested 3 file(s)" in out
+    )  # audio-only, video-only and the readable part of the truncated file
 
     # re-running adds nothing, and a run of only bad files changes nothing and fails
     before = _store_state(store)
-    code, out, err = run_cli(capsys, "ingest", str(sample_wav), str(bad_files / "video_only.mp4"), "--store", str(store))
+    code, out, err = run_cli(
+        capsys, "ingest", str(sample_wav), str(bad_files / "video_only.mp4"), "--store", str(store)
+    )
     assert code == 0 and "0 new clip(s)" in out and "already stored" in err
     assert _store_state(store) == before
-    code, out, err = run_cli(capsys, "ingest", str(missing), str(bad_files / "notes.mp4"), "--store", str(store))
+    code, out, err = run_cli(
+        capsys, "ingest", str(missing), str(bad_files / "notes.mp4"), "--store", str(store)
+    )
     assert code == 1
     assert _store_state(store) == before
 
@@ -76,16 +98,28 @@ def test_ask_json_answers_from_the_recording_with_citations(capsys, tmp_path, de
     assert code == 0, err
     assert "clip 1/2 [0-30 s]" in err and "clip 2/2 [30-40 s]" in err  # progress per clip
 
-    code, out, err = run_cli(capsys, "ask", "Where is Sheila from?", "--store", str(store), "--json")
+    code, out, err = run_cli(
+        capsys, "ask", "Where is Sheila from?", "--store", str(store), "--json"
+    )
     assert code == 0, err
     reply = json.loads(out.strip().splitlines()[-1])
     assert "Chicago" in reply["answer"]
     (cite,) = reply["citations"]
     assert cite["source"] == str(demo_recording)
-    assert 14.0 <= cite["start_s"] < cite["end_s"] <= 18.5  # Sheila says it at 14.4-17.8 s (sample.stm)
+    assert (
+        14.0 <= cite["start_s"] < cite["end_s"] <= 18.5
+    )  # Sheila says it at 14.4-17.8 s (sample.stm)
 
-    code, out, err = run_cli(capsys, "ask", "Where is Sheila from?", "--store", str(store), "--json",
-                             "--before", "2026-11-20T10:00:10Z")
+    code, out, err = run_cli(
+        capsys,
+        "ask",
+        "Where is Sheila from?",
+        "--store",
+        str(store),
+        "--json",
+        "--before",
+        "2026-11-20T10:00:10Z",
+    )
     reply = json.loads(out.strip().splitlines()[-1])
     assert "Chicago" not in reply["answer"]  # it was said at 10:00:14
 
@@ -95,11 +129,13 @@ def test_ask_on_an_empty_store_says_what_to_do(capsys, tmp_path):
     assert code == 1 and "mnemo ingest" in err
 
 
-def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_recording, perceivers, policies):
+def test_a_failed_write_names_the_file_and_keeps_committed_clips(
+    tmp_path, demo_recording, perceivers, policies
+):
     """A full disk on the second clip: a clear error; the first clip stays; a rerun finishes the job."""
+    from embeddings.base import build_text_embedder
     from graph.store import Store
     from pipeline.ingest import ingest
-    from embeddings.base import build_text_embedder
 
     store = Store(tmp_path / "store", build_text_embedder("minilm"))
     calls = disk_full_on_commit(store, 2)
@@ -116,8 +152,9 @@ def test_a_failed_write_names_the_file_and_keeps_committed_clips(tmp_path, demo_
     assert store.count()["clips"] == 2
 
 
-def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(tmp_path, demo_recording, demo_store,
-                                                                        perceivers, policies):
+def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(
+    tmp_path, demo_recording, demo_store, perceivers, policies
+):
     """SIGKILL, no cleanup: the rerun skips the committed clip, ingests the rest, duplicates nothing."""
     import os
     import signal
@@ -129,10 +166,26 @@ def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(tmp_path
     from graph.store import Store
     from pipeline.ingest import ingest
 
-    env = dict(os.environ, MNEMO_GRAPH__TEXT_EMBEDDER="minilm", MNEMO_PERCEPTION__FACES_BACKEND="dlib",
-               HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "mnemo", "ingest", str(demo_recording), "--store",
-                             str(tmp_path / "store")], stderr=subprocess.PIPE, text=True, env=env)
+    env = dict(
+        os.environ,
+        MNEMO_GRAPH__TEXT_EMBEDDER="minilm",
+        MNEMO_PERCEPTION__FACES_BACKEND="dlib",
+        HF_HUB_OFFLINE="1",
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mnemo",
+            "ingest",
+            str(demo_recording),
+            "--store",
+            str(tmp_path / "store"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     seen = []
     for line in proc.stderr:
         seen.append(line)
@@ -149,13 +202,21 @@ def test_an_ingest_killed_after_its_first_commit_resumes_from_the_store(tmp_path
     assert differences(store, demo_store) == []
 
 
-def test_a_second_writer_waits_at_most_wait_seconds_then_fails_naming_the_first(capsys, tmp_path, sample_wav):
+def test_a_second_writer_waits_at_most_wait_seconds_then_fails_naming_the_first(
+    capsys, tmp_path, sample_wav
+):
     from mnemo.config import GraphConfig
     from mnemo.wiring import open_store
 
     store = open_store(GraphConfig(), tmp_path / "store")
     with store.writing("a test holding the store"):
-        code, out, err = run_cli(capsys, "ingest", str(sample_wav), "--store", str(tmp_path / "store"), "--wait", "0.5s")
+        code, out, err = run_cli(
+            capsys, "ingest", str(sample_wav), "--store", str(tmp_path / "store"), "--wait", "0.5s"
+        )
     assert code == 1
-    assert "is being written by pid" in err and "a test holding the store" in err and "try again" in err
+    assert (
+        "is being written by pid" in err
+        and "a test holding the store" in err
+        and "try again" in err
+    )
     assert store.count()["clips"] == 0  # nothing of it was written

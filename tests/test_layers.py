@@ -14,7 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSITION_ROOT = "mnemo"
-PACKAGES = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests")
+PACKAGES = sorted(
+    p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -41,7 +43,7 @@ def _imported(module: str, path: Path) -> Iterator[str]:
             base = node.module or ""
             if node.level:  # relative: from the module's package, one step up per extra dot
                 package = module.split(".") if is_package else module.split(".")[:-1]
-                package = package[:len(package) - (node.level - 1)]
+                package = package[: len(package) - (node.level - 1)]
                 base = ".".join([*package, *([base] if base else [])])
             for alias in node.names:  # `from pkg import mod` imports the module pkg.mod
                 yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
@@ -98,15 +100,24 @@ def test_the_modules_are_found():
 
 
 def test_no_lower_package_imports_the_composition_root():
-    upward = sorted(f"{m} imports {i}" for m, imports in _graph().items() if _top(m) != COMPOSITION_ROOT
-                    for i in imports if _top(i) == COMPOSITION_ROOT)
+    upward = sorted(
+        f"{m} imports {i}"
+        for m, imports in _graph().items()
+        if _top(m) != COMPOSITION_ROOT
+        for i in imports
+        if _top(i) == COMPOSITION_ROOT
+    )
     assert not upward, "arrows point up into mnemo:\n" + "\n".join(upward)
 
 
 def test_ray_jobs_and_mnemo_do_not_import_each_other():
     graph = _graph()
-    both = [f"{m} imports {i}" for m, imports in graph.items() for i in imports
-            if {_top(m), _top(i)} == {"ray_jobs", COMPOSITION_ROOT}]
+    both = [
+        f"{m} imports {i}"
+        for m, imports in graph.items()
+        for i in imports
+        if {_top(m), _top(i)} == {"ray_jobs", COMPOSITION_ROOT}
+    ]
     directions = {(_top(line.split()[0]), _top(line.split()[-1])) for line in both}
     assert len(directions) < 2, "ray_jobs and mnemo import each other:\n" + "\n".join(sorted(both))
 

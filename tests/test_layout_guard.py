@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_list_of_top_level_packages_is_pyprojects():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     include = config["tool"]["setuptools"]["packages"]["find"]["include"]
-    assert sorted(p.rstrip("*").rstrip(".") for p in include) == sorted(layout_guard.TOP_LEVEL_PACKAGES), (
+    assert sorted(p.rstrip("*").rstrip(".") for p in include) == sorted(
+        layout_guard.TOP_LEVEL_PACKAGES
+    ), (
         "pyproject.toml's setuptools include list and mnemo.layout_guard.TOP_LEVEL_PACKAGES differ: make them agree"
     )
 
@@ -42,7 +44,9 @@ def _shadowing_llm(tmp_path):
     """A folder holding another distribution's ``llm``, as PyPI's llm CLI would install it."""
     shadow = tmp_path / "shadow"
     (shadow / "llm").mkdir(parents=True)
-    (shadow / "llm" / "__init__.py").write_text("raise SystemExit('the shadowing llm was imported')\n")
+    (shadow / "llm" / "__init__.py").write_text(
+        "raise SystemExit('the shadowing llm was imported')\n"
+    )
     meta = shadow / "llm-0.19.dist-info"
     meta.mkdir()
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: llm\nVersion: 0.19\n")
@@ -58,7 +62,12 @@ def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
         "print(json.dumps([g.check_top_level_packages(), quick, again]))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     exact, quick, again = json.loads(done.stdout.strip().splitlines()[-1])
@@ -75,8 +84,15 @@ def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
 def test_mnemo_says_so_at_start(tmp_path):
     shadow = _shadowing_llm(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(shadow)}
-    done = subprocess.run([sys.executable, "-m", "mnemo", "--version"], check=False, cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "mnemo", "--version"],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.startswith("mnemo "), done.stderr
     assert done.stderr.count("warning: mnemo's top-level package 'llm'") == 1, done.stderr
 

@@ -24,11 +24,24 @@ def test_session_times_and_a_small_file(tmp_path):
     assert parse_session_time("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
     with pytest.raises(ValueError, match="not like"):
         parse_session_time("yesterday")
-    data = [{"sample_id": "c1", "qa": [{"question": "Q?", "answer": 3, "evidence": ["D1:2; D1:9"], "category": 2}],
-             "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "9:00 am on 1 May, 2023",
-                              "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "hi"},
-                                            {"speaker": "Bo", "dia_id": "D1:2", "text": "look", "blip_caption": "a dog"}]},
-             "observation": {"must": "not be read"}, "session_summary": {}, "event_summary": {}}]
+    data = [
+        {
+            "sample_id": "c1",
+            "qa": [{"question": "Q?", "answer": 3, "evidence": ["D1:2; D1:9"], "category": 2}],
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1_date_time": "9:00 am on 1 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "hi"},
+                    {"speaker": "Bo", "dia_id": "D1:2", "text": "look", "blip_caption": "a dog"},
+                ],
+            },
+            "observation": {"must": "not be read"},
+            "session_summary": {},
+            "event_summary": {},
+        }
+    ]
     (tmp_path / "l.json").write_text(json.dumps(data))
     (conv,) = load(tmp_path / "l.json")
     assert conv.speakers == ("Ann", "Bo") and conv.sessions[0].turns[1].image_caption == "a dog"
@@ -44,12 +57,14 @@ def test_recall_at_k_counts_first_occurrences():
 
 
 def test_the_dev_file_loads_with_every_category():
-    from conftest import _fetched
     from bench.fixtures import FixtureUnavailable
+    from conftest import _fetched
 
     def dev_file():
         if not DEV.is_file():
-            raise FixtureUnavailable(f"{DEV} not present (the shared evaluation data beside the repository)")
+            raise FixtureUnavailable(
+                f"{DEV} not present (the shared evaluation data beside the repository)"
+            )
         return DEV
 
     conversations = load(_fetched(dev_file, "LoCoMo dev file"))
@@ -63,12 +78,20 @@ def test_the_dev_file_loads_with_every_category():
 
 
 # filler turns on other topics, so that the evidence has to be ranked, not just be there
-FILLER = ["The weather in the mountains was cold and wet.", "My brother fixed the old bicycle in the garage.",
-          "We watched a documentary about whales on Friday.", "The bakery on the corner sells rye bread.",
-          "Traffic on the highway was terrible this morning.", "I finished reading a novel about sailors.",
-          "Our neighbours painted their fence bright yellow.", "The train to the city was delayed again.",
-          "She bought new running shoes for the marathon.", "The garden tomatoes are finally ripe.",
-          "He is learning to play the violin slowly.", "We booked a cabin by the lake for August."]
+FILLER = [
+    "The weather in the mountains was cold and wet.",
+    "My brother fixed the old bicycle in the garage.",
+    "We watched a documentary about whales on Friday.",
+    "The bakery on the corner sells rye bread.",
+    "Traffic on the highway was terrible this morning.",
+    "I finished reading a novel about sailors.",
+    "Our neighbours painted their fence bright yellow.",
+    "The train to the city was delayed again.",
+    "She bought new running shoes for the marathon.",
+    "The garden tomatoes are finally ripe.",
+    "He is learning to play the violin slowly.",
+    "We booked a cabin by the lake for August.",
+]
 
 
 @pytest.mark.slow  # the real text embedders (minilm, mpnet) rank a LoCoMo conversation
@@ -77,21 +100,50 @@ def test_bench_locomo_ranks_the_evidence_first_among_other_turns(tmp_path, capsy
 
     turns = [("Ann", "I adopted a puppy called Rex last week.")]
     turns += [("Bo" if i % 2 else "Ann", t) for i, t in enumerate(FILLER)]
-    turns += [("Ann", "Rex is a beagle, and he loves the park."), ("Bo", "I started pottery classes on Monday.")]
+    turns += [
+        ("Ann", "Rex is a beagle, and he loves the park."),
+        ("Bo", "I started pottery classes on Monday."),
+    ]
     turns += [("Ann" if i % 2 else "Bo", t) for i, t in enumerate(FILLER)]
     session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
     beagle, pottery = len(FILLER) + 2, len(FILLER) + 3
     # an id that is no safe path or table name: it must not choose where the store is written
-    data = [{"sample_id": "../../escape me", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
-             "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
-             "qa": [{"question": "What breed is Ann's dog?", "answer": "beagle", "evidence": [f"D1:{beagle}"],
-                     "category": 4},
-                    {"question": "What class did Bo start?", "answer": "pottery", "evidence": [f"D:1:{pottery}"],
-                     "category": 4}]}]
+    data = [
+        {
+            "sample_id": "../../escape me",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1_date_time": "9:00 am on 1 May, 2023",
+                "session_1": session,
+            },
+            "qa": [
+                {
+                    "question": "What breed is Ann's dog?",
+                    "answer": "beagle",
+                    "evidence": [f"D1:{beagle}"],
+                    "category": 4,
+                },
+                {
+                    "question": "What class did Bo start?",
+                    "answer": "pottery",
+                    "evidence": [f"D:1:{pottery}"],
+                    "category": 4,
+                },
+            ],
+        }
+    ]
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "tiny.json").write_text(json.dumps(data))
-    code, out, _ = run_cli(capsys, "bench", "locomo", "--data", str(tmp_path / "work" / "tiny.json"), "--baselines",
-                           "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "bench",
+        "locomo",
+        "--data",
+        str(tmp_path / "work" / "tiny.json"),
+        "--baselines",
+        "--json",
+    )
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing written beside it
     figures = json.loads(out.strip().splitlines()[-1])
@@ -114,17 +166,36 @@ def test_baseline_rankings_rank_bm25_and_dense_and_rerun_in_the_same_folder(tmp_
     from bench.locomo import baseline_rankings
     from embeddings.base import build_text_embedder
 
-    session = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle called Rex."},
-               {"speaker": "Bo", "dia_id": "D1:2", "text": "I started pottery classes on Monday."},
-               {"speaker": "Ann", "dia_id": "D1:3", "text": "The weather was grey all week."}]
-    data = [{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
-                                                  "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
-             "qa": [{"question": "Which pottery classes did Bo start?", "answer": "pottery", "evidence": ["D1:2"],
-                     "category": 4}]}]
+    session = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle called Rex."},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "I started pottery classes on Monday."},
+        {"speaker": "Ann", "dia_id": "D1:3", "text": "The weather was grey all week."},
+    ]
+    data = [
+        {
+            "sample_id": "c1",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1_date_time": "9:00 am on 1 May, 2023",
+                "session_1": session,
+            },
+            "qa": [
+                {
+                    "question": "Which pottery classes did Bo start?",
+                    "answer": "pottery",
+                    "evidence": ["D1:2"],
+                    "category": 4,
+                }
+            ],
+        }
+    ]
     (tmp_path / "l.json").write_text(json.dumps(data))
     (conv,) = load(tmp_path / "l.json")
     embedder = build_text_embedder("hash")
     first = baseline_rankings(conv, embedder, tmp_path / "work")
     assert first["bm25"][0][0] == "D1:2"  # the only turn sharing the question's words
     assert set(first["dense"][0]) == {"D1:1", "D1:2", "D1:3"} and first["fusion"][0][0] == "D1:2"
-    assert baseline_rankings(conv, embedder, tmp_path / "work") == first  # the table is replaced, not added to
+    assert (
+        baseline_rankings(conv, embedder, tmp_path / "work") == first
+    )  # the table is replaced, not added to

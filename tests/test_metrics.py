@@ -2,8 +2,14 @@
 
 import pytest
 
-from bench.metrics import (cluster_purity, diarization_error_rate, edit_distance, line_cer, speaker_attribution,
-                           word_error_rate)
+from bench.metrics import (
+    cluster_purity,
+    diarization_error_rate,
+    edit_distance,
+    line_cer,
+    speaker_attribution,
+    word_error_rate,
+)
 
 REF = [("diane", 0.0, 2.0), ("sheila", 2.0, 3.0)]
 
@@ -38,7 +44,9 @@ def test_der_counts_missed_speech_false_alarm_and_confusion():
     extra = REF + [("x", 5.0, 6.5)]
     assert speaker_attribution(REF, extra) == pytest.approx(1.0)
     assert diarization_error_rate(REF, extra) == pytest.approx(1.5 / 3)
-    assert diarization_error_rate(REF, [("a", 0.0, 3.0)]) == pytest.approx(1 / 3)  # sheila's second confused
+    assert diarization_error_rate(REF, [("a", 0.0, 3.0)]) == pytest.approx(
+        1 / 3
+    )  # sheila's second confused
 
 
 def test_edit_distance_and_word_error_rate():
@@ -46,12 +54,17 @@ def test_edit_distance_and_word_error_rate():
     assert edit_distance(["a", "b", "c"], ["a", "c", "d"]) == 2
     assert word_error_rate("I didn't see the dog.", "i didn't see a dog") == pytest.approx(1 / 5)
     assert word_error_rate("Well-known fact", "well known fact") == 0.0  # hyphens split words
-    assert word_error_rate("one two", "one two three four") == pytest.approx(1.0)  # insertions count
+    assert word_error_rate("one two", "one two three four") == pytest.approx(
+        1.0
+    )  # insertions count
 
 
 def test_line_cer_takes_the_closest_line_or_run_of_lines():
     ref = ["Open file", "Save as"]
-    assert line_cer(ref, ["Open file", "Save", "as", "XXXXXXXXXX"]) == (0, 16)  # "Save" + "as" joined
+    assert line_cer(ref, ["Open file", "Save", "as", "XXXXXXXXXX"]) == (
+        0,
+        16,
+    )  # "Save" + "as" joined
     assert line_cer(ref, ["Opem file", "Save as"]) == (1, 16)
     assert line_cer(["Quit"], []) == (4, 4)  # a line not read at all costs every character
 

@@ -26,8 +26,19 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 # the torch extra's, the insightface and bench extras' (scipy too: clustering runs in NumPy), and
 # sympy (ONNX Runtime's symbolic shapes)
-BLOCKED = ("torch", "torchvision", "open_clip", "sentence_transformers", "transformers", "efficientnet_lite_pytorch",
-           "insightface", "resemblyzer", "pyannote", "scipy", "sympy")
+BLOCKED = (
+    "torch",
+    "torchvision",
+    "open_clip",
+    "sentence_transformers",
+    "transformers",
+    "efficientnet_lite_pytorch",
+    "insightface",
+    "resemblyzer",
+    "pyannote",
+    "scipy",
+    "sympy",
+)
 RESULT = "NO-TORCH-RESULT "  # the child's last line of stdout: this, then its results as JSON
 
 # Run as `python -c BOOTSTRAP BLOCKED JOB ARGS...`: blocks the imports, then runs JOB.
@@ -114,24 +125,40 @@ print("NO-TORCH-RESULT " + json.dumps(out))
 """
 
 
-def run_blocked(job: str, cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900) -> dict:
+def run_blocked(
+    job: str, cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+) -> dict:
     """``job`` (Python source) in a child of this venv's python that cannot import torch & co.,
     run in ``cwd`` with ``args`` as its ``sys.argv[1:]``; its results (the last stdout line, JSON)."""
     child_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
-    done = subprocess.run([sys.executable, "-c", BOOTSTRAP, json.dumps(BLOCKED), job, *args],
-                          capture_output=True, text=True, env=child_env, cwd=cwd, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-c", BOOTSTRAP, json.dumps(BLOCKED), job, *args],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        cwd=cwd,
+        timeout=timeout,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
-    assert done.returncode == 0 and lines, \
+    assert done.returncode == 0 and lines, (
         f"child failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    return json.loads(lines[-1][len(RESULT):]) | {"stderr": done.stderr}
+    )
+    return json.loads(lines[-1][len(RESULT) :]) | {"stderr": done.stderr}
 
 
 def assert_torch_free(result: dict) -> None:
     loaded = sorted(set(result["modules"]) & set(BLOCKED))
     assert not loaded, f"the runtime imported {loaded}"
     torch_dists = {d for ds in result["modules"].values() for d in ds} & {
-        "torch", "torchvision", "open-clip-torch", "sentence-transformers", "transformers", "resemblyzer",
-        "efficientnet-lite-pytorch", "insightface"}
+        "torch",
+        "torchvision",
+        "open-clip-torch",
+        "sentence-transformers",
+        "transformers",
+        "resemblyzer",
+        "efficientnet-lite-pytorch",
+        "insightface",
+    }
     assert not torch_dists, f"modules of {torch_dists} were imported: {result['modules']}"
 
 
@@ -140,8 +167,15 @@ def screens(tmp_path_factory, opencv_dir) -> Path:
     """A real application screenshot with its capture sidecar (on-screen text to read)."""
     folder = tmp_path_factory.mktemp("screens")
     shutil.copyfile(opencv_dir / "eclipse_cdt_cfg7.png", folder / "eclipse_cdt_cfg7.png")
-    (folder / "eclipse_cdt_cfg7.png.json").write_text(json.dumps(
-        {"captured_at": "2026-11-20T09:00:05+00:00", "app": "Eclipse", "window": "jni_part.cpp - Eclipse SDK"}))
+    (folder / "eclipse_cdt_cfg7.png.json").write_text(
+        json.dumps(
+            {
+                "captured_at": "2026-11-20T09:00:05+00:00",
+                "app": "Eclipse",
+                "window": "jni_part.cpp - Eclipse SDK",
+            }
+        )
+    )
     return folder
 
 
@@ -179,7 +213,9 @@ def test_demo_ingest_ask_serve_mcp_capture_without_torch_on_a_bf16_cpu(bf16_run)
     assert all(answer in demo["out"] for answer in ("Chicago", "New Jersey", "Yankee"))
     assert "ingested 1 file(s): 1 new clip(s)" in ingest["out"] and "0 failed" in ingest["out"]
     stderr = bf16_run["stderr"]
-    assert "2 speaker(s)" in stderr and "face(s) of 2 people" in stderr  # voices and faces were embedded
+    assert (
+        "2 speaker(s)" in stderr and "face(s) of 2 people" in stderr
+    )  # voices and faces were embedded
     assert "text line(s)" in stderr
     _assert_answers(bf16_run)
     assert_torch_free(bf16_run)
@@ -187,7 +223,9 @@ def test_demo_ingest_ask_serve_mcp_capture_without_torch_on_a_bf16_cpu(bf16_run)
 
 def test_ask_serve_mcp_without_torch_on_an_avx2_cpu(bf16_run):
     """The same store, read where the CPU has no bfloat16 (the text model's choice differs)."""
-    result = run_blocked(JOB, Path(bf16_run["store"]).parent, bf16_run["store"], "", "0", env={"MNEMO_CPU_BF16": "0"})
+    result = run_blocked(
+        JOB, Path(bf16_run["store"]).parent, bf16_run["store"], "", "0", env={"MNEMO_CPU_BF16": "0"}
+    )
     _assert_answers(result)
     assert_torch_free(result)
 
@@ -218,8 +256,14 @@ print("NO-TORCH-RESULT " + json.dumps(out))
 TORCH_SETTINGS = {  # a setting that needs torch (or insightface) -> the extra its error must name
     "model_runtime": ({"MNEMO_PERCEPTION__MODEL_RUNTIME": "torch"}, "ingest", "torch"),
     "device": ({"MNEMO_PERCEPTION__DEVICE": "cuda"}, "ingest", "torch"),
-    "open_clip": ({"MNEMO_PERCEPTION__IMAGE_BACKEND": "open-clip",
-                   "MNEMO_PERCEPTION__OPEN_CLIP_CHECKPOINT": "laion2b_s34b_b79k"}, "ingest", "torch"),
+    "open_clip": (
+        {
+            "MNEMO_PERCEPTION__IMAGE_BACKEND": "open-clip",
+            "MNEMO_PERCEPTION__OPEN_CLIP_CHECKPOINT": "laion2b_s34b_b79k",
+        },
+        "ingest",
+        "torch",
+    ),
     "insightface": ({"MNEMO_PERCEPTION__FACES_BACKEND": "insightface"}, "ingest", "insightface"),
     "text_runtime": ({"MNEMO_GRAPH__TEXT_RUNTIME": "torch"}, "ask", "torch"),
     "text_dtype": ({"MNEMO_GRAPH__TEXT_DTYPE": "bfloat16"}, "ask", "torch"),
@@ -232,13 +276,25 @@ def test_a_setting_that_needs_torch_names_its_extra(tmp_path, demo_recording):
     pack.mkdir(parents=True)
     (pack / "det_10g.onnx").write_bytes(b"")  # a pack on disk, without the package to run it
     commands = {"ingest": ["ingest", str(demo_recording)], "ask": ["ask", "Where is Sheila from?"]}
-    jobs = [[name, setting, commands[command]] for name, (setting, command, _) in TORCH_SETTINGS.items()]
-    result = run_blocked(SETTINGS_JOB, tmp_path, str(demo_recording), str(tmp_path / "store"),
-                         str(tmp_path / "insightface"), json.dumps(jobs), timeout=300)
-    for name, (setting, _, extra) in TORCH_SETTINGS.items():
+    jobs = [
+        [name, setting, commands[command]] for name, (setting, command, _) in TORCH_SETTINGS.items()
+    ]
+    result = run_blocked(
+        SETTINGS_JOB,
+        tmp_path,
+        str(demo_recording),
+        str(tmp_path / "store"),
+        str(tmp_path / "insightface"),
+        json.dumps(jobs),
+        timeout=300,
+    )
+    for name, (_setting, _, extra) in TORCH_SETTINGS.items():
         got = result[name]
         assert got["code"] == 2, (name, got)
-        assert f"mnemo[{extra}]" in got["err"] and f"pip install 'mnemo[{extra}]'" in got["err"], (name, got["err"])
+        assert f"mnemo[{extra}]" in got["err"] and f"pip install 'mnemo[{extra}]'" in got["err"], (
+            name,
+            got["err"],
+        )
         assert f".venv/bin/pip install -e '.[{extra}]'" in got["err"], (name, got["err"])
         assert "Traceback" not in got["err"]
     assert 'model_runtime = "torch"' in result["model_runtime"]["err"]

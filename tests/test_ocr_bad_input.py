@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import unavailable
-
 from bench.metrics import word_tokens
 from bench.ocr_screens import TERMINAL_LINES, Screen, missing_tools, render
+from conftest import unavailable
 from perception.ocr.ocr_rapidocr import RapidOCRReader
 from perception.ocr.stage import read_screens
 
@@ -35,7 +34,9 @@ def _xterm(px: int, size: str = "1280x800") -> np.ndarray:
 
 def _invented(texts: list[str]) -> list[str]:
     known = " ".join(LINES).lower() + " notes"  # the window's title
-    return [t for text in texts for t in word_tokens(text) if len(t) >= 3 and t.lower() not in known]
+    return [
+        t for text in texts for t in word_tokens(text) if len(t) >= 3 and t.lower() not in known
+    ]
 
 
 def _read(reader, frame):
@@ -44,23 +45,33 @@ def _read(reader, frame):
     return [ln.text for ln in lines], notes
 
 
-@pytest.mark.parametrize("name", ["white", "black", "noise", "grey noise", "8K white", "5 px", "one row"])
+@pytest.mark.parametrize(
+    "name", ["white", "black", "noise", "grey noise", "8K white", "5 px", "one row"]
+)
 def test_frames_without_text_give_no_text_and_no_note(reader, name):
     rng = np.random.default_rng(0)
-    frame = {"white": lambda: np.full((800, 1280, 3), 255, np.uint8),
-             "black": lambda: np.zeros((800, 1280, 3), np.uint8),
-             "noise": lambda: rng.integers(0, 256, (800, 1280, 3), dtype=np.uint8),
-             "grey noise": lambda: np.repeat(rng.integers(0, 256, (800, 1280, 1), dtype=np.uint8), 3, axis=2),
-             "8K white": lambda: np.full((4320, 7680, 3), 255, np.uint8),
-             "5 px": lambda: np.zeros((5, 5, 3), np.uint8),
-             "one row": lambda: np.zeros((1, 1280, 3), np.uint8)}[name]()
+    frame = {
+        "white": lambda: np.full((800, 1280, 3), 255, np.uint8),
+        "black": lambda: np.zeros((800, 1280, 3), np.uint8),
+        "noise": lambda: rng.integers(0, 256, (800, 1280, 3), dtype=np.uint8),
+        "grey noise": lambda: np.repeat(
+            rng.integers(0, 256, (800, 1280, 1), dtype=np.uint8), 3, axis=2
+        ),
+        "8K white": lambda: np.full((4320, 7680, 3), 255, np.uint8),
+        "5 px": lambda: np.zeros((5, 5, 3), np.uint8),
+        "one row": lambda: np.zeros((1, 1280, 3), np.uint8),
+    }[name]()
     assert _read(reader, frame) == ([], [])
 
 
 def test_text_smaller_than_8_px_is_read_as_far_as_it_goes_and_noted(reader):
     texts, notes = _read(reader, _xterm(6))
     assert len(_invented(texts)) <= INVENTED_BUDGET, texts
-    assert len(notes) == 1 and "about 8 px high or less" in notes[0] and notes[0].startswith("on-screen text at 12.0 s")
+    assert (
+        len(notes) == 1
+        and "about 8 px high or less" in notes[0]
+        and notes[0].startswith("on-screen text at 12.0 s")
+    )
 
 
 def test_a_4k_screen_is_read_at_its_own_size(reader):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import skimage
 
-from perception.ocr.ocr_rapidocr import MODELS, RapidOCRReader, _reading_order
 from perception.model_files import for_package
+from perception.ocr.ocr_rapidocr import MODELS, RapidOCRReader, _reading_order
 from perception.weights import PACKAGED_SHA256, packaged_file
 
 
@@ -26,8 +26,13 @@ def test_the_engine_runs_the_checked_model_files_and_downloads_nothing(monkeypat
     sessions = {"Det": engine.text_det, "Cls": engine.text_cls, "Rec": engine.text_rec}
     for section, (package, rel) in MODELS.items():
         fetched = for_package(package)
-        assert (package, rel) in PACKAGED_SHA256 or (fetched and fetched.file(rel)), (package, rel)  # a pinned hash
-        assert Path(sessions[section].session.session._model_path) == packaged_file(package, rel), section
+        assert (package, rel) in PACKAGED_SHA256 or (fetched and fetched.file(rel)), (
+            package,
+            rel,
+        )  # a pinned hash
+        assert Path(sessions[section].session.session._model_path) == packaged_file(package, rel), (
+            section
+        )
     # the recogniser's character list is the one in its own file (none fetched), with CTC's blank
     assert len(engine.text_rec.postprocess_op.character) > 6000
     page = np.repeat(skimage.data.page()[:, :, None], 3, axis=2)

@@ -39,8 +39,9 @@ def test_a_model_space_over_no_blank_run_is_dropped():
 def test_monospace_gaps_beside_narrow_glyphs_are_not_spaces():
     read = chars("10.0.4.21")
     # beside "." a monospace cell leaves 4-5 px of blank on each side: under a whole cell
-    runs = [(int(c.x) - 9, int(c.x) - 5) for c in read if c.text == "."] + \
-           [(int(c.x) + 5, int(c.x) + 9) for c in read if c.text == "."]
+    runs = [(int(c.x) - 9, int(c.x) - 5) for c in read if c.text == "."] + [
+        (int(c.x) + 5, int(c.x) + 9) for c in read if c.text == "."
+    ]
     assert spaced(read, pixels(runs)) == "10.0.4.21"
 
 
@@ -70,7 +71,11 @@ def test_proportional_text_spaces_from_the_two_groups_of_gaps():
 
 def test_blank_runs_on_a_drawn_line_and_none_on_a_photo():
     crop = np.full((20, 60, 3), 255, np.uint8)
-    for x0, x1 in ((5, 12), (14, 21), (32, 39)):  # two glyphs 2 px apart, a 11 px space, a third glyph
+    for x0, x1 in (
+        (5, 12),
+        (14, 21),
+        (32, 39),
+    ):  # two glyphs 2 px apart, a 11 px space, a third glyph
         crop[5:15, x0:x1] = 0
     assert blank_runs(crop).runs == [(12, 14), (21, 32)]
     noise = np.random.default_rng(0).integers(0, 256, (20, 60, 3), dtype=np.uint8)
@@ -94,16 +99,45 @@ def test_an_underline_does_not_join_the_words_it_runs_under():
 
 
 def test_glyph_confusions_fixed_only_where_the_word_decides():
-    assert (fix_confusions("0rder 1ogin 1oss ERRoR ERR0R INFo INF0 c0mpile at 9l or 9l0 percent")
-            == "Order login loss ERROR ERROR INFO INFO compile at 91 or 910 percent")
+    assert (
+        fix_confusions("0rder 1ogin 1oss ERRoR ERR0R INFo INF0 c0mpile at 9l or 9l0 percent")
+        == "Order login loss ERROR ERROR INFO INFO compile at 91 or 910 percent"
+    )
     # each part of a path or identifier on its own
-    assert (fix_confusions("Install: 1ibmixed_sample.so => 1ibs/armeabi-v7a/")
-            == "Install: libmixed_sample.so => libs/armeabi-v7a/")
-    for kept in ("4f2a9c1", "1st", "B17", "BA 283", "README.md", "10.0.4.21", "x86_64", "build-07.example.org",
-                 "v7a", "x0", "3/20",
-                 # digits that are digits: interfaces, hashes, versions, hex, a word after a digit, short mixes
-                 "eth0", "wlan0", "sha1", "tty1", "1.0.1-rc1", "v1beta", "0xff", "0xdeadbeef", "deadbeef0", "a1fe",
-                 "1Password", "gpt-4o", "o1", "O2", "4o", "O365"):
+    assert (
+        fix_confusions("Install: 1ibmixed_sample.so => 1ibs/armeabi-v7a/")
+        == "Install: libmixed_sample.so => libs/armeabi-v7a/"
+    )
+    for kept in (
+        "4f2a9c1",
+        "1st",
+        "B17",
+        "BA 283",
+        "README.md",
+        "10.0.4.21",
+        "x86_64",
+        "build-07.example.org",
+        "v7a",
+        "x0",
+        "3/20",
+        # digits that are digits: interfaces, hashes, versions, hex, a word after a digit, short mixes
+        "eth0",
+        "wlan0",
+        "sha1",
+        "tty1",
+        "1.0.1-rc1",
+        "v1beta",
+        "0xff",
+        "0xdeadbeef",
+        "deadbeef0",
+        "a1fe",
+        "1Password",
+        "gpt-4o",
+        "o1",
+        "O2",
+        "4o",
+        "O365",
+    ):
         assert fix_confusions(kept) == kept
 
 
@@ -119,8 +153,11 @@ def test_the_bench_searches_the_read_lines_with_and_without_the_forgiving_index(
     from bench.ocr import ScreenResult, search_figures
     from bench.ocr_screens import screens
 
-    pairs = [("Quarterly launch codename: BLUEHERON", "Quarterly launch codename: BLUE HER ON"),
-             ("It ships on Friday", "It shipson Friday"), ("level 3 bay 42", "level 3 bay_42")]
+    pairs = [
+        ("Quarterly launch codename: BLUEHERON", "Quarterly launch codename: BLUE HER ON"),
+        ("It ships on Friday", "It shipson Friday"),
+        ("level 3 bay 42", "level 3 bay_42"),
+    ]
     f = search_figures([ScreenResult(screens()[0], [], 0.0, pairs)], tmp_path)
     # ten searchable words ("It" and "on" are stop words) and nine pairs. On the plain text
     # "BLUEHERON", "ships", "It ships" and "ships on" miss; the

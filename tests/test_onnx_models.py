@@ -39,7 +39,10 @@ def test_windows_cover_the_audio_as_resemblyzer_cuts_them():
 
 def test_voice_embeddings_in_onnx_are_torchs(sample_wav):
     audio, sr = sf.read(sample_wav, dtype="float32")
-    onnx, torch = ResemblyzerSpeaker(device="cpu"), ResemblyzerSpeaker(device="cpu", runtime="torch")
+    onnx, torch = (
+        ResemblyzerSpeaker(device="cpu"),
+        ResemblyzerSpeaker(device="cpu", runtime="torch"),
+    )
     (e1, c1), (e2, c2) = onnx.embed_windows(audio, sr), torch.embed_windows(audio, sr)
     assert (onnx.runtime, torch.runtime) == ("onnx", "torch")  # the CPU: ONNX Runtime by default
     assert e1.shape == (115, 256) and e1.dtype == np.float32
@@ -48,7 +51,10 @@ def test_voice_embeddings_in_onnx_are_torchs(sample_wav):
 
 
 def test_image_tags_and_features_in_onnx_are_torchs(opencv_dir):
-    frames = [cv2.cvtColor(cv2.imread(str(p)), cv2.COLOR_BGR2RGB) for p in sorted(opencv_dir.glob("*.png"))]
+    frames = [
+        cv2.cvtColor(cv2.imread(str(p)), cv2.COLOR_BGR2RGB)
+        for p in sorted(opencv_dir.glob("*.png"))
+    ]
     capture = cv2.VideoCapture(str(opencv_dir / "Megamind.avi"))
     for _ in range(3):
         ok, frame = capture.read()
@@ -56,7 +62,10 @@ def test_image_tags_and_features_in_onnx_are_torchs(opencv_dir):
         frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
         for _ in range(60):
             capture.read()
-    onnx, torch = EfficientNetLite0Images(device="cpu"), EfficientNetLite0Images(device="cpu", runtime="torch")
+    onnx, torch = (
+        EfficientNetLite0Images(device="cpu"),
+        EfficientNetLite0Images(device="cpu", runtime="torch"),
+    )
     got, want = onnx.analyze(frames), torch.analyze(frames)
     assert (onnx.runtime, torch.runtime) == ("onnx", "torch")
     assert [tags for tags, _ in got] == [tags for tags, _ in want] and any(tags for tags, _ in got)
@@ -72,12 +81,15 @@ def test_the_runtime_setting_is_checked():
 
 def refuse(path: str) -> None:  # a build that refuses the weights, after writing part of a graph
     open(path, "wb").write(b"half a graph")
-    raise RuntimeError("the graph's vectors moved by 1.0e+00 when fused; set it to \"torch\"")
+    raise RuntimeError('the graph\'s vectors moved by 1.0e+00 when fused; set it to "torch"')
 
 
 def test_a_refused_build_says_why_and_leaves_nothing(tmp_path, monkeypatch, sample_wav):
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
-    with pytest.raises(RuntimeError, match="building refused.s ONNX graph failed: .*moved by 1.0e\\+00 when fused; set it to"):
+    with pytest.raises(
+        RuntimeError,
+        match="building refused.s ONNX graph failed: .*moved by 1.0e\\+00 when fused; set it to",
+    ):
         onnx_models.cached_export("refused", sample_wav, refuse, version="test")
     assert not list((tmp_path / "models" / "onnx" / "refused").iterdir())
 
@@ -127,12 +139,22 @@ def test_an_ingest_on_the_cpu_never_loads_torch(demo_recording, tmp_path, bf16):
     it (which need torch and sentence-transformers, and so transformers). Both kinds of CPU are run
     on any machine (MNEMO_CPU_BF16; the bfloat16 one is emulated, slowly, where the CPU lacks it)."""
     env = dict(os.environ, MNEMO_CPU_BF16=bf16)
-    done = subprocess.run([sys.executable, "-c", INGEST_WITHOUT_TORCH, str(demo_recording), str(tmp_path / "store")],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", INGEST_WITHOUT_TORCH, str(demo_recording), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["clips"] >= 1
     allowed = {"transformers"} if bf16 == "1" else set()  # sentence-transformers' own
     unexpected = sorted(set(result["loaded"]) - allowed)
-    assert unexpected == [], "\n".join(f"{m} imported by:\n{result['by'].get(m)}" for m in unexpected)
-    assert result["torch"] is (bf16 == "1"), result["by"].get("torch")  # bfloat16 vectors are computed in torch
+    assert unexpected == [], "\n".join(
+        f"{m} imported by:\n{result['by'].get(m)}" for m in unexpected
+    )
+    assert result["torch"] is (bf16 == "1"), result["by"].get(
+        "torch"
+    )  # bfloat16 vectors are computed in torch

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import cv2
@@ -16,7 +16,15 @@ from skimage import data
 
 from conftest import run_cli
 from mnemo.serve.models import ForgetIn
-from perception.capture.owned import HEARTBEATS, MARKER, NotACaptureFolder, adopt, frame_name, is_frame_name, temp_name
+from perception.capture.owned import (
+    HEARTBEATS,
+    MARKER,
+    NotACaptureFolder,
+    adopt,
+    frame_name,
+    is_frame_name,
+    temp_name,
+)
 from perception.capture.storage import CaptureStore, hold_folder
 
 
@@ -35,7 +43,11 @@ def _snapshot(root: Path) -> dict[str, tuple]:
     out = {".": (None, root.stat().st_mtime_ns, root.stat().st_mode)}
     for p in sorted(root.rglob("*")):
         st = p.lstat()
-        out[str(p.relative_to(root))] = (p.read_bytes() if p.is_file() else None, st.st_mtime_ns, st.st_mode)
+        out[str(p.relative_to(root))] = (
+            p.read_bytes() if p.is_file() else None,
+            st.st_mtime_ns,
+            st.st_mode,
+        )
     return out
 
 
@@ -45,8 +57,8 @@ def _user_file(path: Path, content: bytes, mtime: float) -> None:
     os.utime(path, (mtime, mtime))
 
 
-T = datetime(2026, 1, 5, 10, 15, tzinfo=timezone.utc)
-OLD = datetime(2019, 6, 1, 12, 0, tzinfo=timezone.utc).timestamp()  # the user's files' times
+T = datetime(2026, 1, 5, 10, 15, tzinfo=UTC)
+OLD = datetime(2019, 6, 1, 12, 0, tzinfo=UTC).timestamp()  # the user's files' times
 
 
 @pytest.fixture
@@ -56,21 +68,35 @@ def hash_embedder(monkeypatch):
 
 
 @pytest.mark.slow  # the real perception models ingest a photo folder
-def test_forget_leaves_every_file_of_an_ingested_photo_folder_as_it_was(tmp_path, capsys, hash_embedder):
+def test_forget_leaves_every_file_of_an_ingested_photo_folder_as_it_was(
+    tmp_path, capsys, hash_embedder
+):
     photos = tmp_path / "photos"
-    for name, which in [("IMG_20260105_101500.jpg", "astronaut"), ("IMG_20260105_101510.jpg", "camera"),
-                        ("IMG_20260106_083000.jpg", "astronaut"), ("IMG_20260110_120000.jpg", "camera")]:
-        _user_file(photos / name, _photo(which), OLD)  # the time comes from the name (no sidecar, no EXIF)
+    for name, which in [
+        ("IMG_20260105_101500.jpg", "astronaut"),
+        ("IMG_20260105_101510.jpg", "camera"),
+        ("IMG_20260106_083000.jpg", "astronaut"),
+        ("IMG_20260110_120000.jpg", "camera"),
+    ]:
+        _user_file(
+            photos / name, _photo(which), OLD
+        )  # the time comes from the name (no sidecar, no EXIF)
     _user_file(photos / "IMG_20260105_101500.jpg.json", b'{"note": "my own"}', OLD)
     # a copy of an old capture the user keeps elsewhere: mnemo's names and layout, but no marker
     kept = tmp_path / "backup" / "2026" / "01" / "05"
     name = frame_name(T + timedelta(minutes=1), 1, encrypted=False)
     _user_file(kept / name, _photo("camera", 80), OLD)
-    _user_file(kept / f"{name}.json", json.dumps({"captured_at": (T + timedelta(minutes=1)).isoformat()}).encode(), OLD)
+    _user_file(
+        kept / f"{name}.json",
+        json.dumps({"captured_at": (T + timedelta(minutes=1)).isoformat()}).encode(),
+        OLD,
+    )
     before = {"photos": _snapshot(photos), "backup": _snapshot(tmp_path / "backup")}
     store = str(tmp_path / "store")
 
-    code, out, err = run_cli(capsys, "ingest", str(photos), str(tmp_path / "backup"), "--store", store)
+    code, out, err = run_cli(
+        capsys, "ingest", str(photos), str(tmp_path / "backup"), "--store", store
+    )
     assert code == 0, err
     window = ("--from", "2026-01-04T00:00:00Z", "--to", "2026-01-07T00:00:00Z")
     code, out, _ = run_cli(capsys, "forget", *window, "--store", store, "--json")
@@ -80,7 +106,12 @@ def test_forget_leaves_every_file_of_an_ingested_photo_folder_as_it_was(tmp_path
     assert f"{photos} is yours and stays as it is" in out and "would delete 0 file(s)" in out
     code, out, _ = run_cli(capsys, "forget", *window, "--store", store, "--yes", "--json")
     done = json.loads(out.strip().splitlines()[-1])
-    assert code == 0 and done["forgotten"] is True and done["clips"] == 3 and done["screenshots_deleted"] == 0
+    assert (
+        code == 0
+        and done["forgotten"] is True
+        and done["clips"] == 3
+        and done["screenshots_deleted"] == 0
+    )
     assert {"photos": _snapshot(photos), "backup": _snapshot(tmp_path / "backup")} == before
     code, out, _ = run_cli(capsys, "forget", *window, "--store", store)
     assert "nothing matches" in out  # the store did forget them
@@ -90,8 +121,12 @@ def _capture_folder(root: Path, n: int = 4, start: datetime = T) -> CaptureStore
     store = CaptureStore(root)
     store.recover()
     for i in range(n):
-        store.write(_photo("camera", 48 + 4 * i), {"app": "xterm", "window": f"w{i}", "reason": "input"},
-                    start + timedelta(seconds=20 * i), 1)
+        store.write(
+            _photo("camera", 48 + 4 * i),
+            {"app": "xterm", "window": f"w{i}", "reason": "input"},
+            start + timedelta(seconds=20 * i),
+            1,
+        )
     return store
 
 
@@ -102,9 +137,12 @@ def test_capture_refuses_a_folder_with_files_and_no_marker_and_changes_nothing(t
     _user_file(mine / "projects" / "draft.enc", b"my encrypted draft", OLD)
     os.chmod(mine, 0o755)
     before = _snapshot(mine)
-    for attempt in (lambda: CaptureStore(mine).recover(), lambda: hold_folder(mine),
-                    lambda: CaptureStore(mine).write(_photo("camera"), {}, T, 1),
-                    lambda: CaptureStore(mine).heartbeat({"reason": "static"})):
+    for attempt in (
+        lambda: CaptureStore(mine).recover(),
+        lambda: hold_folder(mine),
+        lambda: CaptureStore(mine).write(_photo("camera"), {}, T, 1),
+        lambda: CaptureStore(mine).heartbeat({"reason": "static"}),
+    ):
         with pytest.raises(NotACaptureFolder, match="new or empty folder"):
             attempt()
     code, _, err = run_cli(capsys, "capture", "--out", str(mine), "--duration", "1s")
@@ -142,12 +180,18 @@ def test_recovery_age_and_budget_delete_only_the_captures_own_files(tmp_path):
         root / "projects" / "build.tmp": b"half a build",
         root / "projects" / "draft.enc": b"my encrypted draft",
         root / "projects" / "heartbeat.jsonl": b"{}\n",
-        root / "logs" / "app" / "today" / "heartbeat.jsonl": b"{}\n",  # three deep, not a day folder
+        root
+        / "logs"
+        / "app"
+        / "today"
+        / "heartbeat.jsonl": b"{}\n",  # three deep, not a day folder
         root / "2019" / "06" / "photo.jpg": _photo("camera"),  # no day folder: a month one
         day / "holiday.jpg": _photo("astronaut"),  # an image without a sidecar, in a day folder
         day / ".notes.txt.tmp": b"an editor's temp file",
         day / "scan.jpg.enc": b"user's own",
-        day / "20260105T101500Z_m1.jpg": _photo("camera"),  # close to mnemo's names, not one of them
+        day / "20260105T101500Z_m1.jpg": _photo(
+            "camera"
+        ),  # close to mnemo's names, not one of them
     }
     for path, content in user.items():
         _user_file(path, content, OLD)
@@ -162,32 +206,54 @@ def test_recovery_age_and_budget_delete_only_the_captures_own_files(tmp_path):
     again = CaptureStore(root, budget_bytes=2 * three // 3, max_age_days=1)
     assert again.recover() == {"temps": 2, "orphans": 1, "frames": 3}
     assert not any(p.exists() for p in leftovers)
-    again.write(_photo("camera", 40), {"reason": "input"}, T + timedelta(minutes=6), 1)  # over budget: oldest go
+    again.write(
+        _photo("camera", 40), {"reason": "input"}, T + timedelta(minutes=6), 1
+    )  # over budget: oldest go
     assert again.deleted >= 1
     again.heartbeat({"reason": "static"})
     assert again.expire(now=(T + timedelta(days=400)).timestamp()) >= 1
-    assert not [p for p in root.rglob("*") if is_frame_name(p.name) or is_frame_name(p.name.removesuffix(".json"))]
+    assert not [
+        p
+        for p in root.rglob("*")
+        if is_frame_name(p.name) or is_frame_name(p.name.removesuffix(".json"))
+    ]
     assert {p: _snapshot(p.parent)[p.name] for p in user} == before
 
 
 @pytest.mark.slow
-def test_forget_deletes_the_captured_frames_of_forgotten_clips_and_the_preview_counts_them(tmp_path, capsys,
-                                                                                          hash_embedder):
+def test_forget_deletes_the_captured_frames_of_forgotten_clips_and_the_preview_counts_them(
+    tmp_path, capsys, hash_embedder
+):
     root = tmp_path / "screens"
     _capture_folder(root, n=4, start=T)  # 10:15:00, :20, :40 and 10:16:00
     _capture_folder(root, n=2, start=T + timedelta(hours=2))  # not in the range
     day = next(root.rglob("*.jpg")).parent
-    _user_file(day / "IMG_20260105_101510.jpg", _photo("astronaut"), OLD)  # the user's, in the forgotten clip
+    _user_file(
+        day / "IMG_20260105_101510.jpg", _photo("astronaut"), OLD
+    )  # the user's, in the forgotten clip
     theirs = _snapshot(day)["IMG_20260105_101510.jpg"]
     store = str(tmp_path / "store")
     assert run_cli(capsys, "ingest", str(root), "--store", store)[0] == 0
     window = ("--from", "2026-01-05T10:14:00Z", "--to", "2026-01-05T10:16:30Z")
     code, out, _ = run_cli(capsys, "forget", *window, "--store", store, "--json")
     preview = json.loads(out.strip().splitlines()[-1])
-    assert code == 0 and preview["files_to_delete"] == 8 and preview["delete_in"] == [str(root.resolve())]
-    assert f"would delete 8 file(s) mnemo captured (screenshots and their sidecars) in {root.resolve()}" in out
-    rest = _service(store).forget(ForgetIn(start="2026-01-05T10:14:00Z", end="2026-01-05T10:16:30Z"))
-    assert (rest.files_to_delete, rest.delete_in, rest.forgotten) == (8, [str(root.resolve())], False)  # REST, MCP
+    assert (
+        code == 0
+        and preview["files_to_delete"] == 8
+        and preview["delete_in"] == [str(root.resolve())]
+    )
+    assert (
+        f"would delete 8 file(s) mnemo captured (screenshots and their sidecars) in {root.resolve()}"
+        in out
+    )
+    rest = _service(store).forget(
+        ForgetIn(start="2026-01-05T10:14:00Z", end="2026-01-05T10:16:30Z")
+    )
+    assert (rest.files_to_delete, rest.delete_in, rest.forgotten) == (
+        8,
+        [str(root.resolve())],
+        False,
+    )  # REST, MCP
     assert len(list(root.rglob("*Z_m1.jpg"))) == 6  # a preview deletes nothing
     code, out, _ = run_cli(capsys, "forget", *window, "--store", store, "--yes", "--json")
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["screenshots_deleted"] == 4
@@ -233,7 +299,9 @@ def test_links_in_a_capture_folder_lead_mnemo_nowhere(tmp_path):
     _user_file(notes, b"my notes\n", OLD)
     store = _capture_folder(tmp_path / "screens", n=1)
     day = next((tmp_path / "screens").rglob("*.jpg")).parent
-    photo = pictures / day.parent.name / day.name / frame_name(T, 1, encrypted=False)  # a capture-like name
+    photo = (
+        pictures / day.parent.name / day.name / frame_name(T, 1, encrypted=False)
+    )  # a capture-like name
     photo.parent.mkdir(parents=True)
     _user_file(photo, _photo("camera"), OLD)
     before = _snapshot(tmp_path / "Pictures") | {"notes": _snapshot(tmp_path)["notes.txt"]}

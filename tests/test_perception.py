@@ -10,27 +10,35 @@ import skimage.data
 from factories import media_clip
 from perception.errors import MediaError
 from perception.faces.stage import FacePolicy, detect_faces
-from perception.sources.frames import distinct_frames, read_image, to_rgb8
 from perception.observe import observe_media
-from perception.records import ClipMedia
 from perception.ocr.spacing import restore_spacing
+from perception.records import ClipMedia
+from perception.sources.frames import distinct_frames, read_image, to_rgb8
 
 
 def _media(frames=(), audio=None, times=None) -> ClipMedia:
     frames = tuple(frames)
-    return ClipMedia(audio, 16000, frames, tuple(times if times is not None else range(len(frames))))
+    return ClipMedia(
+        audio, 16000, frames, tuple(times if times is not None else range(len(frames)))
+    )
 
 
 # --- colour modes, reading, duplicates (no models) ---------------------------------------------
 
-@pytest.mark.parametrize("image", [
-    np.full((20, 30), 128, np.uint8),                      # grayscale
-    np.full((20, 30, 1), 128, np.uint8),                   # grayscale with a channel axis
-    np.full((20, 30), 128 * 257, np.uint16),               # 16-bit grayscale
-    np.full((20, 30, 3), 128 * 257, np.uint16),            # 16-bit RGB
-    np.dstack([np.full((20, 30, 3), 128, np.uint8), np.full((20, 30), 255, np.uint8)]),  # opaque RGBA
-    np.full((20, 30, 3), 128 / 255, np.float32),           # float in [0, 1]
-])
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        np.full((20, 30), 128, np.uint8),  # grayscale
+        np.full((20, 30, 1), 128, np.uint8),  # grayscale with a channel axis
+        np.full((20, 30), 128 * 257, np.uint16),  # 16-bit grayscale
+        np.full((20, 30, 3), 128 * 257, np.uint16),  # 16-bit RGB
+        np.dstack(
+            [np.full((20, 30, 3), 128, np.uint8), np.full((20, 30), 255, np.uint8)]
+        ),  # opaque RGBA
+        np.full((20, 30, 3), 128 / 255, np.float32),  # float in [0, 1]
+    ],
+)
 def test_every_colour_mode_becomes_rgb8(image):
     out = to_rgb8(image)
     assert out.shape == (20, 30, 3) and out.dtype == np.uint8
@@ -40,17 +48,29 @@ def test_every_colour_mode_becomes_rgb8(image):
 def test_transparent_pixels_read_as_white_and_non_images_are_refused():
     rgba = np.zeros((4, 4, 4), np.uint8)  # fully transparent black
     assert np.all(to_rgb8(rgba) == 255)
-    for bad in (np.zeros((4, 4, 2), np.uint8), np.zeros((0, 4, 3), np.uint8), np.zeros(5, np.uint8)):
+    for bad in (
+        np.zeros((4, 4, 2), np.uint8),
+        np.zeros((0, 4, 3), np.uint8),
+        np.zeros(5, np.uint8),
+    ):
         with pytest.raises(ValueError, match="not an image"):
             to_rgb8(bad)
 
 
 def test_image_files_in_odd_modes_are_read_and_broken_ones_named(tmp_path):
     cv2.imwrite(str(tmp_path / "gray16.png"), np.full((8, 8), 40000, np.uint16))
-    cv2.imwrite(str(tmp_path / "bgra.png"), np.dstack([np.zeros((8, 8, 3), np.uint8) + [255, 0, 0],
-                                                        np.full((8, 8), 255, np.uint8)]).astype(np.uint8))
+    cv2.imwrite(
+        str(tmp_path / "bgra.png"),
+        np.dstack(
+            [np.zeros((8, 8, 3), np.uint8) + [255, 0, 0], np.full((8, 8), 255, np.uint8)]
+        ).astype(np.uint8),
+    )
     assert read_image(tmp_path / "gray16.png").shape == (8, 8, 3)
-    assert tuple(read_image(tmp_path / "bgra.png")[0, 0]) == (0, 0, 255)  # BGR on disk, RGB in memory
+    assert tuple(read_image(tmp_path / "bgra.png")[0, 0]) == (
+        0,
+        0,
+        255,
+    )  # BGR on disk, RGB in memory
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
     with pytest.raises(MediaError, match="broken.png"):
         read_image(tmp_path / "broken.png")
@@ -68,10 +88,22 @@ def test_near_duplicate_frames_are_skipped():
 
 
 def test_word_spacing_is_restored_only_where_it_is_safe():
-    assert restore_spacing("AtrackbarcreatedwithaNULLwindow") == "A track bar created with a NULL window"
-    assert restore_spacing("nameisattached tothecontrolpanel.") == "name is attached to the control panel."
+    assert (
+        restore_spacing("AtrackbarcreatedwithaNULLwindow")
+        == "A track bar created with a NULL window"
+    )
+    assert (
+        restore_spacing("nameisattached tothecontrolpanel.")
+        == "name is attached to the control panel."
+    )
     assert restore_spacing("Region-basedsegmentation") == "Region-based segmentation"
-    for keep in ("libmixed_sample.so", "CTRL+arrowLEFT", "Refactor", "x86-64", "#include<opencv2/core/core.hpp>"):
+    for keep in (
+        "libmixed_sample.so",
+        "CTRL+arrowLEFT",
+        "Refactor",
+        "x86-64",
+        "#include<opencv2/core/core.hpp>",
+    ):
         assert restore_spacing(keep) == keep
 
 
@@ -80,7 +112,7 @@ def test_word_spacing_is_restored_only_where_it_is_safe():
 
 @pytest.mark.slow
 def test_efficientnet_tags_a_real_photo(perceivers):
-    (tags, emb), = perceivers.image.analyze([skimage.data.chelsea()])
+    ((tags, emb),) = perceivers.image.analyze([skimage.data.chelsea()])
     assert tags and any("cat" in label for label, _ in tags[:3])
     assert emb.shape == (1280,) and abs(float(np.linalg.norm(emb)) - 1) < 1e-4
 
@@ -91,7 +123,9 @@ def test_open_clip_code_path_with_a_random_small_model_and_a_local_checkpoint(tm
     from perception.vision.image_openclip import OpenClipImages
 
     frames = [skimage.data.chelsea(), skimage.data.coffee()]
-    random_model = OpenClipImages("RN50", random_init=True, labels=["cat", "cup of coffee", "rocket"])
+    random_model = OpenClipImages(
+        "RN50", random_init=True, labels=["cat", "cup of coffee", "rocket"]
+    )
     (tags, emb), _ = random_model.analyze(frames)
     assert len(tags) == 3 and emb.shape == (random_model.dim,)
     assert random_model.embed_text(["a cat"]).shape == (1, random_model.dim)
@@ -149,11 +183,14 @@ def test_blurred_faces_are_dropped_and_two_faces_of_one_frame_stay_two_people(pe
 def test_one_face_across_frames_is_one_clip_local_person(perceivers):
     face = skimage.data.astronaut()
     shifted = np.roll(face, 12, axis=1)
-    faces, _ = detect_faces("c", [face, shifted, face], [0.0, 1.0, 2.0], perceivers.faces, FacePolicy())
+    faces, _ = detect_faces(
+        "c", [face, shifted, face], [0.0, 1.0, 2.0], perceivers.faces, FacePolicy()
+    )
     assert len(faces) == 3 and len({f.person for f in faces}) == 1
 
 
 # --- bad input through the whole observer: no crash, an empty or partial record, a reason ---------
+
 
 @pytest.mark.slow
 def test_silent_audio_gives_no_speech(perceivers):
@@ -167,7 +204,7 @@ def test_audio_shorter_than_a_second_does_not_crash(perceivers, sample_wav):
     import soundfile as sf
 
     audio, _ = sf.read(sample_wav, dtype="float32")
-    short = audio[int(6.7 * 16000):int(7.4 * 16000)]  # 0.7 s: Diane's first "Hello?"
+    short = audio[int(6.7 * 16000) : int(7.4 * 16000)]  # 0.7 s: Diane's first "Hello?"
     obs = observe_media(media_clip(0.7), _media(audio=short), perceivers)
     assert obs.speakers == ()  # too short to diarize: turns without a speaker label are fine
     assert all(t.speaker == "" for t in obs.speech)
@@ -179,10 +216,16 @@ def test_video_without_faces_and_odd_frames(perceivers):
     gray16 = np.full((360, 640), 20000, np.uint16)
     rgba = np.dstack([np.full((360, 640, 3), 90, np.uint8), np.full((360, 640), 255, np.uint8)])
     corrupt = np.zeros((360, 640, 2), np.uint8)  # a frame a broken decoder might hand over
-    obs = observe_media(media_clip(), _media([blank, gray16, rgba, corrupt], times=[0, 1, 2, 3]), perceivers)
+    obs = observe_media(
+        media_clip(), _media([blank, gray16, rgba, corrupt], times=[0, 1, 2, 3]), perceivers
+    )
     assert obs.faces == ()
     assert any("frame at 3.0 s skipped" in n for n in obs.notes)
-    assert [f.frame_time_s for f in obs.frames] == [0, 1, 2]  # the gray frame differs from the blank one
+    assert [f.frame_time_s for f in obs.frames] == [
+        0,
+        1,
+        2,
+    ]  # the gray frame differs from the blank one
 
 
 @pytest.mark.slow
@@ -208,6 +251,8 @@ def test_an_opencv_error_in_a_stage_is_a_note_not_an_aborted_ingest(perceivers, 
             return cv2.resize(np.zeros((0, 0), np.uint8), (0, 0))  # raises cv2.error
 
     broken = replace(perceivers, faces=BrokenFaces(), image=None, ocr=None, faces_beside=beside)
-    obs = observe_media(media_clip(), _media([np.full((120, 160, 3), 60, np.uint8)], times=[0.0]), broken)
+    obs = observe_media(
+        media_clip(), _media([np.full((120, 160, 3), 60, np.uint8)], times=[0.0]), broken
+    )
     assert obs.faces == () and any(n.startswith("faces failed") for n in obs.notes)
     assert len(obs.frames) == 1  # the other stages ran

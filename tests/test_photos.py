@@ -8,7 +8,7 @@ import json
 import logging
 import re
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +28,9 @@ def photos() -> Path:
     return _fetched(pillow_photos, "Pillow's test photos")
 
 
-def _tagged(src: Path, out: Path, gps=None, taken: str | None = None, offset: str | None = None) -> Path:
+def _tagged(
+    src: Path, out: Path, gps=None, taken: str | None = None, offset: str | None = None
+) -> Path:
     """A copy of ``src`` with the EXIF a camera would write: GPS ((lat ref, (d, m, s)), (lon ref, …)),
     DateTimeOriginal and OffsetTimeOriginal."""
     from PIL import Image
@@ -59,8 +61,15 @@ def test_a_phone_photo_gives_its_time_with_offset_its_camera_and_where(photos):
 
 def test_a_camera_without_an_offset_is_read_in_local_time_and_says_so(photos):
     info = photo_info(photos / "flower.jpg")
-    assert info.camera == "Canon PowerShot S40" and info.time_origin == "exif-local" and info.gps is None
-    assert info.taken.replace(tzinfo=None) == datetime(2003, 12, 14, 12, 1, 44) and info.taken.tzinfo is not None
+    assert (
+        info.camera == "Canon PowerShot S40"
+        and info.time_origin == "exif-local"
+        and info.gps is None
+    )
+    assert (
+        info.taken.replace(tzinfo=None) == datetime(2003, 12, 14, 12, 1, 44)
+        and info.taken.tzinfo is not None
+    )
 
 
 def test_a_clock_never_set_and_a_broken_gps_tag_are_ignored_with_a_reason(photos):
@@ -71,10 +80,13 @@ def test_a_clock_never_set_and_a_broken_gps_tag_are_ignored_with_a_reason(photos
     assert empty.gps is None and empty.orientation == 6 and empty.camera == "Xiaomi Redmi Note 9S"
 
 
-@pytest.mark.parametrize("gps, why", [
-    ((("N", (0.0, 0.0, 0.0)), ("E", (0.0, 0.0, 0.0))), "0, 0"),
-    ((("N", (95.0, 0.0, 0.0)), ("E", (2.0, 0.0, 0.0))), "out of range"),
-])
+@pytest.mark.parametrize(
+    "gps, why",
+    [
+        ((("N", (0.0, 0.0, 0.0)), ("E", (0.0, 0.0, 0.0))), "0, 0"),
+        ((("N", (95.0, 0.0, 0.0)), ("E", (2.0, 0.0, 0.0))), "out of range"),
+    ],
+)
 def test_a_position_without_a_fix_or_out_of_range_is_dropped(photos, tmp_path, gps, why):
     info = photo_info(_tagged(photos / "flower.jpg", tmp_path / "x.jpg", gps))
     assert info.gps is None and any(why in w for w in info.warnings)
@@ -82,7 +94,10 @@ def test_a_position_without_a_fix_or_out_of_range_is_dropped(photos, tmp_path, g
 
 def test_south_and_west_are_negative(photos, tmp_path):
     rio = (("S", (22.0, 54.0, 0.0)), ("W", (43.0, 12.0, 0.0)))
-    assert photo_info(_tagged(photos / "flower.jpg", tmp_path / "rio.jpg", rio)).gps == (-22.9, -43.2)
+    assert photo_info(_tagged(photos / "flower.jpg", tmp_path / "rio.jpg", rio)).gps == (
+        -22.9,
+        -43.2,
+    )
 
 
 def test_a_sideways_photo_is_read_upright(photos):
@@ -94,7 +109,9 @@ def test_a_sideways_photo_is_read_upright(photos):
     stored = read_image(photos / "hopper.jpg")  # the same picture, stored upright
     assert upright.shape == stored.shape and np.abs(upright.astype(int) - stored).mean() < 8
     image = np.arange(6).reshape(2, 3)
-    assert oriented(image, 6).tolist() == np.rot90(image, -1).tolist() and oriented(image, 1) is image
+    assert (
+        oriented(image, 6).tolist() == np.rot90(image, -1).tolist() and oriented(image, 1) is image
+    )
 
 
 def test_heic_is_read_with_pillow_heif_and_named_without_it(photos, monkeypatch):
@@ -112,8 +129,12 @@ def test_places_are_named_offline_as_a_person_would():
     from memorize.places import gazetteer, where
 
     g = gazetteer()
-    assert g.nearest(48.85822, 2.2945).city == "Paris"  # not Neuilly-sur-Seine, whose centre is nearer
-    assert g.nearest(37.422, -122.0841).city == "Mountain View"  # not the larger Sunnyvale, 7 km off
+    assert (
+        g.nearest(48.85822, 2.2945).city == "Paris"
+    )  # not Neuilly-sur-Seine, whose centre is nearer
+    assert (
+        g.nearest(37.422, -122.0841).city == "Mountain View"
+    )  # not the larger Sunnyvale, 7 km off
     assert g.nearest(0.0, -30.0) is None  # mid-Atlantic
     assert where(48.85822, 2.2945) == "in Paris, Île-de-France, France (48.85822° N, 2.29450° E)"
     assert where(30.62765, 119.738767).startswith("near Deqing, Zhejiang, China")
@@ -133,8 +154,10 @@ def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, capl
         code, out, err = run_cli(capsys, "ingest", str(folder), "--store", str(store))
     # the Pixel's pixels are cut short: what its EXIF says is kept, saying which file, and the rest stored
     assert code == 0 and "0 failed" in out and "3 new clip(s)" in out, out + err
-    assert re.search(r"photo's pixels unreadable, its time and place kept: \S+ultrahdr\.jpg: not a readable image",
-                     err), err
+    assert re.search(
+        r"photo's pixels unreadable, its time and place kept: \S+ultrahdr\.jpg: not a readable image",
+        err,
+    ), err
     assert "exif_gps.jpg: EXIF time 2099:09:29 10:10:10 is not a plausible time" in caplog.text
     warned = [r.getMessage() for r in caplog.records if "carry no time" in r.getMessage()]
     assert len(warned) == 1 and "2 picture(s)" in warned[0]  # once for the folder, naming them
@@ -147,15 +170,23 @@ def test_a_folder_of_photos_is_ingested_as_photos(photos, tmp_path, capsys, capl
     paris = [m for m in memories if "in Paris, Île-de-France, France" in m.text]
     assert len(paris) == 1 and paris[0].text.startswith("A photo taken at 14:30:00 in Paris")
     assert "with a Canon PowerShot S40" in paris[0].text
-    assert datetime.fromtimestamp(paris[0].start_ts, timezone.utc) == datetime(2023, 5, 8, 12, 30, tzinfo=timezone.utc)
+    assert datetime.fromtimestamp(paris[0].start_ts, UTC) == datetime(
+        2023, 5, 8, 12, 30, tzinfo=UTC
+    )
     assert not [m for m in memories if m.kind == "resource"]  # no OCR on pictures without text
     pixel = [m for m in memories if m.provenance == (str(folder / "ultrahdr.jpg"),)]
-    assert len(pixel) == 1 and pixel[0].text.startswith("A photo taken at 09:33:04 near Deqing, Zhejiang, China (")
-    assert places_in(pixel[0].text) == ["Deqing, Zhejiang, China"] and pixel[0].text.endswith("with a Google Pixel 6")
+    assert len(pixel) == 1 and pixel[0].text.startswith(
+        "A photo taken at 09:33:04 near Deqing, Zhejiang, China ("
+    )
+    assert places_in(pixel[0].text) == ["Deqing, Zhejiang, China"] and pixel[0].text.endswith(
+        "with a Google Pixel 6"
+    )
     code, out, _ = run_cli(capsys, "ask", "Where was I on 8 May 2023?", "--store", str(store))
     assert code == 0 and "in Paris" in out and "DSC_0042" not in out
     code, out, _ = run_cli(capsys, "day", "2023-05-08", "--store", str(store), "--json")
     assert code == 0 and "places: Paris, Île-de-France, France (1 photo(s))" in out
     places = json.loads(out.strip().splitlines()[-1])["places"]
-    assert [(p["name"], p["photos"], p["stayed_s"]) for p in places] == [("Paris, Île-de-France, France", 1, 0.0)]
+    assert [(p["name"], p["photos"], p["stayed_s"]) for p in places] == [
+        ("Paris, Île-de-France, France", 1, 0.0)
+    ]
     assert places[0]["clip_id"] == paris[0].clip_id

@@ -5,7 +5,9 @@ import sys
 
 
 def _run(code: str, env: dict | None = None) -> str:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
 
 
 def test_malloc_gives_back_what_an_ingest_frees_unless_the_user_chose_otherwise():

@@ -23,8 +23,12 @@ def _conversation(tmp_path, sessions: list[tuple[str, list[tuple[str, str]]]]):
     conv = {"speaker_a": "Ann", "speaker_b": "Bo"}
     for i, (when, turns) in enumerate(sessions, 1):
         conv[f"session_{i}_date_time"] = when
-        conv[f"session_{i}"] = [{"speaker": s, "dia_id": f"D{i}:{j + 1}", "text": t} for j, (s, t) in enumerate(turns)]
-    (tmp_path / "talk.json").write_text(json.dumps([{"sample_id": "ann-bo", "conversation": conv, "qa": []}]))
+        conv[f"session_{i}"] = [
+            {"speaker": s, "dia_id": f"D{i}:{j + 1}", "text": t} for j, (s, t) in enumerate(turns)
+        ]
+    (tmp_path / "talk.json").write_text(
+        json.dumps([{"sample_id": "ann-bo", "conversation": conv, "qa": []}])
+    )
     return load(tmp_path / "talk.json")[0]
 
 
@@ -38,11 +42,21 @@ def test_a_profile_quotes_what_the_person_said_of_themself_each_citing_its_clip(
         assert s.topic in TOPIC_NAMES and s.citation.clip_id in clip_ids
         assert "<voice_" not in s.text and "<character_" not in s.text and "?" not in s.text
         # what Caroline said, not what Melanie said to her
-        said = [m for m in talk_store.memories_of_clips([s.citation.clip_id]) if s.text.split(". ")[0] in m.text]
-        assert said and all(m.text.startswith(("<voice_1> said:", "<character_1> said:")) for m in said)
+        said = [
+            m
+            for m in talk_store.memories_of_clips([s.citation.clip_id])
+            if s.text.split(". ")[0] in m.text
+        ]
+        assert said and all(
+            m.text.startswith(("<voice_1> said:", "<character_1> said:")) for m in said
+        )
     assert [s.at_ts for s in p.statements] == sorted(s.at_ts for s in p.statements)
     text = "\n".join(p.lines())
-    assert text.startswith("Caroline: called by this name") and "in their own words:" in text and "[clip " in text
+    assert (
+        text.startswith("Caroline: called by this name")
+        and "in their own words:" in text
+        and "[clip " in text
+    )
     assert p.to_json()["statements"][0]["clip_id"] == p.statements[0].citation.clip_id
 
 
@@ -67,7 +81,9 @@ def test_a_rename_shows_at_once_and_a_forgotten_clip_leaves_nothing(talk_store, 
     assert p.label == "Mel Smith" and "\n".join(p.lines()).startswith("Mel Smith: named by you")
     gone = p.statements[0]
     words = gone.text[:60]
-    code, out, err = run_cli(capsys, "forget", "--store", talk_store.uri, "--clip", gone.citation.clip_id, "--yes")
+    code, out, err = run_cli(
+        capsys, "forget", "--store", talk_store.uri, "--clip", gone.citation.clip_id, "--yes"
+    )
     assert code == 0, out + err
     talk_store.catch_up()
     after = build(talk_store, "Mel Smith")
@@ -78,13 +94,35 @@ def test_a_rename_shows_at_once_and_a_forgotten_clip_leaves_nothing(talk_store, 
 def test_facts_cite_their_clips_and_show_what_they_superseded(hash_store, policies, tmp_path):
     from bench.locomo import ingest_conversation
 
-    conv = _conversation(tmp_path, [
-        ("9:00 am on 1 May, 2023", [("Ann", "Hi Bo! I'm Ann and I live in Boston with my husband and our two kids."),
-                                    ("Bo", "Nice to meet you, Ann. I grew up in Dallas.")]),
-        ("9:00 am on 1 June, 2023", [("Ann", "Big news: I moved to Denver last week, we love the mountains."),
-                                     ("Bo", "I live in Dallas, as ever.")]),
-        ("9:00 am on 1 July, 2023", [("Ann", "I live in Denver now and I love hiking there every weekend."),
-                                     ("Bo", "Sounds great.")])])
+    conv = _conversation(
+        tmp_path,
+        [
+            (
+                "9:00 am on 1 May, 2023",
+                [
+                    (
+                        "Ann",
+                        "Hi Bo! I'm Ann and I live in Boston with my husband and our two kids.",
+                    ),
+                    ("Bo", "Nice to meet you, Ann. I grew up in Dallas."),
+                ],
+            ),
+            (
+                "9:00 am on 1 June, 2023",
+                [
+                    ("Ann", "Big news: I moved to Denver last week, we love the mountains."),
+                    ("Bo", "I live in Dallas, as ever."),
+                ],
+            ),
+            (
+                "9:00 am on 1 July, 2023",
+                [
+                    ("Ann", "I live in Denver now and I love hiking there every weekend."),
+                    ("Bo", "Sounds great."),
+                ],
+            ),
+        ],
+    )
     ingest_conversation(conv, hash_store, policies)
     ann = build(hash_store, "Ann")
     lives = [f for f in ann.facts if f.relation == "lives in"]
@@ -97,16 +135,23 @@ def test_facts_cite_their_clips_and_show_what_they_superseded(hash_store, polici
     assert "before: Boston (until 2023-06-01)" in text and "last confirmed 2023-07-01" in text
     assert {s.topic for s in ann.statements} >= {"family"}
     bo = build(hash_store, "Bo")
-    assert {(f.relation, f.value) for f in bo.facts} >= {("is from", "Dallas"), ("lives in", "Dallas")}
+    assert {(f.relation, f.value) for f in bo.facts} >= {
+        ("is from", "Dallas"),
+        ("lives in", "Dallas"),
+    }
     assert all("Denver" not in f.text for f in bo.facts)  # Ann's facts are not Bo's
 
 
 def test_what_counts_as_said_of_oneself_and_its_topic():
-    assert about_themself("How are you? I adopted a beagle puppy last week. It is cute.") == \
-        "I adopted a beagle puppy last week."
+    assert (
+        about_themself("How are you? I adopted a beagle puppy last week. It is cute.")
+        == "I adopted a beagle puppy last week."
+    )
     assert about_themself("Do you like my new painting?") == ""  # a question
     assert about_themself("Thanks, me too!") == ""  # too little said
-    assert about_themself("The weather was grey all week here and the trains were late.") == ""  # not of themself
+    assert (
+        about_themself("The weather was grey all week here and the trains were late.") == ""
+    )  # not of themself
     assert topic_of("My daughter starts school in May.") == "family"
     assert topic_of("I work at the hospital as a nurse.") == "home and work"
     assert topic_of("I really love pottery and painting.") == "likes"
@@ -118,7 +163,9 @@ def test_what_counts_as_said_of_oneself_and_its_topic():
 
 @pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_mnemo_people_show_prints_the_profile(talk_store, capsys):
-    code, out, _ = run_cli(capsys, "people", "show", "Caroline", "--store", talk_store.uri, "--json")
+    code, out, _ = run_cli(
+        capsys, "people", "show", "Caroline", "--store", talk_store.uri, "--json"
+    )
     assert code == 0 and out.startswith("Caroline: called by this name")
     body = json.loads(out.strip().splitlines()[-1])
     assert body["name"] == "Caroline" and body["statements"] and body["owner"] is False
@@ -139,7 +186,9 @@ def test_rest_gives_a_profile_and_says_who_exists_when_nobody_matches(talk_store
     assert reply.status_code == 200, reply.text
     body = reply.json()
     assert body["name"] == "Caroline" and body["text"].startswith("Caroline")
-    assert [s["clip_id"] for s in body["statements"]] == [s.citation.clip_id for s in build(talk_store, "Caroline").statements]
+    assert [s["clip_id"] for s in body["statements"]] == [
+        s.citation.clip_id for s in build(talk_store, "Caroline").statements
+    ]
     missing = client.get("/people/me/profile")
     assert missing.status_code == 404 and "nobody is marked as you" in missing.json()["error"]
     edit_people.me(talk_store, "Melanie")
@@ -150,26 +199,54 @@ def test_rest_gives_a_profile_and_says_who_exists_when_nobody_matches(talk_store
 
 @pytest.mark.slow  # the configured text embedder
 def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_path, capsys):
-    filler = [("Bo", "The weather was grey all week here."), ("Ann", "The film about bees was long."),
-              ("Bo", "Trains were late again today."), ("Ann", "Sounds tiring, rest well.")] * 3
-    turns = [("Ann", "I adopted a puppy called Rex last week, a beagle."), *filler,
-             ("Bo", "I started pottery classes on Monday evening.")]
+    filler = [
+        ("Bo", "The weather was grey all week here."),
+        ("Ann", "The film about bees was long."),
+        ("Bo", "Trains were late again today."),
+        ("Ann", "Sounds tiring, rest well."),
+    ] * 3
+    turns = [
+        ("Ann", "I adopted a puppy called Rex last week, a beagle."),
+        *filler,
+        ("Bo", "I started pottery classes on Monday evening."),
+    ]
     session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
-    data = [{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
-             "session_1_date_time": "9:00 am on 1 May, 2023", "session_1": session},
-             "observation": {"session_1_observation": {
-                 "Ann": [["Ann adopted a beagle puppy named Rex.", "D1:1"], ["Ann keeps bees.", "D1:3"]],
-                 "Bo": [["Bo takes pottery classes.", "D1:14"]]}},
-             "qa": []}]
+    data = [
+        {
+            "sample_id": "c1",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1_date_time": "9:00 am on 1 May, 2023",
+                "session_1": session,
+            },
+            "observation": {
+                "session_1_observation": {
+                    "Ann": [
+                        ["Ann adopted a beagle puppy named Rex.", "D1:1"],
+                        ["Ann keeps bees.", "D1:3"],
+                    ],
+                    "Bo": [["Bo takes pottery classes.", "D1:14"]],
+                }
+            },
+            "qa": [],
+        }
+    ]
     (tmp_path / "tiny.json").write_text(json.dumps(data))
-    code, out, _ = run_cli(capsys, "bench", "profile", "--data", str(tmp_path / "tiny.json"), "--json")
+    code, out, _ = run_cli(
+        capsys, "bench", "profile", "--data", str(tmp_path / "tiny.json"), "--json"
+    )
     assert code == 0
     figures = json.loads(out.strip().splitlines()[-1])
     assert figures["people"] == 2 and figures["facts"] == 3
     # the puppy and the pottery are said in the first person; the bees are not said of oneself at all
     assert figures["all_fact_recall"] == pytest.approx(2 / 3, abs=1e-3)
-    assert figures["fact_recall"] == pytest.approx(2 / 3, abs=1e-3)  # few candidates: all of them are kept
-    assert "a fact counts as stated when one profile sentence holds half of its content words" in out
+    assert figures["fact_recall"] == pytest.approx(
+        2 / 3, abs=1e-3
+    )  # few candidates: all of them are kept
+    assert (
+        "a fact counts as stated when one profile sentence holds half of its content words" in out
+    )
 
 
 @pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
@@ -180,7 +257,9 @@ def test_a_question_about_a_person_is_answered_by_their_profile(talk_store):
     profile = build(talk_store, "Caroline")
     answer = answerer.ask("What do I know about Caroline?")
     assert answer.answer.startswith("About Caroline: ")
-    assert [c.clip_id for c in answer.citations] == [s.citation.clip_id for s in profile.statements[-5:]]
+    assert [c.clip_id for c in answer.citations] == [
+        s.citation.clip_id for s in profile.statements[-5:]
+    ]
     assert "the profile of Caroline" in answer.steps[-1]
     assert answerer.ask("Tell me about Melanie").answer.startswith("About Melanie: ")
     # nobody of that name, nobody marked as me, or a question about a thing: searched as before
@@ -190,4 +269,6 @@ def test_a_question_about_a_person_is_answered_by_their_profile(talk_store):
     edit_people.me(talk_store, "Melanie")
     assert answerer.ask("Tell me about myself").answer.startswith("About you: ")
     # what was known before a time is searched: a profile is of now
-    assert not answerer.ask("Who is Caroline?", before_ts=profile.statements[-1].at_ts).answer.startswith("About")
+    assert not answerer.ask(
+        "Who is Caroline?", before_ts=profile.statements[-1].at_ts
+    ).answer.startswith("About")

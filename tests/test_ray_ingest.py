@@ -19,18 +19,26 @@ def local_ray():
     from ray_jobs.ingest import loopback_only
 
     loopback_only()
-    ray.init(num_cpus=2, object_store_memory=200 * 1024 * 1024, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
-    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}  # no test traffic beyond loopback
+    ray.init(
+        num_cpus=2,
+        object_store_memory=200 * 1024 * 1024,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}},
+    )
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {
+        "127.0.0.1"
+    }  # no test traffic beyond loopback
     yield
     ray.shutdown()
 
 
-def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(local_ray, tmp_path, demo_recording,
-                                                                       demo_store, policies):
+def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(
+    local_ray, tmp_path, demo_recording, demo_store, policies
+):
+    from embeddings.base import build_text_embedder
     from graph.compare import differences, table_rows
     from graph.store import Store
-    from embeddings.base import build_text_embedder
     from mnemo.config import PerceptionConfig
     from mnemo.wiring import perceivers_factory
     from ray_jobs.ingest import ingest_ray
@@ -40,8 +48,14 @@ def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(local_ray
     store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
     lines: list[str] = []
     perceivers = perceivers_factory(PerceptionConfig(faces_backend="dlib"))
-    report = ingest_ray([str(demo_recording), str(broken)], store, perceivers, policies, workers=2,
-                        progress=lines.append)
+    report = ingest_ray(
+        [str(demo_recording), str(broken)],
+        store,
+        perceivers,
+        policies,
+        workers=2,
+        progress=lines.append,
+    )
     assert report.clips_new == 2 and [p for p, _ in report.files_failed] == [str(broken)]
     assert report.files_ingested == [str(demo_recording)]
     assert any("2 Ray worker(s)" in line for line in lines)
@@ -50,7 +64,9 @@ def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(local_ray
     ray_rows = table_rows(store)
     assert len(ray_rows["memories"]) > 5
 
-    again = ingest_ray([str(demo_recording)], store, perceivers, policies, workers=2, progress=lines.append)
+    again = ingest_ray(
+        [str(demo_recording)], store, perceivers, policies, workers=2, progress=lines.append
+    )
     assert again.clips_new == 0 and again.clips_skipped == 2 and table_rows(store) == ray_rows
 
 
@@ -71,23 +87,37 @@ class DyingPerceive:
         return self.inner(batch)
 
 
-def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(local_ray, tmp_path, demo_recording,
-                                                                               demo_store, policies):
+def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(
+    local_ray, tmp_path, demo_recording, demo_store, policies
+):
+    from ray import cloudpickle
+
     from embeddings.base import build_text_embedder
     from graph.compare import differences
     from graph.store import Store
     from mnemo.config import PerceptionConfig
     from mnemo.wiring import perceivers_factory
-    from ray import cloudpickle
     from ray_jobs.ingest import ingest_ray
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    cloudpickle.register_pickle_by_value(
+        sys.modules[__name__]
+    )  # the workers cannot import this test module
     marker = tmp_path / "died"
-    dying = type("DyingPerceiveHere", (DyingPerceive,), {"__init__": partialmethod(DyingPerceive.__init__,
-                                                                                       str(marker), 1)})
+    dying = type(
+        "DyingPerceiveHere",
+        (DyingPerceive,),
+        {"__init__": partialmethod(DyingPerceive.__init__, str(marker), 1)},
+    )
     store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
-    report = ingest_ray([str(demo_recording)], store, perceivers_factory(PerceptionConfig(faces_backend="dlib")),
-                        policies, workers=2, progress=lambda _m: None, actor=dying)
+    report = ingest_ray(
+        [str(demo_recording)],
+        store,
+        perceivers_factory(PerceptionConfig(faces_backend="dlib")),
+        policies,
+        workers=2,
+        progress=lambda _m: None,
+        actor=dying,
+    )
     assert marker.exists()  # a worker did die in the second clip
     assert report.clips_new == 2 and not report.clips_failed
     assert differences(store, demo_store) == []
@@ -117,29 +147,51 @@ class PoisonPerceive:
         return self.inner(batch)
 
 
-def test_a_clip_that_keeps_killing_its_worker_fails_alone_and_the_ingest_finishes(local_ray, tmp_path,
-                                                                                  demo_recording, policies):
+def test_a_clip_that_keeps_killing_its_worker_fails_alone_and_the_ingest_finishes(
+    local_ray, tmp_path, demo_recording, policies
+):
+    from ray import cloudpickle
+
     from embeddings.base import build_text_embedder
     from graph.store import Store
     from mnemo.config import PerceptionConfig
     from mnemo.wiring import perceivers_factory
-    from ray import cloudpickle
     from ray_jobs.ingest import MAX_DEATHS, ingest_ray
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     deaths = tmp_path / "deaths"
-    poison = type("PoisonPerceiveHere", (PoisonPerceive,), {"__init__": partialmethod(PoisonPerceive.__init__,
-                                                                                         str(deaths), 0)})
+    poison = type(
+        "PoisonPerceiveHere",
+        (PoisonPerceive,),
+        {"__init__": partialmethod(PoisonPerceive.__init__, str(deaths), 0)},
+    )
     store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
     lines: list[str] = []
-    report = ingest_ray([str(demo_recording)], store, perceivers_factory(PerceptionConfig(faces_backend="dlib")),
-                        policies, workers=2, progress=lines.append, actor=poison)
-    assert deaths.read_text().count("died") == MAX_DEATHS  # tried until it had killed MAX_DEATHS workers
+    report = ingest_ray(
+        [str(demo_recording)],
+        store,
+        perceivers_factory(PerceptionConfig(faces_backend="dlib")),
+        policies,
+        workers=2,
+        progress=lines.append,
+        actor=poison,
+    )
+    assert (
+        deaths.read_text().count("died") == MAX_DEATHS
+    )  # tried until it had killed MAX_DEATHS workers
     assert report.clips_new == 1 and len(report.clips_failed) == 1, report
     path, reason = report.clips_failed[0]
     assert path == str(demo_recording) and f"died {MAX_DEATHS} times" in reason
     assert any("skipped" in line and "died" in line for line in lines)
     assert store.count()["clips"] == 1  # the other clip is stored
-    again = ingest_ray([str(demo_recording)], store, perceivers_factory(PerceptionConfig(faces_backend="dlib")),
-                       policies, workers=2, progress=lines.append)
-    assert again.clips_new == 1 and store.count()["clips"] == 2  # not poisoned any more: a rerun ingests it
+    again = ingest_ray(
+        [str(demo_recording)],
+        store,
+        perceivers_factory(PerceptionConfig(faces_backend="dlib")),
+        policies,
+        workers=2,
+        progress=lines.append,
+    )
+    assert (
+        again.clips_new == 1 and store.count()["clips"] == 2
+    )  # not poisoned any more: a rerun ingests it

@@ -33,17 +33,24 @@ def test_plan_numbers_clips_in_memorizing_order_and_skips_committed_ones(tmp_pat
     from scipy.io import wavfile
 
     from memorize.memorizer import clip_row
-    from pipeline.ingest import IngestReport, plan
     from perception.records import ClipObservations
+    from pipeline.ingest import IngestReport, plan
 
     for name, seconds in (("b.wav", 65), ("a.wav", 35)):
         wavfile.write(tmp_path / name, 16000, np.zeros(16000 * seconds, np.int16))
     paths = [str(tmp_path / "b.wav"), str(tmp_path / "a.wav")]
     first = plan(paths, hash_store, progress=lambda _m: None)
     assert [(j.seq, j.path.rsplit("/", 1)[-1], j.clip.index) for j in first.jobs] == [
-        (0, "b.wav", 0), (1, "b.wav", 1), (2, "b.wav", 2), (3, "a.wav", 0), (4, "a.wav", 1)]
+        (0, "b.wav", 0),
+        (1, "b.wav", 1),
+        (2, "b.wav", 2),
+        (3, "a.wav", 0),
+        (4, "a.wav", 1),
+    ]
     hash_store.commit_clip(clip_row(ClipObservations(first.jobs[0].clip, (), ())), [], [])
     report = IngestReport()
     again = plan(paths, hash_store, progress=lambda _m: None, report=report)
-    assert [j.seq for j in again.jobs] == [0, 1, 2, 3] and again.jobs[0].clip.clip_id == first.jobs[1].clip.clip_id
+    assert [j.seq for j in again.jobs] == [0, 1, 2, 3] and again.jobs[0].clip.clip_id == first.jobs[
+        1
+    ].clip.clip_id
     assert report.clips_skipped == 1 and again.clips_of == first.clips_of

@@ -4,7 +4,7 @@ the store; ordinary text of the project's own fixtures left as it is."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -13,47 +13,66 @@ import pytest
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.redact import DEFAULT_KINDS, KINDS, Redactor
+from perception.records import (
+    Clip,
+    ClipObservations,
+    FrameObservation,
+    SourceInfo,
+    SpeechTurn,
+    TextLine,
+    Word,
+)
 from pipeline.ingest import ClipJob, ClipWriter, IngestPlan, IngestReport
-from perception.records import (Clip, ClipObservations, FrameObservation, SourceInfo, SpeechTurn, TextLine,
-                                Word)
 
 ALL = Redactor(KINDS)
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("Pay with 4111 1111 1111 1111 today", "Pay with [card] today"),
-    ("amex 3782-822463-10005.", "amex [card]."),
-    ("IBAN DE89 3704 0044 0532 0130 00 please", "IBAN [iban] please"),
-    ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AWS_ACCESS_KEY_ID=[secret]"),
-    ("curl -H 'Authorization: Bearer sk-proj-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'", "curl -H 'Authorization: Bearer [secret]'"),
-    ("slack xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx", "slack [secret]"),
-    ("my password is hunter2, don't tell", "my password is [password], don't tell"),
-    ("PIN: 4821", "PIN: [password]"),
-    ("my password was correct horse battery staple.", "my password was [password]."),
-    ("passcode: 1234", "passcode: [password]"),
-    ("4111 1111 1111 1111 12/27", "[card] 12/27"),
-    ("ID 2024 4111 1111 1111 1111", "ID 2024 [card]"),
-    ("DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX", "[iban] BIC COBADEFFXXX"),
-    ("Bearer 8f3kD02mZpQ71xLw9vBnT4 with iPhone 12 users", "Bearer [secret] with iPhone 12 users"),
-    ("bus pass is valid", None),
-    ("drop a pin is fine", None),
-    ("mail me at ana.lopez@example.org", "mail me at [email]"),
-    ("call +44 20 7946 0958 tomorrow", "call [phone] tomorrow"),
-    # ordinary numbers stay: not Luhn-valid, not an issuer's, a checksum that fails, a hash, a time
-    ("Order 1234567812345670 shipped", None),
-    ("card 4111 1111 1111 1112", None),
-    ("DE89 3704 0044 0532 0130 01", None),
-    ("commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", None),
-    ("2026-11-25 14:00:00 build 20261125140000 done", None),
-    ("the password manager opened", None),
-])
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        ("Pay with 4111 1111 1111 1111 today", "Pay with [card] today"),
+        ("amex 3782-822463-10005.", "amex [card]."),
+        ("IBAN DE89 3704 0044 0532 0130 00 please", "IBAN [iban] please"),
+        ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AWS_ACCESS_KEY_ID=[secret]"),
+        (
+            "curl -H 'Authorization: Bearer sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7CD0EF'",
+            "curl -H 'Authorization: Bearer [secret]'",
+        ),
+        ("slack xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx", "slack [secret]"),
+        ("my password is hunter2, don't tell", "my password is [password], don't tell"),
+        ("PIN: 4821", "PIN: [password]"),
+        ("my password was correct horse battery staple.", "my password was [password]."),
+        ("passcode: 1234", "passcode: [password]"),
+        ("4111 1111 1111 1111 12/27", "[card] 12/27"),
+        ("ID 2024 4111 1111 1111 1111", "ID 2024 [card]"),
+        ("DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX", "[iban] BIC COBADEFFXXX"),
+        (
+            "Bearer 8f3kD02mZpQ71xLw9vBnT4 with iPhone 12 users",
+            "Bearer [secret] with iPhone 12 users",
+        ),
+        ("bus pass is valid", None),
+        ("drop a pin is fine", None),
+        ("mail me at ana.lopez@example.org", "mail me at [email]"),
+        ("call +44 20 7946 0958 tomorrow", "call [phone] tomorrow"),
+        # ordinary numbers stay: not Luhn-valid, not an issuer's, a checksum that fails, a hash, a time
+        ("Order 1234567812345670 shipped", None),
+        ("card 4111 1111 1111 1112", None),
+        ("DE89 3704 0044 0532 0130 01", None),
+        ("commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", None),
+        ("2026-11-25 14:00:00 build 20261125140000 done", None),
+        ("the password manager opened", None),
+    ],
+)
 def test_what_is_redacted_and_what_stays(text, kept):
     assert ALL.text(text) == (text if kept is None else kept)
 
 
 def test_emails_and_phones_are_kept_unless_asked_for():
     assert "emails" not in DEFAULT_KINDS and "phones" not in DEFAULT_KINDS
-    assert Redactor().text("ana.lopez@example.org, +44 20 7946 0958") == "ana.lopez@example.org, +44 20 7946 0958"
+    assert (
+        Redactor().text("ana.lopez@example.org, +44 20 7946 0958")
+        == "ana.lopez@example.org, +44 20 7946 0958"
+    )
     with pytest.raises(ValueError, match="unknown redaction kind"):
         Redactor(("cards", "ssn"))
 
@@ -62,19 +81,33 @@ CARD, KEY, IBAN = "4111 1111 1111 1111", "AKIAIOSFODNN7EXAMPLE", "GB82 WEST 1234
 
 
 def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash_store):
-    source = SourceInfo("/rec/call.mp4", "3" * 64, 30.0, True, True, datetime(2026, 5, 1, tzinfo=timezone.utc), "option")
+    source = SourceInfo(
+        "/rec/call.mp4",
+        "3" * 64,
+        30.0,
+        True,
+        True,
+        datetime(2026, 5, 1, tzinfo=UTC),
+        "option",
+    )
     clip = Clip("redact-clip", source, 0, 0.0, 30.0)
     said = f"Sure, my card number is {CARD} and the password is Tr0ub4dor."
     words = tuple(Word(w, 0.3 * i, 0.3 * i + 0.25, 0.9) for i, w in enumerate(said.split()))
     emb = np.ones(4, dtype=np.float32) / 2
     speech = (SpeechTurn("redact-clip:t0", said, 0.0, 6.0, "en", words, emb, "s0"),)
-    lines = (TextLine(f"export AWS_ACCESS_KEY_ID={KEY}", (0, 0, 10, 10), 0.99),
-             TextLine(f"Transfer to {IBAN}", (0, 20, 10, 30), 0.99))
+    lines = (
+        TextLine(f"export AWS_ACCESS_KEY_ID={KEY}", (0, 0, 10, 10), 0.99),
+        TextLine(f"Transfer to {IBAN}", (0, 20, 10, 30), 0.99),
+    )
     frames = (FrameObservation(2.0, text_lines=lines, app="XTerm", window=f"vault: AWS_KEY={KEY}"),)
     obs = ClipObservations(clip, speech, (), frames=frames)
     report = IngestReport()
-    writer = ClipWriter(hash_store, Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.84, min_found_s=0.5)),
-                        report, progress=lambda _m: None)
+    writer = ClipWriter(
+        hash_store,
+        Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.84, min_found_s=0.5)),
+        report,
+        progress=lambda _m: None,
+    )
     writer.write(ClipJob(0, source.path, "clip", clip), obs)
     writer.finish(IngestPlan([], {}))
     assert report.redacted == {"card": 1, "password": 1, "secret": 2, "iban": 1}
@@ -82,7 +115,11 @@ def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash
     for secret in (CARD, KEY, IBAN, "Tr0ub4dor", CARD.replace(" ", "")):
         assert not [str(p) for p in files if secret.encode() in p.read_bytes()], secret
     row = hash_store.get_clip("redact-clip")
-    assert "[card]" in row["transcript"] and "[secret]" in row["screen_text"] and "[iban]" in row["screen_text"]
+    assert (
+        "[card]" in row["transcript"]
+        and "[secret]" in row["screen_text"]
+        and "[iban]" in row["screen_text"]
+    )
     assert any("redacted before storing" in n for n in row["notes"])
     assert any("[card]" in m.text for m in hash_store.memories_where("kind = 'episodic'"))
 
@@ -99,13 +136,21 @@ def test_the_defaults_redact_nothing_in_the_projects_own_conversations_and_scree
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
     if not path.is_file():
         unavailable(f"{path} is missing (the shared LoCoMo dev set)")
-    turns = [t["text"] for conv in json.loads(path.read_text()) for k, session in conv["conversation"].items()
-             if k.startswith("session_") and not k.endswith("date_time") for t in session]
+    turns = [
+        t["text"]
+        for conv in json.loads(path.read_text())
+        for k, session in conv["conversation"].items()
+        if k.startswith("session_") and not k.endswith("date_time")
+        for t in session
+    ]
     turns += [text for *_, text in read_stm(pyannote_dir / "sample.stm")]
     screen_lines = [line for s in screens() for line in s.lines]
     # the OCR bench's note screen shows one real secret: it must go, and nothing else
     planted = "The wifi password for the cabin is maple-sunrise-19"
-    assert planted in screen_lines and Redactor().text(planted) == "The wifi password for the cabin is [password]"
+    assert (
+        planted in screen_lines
+        and Redactor().text(planted) == "The wifi password for the cabin is [password]"
+    )
     screen_lines = [line for line in screen_lines if line != planted]
     found = {k: sum(len(Redactor((k,)).spans(t)) for t in turns + screen_lines) for k in KINDS}
     print(f"{len(turns)} turns and {len(screen_lines)} screen lines; spans found by kind: {found}")
@@ -113,48 +158,79 @@ def test_the_defaults_redact_nothing_in_the_projects_own_conversations_and_scree
     assert sum(found[k] for k in DEFAULT_KINDS) == 0
 
 
-
 def _left(secret: str, stored: str) -> str:
     """A part of ``secret`` (6 characters, or all of a shorter one) still in ``stored``; "" when none."""
     n = min(6, len(secret))
-    return next((secret[i:i + n] for i in range(len(secret) - n + 1) if secret[i:i + n] in stored), "")
+    return next(
+        (secret[i : i + n] for i in range(len(secret) - n + 1) if secret[i : i + n] in stored), ""
+    )
 
 
 # what a user found stored (issue 42), and what the audit of 49 forms missed
-@pytest.mark.parametrize("text, secret", [
-    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
-    ("DB_PASSWORD=s3cr3t-Passw0rd!", "s3cr3t-Passw0rd!"),
-    ("export DB_PASSwORD=Tr0ub4dor-and-3", "Tr0ub4dor-and-3"),  # as OCR read a screen: case mixed inside the word
-    ('{"user": "ana", "password": "Blue Otter 42"}', "Blue Otter 42"),
-    ("Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l"),
-    ("card 4111.1111.1111.1111 expires 09/28", "4111.1111.1111.1111"),
-    ("iban de89 3704 0044 0532 0130 00", "de89 3704 0044 0532 0130 00"),
-    ("//registry.npmjs.org/:_authToken=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("SECRET_KEY = 'django-insecure-9x#k2@p!m^w7$z&q(3v)r8t*u1y0o-e6i5a4s_d'",
-     "django-insecure-9x#k2@p!m^w7$z&q(3v)r8t*u1y0o-e6i5a4s_d"),
-    ("-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW "
-     "QyNTUxOQAAACDq9fLy -----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"),
-    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
-    ("Authorization: Bearer 8f3kD02mZpQ71xLw9vBnT4", "8f3kD02mZpQ71xLw9vBnT4"),
-    ("Your verification code is 482913", "482913"),
-    ("it's 4 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 on the card", "4 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1"),
-    ('password: "correct horse battery staple"', "correct horse battery staple"),
-    # bench faults planted_secrets: OCR split a bearer token after its full stop; speech recognition
-    # heard "is" as "in" and put a comma inside a password said aloud (it was "Ember35%7cDTm")
-    ("authorization: bearer 8f3kD02mZpQ71xLw9vR-xf. NrcYdS6R9'", "NrcYdS6R9"),
-    ("the password for the bank in November 35%, 7 CDTM, don't tell anyone.", "35%, 7 CDTM"),
-    ("Don't tell anyone the password for the gate is 5 ,720.", "5 ,720"),
-])
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        (
+            "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ),
+        ("DB_PASSWORD=s3cr3t-Passw0rd!", "s3cr3t-Passw0rd!"),
+        (
+            "export DB_PASSwORD=Tr0ub4dor-and-3",
+            "Tr0ub4dor-and-3",
+        ),  # as OCR read a screen: case mixed inside the word
+        ('{"user": "ana", "password": "Blue Otter 42"}', "Blue Otter 42"),
+        ("Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l"),
+        ("card 4111.1111.1111.1111 expires 09/28", "4111.1111.1111.1111"),
+        ("iban de89 3704 0044 0532 0130 00", "de89 3704 0044 0532 0130 00"),
+        (
+            "//registry.npmjs.org/:_authToken=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        ),
+        (
+            "SECRET_KEY = 'django-insecure-9x#k2@p!m^w7$z&q(3v)r8t*u1y0o-e6i5a4s_d'",
+            "django-insecure-9x#k2@p!m^w7$z&q(3v)r8t*u1y0o-e6i5a4s_d",
+        ),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW "
+            "QyNTUxOQAAACDq9fLy -----END OPENSSH PRIVATE KEY-----",
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+        ),
+        (
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        ),
+        ("Authorization: Bearer 8f3kD02mZpQ71xLw9vBnT4", "8f3kD02mZpQ71xLw9vBnT4"),
+        ("Your verification code is 482913", "482913"),
+        ("it's 4 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 on the card", "4 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1"),
+        ('password: "correct horse battery staple"', "correct horse battery staple"),
+        # bench faults planted_secrets: OCR split a bearer token after its full stop; speech recognition
+        # heard "is" as "in" and put a comma inside a password said aloud (it was "Ember35%7cDTm")
+        ("authorization: bearer 8f3kD02mZpQ71xLw9vR-xf. NrcYdS6R9'", "NrcYdS6R9"),
+        ("the password for the bank in November 35%, 7 CDTM, don't tell anyone.", "35%, 7 CDTM"),
+        ("Don't tell anyone the password for the gate is 5 ,720.", "5 ,720"),
+    ],
+)
 def test_the_secrets_the_user_and_the_audit_found_stored_are_kept_out(text, secret):
     stored = ALL.text(text)
     assert not _left(secret, stored), stored
 
 
-@pytest.mark.parametrize("text", ["Password: ********", "Received 4503599627370492 bytes", "DB_PASSWORD=${DB_PASSWORD}",
-                                  "SECRET_KEY = os.environ['SECRET_KEY']", "PWD=/home/ana/projects", "max_tokens: 800",
-                                  "token_type: bearer", "The password is incorrect", "status code 500",
-                                  "the password in 2023 was different"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Password: ********",
+        "Received 4503599627370492 bytes",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "SECRET_KEY = os.environ['SECRET_KEY']",
+        "PWD=/home/ana/projects",
+        "max_tokens: 800",
+        "token_type: bearer",
+        "The password is incorrect",
+        "status code 500",
+        "the password in 2023 was different",
+    ],
+)
 def test_look_alikes_the_audit_saw_redacted_stay(text):
     from stdnum import luhn
 
@@ -164,10 +240,22 @@ def test_look_alikes_the_audit_saw_redacted_stay(text):
 
 
 def test_a_key_block_read_as_many_screen_lines_is_kept_out_line_by_line():
-    lines = ["$ cat ~/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----",
-             "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "QyNTUxOQAAACDq9fLy",
-             "-----END OPENSSH PRIVATE KEY-----", "$ ls"]
-    assert Redactor().lines(lines) == ["$ cat ~/.ssh/id_ed25519", "[secret]", "[secret]", "[secret]", "[secret]", "$ ls"]
+    lines = [
+        "$ cat ~/.ssh/id_ed25519",
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+        "QyNTUxOQAAACDq9fLy",
+        "-----END OPENSSH PRIVATE KEY-----",
+        "$ ls",
+    ]
+    assert Redactor().lines(lines) == [
+        "$ cat ~/.ssh/id_ed25519",
+        "[secret]",
+        "[secret]",
+        "[secret]",
+        "[secret]",
+        "$ ls",
+    ]
 
 
 def test_what_an_llm_writer_returns_is_redacted_before_it_is_memorized(hash_store):
@@ -177,14 +265,41 @@ def test_what_an_llm_writer_returns_is_redacted_before_it_is_memorized(hash_stor
     from llm.client import ChatClient
     from memorize.writer_llm import LLMWriter
 
-    source = SourceInfo("/rec/desk.mp4", "4" * 64, 30.0, True, True, datetime(2026, 5, 1, tzinfo=timezone.utc), "option")
+    source = SourceInfo(
+        "/rec/desk.mp4",
+        "4" * 64,
+        30.0,
+        True,
+        True,
+        datetime(2026, 5, 1, tzinfo=UTC),
+        "option",
+    )
     clip = Clip("llm-redact", source, 0, 0.0, 30.0)
-    speech = (SpeechTurn("llm-redact:t0", "let me paste the key", 0.0, 3.0, "en", (), np.ones(4, np.float32) / 2, "s0"),)
-    reply = json.dumps({"episodic": [f"<voice_1> pastes the AWS key {KEY} and pays with card {CARD}."],
-                        "semantic": [{"subject": "voice_1", "relation": "has password", "value": "password is Tr0ub4dor"}]})
+    speech = (
+        SpeechTurn(
+            "llm-redact:t0",
+            "let me paste the key",
+            0.0,
+            3.0,
+            "en",
+            (),
+            np.ones(4, np.float32) / 2,
+            "s0",
+        ),
+    )
+    reply = json.dumps(
+        {
+            "episodic": [f"<voice_1> pastes the AWS key {KEY} and pays with card {CARD}."],
+            "semantic": [
+                {"subject": "voice_1", "relation": "has password", "value": "password is Tr0ub4dor"}
+            ],
+        }
+    )
     with FakeOpenAI([reply]) as fake:
         client = ChatClient(fake.base_url, "qwen2.5-vl", timeout_s=5.0, max_retries=0)
-        memorizer = Memorizer(hash_store, MatchPolicy(0.9), MatchPolicy(0.84), llm_writer=LLMWriter(client))
+        memorizer = Memorizer(
+            hash_store, MatchPolicy(0.9), MatchPolicy(0.84), llm_writer=LLMWriter(client)
+        )
         written = memorizer.memorize(ClipObservations(clip, speech, ()))
     texts = " | ".join(m.text for m in written.memories)
     assert "[secret]" in texts and "[card]" in texts and "pastes the AWS key" in texts
@@ -210,18 +325,60 @@ def test_bench_redact_is_a_bench_command_with_its_figures_on_the_last_line(capsy
 
     code, out, _ = run_cli(capsys, "bench", "redact", "--json")
     figures = json.loads(out.strip().splitlines()[-1])
-    assert code == 0 and {"secrets", "recall", "benign", "false_redactions", "ms_per_kb"} <= set(figures)
+    assert code == 0 and {"secrets", "recall", "benign", "false_redactions", "ms_per_kb"} <= set(
+        figures
+    )
     assert "recall" in out and "false-redaction rate" in out
 
 
 # long runs of what each rule loops on, and of what starts each rule
-ADVERSARIAL = ["a", "0", "-", "_", " ", ".", "/", "eyJ", "eyJa.", "sk-", "AKC", "//", "password:", "password ", "--password ",
-               "Authorization: Basic ", "a://", "1-", "4 ", "one ", "de89 ", "-----BEGIN RSA PRIVATE KEY-----", "bearer ",
-               "password is ", "pin is 1", "verification code ", "0 is your ", "ab12", '"a', "\\", "a@", "a.b@",
-               # OCR's forms: a key in pieces, a digit for a prefix's letter, a lost or unclosed quote, IBAN labels
-               "sk-a ", "sk-aaaaaaaaaaaaaaaaaaaa ", "x0xp-1", "password: a ", "password: 'a ", "IBAN: DE00 ", "-u a: ",
-               # a bearer token split by OCR, a spoken password heard as "in …" and cut by commas
-               "bearer aaaaaaaaaaaaaaaa1 ", "aB1 ", "password in 1 ", "password is a, 77"]
+ADVERSARIAL = [
+    "a",
+    "0",
+    "-",
+    "_",
+    " ",
+    ".",
+    "/",
+    "eyJ",
+    "eyJa.",
+    "sk-",
+    "AKC",
+    "//",
+    "password:",
+    "password ",
+    "--password ",
+    "Authorization: Basic ",
+    "a://",
+    "1-",
+    "4 ",
+    "one ",
+    "de89 ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "bearer ",
+    "password is ",
+    "pin is 1",
+    "verification code ",
+    "0 is your ",
+    "ab12",
+    '"a',
+    "\\",
+    "a@",
+    "a.b@",
+    # OCR's forms: a key in pieces, a digit for a prefix's letter, a lost or unclosed quote, IBAN labels
+    "sk-a ",
+    "sk-aaaaaaaaaaaaaaaaaaaa ",
+    "x0xp-1",
+    "password: a ",
+    "password: 'a ",
+    "IBAN: DE00 ",
+    "-u a: ",
+    # a bearer token split by OCR, a spoken password heard as "in …" and cut by commas
+    "bearer aaaaaaaaaaaaaaaa1 ",
+    "aB1 ",
+    "password in 1 ",
+    "password is a, 77",
+]
 
 
 @pytest.mark.slow
@@ -244,7 +401,9 @@ def test_every_rule_takes_time_linear_in_the_line():
     ratios = {}
     for unit in ADVERSARIAL:
         short, long = ((unit * (n // len(unit) + 1))[:n] + "!" for n in (50_000, 200_000))
-        ratios[unit] = seconds(long, 2) / max(seconds(short, 3), 1e-4)  # each the least of a few: a busy machine
+        ratios[unit] = seconds(long, 2) / max(
+            seconds(short, 3), 1e-4
+        )  # each the least of a few: a busy machine
     print({u: round(r, 1) for u, r in ratios.items()})
     # linear is 4, quadratic 16; on a busy 2-core machine linear rules were seen at up to 8.3
     assert max(ratios.values()) < 10, {u: round(r, 1) for u, r in ratios.items() if r >= 10}

@@ -19,7 +19,8 @@ def test_committed_reference_page_is_current(name):
     generated = reference.pages()[name].splitlines()
     if committed != generated:
         line = next(
-            (i for i, (a, b) in enumerate(zip(committed, generated)) if a != b), min(len(committed), len(generated))
+            (i for i, (a, b) in enumerate(zip(committed, generated)) if a != b),
+            min(len(committed), len(generated)),
         )
         pytest.fail(
             f"{path} is stale from line {line + 1} on (committed: {committed[line : line + 1]}, "
@@ -36,9 +37,9 @@ def test_every_config_section_and_setting_is_described():
         for key, field in model.model_fields.items():
             if not (field.description or "").strip():
                 missing.append(f"{section}.{key}")
-            assert not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)), (
-                f"{section}.{key} is a nested table: teach mnemo.reference to walk it"
-            )
+            assert not (
+                isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+            ), f"{section}.{key} is a nested table: teach mnemo.reference to walk it"
     assert not missing, "give these Field(description=...) or a docstring: " + ", ".join(missing)
 
 
@@ -64,10 +65,18 @@ def test_cli_page_has_every_command_and_argument():
     parsers = list(walk(reference.build_parser()))
     assert len(parsers) > 10
     for parser in parsers:
-        assert re.search(rf"^#+ {re.escape(parser.prog)}$", page, re.MULTILINE), f"no section for {parser.prog}"
+        assert re.search(rf"^#+ {re.escape(parser.prog)}$", page, re.MULTILINE), (
+            f"no section for {parser.prog}"
+        )
         for action in parser._actions:
-            if action.option_strings and action.help is not argparse.SUPPRESS and action.dest != "help":
-                assert f"`{action.option_strings[-1]}" in page, f"{parser.prog} {action.option_strings[-1]}"
+            if (
+                action.option_strings
+                and action.help is not argparse.SUPPRESS
+                and action.dest != "help"
+            ):
+                assert f"`{action.option_strings[-1]}" in page, (
+                    f"{parser.prog} {action.option_strings[-1]}"
+                )
 
 
 def test_cli_page_links_point_to_its_own_headings():
@@ -88,7 +97,11 @@ def test_check_names_the_stale_page_and_the_command(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(reference, "docs_dir", lambda: tmp_path)
     assert reference.main(["--check"]) == 1  # nothing written yet
     err = capsys.readouterr().err
-    assert "cli.md is stale" in err and "configuration.md is stale" in err and "python -m mnemo.reference" in err
+    assert (
+        "cli.md is stale" in err
+        and "configuration.md is stale" in err
+        and "python -m mnemo.reference" in err
+    )
     assert not list(tmp_path.iterdir())
     assert reference.main([]) == 0
     assert reference.main(["--check"]) == 0

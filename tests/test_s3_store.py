@@ -55,7 +55,9 @@ def _answers(capsys, store: str) -> list[dict]:
     return out
 
 
-def test_the_cli_on_an_s3_store_gives_what_it_gives_on_a_folder(s3, cli_env, capsys, tmp_path, demo_recording):
+def test_the_cli_on_an_s3_store_gives_what_it_gives_on_a_folder(
+    s3, cli_env, capsys, tmp_path, demo_recording
+):
     """ingest, ask, people changes, forget, status and export, each on both stores: the same rows,
     answers, people and archives."""
     from embeddings.base import build_text_embedder
@@ -87,8 +89,9 @@ def test_the_cli_on_an_s3_store_gives_what_it_gives_on_a_folder(s3, cli_env, cap
     assert not any("Yankee" in a["answer"] for a in _answers(capsys, remote))
 
     status = [_json(capsys, "status", "--store", s) for s in stores]
-    assert {k: status[0][k] for k in ("clips", "memories", "people")} == \
-        {k: status[1][k] for k in ("clips", "memories", "people")}
+    assert {k: status[0][k] for k in ("clips", "memories", "people")} == {
+        k: status[1][k] for k in ("clips", "memories", "people")
+    }
     assert status[0]["bytes_by_part"].keys() == status[1]["bytes_by_part"].keys()
     assert status[0]["bytes"] > 0
 
@@ -102,11 +105,15 @@ def test_the_cli_on_an_s3_store_gives_what_it_gives_on_a_folder(s3, cli_env, cap
     # what object storage cannot take is refused, saying what to do instead
     code, _, err = run_cli(capsys, "backup", str(tmp_path / "bk"), "--store", remote)
     assert code != 0 and "mnemo export" in err and not (tmp_path / "bk").exists()
-    code, _, err = run_cli(capsys, "import", str(tmp_path / "from-s3"), "--store", f"s3://{BUCKET}/imported")
+    code, _, err = run_cli(
+        capsys, "import", str(tmp_path / "from-s3"), "--store", f"s3://{BUCKET}/imported"
+    )
     assert code != 0 and "local store" in err
 
 
-def test_a_store_in_a_missing_bucket_or_without_http_allowed_is_refused_clearly(s3, monkeypatch, tmp_path):
+def test_a_store_in_a_missing_bucket_or_without_http_allowed_is_refused_clearly(
+    s3, monkeypatch, tmp_path
+):
     from embeddings.base import build_text_embedder
     from graph.store import Store, StoreError
 
@@ -147,7 +154,10 @@ def test_one_writer_at_a_time_on_s3_and_a_dead_holders_lease_is_taken_over(s3, m
     assert a.side.read(".writer.lock") is None  # and nothing left behind
 
     # a holder that died leaves its lease: after LEASE_S on the server's clock it is taken over
-    a.side.write(".writer.lock", json.dumps({"holder": "pid 1 on gone (mnemo ingest)", "token": "x"}).encode())
+    a.side.write(
+        ".writer.lock",
+        json.dumps({"holder": "pid 1 on gone (mnemo ingest)", "token": "x"}).encode(),
+    )
     monkeypatch.setattr(sidefiles, "LEASE_S", 2.0)
     with pytest.raises(StoreBusy, match="pid 1 on gone"):
         with b.writing("too soon", wait_s=0.5):
@@ -155,8 +165,10 @@ def test_one_writer_at_a_time_on_s3_and_a_dead_holders_lease_is_taken_over(s3, m
     time.sleep(3.2)
     said.clear()
     with b.writing("the next writer", wait_s=1.0, say=said.append):
-        assert said == [f"s3://{BUCKET}/locks: took over the lock of pid 1 on gone (mnemo ingest), "
-                        f"not renewed for {said[0].rsplit('for ', 1)[1].split(' s')[0]} s"]
+        assert said == [
+            f"s3://{BUCKET}/locks: took over the lock of pid 1 on gone (mnemo ingest), "
+            f"not renewed for {said[0].rsplit('for ', 1)[1].split(' s')[0]} s"
+        ]
         assert "the next writer" in b.side.read(".writer.lock").decode()
 
 
@@ -170,22 +182,36 @@ def test_a_writer_that_lost_its_lease_stops_before_the_next_commit(s3, monkeypat
         row, memories, entities, edges, updated = _clip(store, 0, "/r.mp4", 1_800_000_000.0)
         store.commit_clip(row, memories, entities, edges, updated)
         # another process took the lock over (as after a pause past the lease): the next renewal fails
-        store.side.write(".writer.lock", json.dumps({"holder": "pid 2 (another writer)", "token": "y"}).encode())
+        store.side.write(
+            ".writer.lock", json.dumps({"holder": "pid 2 (another writer)", "token": "y"}).encode()
+        )
         time.sleep(1.0)
         row, memories, entities, edges, updated = _clip(store, 1, "/r.mp4", 1_800_000_000.0)
         with pytest.raises(sidefiles.LockLost, match="another process took it over"):
             store.commit_clip(row, memories, entities, edges, updated)
     assert store.has_clip(clip_id(0)) and not store.has_clip(row.clip_id)
-    assert "another writer" in store.side.read(".writer.lock").decode()  # the new holder's lease stays
+    assert (
+        "another writer" in store.side.read(".writer.lock").decode()
+    )  # the new holder's lease stays
 
 
-def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(s3, monkeypatch, tmp_path):
+def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(
+    s3, monkeypatch, tmp_path
+):
     """As ``bench faults``' kill_commit, on a bucket: the child is SIGKILLed holding the lease and
     mid-journal; the next writer takes the lease over, undoes the commit, and the rerun completes."""
-    from graph import commit, sidefiles
     import multiprocessing
 
-    from mnemo.faults.store import COMMIT_STEPS, clip_id, finished, missing, raw_rows, write, write_clips
+    from graph import commit, sidefiles
+    from mnemo.faults.store import (
+        COMMIT_STEPS,
+        clip_id,
+        finished,
+        missing,
+        raw_rows,
+        write,
+        write_clips,
+    )
 
     monkeypatch.setattr(sidefiles, "LEASE_S", 1.0)
     monkeypatch.setattr(sidefiles, "RENEW_S", 0.3)
@@ -195,12 +221,16 @@ def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(s3
         # a fresh interpreter with this environment (the S3 server's address): the fault bench's
         # forkserver may have started before it was set, and its children would look for AWS itself
         child = multiprocessing.get_context("spawn").Process(
-            target=write, args=({"store": uri, "clips": clips, "kill_clip": kill_clip, "kill_step": step},))
+            target=write,
+            args=({"store": uri, "clips": clips, "kill_clip": kill_clip, "kill_step": step},),
+        )
         child.start()
         child.join(300)
         assert child.exitcode == -signal.SIGKILL, step
         store = _store(f"killed-{step}")
-        whole = step == "end"  # killed after the clip row: the commit is whole, only the journal is left
+        whole = (
+            step == "end"
+        )  # killed after the clip row: the commit is whole, only the journal is left
         assert store.side.read(commit.MARK) is not None, step
         time.sleep(2.1)  # the dead writer's lease runs out
         with store.writing("the next writer"):

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from pipeline.ingest import ingest
 from perception.sources.screenshots import plan_screen_clips
+from pipeline.ingest import ingest
 
 pytestmark = pytest.mark.slow
 
@@ -18,15 +18,24 @@ def shots(tmp_path, opencv_dir):
     folder = tmp_path / "screens"
     folder.mkdir()
     for name, when, app, window in [
-        ("eclipse_cdt_cfg7.png", "2026-11-20T09:00:05+00:00", "Eclipse", "jni_part.cpp - Eclipse SDK"),
+        (
+            "eclipse_cdt_cfg7.png",
+            "2026-11-20T09:00:05+00:00",
+            "Eclipse",
+            "jni_part.cpp - Eclipse SDK",
+        ),
         ("qtgui.png", "2026-11-20T09:00:20+00:00", "Qt Designer", "main1"),
         ("again.png", "2026-11-20T09:02:00+00:00", "Eclipse", "jni_part.cpp - Eclipse SDK"),
     ]:
         src = opencv_dir / ("eclipse_cdt_cfg7.png" if name == "again.png" else name)
         shutil.copyfile(src, folder / name)
-        (folder / f"{name}.json").write_text(json.dumps({"captured_at": when, "app": app, "window": window}))
+        (folder / f"{name}.json").write_text(
+            json.dumps({"captured_at": when, "app": app, "window": window})
+        )
     (folder / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
-    (folder / "broken.png.json").write_text(json.dumps({"captured_at": "2026-11-20T09:00:10+00:00"}))
+    (folder / "broken.png.json").write_text(
+        json.dumps({"captured_at": "2026-11-20T09:00:10+00:00"})
+    )
     return folder
 
 
@@ -37,7 +46,9 @@ def test_screenshots_are_grouped_into_clips_by_capture_time(shots):
     assert clips[0].clip.clip_id == plan_screen_clips(shots, 30.0)[0].clip.clip_id  # stable ids
 
 
-def test_a_screenshot_folder_becomes_screen_text_and_app_memories(shots, hash_store, perceivers, policies):
+def test_a_screenshot_folder_becomes_screen_text_and_app_memories(
+    shots, hash_store, perceivers, policies
+):
     lines = []
     report = ingest([str(shots)], hash_store, perceivers, policies, progress=lines.append)
     assert report.clips_new == 2 and report.files_ingested == [str(shots)]
@@ -45,7 +56,11 @@ def test_a_screenshot_folder_becomes_screen_text_and_app_memories(shots, hash_st
     resources = hash_store.memories_where("kind = 'resource'")
     assert any("CDT Build Console" in m.text for m in resources)
     assert any("control panel" in m.text for m in resources)
-    apps = [m.text for m in hash_store.memories_where("kind = 'episodic'") if m.text.startswith("Using ")]
+    apps = [
+        m.text
+        for m in hash_store.memories_where("kind = 'episodic'")
+        if m.text.startswith("Using ")
+    ]
     assert "Using Eclipse (jni_part.cpp - Eclipse SDK) from 09:00:05 to 09:00:05" in apps
     assert any(a.startswith("Using Qt Designer (main1)") for a in apps)
     clip = hash_store.get_clip(resources[0].clip_id)

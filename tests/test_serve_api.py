@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PEOPLE_T0, api_client, build_picture_store, run_cli
-from factories import held
 
+from conftest import PEOPLE_T0, api_client, build_picture_store, run_cli
 from control.answer import OfflineAnswerer
+from factories import held
 from graph.rows import ClipRow, Memory, content_id
 from mnemo.serve.api import create_app
 from mnemo.serve.auth import SESSION_COOKIE
@@ -56,7 +56,9 @@ def test_health_people_and_ask(client):
     cited = body["citations"][0]
     assert client.get(f"/clips/{cited['clip_id']}").status_code == 200
 
-    early = client.post("/ask", json={"question": "Where is Sheila from?", "before": DEMO_START}).json()
+    early = client.post(
+        "/ask", json={"question": "Where is Sheila from?", "before": DEMO_START}
+    ).json()
     assert early["answer"].startswith("I don't know") and not early["citations"]
 
 
@@ -71,8 +73,10 @@ def test_search_filters(client, service):
     assert semantic and {h["kind"] for h in semantic} == {"semantic"}
 
     second_clip = client.get("/timeline").json()["clips"][1]
-    ranged = client.get("/search", params={"q": "said", "from": second_clip["start_ts"],
-                                           "to": second_clip["end_ts"]}).json()
+    ranged = client.get(
+        "/search",
+        params={"q": "said", "from": second_clip["start_ts"], "to": second_clip["end_ts"]},
+    ).json()
     assert ranged and all(h["end_ts"] >= second_clip["start_ts"] for h in ranged)
     assert client.get("/search", params={"q": "Chicago", "before": DEMO_START}).json() == []
 
@@ -87,10 +91,17 @@ def test_clip_and_timeline(client):
 
     clip = client.get(f"/clips/{clips[0]['clip_id']}").json()
     assert "Diane in New Jersey" in clip["transcript"]
-    assert clip["media_location"].endswith("#t=0,30") and clip["media_url"] == f"/media/{clip['clip_id']}"
-    assert any(m["text"] == "Sheila is from Chicago." for m in clip["memories"])  # names, not <voice_1>
+    assert (
+        clip["media_location"].endswith("#t=0,30")
+        and clip["media_url"] == f"/media/{clip['clip_id']}"
+    )
+    assert any(
+        m["text"] == "Sheila is from Chicago." for m in clip["memories"]
+    )  # names, not <voice_1>
 
-    only_second = client.get("/timeline", params={"from": clips[1]["start_ts"] + 1, "to": clips[1]["end_ts"]}).json()
+    only_second = client.get(
+        "/timeline", params={"from": clips[1]["start_ts"] + 1, "to": clips[1]["end_ts"]}
+    ).json()
     assert [c["clip_id"] for c in only_second["clips"]] == [clips[1]["clip_id"]]
     one = client.get("/timeline", params={"from": clips[0]["start_ts"], "limit": 1}).json()
     assert len(one["clips"]) == 1 and one["truncated"]
@@ -102,7 +113,9 @@ def test_media_frame_and_audio(client):
     clip_id = client.get("/timeline").json()["clips"][0]["clip_id"]
     frame = client.get(f"/media/{clip_id}", params={"at": 15})
     assert frame.status_code == 200 and frame.headers["content-type"] == "image/jpeg"
-    assert frame.headers["cache-control"] == "no-store"  # no copy in the browser to outlive a forget
+    assert (
+        frame.headers["cache-control"] == "no-store"
+    )  # no copy in the browser to outlive a forget
     image = cv2.imdecode(np.frombuffer(frame.content, np.uint8), cv2.IMREAD_COLOR)
     assert image is not None and image.shape[0] > 100 and image.std() > 10  # a picture, not a blank
     audio = client.get(f"/media/{clip_id}", params={"kind": "audio"})
@@ -111,16 +124,23 @@ def test_media_frame_and_audio(client):
         assert w.getframerate() == 16000 and abs(w.getnframes() / 16000 - 30.0) < 0.5
 
 
-@pytest.mark.parametrize("path, params, says", [
-    ("/search", {"q": "x", "limit": 0}, "limit"),
-    ("/search", {"q": ""}, "q"),
-    ("/search", {"q": "x", "kind": "dream"}, "kind"),
-    ("/search", {"q": "x", "from": "yesterday-ish"}, "from"),
-    ("/search", {"q": "x", "from": "2026-11-21T00:00:00Z", "to": "2026-11-20T00:00:00Z"}, "ends"),
-    ("/timeline", {"limit": 100000}, "limit"),
-    ("/media/{clip}", {"kind": "video"}, "kind"),
-    ("/media/{clip}", {"at": 99}, "outside the clip"),
-])
+@pytest.mark.parametrize(
+    "path, params, says",
+    [
+        ("/search", {"q": "x", "limit": 0}, "limit"),
+        ("/search", {"q": ""}, "q"),
+        ("/search", {"q": "x", "kind": "dream"}, "kind"),
+        ("/search", {"q": "x", "from": "yesterday-ish"}, "from"),
+        (
+            "/search",
+            {"q": "x", "from": "2026-11-21T00:00:00Z", "to": "2026-11-20T00:00:00Z"},
+            "ends",
+        ),
+        ("/timeline", {"limit": 100000}, "limit"),
+        ("/media/{clip}", {"kind": "video"}, "kind"),
+        ("/media/{clip}", {"at": 99}, "outside the clip"),
+    ],
+)
 def test_bad_parameters_are_422_with_a_message(client, path, params, says):
     clip_id = client.get("/timeline").json()["clips"][0]["clip_id"]
     reply = client.get(path.format(clip=clip_id), params=params)
@@ -131,7 +151,10 @@ def test_bad_parameters_are_422_with_a_message(client, path, params, says):
 def test_bad_ask_bodies_are_422(client):
     for body in ({"question": ""}, {}, {"question": "x", "before": "soon"}):
         reply = client.post("/ask", json=body)
-        assert reply.status_code == 422 and reply.json()["error"].split(":")[0] in ("question", "before"), body
+        assert reply.status_code == 422 and reply.json()["error"].split(":")[0] in (
+            "question",
+            "before",
+        ), body
 
 
 def test_unknown_ids_are_404(client):
@@ -142,10 +165,17 @@ def test_unknown_ids_are_404(client):
     assert reply.status_code == 404 and "known: " in reply.json()["error"]
 
 
-@pytest.mark.parametrize("path", [
-    "/media/..%2F..%2F..%2Fetc%2Fpasswd", "/media/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/media/....//etc/passwd",
-    "/media/..\\..\\etc\\passwd", "/static/..%2Fapi.py", "/static/%2e%2e%2fservice.py",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/media/..%2F..%2F..%2Fetc%2Fpasswd",
+        "/media/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+        "/media/....//etc/passwd",
+        "/media/..\\..\\etc\\passwd",
+        "/static/..%2Fapi.py",
+        "/static/%2e%2e%2fservice.py",
+    ],
+)
 def test_media_and_static_refuse_paths(client, path):
     reply = client.get(path)
     assert reply.status_code == 404
@@ -157,7 +187,9 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
 
     from perception.capture.crypto import generate_key
 
-    gone = ClipRow("gone-clip", str(tmp_path / "moved.mp4"), "sha", 0, 0.0, 30.0, 1.8e9, 1.8e9 + 30, "")
+    gone = ClipRow(
+        "gone-clip", str(tmp_path / "moved.mp4"), "sha", 0, 0.0, 30.0, 1.8e9, 1.8e9 + 30, ""
+    )
     shots = tmp_path / "shots"
     shots.mkdir()
     t0 = 1_800_000_000  # 2027-01-15 08:00:00 UTC, on a 30 s boundary
@@ -174,8 +206,21 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
     os.utime(secret, (t0 + 20, t0 + 20))
     screen = ClipRow("screen-clip", str(shots), "sha2", 0, 0.0, 30.0, t0, t0 + 30, "")
     for row in (gone, screen):
-        hash_store.commit_clip(row, [Memory(content_id(row.clip_id), "episodic", "x", row.clip_id, row.source_path,
-                                            row.start_ts, row.end_ts)], [])
+        hash_store.commit_clip(
+            row,
+            [
+                Memory(
+                    content_id(row.clip_id),
+                    "episodic",
+                    "x",
+                    row.clip_id,
+                    row.source_path,
+                    row.start_ts,
+                    row.end_ts,
+                )
+            ],
+            [],
+        )
     client = api_client(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
 
     reply = client.get("/media/gone-clip")
@@ -197,19 +242,35 @@ def test_media_only_from_what_the_store_references(hash_store, tmp_path):
 
 def test_token_on_every_route(service):
     client = api_client(create_app(service, token="s3cret-token"), signed_in=False)
-    for path in ("/health", "/people", "/docs", "/openapi.json", "/static/timeline.js", "/timeline", "/digest/day"):
+    for path in (
+        "/health",
+        "/people",
+        "/docs",
+        "/openapi.json",
+        "/static/timeline.js",
+        "/timeline",
+        "/digest/day",
+    ):
         reply = client.get(path)
         assert reply.status_code == 401 and "token" in reply.json()["error"], path
     signin = client.get("/")  # the page asks for the token; nothing of the memory is in it
     assert signin.status_code == 401 and 'id="login"' in signin.text and "Sheila" not in signin.text
     assert client.post("/ask", json={"question": "Where is Sheila from?"}).status_code == 401
-    for path, body in (("/people/Sheila/name", {"name": "Mallory"}), ("/people/undo", {}),
-                       ("/people/merge", {"a": "Sheila", "b": "Diane"}), ("/people/Sheila/split", {"members": ["x"]})):
+    for path, body in (
+        ("/people/Sheila/name", {"name": "Mallory"}),
+        ("/people/undo", {}),
+        ("/people/merge", {"a": "Sheila", "b": "Diane"}),
+        ("/people/Sheila/split", {"members": ["x"]}),
+    ):
         assert client.post(path, json=body).status_code == 401, path
     assert client.get("/people/history").status_code == 401
     assert client.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert client.get("/health", params={"token": "s3cret-token"}).status_code == 401  # the page only
-    assert client.get("/health", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+    assert (
+        client.get("/health", params={"token": "s3cret-token"}).status_code == 401
+    )  # the page only
+    assert (
+        client.get("/health", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+    )
     page = client.get("/", params={"token": "s3cret-token"})
     assert page.status_code == 200 and SESSION_COOKIE in page.headers["set-cookie"]
     assert "s3cret-token" not in page.headers["set-cookie"]  # a signed session, not the token
@@ -220,7 +281,9 @@ def test_cors_closed_by_default(service):
     origin = {"Origin": "http://evil.example"}
     closed = api_client(create_app(service)).get("/health", headers=origin)
     assert "access-control-allow-origin" not in closed.headers
-    opened = api_client(create_app(service, cors_origins=("http://evil.example",))).get("/health", headers=origin)
+    opened = api_client(create_app(service, cors_origins=("http://evil.example",))).get(
+        "/health", headers=origin
+    )
     assert opened.headers["access-control-allow-origin"] == "http://evil.example"
 
 
@@ -242,9 +305,29 @@ def _write_clips(uri: str, n: int, per_clip: int, started) -> None:
     started.set()
     for i in range(n):
         clip_id = f"live-{i:03d}"
-        row = ClipRow(clip_id, "/rec.mp4", "sha", i, i * 30.0, 30.0, 1.9e9 + i * 30, 1.9e9 + i * 30 + 30, f"words {i}")
-        memories = [Memory(content_id(clip_id, j), "episodic", f"event {j} of clip {i}", clip_id, "/rec.mp4",
-                           row.start_ts + j, row.start_ts + j + 1) for j in range(per_clip)]
+        row = ClipRow(
+            clip_id,
+            "/rec.mp4",
+            "sha",
+            i,
+            i * 30.0,
+            30.0,
+            1.9e9 + i * 30,
+            1.9e9 + i * 30 + 30,
+            f"words {i}",
+        )
+        memories = [
+            Memory(
+                content_id(clip_id, j),
+                "episodic",
+                f"event {j} of clip {i}",
+                clip_id,
+                "/rec.mp4",
+                row.start_ts + j,
+                row.start_ts + j + 1,
+            )
+            for j in range(per_clip)
+        ]
         store.commit_clip(row, memories, [])
         time.sleep(0.05)
 
@@ -265,8 +348,12 @@ def test_reads_while_another_process_writes(tmp_path):
     seen: set[str] = set()
     deadline = time.monotonic() + 120
     while writer.is_alive() and time.monotonic() < deadline:
-        for clip in client.get("/timeline", params={"from": 1.9e9, "to": 1.9e9 + 86400}).json()["clips"]:
-            assert len(clip["memories"]) == per_clip, f"torn read: {clip['clip_id']} shows {len(clip['memories'])}"
+        for clip in client.get("/timeline", params={"from": 1.9e9, "to": 1.9e9 + 86400}).json()[
+            "clips"
+        ]:
+            assert len(clip["memories"]) == per_clip, (
+                f"torn read: {clip['clip_id']} shows {len(clip['memories'])}"
+            )
             seen.add(clip["clip_id"])
     writer.join(30)
     assert writer.exitcode == 0
@@ -303,22 +390,32 @@ def test_forget_takes_the_previews_nonce_and_the_same_filter(people_store):
     _, client = _forget_client(people_store)
     preview = client.post("/forget", json={"clip": "people-clip-0"}).json()
     assert not preview["forgotten"] and preview["clips"] == 1 and preview["memories"] == 4
-    assert preview["span"] == [PEOPLE_T0, PEOPLE_T0 + 30] and preview["nonce_expires_in_s"] == NONCE_LIFETIME_S
+    assert (
+        preview["span"] == [PEOPLE_T0, PEOPLE_T0 + 30]
+        and preview["nonce_expires_in_s"] == NONCE_LIFETIME_S
+    )
     assert len(preview["nonce"]) >= 32 and "agree" in preview["next_step"]
     nonce = preview["nonce"]
 
     def refused(body: dict, says: str) -> None:
         reply = client.post("/forget", json=body)
         assert reply.status_code == 422 and says in reply.json()["error"], reply.text
-        assert "nothing was forgotten" in reply.json()["error"] and "preview first" in reply.json()["error"]
+        assert (
+            "nothing was forgotten" in reply.json()["error"]
+            and "preview first" in reply.json()["error"]
+        )
         assert held(people_store) == (2, 6)
 
     refused({"clip": "people-clip-0", "nonce": nonce[:-2] + "xx"}, "unknown or already used")
     refused({"clip": "people-clip-0", "nonce": ""}, "confirm=true alone")  # an empty nonce is none
     refused({"clip": "people-clip-1", "nonce": nonce}, "another request")  # another filter
-    refused({"clip": "people-clip-0", "nonce": nonce}, "unknown or already used")  # spent by the try above
+    refused(
+        {"clip": "people-clip-0", "nonce": nonce}, "unknown or already used"
+    )  # spent by the try above
     nonce = client.post("/forget", json={"clip": "people-clip-0"}).json()["nonce"]
-    refused({"clip": "people-clip-0", "app": "firefox", "nonce": nonce}, "another request")  # a narrower filter
+    refused(
+        {"clip": "people-clip-0", "app": "firefox", "nonce": nonce}, "another request"
+    )  # a narrower filter
 
     nonce = client.post("/forget", json={"clip": "people-clip-0"}).json()["nonce"]
     done = client.post("/forget", json={"clip": "people-clip-0", "nonce": nonce, "confirm": True})
@@ -340,7 +437,9 @@ def test_an_expired_nonce_forgets_nothing(people_store):
     reply = client.post("/forget", json={**EVERYTHING, "nonce": nonce})
     assert reply.status_code == 422 and "expired" in reply.json()["error"]
     assert held(people_store) == (2, 6)
-    nonce = client.post("/forget", json=EVERYTHING).json()["nonce"]  # in time: the same filter forgets
+    nonce = client.post("/forget", json=EVERYTHING).json()[
+        "nonce"
+    ]  # in time: the same filter forgets
     now[0] += NONCE_LIFETIME_S - 1
     assert client.post("/forget", json={**EVERYTHING, "nonce": nonce}).json()["forgotten"]
     assert held(people_store) == (0, 0)
@@ -351,9 +450,32 @@ def test_a_nonce_is_for_what_the_preview_showed(people_store):
     _, client = _forget_client(people_store)
     preview = client.post("/forget", json=EVERYTHING).json()
     assert preview["clips"] == 2
-    row = ClipRow("late-clip", "/recordings/talk.wav", "sha-talk", 2, 60.0, 30.0, PEOPLE_T0 + 60, PEOPLE_T0 + 90, "")
-    people_store.commit_clip(row, [Memory(content_id("late-clip"), "episodic", "later", "late-clip", row.source_path,
-                                          row.start_ts, row.end_ts)], [])
+    row = ClipRow(
+        "late-clip",
+        "/recordings/talk.wav",
+        "sha-talk",
+        2,
+        60.0,
+        30.0,
+        PEOPLE_T0 + 60,
+        PEOPLE_T0 + 90,
+        "",
+    )
+    people_store.commit_clip(
+        row,
+        [
+            Memory(
+                content_id("late-clip"),
+                "episodic",
+                "later",
+                "late-clip",
+                row.source_path,
+                row.start_ts,
+                row.end_ts,
+            )
+        ],
+        [],
+    )
     reply = client.post("/forget", json={**EVERYTHING, "nonce": preview["nonce"]})
     assert reply.status_code == 422 and "changed since its preview" in reply.json()["error"]
     assert held(people_store) == (3, 7)
@@ -361,7 +483,9 @@ def test_a_nonce_is_for_what_the_preview_showed(people_store):
 
 def test_nothing_to_forget_gives_no_nonce(people_store):
     _, client = _forget_client(people_store)
-    reply = client.post("/forget", json={"from": "2000-01-01T00:00:00Z", "to": "2000-01-02T00:00:00Z"}).json()
+    reply = client.post(
+        "/forget", json={"from": "2000-01-01T00:00:00Z", "to": "2000-01-02T00:00:00Z"}
+    ).json()
     assert reply["clips"] == 0 and reply["nonce"] is None and "nothing" in reply["next_step"]
 
 
@@ -384,7 +508,10 @@ def _image(reply):
     import cv2
 
     assert reply.status_code == 200, reply.text
-    assert reply.headers["content-type"] == "image/jpeg" and reply.headers["cache-control"] == "no-store"
+    assert (
+        reply.headers["content-type"] == "image/jpeg"
+        and reply.headers["cache-control"] == "no-store"
+    )
     image = cv2.imdecode(np.frombuffer(reply.content, np.uint8), cv2.IMREAD_COLOR)
     assert image is not None and image.std() > 10  # a picture, not a blank
     return image
@@ -397,10 +524,17 @@ def test_thumbnails_of_screens_and_video_cached_in_the_store(picture_store):
         assert _image(client.get(f"/thumb/{clip_id}")).shape[1] == 320
         assert [p.name for p in (cache / clip_id).iterdir()] == ["w320-mid.jpg"]
     # served from the cache afterwards: the picture kept, not the recording, answers
-    (cache / "pic-video" / "w320-mid.jpg").write_bytes((cache / "pic-screen" / "w320-mid.jpg").read_bytes())
-    assert client.get("/thumb/pic-video").content == (cache / "pic-screen" / "w320-mid.jpg").read_bytes()
+    (cache / "pic-video" / "w320-mid.jpg").write_bytes(
+        (cache / "pic-screen" / "w320-mid.jpg").read_bytes()
+    )
+    assert (
+        client.get("/thumb/pic-video").content
+        == (cache / "pic-screen" / "w320-mid.jpg").read_bytes()
+    )
     early, late = (_image(client.get("/thumb/pic-screen", params={"at": at})) for at in (1, 29))
-    assert np.abs(early.astype(int) - late.astype(int)).mean() > 5  # another screenshot at another moment
+    assert (
+        np.abs(early.astype(int) - late.astype(int)).mean() > 5
+    )  # another screenshot at another moment
     assert (cache / "pic-screen" / "w320-1.00.jpg").is_file()
     sound = client.get("/thumb/pic-audio")
     assert sound.status_code == 404 and "sound only" in sound.json()["error"]
@@ -410,7 +544,9 @@ def test_thumbnails_of_screens_and_video_cached_in_the_store(picture_store):
     assert client.get("/thumb/pic-video", params={"at": 99}).status_code == 422
     assert not [p for p in Path(picture_store.uri).parent.rglob("*.jpg") if cache not in p.parents]
     # as private as the clip: the token or the page's session, like /media
-    stranger = api_client(create_app(MemoryService(picture_store, OfflineAnswerer(picture_store))), signed_in=False)
+    stranger = api_client(
+        create_app(MemoryService(picture_store, OfflineAnswerer(picture_store))), signed_in=False
+    )
     for path in ("/thumb/pic-video", "/face/voice_1"):
         assert stranger.get(path).status_code == 401, path
 
@@ -446,8 +582,22 @@ def test_pictures_of_encrypted_screenshots_are_not_kept(hash_store, tmp_path, mo
         side = path.with_name(path.name + ".json")
         (secret / (path.name + ".enc.json")).write_bytes(Fernet(key).encrypt(side.read_bytes()))
     row = hash_store.get_clip("pic-screen")
-    hash_store.commit_clip(ClipRow("pic-secret", str(secret), "sha-secret", 0, 0.0, 30.0, row["start_ts"],
-                                   row["end_ts"], ""), [], [], [])
+    hash_store.commit_clip(
+        ClipRow(
+            "pic-secret",
+            str(secret),
+            "sha-secret",
+            0,
+            0.0,
+            30.0,
+            row["start_ts"],
+            row["end_ts"],
+            "",
+        ),
+        [],
+        [],
+        [],
+    )
     client = api_client(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
     assert _image(client.get("/thumb/pic-secret")).shape[1] == 320
     assert not (Path(hash_store.uri) / ".thumbs" / "pic-secret").exists()
@@ -463,5 +613,7 @@ def test_a_persons_face_is_cropped_from_their_clip(client, service):
         assert face.shape[:2] == (160, 160)
         assert len(_faces(face)) == 1, f"no face in the crop of {p['name']}"
         assert client.get(f"/face/{p['name']}").content == client.get(f"/face/{p['id']}").content
-    assert np.abs(faces["Diane"].astype(int) - faces["Sheila"].astype(int)).mean() > 20  # two people, two faces
+    assert (
+        np.abs(faces["Diane"].astype(int) - faces["Sheila"].astype(int)).mean() > 20
+    )  # two people, two faces
     assert len(list((Path(service.store.uri) / ".thumbs").rglob("face_*.jpg"))) == 2

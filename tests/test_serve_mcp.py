@@ -20,11 +20,19 @@ TOOLS = READS | CHANGES  # and forget, with --allow-forget only
 def _server(store_uri: str, cwd: str, embedder: str, *options: str):
     from mcp import StdioServerParameters
 
-    env = {"MNEMO_GRAPH__TEXT_EMBEDDER": embedder, "HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/root")}
+    env = {
+        "MNEMO_GRAPH__TEXT_EMBEDDER": embedder,
+        "HF_HUB_OFFLINE": "1",
+        "HOME": os.environ.get("HOME", "/root"),
+    }
     if "PYTHONPATH" in os.environ:  # this checkout's code, as the tests run it
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp", "--store", store_uri, *options],
-                                 env=env, cwd=cwd)
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mnemo", "mcp", "--store", store_uri, *options],
+        env=env,
+        cwd=cwd,
+    )
 
 
 async def _session(store_uri: str, cwd: str):
@@ -39,7 +47,9 @@ async def _session(store_uri: str, cwd: str):
         cited = out["ask"].structured_content["citations"][0]["clip_id"]
         out["clip"] = await client.call_tool("read_clip", {"clip_id": cited})
         out["people"] = await client.call_tool("list_people", {})
-        out["search"] = await client.call_tool("search", {"query": "Chicago", "person": "Diane", "limit": 3})
+        out["search"] = await client.call_tool(
+            "search", {"query": "Chicago", "person": "Diane", "limit": 3}
+        )
         out["timeline"] = await client.call_tool("timeline", {})
         out["profile"] = await client.call_tool("profile", {"person": "Sheila"})
         out["no_owner"] = await client.call_tool("profile", {})
@@ -63,14 +73,18 @@ def test_mcp_over_stdio(demo_store, tmp_path):
     assert clip["clip_id"] == answer["citations"][0]["clip_id"] and "Chicago" in clip["transcript"]
     people = out["people"].structured_content["people"]
     assert {p["name"] for p in people} == {"Diane", "Sheila"}
-    assert all(len(p["voices"]) == len(p["faces"]) == 1 and p["clips"] == 2 and p["quote"] for p in people)
+    assert all(
+        len(p["voices"]) == len(p["faces"]) == 1 and p["clips"] == 2 and p["quote"] for p in people
+    )
     hits = out["search"].structured_content["memories"]
     assert hits and all("Diane" in h["people"] for h in hits)
     assert [c["index"] for c in out["timeline"].structured_content["clips"]] == [0, 1]
     profile = out["profile"].structured_content
     assert not out["profile"].is_error and profile["name"] == "Sheila"
     chicago = [f for f in profile["facts"] if f["relation"] == "is from"]
-    assert [f["value"] for f in chicago] == ["Chicago"] and chicago[0]["citations"][0]["clip_id"] == clip["clip_id"]
+    assert [f["value"] for f in chicago] == ["Chicago"] and chicago[0]["citations"][0][
+        "clip_id"
+    ] == clip["clip_id"]
     assert out["no_owner"].is_error and "nobody is marked as you" in out["no_owner"].content[0].text
 
     assert out["bad_limit"].is_error and "limit" in out["bad_limit"].content[0].text
@@ -80,23 +94,32 @@ def test_mcp_over_stdio(demo_store, tmp_path):
 async def _people_session(store_uri: str, cwd: str) -> dict:
     from mcp import Client
 
-    calls = [("name_person", {"person": "voice_2", "name": "Carol"}),
-             ("merge_people", {"a": "Carol", "b": "voice_1"}),
-             ("split_person", {"person": "Carol", "members": ["voice_1", "character_1", "face_1"]}),
-             ("undo_people_change", {}),
-             ("mark_owner", {"person": "voice_2"}),
-             ("list_people", {}),
-             ("search", {"query": "tram", "person": "Carol"}),
-             ("name_person", {"person": "voice_9", "name": "Zed"}),
-             ("name_person", {"person": "voice_1", "name": "<script>"}),
-             ("merge_people", {"a": "voice_1", "b": "character_1"}),
-             ("split_person", {"person": "character_1", "members": ["voice_7"]})]
+    calls = [
+        ("name_person", {"person": "voice_2", "name": "Carol"}),
+        ("merge_people", {"a": "Carol", "b": "voice_1"}),
+        ("split_person", {"person": "Carol", "members": ["voice_1", "character_1", "face_1"]}),
+        ("undo_people_change", {}),
+        ("mark_owner", {"person": "voice_2"}),
+        ("list_people", {}),
+        ("search", {"query": "tram", "person": "Carol"}),
+        ("name_person", {"person": "voice_9", "name": "Zed"}),
+        ("name_person", {"person": "voice_1", "name": "<script>"}),
+        ("merge_people", {"a": "voice_1", "b": "character_1"}),
+        ("split_person", {"person": "character_1", "members": ["voice_7"]}),
+    ]
     async with Client(_server(store_uri, cwd, "hash"), read_timeout_seconds=120) as client:
-        return {f"{i}:{name}": await client.call_tool(name, args) for i, (name, args) in enumerate(calls)}
+        return {
+            f"{i}:{name}": await client.call_tool(name, args)
+            for i, (name, args) in enumerate(calls)
+        }
 
 
 def test_mcp_people_tools(people_store, tmp_path):
-    out = list(asyncio.run(asyncio.wait_for(_people_session(people_store.uri, str(tmp_path)), 300)).values())
+    out = list(
+        asyncio.run(
+            asyncio.wait_for(_people_session(people_store.uri, str(tmp_path)), 300)
+        ).values()
+    )
     named, merged, split, undone, owner, listed, found, *bad = out
     assert not any(r.is_error for r in out[:7]), [r.content for r in out[:7] if r.is_error]
     assert named.structured_content["people"][0]["name"] == "Carol"
@@ -105,12 +128,17 @@ def test_mcp_people_tools(people_store, tmp_path):
     assert undone.structured_content["undid"]["op"] == "split"
     assert owner.structured_content["change"]["description"] == "me character_1"
     people = listed.structured_content["people"]
-    assert [(p["id"], p["name"], p["name_source"], p["owner"]) for p in people] == [("character_1", "Carol", "user", True)]
+    assert [(p["id"], p["name"], p["name_source"], p["owner"]) for p in people] == [
+        ("character_1", "Carol", "user", True)
+    ]
     hits = found.structured_content["memories"]
     assert hits and any(h["text"].startswith("Carol said:") for h in hits)
     assert all(r.is_error for r in bad)
     assert "no person 'voice_9'" in bad[0].content[0].text and "< or >" in bad[1].content[0].text
-    assert "ids of one person" in bad[2].content[0].text and "not part of character_1" in bad[3].content[0].text
+    assert (
+        "ids of one person" in bad[2].content[0].text
+        and "not part of character_1" in bad[3].content[0].text
+    )
     assert [o.op for o in people_store.people_ops()] == ["name", "merge", "split", "undo", "me"]
 
 
@@ -122,7 +150,9 @@ async def _forget_session(store_uri: str, cwd: str, *options: str, calls=()) -> 
     from mcp import Client
 
     out = {}
-    async with Client(_server(store_uri, cwd, "hash", *options), read_timeout_seconds=120) as client:
+    async with Client(
+        _server(store_uri, cwd, "hash", *options), read_timeout_seconds=120
+    ) as client:
         out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
         for label, args in calls:
             out[label] = await client.call_tool("forget", args(out) if callable(args) else args)
@@ -136,8 +166,16 @@ def _text(result) -> str:
 def test_mcp_forget_is_off_by_default(people_store, tmp_path):
     """What a prompt injection would send: forget everything, confirmed, in one call."""
     before = held(people_store)
-    out = asyncio.run(asyncio.wait_for(_forget_session(people_store.uri, str(tmp_path), calls=[
-        ("all", {"request": {**EVERYTHING, "confirm": True}})]), 120))
+    out = asyncio.run(
+        asyncio.wait_for(
+            _forget_session(
+                people_store.uri,
+                str(tmp_path),
+                calls=[("all", {"request": {**EVERYTHING, "confirm": True}})],
+            ),
+            120,
+        )
+    )
     assert set(out["tools"]) == TOOLS
     for name, tool in out["tools"].items():
         hints = tool.annotations
@@ -146,7 +184,11 @@ def test_mcp_forget_is_off_by_default(people_store, tmp_path):
             assert hints.read_only_hint is True, name
         else:  # recorded and undone by undo_people_change
             assert hints.read_only_hint is False and hints.destructive_hint is False, name
-    assert out["all"].is_error and "forget is off" in _text(out["all"]) and "--allow-forget" in _text(out["all"])
+    assert (
+        out["all"].is_error
+        and "forget is off" in _text(out["all"])
+        and "--allow-forget" in _text(out["all"])
+    )
     assert "nothing was forgotten" in _text(out["all"])
     assert held(people_store) == before == (2, 6)
 
@@ -158,26 +200,53 @@ def test_mcp_forget_needs_a_preview_and_its_nonce(people_store, tmp_path):
         ("one_call", {"request": {**EVERYTHING, "confirm": True}}),
         ("preview", {"request": clip0}),
         ("wrong", {"request": {**clip0, "nonce": "not-the-nonce"}}),
-        ("other_filter", lambda out: {"request": {"clip": "people-clip-1", "nonce": nonce("preview")(out)}}),
+        (
+            "other_filter",
+            lambda out: {"request": {"clip": "people-clip-1", "nonce": nonce("preview")(out)}},
+        ),
         ("reused", lambda out: {"request": {**clip0, "nonce": nonce("preview")(out)}}),
         ("preview2", {"request": clip0}),
         ("confirmed", lambda out: {"request": {**clip0, "nonce": nonce("preview2")(out)}}),
-        ("again", lambda out: {"request": {"clip": "people-clip-1", "nonce": nonce("preview2")(out)}}),
+        (
+            "again",
+            lambda out: {"request": {"clip": "people-clip-1", "nonce": nonce("preview2")(out)}},
+        ),
     ]
-    out = asyncio.run(asyncio.wait_for(_forget_session(people_store.uri, str(tmp_path), "--allow-forget",
-                                                       calls=calls), 120))
+    out = asyncio.run(
+        asyncio.wait_for(
+            _forget_session(people_store.uri, str(tmp_path), "--allow-forget", calls=calls), 120
+        )
+    )
     assert set(out["tools"]) == TOOLS | {"forget"}
     hints = out["tools"]["forget"].annotations
-    assert hints.destructive_hint is True and hints.read_only_hint is False and hints.idempotent_hint is False
+    assert (
+        hints.destructive_hint is True
+        and hints.read_only_hint is False
+        and hints.idempotent_hint is False
+    )
     assert "nonce" in out["tools"]["forget"].description
 
-    assert out["one_call"].is_error and "confirm=true alone no longer forgets" in _text(out["one_call"])
+    assert out["one_call"].is_error and "confirm=true alone no longer forgets" in _text(
+        out["one_call"]
+    )
     preview = out["preview"].structured_content
     assert not out["preview"].is_error and not preview["forgotten"] and preview["clips"] == 1
-    assert preview["memories"] == 4 and preview["span"] == [1_800_000_000.0, 1_800_000_030.0] and preview["nonce"]
-    for label, says in (("wrong", "unknown or already used"), ("other_filter", "another request"),
-                        ("reused", "unknown or already used"), ("again", "unknown or already used")):
-        assert out[label].is_error and says in _text(out[label]) and "nothing was forgotten" in _text(out[label]), label
+    assert (
+        preview["memories"] == 4
+        and preview["span"] == [1_800_000_000.0, 1_800_000_030.0]
+        and preview["nonce"]
+    )
+    for label, says in (
+        ("wrong", "unknown or already used"),
+        ("other_filter", "another request"),
+        ("reused", "unknown or already used"),
+        ("again", "unknown or already used"),
+    ):
+        assert (
+            out[label].is_error
+            and says in _text(out[label])
+            and "nothing was forgotten" in _text(out[label])
+        ), label
     confirmed = out["confirmed"].structured_content
     assert not out["confirmed"].is_error and confirmed["forgotten"] and confirmed["clips"] == 1
     assert held(people_store) == (1, 2)

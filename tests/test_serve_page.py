@@ -35,9 +35,17 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console: CSP violations show there
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,1000", "--lang=en-US"):
+    options.set_capability(
+        "goog:loggingPrefs", {"browser": "ALL"}
+    )  # the console: CSP violations show there
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1000",
+        "--lang=en-US",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
     yield driver
@@ -59,15 +67,22 @@ def _screenshot(browser, tmp_path, name: str):
 
 def _drawn(browser, image, css: str):
     """The part of a screenshot ``image`` where the element ``css`` is, inside its border."""
-    r = browser.execute_script("const r = document.querySelector(arguments[0]).getBoundingClientRect();"
-                               "return [r.left, r.top, r.right, r.bottom]", css)
+    r = browser.execute_script(
+        "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "return [r.left, r.top, r.right, r.bottom]",
+        css,
+    )
     x0, y0, x1, y1 = (max(0, int(v)) for v in r)
-    return image[y0 + 4:y1 - 4, x0 + 4:x1 - 4]
+    return image[y0 + 4 : y1 - 4, x0 + 4 : x1 - 4]
 
 
 def _refused_by_the_csp(browser) -> list[str]:
     """What the console says the Content-Security-Policy blocked since the last call."""
-    return [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+    return [
+        e["message"]
+        for e in browser.get_log("browser")
+        if "Content Security Policy" in e["message"]
+    ]
 
 
 def _sign_in_on_the_form(browser, served) -> None:
@@ -96,12 +111,18 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     browser.get(demo_server.signin)  # the link `mnemo serve` prints
     wait = WebDriverWait(browser, 60)
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
-    assert browser.current_url == demo_server.url + "/"  # the token left the address bar and the history
+    assert (
+        browser.current_url == demo_server.url + "/"
+    )  # the token left the address bar and the history
     people = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#people .person .name")]
     assert sorted(people) == ["Diane", "Sheila"]
     # each clip a keyframe of the video, each person their face, cut by the server
-    wait.until(lambda d: all(d.execute_script(LOADED, f"#track .clip:nth-child({i}) img.thumb") or [False]
-                             for i in (1, 2)))
+    wait.until(
+        lambda d: all(
+            d.execute_script(LOADED, f"#track .clip:nth-child({i}) img.thumb") or [False]
+            for i in (1, 2)
+        )
+    )
     wait.until(lambda d: d.execute_script(LOADED, "#people .avatar img.face") == [True, True])
     assert "2 clip(s) on 2026-11-20" in browser.find_element(By.ID, "timeline-title").text
     # the day's digest: when, with whom, and moments that open the clip they cite
@@ -111,11 +132,18 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     assert summary.startswith("2 clip(s), ") and "Diane" in summary and "Sheila" in summary
     assert "Chicago" in browser.find_element(By.ID, "digest-moments").text
     browser.find_element(By.CSS_SELECTOR, "#digest-moments li a").click()
-    wait.until(lambda d: not d.find_element(By.ID, "clip").get_attribute("hidden")
-               and d.find_element(By.ID, "clip-title").text.startswith("Clip "))
+    wait.until(
+        lambda d: (
+            not d.find_element(By.ID, "clip").get_attribute("hidden")
+            and d.find_element(By.ID, "clip-title").text.startswith("Clip ")
+        )
+    )
     # what is known about Sheila: her fact, citing its clip, and what she said of herself
-    sheila = next(e for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")
-                  if e.find_element(By.CLASS_NAME, "name").text == "Sheila")
+    sheila = next(
+        e
+        for e in browser.find_elements(By.CSS_SELECTOR, "#people .person")
+        if e.find_element(By.CLASS_NAME, "name").text == "Sheila"
+    )
     sheila.find_element(By.CLASS_NAME, "show-profile").click()
     wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "Sheila")
     facts = browser.find_element(By.ID, "profile-facts").text
@@ -130,8 +158,11 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
     browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
     wait.until(lambda d: "Chicago" in d.find_element(By.ID, "answer-text").text)
     # the cited clip is opened, with its frame at the cited moment from the original file
-    wait.until(lambda d: d.execute_script(
-        "const i = document.getElementById('clip-frame'); return i.complete && i.naturalWidth > 0"))
+    wait.until(
+        lambda d: d.execute_script(
+            "const i = document.getElementById('clip-frame'); return i.complete && i.naturalWidth > 0"
+        )
+    )
     assert "&at=" in browser.find_element(By.ID, "clip-frame").get_attribute("src")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#track .clip.cited")) == 1
     assert "Sheila is from Chicago." in browser.find_element(By.ID, "clip-memories").text
@@ -148,11 +179,17 @@ def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tm
         drawn = _drawn(browser, image, css)
         assert drawn.shape[0] > 40 and drawn.std() > 20, f"{css} shows no picture in the screenshot"
     browser.execute_script("document.getElementById('clip').scrollIntoView()")
-    wait.until(lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5)  # frames across the clip
+    wait.until(
+        lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5
+    )  # frames across the clip
     image = cv2.imread(str(_screenshot(browser, tmp_path, "clip-open")))
     frame = _drawn(browser, image, "#clip-frame")  # the cited frame, on screen and not blank
-    assert frame.shape[0] > 100 and frame.std() > 20, "the clip's frame is missing from the screenshot"
-    browser.set_window_size(1280, 1500)  # the whole page at once: docs/img/page.png is made from this one
+    assert frame.shape[0] > 100 and frame.std() > 20, (
+        "the clip's frame is missing from the screenshot"
+    )
+    browser.set_window_size(
+        1280, 1500
+    )  # the whole page at once: docs/img/page.png is made from this one
     browser.execute_script("window.scrollTo(0, 0); document.getElementById('search-input').blur()")
     _screenshot(browser, tmp_path, "page")
     browser.set_window_size(1280, 1000)
@@ -206,17 +243,27 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         return d.find_element(By.CSS_SELECTOR, f'#people .person[data-person-id="{pid}"]')
 
     def shown(d) -> tuple[str, str, str]:
-        return (person(d, "character_2").find_element(By.CLASS_NAME, "name").text,
-                " ".join(b.text for b in d.find_elements(By.CSS_SELECTOR, "#track .clip .who")),
-                d.find_element(By.ID, "clip-memories").text)
+        return (
+            person(d, "character_2").find_element(By.CLASS_NAME, "name").text,
+            " ".join(b.text for b in d.find_elements(By.CSS_SELECTOR, "#track .clip .who")),
+            d.find_element(By.ID, "clip-memories").text,
+        )
 
     with serving(people_store) as served:
         _sign_in_on_the_form(browser, served)
         wait = WebDriverWait(browser, 60)
-        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#people .person")) == 2
-                   and len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
+        wait.until(
+            lambda d: (
+                len(d.find_elements(By.CSS_SELECTOR, "#people .person")) == 2
+                and len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2
+            )
+        )
         carol = person(browser, "character_2")
-        assert "unnamed" in carol.text and "voices: voice_2 · 2 clips" in carol.text and "2 clips" in carol.text
+        assert (
+            "unnamed" in carol.text
+            and "voices: voice_2 · 2 clips" in carol.text
+            and "2 clips" in carol.text
+        )
         assert "Lisbon was lovely" in carol.find_element(By.CLASS_NAME, "quote").text
         browser.find_elements(By.CSS_SELECTOR, "#track .clip")[0].click()
         wait.until(lambda d: '<voice_2> said: "Lisbon was lovely' in shown(d)[2])
@@ -226,9 +273,15 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         form.find_element(By.TAG_NAME, "button").click()
         wait.until(lambda d: shown(d)[0] == "Carol")
         _, who, memories = shown(browser)
-        assert "Carol" in who and 'Carol said: "Lisbon was lovely' in memories and "<voice_2>" not in memories
+        assert (
+            "Carol" in who
+            and 'Carol said: "Lisbon was lovely' in memories
+            and "<voice_2>" not in memories
+        )
         assert "named by you" in person(browser, "character_2").text
-        assert "Saved: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+        assert (
+            "Saved: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+        )
 
         form = person(browser, "character_1").find_element(By.CSS_SELECTOR, "form.rename")
         form.find_element(By.TAG_NAME, "input").send_keys("<b>Al</b>")
@@ -247,7 +300,9 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
         wait.until(lambda d: d.find_element(By.ID, "profile-title").text == "<character_2>")
         _, who, memories = shown(browser)
         assert "Carol" not in who and '<voice_2> said: "Lisbon was lovely' in memories
-        assert "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+        assert (
+            "Undid: name character_2 'Carol'" in browser.find_element(By.ID, "people-status").text
+        )
         assert _refused_by_the_csp(browser) == []
     assert [o.op for o in people_store.people_ops()] == ["name", "undo"]
 
@@ -267,7 +322,9 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
         browser.find_elements(By.CSS_SELECTOR, "#track .clip")[0].click()
         wait.until(lambda d: "Lisbon was lovely" in d.find_element(By.ID, "clip-memories").text)
         browser.find_element(By.ID, "clip-forget").click()
-        wait.until(lambda d: "Would forget 1 clip(s)" in d.find_element(By.ID, "forget-status").text)
+        wait.until(
+            lambda d: "Would forget 1 clip(s)" in d.find_element(By.ID, "forget-status").text
+        )
         assert people_store.has_clip("people-clip-0")
         _screenshot(browser, tmp_path, "forget")
         browser.find_element(By.ID, "clip-forget-confirm").click()
@@ -277,7 +334,9 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
         assert _refused_by_the_csp(browser) == []
     people_store.catch_up()
     assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
-    assert not [p for p in Path(people_store.uri).rglob("*") if p.is_file() and b"Lisbon" in p.read_bytes()]
+    assert not [
+        p for p in Path(people_store.uri).rglob("*") if p.is_file() and b"Lisbon" in p.read_bytes()
+    ]
 
 
 def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
@@ -301,8 +360,14 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         for clip_id in ("pic-screen", "pic-video"):  # keyframes, as many as fit the tile
             thumbs = f'#track .clip[data-clip-id="{clip_id}"] img.thumb'
             wait.until(lambda d, thumbs=thumbs: all(d.execute_script(LOADED, thumbs) or [False]))
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#track .clip.no-picture[data-clip-id="pic-audio"]'))
-        assert not browser.find_elements(By.CSS_SELECTOR, "#track .clip.no-picture:not([data-clip-id=pic-audio])")
+        wait.until(
+            lambda d: d.find_elements(
+                By.CSS_SELECTOR, '#track .clip.no-picture[data-clip-id="pic-audio"]'
+            )
+        )
+        assert not browser.find_elements(
+            By.CSS_SELECTOR, "#track .clip.no-picture:not([data-clip-id=pic-audio])"
+        )
         _screenshot(browser, tmp_path, "pictures")
 
         first = browser.find_element(By.CSS_SELECTOR, "#track .clip")
@@ -313,14 +378,26 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         assert focused(browser) == "pic-audio"
         browser.switch_to.active_element.send_keys(Keys.ARROW_LEFT)
         browser.switch_to.active_element.send_keys(Keys.ENTER)
-        wait.until(lambda d: d.find_element(By.ID, "clip").is_displayed()
-                   and d.find_element(By.ID, "clip-transcript").text == '<voice_1> said: "Where are you from?"')
+        wait.until(
+            lambda d: (
+                d.find_element(By.ID, "clip").is_displayed()
+                and d.find_element(By.ID, "clip-transcript").text
+                == '<voice_1> said: "Where are you from?"'
+            )
+        )
         wait.until(lambda d: d.execute_script(LOADED, "#clip-frames img") == [True] * 5)
-        frames = {i.get_attribute("src").split("at=")[1]
-                  for i in browser.find_elements(By.CSS_SELECTOR, "#clip-frames img")}
+        frames = {
+            i.get_attribute("src").split("at=")[1]
+            for i in browser.find_elements(By.CSS_SELECTOR, "#clip-frames img")
+        }
         assert len(frames) == 5  # five moments across the clip
-        words, pictures = (browser.find_element(By.CSS_SELECTOR, c).rect for c in (".clip-words", ".clip-pictures"))
-        assert words["x"] >= pictures["x"] + pictures["width"] and words["y"] < pictures["y"] + pictures["height"]
+        words, pictures = (
+            browser.find_element(By.CSS_SELECTOR, c).rect for c in (".clip-words", ".clip-pictures")
+        )
+        assert (
+            words["x"] >= pictures["x"] + pictures["width"]
+            and words["y"] < pictures["y"] + pictures["height"]
+        )
         video = browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-video"]')
         assert "selected" in video.get_attribute("class")
         _screenshot(browser, tmp_path, "clip")
@@ -329,20 +406,28 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         assert focused(browser) == "pic-video"  # back on the clip it opened from
         browser.switch_to.active_element.send_keys("/")
         assert focused(browser) == "search-input"
-        outline = browser.execute_script("return getComputedStyle(document.activeElement).outlineStyle")
+        outline = browser.execute_script(
+            "return getComputedStyle(document.activeElement).outlineStyle"
+        )
         assert outline != "none"  # the focus is visible
 
         # a clip of sound only: its words take the whole width
         browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-audio"]').click()
-        wait.until(lambda d: "Testing, one, two." in d.find_element(By.ID, "clip-transcript").text
-                   and not d.find_element(By.CSS_SELECTOR, ".clip-pictures").is_displayed())
+        wait.until(
+            lambda d: (
+                "Testing, one, two." in d.find_element(By.ID, "clip-transcript").text
+                and not d.find_element(By.CSS_SELECTOR, ".clip-pictures").is_displayed()
+            )
+        )
 
         # the screenshot clip, forgotten from the page: its picture is not served any more
         browser.find_element(By.CSS_SELECTOR, '#track .clip[data-clip-id="pic-screen"]').click()
         wait.until(lambda d: "Trip notes" in d.find_element(By.ID, "clip-memories").text)
         assert status_of(browser, "/thumb/pic-screen") == 200
         browser.find_element(By.ID, "clip-forget").click()
-        wait.until(lambda d: not d.find_element(By.ID, "clip-forget-confirm").get_attribute("hidden"))
+        wait.until(
+            lambda d: not d.find_element(By.ID, "clip-forget-confirm").get_attribute("hidden")
+        )
         browser.find_element(By.ID, "clip-forget-confirm").click()
         wait.until(lambda d: "Forgotten: 1 clip(s)" in d.find_element(By.ID, "status").text)
         assert status_of(browser, "/thumb/pic-screen") == 404

@@ -1,10 +1,17 @@
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
 from perception.errors import MediaError
-from perception.sources.media import SAMPLE_RATE, decode_audio, fit_audio, load_media, plan_clips, probe
+from perception.sources.media import (
+    SAMPLE_RATE,
+    decode_audio,
+    fit_audio,
+    load_media,
+    plan_clips,
+    probe,
+)
 
 
 @pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
@@ -12,13 +19,13 @@ def test_probe_reads_streams_duration_and_metadata_start(demo_recording):
     info = probe(demo_recording)
     assert info.has_audio and info.has_video
     assert info.duration_s == pytest.approx(40.0, abs=0.1)
-    assert info.recorded_at == datetime(2026, 11, 20, 10, 0, tzinfo=timezone.utc)
+    assert info.recorded_at == datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
     assert info.start_origin == "metadata"
 
 
 @pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
 def test_start_option_overrides_metadata(demo_recording):
-    start = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
     info = probe(demo_recording, start=start)
     assert info.recorded_at == start and info.start_origin == "option"
     first = next(plan_clips(info))
@@ -37,12 +44,17 @@ def test_audio_only_file_has_no_video_and_starts_from_mtime(sample_wav):
 def test_clips_tile_the_recording_exactly(demo_recording):
     info = probe(demo_recording)
     clips = list(plan_clips(info, 30.0))
-    assert [(c.offset_s, c.end_offset_s) for c in clips] == [(0.0, 30.0), (30.0, pytest.approx(40.0, abs=0.1))]
+    assert [(c.offset_s, c.end_offset_s) for c in clips] == [
+        (0.0, 30.0),
+        (30.0, pytest.approx(40.0, abs=0.1)),
+    ]
     for a, b in zip(clips, clips[1:]):
         assert a.end_offset_s == b.offset_s  # no gap, no overlap
         assert b.start_ts == pytest.approx(a.end_ts)
     assert len({c.clip_id for c in clips}) == len(clips)
-    assert [c.clip_id for c in plan_clips(probe(demo_recording))] == [c.clip_id for c in clips]  # stable
+    assert [c.clip_id for c in plan_clips(probe(demo_recording))] == [
+        c.clip_id for c in clips
+    ]  # stable
 
 
 @pytest.mark.slow  # real media (the demo recording, the pyannote call) probed and decoded
@@ -67,7 +79,9 @@ def test_media_of_a_clip_is_exactly_its_length(demo_recording):
     assert notes == ()
 
 
-@pytest.mark.parametrize("content, reason", [(b"", "empty"), (b"hello, not a video\n" * 50, "not a readable")])
+@pytest.mark.parametrize(
+    "content, reason", [(b"", "empty"), (b"hello, not a video\n" * 50, "not a readable")]
+)
 def test_probe_rejects_non_media_with_the_file_named(tmp_path, content, reason):
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(content)

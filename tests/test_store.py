@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
+from embeddings.base import build_text_embedder
 from graph.rows import ClipRow, Entity, Memory, content_id
 from graph.store import Store, StoreError
-from embeddings.base import build_text_embedder
 
 
 def _clip(clip_id="c1", start=1000.0):
@@ -11,13 +11,25 @@ def _clip(clip_id="c1", start=1000.0):
 
 
 def _mem(text, clip_id="c1", start=1000.0):
-    return Memory(content_id(clip_id, text), "episodic", text, clip_id, "/rec/a.mp4", start, start + 2.0,
-                  ("voice_1",), ("seg0",))
+    return Memory(
+        content_id(clip_id, text),
+        "episodic",
+        text,
+        clip_id,
+        "/rec/a.mp4",
+        start,
+        start + 2.0,
+        ("voice_1",),
+        ("seg0",),
+    )
 
 
 def test_write_commits_clip_last_and_search_finds_memories(hash_store):
     assert not hash_store.has_clip("c1")
-    mems = [_mem('<voice_1> said: "I grew up in Chicago"'), _mem('<voice_2> said: "the weather is cold"')]
+    mems = [
+        _mem('<voice_1> said: "I grew up in Chicago"'),
+        _mem('<voice_2> said: "the weather is cold"'),
+    ]
     ent = Entity("voice_1", "voice", 1000.0, 1002.0, [np.ones(4, dtype=np.float32) / 2], 1)
     hash_store.commit_clip(_clip(), mems, [ent])
     hash_store.refresh_indexes()
@@ -68,10 +80,18 @@ def test_a_retried_clip_drops_what_a_killed_attempt_left(hash_store):
 
     # a process killed after writing the memories of c1 but before its clip row
     orphan = _mem('<voice_9> said: "half written"')
-    row = {"memory_id": orphan.memory_id, "kind": "episodic", "text": orphan.text,
-           "vector": hash_store.embedder.embed([orphan.text])[0].tolist(), "clip_id": "c1",
-           "source_path": orphan.source_path, "start_ts": 1000.0, "end_ts": 1002.0,
-           "entity_ids": ["voice_9"], "provenance": ["seg0"]}
+    row = {
+        "memory_id": orphan.memory_id,
+        "kind": "episodic",
+        "text": orphan.text,
+        "vector": hash_store.embedder.embed([orphan.text])[0].tolist(),
+        "clip_id": "c1",
+        "source_path": orphan.source_path,
+        "start_ts": 1000.0,
+        "end_ts": 1002.0,
+        "entity_ids": ["voice_9"],
+        "provenance": ["seg0"],
+    }
     hash_store.memories.add(pa.Table.from_pylist([row], schema=hash_store.memories.schema))
     assert not hash_store.has_clip("c1")
 
@@ -95,22 +115,32 @@ def test_indexes_take_in_new_rows_without_a_rebuild(hash_store):
 def test_every_hit_and_neighbour_carries_its_cosine_similarity_to_the_query(hash_store):
     """Full-text-only hits and neighbours get their similarity from the stored vectors, so the
     planner ranks them by what they say, not by a guess."""
-    mems = [_mem("the kettle is boiling", "c1", 1000.0), _mem("zebra crossings everywhere", "c1", 1005.0),
-            _mem("a quiet afternoon", "c1", 1010.0)]
+    mems = [
+        _mem("the kettle is boiling", "c1", 1000.0),
+        _mem("zebra crossings everywhere", "c1", 1005.0),
+        _mem("a quiet afternoon", "c1", 1010.0),
+    ]
     hash_store.commit_clip(_clip(), mems, [])
     hash_store.refresh_indexes()
     stored = dict(zip([m.text for m in mems], hash_store.embedder.embed([m.text for m in mems])))
-    vector = stored["zebra crossings everywhere"]  # the vector search finds the zebra, the words the kettle
+    vector = stored[
+        "zebra crossings everywhere"
+    ]  # the vector search finds the zebra, the words the kettle
     hits = hash_store.search("kettle boiling", k=3, candidates=1, vector=vector)
     assert {(h.memory.text, h.vector_rank, h.text_rank) for h in hits} == {
-        ("zebra crossings everywhere", 1, None), ("the kettle is boiling", None, 1)}
+        ("zebra crossings everywhere", 1, None),
+        ("the kettle is boiling", None, 1),
+    }
     for h in hits:
         assert h.similarity == pytest.approx(float(stored[h.memory.text] @ vector), abs=1e-5)
     near = hash_store.neighbour_hits([mems[1]], vector, window_s=10.0)
     assert [h.memory.text for h in near] == ["the kettle is boiling", "a quiet afternoon"]
-    assert [h.similarity for h in near] == pytest.approx([float(stored[h.memory.text] @ vector) for h in near], abs=1e-5)
-    assert [h.memory.text for h in hash_store.neighbour_hits([mems[1]], vector, 10.0, before_ts=1004.0)] == [
-        "the kettle is boiling"]  # what was known then, as in search
+    assert [h.similarity for h in near] == pytest.approx(
+        [float(stored[h.memory.text] @ vector) for h in near], abs=1e-5
+    )
+    assert [
+        h.memory.text for h in hash_store.neighbour_hits([mems[1]], vector, 10.0, before_ts=1004.0)
+    ] == ["the kettle is boiling"]  # what was known then, as in search
     assert hash_store.neighbour_hits([], vector) == []
 
 
@@ -133,8 +163,17 @@ def test_neighbours_include_a_memory_longer_than_the_assumed_span(hash_store, tm
 
 
 def _screen(text, clip_id="c1", start=1000.0):
-    return Memory(content_id(clip_id, "screen", text), "resource", f"On screen at 10:00: {text}", clip_id,
-                  "/rec/screens", start, start + 30.0, (), ())
+    return Memory(
+        content_id(clip_id, "screen", text),
+        "resource",
+        f"On screen at 10:00: {text}",
+        clip_id,
+        "/rec/screens",
+        start,
+        start + 30.0,
+        (),
+        (),
+    )
 
 
 @pytest.mark.parametrize("query", ["BLUEHERON", "ships on", "ships", "bay42", "level3"])
@@ -159,7 +198,9 @@ def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path)
     old.memories.create_index("text", config=__import__("lancedb").index.FTS(), replace=True)
     store = Store(tmp_path / "s", embedder)
     assert "search_text" in store.memories.schema.names
-    assert store.search("zebras", k=1)[0].text_rank == 1  # before the next ingest: the old index serves
+    assert (
+        store.search("zebras", k=1)[0].text_rank == 1
+    )  # before the next ingest: the old index serves
     store.refresh_indexes()
     assert [ix.columns for ix in store.memories.list_indices()] == [["search_text"]]
     assert store.search("zebras", k=1)[0].text_rank == 1
@@ -170,8 +211,12 @@ def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path)
     import pyarrow as pa
 
     row = store.memories.search().where("text = 'a memory about zebras'").limit(1).to_arrow()
-    row = row.set_column(row.schema.get_field_index("memory_id"), "memory_id", pa.array(["m-okapi"]))
-    row = row.set_column(row.schema.get_field_index("text"), "text", pa.array(["a memory about okapis"]))
+    row = row.set_column(
+        row.schema.get_field_index("memory_id"), "memory_id", pa.array(["m-okapi"])
+    )
+    row = row.set_column(
+        row.schema.get_field_index("text"), "text", pa.array(["a memory about okapis"])
+    )
     store.memories.add(row.drop_columns(["search_text"]))
     store.refresh_indexes()
     assert store.search("okapis", k=1)[0].text_rank == 1
@@ -192,8 +237,9 @@ class _CountingClips:
 
 
 @pytest.mark.parametrize("read_again_s", [0.0, 3600.0])
-def test_a_reader_holding_every_clip_id_sees_new_commits_and_never_a_commit_in_progress(tmp_path, monkeypatch,
-                                                                                         read_again_s):
+def test_a_reader_holding_every_clip_id_sees_new_commits_and_never_a_commit_in_progress(
+    tmp_path, monkeypatch, read_again_s
+):
     import graph.store as store_module
     from graph import commit
     from graph import forget_store as forget
@@ -210,7 +256,9 @@ def test_a_reader_holding_every_clip_id_sees_new_commits_and_never_a_commit_in_p
     assert found() == {"c1"} and clips.reads == 1  # every clip id, read once
     in_progress = []
 
-    def step(name: str) -> None:  # between the writes of c2's commit: its memories are stored, its clip row not
+    def step(
+        name: str,
+    ) -> None:  # between the writes of c2's commit: its memories are stored, its clip row not
         if name == "clip":
             in_progress.append((found(), clips.reads))
 

@@ -53,16 +53,35 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def _writer(store_dir, clips: int, kill_clip: int = -1, kill_step: str = "", pause_s: float = 0.0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(store_dir), str(clips), str(kill_clip), kill_step,
-                             str(pause_s)], stderr=subprocess.PIPE, text=True)
+def _writer(
+    store_dir, clips: int, kill_clip: int = -1, kill_step: str = "", pause_s: float = 0.0
+) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WRITER,
+            str(store_dir),
+            str(clips),
+            str(kill_clip),
+            kill_step,
+            str(pause_s),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _state(store: Store) -> dict:
     """Everything the store holds, in a comparable form."""
     store.catch_up()
-    rows = {name: sorted(getattr(store, name).search().limit(None).to_list(), key=lambda r: str(list(r.values())[0]))
-            for name in ("clips", "memories", "edges", "entities")}
+    rows = {
+        name: sorted(
+            getattr(store, name).search().limit(None).to_list(),
+            key=lambda r: str(list(r.values())[0]),
+        )
+        for name in ("clips", "memories", "edges", "entities")
+    }
     for r in rows["clips"]:
         r.pop("ingested_ts")
     for r in rows["edges"]:
@@ -87,8 +106,12 @@ def test_readers_see_whole_tables_while_another_process_writes(tmp_path):
             assert hit.memory.text.endswith("about tea")  # whole rows, never torn
         time.sleep(0.01)
     assert proc.returncode == 0, proc.stderr.read()
-    time.sleep(1.1)  # reads may lag another process's writes by up to a second (Store.read_consistency_s)
-    assert seen_clips == sorted(seen_clips) and seen_memories == sorted(seen_memories)  # only ever grows
+    time.sleep(
+        1.1
+    )  # reads may lag another process's writes by up to a second (Store.read_consistency_s)
+    assert seen_clips == sorted(seen_clips) and seen_memories == sorted(
+        seen_memories
+    )  # only ever grows
     assert len(set(seen_clips)) > 2  # the reader saw the writer's progress, not one frozen version
     assert store.count()["clips"] == 40 and store.count()["memories"] == 200
 
@@ -104,7 +127,9 @@ def three_clips(tmp_path_factory) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_step", ["memories", "updated", "edges", "entities", "clip", "end"])
-def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(tmp_path, three_clips, kill_step):
+def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(
+    tmp_path, three_clips, kill_step
+):
     proc = _writer(tmp_path / "s", 5, kill_clip=3, kill_step=kill_step)
     proc.wait(timeout=120)
     assert proc.returncode == -9
@@ -115,8 +140,15 @@ def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(tmp_p
     found = {h.memory.clip_id for h in store.search("clip 3 memory about tea", k=50)}
     assert ("clip003" in found) == finished
     assert ("clip003" in {m.clip_id for m in store.in_time_range(1090.0, 1120.0)}) == finished
-    assert ("clip003" in {h.memory.clip_id for h in store.search("clip 3 memory", k=50, vector=np.zeros(
-        store.embedder.dim, np.float32))}) == finished  # the full-text half alone finds it
+    assert (
+        "clip003"
+        in {
+            h.memory.clip_id
+            for h in store.search(
+                "clip 3 memory", k=50, vector=np.zeros(store.embedder.dim, np.float32)
+            )
+        }
+    ) == finished  # the full-text half alone finds it
     seed = store.get_memories([content_id("clip002", 4)])
     near = store.neighbour_hits(seed, store.embedder.embed(["tea"])[0], window_s=60.0)
     assert ("clip003" in {h.memory.clip_id for h in near}) == finished
@@ -125,7 +157,9 @@ def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(tmp_p
         pass
     assert not (tmp_path / "s" / ".commit").exists()
     if not finished:
-        assert _state(store) == three_clips  # memories, the reinforced one, edges, entities: as before clip 3
+        assert (
+            _state(store) == three_clips
+        )  # memories, the reinforced one, edges, entities: as before clip 3
     rerun = _writer(tmp_path / "s", 5)  # ingest again: clip 3 is stored once, nothing doubles
     assert rerun.wait(timeout=120) == 0, rerun.stderr.read()
     store.catch_up()
@@ -138,7 +172,9 @@ def test_a_writer_killed_at_each_step_of_a_commit_leaves_nothing_half_done(tmp_p
 def test_an_error_part_way_through_a_commit_undoes_it_at_once(tmp_path, monkeypatch):
     store = Store(tmp_path / "s", build_text_embedder("hash"))
     clip = ClipRow("c1", "/r.mp4", "sha", 0, 0.0, 30.0, 1000.0, 1030.0, "")
-    memory = Memory(content_id("c1", 0), "episodic", "a memory about tea", "c1", "/r.mp4", 1000.0, 1001.0)
+    memory = Memory(
+        content_id("c1", 0), "episodic", "a memory about tea", "c1", "/r.mp4", 1000.0, 1001.0
+    )
 
     def full(name):
         if name == "entities":
@@ -150,5 +186,7 @@ def test_an_error_part_way_through_a_commit_undoes_it_at_once(tmp_path, monkeypa
     assert store.count() == {"clips": 0, "entities": 0, "memories": 0, "edges": 0}
     assert not (tmp_path / "s" / ".commit").exists()
     monkeypatch.setattr(commit, "step", lambda name: None)
-    store.commit_clip(clip, [memory], [], [Edge("mentions", memory.memory_id, "voice_1")])  # the retry stores it
+    store.commit_clip(
+        clip, [memory], [], [Edge("mentions", memory.memory_id, "voice_1")]
+    )  # the retry stores it
     assert store.count()["memories"] == 1 and store.count()["edges"] == 1

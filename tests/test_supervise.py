@@ -27,8 +27,13 @@ def _gone(pid: int, timeout_s: float) -> bool:
 
 def test_a_child_that_keeps_dying_is_restarted_ever_more_slowly():
     said: list[str] = []
-    sup = Supervised([sys.executable, "-c", "import sys; sys.exit(3)"], "the watcher", say=said.append,
-                     first_delay_s=0.2, max_delay_s=0.8).start()
+    sup = Supervised(
+        [sys.executable, "-c", "import sys; sys.exit(3)"],
+        "the watcher",
+        say=said.append,
+        first_delay_s=0.2,
+        max_delay_s=0.8,
+    ).start()
     time.sleep(2.5)  # runs at 0, ~0.2, ~0.6, ~1.4, ~2.2 s (delays 0.2, 0.4, 0.8, 0.8)
     sup.stop(timeout_s=5)
     assert 3 <= sup.restarts <= 6, said
@@ -40,7 +45,9 @@ def test_a_child_that_keeps_dying_is_restarted_ever_more_slowly():
 
 
 def test_stop_ends_a_running_child_and_it_is_not_restarted():
-    sup = Supervised([sys.executable, "-c", "import time; time.sleep(60)"], "the watcher", say=lambda m: None).start()
+    sup = Supervised(
+        [sys.executable, "-c", "import time; time.sleep(60)"], "the watcher", say=lambda m: None
+    ).start()
     deadline = time.time() + 10
     while sup.pid is None and time.time() < deadline:
         time.sleep(0.05)
@@ -87,7 +94,9 @@ def test_the_child_is_started_without_a_preexec_fn(monkeypatch):
         return real(cmd, **kw)
 
     monkeypatch.setattr(supervise.subprocess, "Popen", popen)
-    sup = Supervised([sys.executable, "-c", "pass"], "the watcher", say=lambda m: None, first_delay_s=30).start()
+    sup = Supervised(
+        [sys.executable, "-c", "pass"], "the watcher", say=lambda m: None, first_delay_s=30
+    ).start()
     deadline = time.time() + 10
     while not seen and time.time() < deadline:
         time.sleep(0.05)
@@ -99,6 +108,17 @@ def test_the_child_is_started_without_a_preexec_fn(monkeypatch):
 
 def test_a_child_whose_parent_is_gone_before_it_asks_for_the_signal_does_not_start(tmp_path):
     ran = tmp_path / "ran"
-    done = subprocess.run([sys.executable, "-m", "mnemo.supervise", "1", sys.executable, "-c",
-                           f"open({str(ran)!r}, 'w')"], capture_output=True, timeout=30)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mnemo.supervise",
+            "1",
+            sys.executable,
+            "-c",
+            f"open({str(ran)!r}, 'w')",
+        ],
+        capture_output=True,
+        timeout=30,
+    )
     assert done.returncode == 1 and not ran.exists()  # its parent is not pid 1: it would outlive it

@@ -16,10 +16,18 @@ from embeddings import onnx_text, text_graph
 from embeddings.minilm import MiniLMText
 from embeddings.mpnet import packaged_mpnet_model
 
-LONG = ("The meeting moved to Thursday because the projector in room 4 was broken again, and Diane said she "
-        "would bring her own from home if nobody fixed it before the morning. ")
-TEXTS = [*onnx_text.CHECK_TEXTS, "", "ÉCOLE Straße naïve 😀 日本語", LONG, LONG * 3,
-         LONG * 40]  # the last is cut at the model's longest input: MPNet's buckets at every distance
+LONG = (
+    "The meeting moved to Thursday because the projector in room 4 was broken again, and Diane said she "
+    "would bring her own from home if nobody fixed it before the morning. "
+)
+TEXTS = [
+    *onnx_text.CHECK_TEXTS,
+    "",
+    "ÉCOLE Straße naïve 😀 日本語",
+    LONG,
+    LONG * 3,
+    LONG * 40,
+]  # the last is cut at the model's longest input: MPNet's buckets at every distance
 
 
 def model_dirs() -> dict[str, Path]:
@@ -43,7 +51,9 @@ def torch_vectors(model, texts: list[str]) -> np.ndarray:
     import torch
 
     with torch.inference_mode():
-        vecs = model.encode(texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False)
+        vecs = model.encode(
+            texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False
+        )
         return torch.nn.functional.normalize(vecs.float(), dim=-1).numpy()
 
 
@@ -51,14 +61,20 @@ def torch_vectors(model, texts: list[str]) -> np.ndarray:
 def test_the_built_graph_gives_torchs_vectors_alone_and_in_padded_batches(built):
     model_dir, path, model = built
     encoder = onnx_text.OnnxEncoder(path, model_dir, model.max_seq_length)
-    assert max(encoder.lengths(TEXTS)) == model.max_seq_length  # the longest text fills the model's input
+    assert (
+        max(encoder.lengths(TEXTS)) == model.max_seq_length
+    )  # the longest text fills the model's input
     batch = encoder.encode(TEXTS)  # padded to the longest
     want = torch_vectors(model, TEXTS)
     assert batch.shape == want.shape and batch.dtype == np.float32
     worst = float(np.abs(batch - want).max())
     alone = np.stack([encoder.encode([t])[0] for t in TEXTS])
-    worst_alone = float(np.abs(alone - np.stack([torch_vectors(model, [t])[0] for t in TEXTS])).max())
-    print(f"{model.tokenizer.name_or_path}: largest difference from torch {worst:.2e} in a padded batch, {worst_alone:.2e} alone")
+    worst_alone = float(
+        np.abs(alone - np.stack([torch_vectors(model, [t])[0] for t in TEXTS])).max()
+    )
+    print(
+        f"{model.tokenizer.name_or_path}: largest difference from torch {worst:.2e} in a padded batch, {worst_alone:.2e} alone"
+    )
     # far inside the export's tolerance (CHECK_TOLERANCE, 1e-3): 4e-7 measured, and MPNet with one
     # relative-position bucket wrong at long distances was 2e-4 off
     assert worst < 2e-5 and worst_alone < 2e-5
@@ -75,8 +91,11 @@ def test_the_built_graph_gives_torchs_hidden_states_token_by_token(built):
     ids, mask = encoder._tokens(TEXTS)
     got = encoder.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     with torch.inference_mode():
-        want = model[0].auto_model(input_ids=torch.from_numpy(ids),
-                                   attention_mask=torch.from_numpy(mask)).last_hidden_state.numpy()
+        want = (
+            model[0]
+            .auto_model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+            .last_hidden_state.numpy()
+        )
     real = mask.astype(bool)
     worst = float(np.abs(got[real] - want[real]).max())
     print(f"{model.tokenizer.name_or_path}: largest hidden-state difference from torch {worst:.2e}")
@@ -89,10 +108,15 @@ def test_onnx_runtimes_fusions_fire_on_the_built_graph(built):
 
     model_dir, path, _ = built
     layers = json.loads((model_dir / "config.json").read_text())["num_hidden_layers"]
-    ops = collections.Counter(n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node)
+    ops = collections.Counter(
+        n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node
+    )
     assert ops["BiasGelu"] == layers and "Erf" not in ops  # each GELU fused with its bias
     assert ops["SkipLayerNormalization"] >= 2 * layers  # each residual add with its layer norm
-    assert ops["LayerNormalization"] + ops["EmbedLayerNormalization"] + ops["SkipLayerNormalization"] == 2 * layers + 1
+    assert (
+        ops["LayerNormalization"] + ops["EmbedLayerNormalization"] + ops["SkipLayerNormalization"]
+        == 2 * layers + 1
+    )
 
 
 @pytest.mark.slow  # needs an extra beyond [test,s3]
@@ -100,7 +124,10 @@ def test_mpnets_relative_position_buckets_are_torchs_at_every_distance():
     import torch
     from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-    furthest = json.loads((model_dirs()["mpnet"] / "config.json").read_text())["max_position_embeddings"] - 1
+    furthest = (
+        json.loads((model_dirs()["mpnet"] / "config.json").read_text())["max_position_embeddings"]
+        - 1
+    )
     relative = np.arange(-furthest, furthest + 1)
     want = MPNetEncoder.relative_position_bucket(torch.from_numpy(relative), num_buckets=32).numpy()
     got = text_graph.relative_position_buckets(relative, 32)
@@ -124,9 +151,13 @@ def test_a_graph_cached_by_the_torch_export_is_built_again(tmp_path, monkeypatch
     model_dir = model_dirs()["minilm"]
     graph = onnx_text.exported_model(MiniLMText.name, model_dir)
     marker, first = graph.parent / "source", graph.stat().st_mtime_ns
-    assert onnx_text.exported_model(MiniLMText.name, model_dir).stat().st_mtime_ns == first  # cached
+    assert (
+        onnx_text.exported_model(MiniLMText.name, model_dir).stat().st_mtime_ns == first
+    )  # cached
     stat = (model_dir / "model.safetensors").stat()
-    marker.write_text(f"{stat.st_size}-{stat.st_mtime_ns}")  # the old export's key: same weights, no builder
+    marker.write_text(
+        f"{stat.st_size}-{stat.st_mtime_ns}"
+    )  # the old export's key: same weights, no builder
     onnx_text.exported_model(MiniLMText.name, model_dir)
     assert graph.stat().st_mtime_ns != first and text_graph.BUILDER in marker.read_text()
 
@@ -142,8 +173,15 @@ def test_building_and_embedding_import_no_torch(tmp_path):
         assert vecs.shape == (2, 384) and (cache_root() / "models/onnx" / text.name / "model.onnx").is_file()
         print(sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules))
     """)
-    env = {"MNEMO_CACHE": str(tmp_path), "MNEMO_MODELS": os.environ["MNEMO_MODELS"], "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
-           "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        "MNEMO_CACHE": str(tmp_path),
+        "MNEMO_MODELS": os.environ["MNEMO_MODELS"],
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "HF_HUB_OFFLINE": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"

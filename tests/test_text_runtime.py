@@ -10,8 +10,12 @@ from embeddings import onnx_text
 from embeddings.minilm import MiniLMText
 from embeddings.mpnet import MPNetText
 
-TEXTS = ["Where does Diane live?", "Diane lives in New Jersey.", "ok",
-         "The meeting moved to Thursday because the projector in room 4 was broken again. " * 8]
+TEXTS = [
+    "Where does Diane live?",
+    "Diane lives in New Jersey.",
+    "ok",
+    "The meeting moved to Thursday because the projector in room 4 was broken again. " * 8,
+]
 
 
 @pytest.fixture
@@ -57,7 +61,9 @@ def test_the_runtime_follows_the_device_and_dtype():
     from mnemo.config import GraphConfig
     from mnemo.wiring import text_embedder
 
-    bf16 = text_embedder(GraphConfig(text_embedder="minilm", text_device="cpu", text_dtype="bfloat16"))
+    bf16 = text_embedder(
+        GraphConfig(text_embedder="minilm", text_device="cpu", text_dtype="bfloat16")
+    )
     bf16.embed(["x"])
     assert bf16.runtime == "torch"  # ONNX Runtime here runs float32 only
     with pytest.raises(ValueError, match="runs float32 on the CPU"):
@@ -66,7 +72,9 @@ def test_the_runtime_follows_the_device_and_dtype():
         MiniLMText(runtime="tensorrt")
     with pytest.raises(pydantic.ValidationError, match="text_runtime"):
         GraphConfig(text_runtime="tensorrt")
-    assert text_embedder(GraphConfig(text_embedder="minilm", text_runtime="torch")).runtime == "torch"
+    assert (
+        text_embedder(GraphConfig(text_embedder="minilm", text_runtime="torch")).runtime == "torch"
+    )
 
 
 def test_only_mean_pooled_models_are_run_by_the_onnx_encoder(tmp_path):
@@ -76,7 +84,8 @@ def test_only_mean_pooled_models_are_run_by_the_onnx_encoder(tmp_path):
     (tmp_path / "modules.json").write_text((model / "modules.json").read_text())
     pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
     (tmp_path / "1_Pooling" / "config.json").write_text(
-        json.dumps(pooling | {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}))
+        json.dumps(pooling | {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True})
+    )
     assert not onnx_text.pooling_is_mean(tmp_path)
     assert not onnx_text.pooling_is_mean(tmp_path / "missing")
 
@@ -90,11 +99,25 @@ def test_the_onnx_path_tokenizes_as_transformers_does(embedder):
     questions and captions and M3-Bench's web questions and answers: the same ids for both.)"""
     from transformers import AutoTokenizer
 
-    texts = [*TEXTS, "", "  ", "ÉCOLE Straße naïve 😀 日本語", "Hello\tworld\n\nnew", "room 4 " * 300, "don't STOP-me"]
+    texts = [
+        *TEXTS,
+        "",
+        "  ",
+        "ÉCOLE Straße naïve 😀 日本語",
+        "Hello\tworld\n\nnew",
+        "room 4 " * 300,
+        "don't STOP-me",
+    ]
     model = embedder(device="cpu", dtype="float32", runtime="onnx")
     model.embed(["load"])
     encoder, hf = model._encoder, AutoTokenizer.from_pretrained(str(model.model_dir()))
-    want = hf(texts, padding=True, truncation=True, max_length=encoder_max_length(model), return_tensors="np")
+    want = hf(
+        texts,
+        padding=True,
+        truncation=True,
+        max_length=encoder_max_length(model),
+        return_tensors="np",
+    )
     ids, mask = encoder._tokens(texts)
     assert np.array_equal(ids, want["input_ids"]) and np.array_equal(mask, want["attention_mask"])
     assert encoder.lengths(texts) == [int(n) for n in want["attention_mask"].sum(axis=1)]
@@ -102,4 +125,6 @@ def test_the_onnx_path_tokenizes_as_transformers_does(embedder):
 
 
 def encoder_max_length(model) -> int:
-    return json.loads((model.model_dir() / "sentence_bert_config.json").read_text())["max_seq_length"]
+    return json.loads((model.model_dir() / "sentence_bert_config.json").read_text())[
+        "max_seq_length"
+    ]

@@ -37,7 +37,9 @@ def test_the_packaged_state_dicts_read_without_torch_are_torchs():
         got = state_dict(path, key)
         assert list(got) == list(want)
         for name, tensor in want.items():
-            assert got[name].dtype == tensor.numpy().dtype and np.array_equal(got[name], tensor.numpy()), name
+            assert got[name].dtype == tensor.numpy().dtype and np.array_equal(
+                got[name], tensor.numpy()
+            ), name
 
 
 @pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy"])
@@ -45,15 +47,26 @@ def test_both_torch_save_formats_with_views_and_dtypes(tmp_path, zipped):
     import torch
 
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-    saved = {"whole": base, "row": base[2], "column": base[:, 3], "transposed": base.t(), "scalar": torch.tensor(7),
-             "half": torch.linspace(-1, 1, 5, dtype=torch.float16), "mask": torch.tensor([True, False]),
-             "steps": torch.tensor([1, 2**40], dtype=torch.int64), "nested": [{"bias": base[1, 1:4]}], "count": 3}
+    saved = {
+        "whole": base,
+        "row": base[2],
+        "column": base[:, 3],
+        "transposed": base.t(),
+        "scalar": torch.tensor(7),
+        "half": torch.linspace(-1, 1, 5, dtype=torch.float16),
+        "mask": torch.tensor([True, False]),
+        "steps": torch.tensor([1, 2**40], dtype=torch.int64),
+        "nested": [{"bias": base[1, 1:4]}],
+        "count": 3,
+    }
     path = tmp_path / "weights.pt"
     torch.save(saved, path, _use_new_zipfile_serialization=zipped)
     assert zipfile.is_zipfile(path) is zipped
     got = read_torch_file(path)
     for key in ("whole", "row", "column", "transposed", "scalar", "half", "mask", "steps"):
-        assert got[key].dtype == saved[key].numpy().dtype and np.array_equal(got[key], saved[key].numpy()), key
+        assert got[key].dtype == saved[key].numpy().dtype and np.array_equal(
+            got[key], saved[key].numpy()
+        ), key
     assert np.array_equal(got["nested"][0]["bias"], [7.0, 8.0, 9.0]) and got["count"] == 3
 
 
@@ -77,7 +90,9 @@ def test_a_weight_file_naming_another_global_is_refused_without_running_it(tmp_p
     with zipfile.ZipFile(zipped, "w") as archive:
         archive.writestr("zipped/data.pkl", payload)
     for path in (legacy, zipped):
-        with pytest.raises(UnsafeWeightsError, match=f"{path}: refused to read it, it names [a-z]+\\.system"):
+        with pytest.raises(
+            UnsafeWeightsError, match=f"{path}: refused to read it, it names [a-z]+\\.system"
+        ):
             read_torch_file(path)
     assert not marker.exists()
     pickle.loads(payload)  # what plain unpickling would have done
@@ -96,9 +111,13 @@ def test_a_file_that_is_not_a_state_dict_says_so(tmp_path):
     lacking = torch.load(images._weights(), weights_only=True)
     del lacking["_blocks.3._bn1.running_var"]
     torch.save(lacking, tmp_path / "lacking.pth")
-    with pytest.raises(ValueError, match="not EfficientNet-Lite0's weights, _blocks.3._bn1.running_var is missing"):
+    with pytest.raises(
+        ValueError, match="not EfficientNet-Lite0's weights, _blocks.3._bn1.running_var is missing"
+    ):
         build_network(str(tmp_path / "lacking.pth"), str(tmp_path / "efficientnet.onnx"))
-    with pytest.raises(ValueError, match="pretrained.pt: not a state dict of tensors \\(it holds step, model_state"):
+    with pytest.raises(
+        ValueError, match="pretrained.pt: not a state dict of tensors \\(it holds step, model_state"
+    ):
         build_network(str(speaker._weights()), str(tmp_path / "efficientnet.onnx"))
 
 
@@ -106,8 +125,13 @@ def real_mel_windows(sample_wav) -> np.ndarray:
     audio, rate = sf.read(sample_wav, dtype="float32")
     assert rate == speaker.SAMPLE_RATE
     mel = speaker.mel_frames(audio)
-    return np.stack([mel[s:s + speaker.WINDOW_FRAMES] for s in speaker.window_starts(audio.size, 4.0)
-                     if s + speaker.WINDOW_FRAMES <= len(mel)])
+    return np.stack(
+        [
+            mel[s : s + speaker.WINDOW_FRAMES]
+            for s in speaker.window_starts(audio.size, 4.0)
+            if s + speaker.WINDOW_FRAMES <= len(mel)
+        ]
+    )
 
 
 def test_the_ge2e_graph_is_the_torch_encoder_on_real_speech(tmp_path, sample_wav):
@@ -116,7 +140,9 @@ def test_the_ge2e_graph_is_the_torch_encoder_on_real_speech(tmp_path, sample_wav
     mels = real_mel_windows(sample_wav)
     build_encoder(str(speaker._weights()), str(tmp_path / "ge2e.onnx"))
     got = cpu_session(tmp_path / "ge2e.onnx").run(None, {"mels": mels})[0]
-    encoder = speaker._resemblyzer().VoiceEncoder(device="cpu", verbose=False, weights_fpath=speaker._weights())
+    encoder = speaker._resemblyzer().VoiceEncoder(
+        device="cpu", verbose=False, weights_fpath=speaker._weights()
+    )
     with torch.inference_mode():
         want = encoder.eval()(torch.from_numpy(mels)).numpy()
     assert got.shape == want.shape == (len(mels), 256)
@@ -130,7 +156,11 @@ def test_the_efficientnet_graph_is_the_torch_network_on_real_images(tmp_path, op
 
     from bench.fixtures import group_photo
 
-    frames = [_rgb(group_photo()), _rgb(opencv_dir / "qtgui.png"), _rgb(opencv_dir / "eclipse_cdt_cfg7.png")]
+    frames = [
+        _rgb(group_photo()),
+        _rgb(opencv_dir / "qtgui.png"),
+        _rgb(opencv_dir / "eclipse_cdt_cfg7.png"),
+    ]
     capture = cv2.VideoCapture(str(opencv_dir / "Megamind.avi"))
     ok, frame = capture.read()
     assert ok
@@ -168,11 +198,21 @@ def test_building_and_running_both_graphs_imports_no_torch(tmp_path, sample_wav,
     (guard / "__init__.py").write_text(
         "import traceback\n"
         f"open({str(attempts)!r}, 'a').write(''.join(traceback.format_stack()) + '\\n')\n"
-        "raise ImportError('torch was imported')\n")
-    env = dict(os.environ, MNEMO_CACHE=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(guard.parent), *(p for p in sys.path if p)]))
-    done = subprocess.run([sys.executable, "-c", BUILD_AND_RUN, str(sample_wav), str(opencv_dir / "qtgui.png")],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+        "raise ImportError('torch was imported')\n"
+    )
+    env = dict(
+        os.environ,
+        MNEMO_CACHE=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join([str(guard.parent), *(p for p in sys.path if p)]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD_AND_RUN, str(sample_wav), str(opencv_dir / "qtgui.png")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert not attempts.exists(), attempts.read_text()[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])

@@ -34,9 +34,14 @@ def _frame(folder: Path, name: str) -> None:
 
 
 def _watch(root: Path, events: bool, stop: threading.Event) -> threading.Thread:
-    t = threading.Thread(target=watch_module.watch, args=(root, None, None, (None, None)),
-                         kwargs=dict(clip_s=2.0, settle_s=0.2, poll_s=0.3, events=events, stop=stop,
-                                     say=lambda m: None), daemon=True)
+    t = threading.Thread(
+        target=watch_module.watch,
+        args=(root, None, None, (None, None)),
+        kwargs=dict(
+            clip_s=2.0, settle_s=0.2, poll_s=0.3, events=events, stop=stop, say=lambda m: None
+        ),
+        daemon=True,
+    )
     t.start()
     return t
 
@@ -51,7 +56,9 @@ def _wait_for(cond, timeout_s: float) -> bool:
 
 
 @pytest.mark.slow  # waits out real idle windows on real file events (seconds of wall time)
-def test_an_idle_folder_is_not_read_again_and_a_new_frame_is_planned_in_its_day_folder(tmp_path, looks):
+def test_an_idle_folder_is_not_read_again_and_a_new_frame_is_planned_in_its_day_folder(
+    tmp_path, looks
+):
     root = tmp_path / "capture"
     _frame(root / "2026" / "11" / "20", "old")
     stop = threading.Event()
@@ -93,7 +100,9 @@ def test_without_file_events_it_looks_every_poll(tmp_path, looks):
 
 
 @pytest.mark.slow  # waits out real idle windows on real file events (seconds of wall time)
-def test_a_folder_written_to_without_pause_is_still_looked_at_as_each_window_closes(tmp_path, looks):
+def test_a_folder_written_to_without_pause_is_still_looked_at_as_each_window_closes(
+    tmp_path, looks
+):
     """Frames every 0.3 s: a window's first frame often comes within settle_s of the last one
     closing; the folder is looked at when its earliest unread window closes, not put off."""
     root = tmp_path / "capture"

@@ -1,23 +1,26 @@
 """Time expressions in questions: 30 phrasings with the window each must give, and questions that
 name no time and must give none. The same set measured dateparser (see control/when.py)."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from control.when import time_windows
 
-NOW = datetime(2023, 8, 15, 12, tzinfo=timezone.utc)  # a Tuesday
+NOW = datetime(2023, 8, 15, 12, tzinfo=UTC)  # a Tuesday
 
 
 def D(y: int, m: int, d: int) -> datetime:
-    return datetime(y, m, d, tzinfo=timezone.utc)
+    return datetime(y, m, d, tzinfo=UTC)
 
 
 # question -> the span it names (the window must hold it and be at most about three times as wide)
 NAMED = [
     ("What did I buy in June?", (D(2023, 6, 1), D(2023, 7, 1))),
-    ("What did I buy in September?", (D(2022, 9, 1), D(2022, 10, 1))),  # no year: the latest September
+    (
+        "What did I buy in September?",
+        (D(2022, 9, 1), D(2022, 10, 1)),
+    ),  # no year: the latest September
     ("What happened in May 2023?", (D(2023, 5, 1), D(2023, 6, 1))),
     ("Who did I meet on 8 May 2023?", (D(2023, 5, 8), D(2023, 5, 9))),
     ("Who did I meet on May 8, 2023?", (D(2023, 5, 8), D(2023, 5, 9))),
@@ -59,9 +62,18 @@ def test_a_named_time_gives_a_window_around_it(question, span):
     windows = time_windows(question, NOW)
     start, end = span[0].timestamp(), span[1].timestamp()
     assert windows, question
-    assert any(w.start_ts <= start and w.end_ts >= end - 1 and w.end_ts - w.start_ts <= 3 * (end - start) + 3 * 86400
-               for w in windows), [(datetime.fromtimestamp(w.start_ts, timezone.utc).date(),
-                                    datetime.fromtimestamp(w.end_ts, timezone.utc).date()) for w in windows]
+    assert any(
+        w.start_ts <= start
+        and w.end_ts >= end - 1
+        and w.end_ts - w.start_ts <= 3 * (end - start) + 3 * 86400
+        for w in windows
+    ), [
+        (
+            datetime.fromtimestamp(w.start_ts, UTC).date(),
+            datetime.fromtimestamp(w.end_ts, UTC).date(),
+        )
+        for w in windows
+    ]
 
 
 def test_march_last_year_is_one_window_not_two():

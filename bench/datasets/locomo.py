@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -69,9 +69,11 @@ class Conversation:
 
 
 def parse_session_time(text: str) -> datetime:
-    """"1:56 pm on 8 May, 2023" -> an aware datetime (UTC: the dataset gives no zone)."""
+    """ "1:56 pm on 8 May, 2023" -> an aware datetime (UTC: the dataset gives no zone)."""
     try:
-        return datetime.strptime(" ".join(text.split()), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+        return datetime.strptime(" ".join(text.split()), "%I:%M %p on %d %B, %Y").replace(
+            tzinfo=UTC
+        )
     except ValueError as e:
         raise ValueError(f"session time {text!r} is not like '1:56 pm on 8 May, 2023'") from e
 
@@ -97,7 +99,9 @@ def load(path: str | Path) -> list[Conversation]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: cannot read a LoCoMo file ({e}); expected the upstream locomo10.json format") from e
+        raise ValueError(
+            f"{path}: cannot read a LoCoMo file ({e}); expected the upstream locomo10.json format"
+        ) from e
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a list of conversations (locomo10.json format)")
     conversations: list[Conversation] = []
@@ -106,17 +110,38 @@ def load(path: str | Path) -> list[Conversation]:
         sessions = []
         n = 1
         while f"session_{n}" in conv:
-            turns = tuple(Turn(_canonical(t["dia_id"]), t["speaker"], t.get("text", ""), t.get("blip_caption", ""))
-                          for t in conv[f"session_{n}"])
+            turns = tuple(
+                Turn(
+                    _canonical(t["dia_id"]),
+                    t["speaker"],
+                    t.get("text", ""),
+                    t.get("blip_caption", ""),
+                )
+                for t in conv[f"session_{n}"]
+            )
             if turns:
-                sessions.append(Session(n, parse_session_time(conv[f"session_{n}_date_time"]), turns))
+                sessions.append(
+                    Session(n, parse_session_time(conv[f"session_{n}_date_time"]), turns)
+                )
             n += 1
         known = {t.dia_id for s in sessions for t in s.turns}
-        questions = tuple(Question(q["question"], str(q.get("answer", q.get("adversarial_answer", ""))),
-                                   normalize_evidence(q.get("evidence", []), known), int(q["category"]))
-                          for q in item.get("qa", []))
-        conversations.append(Conversation(item.get("sample_id", f"conv-{len(conversations)}"),
-                                          (conv["speaker_a"], conv["speaker_b"]), tuple(sessions), questions))
+        questions = tuple(
+            Question(
+                q["question"],
+                str(q.get("answer", q.get("adversarial_answer", ""))),
+                normalize_evidence(q.get("evidence", []), known),
+                int(q["category"]),
+            )
+            for q in item.get("qa", [])
+        )
+        conversations.append(
+            Conversation(
+                item.get("sample_id", f"conv-{len(conversations)}"),
+                (conv["speaker_a"], conv["speaker_b"]),
+                tuple(sessions),
+                questions,
+            )
+        )
     return conversations
 
 
@@ -134,7 +159,9 @@ def load_gold(path: str | Path) -> dict[str, dict[int, SessionGold]]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     out: dict[str, dict[int, SessionGold]] = {}
     for item, conv in zip(data, load(path)):  # load keeps one conversation per item, in order
-        events, summaries, observed = (item.get(k) or {} for k in ("event_summary", "session_summary", "observation"))
+        events, summaries, observed = (
+            item.get(k) or {} for k in ("event_summary", "session_summary", "observation")
+        )
         gold = {}
         for s in conv.sessions:
             happened = events.get(f"events_session_{s.index}") or {}
@@ -142,8 +169,13 @@ def load_gold(path: str | Path) -> dict[str, dict[int, SessionGold]]:
                 s.index,
                 tuple((who, str(e)) for who in conv.speakers for e in happened.get(who) or ()),
                 str(summaries.get(f"session_{s.index}_summary", "")),
-                tuple((who, str(fact[0]), _canonical(str(fact[1]))) for who in conv.speakers
-                      for fact in (observed.get(f"session_{s.index}_observation") or {}).get(who) or ()
-                      if isinstance(fact, list) and len(fact) == 2))
+                tuple(
+                    (who, str(fact[0]), _canonical(str(fact[1])))
+                    for who in conv.speakers
+                    for fact in (observed.get(f"session_{s.index}_observation") or {}).get(who)
+                    or ()
+                    if isinstance(fact, list) and len(fact) == 2
+                ),
+            )
         out[conv.key] = gold
     return out

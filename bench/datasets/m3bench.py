@@ -30,7 +30,10 @@ TYPES = {
     "Person Understanding": "PU",
     "General Knowledge Extraction": "GK",
 }
-ALIASES = {"Multi-Detail Reasoning": "Multi-Evidence Reasoning", "Human Understanding": "Person Understanding"}
+ALIASES = {
+    "Multi-Detail Reasoning": "Multi-Evidence Reasoning",
+    "Human Understanding": "Person Understanding",
+}
 SPLITS = ("robot", "web")
 
 
@@ -74,7 +77,9 @@ def normalise_type(label: str) -> str:
     label = " ".join(label.split())
     label = ALIASES.get(label, label)
     if label not in TYPES:
-        raise ValueError(f"unknown M3-Bench question type {label!r}; known: {', '.join([*TYPES, *ALIASES])}")
+        raise ValueError(
+            f"unknown M3-Bench question type {label!r}; known: {', '.join([*TYPES, *ALIASES])}"
+        )
     return label
 
 
@@ -97,18 +102,32 @@ def _question(raw: dict, video_id: str, robot: bool) -> Question:
         question, answer = str(raw["question"]), str(raw["answer"])
     except KeyError as e:
         raise ValueError(f"question {qid} of {video_id} has no {e.args[0]!r}") from None
-    timestamp = parse_timestamp(raw["timestamp"]) if raw.get("timestamp") not in (None, "") else None
+    timestamp = (
+        parse_timestamp(raw["timestamp"]) if raw.get("timestamp") not in (None, "") else None
+    )
     before = None
     if robot:
         if raw.get("before_clip") is not None:
             before = int(raw["before_clip"])
-        elif timestamp is not None:  # the release's rule: the clip before the one the question is asked in
+        elif (
+            timestamp is not None
+        ):  # the release's rule: the clip before the one the question is asked in
             before = math.floor(timestamp / CLIP_S) - 1
-    evidence = tuple(Evidence(float(e["start_s"]), float(e["end_s"]), str(e.get("modality", "")))
-                     for e in raw.get("evidence") or ())
+    evidence = tuple(
+        Evidence(float(e["start_s"]), float(e["end_s"]), str(e.get("modality", "")))
+        for e in raw.get("evidence") or ()
+    )
     types = raw.get("type") or []
-    return Question(qid, question, answer, tuple(normalise_type(t) for t in ([types] if isinstance(types, str) else types)),
-                    timestamp, before, str(raw.get("reasoning", "")), evidence)
+    return Question(
+        qid,
+        question,
+        answer,
+        tuple(normalise_type(t) for t in ([types] if isinstance(types, str) else types)),
+        timestamp,
+        before,
+        str(raw.get("reasoning", "")),
+        evidence,
+    )
 
 
 def load(path: str | Path, split: str | None = None) -> tuple[str, list[Video]]:
@@ -120,21 +139,35 @@ def load(path: str | Path, split: str | None = None) -> tuple[str, list[Video]]:
     except OSError as e:
         raise ValueError(f"cannot read the M3-Bench annotations {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not JSON ({e}); pass robot.json or web.json from the M3-Agent release") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) and "qa_list" in v for v in data.values()):
-        raise ValueError(f"{path} is not in the M3-Bench format (a dict of video id -> {{video_path, qa_list}})")
+        raise ValueError(
+            f"{path} is not JSON ({e}); pass robot.json or web.json from the M3-Agent release"
+        ) from None
+    if not isinstance(data, dict) or not all(
+        isinstance(v, dict) and "qa_list" in v for v in data.values()
+    ):
+        raise ValueError(
+            f"{path} is not in the M3-Bench format (a dict of video id -> {{video_path, qa_list}})"
+        )
     if split is None:
         stem = path.stem.lower()
         split = next((s for s in SPLITS if s in stem), None)
         if split is None:
-            split = "robot" if any("before_clip" in q for v in data.values() for q in v["qa_list"]) else "web"
+            split = (
+                "robot"
+                if any("before_clip" in q for v in data.values() for q in v["qa_list"])
+                else "web"
+            )
     if split not in SPLITS:
         raise ValueError(f"split {split!r}: choose robot or web")
     videos = []
     for video_id, entry in data.items():
         questions = tuple(_question(q, video_id, split == "robot") for q in entry["qa_list"])
         extra = {k: v for k, v in entry.items() if k not in ("video_path", "qa_list")}
-        videos.append(Video(str(video_id), str(entry.get("video_path") or f"{video_id}.mp4"), questions, extra))
+        videos.append(
+            Video(
+                str(video_id), str(entry.get("video_path") or f"{video_id}.mp4"), questions, extra
+            )
+        )
     return split, videos
 
 

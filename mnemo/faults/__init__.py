@@ -33,7 +33,12 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-MODULES = ("mnemo.faults.store", "mnemo.faults.media", "mnemo.faults.access", "mnemo.faults.processes")
+MODULES = (
+    "mnemo.faults.store",
+    "mnemo.faults.media",
+    "mnemo.faults.access",
+    "mnemo.faults.processes",
+)
 TOTALS = ("runs", "survived", "lost", "orphans", "leaks")
 
 
@@ -56,9 +61,13 @@ class Tally:
     orphans: int = 0
     leaks: int = 0
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)  # one line per thing that went wrong, for the report
+    notes: list[str] = field(
+        default_factory=list
+    )  # one line per thing that went wrong, for the report
 
-    def run(self, *, lost: int = 0, orphans: int = 0, leaks: int = 0, ok: bool = True, note: str = "") -> bool:
+    def run(
+        self, *, lost: int = 0, orphans: int = 0, leaks: int = 0, ok: bool = True, note: str = ""
+    ) -> bool:
         """Record one try; ``ok`` is False when it did not end as expected even with nothing lost.
         Returns whether the try survived."""
         self.runs += 1
@@ -73,7 +82,11 @@ class Tally:
 
     @property
     def figures(self) -> dict:
-        return {"scenario": self.scenario, **{k: getattr(self, k) for k in TOTALS}, "seconds": round(self.seconds, 1)}
+        return {
+            "scenario": self.scenario,
+            **{k: getattr(self, k) for k in TOTALS},
+            "seconds": round(self.seconds, 1),
+        }
 
 
 def scenarios() -> dict[str, Callable[[Context, Tally], None]]:
@@ -96,12 +109,19 @@ def pick(names: str | None) -> dict[str, Callable[[Context, Tally], None]]:
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in known]
     if unknown:
-        raise ValueError(f"unknown fault scenario(s) {', '.join(unknown)}; choose from: {', '.join(known)}")
+        raise ValueError(
+            f"unknown fault scenario(s) {', '.join(unknown)}; choose from: {', '.join(known)}"
+        )
     return {n: known[n] for n in wanted}
 
 
-def run(cfg, workdir: Path, runs: int, names: str | None = None,
-        progress: Callable[[str], None] = lambda m: None) -> list[Tally]:
+def run(
+    cfg,
+    workdir: Path,
+    runs: int,
+    names: str | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+) -> list[Tally]:
     if runs < 1:
         raise ValueError(f"--runs must be at least 1 (got {runs})")
     tallies = []
@@ -115,31 +135,43 @@ def run(cfg, workdir: Path, runs: int, names: str | None = None,
             fn(Context(folder, runs, cfg, progress), tally)
         except Exception as e:  # a scenario that breaks is a finding, not the end of the bench
             log.debug("fault scenario %s failed", name, exc_info=True)
-            tally.run(ok=False, note=f"the scenario itself failed: {type(e).__name__}: {e} "
-                                     f"({traceback.extract_tb(e.__traceback__)[-1].filename.rsplit('/', 1)[-1]})")
+            tally.run(
+                ok=False,
+                note=f"the scenario itself failed: {type(e).__name__}: {e} "
+                f"({traceback.extract_tb(e.__traceback__)[-1].filename.rsplit('/', 1)[-1]})",
+            )
         tally.seconds = time.perf_counter() - t0
         if tally.runs == 0:
             tally.run(ok=False, note="the scenario recorded no try")
-        progress(f"faults: {name}: {tally.survived}/{tally.runs} survived, lost {tally.lost}, "
-                 f"orphans {tally.orphans}, leaks {tally.leaks} ({tally.seconds:.1f} s)")
+        progress(
+            f"faults: {name}: {tally.survived}/{tally.runs} survived, lost {tally.lost}, "
+            f"orphans {tally.orphans}, leaks {tally.leaks} ({tally.seconds:.1f} s)"
+        )
         tallies.append(tally)
     return tallies
 
 
 def summary(tallies: list[Tally]) -> dict:
-    return {"scenarios": len(tallies), **{k: sum(getattr(t, k) for t in tallies) for k in TOTALS},
-            "per_scenario": [t.figures for t in tallies]}
+    return {
+        "scenarios": len(tallies),
+        **{k: sum(getattr(t, k) for t in tallies) for k in TOTALS},
+        "per_scenario": [t.figures for t in tallies],
+    }
 
 
 def format_report(tallies: list[Tally]) -> str:
     width = max([len(t.scenario) for t in tallies] + [8])
     lines = [f"{'scenario':<{width}}  runs  survived  lost  orphans  leaks  seconds"]
     for t in tallies:
-        lines.append(f"{t.scenario:<{width}}  {t.runs:>4}  {t.survived:>8}  {t.lost:>4}  {t.orphans:>7}  {t.leaks:>5}"
-                     f"  {t.seconds:>7.1f}")
+        lines.append(
+            f"{t.scenario:<{width}}  {t.runs:>4}  {t.survived:>8}  {t.lost:>4}  {t.orphans:>7}  {t.leaks:>5}"
+            f"  {t.seconds:>7.1f}"
+        )
     s = summary(tallies)
-    lines.append(f"{'all':<{width}}  {s['runs']:>4}  {s['survived']:>8}  {s['lost']:>4}  {s['orphans']:>7}  "
-                 f"{s['leaks']:>5}")
+    lines.append(
+        f"{'all':<{width}}  {s['runs']:>4}  {s['survived']:>8}  {s['lost']:>4}  {s['orphans']:>7}  "
+        f"{s['leaks']:>5}"
+    )
     notes = [(t.scenario, n) for t in tallies for n in t.notes]
     if notes:
         lines.append("\nwhat went wrong:")
@@ -149,6 +181,15 @@ def format_report(tallies: list[Tally]) -> str:
 
 def add_arguments(parser) -> None:
     """``mnemo bench faults``'s own options."""
-    parser.add_argument("--runs", type=int, default=3, metavar="N",
-                        help="tries of each scenario that can differ between tries (default 3)")
-    parser.add_argument("--scenarios", metavar="NAME,...", help="only these scenarios, comma-separated (default: all)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        metavar="N",
+        help="tries of each scenario that can differ between tries (default 3)",
+    )
+    parser.add_argument(
+        "--scenarios",
+        metavar="NAME,...",
+        help="only these scenarios, comma-separated (default: all)",
+    )

@@ -29,12 +29,23 @@ LINES = [  # (clip, speaker, seconds into the clip, what was said)
     (1, "voice_2", 3, "I rode tram 28 twice, it was packed."),
     (1, "voice_1", 9, "Next year I want to see Porto."),
 ]
-MARKERS = (NAME, "Quillon", "Lisbon", "azulejo", "custard", "tram 28", "Porto", "fault-clip-", SOURCE)
+MARKERS = (
+    NAME,
+    "Quillon",
+    "Lisbon",
+    "azulejo",
+    "custard",
+    "tram 28",
+    "Porto",
+    "fault-clip-",
+    SOURCE,
+)
 EVERYTHING = {"from": "1970-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}
 WAIT_S = 120.0  # a server's start on a loaded 2-core machine
 
 
 # ---- the store, and the children that serve it ----------------------------------------------------
+
 
 def build_store(where: Path, clips: int = 2):
     """``clips`` clips of one recording (two at least), two voices with their characters and a face,
@@ -44,9 +55,19 @@ def build_store(where: Path, clips: int = 2):
     from graph import edit_people
     from graph.store import Store
 
-    lines = LINES + [(k, "voice_2", 5, f"On day {k} we walked along the river again.") for k in range(2, clips)]
-    store = write_talk(Store(where, build_text_embedder("hash")), T0, max(clips, 2), clip_id, SOURCE, "sha-fault-talk",
-                       lines, face_in=())
+    lines = LINES + [
+        (k, "voice_2", 5, f"On day {k} we walked along the river again.") for k in range(2, clips)
+    ]
+    store = write_talk(
+        Store(where, build_text_embedder("hash")),
+        T0,
+        max(clips, 2),
+        clip_id,
+        SOURCE,
+        "sha-fault-talk",
+        lines,
+        face_in=(),
+    )
     edit_people.name(store, "voice_1", NAME)
     return store
 
@@ -82,7 +103,11 @@ class Fingerprint:
     def now(self) -> tuple:
         self.store.catch_up()
         counts = self.store.count()
-        return (counts["clips"], counts["memories"], tuple((o.seq, o.op) for o in self.store.people_ops()))
+        return (
+            counts["clips"],
+            counts["memories"],
+            tuple((o.seq, o.op) for o in self.store.people_ops()),
+        )
 
     def held(self) -> int:
         """Clips and memories held now."""
@@ -99,7 +124,9 @@ def summary(what: str, items: list[str], shown: int = 3) -> list[str]:
     """One note line for many failures of one kind: how many, and the first few."""
     if not items:
         return []
-    return [f"{len(items)} {what}: " + "; ".join(items[:shown]) + (" …" if len(items) > shown else "")]
+    return [
+        f"{len(items)} {what}: " + "; ".join(items[:shown]) + (" …" if len(items) > shown else "")
+    ]
 
 
 def note(run: int, wrong: list[str]) -> str:
@@ -110,8 +137,12 @@ def mnemo_argv(args: list[str], prelude: str = "") -> list[str]:
     """The real CLI in a child; with ``prelude``, that source runs first (in the child)."""
     if not prelude:
         return [sys.executable, "-m", "mnemo", *args]
-    return [sys.executable, "-c", f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main(sys.argv[1:]))",
-            *args]
+    return [
+        sys.executable,
+        "-c",
+        f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main(sys.argv[1:]))",
+        *args,
+    ]
 
 
 def child_env(workdir: Path, **extra: str) -> dict[str, str]:
@@ -122,8 +153,13 @@ def child_env(workdir: Path, **extra: str) -> dict[str, str]:
     run = workdir / "run"
     run.mkdir(mode=0o700, parents=True, exist_ok=True)
     (workdir / "config").mkdir(exist_ok=True)
-    env.update(XDG_RUNTIME_DIR=str(run), XDG_CONFIG_HOME=str(workdir / "config"), HF_HUB_OFFLINE="1",
-               MNEMO_GRAPH__TEXT_EMBEDDER="hash", **extra)
+    env.update(
+        XDG_RUNTIME_DIR=str(run),
+        XDG_CONFIG_HOME=str(workdir / "config"),
+        HF_HUB_OFFLINE="1",
+        MNEMO_GRAPH__TEXT_EMBEDDER="hash",
+        **extra,
+    )
     return env
 
 
@@ -170,30 +206,47 @@ def start_serve(workdir: Path, store: Path, *options: str, prelude: str = "") ->
     log_path = workdir / f"serve-{port}.log"
     token_file = Path(env["XDG_RUNTIME_DIR"]) / "mnemo" / f"serve-{port}.token"
     with log_path.open("w") as err:
-        proc = subprocess.Popen(mnemo_argv(["serve", "--store", str(store), "--port", str(port), *options], prelude),
-                                env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=err, umask=0o022)
+        proc = subprocess.Popen(
+            mnemo_argv(["serve", "--store", str(store), "--port", str(port), *options], prelude),
+            env=env,
+            cwd=workdir,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            umask=0o022,
+        )
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"mnemo serve exited with {proc.returncode}: {log_path.read_text()[-1500:]}")
+            raise RuntimeError(
+                f"mnemo serve exited with {proc.returncode}: {log_path.read_text()[-1500:]}"
+            )
         try:
             token = token_file.read_text().strip()
-            if token and httpx.get(url + "/health", headers={"Authorization": f"Bearer {token}"},
-                                   timeout=5).status_code == 200:
+            if (
+                token
+                and httpx.get(
+                    url + "/health", headers={"Authorization": f"Bearer {token}"}, timeout=5
+                ).status_code
+                == 200
+            ):
                 return Server(proc, url, port, token, token_file, log_path, store)
         except (OSError, httpx.HTTPError):
             pass
         time.sleep(0.3)
     proc.kill()
     proc.wait()
-    raise RuntimeError(f"mnemo serve did not answer on {url} within {WAIT_S:.0f} s: {log_path.read_text()[-1500:]}")
+    raise RuntimeError(
+        f"mnemo serve did not answer on {url} within {WAIT_S:.0f} s: {log_path.read_text()[-1500:]}"
+    )
 
 
 def login(client, server: Server) -> str:
     """A session cookie, as the page gets by signing in."""
     reply = client.post(server.url + "/login", json={"token": server.token})
     if reply.status_code != 200 or "mnemo_session" not in reply.cookies:
-        raise RuntimeError(f"signing in with the right token failed ({reply.status_code}): {reply.text[:200]}")
+        raise RuntimeError(
+            f"signing in with the right token failed ({reply.status_code}): {reply.text[:200]}"
+        )
     return reply.cookies["mnemo_session"]
 
 

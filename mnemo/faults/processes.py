@@ -33,7 +33,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -50,7 +50,11 @@ def _mnemo_cmd(argv: list[str], prelude: str = "") -> list[str]:
     """The command that runs ``mnemo argv`` in a new Python, ``prelude`` first (a test's broken guard)."""
     if not prelude:
         return [sys.executable, "-m", "mnemo", *argv]
-    return [sys.executable, "-c", f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main({argv!r}))"]
+    return [
+        sys.executable,
+        "-c",
+        f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main({argv!r}))",
+    ]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -72,7 +76,11 @@ def _snapshot(root: Path) -> dict[str, tuple]:
 
     def one(p: Path) -> tuple:
         st = p.lstat()
-        digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None
+        digest = (
+            hashlib.sha256(p.read_bytes()).hexdigest()
+            if p.is_file() and not p.is_symlink()
+            else None
+        )
         return digest, st.st_mtime_ns, st.st_mode
 
     return {".": one(root), **{str(p.relative_to(root)): one(p) for p in sorted(root.rglob("*"))}}
@@ -93,12 +101,16 @@ def _photo(k: int, size: int) -> bytes:
 
     image = cv2.imread(str(group_photo()))
     if image is None:
-        raise RuntimeError(f"{group_photo()}: cannot read the group photo; fetch the bench fixtures again")
+        raise RuntimeError(
+            f"{group_photo()}: cannot read the group photo; fetch the bench fixtures again"
+        )
     h, w = image.shape[:2]
-    part = image[(k // 2) * h // 2:(k // 2 + 1) * h // 2, (k % 2) * w // 2:(k % 2 + 1) * w // 2]
+    part = image[(k // 2) * h // 2 : (k // 2 + 1) * h // 2, (k % 2) * w // 2 : (k % 2 + 1) * w // 2]
     ok, buf = cv2.imencode(".jpg", cv2.resize(part, (size, size)))
     if not ok:
-        raise RuntimeError(f"cannot encode part {k} of the group photo as JPEG (cv2.imencode failed)")
+        raise RuntimeError(
+            f"cannot encode part {k} of the group photo as JPEG (cv2.imencode failed)"
+        )
     return buf.tobytes()
 
 
@@ -109,7 +121,7 @@ def _user_file(path: Path, content: bytes, mtime: float, mode: int = 0o644) -> N
     os.utime(path, (mtime, mtime))
 
 
-OLD = datetime(2019, 6, 1, 12, 0, tzinfo=timezone.utc).timestamp()  # when the user's files were last touched
+OLD = datetime(2019, 6, 1, 12, 0, tzinfo=UTC).timestamp()  # when the user's files were last touched
 
 
 def _alive(pids: list[int]) -> list[int]:
@@ -144,7 +156,9 @@ def _kill(pids: list[int]) -> None:
 
 
 def _missing_in_ci(why: str) -> str:
-    return why + (" (CI=true: a tool the bench needs is missing)" if os.environ.get("CI") == "true" else "")
+    return why + (
+        " (CI=true: a tool the bench needs is missing)" if os.environ.get("CI") == "true" else ""
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -154,8 +168,15 @@ WATCH_CLIP_S = 4.0  # short clips, so a try sees several close while it runs
 GAP_S = 4.0  # the frames of this long after the kill are the ones only a restarted watcher ingests
 
 
-def killed_watcher(ctx: Context, tally: Tally, *, prelude: str = "", ingest_wait_s: float = 60.0,
-                   gap_wait_s: float = 90.0, orphan_wait_s: float = 30.0) -> None:
+def killed_watcher(
+    ctx: Context,
+    tally: Tally,
+    *,
+    prelude: str = "",
+    ingest_wait_s: float = 60.0,
+    gap_wait_s: float = 90.0,
+    orphan_wait_s: float = 30.0,
+) -> None:
     """``ingest_wait_s``: how long the first watcher may take to ingest; ``gap_wait_s``: how long after
     the kill the frames of the gap may take to be ingested (a restart, models loaded, the folder read);
     ``orphan_wait_s``: how long the daemon's tree may take to end after its SIGKILL (the parent-death
@@ -165,39 +186,82 @@ def killed_watcher(ctx: Context, tally: Tally, *, prelude: str = "", ingest_wait
     if why := missing_tools():
         tally.run(ok=False, note=_missing_in_ci(f"no X display to capture: {why}"))
         return
-    desktop = Desktop(ctx.workdir, size="640x480")  # small frames: the watcher keeps up on a busy 2-core machine
+    desktop = Desktop(
+        ctx.workdir, size="640x480"
+    )  # small frames: the watcher keeps up on a busy 2-core machine
     try:
         term = desktop.xterm("notes", geometry="60x12+20+20")
         desktop.focus(term)
         for i in range(ctx.runs):
-            lost, orphans, ok, note = _watcher_try(ctx.workdir / f"try{i}", desktop, prelude, ingest_wait_s,
-                                                   gap_wait_s, orphan_wait_s, ctx.progress)
+            lost, orphans, ok, note = _watcher_try(
+                ctx.workdir / f"try{i}",
+                desktop,
+                prelude,
+                ingest_wait_s,
+                gap_wait_s,
+                orphan_wait_s,
+                ctx.progress,
+            )
             tally.run(lost=lost, orphans=orphans, ok=ok, note=note)
     finally:
         desktop.close()
 
 
-def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_wait_s: float,
-                 orphan_wait_s: float, progress: Callable[[str], None]) -> tuple[int, int, bool, str]:
+def _watcher_try(
+    folder: Path,
+    desktop,
+    prelude: str,
+    ingest_wait_s: float,
+    gap_wait_s: float,
+    orphan_wait_s: float,
+    progress: Callable[[str], None],
+) -> tuple[int, int, bool, str]:
     from embeddings.base import build_text_embedder
     from graph.store import Store
     from perception.capture.owned import frame_time, is_frame_name
 
     folder.mkdir(parents=True)
     out, store_dir = folder / "screens", folder / "store"
-    env = _env(**{k: v for k, v in desktop.env.items() if k in ("DISPLAY", "XDG_RUNTIME_DIR")},
-               MNEMO_CAPTURE__IDLE_AFTER_S="3600", MNEMO_PERCEPTION__CLIP_S=f"{WATCH_CLIP_S:g}",
-               MNEMO_PERCEPTION__IMAGE_BACKEND="none", MNEMO_PERCEPTION__OCR_BACKEND="none")
+    env = _env(
+        **{k: v for k, v in desktop.env.items() if k in ("DISPLAY", "XDG_RUNTIME_DIR")},
+        MNEMO_CAPTURE__IDLE_AFTER_S="3600",
+        MNEMO_PERCEPTION__CLIP_S=f"{WATCH_CLIP_S:g}",
+        MNEMO_PERCEPTION__IMAGE_BACKEND="none",
+        MNEMO_PERCEPTION__OCR_BACKEND="none",
+    )
     # typing keeps frames coming (input and changed pixels), as a user at work does
-    typist = subprocess.Popen(["xdotool", "type", "--delay", "80", "the parking spot is level 3 bay 42. " * 100],
-                              env=desktop.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    typist = subprocess.Popen(
+        ["xdotool", "type", "--delay", "80", "the parking spot is level 3 bay 42. " * 100],
+        env=desktop.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     log_path = folder / "daemon.log"
     with open(log_path, "w") as log_file:
-        daemon = subprocess.Popen(_mnemo_cmd(["capture", "--out", str(out), "--interval", "1s", "--ingest",
-                                              "--store", str(store_dir), "--duration", "600s"], prelude),
-                                  env=env, cwd=folder, stdout=log_file, stderr=subprocess.STDOUT)
+        daemon = subprocess.Popen(
+            _mnemo_cmd(
+                [
+                    "capture",
+                    "--out",
+                    str(out),
+                    "--interval",
+                    "1s",
+                    "--ingest",
+                    "--store",
+                    str(store_dir),
+                    "--duration",
+                    "600s",
+                ],
+                prelude,
+            ),
+            env=env,
+            cwd=folder,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
     tree: set[int] = set()
     try:
+
         def watchers() -> list[psutil.Process]:
             try:
                 kids = psutil.Process(daemon.pid).children(recursive=True)
@@ -214,11 +278,18 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
             watchers()
             time.sleep(0.3)
         if not said("clip(s),"):
-            return 0, 0, False, f"the watcher ingested nothing in {ingest_wait_s:g} s: {log_path.read_text()[-600:]}"
+            return (
+                0,
+                0,
+                False,
+                f"the watcher ingested nothing in {ingest_wait_s:g} s: {log_path.read_text()[-600:]}",
+            )
         (first,) = watchers()
         killed_at = time.time()
         first.send_signal(signal.SIGKILL)
-        progress(f"faults: killed_watcher: SIGKILLed the watcher (pid {first.pid}) while frames arrive")
+        progress(
+            f"faults: killed_watcher: SIGKILLed the watcher (pid {first.pid}) while frames arrive"
+        )
         # frames keep arriving; the restarted watcher (if any) must ingest those of the gap
         time.sleep(GAP_S)
         restarted = [w for w in watchers() if w.pid != first.pid]
@@ -227,17 +298,26 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
         missing: list[float] = []
         store = None
         while time.monotonic() < deadline:
-            gap = sorted(t for p in out.rglob("*.jpg") if is_frame_name(p.name)
-                         and p.with_name(p.name + ".json").exists()
-                         and (taken := frame_time(p.name)) is not None
-                         and killed_at <= (t := taken.timestamp()) < killed_at + GAP_S)
+            gap = sorted(
+                t
+                for p in out.rglob("*.jpg")
+                if is_frame_name(p.name)
+                and p.with_name(p.name + ".json").exists()
+                and (taken := frame_time(p.name)) is not None
+                and killed_at <= (t := taken.timestamp()) < killed_at + GAP_S
+            )
             if store is None and (store_dir / "clips.lance").exists():
                 store = Store(store_dir, build_text_embedder("hash"), read_consistency_s=0)
             spans = []
             if store is not None:
                 store.catch_up()
-                spans = [(r["start_ts"], r["end_ts"]) for r in
-                         store.clips.search().select(["start_ts", "end_ts"]).limit(None).to_list()]
+                spans = [
+                    (r["start_ts"], r["end_ts"])
+                    for r in store.clips.search()
+                    .select(["start_ts", "end_ts"])
+                    .limit(None)
+                    .to_list()
+                ]
             missing = [t for t in gap if not any(s <= t < e for s, e in spans)]
             if gap and not missing:
                 break
@@ -253,21 +333,36 @@ def _watcher_try(folder: Path, desktop, prelude: str, ingest_wait_s: float, gap_
         left = _wait_gone(sorted(tree), orphan_wait_s)
         lingering = [_describe(pid) for pid in left]  # before the SIGKILL below ends them
         _kill(left)
-        progress(f"faults: killed_watcher: {len(left)} process(es) of the daemon's tree left {orphan_wait_s:g} s after "
-                 f"its SIGKILL" if left else f"faults: killed_watcher: the daemon's tree ended "
-                 f"{time.monotonic() - since_kill:.1f} s after its SIGKILL")
+        progress(
+            f"faults: killed_watcher: {len(left)} process(es) of the daemon's tree left {orphan_wait_s:g} s after "
+            f"its SIGKILL"
+            if left
+            else f"faults: killed_watcher: the daemon's tree ended "
+            f"{time.monotonic() - since_kill:.1f} s after its SIGKILL"
+        )
         notes = []
         if not gap:
-            notes.append(f"no frame was captured in the {GAP_S:g} s after the kill (the typist stalled?)")
+            notes.append(
+                f"no frame was captured in the {GAP_S:g} s after the kill (the typist stalled?)"
+            )
         if missing:
-            notes.append(f"{len(missing)} of {len(gap)} frame(s) captured while the watcher was dead were never "
-                         f"ingested (restarted: {bool(restarted)})")
+            notes.append(
+                f"{len(missing)} of {len(gap)} frame(s) captured while the watcher was dead were never "
+                f"ingested (restarted: {bool(restarted)})"
+            )
         if not restarted or not backoff:
-            notes.append("the watcher was not restarted after its SIGKILL" if not restarted
-                         else "the daemon did not say it restarts the watcher after a delay")
+            notes.append(
+                "the watcher was not restarted after its SIGKILL"
+                if not restarted
+                else "the daemon did not say it restarts the watcher after a delay"
+            )
         if left:
-            notes.append(f"{len(left)} process(es) of the daemon's tree outlived its SIGKILL by {orphan_wait_s:g} s: "
-                         + ", ".join(lingering) + "; the daemon's log ends: " + log_path.read_text(errors="replace")[-800:])
+            notes.append(
+                f"{len(left)} process(es) of the daemon's tree outlived its SIGKILL by {orphan_wait_s:g} s: "
+                + ", ".join(lingering)
+                + "; the daemon's log ends: "
+                + log_path.read_text(errors="replace")[-800:]
+            )
         return len(missing), len(left), bool(gap and restarted and backoff), "; ".join(notes)
     finally:
         typist.kill()
@@ -282,8 +377,10 @@ def _describe(pid: int) -> str:
     try:
         p = psutil.Process(pid)
         with p.oneshot():
-            return (f"pid {pid} ({' '.join(p.cmdline())[:80]}; {p.status()}, {p.num_threads()} thread(s), "
-                    f"{sum(p.cpu_times()[:2]):.1f} s of CPU)")
+            return (
+                f"pid {pid} ({' '.join(p.cmdline())[:80]}; {p.status()}, {p.num_threads()} thread(s), "
+                f"{sum(p.cpu_times()[:2]):.1f} s of CPU)"
+            )
     except psutil.NoSuchProcess:
         return f"pid {pid} (gone)"
 
@@ -305,44 +402,97 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
     try:
         import ray  # noqa: F401  (the [ray] extra)
     except ImportError as e:
-        tally.run(ok=False, note=_missing_in_ci(f"Ray is not installed ({e}): pip install 'mnemo[ray]'"))
+        tally.run(
+            ok=False, note=_missing_in_ci(f"Ray is not installed ({e}): pip install 'mnemo[ray]'")
+        )
         return
     if not ray_bin.exists():
-        tally.run(ok=False, note=_missing_in_ci(f"no `ray` command beside {sys.executable}: pip install 'mnemo[ray]'"))
+        tally.run(
+            ok=False,
+            note=_missing_in_ci(
+                f"no `ray` command beside {sys.executable}: pip install 'mnemo[ray]'"
+            ),
+        )
         return
-    recording = pyannote_sample() / "sample.wav"  # a real 30 s call, two clips of RAY_CLIP_S: audio only, cheap
-    token = uuid.uuid4().hex  # every process of this Ray carries it in its environment: how orphans are found
-    ray_tmp = Path(tempfile.mkdtemp(prefix="mf", dir="/tmp"))  # Ray's socket paths must stay under 108 bytes
+    recording = (
+        pyannote_sample() / "sample.wav"
+    )  # a real 30 s call, two clips of RAY_CLIP_S: audio only, cheap
+    token = (
+        uuid.uuid4().hex
+    )  # every process of this Ray carries it in its environment: how orphans are found
+    ray_tmp = Path(
+        tempfile.mkdtemp(prefix="mf", dir="/tmp")
+    )  # Ray's socket paths must stay under 108 bytes
     # Ray keeps a node on 127.0.0.1 only with its single-machine switch off (ray_jobs.ingest.loopback_only);
     # a HOME of its own keeps another Ray's ~/.ray out
     env = {k: v for k, v in _env().items() if not k.startswith("RAY_")}  # not another Ray's address
-    env |= {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": str(ray_tmp),
-            "HOME": str(ray_tmp), "MNEMO_CACHE": str(cache_dir()), "MNEMO_FAULTS_RUN": token,
-            "MNEMO_PERCEPTION__CLIP_S": f"{RAY_CLIP_S:g}"}
+    env |= {
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_TMPDIR": str(ray_tmp),
+        "HOME": str(ray_tmp),
+        "MNEMO_CACHE": str(cache_dir()),
+        "MNEMO_FAULTS_RUN": token,
+        "MNEMO_PERCEPTION__CLIP_S": f"{RAY_CLIP_S:g}",
+    }
     sequential = ctx.workdir / "sequential"
-    run = subprocess.run(_mnemo_cmd(["ingest", str(recording), "--store", str(sequential)]), env=env,
-                         cwd=ctx.workdir, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        _mnemo_cmd(["ingest", str(recording), "--store", str(sequential)]),
+        env=env,
+        cwd=ctx.workdir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if run.returncode != 0:
         raise RuntimeError(f"the sequential ingest of {recording} failed: {run.stderr[-800:]}")
     results: list[dict] = []
     port = _free_port()
     try:
         t0 = time.monotonic()
-        head = subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                               "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-                              env=env, cwd=ctx.workdir, capture_output=True, text=True, timeout=180)
+        head = subprocess.run(
+            [
+                str(ray_bin),
+                "start",
+                "--head",
+                "--node-ip-address=127.0.0.1",
+                f"--port={port}",
+                "--num-cpus=2",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            ],
+            env=env,
+            cwd=ctx.workdir,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         if head.returncode != 0:
             raise RuntimeError(f"`ray start --head` failed: {head.stderr[-800:]}")
-        ctx.progress(f"faults: killed_ray_worker: Ray up on 127.0.0.1:{port} in {time.monotonic() - t0:.0f} s")
+        ctx.progress(
+            f"faults: killed_ray_worker: Ray up on 127.0.0.1:{port} in {time.monotonic() - t0:.0f} s"
+        )
         rng = random.Random(seed)
         for i in range(ctx.runs):
-            results.append(_ray_try(ctx.workdir / f"try{i}", recording, f"127.0.0.1:{port}", env, prelude,
-                                    rng.uniform(0.5, 3.0), token, ctx.progress))
+            results.append(
+                _ray_try(
+                    ctx.workdir / f"try{i}",
+                    recording,
+                    f"127.0.0.1:{port}",
+                    env,
+                    prelude,
+                    rng.uniform(0.5, 3.0),
+                    token,
+                    ctx.progress,
+                )
+            )
             store = Store(ctx.workdir / f"try{i}" / "store", build_text_embedder("hash"))
             seq = Store(sequential, build_text_embedder("hash"))
             rows = store.clips.search().select(["clip_id"]).limit(None).to_list()
             ids = [r["clip_id"] for r in rows]
-            expected = {r["clip_id"] for r in seq.clips.search().select(["clip_id"]).limit(None).to_list()}
+            expected = {
+                r["clip_id"] for r in seq.clips.search().select(["clip_id"]).limit(None).to_list()
+            }
             r = results[-1]
             r["lost"] = len(expected - set(ids))
             r["doubles"] = len(ids) - len(set(ids))
@@ -351,7 +501,9 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
         # this run's Ray only: `ray stop` ends every Ray process of the user's (another cluster, or
         # another bench's), found by name
         _signal(_carrying(token), signal.SIGTERM)
-        _kill(_wait_gone(_carrying(token), 16.0))  # as `ray stop` does: SIGKILL after a grace period
+        _kill(
+            _wait_gone(_carrying(token), 16.0)
+        )  # as `ray stop` does: SIGKILL after a grace period
         left = _wait_gone(_carrying(token), 15.0)
         _kill(left)
         shutil.rmtree(ray_tmp, ignore_errors=True)
@@ -365,9 +517,16 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
         if r["diff"]:
             notes.append(f"the store differs from a sequential ingest: {r['diff'][:3]}")
         if orphans:
-            notes.append(f"{orphans} Ray process(es) still running after SIGTERM and SIGKILL: "
-                         + ", ".join(_describe(p) for p in left[:4]))
-        tally.run(lost=r["lost"], orphans=orphans + r["doubles"], ok=r["ok"] and not r["diff"], note="; ".join(notes))
+            notes.append(
+                f"{orphans} Ray process(es) still running after SIGTERM and SIGKILL: "
+                + ", ".join(_describe(p) for p in left[:4])
+            )
+        tally.run(
+            lost=r["lost"],
+            orphans=orphans + r["doubles"],
+            ok=r["ok"] and not r["diff"],
+            note="; ".join(notes),
+        )
 
 
 def _free_port() -> int:
@@ -404,13 +563,35 @@ def _perception_workers(token: str) -> list[psutil.Process]:
     return out
 
 
-def _ray_try(folder: Path, recording: Path, address: str, env: dict, prelude: str, kill_after_s: float,
-             token: str, progress: Callable[[str], None]) -> dict:
+def _ray_try(
+    folder: Path,
+    recording: Path,
+    address: str,
+    env: dict,
+    prelude: str,
+    kill_after_s: float,
+    token: str,
+    progress: Callable[[str], None],
+) -> dict:
     folder.mkdir(parents=True)
-    cmd = _mnemo_cmd(["ingest", str(recording), "--store", str(folder / "store"), "--ray", "--address", address,
-                      "--workers", "1"], prelude)
+    cmd = _mnemo_cmd(
+        [
+            "ingest",
+            str(recording),
+            "--store",
+            str(folder / "store"),
+            "--ray",
+            "--address",
+            address,
+            "--workers",
+            "1",
+        ],
+        prelude,
+    )
     with open(folder / "ingest.log", "w") as log_file:
-        ingest = subprocess.Popen(cmd, env=env, cwd=folder, stdout=log_file, stderr=subprocess.STDOUT)
+        ingest = subprocess.Popen(
+            cmd, env=env, cwd=folder, stdout=log_file, stderr=subprocess.STDOUT
+        )
     killed = None
     try:
         deadline = time.monotonic() + 180
@@ -422,8 +603,10 @@ def _ray_try(folder: Path, recording: Path, address: str, env: dict, prelude: st
             if seen_at is not None and time.monotonic() - seen_at >= kill_after_s:
                 killed = workers[0]
                 killed.send_signal(signal.SIGKILL)
-                progress(f"faults: killed_ray_worker: SIGKILLed perception worker pid {killed.pid} "
-                         f"{kill_after_s:.1f} s after it started")
+                progress(
+                    f"faults: killed_ray_worker: SIGKILLed perception worker pid {killed.pid} "
+                    f"{kill_after_s:.1f} s after it started"
+                )
                 break
             time.sleep(0.1)
         code = ingest.wait(timeout=600)
@@ -433,9 +616,15 @@ def _ray_try(folder: Path, recording: Path, address: str, env: dict, prelude: st
             ingest.wait()
     text = (folder / "ingest.log").read_text(errors="replace")
     if killed is None:
-        return {"ok": False, "note": f"no perception worker was running to kill (ingest exit {code}): {text[-400:]}"}
+        return {
+            "ok": False,
+            "note": f"no perception worker was running to kill (ingest exit {code}): {text[-400:]}",
+        }
     if code != 0:
-        return {"ok": False, "note": f"the ingest failed after its worker was killed (exit {code}): {text[-400:]}"}
+        return {
+            "ok": False,
+            "note": f"the ingest failed after its worker was killed (exit {code}): {text[-400:]}",
+        }
     return {"ok": True, "note": ""}
 
 
@@ -463,38 +652,60 @@ def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> 
         _users_tree(mine)
         os.chmod(mine, 0o755)
         before = _snapshot(mine)
-        run = subprocess.run(_mnemo_cmd(["capture", "--out", str(mine), "--duration", "1s"], prelude),
-                             env=_env(XDG_RUNTIME_DIR=str(ctx.workdir)), cwd=ctx.workdir, capture_output=True,
-                             text=True, timeout=120)
+        run = subprocess.run(
+            _mnemo_cmd(["capture", "--out", str(mine), "--duration", "1s"], prelude),
+            env=_env(XDG_RUNTIME_DIR=str(ctx.workdir)),
+            cwd=ctx.workdir,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         lost, added = _changed(before, _snapshot(mine))
         refused = run.returncode != 0 and "not empty" in run.stderr and "--out" in run.stderr
         notes = []
         if not refused:
-            notes.append(f"capture into a folder of the user's was not refused with a message (exit "
-                         f"{run.returncode}): {(run.stderr or run.stdout)[-300:]}")
+            notes.append(
+                f"capture into a folder of the user's was not refused with a message (exit "
+                f"{run.returncode}): {(run.stderr or run.stdout)[-300:]}"
+            )
         if lost or added:
-            notes.append(f"capture changed the user's folder: {len(lost)} entries changed or deleted "
-                         f"{lost[:4]}, {len(added)} added {added[:4]}")
+            notes.append(
+                f"capture changed the user's folder: {len(lost)} entries changed or deleted "
+                f"{lost[:4]}, {len(added)} added {added[:4]}"
+            )
 
         # 2. a marked capture folder with the user's files beside the daemon's: the start's recovery
         # (hold the folder, then CaptureStore.recover, as `mnemo capture` does) drops only its own leftovers
         root = ctx.workdir / f"try{i}" / "screens"
         store = CaptureStore(root)
         store.recover()
-        t = datetime(2026, 1, 5, 10, 15, tzinfo=timezone.utc)
+        t = datetime(2026, 1, 5, 10, 15, tzinfo=UTC)
         for k in range(3):
-            store.write(_photo(2, 48 + 4 * k), {"app": "xterm", "window": f"w{k}", "reason": "input"},
-                        datetime.fromtimestamp(t.timestamp() + 20 * k, timezone.utc), 1)
+            store.write(
+                _photo(2, 48 + 4 * k),
+                {"app": "xterm", "window": f"w{k}", "reason": "input"},
+                datetime.fromtimestamp(t.timestamp() + 20 * k, UTC),
+                1,
+            )
         day = next(root.rglob("*.jpg")).parent
         _users_tree(root)
-        for name, content in {"holiday.jpg": _photo(0, 64), ".notes.txt.tmp": b"an editor's temp file",
-                              "scan.jpg.enc": b"user's own", "20260105T101500Z_m1.jpg": _photo(2, 40),
-                              "heartbeat.jsonl.bak": b"{}\n"}.items():
+        for name, content in {
+            "holiday.jpg": _photo(0, 64),
+            ".notes.txt.tmp": b"an editor's temp file",
+            "scan.jpg.enc": b"user's own",
+            "20260105T101500Z_m1.jpg": _photo(2, 40),
+            "heartbeat.jsonl.bak": b"{}\n",
+        }.items():
             _user_file(day / name, content, OLD)  # in a day folder, close to the daemon's names
         users = {k: v for k, v in _snapshot(root).items() if k != "." and not _daemons(root, k)}
-        leftovers = [day / frame_name(datetime.fromtimestamp(t.timestamp() + 300, timezone.utc), 1, False)]
-        leftovers[0].write_bytes(_photo(2, 32))  # killed between the image's rename and its sidecar's
-        leftovers += [day / temp_name(leftovers[0].name), day / temp_name(leftovers[0].name + ".json")]
+        leftovers = [day / frame_name(datetime.fromtimestamp(t.timestamp() + 300, UTC), 1, False)]
+        leftovers[0].write_bytes(
+            _photo(2, 32)
+        )  # killed between the image's rename and its sidecar's
+        leftovers += [
+            day / temp_name(leftovers[0].name),
+            day / temp_name(leftovers[0].name + ".json"),
+        ]
         for p in leftovers[1:]:
             p.write_bytes(b"half")
         fd = hold_folder(root)
@@ -506,11 +717,19 @@ def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> 
         touched = [k for k, v in users.items() if after.get(k) != v]
         stayed = [str(p.relative_to(root)) for p in leftovers if p.exists()]
         if touched:
-            notes.append(f"the daemon's recovery changed or deleted {len(touched)} file(s) of the user's: {touched[:4]}")
+            notes.append(
+                f"the daemon's recovery changed or deleted {len(touched)} file(s) of the user's: {touched[:4]}"
+            )
         if stayed or counts.get("frames") != 3:
-            notes.append(f"recovery left its own leftovers {stayed} or lost its frames (counted {counts})")
-        tally.run(lost=len(lost) + len(touched), orphans=len(added) + len(stayed), ok=refused,
-                  note="; ".join(notes))
+            notes.append(
+                f"recovery left its own leftovers {stayed} or lost its frames (counted {counts})"
+            )
+        tally.run(
+            lost=len(lost) + len(touched),
+            orphans=len(added) + len(stayed),
+            ok=refused,
+            note="; ".join(notes),
+        )
 
 
 def _daemons(root: Path, rel: str) -> bool:
@@ -522,8 +741,12 @@ def _daemons(root: Path, rel: str) -> bool:
 # ------------------------------------------------------------------------------------------------
 # forget_users_folder
 
-PHOTOS = [("IMG_20260105_101500.jpg", 0), ("IMG_20260105_101510.jpg", 2),
-          ("IMG_20260106_083000.jpg", 1), ("IMG_20260110_120000.jpg", 3)]
+PHOTOS = [
+    ("IMG_20260105_101500.jpg", 0),
+    ("IMG_20260105_101510.jpg", 2),
+    ("IMG_20260106_083000.jpg", 1),
+    ("IMG_20260110_120000.jpg", 3),
+]
 
 
 def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> None:
@@ -534,23 +757,38 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
     photos = ctx.workdir / "photos"
     for name, photo_index in PHOTOS:
         _user_file(photos / name, _photo(photo_index, 96), OLD)
-    _user_file(photos / "IMG_20260105_101500.jpg.json", b'{"note": "my own"}', OLD)  # the user's, not a sidecar
+    _user_file(
+        photos / "IMG_20260105_101500.jpg.json", b'{"note": "my own"}', OLD
+    )  # the user's, not a sidecar
     _user_file(photos / "album.json", b'{"title": "January"}', OLD, mode=0o600)
     _user_file(photos / "trip" / "IMG_20260106_090000.jpg", _photo(0, 64), OLD)
     os.chmod(photos, 0o750)
     before = _snapshot(photos)
     built = ctx.workdir / "built"
     # the models a photo clip needs least stay off: what is under test is forget, not perception
-    env = _env(MNEMO_PERCEPTION__FACES_BACKEND="dlib", MNEMO_PERCEPTION__IMAGE_BACKEND="none",
-               MNEMO_PERCEPTION__OCR_BACKEND="none")
-    run = subprocess.run(_mnemo_cmd(["ingest", str(photos), "--store", str(built)]), env=env, cwd=ctx.workdir,
-                         capture_output=True, text=True, timeout=600)
+    env = _env(
+        MNEMO_PERCEPTION__FACES_BACKEND="dlib",
+        MNEMO_PERCEPTION__IMAGE_BACKEND="none",
+        MNEMO_PERCEPTION__OCR_BACKEND="none",
+    )
+    run = subprocess.run(
+        _mnemo_cmd(["ingest", str(photos), "--store", str(built)]),
+        env=env,
+        cwd=ctx.workdir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if run.returncode != 0:
         raise RuntimeError(f"`mnemo ingest {photos}` failed: {run.stderr[-800:]}")
-    clips = sorted((r["start_ts"], r["end_ts"], r["clip_id"]) for r in
-                   Store(built, build_text_embedder("hash")).clips.search().limit(None).to_list())
+    clips = sorted(
+        (r["start_ts"], r["end_ts"], r["clip_id"])
+        for r in Store(built, build_text_embedder("hash")).clips.search().limit(None).to_list()
+    )
     if len(clips) < 3:
-        raise RuntimeError(f"the photos made {len(clips)} clip(s), expected one per time window (3 or more)")
+        raise RuntimeError(
+            f"the photos made {len(clips)} clip(s), expected one per time window (3 or more)"
+        )
     kinds = ["all", "part", "none"]
     for i in range(ctx.runs):
         which = kinds[i % 3]
@@ -564,38 +802,76 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
         else:
             start, end, gone = clips[0][0] - 86400, clips[0][0] - 3600, []
         window = ["--from", _iso(start), "--to", _iso(end), "--store", str(store_dir)]
-        preview = subprocess.run(_mnemo_cmd(["forget", *window], prelude), env=env, cwd=ctx.workdir,
-                                 capture_output=True, text=True, timeout=300)
+        preview = subprocess.run(
+            _mnemo_cmd(["forget", *window], prelude),
+            env=env,
+            cwd=ctx.workdir,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         notes = []
-        says_kept = (f"{photos} is yours and stays as it is" in preview.stdout and "would delete 0 file(s)" in
-                     preview.stdout) if gone else "nothing matches" in preview.stdout
+        says_kept = (
+            (
+                f"{photos} is yours and stays as it is" in preview.stdout
+                and "would delete 0 file(s)" in preview.stdout
+            )
+            if gone
+            else "nothing matches" in preview.stdout
+        )
         if preview.returncode != 0 or not says_kept:
-            notes.append(f"the preview ({which}) did not say it deletes no file of {photos}: {preview.stdout[-300:]}")
-        done = subprocess.run(_mnemo_cmd(["forget", *window, "--yes"], prelude), env=env, cwd=ctx.workdir,
-                              capture_output=True, text=True, timeout=300)
+            notes.append(
+                f"the preview ({which}) did not say it deletes no file of {photos}: {preview.stdout[-300:]}"
+            )
+        done = subprocess.run(
+            _mnemo_cmd(["forget", *window, "--yes"], prelude),
+            env=env,
+            cwd=ctx.workdir,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if done.returncode != 0:
-            notes.append(f"`mnemo forget --yes` failed (exit {done.returncode}): {done.stderr[-300:]}")
+            notes.append(
+                f"`mnemo forget --yes` failed (exit {done.returncode}): {done.stderr[-300:]}"
+            )
         lost, added = _changed(before, _snapshot(photos))
         if lost or added:
-            notes.append(f"forget ({which}) changed the user's folder: {lost[:4]} changed or deleted, {added[:4]} added")
+            notes.append(
+                f"forget ({which}) changed the user's folder: {lost[:4]} changed or deleted, {added[:4]} added"
+            )
         store = Store(store_dir, build_text_embedder("hash"))
         gone_ids = [c for _, _, c in gone]
         kept_ids = [c for _, _, c in clips if c not in gone_ids]
-        left = (store.clips.count_rows(sql.in_list("clip_id", gone_ids)) +
-                store.memories.count_rows(sql.in_list("clip_id", gone_ids))) if gone_ids else 0
-        stored = {r["clip_id"] for r in store.clips.search().select(["clip_id"]).limit(None).to_list()}
+        left = (
+            (
+                store.clips.count_rows(sql.in_list("clip_id", gone_ids))
+                + store.memories.count_rows(sql.in_list("clip_id", gone_ids))
+            )
+            if gone_ids
+            else 0
+        )
+        stored = {
+            r["clip_id"] for r in store.clips.search().select(["clip_id"]).limit(None).to_list()
+        }
         wrongly = [c for c in kept_ids if c not in stored]
         if left:
-            notes.append(f"{left} clip row(s) and memories of the {len(gone_ids)} forgotten clip(s) still stored")
+            notes.append(
+                f"{left} clip row(s) and memories of the {len(gone_ids)} forgotten clip(s) still stored"
+            )
         if wrongly:
             notes.append(f"{len(wrongly)} clip(s) outside the range were forgotten too")
         ok = not notes
-        tally.run(lost=len(lost) + len(wrongly), orphans=left + len(added), ok=ok, note="; ".join(notes))
-        ctx.progress(f"faults: forget_users_folder: forgot {len(gone_ids)} of {len(clips)} clip(s) ({which})")
+        tally.run(
+            lost=len(lost) + len(wrongly), orphans=left + len(added), ok=ok, note="; ".join(notes)
+        )
+        ctx.progress(
+            f"faults: forget_users_folder: forgot {len(gone_ids)} of {len(clips)} clip(s) ({which})"
+        )
 
 
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 SCENARIOS = {

@@ -57,15 +57,21 @@ def _private(path: Path, what: str) -> bool:
         st = os.lstat(path)
     except FileNotFoundError:
         return False
-    fix = (f"remove it (rm -r {path}) or set XDG_RUNTIME_DIR to a folder only you can enter; "
-           "mnemo serve changed nothing")
+    fix = (
+        f"remove it (rm -r {path}) or set XDG_RUNTIME_DIR to a folder only you can enter; "
+        "mnemo serve changed nothing"
+    )
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeTokenFile(f"the token {what} {path} is a symbolic link: {fix}")
     if st.st_uid != os.geteuid():
-        raise UnsafeTokenFile(f"the token {what} {path} belongs to user id {st.st_uid}, not to you: {fix}")
+        raise UnsafeTokenFile(
+            f"the token {what} {path} belongs to user id {st.st_uid}, not to you: {fix}"
+        )
     if st.st_mode & 0o077:
-        raise UnsafeTokenFile(f"the token {what} {path} is open to other users (mode {stat.S_IMODE(st.st_mode):o}, "
-                              f"needs {'600' if what == 'file' else '700'}): {fix}")
+        raise UnsafeTokenFile(
+            f"the token {what} {path} is open to other users (mode {stat.S_IMODE(st.st_mode):o}, "
+            f"needs {'600' if what == 'file' else '700'}): {fix}"
+        )
     return True
 
 
@@ -107,8 +113,10 @@ def read_token(port: int) -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"no token file {path}: is `mnemo serve --port {port}` running as you? "
-                                f"(a server started with ${TOKEN_ENV} takes that token)") from e
+        raise FileNotFoundError(
+            f"no token file {path}: is `mnemo serve --port {port}` running as you? "
+            f"(a server started with ${TOKEN_ENV} takes that token)"
+        ) from e
 
 
 @dataclass
@@ -145,7 +153,10 @@ class Credentials:
         nonce, _, signature = rest.partition(".")
         if not (value.isascii() and expires.isdigit() and nonce and signature):
             return False  # compare_digest refuses non-ASCII text: a cookie anyone can send must not raise
-        return hmac.compare_digest(signature, self._sign(f"{expires}.{nonce}")) and int(expires) > self.clock()
+        return (
+            hmac.compare_digest(signature, self._sign(f"{expires}.{nonce}"))
+            and int(expires) > self.clock()
+        )
 
     def _sign(self, payload: str) -> str:
         return hmac.new(self._key, payload.encode(), hashlib.sha256).hexdigest()

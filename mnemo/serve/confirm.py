@@ -37,7 +37,9 @@ class _Pending:
 class Confirmations:
     """Outstanding nonces of one process, thread-safe (FastAPI runs routes on a thread pool)."""
 
-    def __init__(self, lifetime_s: float = NONCE_LIFETIME_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, lifetime_s: float = NONCE_LIFETIME_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.lifetime_s = lifetime_s
         self.clock = clock
         self._pending: list[_Pending] = []
@@ -60,20 +62,30 @@ class Confirmations:
         one guess each."""
         with self._lock:
             found = None
-            for p in self._pending:  # compare every one, in constant time each: no early exit on a prefix
+            for p in (
+                self._pending
+            ):  # compare every one, in constant time each: no early exit on a prefix
                 if hmac.compare_digest(p.nonce.encode(), nonce.encode()):
                     found = p
             if found is not None:
                 self._pending.remove(found)
             now = self.clock()
         if found is None:
-            raise NonceRefused(f"the nonce is unknown or already used (each is good once, and only in the process "
-                               f"that issued it): {retry}")
+            raise NonceRefused(
+                f"the nonce is unknown or already used (each is good once, and only in the process "
+                f"that issued it): {retry}"
+            )
         if now > found.expires:
-            raise NonceRefused(f"the nonce expired ({self.lifetime_s:.0f} s after its preview): {retry}")
+            raise NonceRefused(
+                f"the nonce expired ({self.lifetime_s:.0f} s after its preview): {retry}"
+            )
         if not hmac.compare_digest(found.scope.encode(), scope.encode()):
-            raise NonceRefused(f"the nonce was issued for another request (a different filter or store) and is spent "
-                               f"now: {retry}")
+            raise NonceRefused(
+                f"the nonce was issued for another request (a different filter or store) and is spent "
+                f"now: {retry}"
+            )
         if not hmac.compare_digest(found.selection.encode(), selection.encode()):
-            raise NonceRefused(f"what the filter selects changed since its preview (clips were added or forgotten); "
-                               f"the nonce is spent: {retry}")
+            raise NonceRefused(
+                f"what the filter selects changed since its preview (clips were added or forgotten); "
+                f"the nonce is spent: {retry}"
+            )

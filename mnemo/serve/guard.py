@@ -68,19 +68,29 @@ def normalise_origin(value: str) -> str:
     ``ValueError`` for ``*``, ``null`` and anything but ``http(s)://host[:port]``."""
     parsed = parse_origin(value.rstrip("/"))
     if value.strip() == "*" or parsed is None:
-        raise ValueError(f"--cors-origin {value!r} is not allowed: give each web origin that may call the API "
-                         "with the token, as https://host[:port] (a wildcard would let every site try)")
+        raise ValueError(
+            f"--cors-origin {value!r} is not allowed: give each web origin that may call the API "
+            "with the token, as https://host[:port] (a wildcard would let every site try)"
+        )
     scheme, (host, port) = parsed
     shown = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{shown}" + (f":{port}" if port and port != {"http": 80, "https": 443}[scheme] else "")
+    return f"{scheme}://{shown}" + (
+        f":{port}" if port and port != {"http": 80, "https": 443}[scheme] else ""
+    )
 
 
 def security_headers(csp: str) -> list[tuple[str, str]]:
     """On every response: no framing (the two-click Forget cannot be clickjacked), no script
     but this server's, no referrer (a sign-in link's token stays here), no sniffing."""
-    return [("content-security-policy", csp), ("x-frame-options", "DENY"), ("x-content-type-options", "nosniff"),
-            ("referrer-policy", "no-referrer"), ("cross-origin-resource-policy", "same-origin"),
-            ("cross-origin-opener-policy", "same-origin"), ("cache-control", "no-store")]
+    return [
+        ("content-security-policy", csp),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cross-origin-resource-policy", "same-origin"),
+        ("cross-origin-opener-policy", "same-origin"),
+        ("cache-control", "no-store"),
+    ]
 
 
 class _BadBody(ValueError):
@@ -106,7 +116,10 @@ def check_json(body: bytes) -> str | None:
         return str(e)
     except json.JSONDecodeError as e:
         return f"the body is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
-    except (ValueError, RecursionError) as e:  # not UTF-8, an integer of thousands of digits, deep nesting
+    except (
+        ValueError,
+        RecursionError,
+    ) as e:  # not UTF-8, an integer of thousands of digits, deep nesting
         return f"the body is not JSON mnemo can read ({type(e).__name__ if isinstance(e, RecursionError) else e})"
     return None
 
@@ -116,10 +129,28 @@ class Guard:
     ``cors_origins``: normalised origins that may change memory from a browser; ``login_page``:
     the sign-in form shown at ``/`` without a credential."""
 
-    def __init__(self, app: ASGIApp, credentials: Credentials, hosts: frozenset[str], cors_origins: tuple[str, ...],
-                 tls: bool, login_page: str, csp: str, max_body: int = MAX_BODY) -> None:
-        self.app, self.credentials, self.hosts, self.cors_origins = app, credentials, hosts, cors_origins
-        self.scheme, self.login_page, self.max_body = ("https" if tls else "http"), login_page, max_body
+    def __init__(
+        self,
+        app: ASGIApp,
+        credentials: Credentials,
+        hosts: frozenset[str],
+        cors_origins: tuple[str, ...],
+        tls: bool,
+        login_page: str,
+        csp: str,
+        max_body: int = MAX_BODY,
+    ) -> None:
+        self.app, self.credentials, self.hosts, self.cors_origins = (
+            app,
+            credentials,
+            hosts,
+            cors_origins,
+        )
+        self.scheme, self.login_page, self.max_body = (
+            ("https" if tls else "http"),
+            login_page,
+            max_body,
+        )
         self.headers = [(k.encode(), v.encode()) for k, v in security_headers(csp)]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -140,7 +171,9 @@ class Guard:
 
         refusal = self._refusal(scope)
         if refusal is None and scope["path"] == "/login" and scope["method"] == "POST":
-            refusal = await self._login(scope, receive, cookie)  # the answer, whether signed in or not
+            refusal = await self._login(
+                scope, receive, cookie
+            )  # the answer, whether signed in or not
         elif refusal is None:
             refusal = self._credential(scope, cookie)
         if refusal is None and scope["method"] in CHANGES:
@@ -160,16 +193,32 @@ class Guard:
         hosts = [v for k, v in scope["headers"] if k == b"host"]
         host = parse_authority(hosts[0].decode("latin-1")) if len(hosts) == 1 else None
         if host is None or host.host not in self.hosts:
-            shown = hosts[0].decode("latin-1")[:100] if len(hosts) == 1 else f"{len(hosts)} Host headers"
-            return error_response(421, f"this server does not answer for host {shown!r}; open it as http://127.0.0.1 or "
-                               "http://localhost, or start it with --allow-host NAME")
+            shown = (
+                hosts[0].decode("latin-1")[:100]
+                if len(hosts) == 1
+                else f"{len(hosts)} Host headers"
+            )
+            return error_response(
+                421,
+                f"this server does not answer for host {shown!r}; open it as http://127.0.0.1 or "
+                "http://localhost, or start it with --allow-host NAME",
+            )
         request = Request(scope)
         origin = request.headers.get("origin")
-        if origin is not None and scope["method"] in CHANGES and origin.lower() not in self.cors_origins:
+        if (
+            origin is not None
+            and scope["method"] in CHANGES
+            and origin.lower() not in self.cors_origins
+        ):
             parsed = parse_origin(origin)
-            if parsed is None or _full(*parsed) != _full(self.scheme, host):  # null, another site, port or scheme
-                return error_response(403, f"a change from {origin[:100]!r} is refused: only this server's own page, or an "
-                                   "origin given with --cors-origin, may change memory")
+            if parsed is None or _full(*parsed) != _full(
+                self.scheme, host
+            ):  # null, another site, port or scheme
+                return error_response(
+                    403,
+                    f"a change from {origin[:100]!r} is refused: only this server's own page, or an "
+                    "origin given with --cors-origin, may change memory",
+                )
         length = request.headers.get("content-length", "0")
         if not length.isdigit():
             return error_response(400, "the Content-Length header is not a number")
@@ -178,14 +227,20 @@ class Guard:
         return None
 
     def _too_large(self) -> Response:
-        return error_response(413, f"the request body is over {self.max_body // 1000} kB, more than a question, a filter or "
-                           "a name needs: refused, and nothing was kept")
+        return error_response(
+            413,
+            f"the request body is over {self.max_body // 1000} kB, more than a question, a filter or "
+            "a name needs: refused, and nothing was kept",
+        )
 
     def _credential(self, scope: Scope, cookie: list[str]) -> Response | None:
         """None when the request carries the token or a live session; else 401 (the sign-in form
         at ``/``) or 429 after too many wrong tokens from this address."""
-        if (self.cors_origins and scope["method"] == "OPTIONS"
-                and any(k == b"access-control-request-method" for k, _ in scope["headers"])):
+        if (
+            self.cors_origins
+            and scope["method"] == "OPTIONS"
+            and any(k == b"access-control-request-method" for k, _ in scope["headers"])
+        ):
             return None  # a CORS preflight carries no credential and reveals nothing
         request = Request(scope)
         page = scope["path"] == "/" and scope["method"] in ("GET", "HEAD")
@@ -207,16 +262,26 @@ class Guard:
             return refused if refused.status_code == 429 else self._sign_in(401)
         if page:
             return self._sign_in(401)
-        return error_response(401, ("this sign-in has expired: sign in again" if session else "this server needs its token")
-                      + f": send 'Authorization: Bearer TOKEN' (the token `mnemo serve` printed, or ${TOKEN_ENV}), "
-                        "or sign in on the page")
+        return error_response(
+            401,
+            (
+                "this sign-in has expired: sign in again"
+                if session
+                else "this server needs its token"
+            )
+            + f": send 'Authorization: Bearer TOKEN' (the token `mnemo serve` printed, or ${TOKEN_ENV}), "
+            "or sign in on the page",
+        )
 
     def _try_token(self, scope: Scope, given: str) -> Response | None:
         who = (scope.get("client") or ("unknown",))[0]
         wait = self.credentials.retry_after(who)
         if wait is not None:
-            return error_response(429, f"too many wrong tokens from {who}: try again in {wait} s",
-                          headers={"Retry-After": str(wait)})
+            return error_response(
+                429,
+                f"too many wrong tokens from {who}: try again in {wait} s",
+                headers={"Retry-After": str(wait)},
+            )
         if self.credentials.is_token(given):
             return None
         self.credentials.failed(who)
@@ -227,9 +292,15 @@ class Guard:
 
     def _session_cookie(self) -> str:
         response = Response()
-        response.set_cookie(SESSION_COOKIE, self.credentials.new_session(),
-                            max_age=int(self.credentials.session_lifetime_s), path="/", httponly=True,
-                            samesite="strict", secure=self.scheme == "https")
+        response.set_cookie(
+            SESSION_COOKIE,
+            self.credentials.new_session(),
+            max_age=int(self.credentials.session_lifetime_s),
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=self.scheme == "https",
+        )
         return response.headers["set-cookie"]
 
     async def _login(self, scope: Scope, receive: Receive, cookie: list[str]) -> Response:
@@ -293,6 +364,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None, **extra) -> JSONResponse:
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None, **extra
+) -> JSONResponse:
     """mnemo serve's one error shape: ``{"error": message, ...extra}`` (the guard's and the routes')."""
     return JSONResponse({"error": message, **extra}, status_code=status, headers=headers)

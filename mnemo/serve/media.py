@@ -15,8 +15,15 @@ from perception.sources.tracks import TRACK_SUFFIXES
 
 KINDS = ("frame", "audio")
 MAX_AUDIO_S = 120.0
-_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
-          ".bmp": "image/bmp", ".tif": "image/tiff", ".tiff": "image/tiff"}
+_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".bmp": "image/bmp",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+}
 
 
 class MediaGone(LookupError):
@@ -31,7 +38,9 @@ class NoPicture(MediaGone):
 class MediaBytes:
     data: bytes
     media_type: str
-    encrypted: bool = False  # decrypted from an encrypted capture: not to be written to disk in the clear
+    encrypted: bool = (
+        False  # decrypted from an encrypted capture: not to be written to disk in the clear
+    )
 
 
 def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> MediaBytes:
@@ -47,22 +56,35 @@ def clip_media(row: dict, kind: str = "frame", at_s: float | None = None) -> Med
     if source.is_dir():
         return _screenshot(row, source, kind, at)
     if source.suffix.lower() in TRACK_SUFFIXES:
-        raise NoPicture(f"{source.name} is a GPS track: a stay or a move has no frame or audio to show")
+        raise NoPicture(
+            f"{source.name} is a GPS track: a stay or a move has no frame or audio to show"
+        )
     if not source.is_file():
-        raise MediaGone(f"the clip's recording {source} is no longer there; put it back to see its media")
+        raise MediaGone(
+            f"the clip's recording {source} is no longer there; put it back to see its media"
+        )
     has_audio, has_video = _streams(source)
     offset = float(row["offset_s"])
     if kind == "audio":
         if not has_audio:
             raise MediaGone(f"{source} has no audio; ask for kind=frame")
-        pcm = run_ffmpeg(str(source), offset, min(duration, MAX_AUDIO_S), format="s16le", acodec="pcm_s16le",
-                         ac=1, ar=16000)
+        pcm = run_ffmpeg(
+            str(source),
+            offset,
+            min(duration, MAX_AUDIO_S),
+            format="s16le",
+            acodec="pcm_s16le",
+            ac=1,
+            ar=16000,
+        )
         return MediaBytes(_wav(pcm, 16000), "audio/wav")
     if not has_video:
         raise NoPicture(f"{source} has no video (the clip is sound only); ask for kind=audio")
     # a frame a little before the clip's end when asked for the very end: the last instant has none
     at = min(at, max(0.0, duration - 0.05))
-    jpeg = run_ffmpeg(str(source), offset + at, 1.0, format="image2", vcodec="mjpeg", vframes=1, **{"q:v": 3})
+    jpeg = run_ffmpeg(
+        str(source), offset + at, 1.0, format="image2", vcodec="mjpeg", vframes=1, **{"q:v": 3}
+    )
     if not jpeg:
         raise MediaGone(f"{source}: no frame decodes at {offset + at:.1f} s")
     return MediaBytes(jpeg, "image/jpeg")
@@ -91,7 +113,9 @@ def _streams(path: Path) -> tuple[bool, bool]:
         with av.open(str(path)) as container:
             kinds = {s.type for s in container.streams}
     except (av.error.FFmpegError, OSError) as e:
-        raise MediaError(str(path), f"cannot be opened any more ({e}); was it replaced or damaged?") from e
+        raise MediaError(
+            str(path), f"cannot be opened any more ({e}); was it replaced or damaged?"
+        ) from e
     return "audio" in kinds, "video" in kinds
 
 
@@ -113,8 +137,12 @@ def _screenshot(row: dict, folder: Path, kind: str, at: float) -> MediaBytes:
             data = decrypt_file(path)
         except (OSError, ValueError, RuntimeError) as e:  # CaptureKeyError: no key, or a bad one
             raise MediaGone(f"{path} is encrypted and cannot be shown: {e}") from e
-        return MediaBytes(data, _TYPES.get(Path(path.stem).suffix.lower(), "image/jpeg"), encrypted=True)
+        return MediaBytes(
+            data, _TYPES.get(Path(path.stem).suffix.lower(), "image/jpeg"), encrypted=True
+        )
     try:
-        return MediaBytes(path.read_bytes(), _TYPES.get(path.suffix.lower(), "application/octet-stream"))
+        return MediaBytes(
+            path.read_bytes(), _TYPES.get(path.suffix.lower(), "application/octet-stream")
+        )
     except OSError as e:
         raise MediaGone(f"{path} cannot be read: {e}") from e

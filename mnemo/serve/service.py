@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from control.answer import known_names, render
@@ -21,10 +21,24 @@ from graph import edit_people
 from graph.resolve_people import PeopleError, PeopleOp
 from graph.rows import Memory
 from graph.store import Store
-from mnemo.serve.errors import BadRequest, NotFound
 from mnemo.serve.confirm import Confirmations, NonceRefused
-from mnemo.serve.models import (AskOut, ChangeOut, ClipOut, DigestOut, ForgetIn, ForgetOut, HealthOut, MemoryOut,
-                                PeopleOpOut, PersonOut, ProfileOut, TimelineOut, WrittenOut, WrittenSentenceOut)
+from mnemo.serve.errors import BadRequest, NotFound
+from mnemo.serve.models import (
+    AskOut,
+    ChangeOut,
+    ClipOut,
+    DigestOut,
+    ForgetIn,
+    ForgetOut,
+    HealthOut,
+    MemoryOut,
+    PeopleOpOut,
+    PersonOut,
+    ProfileOut,
+    TimelineOut,
+    WrittenOut,
+    WrittenSentenceOut,
+)
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 DAY_S = 86_400.0
@@ -38,7 +52,7 @@ def timestamp(when: datetime | float | None) -> float | None:
 
 
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 class MemoryService:
@@ -55,31 +69,55 @@ class MemoryService:
 
     def health(self) -> HealthOut:
         counts = self.store.count()
-        return HealthOut(status="ok", store=self.store.uri, clips=counts["clips"], memories=counts["memories"],
-                         entities=counts["entities"], newest_ts=self.store.newest_ts())
+        return HealthOut(
+            status="ok",
+            store=self.store.uri,
+            clips=counts["clips"],
+            memories=counts["memories"],
+            entities=counts["entities"],
+            newest_ts=self.store.newest_ts(),
+        )
 
     def ask(self, question: str, before: datetime | float | None = None) -> AskOut:
         question = question.strip()
         if not question:
             raise BadRequest("the question is empty")
-        return AskOut.model_validate(self.answerer.ask(question, before_ts=timestamp(before)).to_json())
+        return AskOut.model_validate(
+            self.answerer.ask(question, before_ts=timestamp(before)).to_json()
+        )
 
-    def search(self, query: str, kind: str | None = None, person: str | None = None,
-               start: datetime | float | None = None, end: datetime | float | None = None,
-               before: datetime | float | None = None, limit: int = 10) -> list[MemoryOut]:
+    def search(
+        self,
+        query: str,
+        kind: str | None = None,
+        person: str | None = None,
+        start: datetime | float | None = None,
+        end: datetime | float | None = None,
+        before: datetime | float | None = None,
+        limit: int = 10,
+    ) -> list[MemoryOut]:
         query = query.strip()
         if not query:
             raise BadRequest("the query is empty")
         start_ts, end_ts = timestamp(start), timestamp(end)
         if start_ts is not None and end_ts is not None and end_ts < start_ts:
-            raise BadRequest(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
+            raise BadRequest(
+                f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})"
+            )
         people = self.tools.list_people()
         entity_ids = None
         if person:
             p = self._person(person, people)
             entity_ids = list(p.ids)
-        hits = self.tools.search(query, k=limit, kind=kind, entity_ids=entity_ids, start_ts=start_ts, end_ts=end_ts,
-                                 before_ts=timestamp(before))
+        hits = self.tools.search(
+            query,
+            k=limit,
+            kind=kind,
+            entity_ids=entity_ids,
+            start_ts=start_ts,
+            end_ts=end_ts,
+            before_ts=timestamp(before),
+        )
         view = _People(people)
         return [view.memory(h.memory, score=h.score) for h in hits]
 
@@ -87,7 +125,10 @@ class MemoryService:
         """Everyone in memory, with where their name came from, clip count and a sample quote."""
         people = self.tools.list_people()
         owner = self.tools.owner(people)
-        return [person_out(s, owner.person_id if owner else None) for s in summarize_people(self.store, people)]
+        return [
+            person_out(s, owner.person_id if owner else None)
+            for s in summarize_people(self.store, people)
+        ]
 
     def people_history(self) -> list[PeopleOpOut]:
         return history_out(self.store.people_ops())
@@ -126,13 +167,29 @@ class MemoryService:
         fit, is a ``BadRequest`` and changes nothing. This handle reads the store's newest versions
         afterwards: the old ones are deleted from disk."""
         from graph.forget_store import Filter, ForgetError, plan
-        from mnemo.forget_with_media import capture_folders, finish_unfinished, forget_all, screenshots_to_delete
+        from mnemo.forget_with_media import (
+            capture_folders,
+            finish_unfinished,
+            forget_all,
+            screenshots_to_delete,
+        )
 
-        retry = ("preview first: send the same filter without a nonce, show the person what it would forget, and "
-                 f"once they agree send that filter again with the nonce the preview returned (good once, for "
-                 f"{self.confirmations.lifetime_s:.0f} s)")
-        f = Filter(timestamp(body.start), timestamp(body.end), body.source, body.clip, body.app, body.window,
-                   body.person, body.query, body.older_than_days)
+        retry = (
+            "preview first: send the same filter without a nonce, show the person what it would forget, and "
+            f"once they agree send that filter again with the nonce the preview returned (good once, for "
+            f"{self.confirmations.lifetime_s:.0f} s)"
+        )
+        f = Filter(
+            timestamp(body.start),
+            timestamp(body.end),
+            body.source,
+            body.clip,
+            body.app,
+            body.window,
+            body.person,
+            body.query,
+            body.older_than_days,
+        )
         scope = json.dumps({"store": self.store.uri, "filter": vars(f)}, sort_keys=True)
         try:
             selected = plan(self.store, f)
@@ -140,19 +197,30 @@ class MemoryService:
             raise BadRequest(str(e)) from None
         summary = selected.summary()
         if (body.confirm or body.nonce is not None) and not body.nonce:
-            raise BadRequest(f"nothing was forgotten: forgetting needs the nonce of a preview (confirm=true alone "
-                             f"no longer forgets); {retry}")
+            raise BadRequest(
+                f"nothing was forgotten: forgetting needs the nonce of a preview (confirm=true alone "
+                f"no longer forgets); {retry}"
+            )
         if not body.nonce:
             if selected.empty:
-                return ForgetOut(forgotten=False, **summary, next_step="the filter selects nothing: nothing to forget")
+                return ForgetOut(
+                    forgotten=False,
+                    **summary,
+                    next_step="the filter selects nothing: nothing to forget",
+                )
             lifetime = self.confirmations.lifetime_s
             doomed = screenshots_to_delete(selected.clips)
-            return ForgetOut(forgotten=False, **summary, files_to_delete=len(doomed), delete_in=capture_folders(doomed),
-                             nonce=self.confirmations.issue(scope, _selection(selected)),
-                             nonce_expires_in_s=lifetime,
-                             next_step=f"nothing is forgotten yet. Show the person these counts; only if they agree, "
-                                       f"send the same filter again with this nonce within {lifetime:.0f} s. "
-                                       "Forgetting deletes the clips from every file of the store, for good")
+            return ForgetOut(
+                forgotten=False,
+                **summary,
+                files_to_delete=len(doomed),
+                delete_in=capture_folders(doomed),
+                nonce=self.confirmations.issue(scope, _selection(selected)),
+                nonce_expires_in_s=lifetime,
+                next_step=f"nothing is forgotten yet. Show the person these counts; only if they agree, "
+                f"send the same filter again with this nonce within {lifetime:.0f} s. "
+                "Forgetting deletes the clips from every file of the store, for good",
+            )
         try:
             self.confirmations.redeem(body.nonce, scope, _selection(selected), retry)
         except NonceRefused as e:
@@ -160,35 +228,49 @@ class MemoryService:
         try:
             # an interrupted forget is finished first (as `mnemo forget` does); if that changed what the
             # filter selects, the person has not seen what would go now
-            changed = finish_unfinished(self.store) and _selection(plan(self.store, f)) != _selection(selected)
+            changed = finish_unfinished(self.store) and _selection(
+                plan(self.store, f)
+            ) != _selection(selected)
         except ForgetError as e:
             raise BadRequest(str(e)) from None
         if changed:
-            raise BadRequest(f"nothing was forgotten: an interrupted forget was finished and changed what this "
-                             f"filter selects; {retry}")
+            raise BadRequest(
+                f"nothing was forgotten: an interrupted forget was finished and changed what this "
+                f"filter selects; {retry}"
+            )
         counts = forget_all(self.store, selected, f)
         self.store.catch_up()
-        return ForgetOut(forgotten=True, **summary, screenshots_deleted=counts["screenshots_deleted"],
-                         next_step="forgotten for good")
+        return ForgetOut(
+            forgotten=True,
+            **summary,
+            screenshots_deleted=counts["screenshots_deleted"],
+            next_step="forgotten for good",
+        )
 
     def clip(self, clip_id: str) -> ClipOut:
         row = self.clip_row(clip_id)
         return _People(self.tools.list_people()).clip(row, self.store.memories_of_clips([clip_id]))
 
-    def timeline(self, start: datetime | float | None = None, end: datetime | float | None = None,
-                 limit: int = 500) -> TimelineOut:
+    def timeline(
+        self,
+        start: datetime | float | None = None,
+        end: datetime | float | None = None,
+        limit: int = 500,
+    ) -> TimelineOut:
         """Clips and their memories overlapping ``[start, end]``; by default the 24 hours up to the
         newest clip."""
         start_ts, end_ts = timestamp(start), timestamp(end)
         if end_ts is None:
             newest = self.store.newest_ts()
-            end_ts = newest if newest is not None else datetime.now(timezone.utc).timestamp()
+            end_ts = newest if newest is not None else datetime.now(UTC).timestamp()
             if start_ts is not None and start_ts > end_ts:
                 end_ts = start_ts + DAY_S
         if start_ts is None:
             start_ts = end_ts - DAY_S
         if end_ts < start_ts:
-            raise BadRequest(f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})")
+            raise BadRequest(
+                f"the time range ends ({_iso(end_ts)}) before it starts ({_iso(start_ts)})"
+            )
         rows = self.store.clips_in_range(start_ts, end_ts, limit + 1)
         truncated = len(rows) > limit
         rows = rows[:limit]
@@ -196,10 +278,16 @@ class MemoryService:
         for m in self.store.memories_of_clips([r["clip_id"] for r in rows]):
             by_clip.setdefault(m.clip_id, []).append(m)
         view = _People(self.tools.list_people())
-        return TimelineOut(from_ts=start_ts, to_ts=end_ts, truncated=truncated,
-                           clips=[view.clip(r, by_clip.get(r["clip_id"], [])) for r in rows])
+        return TimelineOut(
+            from_ts=start_ts,
+            to_ts=end_ts,
+            truncated=truncated,
+            clips=[view.clip(r, by_clip.get(r["clip_id"], [])) for r in rows],
+        )
 
-    def digest(self, period: str, day: date | None = None, tz: str | None = None, written: bool = False) -> DigestOut:
+    def digest(
+        self, period: str, day: date | None = None, tz: str | None = None, written: bool = False
+    ) -> DigestOut:
         """What ``day`` (default: today), or its Monday-to-Sunday week, held, on the calendar of
         ``tz`` (an IANA zone such as Europe/Paris; default: this machine's); ``written``: also the
         account the [llm] endpoint writes from it (``control.digest_llm``)."""
@@ -210,12 +298,21 @@ class MemoryService:
         try:
             zone = ZoneInfo(tz) if tz else None  # None: this machine's, as on that day
         except (ZoneInfoNotFoundError, ValueError):
-            raise BadRequest(f"{tz!r} is not a time zone this machine knows; write e.g. Europe/Paris") from None
+            raise BadRequest(
+                f"{tz!r} is not a time zone this machine knows; write e.g. Europe/Paris"
+            ) from None
         day = day or datetime.now(zone).date()  # zone None: local time
         if written and self.writer is None:
-            raise BadRequest("no [llm] endpoint is configured: a digest is written up only by one (set [llm] "
-                             "base_url); the extractive digest needs none")
-        d = build(self.store, *(day_bounds if period == "day" else week_bounds)(day, zone), period, self.tools.me)
+            raise BadRequest(
+                "no [llm] endpoint is configured: a digest is written up only by one (set [llm] "
+                "base_url); the extractive digest needs none"
+            )
+        d = build(
+            self.store,
+            *(day_bounds if period == "day" else week_bounds)(day, zone),
+            period,
+            self.tools.me,
+        )
         out = DigestOut(**d.to_json(), text="\n".join(d.lines()))
         if written and not d.empty:
             out.written = self._written(d)
@@ -229,9 +326,14 @@ class MemoryService:
             w = write(d, self.writer)
         except LLMError as e:
             return WrittenOut(model=self.writer.model, sentences=[], dropped=0, error=str(e))
-        return WrittenOut(model=w.model, dropped=w.dropped,
-                          sentences=[WrittenSentenceOut(text=s.text, clip_ids=[c.clip_id for c in s.citations])
-                                     for s in w.sentences])
+        return WrittenOut(
+            model=w.model,
+            dropped=w.dropped,
+            sentences=[
+                WrittenSentenceOut(text=s.text, clip_ids=[c.clip_id for c in s.citations])
+                for s in w.sentences
+            ],
+        )
 
     def profile(self, who: str | None = None) -> ProfileOut:
         """What memory holds about ``who`` (an id, a member id or a name; None: the owner)."""
@@ -285,10 +387,22 @@ def _selection(p) -> str:
 def person_out(s: PersonSummary, owner_id: str | None = None) -> PersonOut:
     """``owner_id``: the owner's id when configured rather than marked (``[people] me``)."""
     p = s.person
-    return PersonOut(id=p.person_id, name=p.name, name_source=p.name_source, label=p.label, members=list(p.members),
-                     voices=list(p.voices), faces=list(p.faces), clips=s.clips, first_seen_ts=p.first_seen_ts,
-                     last_seen_ts=p.last_seen_ts, first_seen=_iso(p.first_seen_ts), last_seen=_iso(p.last_seen_ts),
-                     quote=s.quote, owner=p.owner or p.person_id == owner_id)
+    return PersonOut(
+        id=p.person_id,
+        name=p.name,
+        name_source=p.name_source,
+        label=p.label,
+        members=list(p.members),
+        voices=list(p.voices),
+        faces=list(p.faces),
+        clips=s.clips,
+        first_seen_ts=p.first_seen_ts,
+        last_seen_ts=p.last_seen_ts,
+        first_seen=_iso(p.first_seen_ts),
+        last_seen=_iso(p.last_seen_ts),
+        quote=s.quote,
+        owner=p.owner or p.person_id == owner_id,
+    )
 
 
 def history_out(ops: list[PeopleOp]) -> list[PeopleOpOut]:
@@ -300,8 +414,19 @@ def history_out(ops: list[PeopleOp]) -> list[PeopleOpOut]:
         target = by_seq.get(int(o.args["target"])) if o.op == "undo" else None
         return f"undo #{target.seq} ({target.describe()})" if target else o.describe()
 
-    return [PeopleOpOut(seq=o.seq, op=o.op, person=o.person, args=o.args, ts=o.ts, time=_iso(o.ts),
-                        description=describe(o), undone=o.seq in undone) for o in ops]
+    return [
+        PeopleOpOut(
+            seq=o.seq,
+            op=o.op,
+            person=o.person,
+            args=o.args,
+            ts=o.ts,
+            time=_iso(o.ts),
+            description=describe(o),
+            undone=o.seq in undone,
+        )
+        for o in ops
+    ]
 
 
 def change_out(change: edit_people.Change, store: Store) -> ChangeOut:
@@ -309,8 +434,11 @@ def change_out(change: edit_people.Change, store: Store) -> ChangeOut:
     ops = store.people_ops()
     log = {o.seq: o for o in history_out(ops)}
     summaries = summarize_people(store, list(change.people), known_names(store.people()))
-    return ChangeOut(change=log[change.op.seq], undid=log[change.undone.seq] if change.undone else None,
-                     people=[person_out(s) for s in summaries])
+    return ChangeOut(
+        change=log[change.op.seq],
+        undid=log[change.undone.seq] if change.undone else None,
+        people=[person_out(s) for s in summaries],
+    )
 
 
 class _People:
@@ -324,14 +452,34 @@ class _People:
         return sorted({self.label[e] for m in memories for e in m.entity_ids if e in self.label})
 
     def memory(self, m: Memory, score: float | None = None) -> MemoryOut:
-        return MemoryOut(memory_id=m.memory_id, kind=m.kind, text=render(m.text, self.names), clip_id=m.clip_id,
-                         source=m.source_path, start_ts=m.start_ts, end_ts=m.end_ts, time=_iso(m.start_ts),
-                         people=self.people_of([m]), score=score)
+        return MemoryOut(
+            memory_id=m.memory_id,
+            kind=m.kind,
+            text=render(m.text, self.names),
+            clip_id=m.clip_id,
+            source=m.source_path,
+            start_ts=m.start_ts,
+            end_ts=m.end_ts,
+            time=_iso(m.start_ts),
+            people=self.people_of([m]),
+            score=score,
+        )
 
     def clip(self, row: dict, memories: list[Memory]) -> ClipOut:
-        return ClipOut(clip_id=row["clip_id"], source=row["source_path"], media_location=row["media_location"],
-                       media_url=f"/media/{row['clip_id']}", index=row["index"], start_ts=row["start_ts"],
-                       end_ts=row["end_ts"], offset_s=row["offset_s"], duration_s=row["duration_s"],
-                       transcript=row["transcript"], screen_text=row["screen_text"], caption=row["caption"],
-                       notes=list(row["notes"] or ()), people=self.people_of(memories),
-                       memories=[self.memory(m) for m in memories])
+        return ClipOut(
+            clip_id=row["clip_id"],
+            source=row["source_path"],
+            media_location=row["media_location"],
+            media_url=f"/media/{row['clip_id']}",
+            index=row["index"],
+            start_ts=row["start_ts"],
+            end_ts=row["end_ts"],
+            offset_s=row["offset_s"],
+            duration_s=row["duration_s"],
+            transcript=row["transcript"],
+            screen_text=row["screen_text"],
+            caption=row["caption"],
+            notes=list(row["notes"] or ()),
+            people=self.people_of(memories),
+            memories=[self.memory(m) for m in memories],
+        )

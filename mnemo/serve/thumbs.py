@@ -44,7 +44,9 @@ def _cached(store, clip_id: str, name: str, make) -> bytes:
     data, keep = make()
     if path is not None and keep:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # routes run on a thread pool
+        tmp = path.with_suffix(
+            f".{os.getpid()}-{threading.get_ident()}.tmp"
+        )  # routes run on a thread pool
         tmp.write_bytes(data)
         tmp.replace(path)
         if not store.has_clip(clip_id):
@@ -101,8 +103,15 @@ def face_memory(store, entity_ids: list[str]):
         return None
     shown = store.memories_where(sql.involves(faces))
     # one written from face observations first; one without (written by hand): its clip's frame all the same
-    return max(shown, key=lambda m: (bool(m.provenance and _FACE_ID.search(m.provenance[0])),
-                                     m.end_ts - m.start_ts, -m.start_ts), default=None)
+    return max(
+        shown,
+        key=lambda m: (
+            bool(m.provenance and _FACE_ID.search(m.provenance[0])),
+            m.end_ts - m.start_ts,
+            -m.start_ts,
+        ),
+        default=None,
+    )
 
 
 def face_crop(store, row: dict, memory, side: int = FACE_SIDE) -> bytes:
@@ -117,7 +126,9 @@ def face_crop(store, row: dict, memory, side: int = FACE_SIDE) -> bytes:
         bgr = _decode(frame.data)
         boxes = _faces(bgr)
         if not boxes:
-            raise MediaGone(f"no face is found again in the frame of clip {row['clip_id']} at {at:.1f} s")
+            raise MediaGone(
+                f"no face is found again in the frame of clip {row['clip_id']} at {at:.1f} s"
+            )
         found = _FACE_ID.search(memory.provenance[0]) if memory.provenance else None
         j = int(found.group(1)) if found else -1
         x, y, w, h = boxes[j] if 0 <= j < len(boxes) else max(boxes, key=lambda b: b[2] * b[3])
@@ -132,11 +143,22 @@ def _faces(bgr: np.ndarray, max_side: int = 640) -> list[tuple[int, int, int, in
     import dlib
 
     scale = min(1.0, max_side / max(bgr.shape[:2]))
-    small = cv2.resize(bgr, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else bgr
+    small = (
+        cv2.resize(bgr, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        if scale < 1
+        else bgr
+    )
     rgb = np.ascontiguousarray(small[:, :, ::-1])
     found = dlib.get_frontal_face_detector()(rgb, 1)
-    return [(round(r.left() / scale), round(r.top() / scale), round(r.width() / scale), round(r.height() / scale))
-            for r in found]
+    return [
+        (
+            round(r.left() / scale),
+            round(r.top() / scale),
+            round(r.width() / scale),
+            round(r.height() / scale),
+        )
+        for r in found
+    ]
 
 
 def _square(bgr: np.ndarray, x: int, y: int, w: int, h: int, side: int) -> np.ndarray:

@@ -47,7 +47,9 @@ def send(payload: bytes, path: Path | None = None, timeout_s: float = 5.0) -> di
                     break
                 data += chunk
     except (FileNotFoundError, ConnectionRefusedError) as e:
-        raise DaemonNotRunning(f"no capture daemon is listening on {path}; start one with `mnemo capture start`") from e
+        raise DaemonNotRunning(
+            f"no capture daemon is listening on {path}; start one with `mnemo capture start`"
+        ) from e
     return json.loads(data or b"{}")
 
 
@@ -65,18 +67,24 @@ class ControlServer:
             except DaemonNotRunning:
                 self.path.unlink()  # left by a daemon that died
             except (OSError, ValueError) as e:  # something accepted the connection: a daemon, stuck
-                raise RuntimeError(f"a process listens on {self.path} but does not answer ({e}); stop the "
-                                   "capture daemon that runs there before starting another") from e
+                raise RuntimeError(
+                    f"a process listens on {self.path} but does not answer ({e}); stop the "
+                    "capture daemon that runs there before starting another"
+                ) from e
             else:
-                raise RuntimeError(f"a capture daemon already listens on {self.path}; stop it with "
-                                   "`mnemo capture stop` or use it")
+                raise RuntimeError(
+                    f"a capture daemon already listens on {self.path}; stop it with "
+                    "`mnemo capture stop` or use it"
+                )
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(str(self.path))
         os.chmod(self.path, 0o600)
         self.sock.listen(8)
         self.sock.settimeout(0.5)
         self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, name="mnemo-capture-control", daemon=True)
+        self.thread = threading.Thread(
+            target=self._serve, name="mnemo-capture-control", daemon=True
+        )
         self.thread.start()
 
     def _serve(self) -> None:

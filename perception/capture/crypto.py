@@ -20,7 +20,9 @@ class CaptureKeyError(RuntimeError):
     """No usable key, with what to do."""
 
 
-KEY_FILE_ENV = "MNEMO_CAPTURE__KEY_FILE"  # [capture] key_file, as mnemo's config reads it from the environment
+KEY_FILE_ENV = (
+    "MNEMO_CAPTURE__KEY_FILE"  # [capture] key_file, as mnemo's config reads it from the environment
+)
 
 
 def default_key_file() -> Path:
@@ -35,7 +37,9 @@ def generate_key(path: Path) -> Path:
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if path.exists():
-        raise CaptureKeyError(f"{path} exists; remove it first (images encrypted with it become unreadable)")
+        raise CaptureKeyError(
+            f"{path} exists; remove it first (images encrypted with it become unreadable)"
+        )
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(Fernet.generate_key())
@@ -52,15 +56,19 @@ def load_cipher(key_file: str | Path | None = None):
     if not raw:
         path = Path(key_file).expanduser() if key_file else default_key_file()
         if not path.is_file():
-            raise CaptureKeyError(f"no capture key: set {KEY_ENV} or create the key file {path} with "
-                            "`mnemo capture keygen`")
+            raise CaptureKeyError(
+                f"no capture key: set {KEY_ENV} or create the key file {path} with "
+                "`mnemo capture keygen`"
+            )
         if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise CaptureKeyError(f"the key file {path} is readable by others; chmod 600 {path}")
         raw, where = path.read_bytes().strip(), str(path)
     try:
         return Fernet(raw)
     except ValueError as e:
-        raise CaptureKeyError(f"the capture key in {where} is not a Fernet key (32 url-safe base64 bytes): {e}") from e
+        raise CaptureKeyError(
+            f"the capture key in {where} is not a Fernet key (32 url-safe base64 bytes): {e}"
+        ) from e
 
 
 def decrypt_file(path: Path, key_file: str | Path | None = None) -> bytes:
@@ -70,4 +78,6 @@ def decrypt_file(path: Path, key_file: str | Path | None = None) -> bytes:
     try:
         return load_cipher(key_file).decrypt(path.read_bytes().strip())
     except InvalidToken as e:
-        raise ValueError("it does not decrypt with this key (another key, or the file is damaged)") from e
+        raise ValueError(
+            "it does not decrypt with this key (another key, or the file is damaged)"
+        ) from e

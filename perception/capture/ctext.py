@@ -5,8 +5,18 @@ plus UTF-8 segments (ESC % G … ESC % @) for characters no set has."""
 from __future__ import annotations
 
 # ESC - F: a 96-character set into GR
-_GR96 = {"A": "latin-1", "B": "iso8859-2", "C": "iso8859-3", "D": "iso8859-4", "F": "iso8859-7", "G": "iso8859-6",
-         "H": "iso8859-8", "L": "iso8859-5", "M": "iso8859-9", "b": "iso8859-15"}
+_GR96 = {
+    "A": "latin-1",
+    "B": "iso8859-2",
+    "C": "iso8859-3",
+    "D": "iso8859-4",
+    "F": "iso8859-7",
+    "G": "iso8859-6",
+    "H": "iso8859-8",
+    "L": "iso8859-5",
+    "M": "iso8859-9",
+    "b": "iso8859-15",
+}
 # ESC $ ( F (into GL) or ESC $ ) F (into GR): a 94x94 set, decoded as its EUC form
 _MB94 = {"A": "gb2312", "B": "euc_jp", "C": "euc_kr"}
 
@@ -25,7 +35,7 @@ def decode_compound_text(raw: bytes) -> str:
                 seq_end += 1
             if seq_end >= n:
                 break
-            inter, final = raw[i + 1:seq_end].decode("latin-1"), chr(raw[seq_end])
+            inter, final = raw[i + 1 : seq_end].decode("latin-1"), chr(raw[seq_end])
             i = seq_end + 1
             if inter == "%" and final == "G":  # UTF-8 until ESC % @
                 stop = raw.find(b"\x1b%@", i)
@@ -50,7 +60,9 @@ def decode_compound_text(raw: bytes) -> str:
             i += 2
             continue
         if high:
-            out.append(bytes([b]).decode(charset if isinstance(charset, str) else "latin-1", "replace"))
+            out.append(
+                bytes([b]).decode(charset if isinstance(charset, str) else "latin-1", "replace")
+            )
         else:
             out.append(chr(b))
         i += 1

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 RESUME_FREE_B = 8 << 20  # after a full disk, capture resumes once this much is free (a few frames)
-MAX_PAUSE_S = 366 * 86400.0  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
+MAX_PAUSE_S = (
+    366 * 86400.0
+)  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
 
 
@@ -39,7 +41,9 @@ class Counters:
     ticks: int = 0
     written: int = 0
     bytes_written: int = 0
-    static_ticks: int = 0  # grabs that kept nothing because nothing (outside volatile tiles) changed
+    static_ticks: int = (
+        0  # grabs that kept nothing because nothing (outside volatile tiles) changed
+    )
     focus_changed: int = 0  # grabs dropped because focus moved during the grab
     excluded: int = 0  # monitor grabs not stored: an excluded window had focus
     blacked_out: int = 0  # excluded windows painted black in stored frames
@@ -59,11 +63,18 @@ class _Monitor:
 class Capturer:
     """The daemon's state; ``run`` loops until ``stop`` or the duration ends."""
 
-    def __init__(self, cfg: CaptureConfig, store: CaptureStore, display_name: str | None = None,
-                 on_frame=None) -> None:
+    def __init__(
+        self,
+        cfg: CaptureConfig,
+        store: CaptureStore,
+        display_name: str | None = None,
+        on_frame=None,
+    ) -> None:
         self.cfg = cfg
         self.store = store
-        self.exclusions = Exclusions(tuple(cfg.exclude_classes), tuple(cfg.exclude_titles), cfg.builtin_exclusions)
+        self.exclusions = Exclusions(
+            tuple(cfg.exclude_classes), tuple(cfg.exclude_titles), cfg.builtin_exclusions
+        )
         self.x = X11Session(display_name)
         import mss
 
@@ -93,9 +104,13 @@ class Capturer:
         with self._lock:
             if cmd == "pause":
                 for_s = req.get("for_s")
-                if for_s is not None and not (isinstance(for_s, (int, float)) and 0 < for_s <= MAX_PAUSE_S):
-                    return {"error": f"for_s is seconds to pause, more than 0 and at most {MAX_PAUSE_S:g}; "
-                                     f"not {for_s!r}"[:300]}
+                if for_s is not None and not (
+                    isinstance(for_s, (int, float)) and 0 < for_s <= MAX_PAUSE_S
+                ):
+                    return {
+                        "error": f"for_s is seconds to pause, more than 0 and at most {MAX_PAUSE_S:g}; "
+                        f"not {for_s!r}"[:300]
+                    }
                 self._user_pause_until = time.time() + for_s if for_s else float("inf")
             elif cmd == "resume":
                 self._user_pause_until = None
@@ -103,27 +118,46 @@ class Capturer:
                 self._stop.set()
             elif cmd in ("exclude", "include"):
                 try:
-                    self.exclusions = self.exclusions.changed(cmd == "exclude", req.get("class"), req.get("title"))
+                    self.exclusions = self.exclusions.changed(
+                        cmd == "exclude", req.get("class"), req.get("title")
+                    )
                 except ValueError as e:
                     return {"error": str(e)}
                 return self.exclusions.listing()  # in force from the next frame
             elif cmd == "exclusions":
                 return self.exclusions.listing()
             elif cmd != "status":
-                return {"error": f"unknown command {cmd!r}; one of status, pause, resume, stop, exclusions, "
-                                 "exclude, include"}
+                return {
+                    "error": f"unknown command {cmd!r}; one of status, pause, resume, stop, exclusions, "
+                    "exclude, include"
+                }
         return self.status()
 
     def status(self) -> dict:
         state, why = self.state, self.why
         late = time.time() - self.last_tick
-        if state == "capturing" and self.last_tick and late > 3 * max(self.cfg.interval_s, self.cfg.idle_interval_s) + 5:
+        if (
+            state == "capturing"
+            and self.last_tick
+            and late > 3 * max(self.cfg.interval_s, self.cfg.idle_interval_s) + 5
+        ):
             state, why = "stalled", f"no grab for {late:.0f} s"
         c = self.counters
-        return {"state": state, "why": why, "out": str(self.store.root), "ticks": c.ticks, "written": c.written,
-                "bytes_stored": self.store.total_bytes, "static_ticks": c.static_ticks, "excluded": c.excluded,
-                "focus_changed": c.focus_changed, "last_tick": self.last_tick,
-                "paused_until": self._user_pause_until if self._user_pause_until not in (None, float("inf")) else None}
+        return {
+            "state": state,
+            "why": why,
+            "out": str(self.store.root),
+            "ticks": c.ticks,
+            "written": c.written,
+            "bytes_stored": self.store.total_bytes,
+            "static_ticks": c.static_ticks,
+            "excluded": c.excluded,
+            "focus_changed": c.focus_changed,
+            "last_tick": self.last_tick,
+            "paused_until": self._user_pause_until
+            if self._user_pause_until not in (None, float("inf"))
+            else None,
+        }
 
     def stop(self) -> None:
         self._stop.set()
@@ -138,7 +172,9 @@ class Capturer:
             while not self._stop.is_set() and time.monotonic() < end:
                 try:
                     wait = self.tick()
-                except XError as e:  # a window vanished mid-query: this grab is dropped, the next one is fresh
+                except (
+                    XError
+                ) as e:  # a window vanished mid-query: this grab is dropped, the next one is fresh
                     log.debug("X error during a grab, dropped: %s", e)
                     wait = min(0.5, self.cfg.interval_s)
                 self._sleep(min(wait, end - time.monotonic()))
@@ -153,8 +189,11 @@ class Capturer:
         deadline = time.monotonic() + max(0.0, seconds)
         while not self._stop.is_set() and (left := deadline - time.monotonic()) > 0:
             self._stop.wait(min(left, 1.0))
-            if seconds > self.cfg.interval_s and self.state == "capturing" \
-                    and self.x.idle_s() < time.time() - self.last_tick:
+            if (
+                seconds > self.cfg.interval_s
+                and self.state == "capturing"
+                and self.x.idle_s() < time.time() - self.last_tick
+            ):
                 return
 
     def _pause(self, why: str, wait: float, warn: bool = False) -> float:
@@ -175,17 +214,29 @@ class Capturer:
             if until is not None and now >= until:
                 self._user_pause_until = until = None
         if until is not None:
-            return self._pause("paused by the user" + ("" if until == float("inf") else
-                               f" until {datetime.fromtimestamp(until).astimezone().isoformat(timespec='seconds')}"),
-                               min(1.0, self.cfg.interval_s))
+            return self._pause(
+                "paused by the user"
+                + (
+                    ""
+                    if until == float("inf")
+                    else f" until {datetime.fromtimestamp(until).astimezone().isoformat(timespec='seconds')}"
+                ),
+                min(1.0, self.cfg.interval_s),
+            )
         saver_on, idle = self.x.saver()
         if saver_on:
             return self._pause("the screen saver is on", 1.0)
         if self.disk_full and self.store.free_bytes() < RESUME_FREE_B:
-            return self._pause(self.why, 10.0, warn=True)  # still full: no write to fail, no log line
+            return self._pause(
+                self.why, 10.0, warn=True
+            )  # still full: no write to fail, no log line
         if self.store.low_on_disk():
-            return self._pause(f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}; "
-                               "capture resumes when space is freed", 10.0, warn=True)
+            return self._pause(
+                f"less than {self.cfg.min_free_mb:g} MB free on the disk of {self.store.root}; "
+                "capture resumes when space is freed",
+                10.0,
+                warn=True,
+            )
         had_input = now - idle > self.last_tick if self.last_tick else True
         if had_input:
             self.last_input = now - idle
@@ -201,7 +252,9 @@ class Capturer:
         self.last_tick = now
         self.counters.ticks += 1
         if time.monotonic() - self.last_layout_check >= LAYOUT_CHECK_S and self.check_layout():
-            return min(0.3, self.cfg.interval_s)  # windows move with monitors: grab from a fresh look
+            return min(
+                0.3, self.cfg.interval_s
+            )  # windows move with monitors: grab from a fresh look
         try:
             grabs = [self._grab(m) for m in self.monitors]
         except XConnectionLost:
@@ -220,8 +273,12 @@ class Capturer:
                 raise
             # nothing half-written stays (storage.write); look again in 10 s, as when space runs low
             self.disk_full = True
-            return self._pause(f"the disk of {self.store.root} is full ({e.strerror}); capture resumes when "
-                               "space is freed", 10.0, warn=True)
+            return self._pause(
+                f"the disk of {self.store.root} is full ({e.strerror}); capture resumes when "
+                "space is freed",
+                10.0,
+                warn=True,
+            )
         self.disk_full = False
         if self.store.max_age_days and self.counters.ticks % 300 == 1:
             self.store.expire()
@@ -236,8 +293,14 @@ class Capturer:
                 continue  # mss's first entry is all monitors together
             rect = Rect(g["left"], g["top"], g["width"], g["height"])
             old = by_rect.get((rect.x, rect.y, rect.width, rect.height))
-            out.append(_Monitor(i, rect, old.tiles if old else TileTracker(self.cfg.tile_px),
-                                old.last_meta if old else None))
+            out.append(
+                _Monitor(
+                    i,
+                    rect,
+                    old.tiles if old else TileTracker(self.cfg.tile_px),
+                    old.last_meta if old else None,
+                )
+            )
         return out
 
     def check_layout(self) -> bool:
@@ -268,13 +331,22 @@ class Capturer:
         import mss
 
         try:
-            shot = self.grabber.grab({"left": m.rect.x, "top": m.rect.y, "width": m.rect.width, "height": m.rect.height})
+            shot = self.grabber.grab(
+                {"left": m.rect.x, "top": m.rect.y, "width": m.rect.width, "height": m.rect.height}
+            )
         except mss.exception.ScreenShotError as e:
             raise XConnectionLost(f"grabbing monitor {m.index} failed: {e}") from e
         return np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
 
-    def _consider(self, m: _Monitor, frame: np.ndarray, focused: WindowInfo | None, windows: list[WindowInfo],
-                  had_input: bool, now: float) -> None:
+    def _consider(
+        self,
+        m: _Monitor,
+        frame: np.ndarray,
+        focused: WindowInfo | None,
+        windows: list[WindowInfo],
+        had_input: bool,
+        now: float,
+    ) -> None:
         import cv2
 
         focused_here = self._focus_on(m, focused, windows)
@@ -288,8 +360,14 @@ class Capturer:
             self.counters.blacked_out += blackout(frame, m.rect, windows, excluded)
         gray = cv2.cvtColor(frame, cv2.COLOR_BGRA2GRAY)
         change = m.tiles.observe(gray, had_input)
-        top = focused_here or next((w for w in reversed(windows) if w.rect is not None and w.rect.intersects(m.rect)
-                                    and w.wid not in excluded), None)
+        top = focused_here or next(
+            (
+                w
+                for w in reversed(windows)
+                if w.rect is not None and w.rect.intersects(m.rect) and w.wid not in excluded
+            ),
+            None,
+        )
         meta = (top.app, top.title) if top is not None else ("", "")
         if m.last_meta is None:
             reason = "start"
@@ -302,19 +380,33 @@ class Capturer:
         else:
             self.counters.static_ticks += 1
             if now - self.last_heartbeat >= self.cfg.heartbeat_s:
-                self.store.heartbeat({"at": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
-                                      "monitor": m.index, "app": meta[0], "window": meta[1], "reason": "static"})
+                self.store.heartbeat(
+                    {
+                        "at": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
+                        "monitor": m.index,
+                        "app": meta[0],
+                        "window": meta[1],
+                        "reason": "static",
+                    }
+                )
                 self.last_heartbeat = now
                 self.counters.heartbeats += 1
             return
-        ok, jpeg = cv2.imencode(".jpg", frame[:, :, :3], [cv2.IMWRITE_JPEG_QUALITY, self.cfg.jpeg_quality])
+        ok, jpeg = cv2.imencode(
+            ".jpg", frame[:, :, :3], [cv2.IMWRITE_JPEG_QUALITY, self.cfg.jpeg_quality]
+        )
         if not ok:
             log.warning("JPEG encoding of monitor %d failed; frame skipped", m.index)
             return
-        side = {"app": meta[0], "window": meta[1], "pid": top.pid if top is not None else None, "reason": reason,
-                "changed_tiles": change.changed,
-                "input": bool(had_input) and reason != "start"}  # the first grab is no sign of anyone typing
-        written = self.store.write(jpeg.tobytes(), side, datetime.fromtimestamp(now, timezone.utc), m.index)
+        side = {
+            "app": meta[0],
+            "window": meta[1],
+            "pid": top.pid if top is not None else None,
+            "reason": reason,
+            "changed_tiles": change.changed,
+            "input": bool(had_input) and reason != "start",
+        }  # the first grab is no sign of anyone typing
+        written = self.store.write(jpeg.tobytes(), side, datetime.fromtimestamp(now, UTC), m.index)
         m.tiles.kept(gray)
         m.last_meta = meta
         self.counters.written += 1
@@ -323,12 +415,16 @@ class Capturer:
         if self.on_frame is not None:
             self.on_frame(written.image, side)
 
-
-    def _focus_on(self, m: _Monitor, focused: WindowInfo | None, windows: list[WindowInfo]) -> WindowInfo | None:
+    def _focus_on(
+        self, m: _Monitor, focused: WindowInfo | None, windows: list[WindowInfo]
+    ) -> WindowInfo | None:
         """The window that has focus on this monitor; where it is unknown, it counts as on every
         monitor, and with nothing focused the top window counts as focused (fail closed)."""
         if focused is None:
-            return next((w for w in reversed(windows) if w.rect is not None and w.rect.intersects(m.rect)), None)
+            return next(
+                (w for w in reversed(windows) if w.rect is not None and w.rect.intersects(m.rect)),
+                None,
+            )
         if focused.rect is None or len(self.monitors) == 1 or focused.rect.center_in(m.rect):
             return focused
         return None
@@ -339,4 +435,7 @@ def _key(w: WindowInfo | None) -> tuple:
 
 
 def _rects(monitors: list[_Monitor]) -> str:
-    return ", ".join(f"{m.rect.width}x{m.rect.height}+{m.rect.x}+{m.rect.y}" for m in monitors) or "none"
+    return (
+        ", ".join(f"{m.rect.width}x{m.rect.height}+{m.rect.x}+{m.rect.y}" for m in monitors)
+        or "none"
+    )

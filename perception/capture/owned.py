@@ -24,7 +24,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,10 @@ class NotACaptureFolder(RuntimeError):
 
 def frame_name(captured_at: datetime, monitor: int, encrypted: bool) -> str:
     """The name of a frame captured at ``captured_at`` on ``monitor``."""
-    utc = captured_at.astimezone(timezone.utc)
-    return f"{utc:%Y%m%dT%H%M%S}.{utc.microsecond // 1000:03d}Z_m{monitor}.jpg" + (".enc" if encrypted else "")
+    utc = captured_at.astimezone(UTC)
+    return f"{utc:%Y%m%dT%H%M%S}.{utc.microsecond // 1000:03d}Z_m{monitor}.jpg" + (
+        ".enc" if encrypted else ""
+    )
 
 
 def is_frame_name(name: str) -> bool:
@@ -57,7 +59,7 @@ def is_frame_name(name: str) -> bool:
 def frame_time(name: str) -> datetime | None:
     """The capture time a frame's name carries (UTC, to the millisecond); None for other names."""
     m = _FRAME.fullmatch(name)
-    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S.%f").replace(tzinfo=timezone.utc) if m else None
+    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC) if m else None
 
 
 def sidecar_of(frame: Path) -> Path:
@@ -70,13 +72,13 @@ def temp_name(name: str) -> str:
 
 
 def _is_sidecar_name(name: str) -> bool:
-    return name.endswith(SIDECAR_SUFFIX) and is_frame_name(name[:-len(SIDECAR_SUFFIX)])
+    return name.endswith(SIDECAR_SUFFIX) and is_frame_name(name[: -len(SIDECAR_SUFFIX)])
 
 
 def _is_temp_name(name: str) -> bool:
     if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
         return False
-    inner = name[1:-len(TMP_SUFFIX)]
+    inner = name[1 : -len(TMP_SUFFIX)]
     return is_frame_name(inner) or _is_sidecar_name(inner)
 
 
@@ -119,7 +121,11 @@ def day_folders(root: Path) -> list[Path]:
 
 def _subdirs(folder: Path, pattern: re.Pattern) -> list[Path]:
     try:
-        return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
+        return sorted(
+            p
+            for p in folder.iterdir()
+            if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()
+        )
     except OSError:
         return []
 
@@ -134,11 +140,15 @@ def is_marked(root: Path) -> bool:
         data = json.loads(marker.read_text(encoding="utf-8"))
         version = data["format"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise NotACaptureFolder(f"{marker} is not a capture marker ({e}); remove it if you made it, or capture "
-                                "into another --out") from e
+        raise NotACaptureFolder(
+            f"{marker} is not a capture marker ({e}); remove it if you made it, or capture "
+            "into another --out"
+        ) from e
     if not isinstance(version, int) or version > MARKER_FORMAT:
-        raise NotACaptureFolder(f"{marker} has format {version!r}, written by a newer mnemo (this one reads "
-                                f"format {MARKER_FORMAT}); upgrade mnemo or capture into another --out")
+        raise NotACaptureFolder(
+            f"{marker} has format {version!r}, written by a newer mnemo (this one reads "
+            f"format {MARKER_FORMAT}); upgrade mnemo or capture into another --out"
+        )
     return True
 
 
@@ -154,15 +164,21 @@ def day_folder(root: Path, when: datetime) -> Path:
     day = root / when.astimezone().strftime("%Y/%m/%d")
     mkdir_private(day)
     if not inside(root, day):
-        raise NotACaptureFolder(f"{day} leads out of {root} through a link; mnemo writes and deletes only inside "
-                                "its capture folder: remove the link, or capture into another --out")
+        raise NotACaptureFolder(
+            f"{day} leads out of {root} through a link; mnemo writes and deletes only inside "
+            "its capture folder: remove the link, or capture into another --out"
+        )
     return day
 
 
 def capture_root_of(folder: Path) -> Path | None:
     """The marked capture folder whose day folder ``folder`` is (with no link on the way), else None."""
     folder = Path(folder)
-    if len(folder.parents) < 3 or not is_day_folder(folder.parents[2], folder) or not inside(folder.parents[2], folder):
+    if (
+        len(folder.parents) < 3
+        or not is_day_folder(folder.parents[2], folder)
+        or not inside(folder.parents[2], folder)
+    ):
         return None
     try:
         return folder.parents[2] if is_marked(folder.parents[2]) else None
@@ -172,12 +188,19 @@ def capture_root_of(folder: Path) -> Path | None:
 
 
 def _write_marker(root: Path, adopted: bool) -> None:
-    body = json.dumps({"format": MARKER_FORMAT, "written_by": "mnemo capture",
-                       "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                       "adopted": adopted,
-                       "owns": "YYYY/MM/DD/<UTC>Z_m<monitor>.jpg[.enc] with <image>.json, heartbeat.jsonl"})
+    body = json.dumps(
+        {
+            "format": MARKER_FORMAT,
+            "written_by": "mnemo capture",
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "adopted": adopted,
+            "owns": "YYYY/MM/DD/<UTC>Z_m<monitor>.jpg[.enc] with <image>.json, heartbeat.jsonl",
+        }
+    )
     tmp = root / temp_name(MARKER)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)  # a link there: refused
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600
+    )  # a link there: refused
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(body + "\n")
         f.flush()
@@ -230,14 +253,18 @@ def claim(root: Path) -> bool:
         entries = [p.name for p in root.iterdir()]
         if [n for n in entries if n != LOCK]:  # a lone lock: an older mnemo that stored nothing
             found = survey(root)
-            older = (f" It holds {found.frames} frame(s) named as mnemo's capture names them: if an older mnemo "
-                     f"captured into it, run `mnemo capture --out {root} --adopt` once to mark it (mnemo will then "
-                     "delete there only its own frames, sidecars and temp files, never other files)."
-                     if found.frames else "")
+            older = (
+                f" It holds {found.frames} frame(s) named as mnemo's capture names them: if an older mnemo "
+                f"captured into it, run `mnemo capture --out {root} --adopt` once to mark it (mnemo will then "
+                "delete there only its own frames, sidecars and temp files, never other files)."
+                if found.frames
+                else ""
+            )
             raise NotACaptureFolder(
                 f"{root} is not empty and has no {MARKER} marker, so it is not a capture folder mnemo made; "
                 "mnemo captures only into a new or empty folder, so that it never deletes or changes your "
-                f"files. Choose a new or empty folder with --out (or [capture] out).{older}")
+                f"files. Choose a new or empty folder with --out (or [capture] out).{older}"
+            )
     mkdir_private(root)
     _write_marker(root, adopted=False)
     log.info("%s: marked as a capture folder (%s)", root, MARKER)
@@ -255,6 +282,10 @@ def adopt(root: Path) -> Contents:
         return survey(root)
     found = survey(root)
     _write_marker(root, adopted=True)
-    log.info("%s: adopted as a capture folder: %d frame(s) of mnemo's, %d other entries left alone",
-             root, found.frames, found.others)
+    log.info(
+        "%s: adopted as a capture folder: %d frame(s) of mnemo's, %d other entries left alone",
+        root,
+        found.frames,
+        found.others,
+    )
     return found

@@ -16,15 +16,48 @@ import numpy as np
 
 from perception.capture.x11 import Rect, WindowInfo
 
-PRIVATE_TITLES = (r"\bPrivate Browsing\b", r"\bIncognito\b", r"\bInPrivate\b", r"\bPrivate Window\b")
+PRIVATE_TITLES = (
+    r"\bPrivate Browsing\b",
+    r"\bIncognito\b",
+    r"\bInPrivate\b",
+    r"\bPrivate Window\b",
+)
 # Chromium's incognito windows carry no mark in their title or X properties (checked with xprop on
 # Debian's chromium): a browser process started private is known by its command line instead
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "brave-browser", "microsoft-edge", "vivaldi-stable",
-            "firefox", "firefox-esr", "librewolf")
-PRIVATE_FLAGS = ("--incognito", "-incognito", "--private-window", "-private-window", "-private", "--inprivate")
+BROWSERS = (
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "brave-browser",
+    "microsoft-edge",
+    "vivaldi-stable",
+    "firefox",
+    "firefox-esr",
+    "librewolf",
+)
+PRIVATE_FLAGS = (
+    "--incognito",
+    "-incognito",
+    "--private-window",
+    "-private-window",
+    "-private",
+    "--inprivate",
+)
 # password managers and secret prompts, by WM_CLASS class or instance (lower case)
-SECRET_APPS = ("keepassxc", "keepass2", "keepass", "1password", "bitwarden", "enpass", "seahorse",
-               "pinentry", "gcr-prompter", "kwalletmanager5", "proton pass", "lastpass")
+SECRET_APPS = (
+    "keepassxc",
+    "keepass2",
+    "keepass",
+    "1password",
+    "bitwarden",
+    "enpass",
+    "seahorse",
+    "pinentry",
+    "gcr-prompter",
+    "kwalletmanager5",
+    "proton pass",
+    "lastpass",
+)
 
 
 @dataclass(frozen=True)
@@ -41,15 +74,19 @@ class Exclusions:
             try:
                 compiled.append(re.compile(p, re.IGNORECASE))
             except re.error as e:
-                raise ValueError(f"--exclude-title {p!r} is not a valid regular expression: {e}") from e
+                raise ValueError(
+                    f"--exclude-title {p!r} is not a valid regular expression: {e}"
+                ) from e
         object.__setattr__(self, "_compiled", tuple(compiled))
 
     def changed(self, add: bool, cls: str | None = None, title: str | None = None) -> Exclusions:
         """These exclusions with a window class or title pattern added (``add``) or taken out. The
         built-in ones (private windows, password managers) stay; only configuration turns them off."""
         if not cls and not title:
-            raise ValueError("say which window: a class ({\"class\": \"KeePassXC\"}) or a title pattern "
-                             "({\"title\": \"^Bank\"})")
+            raise ValueError(
+                'say which window: a class ({"class": "KeePassXC"}) or a title pattern '
+                '({"title": "^Bank"})'
+            )
         classes, titles = list(self.classes), list(self.titles)
         for items, value in ((classes, cls), (titles, title)):
             if not value:
@@ -60,20 +97,28 @@ class Exclusions:
                 items.append(value)
             elif not add:
                 if value not in items:
-                    raise ValueError(f"{value!r} is not an exclusion added by you; they are: "
-                                     f"{', '.join(self.classes + self.titles) or 'none'}")
+                    raise ValueError(
+                        f"{value!r} is not an exclusion added by you; they are: "
+                        f"{', '.join(self.classes + self.titles) or 'none'}"
+                    )
                 items.remove(value)
         return Exclusions(tuple(classes), tuple(titles), self.builtin)
 
     def listing(self) -> dict:
-        return {"classes": list(self.classes), "titles": list(self.titles), "builtin": self.builtin,
-                "builtin_classes": list(SECRET_APPS) if self.builtin else [],
-                "builtin_titles": list(PRIVATE_TITLES) if self.builtin else []}
+        return {
+            "classes": list(self.classes),
+            "titles": list(self.titles),
+            "builtin": self.builtin,
+            "builtin_classes": list(SECRET_APPS) if self.builtin else [],
+            "builtin_titles": list(PRIVATE_TITLES) if self.builtin else [],
+        }
 
     def why(self, window: WindowInfo) -> str | None:
         """Why the window is excluded (the rule that matched), or None."""
         names = {window.app.lower(), window.instance.lower()} - {""}
-        browser = {window.app.lower(), window.instance.split(" (")[0].lower()} & set(BROWSERS)  # "chromium (/profile)"
+        browser = {window.app.lower(), window.instance.split(" (")[0].lower()} & set(
+            BROWSERS
+        )  # "chromium (/profile)"
         if self.builtin and browser and _started_private(window.pid):
             return "a browser started private"
         for cls in (*self.classes, *(SECRET_APPS if self.builtin else ())):
@@ -96,7 +141,9 @@ def _started_private(pid: int | None) -> bool:
     return any(a.decode(errors="replace").split("=")[0] in PRIVATE_FLAGS for a in args)
 
 
-def blackout(frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], excluded: Iterable[int]) -> int:
+def blackout(
+    frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], excluded: Iterable[int]
+) -> int:
     """Paint black, in place, what the excluded windows show on this monitor. ``windows`` are
     bottom to top; returns how many excluded windows were painted."""
     stack = [(w.wid, w.rect) for w in windows if w.rect is not None]
@@ -107,7 +154,7 @@ def blackout(frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], ex
             continue
         mask = np.zeros(frame.shape[:2], dtype=bool)
         _fill(mask, rect, monitor, True)
-        for above, above_rect in stack[i + 1:]:
+        for above, above_rect in stack[i + 1 :]:
             if above not in excluded:
                 _fill(mask, above_rect, monitor, False)
         frame[mask] = 0

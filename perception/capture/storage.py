@@ -20,11 +20,20 @@ import shutil
 import time
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from perception.capture.owned import (HEARTBEATS, LOCK, claim, day_folder, day_folders, frame_name, kind,
-                                      sidecar_of, temp_name)
+from perception.capture.owned import (
+    HEARTBEATS,
+    LOCK,
+    claim,
+    day_folder,
+    day_folders,
+    frame_name,
+    kind,
+    sidecar_of,
+    temp_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +57,10 @@ def hold_folder(root: Path) -> int:
     except BlockingIOError:
         holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
         os.close(fd)
-        raise CaptureFolderBusy(f"{root} is being captured into by {holder}; stop that daemon "
-                                "(`mnemo capture stop`) or capture into another --out") from None
+        raise CaptureFolderBusy(
+            f"{root} is being captured into by {holder}; stop that daemon "
+            "(`mnemo capture stop`) or capture into another --out"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
     return fd
@@ -64,8 +75,14 @@ class Written:
 class CaptureStore:
     """The capture folder, its budget and its age limit."""
 
-    def __init__(self, root: str | Path, budget_bytes: int = 0, max_age_days: float = 0,
-                 min_free_bytes: int = 0, cipher=None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        budget_bytes: int = 0,
+        max_age_days: float = 0,
+        min_free_bytes: int = 0,
+        cipher=None,
+    ) -> None:
         self.root = Path(root).expanduser()
         self.budget_bytes = budget_bytes  # 0: no budget
         self.max_age_days = max_age_days  # 0: keep forever
@@ -100,7 +117,9 @@ class CaptureStore:
                     path.unlink(missing_ok=True)
                     temps += 1
                 elif not sidecar_of(path).is_file():
-                    path.unlink(missing_ok=True)  # killed between the image's rename and the sidecar's
+                    path.unlink(
+                        missing_ok=True
+                    )  # killed between the image's rename and the sidecar's
                     orphans += 1
                 else:
                     frames.append((path, path.stat().st_size + sidecar_of(path).stat().st_size))
@@ -108,8 +127,12 @@ class CaptureStore:
         self._frames = deque(frames)
         self.total_bytes = sum(s for _, s in frames)
         if temps or orphans:
-            log.info("%s: removed %d temp file(s) and %d image(s) without a sidecar left by a crash",
-                     self.root, temps, orphans)
+            log.info(
+                "%s: removed %d temp file(s) and %d image(s) without a sidecar left by a crash",
+                self.root,
+                temps,
+                orphans,
+            )
         return {"temps": temps, "orphans": orphans, "frames": len(frames)}
 
     def free_bytes(self) -> int:
@@ -124,8 +147,14 @@ class CaptureStore:
         day = day_folder(self.root, captured_at)
         data = self.cipher.encrypt(jpeg) if self.cipher is not None else jpeg
         image = day / frame_name(captured_at, monitor, self.cipher is not None)
-        side = json.dumps({"captured_at": captured_at.astimezone(timezone.utc).isoformat(timespec="milliseconds"),
-                           "monitor": monitor, **meta}, ensure_ascii=False).encode()
+        side = json.dumps(
+            {
+                "captured_at": captured_at.astimezone(UTC).isoformat(timespec="milliseconds"),
+                "monitor": monitor,
+                **meta,
+            },
+            ensure_ascii=False,
+        ).encode()
         if self.cipher is not None:  # the window title is as private as the pixels
             side = self.cipher.encrypt(side)
         size = len(data) + len(side)
@@ -145,7 +174,9 @@ class CaptureStore:
         """A line in the day's heartbeat log: the daemon ran and the screen had not changed."""
         self.claim()
         day = day_folder(self.root, datetime.now())
-        fd = os.open(day / HEARTBEATS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(
+            day / HEARTBEATS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
+        )
         line = json.dumps(record, ensure_ascii=False)
         if self.cipher is not None:  # a Fernet token per line
             line = self.cipher.encrypt(line.encode()).decode("ascii")
@@ -156,13 +187,17 @@ class CaptureStore:
         if not self.budget_bytes:
             return
         if size > self.budget_bytes:
-            raise OSError(f"one frame ({size} bytes) is larger than the capture budget ({self.budget_bytes} bytes); "
-                          "raise [capture] budget_mb")
+            raise OSError(
+                f"one frame ({size} bytes) is larger than the capture budget ({self.budget_bytes} bytes); "
+                "raise [capture] budget_mb"
+            )
         while self._frames and self.total_bytes + size > self.budget_bytes:
             self._delete_oldest()
 
     def _delete_oldest(self) -> None:
-        path, size = self._frames.popleft()  # only frames recover() found or write() wrote: the daemon's
+        path, size = (
+            self._frames.popleft()
+        )  # only frames recover() found or write() wrote: the daemon's
         sidecar_of(path).unlink(missing_ok=True)  # sidecar first: never a sidecar-less image
         path.unlink(missing_ok=True)
         self.total_bytes -= size
@@ -172,7 +207,7 @@ class CaptureStore:
         """Delete frames (and heartbeat logs) older than ``max_age_days``; returns frames deleted."""
         if not self.max_age_days:
             return 0
-        cutoff = datetime.fromtimestamp((now or time.time()) - self.max_age_days * 86400, tz=timezone.utc)
+        cutoff = datetime.fromtimestamp((now or time.time()) - self.max_age_days * 86400, tz=UTC)
         stamp = cutoff.strftime("%Y%m%dT%H%M%S")
         n = 0
         while self._frames and self._frames[0][0].name[:15] < stamp:
@@ -180,16 +215,24 @@ class CaptureStore:
             n += 1
         for day in reversed(day_folders(self.root)):
             log_file = day / HEARTBEATS
-            if log_file.is_file() and not log_file.is_symlink() and log_file.stat().st_mtime < cutoff.timestamp():
+            if (
+                log_file.is_file()
+                and not log_file.is_symlink()
+                and log_file.stat().st_mtime < cutoff.timestamp()
+            ):
                 log_file.unlink(missing_ok=True)
-            if day.stat().st_mtime < (cutoff - timedelta(days=1)).timestamp() and not any(day.iterdir()):
+            if day.stat().st_mtime < (cutoff - timedelta(days=1)).timestamp() and not any(
+                day.iterdir()
+            ):
                 day.rmdir()  # an empty day folder of the daemon's layout: nothing of the user's in it
         return n
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(temp_name(path.name))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)  # never through a link
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600
+    )  # never through a link
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

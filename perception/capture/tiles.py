@@ -33,8 +33,13 @@ class TileTracker:
     in at least ``volatile_hits`` of the last ``volatile_window`` such grabs.
     """
 
-    def __init__(self, tile_px: int = 32, min_mean_diff: float = 0.5, volatile_window: int = 8,
-                 volatile_hits: int = 3) -> None:
+    def __init__(
+        self,
+        tile_px: int = 32,
+        min_mean_diff: float = 0.5,
+        volatile_window: int = 8,
+        volatile_hits: int = 3,
+    ) -> None:
         self.tile_px = tile_px
         self.min_mean_diff = min_mean_diff
         self.volatile_hits = volatile_hits

@@ -16,9 +16,26 @@ from perception.capture.ctext import decode_compound_text
 log = logging.getLogger(__name__)
 
 # lockers' WM_CLASS (lower case); their window on top means the screen is locked
-LOCKERS = frozenset({"i3lock", "xscreensaver", "light-locker", "xsecurelock", "slock", "xlock", "xtrlock",
-                     "physlock", "gnome-screensaver", "mate-screensaver", "cinnamon-screensaver", "kscreenlocker",
-                     "kscreenlocker_greet", "xfce4-screensaver", "swaylock", "betterlockscreen"})
+LOCKERS = frozenset(
+    {
+        "i3lock",
+        "xscreensaver",
+        "light-locker",
+        "xsecurelock",
+        "slock",
+        "xlock",
+        "xtrlock",
+        "physlock",
+        "gnome-screensaver",
+        "mate-screensaver",
+        "cinnamon-screensaver",
+        "kscreenlocker",
+        "kscreenlocker_greet",
+        "xfce4-screensaver",
+        "swaylock",
+        "betterlockscreen",
+    }
+)
 
 
 def _is_locker(app: str, instance: str) -> bool:
@@ -41,8 +58,12 @@ class Rect:
     height: int
 
     def intersects(self, other: Rect) -> bool:
-        return (self.x < other.x + other.width and other.x < self.x + self.width
-                and self.y < other.y + other.height and other.y < self.y + self.height)
+        return (
+            self.x < other.x + other.width
+            and other.x < self.x + self.width
+            and self.y < other.y + other.height
+            and other.y < self.y + self.height
+        )
 
     def center_in(self, other: Rect) -> bool:
         cx, cy = self.x + self.width // 2, self.y + self.height // 2
@@ -62,12 +83,16 @@ class WindowInfo:
 def check_session() -> None:
     """Raise ``NotX11`` with what to do when this is not an X11 session."""
     if os.environ.get("WAYLAND_DISPLAY") or os.environ.get("XDG_SESSION_TYPE") == "wayland":
-        raise NotX11("this is a Wayland session: mnemo capture supports X11 only for now (Wayland compositors "
-                     "do not let one client read other windows' pixels or titles without a portal). Log in to "
-                     "an X11 session (\"GNOME on Xorg\", \"Plasma (X11)\") to capture; ingesting screenshot "
-                     "folders works everywhere")
+        raise NotX11(
+            "this is a Wayland session: mnemo capture supports X11 only for now (Wayland compositors "
+            "do not let one client read other windows' pixels or titles without a portal). Log in to "
+            'an X11 session ("GNOME on Xorg", "Plasma (X11)") to capture; ingesting screenshot '
+            "folders works everywhere"
+        )
     if not os.environ.get("DISPLAY"):
-        raise NotX11("DISPLAY is not set: run mnemo capture inside an X11 session (or set DISPLAY=:0)")
+        raise NotX11(
+            "DISPLAY is not set: run mnemo capture inside an X11 session (or set DISPLAY=:0)"
+        )
 
 
 def decode_text(display, prop, utf8: bool = False) -> str:
@@ -94,16 +119,30 @@ class X11Session:
     def __init__(self, display_name: str | None = None) -> None:
         if display_name is None:
             check_session()
-        from Xlib import display as xdisplay, error as xerror
+        from Xlib import display as xdisplay
+        from Xlib import error as xerror
 
         try:
             self.display = xdisplay.Display(display_name)
         except (xerror.DisplayError, xerror.ConnectionClosedError, OSError) as e:
-            raise XConnectionLost(f"cannot connect to the X server {display_name or os.environ.get('DISPLAY')}: {e}") from e
+            raise XConnectionLost(
+                f"cannot connect to the X server {display_name or os.environ.get('DISPLAY')}: {e}"
+            ) from e
         self.root = self.display.screen().root
-        self._atoms = {name: self.display.intern_atom(name) for name in (
-            "_NET_ACTIVE_WINDOW", "_NET_WM_NAME", "UTF8_STRING", "_NET_WM_PID", "_NET_CLIENT_LIST_STACKING",
-            "_NET_FRAME_EXTENTS", "_NET_WM_STATE", "_NET_WM_STATE_HIDDEN", "WM_STATE")}
+        self._atoms = {
+            name: self.display.intern_atom(name)
+            for name in (
+                "_NET_ACTIVE_WINDOW",
+                "_NET_WM_NAME",
+                "UTF8_STRING",
+                "_NET_WM_PID",
+                "_NET_CLIENT_LIST_STACKING",
+                "_NET_FRAME_EXTENTS",
+                "_NET_WM_STATE",
+                "_NET_WM_STATE_HIDDEN",
+                "WM_STATE",
+            )
+        }
         self.has_screensaver = self.display.has_extension("MIT-SCREEN-SAVER")
 
     def close(self) -> None:
@@ -118,10 +157,13 @@ class X11Session:
         try:
             return fn(*args)
         except (xerror.ConnectionClosedError, BrokenPipeError, ConnectionResetError) as e:
-            raise XConnectionLost(f"the X server closed the connection ({e}); capture stopped") from e
+            raise XConnectionLost(
+                f"the X server closed the connection ({e}); capture stopped"
+            ) from e
 
     def _prop(self, window, name: str):
-        from Xlib import X, error as xerror
+        from Xlib import X
+        from Xlib import error as xerror
 
         try:
             return window.get_full_property(self._atoms[name], X.AnyPropertyType)
@@ -129,13 +171,15 @@ class X11Session:
             return None
 
     def _window(self, wid: int) -> WindowInfo | None:
-        from Xlib import Xatom, X, error as xerror
+        from Xlib import X, Xatom
+        from Xlib import error as xerror
 
         win = self.display.create_resource_object("window", wid)
         try:
             cls = win.get_wm_class() or ("", "")
-            title = decode_text(self.display, self._prop(win, "_NET_WM_NAME"), utf8=True) or decode_text(
-                self.display, win.get_full_property(Xatom.WM_NAME, X.AnyPropertyType))
+            title = decode_text(
+                self.display, self._prop(win, "_NET_WM_NAME"), utf8=True
+            ) or decode_text(self.display, win.get_full_property(Xatom.WM_NAME, X.AnyPropertyType))
             pid_prop = self._prop(win, "_NET_WM_PID")
             pid = int(pid_prop.value[0]) if pid_prop is not None and len(pid_prop.value) else None
             return WindowInfo(wid, cls[1] or "", cls[0] or "", title, pid, self._rect(win))
@@ -157,7 +201,9 @@ class X11Session:
         ext = self._prop(win, "_NET_FRAME_EXTENTS")
         if ext is not None and len(ext.value) == 4:
             left, right, top, bottom = (int(v) for v in ext.value)
-        return Rect(-pos.x - left, -pos.y - top, geo.width + left + right, geo.height + top + bottom)
+        return Rect(
+            -pos.x - left, -pos.y - top, geo.width + left + right, geo.height + top + bottom
+        )
 
     def focused(self) -> WindowInfo | None:
         """The active window (EWMH), else the input focus; None when nothing has focus."""
@@ -179,7 +225,11 @@ class X11Session:
 
     def _stacking(self) -> list[WindowInfo]:
         prop = self._prop(self.root, "_NET_CLIENT_LIST_STACKING")
-        wids = [int(w) for w in prop.value] if prop is not None else [c.id for c in self.root.query_tree().children]
+        wids = (
+            [int(w) for w in prop.value]
+            if prop is not None
+            else [c.id for c in self.root.query_tree().children]
+        )
         return [w for w in (self._window(wid) for wid in wids) if w is not None]
 
     def idle_s(self) -> float:
@@ -204,7 +254,8 @@ class X11Session:
         return self._call(self._override_locker)
 
     def _override_locker(self) -> bool:
-        from Xlib import X, error as xerror
+        from Xlib import X
+        from Xlib import error as xerror
 
         for child in reversed(self.root.query_tree().children):  # top first
             try:

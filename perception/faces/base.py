@@ -11,5 +11,7 @@ import numpy as np
 class FaceAnalyzer(Protocol):
     dim: int
 
-    def analyze(self, frame_rgb: np.ndarray) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
+    def analyze(
+        self, frame_rgb: np.ndarray
+    ) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
         """Faces in an RGB frame: (x, y, w, h) box, detector score, L2-normalised embedding."""

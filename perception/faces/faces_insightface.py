@@ -19,10 +19,21 @@ from perception.weights import require
 class InsightFaceFaces:
     dim = 512
 
-    def __init__(self, root: str = "~/.insightface", pack: str = "buffalo_l", device: str = "auto",
-                 det_size: int = 640, min_face_px: int = 40, min_score: float = 0.5) -> None:
-        require(("insightface",), "insightface", "[perception] faces_backend = \"insightface\"",
-                "or set faces_backend = \"dlib\"")
+    def __init__(
+        self,
+        root: str = "~/.insightface",
+        pack: str = "buffalo_l",
+        device: str = "auto",
+        det_size: int = 640,
+        min_face_px: int = 40,
+        min_score: float = 0.5,
+    ) -> None:
+        require(
+            ("insightface",),
+            "insightface",
+            '[perception] faces_backend = "insightface"',
+            'or set faces_backend = "dlib"',
+        )
         self.root = Path(root).expanduser()
         self.pack = pack
         self.device = device
@@ -42,8 +53,10 @@ class InsightFaceFaces:
         if self.device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
             return ["CUDAExecutionProvider", "CPUExecutionProvider"]
         if self.device == "cuda":
-            raise RuntimeError("[perception] device is 'cuda' but onnxruntime has no CUDA provider; "
-                               "install onnxruntime-gpu or set device = 'cpu'")
+            raise RuntimeError(
+                "[perception] device is 'cuda' but onnxruntime has no CUDA provider; "
+                "install onnxruntime-gpu or set device = 'cpu'"
+            )
         return ["CPUExecutionProvider"]
 
     def _load(self):
@@ -57,13 +70,19 @@ class InsightFaceFaces:
             from insightface.app import FaceAnalysis
 
             providers = self._providers()
-            self._app = FaceAnalysis(name=self.pack, root=str(self.root), providers=providers,
-                                     allowed_modules=["detection", "recognition"])
+            self._app = FaceAnalysis(
+                name=self.pack,
+                root=str(self.root),
+                providers=providers,
+                allowed_modules=["detection", "recognition"],
+            )
             ctx = 0 if providers[0] == "CUDAExecutionProvider" else -1
             self._app.prepare(ctx_id=ctx, det_size=(self.det_size, self.det_size))
         return self._app
 
-    def analyze(self, frame_rgb: np.ndarray) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
+    def analyze(
+        self, frame_rgb: np.ndarray
+    ) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
         app = self._load()
         bgr = np.ascontiguousarray(frame_rgb[:, :, ::-1])
         faces = []

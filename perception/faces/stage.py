@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perception.faces.base import FaceAnalyzer
 from perception.cluster import agglomerate
+from perception.faces.base import FaceAnalyzer
 from perception.records import FaceObservation
 
 
@@ -42,14 +42,24 @@ def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int 
     x, y, w, h = box_xywh
     m = w // 4  # some context around the box
     H, W = frame_rgb.shape[:2]
-    return jpeg_bytes(np.ascontiguousarray(frame_rgb[max(0, y - m):min(H, y + h + m), max(0, x - m):min(W, x + w + m)]),
-                      side)
+    return jpeg_bytes(
+        np.ascontiguousarray(
+            frame_rgb[max(0, y - m) : min(H, y + h + m), max(0, x - m) : min(W, x + w + m)]
+        ),
+        side,
+    )
 
 
-def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], analyzer: FaceAnalyzer,
-                 policy: FacePolicy, keep_crops: bool = False,
-                 analyzed: list[int] | None = None, returns: dict[int, int] | None = None
-                 ) -> tuple[list[FaceObservation], int]:
+def detect_faces(
+    clip_id: str,
+    frames: list[np.ndarray],
+    times_s: list[float],
+    analyzer: FaceAnalyzer,
+    policy: FacePolicy,
+    keep_crops: bool = False,
+    analyzed: list[int] | None = None,
+    returns: dict[int, int] | None = None,
+) -> tuple[list[FaceObservation], int]:
     """Usable faces with a clip-local ``person`` label, and how many detections were dropped.
 
     ``analyzed`` are the frames to run the analyzer on (default: all); any other frame repeats the
@@ -62,7 +72,9 @@ def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], a
     kept: list[FaceObservation] = []
     frame_of: list[int] = []
     dropped = 0
-    found: list[tuple[tuple[int, int, int, int], float, np.ndarray, float]] = []  # of the last analyzed frame
+    found: list[
+        tuple[tuple[int, int, int, int], float, np.ndarray, float]
+    ] = []  # of the last analyzed frame
     found_in: dict[int, list] = {}  # analyzed frame -> its faces
     for i, (frame, t) in enumerate(zip(frames, times_s)):
         if i in todo or i == 0:
@@ -75,13 +87,31 @@ def detect_faces(clip_id: str, frames: list[np.ndarray], times_s: list[float], a
                     if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
                         dropped += 1
                         continue
-                    found.append(((int(box[0]), int(box[1]), int(box[2]), int(box[3])), float(score), emb, sharp))
+                    found.append(
+                        (
+                            (int(box[0]), int(box[1]), int(box[2]), int(box[3])),
+                            float(score),
+                            emb,
+                            sharp,
+                        )
+                    )
             found_in[i] = found
         for j, (box, score, emb, sharp) in enumerate(found):
-            kept.append(FaceObservation(f"{clip_id}:f{i}.{j}", t, box, score, emb, sharp,
-                                        crop_jpeg=_crop(frame, box) if keep_crops else b""))
+            kept.append(
+                FaceObservation(
+                    f"{clip_id}:f{i}.{j}",
+                    t,
+                    box,
+                    score,
+                    emb,
+                    sharp,
+                    crop_jpeg=_crop(frame, box) if keep_crops else b"",
+                )
+            )
             frame_of.append(i)
     if not kept:
         return [], dropped
-    labels = agglomerate(np.stack([f.embedding for f in kept]), policy.cluster_max_distance, frame_of)
+    labels = agglomerate(
+        np.stack([f.embedding for f in kept]), policy.cluster_max_distance, frame_of
+    )
     return [replace(f, person=f"p{k}") for f, k in zip(kept, labels)], dropped

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from perception.ocr.base import SMALL_REGION_PX, TextBoxes
-from perception.records import TextLine
 from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, soft_text, spaced
+from perception.records import TextLine
 from perception.weights import packaged_file
 
 if TYPE_CHECKING:
@@ -42,9 +42,11 @@ LONG_RUN = 10
 DETECT_MAX_SIDE = 4096
 # RapidOCR's section -> (package carrying the file, its path there); the PP-OCRv4 recogniser carries
 # its character list in its metadata, so RapidOCR fetches no dictionary for it either
-MODELS = {"Det": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"),
-          "Rec": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"),
-          "Cls": ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx")}
+MODELS = {
+    "Det": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"),
+    "Rec": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"),
+    "Cls": ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx"),
+}
 # boxes whose top-left corners are closer in height than this are on one line (RapidOCR 1.x's order)
 _SAME_LINE_PX = 10
 
@@ -52,15 +54,28 @@ _SAME_LINE_PX = 10
 class RapidOCRReader:
     name = "rapidocr"
 
-    def __init__(self, min_confidence: float = 0.5, threads: int = 0, restore_spaces: bool = True,
-                 use_cls: bool = True, detect_min_side: int = 0, word_gaps: bool = True,
-                 detect_max_side: int = DETECT_MAX_SIDE) -> None:
+    def __init__(
+        self,
+        min_confidence: float = 0.5,
+        threads: int = 0,
+        restore_spaces: bool = True,
+        use_cls: bool = True,
+        detect_min_side: int = 0,
+        word_gaps: bool = True,
+        detect_max_side: int = DETECT_MAX_SIDE,
+    ) -> None:
         if detect_min_side < 0:
-            raise ValueError(f"detect_min_side must be 0 (the frame's own size) or a side in pixels, "
-                             f"not {detect_min_side}")
-        self.detect_max_side = detect_max_side  # a longer frame is scaled down to this to detect text
+            raise ValueError(
+                f"detect_min_side must be 0 (the frame's own size) or a side in pixels, "
+                f"not {detect_min_side}"
+            )
+        self.detect_max_side = (
+            detect_max_side  # a longer frame is scaled down to this to detect text
+        )
         self.min_confidence = min_confidence
-        self.detect_min_side = detect_min_side  # >0: upscale the short side to this before detecting
+        self.detect_min_side = (
+            detect_min_side  # >0: upscale the short side to this before detecting
+        )
         self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines)
         self.threads = threads  # 0: let ONNX Runtime decide
         self.restore_spaces = restore_spaces  # wordninja, where the pixels cannot place the spaces
@@ -72,18 +87,29 @@ class RapidOCRReader:
             try:
                 from rapidocr import RapidOCR
             except ImportError as e:
-                raise ImportError("the OCR engine is the `rapidocr` package: run `pip install -e .` in the "
-                                  "repository (or `make install`), or set [perception] ocr_backend = \"none\"") from e
+                raise ImportError(
+                    "the OCR engine is the `rapidocr` package: run `pip install -e .` in the "
+                    'repository (or `make install`), or set [perception] ocr_backend = "none"'
+                ) from e
 
             n = self.threads or -1
             # "max" never upscales; it scales a frame down only when its long side is over detect_max_side
-            limit = (("min", self.detect_min_side) if self.detect_min_side else ("max", self.detect_max_side))
-            params: dict[str, object] = {f"{section}.model_path": str(packaged_file(package, rel))
-                                         for section, (package, rel) in MODELS.items()}
-            params |= {"Global.max_side_len": self.detect_max_side,
-                       "Det.limit_type": limit[0], "Det.limit_side_len": limit[1],
-                       "EngineConfig.onnxruntime.intra_op_num_threads": n,
-                       "EngineConfig.onnxruntime.inter_op_num_threads": n}
+            limit = (
+                ("min", self.detect_min_side)
+                if self.detect_min_side
+                else ("max", self.detect_max_side)
+            )
+            params: dict[str, object] = {
+                f"{section}.model_path": str(packaged_file(package, rel))
+                for section, (package, rel) in MODELS.items()
+            }
+            params |= {
+                "Global.max_side_len": self.detect_max_side,
+                "Det.limit_type": limit[0],
+                "Det.limit_side_len": limit[1],
+                "EngineConfig.onnxruntime.intra_op_num_threads": n,
+                "EngineConfig.onnxruntime.inter_op_num_threads": n,
+            }
             # RapidOCR attaches its own stream handler when imported; our CLI owns logging. Its
             # info lines (which engine, which file) are left out, as RapidOCR 1.x did
             logging.getLogger("RapidOCR").handlers.clear()
@@ -103,7 +129,9 @@ class RapidOCRReader:
         image = np.ascontiguousarray(frame_rgb[:, :, ::-1])  # RapidOCR takes BGR
         raw_h, raw_w = image.shape[:2]
         resized, record = engine.preprocess_img(image)
-        resized, record = apply_vertical_padding(resized, record, engine.width_height_ratio, engine.min_height)
+        resized, record = apply_vertical_padding(
+            resized, record, engine.width_height_ratio, engine.min_height
+        )
         found = engine.text_det(resized).boxes
         if found is None or len(found) == 0:
             return TextBoxes(0.0)
@@ -111,8 +139,12 @@ class RapidOCRReader:
         # in the frame's pixels (RapidOCR maps the array it is given in place)
         quads = map_boxes_to_original(found.astype(np.float32), record, raw_h, raw_w)
         area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in map(_bounds, quads))
-        small = sum(1 for _, y0, _, y1 in map(_bounds, found) if y1 - y0 < SMALL_REGION_PX)  # as DBNet saw them
-        return TextBoxes(float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads), len(quads), small)
+        small = sum(
+            1 for _, y0, _, y1 in map(_bounds, found) if y1 - y0 < SMALL_REGION_PX
+        )  # as DBNet saw them
+        return TextBoxes(
+            float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads), len(quads), small
+        )
 
     def read(self, frame_rgb: np.ndarray, boxes: TextBoxes | None = None) -> list[TextLine]:
         boxes = boxes if boxes is not None else self.detect(frame_rgb)
@@ -132,7 +164,9 @@ class RapidOCRReader:
             turned, verdicts = crops, [("0", 0.0)] * len(crops)
         # a frame of mostly soft text (a screen in a video) is read in RapidOCR's batches, which read
         # it better; sharp screen text reads as well or better line by line (bench ocr)
-        batched = _batched_probs(engine, crops) if 2 * sum(map(soft_text, crops)) > len(crops) else {}
+        batched = (
+            _batched_probs(engine, crops) if 2 * sum(map(soft_text, crops)) > len(crops) else {}
+        )
         lines = []
         for k, (quad, crop, turn, (label, score)) in enumerate(zip(quads, crops, turned, verdicts)):
             text, conf = self._recognize(engine, crop, batched.get(k))
@@ -145,7 +179,9 @@ class RapidOCRReader:
         lines.sort(key=lambda ln: (ln.box_xyxy[1] // 10, ln.box_xyxy[0]))
         return lines
 
-    def _recognize(self, engine, crop: np.ndarray, batched: tuple[np.ndarray, int] | None = None) -> tuple[str, float]:
+    def _recognize(
+        self, engine, crop: np.ndarray, batched: tuple[np.ndarray, int] | None = None
+    ) -> tuple[str, float]:
         """One line crop read on its own (so its reading never depends on the crops around it) or
         taken from a batch (``batched``: its character probabilities and the padded input width),
         its spaces placed from its pixels where they are clean (``words.py``)."""
@@ -153,7 +189,9 @@ class RapidOCRReader:
         _, height, width = rec.rec_image_shape
         ratio = crop.shape[1] / float(crop.shape[0])
         if batched is None:
-            image = rec.resize_norm_img(crop, max(ratio, width / height))  # padded to 320 px at least, as RapidOCR does
+            image = rec.resize_norm_img(
+                crop, max(ratio, width / height)
+            )  # padded to 320 px at least, as RapidOCR does
             batched = rec.session(image[None])[0], image.shape[2]
         probs, padded = batched
         charset = rec.postprocess_op.character
@@ -164,7 +202,9 @@ class RapidOCRReader:
         conf = float(np.mean([c.confidence for c in chars]))
         pixels = blank_runs(crop) if self.word_gaps else None
         text = fix_confusions(_ascii_forms(spaced(chars, pixels)).strip())
-        if self.restore_spaces:  # long unknown letter runs; with pixels to go by, only very long ones
+        if (
+            self.restore_spaces
+        ):  # long unknown letter runs; with pixels to go by, only very long ones
             text = restore_spacing(text) if pixels is None else restore_spacing(text, LONG_RUN)
         return text, conf
 
@@ -178,7 +218,7 @@ def _batched_probs(engine, crops: list[np.ndarray]) -> dict[int, tuple[np.ndarra
     order = [int(k) for k in np.argsort(np.array(ratios))]
     out = {}
     for start in range(0, len(order), rec.rec_batch_num):
-        batch = order[start:start + rec.rec_batch_num]
+        batch = order[start : start + rec.rec_batch_num]
         widest = max([width / height] + [ratios[k] for k in batch])
         images = np.stack([rec.resize_norm_img(crops[k], widest) for k in batch]).astype(np.float32)
         for k, probs in zip(batch, rec.session(images)):
@@ -186,7 +226,9 @@ def _batched_probs(engine, crops: list[np.ndarray]) -> dict[int, tuple[np.ndarra
     return out
 
 
-_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}  # the recogniser's "，" and "：" are "," and ":"
+_FULLWIDTH = {
+    c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)
+}  # the recogniser's "，" and "：" are "," and ":"
 
 
 def _reading_order(boxes: np.ndarray) -> np.ndarray:

@@ -28,7 +28,9 @@ def english_words() -> tuple[str, ...]:
 
     import wordninja
 
-    path = os.path.join(os.path.dirname(os.path.abspath(wordninja.__file__)), "wordninja", "wordninja_words.txt.gz")
+    path = os.path.join(
+        os.path.dirname(os.path.abspath(wordninja.__file__)), "wordninja", "wordninja_words.txt.gz"
+    )
     with gzip.open(path) as f:
         return tuple(f.read().decode().split())
 
@@ -55,7 +57,11 @@ def _split_token(token: str, min_len: int = _MIN_LEN) -> str:
     import wordninja
 
     words = wordninja.split(letters)
-    if len(words) < 2 or "".join(words) != letters or (len(words) == 2 and len(letters) < _MIN_LEN_TWO_WORDS):
+    if (
+        len(words) < 2
+        or "".join(words) != letters
+        or (len(words) == 2 and len(letters) < _MIN_LEN_TWO_WORDS)
+    ):
         return token
     return lead + " ".join(words) + trail
 

@@ -15,9 +15,16 @@ log = logging.getLogger(__name__)
 MIN_CHANGED_ROWS = 3  # a change thinner than this (a line's codec noise) is not an edit of the text
 
 
-def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader, every_s: float,
-                min_text_fraction: float, notes: list[str], small_edit: float | None = 0.25,
-                returns: dict[int, int] | None = None) -> list[tuple[TextLine, ...]]:
+def read_frames(
+    frames: list[np.ndarray],
+    times_s: list[float],
+    ocr: TextReader,
+    every_s: float,
+    min_text_fraction: float,
+    notes: list[str],
+    small_edit: float | None = 0.25,
+    returns: dict[int, int] | None = None,
+) -> list[tuple[TextLine, ...]]:
     """Text lines per frame: frames less than ``every_s`` after the last one looked at, and frames
     whose detected text covers less than ``min_text_fraction`` (0: no gate), get none. A frame the
     next one edits only a little (``superseded``: a word typed on a still screen) gets none either:
@@ -30,8 +37,11 @@ def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader,
     returns = returns or {}
     last_t = -float("inf")
     for i, frame in enumerate(frames):
-        if times_s[i] - last_t < every_s or (small_edit is not None and i + 1 < len(frames)
-                                             and superseded(frame, frames[i + 1], small_edit)):
+        if times_s[i] - last_t < every_s or (
+            small_edit is not None
+            and i + 1 < len(frames)
+            and superseded(frame, frames[i + 1], small_edit)
+        ):
             continue
         last_t = times_s[i]
         looked.add(i)
@@ -41,15 +51,22 @@ def read_frames(frames: list[np.ndarray], times_s: list[float], ocr: TextReader,
         try:
             boxes = ocr.detect(frame)
             if boxes.fraction >= min_text_fraction:
-                texts[i] = _read(ocr, frame, boxes, times_s[i], notes)  # the gate's detection, not a second one
+                texts[i] = _read(
+                    ocr, frame, boxes, times_s[i], notes
+                )  # the gate's detection, not a second one
         except (RuntimeError, ValueError) as e:
             notes.append(f"OCR failed on the frame at {times_s[i]:.1f} s: {e}")
             log.warning("OCR failed on the frame at %.1f s: %s", times_s[i], e)
     return texts
 
 
-def changed_rows(a: np.ndarray, b: np.ndarray, min_diff: int = SHARP_DIFF, margin_px: int = 8,
-                 min_rows: int = MIN_CHANGED_ROWS) -> tuple[int, int] | None:
+def changed_rows(
+    a: np.ndarray,
+    b: np.ndarray,
+    min_diff: int = SHARP_DIFF,
+    margin_px: int = 8,
+    min_rows: int = MIN_CHANGED_ROWS,
+) -> tuple[int, int] | None:
     """The band of rows (y0, y1) in which two frames of one screen differ, widened by ``margin_px``;
     None when they do not differ. ``min_diff`` ignores compression noise: JPEG's, and H.264's, which
     moves the thin lines of a still screen by tens of grey levels from frame to frame. That noise
@@ -80,8 +97,13 @@ def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
     return band is None or band[1] - band[0] <= small_edit * frame.shape[0]
 
 
-def read_screens(frames: list[np.ndarray], times_s: list[float], ocr: TextReader, notes: list[str],
-                 small_edit: float = 0.25) -> list[tuple[TextLine, ...]]:
+def read_screens(
+    frames: list[np.ndarray],
+    times_s: list[float],
+    ocr: TextReader,
+    notes: list[str],
+    small_edit: float = 0.25,
+) -> list[tuple[TextLine, ...]]:
     """Text lines of consecutive screenshots of one screen, reading only the last frame of each run
     of small edits: a frame that the next one changes in at most ``small_edit`` of its rows (a typed
     word, a ticking clock, nothing) is superseded by it and gets no lines of its own. Typing keeps a
@@ -102,7 +124,9 @@ def read_screens(frames: list[np.ndarray], times_s: list[float], ocr: TextReader
     return texts
 
 
-def _read(ocr: TextReader, frame: np.ndarray, boxes, at_s: float, notes: list[str]) -> tuple[TextLine, ...]:
+def _read(
+    ocr: TextReader, frame: np.ndarray, boxes, at_s: float, notes: list[str]
+) -> tuple[TextLine, ...]:
     """The frame's lines; text found but not (reliably) readable is said once per clip in ``notes``."""
     lines = tuple(ocr.read(frame, boxes))
     note = boxes.unreadable_note(len(lines), at_s)

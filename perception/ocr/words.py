@@ -30,7 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 ADD = 0.9  # a blank run this many character pitches wide is a space, whatever the model read
-NARROW, WIDE, JUMP = 0.35, 0.55, 1.8  # proportional text: letter gaps and word spaces apart (_word_gap)
+NARROW, WIDE, JUMP = (
+    0.35,
+    0.55,
+    1.8,
+)  # proportional text: letter gaps and word spaces apart (_word_gap)
 DROP = 0.3  # a model's space over no blank run this wide is not one
 MIN_CONTRAST = 60  # grey levels between background and ink for the pixels to be trusted
 MIN_BACKGROUND = 0.5  # share of a clean crop's pixels at the background's level
@@ -52,8 +56,9 @@ class Char:
     confidence: float
 
 
-def ctc_chars(probs: np.ndarray, charset: list[str], crop_width: int, input_width: int,
-              padded_width: int) -> list[Char]:
+def ctc_chars(
+    probs: np.ndarray, charset: list[str], crop_width: int, input_width: int, padded_width: int
+) -> list[Char]:
     """Greedy CTC decoding of one line (``probs``: time steps x classes, class 0 the blank) keeping
     each character's centre, mapped to the crop's pixels (``input_width``: the crop's width in the
     model's input, ``padded_width`` that input's width with its padding)."""
@@ -67,7 +72,9 @@ def ctc_chars(probs: np.ndarray, charset: list[str], crop_width: int, input_widt
         while end + 1 < len(best) and best[end + 1] == k:
             end += 1
         if k != 0:
-            out.append(Char(charset[k], (t + end + 1) / 2 * step, float(probs[t:end + 1, k].max())))
+            out.append(
+                Char(charset[k], (t + end + 1) / 2 * step, float(probs[t : end + 1, k].max()))
+            )
         t = end + 1
     return out
 
@@ -84,11 +91,17 @@ def _inked(crop_rgb: np.ndarray) -> tuple[np.ndarray, float, bool] | None:
     """Each pixel's distance from the background level, the ink's level, and whether the ink's
     edges are soft (``MAX_BLUR``); None when the crop is not text on a flat background with
     contrast (a photo, a gradient, a tiny crop)."""
-    grey = crop_rgb.astype(np.float32).mean(axis=2) if crop_rgb.ndim == 3 else crop_rgb.astype(np.float32)
+    grey = (
+        crop_rgb.astype(np.float32).mean(axis=2)
+        if crop_rgb.ndim == 3
+        else crop_rgb.astype(np.float32)
+    )
     h, w = grey.shape
     if h < 6 or w < 6:
         return None
-    background = float(np.bincount(np.round(grey).astype(np.int64).ravel()).argmax())  # the commonest level
+    background = float(
+        np.bincount(np.round(grey).astype(np.int64).ravel()).argmax()
+    )  # the commonest level
     distance = np.abs(grey - background)
     ink_level = float(np.percentile(distance, 99))
     if ink_level < MIN_CONTRAST or (distance < 10).mean() < MIN_BACKGROUND:
@@ -140,8 +153,8 @@ def blank_runs(crop_rgb: np.ndarray) -> LinePixels | None:
             start = None
     # dim ink a glyph wide inside a blank run, in the line's dense band (x-height to baseline: a dim
     # word's letters are there; the crop's edge rows, blurred by its warp, are not looked at)
-    faint = np.asarray((distance[first:last + 1] > DIM_INK * ink_level).any(axis=0))
-    if any(_longest_run(faint[a + 1:b - 1]) >= DIM_GLYPH_PX for a, b in runs):
+    faint = np.asarray((distance[first : last + 1] > DIM_INK * ink_level).any(axis=0))
+    if any(_longest_run(faint[a + 1 : b - 1]) >= DIM_GLYPH_PX for a, b in runs):
         return None  # dim text in a "blank" run (a comment, a suggestion, greyed-out text): unsure
     return LinePixels(runs, np.asarray(written[top:depth].any(axis=0)))
 
@@ -156,9 +169,9 @@ def _without_underline(rows: np.ndarray, below: int) -> np.ndarray:
     span = inked[-1] - inked[0] + 1
     out = rows.copy()
     for y in range(max(0, below), rows.shape[0]):
-        pair = np.asarray(rows[y:y + 2].any(axis=0))
+        pair = np.asarray(rows[y : y + 2].any(axis=0))
         if _longest_run(pair) >= UNDERLINE * span:
-            out[y:y + 2] = False
+            out[y : y + 2] = False
     return out
 
 
@@ -203,21 +216,28 @@ def spaced(chars: list[Char], pixels: LinePixels | None) -> str:
     for left, right in zip(glyphs, glyphs[1:]):
         widest.append(max((b - a for a, b in runs if left.x <= (a + b) / 2 <= right.x), default=0))
     # an underscore's own cell is blank where the pixels lose it (on an underline): no space beside it
-    beside_underscore = [left.text == "_" or right.text == "_" for left, right in zip(glyphs, glyphs[1:])]
+    beside_underscore = [
+        left.text == "_" or right.text == "_" for left, right in zip(glyphs, glyphs[1:])
+    ]
     pitch = (glyphs[-1].x - glyphs[0].x) / (len(glyphs) - 1 + len(model_space))
     add = min(ADD, _word_gap(widest, pitch))
     spaces = set(model_space)
-    for _ in range(2):  # the pitch counts the spaces as cells: once more after adding the missing ones
-        spaces = {i for i in range(1, len(glyphs))
-                  if (widest[i - 1] >= add * pitch and not beside_underscore[i - 1])
-                  or (i in model_space and widest[i - 1] >= DROP * pitch)}
+    for _ in range(
+        2
+    ):  # the pitch counts the spaces as cells: once more after adding the missing ones
+        spaces = {
+            i
+            for i in range(1, len(glyphs))
+            if (widest[i - 1] >= add * pitch and not beside_underscore[i - 1])
+            or (i in model_space and widest[i - 1] >= DROP * pitch)
+        }
         pitch = (glyphs[-1].x - glyphs[0].x) / (len(glyphs) - 1 + len(spaces))
     out = []
     for i, g in enumerate(glyphs):
         if i in spaces:
             out.append(" ")
         x = min(max(int(round(g.x)), 0), len(pixels.underline) - 1)
-        if g.text == "_" and not pixels.underline[max(0, x - 1):x + 2].any():
+        if g.text == "_" and not pixels.underline[max(0, x - 1) : x + 2].any():
             out.append(" ")  # an underscore read where the pixels are blank: a space
         else:
             out.append(g.text)
@@ -232,7 +252,12 @@ def _word_gap(widths: Sequence[float], pitch: float) -> float:
     its narrow glyphs (``.``, ``:``, ``-``, ``r``, ``t``), so only a run near a whole cell is sure."""
     ratios = sorted(w / pitch for w in widths if w > 0) if pitch else []
     below, above = [r for r in ratios if r <= NARROW], [r for r in ratios if r >= WIDE]
-    if not below or not above or len(below) + len(above) < len(ratios) or above[0] < JUMP * below[-1]:
+    if (
+        not below
+        or not above
+        or len(below) + len(above) < len(ratios)
+        or above[0] < JUMP * below[-1]
+    ):
         return ADD
     return min(ADD, above[0])
 
@@ -263,19 +288,29 @@ _PART = re.compile(r"([_./\\=-])")  # separators inside paths and identifiers, k
 def _fix_word(core: str) -> str:
     if len(core) >= 3 and _LETTERS_BUT_ONE_DIGIT.match(core) and not _ORDINAL.match(core):
         i = next(k for k, c in enumerate(core) if c.isdigit())
-        neighbours = core[max(0, i - 1):i] + core[i + 1:i + 2]
+        neighbours = core[max(0, i - 1) : i] + core[i + 1 : i + 2]
         upper = neighbours.isupper()
         if core[i] == "0":
-            fixed = core[:i] + ("O" if upper or i == 0 else "o") + core[i + 1:]
+            fixed = core[:i] + ("O" if upper or i == 0 else "o") + core[i + 1 :]
         else:
-            fixed = core[:i] + ("I" if upper else "l") + core[i + 1:]
+            fixed = core[:i] + ("I" if upper else "l") + core[i + 1 :]
         return fixed if _misread(core, i, fixed) else core
-    if len(core) >= 3 and core.isalpha() and sum(c.islower() for c in core) == 1 and core[1:].lower() != core[1:]:
+    if (
+        len(core) >= 3
+        and core.isalpha()
+        and sum(c.islower() for c in core) == 1
+        and core[1:].lower() != core[1:]
+    ):
         lower = next(k for k, c in enumerate(core) if c.islower())
         if core[lower] == "o" and core.replace("o", "").isupper():
             return core.replace("o", "O")
-    elif (len(core) >= 2 and core[0].isdigit() and sum(c in "lIOo" for c in core) == 1
-          and sum(c.isdigit() for c in core) == len(core) - 1 and (len(core) >= 3 or core[1] in "lI")):
+    elif (
+        len(core) >= 2
+        and core[0].isdigit()
+        and sum(c in "lIOo" for c in core) == 1
+        and sum(c.isdigit() for c in core) == len(core) - 1
+        and (len(core) >= 3 or core[1] in "lI")
+    ):
         return core.translate(str.maketrans("lIOo", "1100"))  # "9l", "9l0"; not "4o", "o3", "O365"
     return core
 

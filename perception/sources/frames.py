@@ -16,7 +16,13 @@ from perception.sources.photos import HEIF_SUFFIXES, heif_available, oriented, p
 
 ENCRYPTED_SUFFIX = ".enc"  # an image encrypted at rest by the capture daemon: <name>.jpg.enc
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".heic", ".heif"}
-EXIF_SUFFIXES = {".jpg", ".jpeg", ".webp", ".tif", ".tiff"}  # where a camera writes its Orientation tag
+EXIF_SUFFIXES = {
+    ".jpg",
+    ".jpeg",
+    ".webp",
+    ".tif",
+    ".tiff",
+}  # where a camera writes its Orientation tag
 
 
 def to_rgb8(image: np.ndarray) -> np.ndarray:
@@ -28,7 +34,9 @@ def to_rgb8(image: np.ndarray) -> np.ndarray:
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]
     if a.ndim not in (2, 3) or a.size == 0 or (a.ndim == 3 and a.shape[2] not in (3, 4)):
-        raise ValueError(f"not an image: array of shape {a.shape}; expected (h, w), (h, w, 3) or (h, w, 4)")
+        raise ValueError(
+            f"not an image: array of shape {a.shape}; expected (h, w), (h, w, 3) or (h, w, 4)"
+        )
     if a.dtype == np.uint8 and a.ndim == 3 and a.shape[2] == 3:
         return np.ascontiguousarray(a)  # already what is asked for (a decoded video frame): no copy
     if a.dtype == np.uint8:
@@ -55,8 +63,14 @@ def to_rgb8(image: np.ndarray) -> np.ndarray:
 def is_image_file(path: Path) -> bool:
     """An image by its suffix, or an encrypted one (``x.jpg.enc``)."""
     suffixes = [s.lower() for s in path.suffixes[-2:]]
-    return bool(suffixes) and (suffixes[-1] in IMAGE_SUFFIXES
-                               or (suffixes[-1] == ENCRYPTED_SUFFIX and len(suffixes) == 2 and suffixes[0] in IMAGE_SUFFIXES))
+    return bool(suffixes) and (
+        suffixes[-1] in IMAGE_SUFFIXES
+        or (
+            suffixes[-1] == ENCRYPTED_SUFFIX
+            and len(suffixes) == 2
+            and suffixes[0] in IMAGE_SUFFIXES
+        )
+    )
 
 
 def read_image(path: str | Path) -> np.ndarray:
@@ -67,7 +81,9 @@ def read_image(path: str | Path) -> np.ndarray:
     try:
         data = np.fromfile(path, dtype=np.uint8)
     except OSError as e:
-        raise MediaError(path, f"cannot read the file ({e.strerror or e}); check that it exists and is readable") from e
+        raise MediaError(
+            path, f"cannot read the file ({e.strerror or e}); check that it exists and is readable"
+        ) from e
     if path.suffix == ENCRYPTED_SUFFIX:  # written by `mnemo capture` with encryption at rest
         from perception.capture.crypto import CaptureKeyError, decrypt_file
 
@@ -76,12 +92,17 @@ def read_image(path: str | Path) -> np.ndarray:
         except (CaptureKeyError, ValueError) as e:
             raise MediaError(path, f"cannot decrypt the screenshot: {e}") from e
     suffix = Path(path.name.removesuffix(ENCRYPTED_SUFFIX)).suffix.lower()
-    if suffix in HEIF_SUFFIXES:  # OpenCV does not read HEIC: Pillow with pillow-heif does (orientation applied)
+    if (
+        suffix in HEIF_SUFFIXES
+    ):  # OpenCV does not read HEIC: Pillow with pillow-heif does (orientation applied)
         return _read_heif(path, data)
     image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
     if image is None:
-        raise MediaError(path, "not a readable image (empty, truncated or an unsupported format); "
-                               f"supported: {', '.join(sorted(IMAGE_SUFFIXES))}")
+        raise MediaError(
+            path,
+            "not a readable image (empty, truncated or an unsupported format); "
+            f"supported: {', '.join(sorted(IMAGE_SUFFIXES))}",
+        )
     if image.ndim == 3:  # OpenCV decodes to BGR / BGRA
         image = image[:, :, [2, 1, 0, 3][: image.shape[2]]]
     if suffix in EXIF_SUFFIXES:  # a photo taken sideways is stored sideways, with a tag saying so
@@ -93,7 +114,9 @@ def _read_heif(path: Path, data: np.ndarray) -> np.ndarray:
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     if not heif_available():
-        raise MediaError(path, "a HEIC/HEIF picture needs pillow-heif to be read: pip install 'mnemo[heic]'")
+        raise MediaError(
+            path, "a HEIC/HEIF picture needs pillow-heif to be read: pip install 'mnemo[heic]'"
+        )
     try:
         with Image.open(io.BytesIO(data.tobytes())) as im:
             return to_rgb8(np.asarray(ImageOps.exif_transpose(im).convert("RGB")))
@@ -109,7 +132,9 @@ def limit_size(frame: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:
     scale = min(1.0, max_side / max(h, w))
     if scale >= 1.0:
         return frame, 1.0
-    return cv2.resize(frame, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA), scale
+    return cv2.resize(
+        frame, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA
+    ), scale
 
 
 def _thumbnails(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -127,17 +152,27 @@ SHARP_DIFF = 48  # grey levels: a glyph's edge, not a video codec's noise on a s
 SHARP_MIN_PX = 40  # at SHARP_SIDE: a short word in a 1280x720 frame changes a few hundred
 
 
-def _same(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], max_mean_diff: float,
-          sharp_min_px: int) -> bool:
+def _same(
+    a: tuple[np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray],
+    max_mean_diff: float,
+    sharp_min_px: int,
+) -> bool:
     """Whether two frames' ``_thumbnails`` show the same picture: the 32x32 thumbnails differ by at
     most ``max_mean_diff`` grey levels on average and fewer than ``sharp_min_px`` pixels changed sharply."""
     import cv2
 
-    return (max_mean_diff > 0 and float(np.abs(a[0] - b[0]).mean()) <= max_mean_diff and a[1].shape == b[1].shape
-            and int(np.count_nonzero(cv2.absdiff(a[1], b[1]) > SHARP_DIFF)) < sharp_min_px)
+    return (
+        max_mean_diff > 0
+        and float(np.abs(a[0] - b[0]).mean()) <= max_mean_diff
+        and a[1].shape == b[1].shape
+        and int(np.count_nonzero(cv2.absdiff(a[1], b[1]) > SHARP_DIFF)) < sharp_min_px
+    )
 
 
-def distinct_frames(frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX) -> list[int]:
+def distinct_frames(
+    frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX
+) -> list[int]:
     """Indices of frames to keep: a frame is skipped when its 32x32 grayscale thumbnail differs
     from the last kept one by at most ``max_mean_diff`` grey levels on average (a static shot or a
     screen that did not change), unless at least ``sharp_min_px`` pixels of it changed sharply
@@ -153,8 +188,9 @@ def distinct_frames(frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_
     return kept
 
 
-def returning_views(frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX
-                    ) -> dict[int, int]:
+def returning_views(
+    frames: list[np.ndarray], max_mean_diff: float = 3.0, sharp_min_px: int = SHARP_MIN_PX
+) -> dict[int, int]:
     """For each frame that shows again a picture an earlier one showed (by ``distinct_frames``'
     measure), the index of the first that showed it: a call that cuts back and forth between the
     speakers, a window switched to and back. A frame's analysis (faces, text) then holds for its

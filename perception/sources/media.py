@@ -15,7 +15,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,7 +71,7 @@ def _parse_creation_time(value: str | None) -> datetime | None:
     # 1970/1904 epochs are what muxers write when they know no date
     if ts.year < 1990:
         return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def probe(path: str | os.PathLike[str], start: datetime | None = None) -> SourceInfo:
@@ -85,7 +85,9 @@ def probe(path: str | os.PathLike[str], start: datetime | None = None) -> Source
     p = Path(path)
     if not p.exists():
         if p.is_symlink():
-            raise MediaError(str(p), f"a link to {os.readlink(p)}, which does not exist; fix or remove the link")
+            raise MediaError(
+                str(p), f"a link to {os.readlink(p)}, which does not exist; fix or remove the link"
+            )
         raise MediaError(str(p), "no such file; check the path")
     if not p.is_file():
         raise MediaError(str(p), "not a regular file")
@@ -97,31 +99,51 @@ def probe(path: str | os.PathLike[str], start: datetime | None = None) -> Source
             video = [s for s in container.streams if s.type == "video"]
             duration_s = (container.duration or 0) / 1_000_000
             if not duration_s:
-                durations = [float(s.duration * s.time_base) for s in audio + video if s.duration and s.time_base]
+                durations = [
+                    float(s.duration * s.time_base)
+                    for s in audio + video
+                    if s.duration and s.time_base
+                ]
                 duration_s = max(durations, default=0.0)
             created = _parse_creation_time(container.metadata.get("creation_time"))
             # a single still image opens as a one-frame "video"; it is not a recording
-            is_still = bool(video) and not audio and container.format.name in {
-                "image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "gif", "tiff_pipe",
-            }
+            is_still = (
+                bool(video)
+                and not audio
+                and container.format.name
+                in {
+                    "image2",
+                    "png_pipe",
+                    "jpeg_pipe",
+                    "webp_pipe",
+                    "bmp_pipe",
+                    "gif",
+                    "tiff_pipe",
+                }
+            )
     except (av.error.FFmpegError, UnicodeDecodeError) as e:
         raise MediaError(
-            str(p), f"not a readable audio/video file ({e.__class__.__name__}: {e}); "
-            "if it is a recording it may be truncated or corrupt: re-export it"
+            str(p),
+            f"not a readable audio/video file ({e.__class__.__name__}: {e}); "
+            "if it is a recording it may be truncated or corrupt: re-export it",
         ) from e
     if is_still:
-        raise MediaError(str(p), "a still image, not a recording; screenshots are ingested as folders")
+        raise MediaError(
+            str(p), "a still image, not a recording; screenshots are ingested as folders"
+        )
     if not audio and not video:
         raise MediaError(str(p), "contains neither an audio nor a video stream")
     if duration_s <= 0 or not math.isfinite(duration_s):
-        raise MediaError(str(p), "duration unknown or zero; the file may be truncated: re-export it")
+        raise MediaError(
+            str(p), "duration unknown or zero; the file may be truncated: re-export it"
+        )
 
     if start is not None:
         recorded_at, origin = start, "option"
     elif created is not None:
         recorded_at, origin = created, "metadata"
     else:
-        recorded_at = datetime.fromtimestamp(p.stat().st_mtime - duration_s, tz=timezone.utc)
+        recorded_at = datetime.fromtimestamp(p.stat().st_mtime - duration_s, tz=UTC)
         origin = "mtime"
         log.info("%s: no creation_time in metadata; start taken from file mtime (use --start)", p)
     if recorded_at.tzinfo is None:
@@ -129,7 +151,9 @@ def probe(path: str | os.PathLike[str], start: datetime | None = None) -> Source
     try:
         sha256 = file_sha256(p)
     except OSError as e:
-        raise MediaError(str(p), f"cannot be read ({e.strerror or e}); check its permissions") from e
+        raise MediaError(
+            str(p), f"cannot be read ({e.strerror or e}); check its permissions"
+        ) from e
     return SourceInfo(
         path=str(p.resolve()),
         sha256=sha256,
@@ -170,15 +194,21 @@ def run_ffmpeg(path: str, offset_s: float, duration_s: float, **output_kwargs) -
 
     span = f"{offset_s:.0f}-{offset_s + duration_s:.0f} s"
     stream = ffmpeg.input(path, ss=f"{offset_s:.6f}", t=f"{duration_s:.6f}")
-    proc = (stream.output("pipe:", **output_kwargs).global_args("-nostdin", "-loglevel", "error")
-            .run_async(cmd=ffmpeg_exe(), pipe_stdout=True, pipe_stderr=True))
+    proc = (
+        stream.output("pipe:", **output_kwargs)
+        .global_args("-nostdin", "-loglevel", "error")
+        .run_async(cmd=ffmpeg_exe(), pipe_stdout=True, pipe_stderr=True)
+    )
     try:
         out, err = proc.communicate(timeout=DECODE_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         proc.kill()
         proc.communicate()
-        raise MediaError(path, f"decoding {span} took longer than "
-                         f"{DECODE_TIMEOUT_S:g} s and was stopped; the file may be damaged: re-export it") from e
+        raise MediaError(
+            path,
+            f"decoding {span} took longer than "
+            f"{DECODE_TIMEOUT_S:g} s and was stopped; the file may be damaged: re-export it",
+        ) from e
     if proc.returncode != 0:
         detail = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
         raise MediaError(path, f"ffmpeg could not decode {span}: {detail[0]}")
@@ -198,13 +228,16 @@ def fit_audio(audio: np.ndarray, duration_s: float) -> tuple[np.ndarray, str | N
         return audio[:n].copy(), None
     note = None
     if audio.size < n - SAMPLE_RATE // 10:
-        note = (f"audio ends early (decoded {audio.size / SAMPLE_RATE:.1f} of {duration_s:.1f} s; "
-                "the file may be truncated); padded with silence")
+        note = (
+            f"audio ends early (decoded {audio.size / SAMPLE_RATE:.1f} of {duration_s:.1f} s; "
+            "the file may be truncated); padded with silence"
+        )
     return np.pad(audio, (0, n - audio.size)), note
 
 
-def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, threads: int = 0
-                  ) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
+def decode_frames(
+    clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, threads: int = 0
+) -> tuple[tuple[np.ndarray, ...], tuple[float, ...]]:
     """Frames sampled at ``fps`` (RGB uint8), scaled so the longer side is at most ``max_side``;
     the decoder uses ``threads`` threads (0: one per CPU of the machine).
 
@@ -245,7 +278,12 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
             # converted at once: a decoded frame held on holds a buffer of the decoder's pool
             if taken is not t_frame[1]:
                 taken = t_frame[1]
-                chosen.append((t_frame[0], t_frame[1].reformat(width=ow, height=oh, format="rgb24").to_ndarray()))
+                chosen.append(
+                    (
+                        t_frame[0],
+                        t_frame[1].reformat(width=ow, height=oh, format="rgb24").to_ndarray(),
+                    )
+                )
 
         def frames():
             nonlocal bad_packets
@@ -257,24 +295,40 @@ def decode_frames(clip: Clip, fps: float, max_side: int = VIDEO_MAX_SIDE, thread
 
         for frame in frames():
             if time.monotonic() > deadline:
-                raise MediaError(clip.source.path, f"decoding the frames of {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s "
-                                 f"took longer than {DECODE_TIMEOUT_S:g} s and was stopped; the file may be damaged")
+                raise MediaError(
+                    clip.source.path,
+                    f"decoding the frames of {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s "
+                    f"took longer than {DECODE_TIMEOUT_S:g} s and was stopped; the file may be damaged",
+                )
             if frame.time is None:
                 continue
             t = float(frame.time) - origin - clip.offset_s
             if t >= clip.duration_s:
                 break
             while k < len(targets) and t >= targets[k]:
-                take(prev if prev is not None and prev[0] >= 0 and targets[k] - prev[0] < t - targets[k]
-                     else (t, frame))
+                take(
+                    prev
+                    if prev is not None and prev[0] >= 0 and targets[k] - prev[0] < t - targets[k]
+                    else (t, frame)
+                )
                 k += 1
             prev = (t, frame)
-        if k < len(targets) and prev is not None and prev[0] >= 0 and prev[0] > targets[k] - 0.5 / fps:
+        if (
+            k < len(targets)
+            and prev is not None
+            and prev[0] >= 0
+            and prev[0] > targets[k] - 0.5 / fps
+        ):
             take(prev)  # the last sample time falls after the last frame
     if not chosen:
-        raise MediaError(clip.source.path, f"no video frame decodes in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s"
-                         + (f" ({bad_packets} corrupt packets)" if bad_packets else ""))
-    return tuple(image for _, image in chosen), tuple(min(max(t, 0.0), clip.duration_s) for t, _ in chosen)
+        raise MediaError(
+            clip.source.path,
+            f"no video frame decodes in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s"
+            + (f" ({bad_packets} corrupt packets)" if bad_packets else ""),
+        )
+    return tuple(image for _, image in chosen), tuple(
+        min(max(t, 0.0), clip.duration_s) for t, _ in chosen
+    )
 
 
 def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tuple[str, ...]]:
@@ -300,12 +354,17 @@ def load_media(clip: Clip, fps: float, threads: int = 0) -> tuple[ClipMedia, tup
             frames, times = decode_frames(clip, fps, threads=threads)
             expected = int(clip.duration_s * fps)
             if len(frames) < expected - 1:
-                notes.append(f"video ends early ({len(frames)} of {expected} frames; the file may be truncated)")
+                notes.append(
+                    f"video ends early ({len(frames)} of {expected} frames; the file may be truncated)"
+                )
         except MediaError as e:
             notes.append(f"video skipped: {e.reason}")
     if decoded_audio_s < 0.05 and not frames:
-        raise MediaError(clip.source.path, f"nothing decodable in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s "
-                         f"({'; '.join(notes)}); the file may be truncated: re-export it")
+        raise MediaError(
+            clip.source.path,
+            f"nothing decodable in {clip.offset_s:.0f}-{clip.end_offset_s:.0f} s "
+            f"({'; '.join(notes)}); the file may be truncated: re-export it",
+        )
     return ClipMedia(audio, SAMPLE_RATE, frames, times), tuple(notes)
 
 
@@ -316,7 +375,9 @@ def expand_paths(paths: list[str]) -> Iterator[Path]:
         p = Path(raw)
         if p.is_dir():
             for child in sorted(p.rglob("*")):
-                if child.suffix.lower() in INGESTED_SUFFIXES and (child.is_file() or (child.is_symlink() and not child.exists())):
+                if child.suffix.lower() in INGESTED_SUFFIXES and (
+                    child.is_file() or (child.is_symlink() and not child.exists())
+                ):
                     yield child
         else:
             yield p

@@ -24,7 +24,7 @@ import io
 import logging
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +32,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 HEIF_SUFFIXES = {".heic", ".heif"}
-EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)  # before this, a camera clock that was never set
+EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)  # before this, a camera clock that was never set
 # EXIF tags (Pillow's ExifTags numbers)
 MAKE, MODEL, ORIENTATION, DATETIME = 271, 272, 274, 306
 EXIF_IFD, GPS_IFD = 0x8769, 0x8825
@@ -44,7 +44,9 @@ GPS_LAT_REF, GPS_LAT, GPS_LON_REF, GPS_LON = 1, 2, 3, 4
 @dataclass(frozen=True)
 class PhotoInfo:
     taken: datetime | None  # zone-aware
-    time_origin: str  # "exif" (with its offset), "exif-local" (no offset: this machine's zone), or ""
+    time_origin: (
+        str  # "exif" (with its offset), "exif-local" (no offset: this machine's zone), or ""
+    )
     orientation: int  # 1 (as stored) to 8
     gps: tuple[float, float] | None  # (latitude, longitude) in degrees
     camera: str  # "Canon PowerShot S40", "" when not written
@@ -83,8 +85,11 @@ def _offset(text: str) -> timezone | None:
 
 
 def _when(exif, sub, warnings: list[str], now: datetime) -> tuple[datetime | None, str]:
-    for tag, offset_tag in ((DATETIME_ORIGINAL, OFFSET_TIME_ORIGINAL), (DATETIME_DIGITIZED, OFFSET_TIME_DIGITIZED),
-                            (DATETIME, OFFSET_TIME)):
+    for tag, offset_tag in (
+        (DATETIME_ORIGINAL, OFFSET_TIME_ORIGINAL),
+        (DATETIME_DIGITIZED, OFFSET_TIME_DIGITIZED),
+        (DATETIME, OFFSET_TIME),
+    ):
         raw = _text(sub.get(tag) if tag != DATETIME else exif.get(tag))
         if not raw:
             continue
@@ -96,7 +101,9 @@ def _when(exif, sub, warnings: list[str], now: datetime) -> tuple[datetime | Non
         zone = _offset(_text(sub.get(offset_tag) or sub.get(OFFSET_TIME)))
         taken = naive.replace(tzinfo=zone) if zone is not None else naive.astimezone()
         if not EARLIEST <= taken <= now + timedelta(days=1):
-            warnings.append(f"EXIF time {raw} is not a plausible time (a camera clock never set?); ignored")
+            warnings.append(
+                f"EXIF time {raw} is not a plausible time (a camera clock never set?); ignored"
+            )
             return None, ""
         return taken, "exif" if zone is not None else "exif-local"
     return None, ""
@@ -128,7 +135,9 @@ def _gps(gps, warnings: list[str]) -> tuple[float, float] | None:
     return round(lat, 6), round(lon, 6)
 
 
-def photo_info(path: str | Path, data: bytes | None = None, now: datetime | None = None) -> PhotoInfo:
+def photo_info(
+    path: str | Path, data: bytes | None = None, now: datetime | None = None
+) -> PhotoInfo:
     """What the picture's EXIF says (``data``: its bytes, when already read); a picture without
     EXIF, or one Pillow cannot open, gives an empty ``PhotoInfo`` (``is_photo`` false)."""
     from PIL import Image, UnidentifiedImageError
@@ -143,16 +152,27 @@ def photo_info(path: str | Path, data: bytes | None = None, now: datetime | None
             sub = exif.get_ifd(EXIF_IFD) if exif else {}
             gps_ifd = exif.get_ifd(GPS_IFD) if exif else {}
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as e:
-        return PhotoInfo(None, "", 1, None, "", (f"EXIF unreadable ({e})",) if path.suffix.lower() != ".png" else ())
+        return PhotoInfo(
+            None,
+            "",
+            1,
+            None,
+            "",
+            (f"EXIF unreadable ({e})",) if path.suffix.lower() != ".png" else (),
+        )
     if not exif:
         return PhotoInfo(None, "", 1, None, "")
-    taken, origin = _when(exif, sub, warnings, now or datetime.now(timezone.utc))
+    taken, origin = _when(exif, sub, warnings, now or datetime.now(UTC))
     orientation = exif.get(ORIENTATION, 1)
     if not isinstance(orientation, int) or not 1 <= orientation <= 8:
         warnings.append(f"EXIF orientation {orientation!r} is not 1 to 8; read as stored")
         orientation = 1
     make, model = _text(exif.get(MAKE)), _text(exif.get(MODEL))
-    camera = model if make and model.lower().startswith(make.split()[0].lower()) else " ".join(x for x in (make, model) if x)
+    camera = (
+        model
+        if make and model.lower().startswith(make.split()[0].lower())
+        else " ".join(x for x in (make, model) if x)
+    )
     return PhotoInfo(taken, origin, orientation, _gps(gps_ifd, warnings), camera, tuple(warnings))
 
 

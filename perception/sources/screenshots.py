@@ -19,17 +19,25 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from perception.sources.frames import is_image_file
-from perception.sources.photos import photo_info
 from perception.records import Clip, SourceInfo
+from perception.sources.frames import is_image_file
 from perception.sources.media import file_sha256
+from perception.sources.photos import photo_info
 
 log = logging.getLogger(__name__)
 
-PHOTO_SUFFIXES = {".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".heic", ".heif"}  # where cameras write EXIF
+PHOTO_SUFFIXES = {
+    ".jpg",
+    ".jpeg",
+    ".tif",
+    ".tiff",
+    ".webp",
+    ".heic",
+    ".heif",
+}  # where cameras write EXIF
 _STAMP = re.compile(r"(20\d{2})-?(\d{2})-?(\d{2})[ _T-]?(\d{2})[-_.:h]?(\d{2})[-_.:m]?(\d{2})")
 
 
@@ -43,7 +51,9 @@ class Screenshot:
     photo: bool = False  # a camera's picture (EXIF), not a captured screen
     camera: str = ""
     place: tuple[float, float] | None = None  # EXIF GPS: latitude, longitude
-    input: bool = False  # kept while the user typed or moved the mouse (the capture sidecar's "input")
+    input: bool = (
+        False  # kept while the user typed or moved the mouse (the capture sidecar's "input")
+    )
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,7 @@ def _when(path: Path, meta: dict) -> tuple[datetime, str]:
             return datetime(year, month, day, hour, minute, second).astimezone(), "filename"
         except ValueError:
             pass
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc), "mtime"
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC), "mtime"
 
 
 def scan(folder: Path) -> list[Screenshot]:
@@ -107,14 +117,28 @@ def scan(folder: Path) -> list[Screenshot]:
                 if origin == "mtime":
                     by_mtime.append(path.name)
             if info is not None and info.is_photo:
-                shots.append(Screenshot(path, when, origin, photo=True, camera=info.camera, place=info.gps))
+                shots.append(
+                    Screenshot(path, when, origin, photo=True, camera=info.camera, place=info.gps)
+                )
             else:
-                shots.append(Screenshot(path, when, origin, str(meta.get("app", "")), str(meta.get("window", "")),
-                                        input=meta.get("input") is True or meta.get("reason") == "input"))
+                shots.append(
+                    Screenshot(
+                        path,
+                        when,
+                        origin,
+                        str(meta.get("app", "")),
+                        str(meta.get("window", "")),
+                        input=meta.get("input") is True or meta.get("reason") == "input",
+                    )
+                )
     if by_mtime:
-        log.warning("%s: %d picture(s) carry no time (no sidecar, EXIF time or time in the name: %s); their "
-                    "file's modification time is used, which a copy may have changed", folder, len(by_mtime),
-                    ", ".join(by_mtime[:3]) + (", …" if len(by_mtime) > 3 else ""))
+        log.warning(
+            "%s: %d picture(s) carry no time (no sidecar, EXIF time or time in the name: %s); their "
+            "file's modification time is used, which a copy may have changed",
+            folder,
+            len(by_mtime),
+            ", ".join(by_mtime[:3]) + (", …" if len(by_mtime) > 3 else ""),
+        )
     return sorted(shots, key=lambda s: (s.captured_at, s.path.name))
 
 
@@ -130,8 +154,12 @@ def folders_with_screenshots(paths: list[str]) -> list[Path]:
     return out
 
 
-def plan_screen_clips(folder: Path, clip_s: float = 30.0, closed_before: datetime | None = None,
-                      since: datetime | None = None) -> list[ScreenClip]:
+def plan_screen_clips(
+    folder: Path,
+    clip_s: float = 30.0,
+    closed_before: datetime | None = None,
+    since: datetime | None = None,
+) -> list[ScreenClip]:
     """One clip per ``clip_s`` window that holds screenshots; unreadable files are left to decoding.
     With ``closed_before`` (a folder still being captured), only windows that ended by then: a
     window that gains a screenshot later would become a second clip. With ``since``, only windows
@@ -140,12 +168,14 @@ def plan_screen_clips(folder: Path, clip_s: float = 30.0, closed_before: datetim
     for shot in scan(folder):
         windows.setdefault(int(shot.captured_at.timestamp() // clip_s), []).append(shot)
     if closed_before is not None:
-        windows = {i: s for i, s in windows.items() if (i + 1) * clip_s <= closed_before.timestamp()}
+        windows = {
+            i: s for i, s in windows.items() if (i + 1) * clip_s <= closed_before.timestamp()
+        }
     if since is not None:
         windows = {i: s for i, s in windows.items() if i * clip_s >= since.timestamp()}
     clips = []
     for index, shots in sorted(windows.items()):
-        start = datetime.fromtimestamp(index * clip_s, tz=shots[0].captured_at.tzinfo or timezone.utc)
+        start = datetime.fromtimestamp(index * clip_s, tz=shots[0].captured_at.tzinfo or UTC)
         digest = hashlib.sha256()
         for s in shots:
             try:
@@ -153,6 +183,10 @@ def plan_screen_clips(folder: Path, clip_s: float = 30.0, closed_before: datetim
             except OSError:
                 digest.update(str(s.path).encode())  # unreadable: decoding will say so
         sha = digest.hexdigest()
-        source = SourceInfo(str(folder.resolve()), sha, clip_s, False, True, start, shots[0].time_origin)
-        clips.append(ScreenClip(Clip(f"screen-{sha[:20]}", source, index, 0.0, clip_s), tuple(shots)))
+        source = SourceInfo(
+            str(folder.resolve()), sha, clip_s, False, True, start, shots[0].time_origin
+        )
+        clips.append(
+            ScreenClip(Clip(f"screen-{sha[:20]}", source, index, 0.0, clip_s), tuple(shots))
+        )
     return clips

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,7 @@ STAY_MIN_S = 10 * 60.0
 MAX_GAP_S = 15 * 60.0
 STAY_MAX_GAP_S = 12 * 3600.0  # a night at home with the phone's GPS off; beyond, not known
 MAX_BYTES = 256 << 20  # a day of 1 Hz fixes is about 10 MB of GPX
-EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)
+EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
 EARTH_M = 6_371_008.8
 
 
@@ -77,7 +77,7 @@ def _time(text: str | None) -> datetime | None:
         t = datetime.fromisoformat(text.strip().replace("z", "Z"))
     except ValueError:
         return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)  # GPX times are UTC
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)  # GPX times are UTC
 
 
 class _Refused(Exception):
@@ -131,13 +131,20 @@ def _parse(p: Path) -> _Points:
         with p.open("rb") as f:
             parser.ParseFile(f)
     except _Refused:
-        raise MediaError(str(p), "declares a DTD or entities, which GPX never needs; refused (open and re-export "
-                         "it)") from None
+        raise MediaError(
+            str(p),
+            "declares a DTD or entities, which GPX never needs; refused (open and re-export it)",
+        ) from None
     except expat.ExpatError as e:
-        raise MediaError(str(p), f"is not well-formed XML ({expat.ErrorString(e.code)} at line {e.lineno}); "
-                         "is it a GPX file, and is it whole?") from e
+        raise MediaError(
+            str(p),
+            f"is not well-formed XML ({expat.ErrorString(e.code)} at line {e.lineno}); "
+            "is it a GPX file, and is it whole?",
+        ) from e
     except OSError as e:
-        raise MediaError(str(p), f"cannot be read ({e.strerror or e}); check the path and its permissions") from e
+        raise MediaError(
+            str(p), f"cannot be read ({e.strerror or e}); check the path and its permissions"
+        ) from e
     return found
 
 
@@ -149,14 +156,19 @@ def read_gpx(path: str | Path, now: datetime | None = None) -> Track:
     try:
         size = p.stat().st_size
     except OSError as e:
-        raise MediaError(str(p), f"cannot be read ({e.strerror or e}); check the path and its permissions") from e
+        raise MediaError(
+            str(p), f"cannot be read ({e.strerror or e}); check the path and its permissions"
+        ) from e
     if size > MAX_BYTES:
-        raise MediaError(str(p), f"{size >> 20} MiB is more than a GPS track holds (at most {MAX_BYTES >> 20} MiB); "
-                         "split it")
+        raise MediaError(
+            str(p),
+            f"{size >> 20} MiB is more than a GPS track holds (at most {MAX_BYTES >> 20} MiB); "
+            "split it",
+        )
     found = _parse(p)
     if found.root != "gpx":
         raise MediaError(str(p), f"is XML but not GPX (its root is <{found.root}>)")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     dropped: dict[str, int] = {}
     fixes: dict[int, Fix] = {}
     for raw_lat, raw_lon, raw_time in found.points:
@@ -168,7 +180,9 @@ def read_gpx(path: str | Path, now: datetime | None = None) -> Track:
             lat = lon = math.nan
         if when is None:
             why = "no time"
-        elif not (math.isfinite(lat) and math.isfinite(lon) and -90 <= lat <= 90 and -180 <= lon <= 180):
+        elif not (
+            math.isfinite(lat) and math.isfinite(lon) and -90 <= lat <= 90 and -180 <= lon <= 180
+        ):
             why = "position out of range"
         elif lat == 0 and lon == 0:
             why = "at 0, 0 (no fix)"
@@ -180,8 +194,11 @@ def read_gpx(path: str | Path, now: datetime | None = None) -> Track:
         fixes.setdefault(math.floor(when.timestamp()), Fix(when.timestamp(), lat, lon))
     if not fixes:
         left = "; ".join(f"{n} point(s): {why}" for why, n in dropped.items())
-        raise MediaError(str(p), "holds no recorded point with a time and a position"
-                         + (f" ({left})" if left else " (a planned route or waypoints only?)"))
+        raise MediaError(
+            str(p),
+            "holds no recorded point with a time and a position"
+            + (f" ({left})" if left else " (a planned route or waypoints only?)"),
+        )
     return Track(str(p), tuple(fixes[t] for t in sorted(fixes)), dropped)
 
 
@@ -193,9 +210,16 @@ def _centre(fixes: list[Fix]) -> tuple[float, float]:
 def _segment(kind: str, fixes: list[Fix]) -> TrackSegment:
     km = sum(distance_m(a, b) for a, b in zip(fixes, fixes[1:])) / 1000
     first, last = fixes[0], fixes[-1]
-    return TrackSegment(kind, first.ts, last.ts, (round(first.lat, 6), round(first.lon, 6)),
-                        (round(last.lat, 6), round(last.lon, 6)),
-                        _centre(fixes) if kind == "stay" else None, round(km, 3), len(fixes))
+    return TrackSegment(
+        kind,
+        first.ts,
+        last.ts,
+        (round(first.lat, 6), round(first.lon, 6)),
+        (round(last.lat, 6), round(last.lon, 6)),
+        _centre(fixes) if kind == "stay" else None,
+        round(km, 3),
+        len(fixes),
+    )
 
 
 def _stay_end(i: int, ts: np.ndarray, lat: np.ndarray, lon: np.ndarray, radius_m: float) -> int:
@@ -206,26 +230,38 @@ def _stay_end(i: int, ts: np.ndarray, lat: np.ndarray, lon: np.ndarray, radius_m
     n, k, chunk = len(ts), i + 1, 16
     while k < n:
         hi = min(n, k + chunk)
-        h = (np.sin((lat[k:hi] - lat[i]) / 2) ** 2
-             + np.cos(lat[i]) * np.cos(lat[k:hi]) * np.sin((lon[k:hi] - lon[i]) / 2) ** 2)
+        h = (
+            np.sin((lat[k:hi] - lat[i]) / 2) ** 2
+            + np.cos(lat[i]) * np.cos(lat[k:hi]) * np.sin((lon[k:hi] - lon[i]) / 2) ** 2
+        )
         outside = 2 * EARTH_M * np.arcsin(np.minimum(1.0, np.sqrt(h))) > radius_m
-        gap = np.diff(ts[k - 1:hi]) > STAY_MAX_GAP_S
+        gap = np.diff(ts[k - 1 : hi]) > STAY_MAX_GAP_S
         bad = np.flatnonzero(outside | gap)
         if not len(bad):
             k, chunk = hi, chunk * 2
             continue
         b = k + int(bad[0])
-        glitch = (not gap[b - k] and b + 1 < n and ts[b + 1] - ts[b - 1] <= STAY_MAX_GAP_S
-                  and distance_m(Fix(0, *np.degrees((lat[i], lon[i]))), Fix(0, *np.degrees((lat[b + 1], lon[b + 1]))))
-                  <= radius_m)
+        glitch = (
+            not gap[b - k]
+            and b + 1 < n
+            and ts[b + 1] - ts[b - 1] <= STAY_MAX_GAP_S
+            and distance_m(
+                Fix(0, *np.degrees((lat[i], lon[i]))), Fix(0, *np.degrees((lat[b + 1], lon[b + 1])))
+            )
+            <= radius_m
+        )
         if not glitch:
             return b - 1
         k = b + 1
     return n - 1
 
 
-def segments(track: Track, radius_m: float = STAY_RADIUS_M, min_stay_s: float = STAY_MIN_S,
-             max_gap_s: float = MAX_GAP_S) -> list[TrackSegment]:
+def segments(
+    track: Track,
+    radius_m: float = STAY_RADIUS_M,
+    min_stay_s: float = STAY_MIN_S,
+    max_gap_s: float = MAX_GAP_S,
+) -> list[TrackSegment]:
     """The track's stays and the moves between them, in time order. A move is cut at every gap
     longer than ``max_gap_s``; a stretch that never leaves ``radius_m`` of where it began (a single
     fix, a short wait) went nowhere and is left out."""
@@ -244,7 +280,9 @@ def segments(track: Track, radius_m: float = STAY_RADIUS_M, min_stay_s: float = 
     out: list[TrackSegment] = []
 
     def move(run: list[Fix]) -> None:
-        if any(distance_m(run[0], f) > radius_m for f in run[1:]):  # else it went nowhere, too briefly to stay
+        if any(
+            distance_m(run[0], f) > radius_m for f in run[1:]
+        ):  # else it went nowhere, too briefly to stay
             out.append(_segment("move", run))
 
     edges = [(-1, -1), *stays, (len(fx), len(fx))]
@@ -258,7 +296,7 @@ def segments(track: Track, radius_m: float = STAY_RADIUS_M, min_stay_s: float = 
             run.append(fx[k])
         move(run)
         if start < len(fx):
-            out.append(_segment("stay", list(fx[start:end + 1])))
+            out.append(_segment("stay", list(fx[start : end + 1])))
     return out
 
 
@@ -268,19 +306,35 @@ def plan_track_clips(path: str | Path) -> tuple[Track, list[tuple[Clip, TrackSeg
 
     track = read_gpx(path)
     first = track.fixes[0].ts
-    source = SourceInfo(str(path), file_sha256(Path(path)), track.fixes[-1].ts - first, False, False,
-                        datetime.fromtimestamp(first, timezone.utc), "track")
+    source = SourceInfo(
+        str(path),
+        file_sha256(Path(path)),
+        track.fixes[-1].ts - first,
+        False,
+        False,
+        datetime.fromtimestamp(first, UTC),
+        "track",
+    )
     pieces = segments(track)
     if not pieces:
-        raise MediaError(str(path), f"its {len(track.fixes)} fix(es) never left {STAY_RADIUS_M:g} m of where they "
-                         f"began and span less than a stay ({STAY_MIN_S / 60:g} min): nothing to remember")
+        raise MediaError(
+            str(path),
+            f"its {len(track.fixes)} fix(es) never left {STAY_RADIUS_M:g} m of where they "
+            f"began and span less than a stay ({STAY_MIN_S / 60:g} min): nothing to remember",
+        )
     out = []
     for k, seg in enumerate(pieces):
         # from what the stretch is, not from the file: a re-export, or a track that grew, gives its
         # unchanged stays and moves the same ids (so a forgotten one stays forgotten)
-        clip_id = hashlib.sha256(f"track:{seg.kind}:{seg.start_ts:.0f}:{seg.end_ts:.0f}:{seg.start}:{seg.end}"
-                                 .encode()).hexdigest()[:24]
-        out.append((Clip(clip_id, source, k, seg.start_ts - first, max(seg.end_ts - seg.start_ts, 1.0)), seg))
+        clip_id = hashlib.sha256(
+            f"track:{seg.kind}:{seg.start_ts:.0f}:{seg.end_ts:.0f}:{seg.start}:{seg.end}".encode()
+        ).hexdigest()[:24]
+        out.append(
+            (
+                Clip(clip_id, source, k, seg.start_ts - first, max(seg.end_ts - seg.start_ts, 1.0)),
+                seg,
+            )
+        )
     return track, out
 
 

@@ -51,22 +51,38 @@ def resolve_model(name: str) -> str:
 
 
 class FasterWhisperASR:
-    def __init__(self, model: str = "tiny.en", device: str = "auto", compute_type: str = "auto",
-                 language: str | None = None, beam_size: int = 5, cpu_threads: int = 0,
-                 vad_filter: bool = True) -> None:
+    def __init__(
+        self,
+        model: str = "tiny.en",
+        device: str = "auto",
+        compute_type: str = "auto",
+        language: str | None = None,
+        beam_size: int = 5,
+        cpu_threads: int = 0,
+        vad_filter: bool = True,
+    ) -> None:
         self.model_name = model
         self.device = device
         self.compute_type = compute_type
         self.language = language or ("en" if model.endswith(".en") else None)
         self.beam_size = beam_size
         self.cpu_threads = cpu_threads
-        self.vad_filter = vad_filter  # the speech gate: no decoding where Silero VAD hears no speech
+        self.vad_filter = (
+            vad_filter  # the speech gate: no decoding where Silero VAD hears no speech
+        )
         self._model = None
 
     def without_vad(self) -> FasterWhisperASR:
         """The same recognizer (its model shared once loaded) decoding all audio, speech or not."""
-        other = FasterWhisperASR(self.model_name, self.device, self.compute_type, self.language, self.beam_size,
-                                 self.cpu_threads, vad_filter=False)
+        other = FasterWhisperASR(
+            self.model_name,
+            self.device,
+            self.compute_type,
+            self.language,
+            self.beam_size,
+            self.cpu_threads,
+            vad_filter=False,
+        )
         other._model = self._model
         return other
 
@@ -81,26 +97,39 @@ class FasterWhisperASR:
                 # worse, and names are what people are found by; measure before changing
                 import ctranslate2
 
-                on_gpu = self.device == "cuda" or (self.device == "auto" and ctranslate2.get_cuda_device_count() > 0)
+                on_gpu = self.device == "cuda" or (
+                    self.device == "auto" and ctranslate2.get_cuda_device_count() > 0
+                )
                 compute_type = "float16" if on_gpu else "float32"
             log.debug("loading faster-whisper model from %s (%s)", where, compute_type)
-            self._model = WhisperModel(where, device=self.device, compute_type=compute_type,
-                                       cpu_threads=self.cpu_threads)
+            self._model = WhisperModel(
+                where, device=self.device, compute_type=compute_type, cpu_threads=self.cpu_threads
+            )
         return self._model
 
     def transcribe(self, audio: np.ndarray, sample_rate: int) -> tuple[list[SpeechTurn], str]:
         if sample_rate != 16_000:
             raise ValueError(f"faster-whisper needs 16 kHz audio, got {sample_rate} Hz")
         segments, info = self._load().transcribe(
-            audio.astype(np.float32, copy=False), language=self.language, beam_size=self.beam_size,
-            vad_filter=self.vad_filter, word_timestamps=True, condition_on_previous_text=False,
+            audio.astype(np.float32, copy=False),
+            language=self.language,
+            beam_size=self.beam_size,
+            vad_filter=self.vad_filter,
+            word_timestamps=True,
+            condition_on_previous_text=False,
         )
         turns = []
         for i, seg in enumerate(segments):
-            words = tuple(Word(w.word.strip(), float(w.start), float(w.end), float(w.probability))
-                          for w in (seg.words or ()) if w.word.strip())
+            words = tuple(
+                Word(w.word.strip(), float(w.start), float(w.end), float(w.probability))
+                for w in (seg.words or ())
+                if w.word.strip()
+            )
             text = seg.text.strip()
             if text:
-                turns.append(SpeechTurn(f"seg{i}", text, float(seg.start), float(seg.end),
-                                        info.language, words))
+                turns.append(
+                    SpeechTurn(
+                        f"seg{i}", text, float(seg.start), float(seg.end), info.language, words
+                    )
+                )
         return turns, info.language

@@ -20,6 +20,7 @@ class SpeakerEmbedder(Protocol):
     dim: int
     window_s: float  # the length of the windows ``embed_windows`` embeds
 
-    def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
-                      ) -> tuple[np.ndarray, np.ndarray]:
+    def embed_windows(
+        self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """L2-normalised embeddings of short sliding windows, and the window centres in seconds."""

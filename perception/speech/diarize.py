@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from perception.speech.base import SpeakerEmbedder
 from perception.cluster import agglomerate, fold_small
 from perception.records import SpeakerSegment, SpeechTurn, Word
+from perception.speech.base import SpeakerEmbedder
 
 RATE_HZ = 4.0
 
@@ -35,9 +35,11 @@ def speech_regions(audio: np.ndarray, sample_rate: int) -> list[tuple[float, flo
     """Speech stretches (seconds) found by Silero VAD."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
-    stamps = get_speech_timestamps(audio.astype(np.float32, copy=False),
-                                   VadOptions(min_silence_duration_ms=300, speech_pad_ms=100),
-                                   sampling_rate=sample_rate)
+    stamps = get_speech_timestamps(
+        audio.astype(np.float32, copy=False),
+        VadOptions(min_silence_duration_ms=300, speech_pad_ms=100),
+        sampling_rate=sample_rate,
+    )
     return [(s["start"] / sample_rate, s["end"] / sample_rate) for s in stamps]
 
 
@@ -52,16 +54,24 @@ def union_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(a, b) for a, b in out]
 
 
-def within_one_stretch(centres: np.ndarray, window_s: float, regions: list[tuple[float, float]]) -> np.ndarray:
+def within_one_stretch(
+    centres: np.ndarray, window_s: float, regions: list[tuple[float, float]]
+) -> np.ndarray:
     """Which windows (``window_s`` long, centred at ``centres``) span no pause between two of the
     speech ``regions`` (in time order, not overlapping)."""
     gaps = np.array([(b, a) for (_, b), (a, _) in zip(regions, regions[1:])]).reshape(-1, 2)
     half = window_s / 2
-    spans = (centres[:, None] - half < gaps[None, :, 0]) & (gaps[None, :, 1] < centres[:, None] + half)
-    return np.asarray(~spans.any(axis=1))  # (numpy's stubs type a reduction as a scalar or an array)
+    spans = (centres[:, None] - half < gaps[None, :, 0]) & (
+        gaps[None, :, 1] < centres[:, None] + half
+    )
+    return np.asarray(
+        ~spans.any(axis=1)
+    )  # (numpy's stubs type a reduction as a scalar or an array)
 
 
-def _timeline(labels: np.ndarray, centres: np.ndarray, regions: list[tuple[float, float]]) -> list[SpeakerSegment]:
+def _timeline(
+    labels: np.ndarray, centres: np.ndarray, regions: list[tuple[float, float]]
+) -> list[SpeakerSegment]:
     half = 0.5 / RATE_HZ
     pieces = []
     for k, c in zip(labels, centres):
@@ -82,6 +92,7 @@ def _smooth(labelled: list[tuple[int, Word]], min_run_s: float) -> list[tuple[in
     """Runs of words by label, with runs shorter than ``min_run_s`` given the turn's dominant label:
     a sentence rarely changes speaker for one or two words, while window labels flicker where two
     voices overlap or alternate quickly."""
+
     def runs_of(items):
         runs: list[tuple[int, list[Word]]] = []
         for k, w in items:
@@ -98,13 +109,23 @@ def _smooth(labelled: list[tuple[int, Word]], min_run_s: float) -> list[tuple[in
     for k, words in runs:
         spoken[k] = spoken.get(k, 0.0) + sum(w.end_s - w.start_s for w in words)
     dominant = max(spoken, key=lambda k: spoken[k])
-    return runs_of((dominant if words[-1].end_s - words[0].start_s < min_run_s else k, w)
-                   for k, words in runs for w in words)
+    return runs_of(
+        (dominant if words[-1].end_s - words[0].start_s < min_run_s else k, w)
+        for k, words in runs
+        for w in words
+    )
 
 
-def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speaker: SpeakerEmbedder,
-            max_distance: float = 0.25, min_speaker_s: float = 2.5, min_run_s: float = 1.0,
-            regions: list[tuple[float, float]] | None = None) -> tuple[list[SpeechTurn], list[SpeakerSegment]]:
+def diarize(
+    turns: list[SpeechTurn],
+    audio: np.ndarray,
+    sample_rate: int,
+    speaker: SpeakerEmbedder,
+    max_distance: float = 0.25,
+    min_speaker_s: float = 2.5,
+    min_run_s: float = 1.0,
+    regions: list[tuple[float, float]] | None = None,
+) -> tuple[list[SpeechTurn], list[SpeakerSegment]]:
     """Turns split at speaker changes, each with a clip-local ``speaker`` label and that speaker's
     centroid as ``voice_embedding``, and the speaker timeline over the clip's speech.
 
@@ -128,8 +149,11 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
     clustered = within_one_stretch(centres, speaker.window_s, regions)
     if clustered.sum() < 2:
         clustered[:] = True
-    own = fold_small(agglomerate(embs[clustered], max_distance), embs[clustered],
-                     max(1, int(round(min_speaker_s * RATE_HZ))))
+    own = fold_small(
+        agglomerate(embs[clustered], max_distance),
+        embs[clustered],
+        max(1, int(round(min_speaker_s * RATE_HZ))),
+    )
     centroids = []
     for k in range(own.max() + 1):
         c = embs[clustered][own == k].mean(axis=0)
@@ -146,12 +170,32 @@ def diarize(turns: list[SpeechTurn], audio: np.ndarray, sample_rate: int, speake
     for turn in turns:
         if not turn.words:
             k = label_at((turn.start_s + turn.end_s) / 2)
-            out.append(SpeechTurn(turn.segment_id, turn.text, turn.start_s, turn.end_s, turn.language, (),
-                                  centroids[k], f"s{k}"))
+            out.append(
+                SpeechTurn(
+                    turn.segment_id,
+                    turn.text,
+                    turn.start_s,
+                    turn.end_s,
+                    turn.language,
+                    (),
+                    centroids[k],
+                    f"s{k}",
+                )
+            )
             continue
         runs = _smooth([(label_at((w.start_s + w.end_s) / 2), w) for w in turn.words], min_run_s)
         for j, (k, words) in enumerate(runs):
             seg_id = turn.segment_id if len(runs) == 1 else f"{turn.segment_id}.s{j}"
-            out.append(SpeechTurn(seg_id, " ".join(w.text for w in words), words[0].start_s, words[-1].end_s,
-                                  turn.language, tuple(words), centroids[k], f"s{k}"))
+            out.append(
+                SpeechTurn(
+                    seg_id,
+                    " ".join(w.text for w in words),
+                    words[0].start_s,
+                    words[-1].end_s,
+                    turn.language,
+                    tuple(words),
+                    centroids[k],
+                    f"s{k}",
+                )
+            )
     return out, _timeline(labels, centres, regions)

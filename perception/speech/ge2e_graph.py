@@ -37,8 +37,12 @@ def encoder_graph(weights: Path):
     from onnx import TensorProto, helper, numpy_helper
 
     state = state_dict(weights, "model_state")
-    expected = {f"lstm.{kind}_{part}_l{n}" for n in range(LAYERS) for kind in ("weight", "bias")
-                for part in ("ih", "hh")} | {"linear.weight", "linear.bias"}
+    expected = {
+        f"lstm.{kind}_{part}_l{n}"
+        for n in range(LAYERS)
+        for kind in ("weight", "bias")
+        for part in ("ih", "hh")
+    } | {"linear.weight", "linear.bias"}
     missing = sorted(expected - set(state))
     if missing:
         raise ValueError(f"{weights}: not a GE2E voice encoder, it lacks {', '.join(missing)}")
@@ -55,26 +59,47 @@ def encoder_graph(weights: Path):
     for n in range(LAYERS):
         w = const(f"W{n}", _onnx_gates(state[f"lstm.weight_ih_l{n}"])[None])
         r = const(f"R{n}", _onnx_gates(state[f"lstm.weight_hh_l{n}"])[None])
-        b = const(f"B{n}", np.concatenate([_onnx_gates(state[f"lstm.bias_ih_l{n}"]),
-                                           _onnx_gates(state[f"lstm.bias_hh_l{n}"])])[None])
+        b = const(
+            f"B{n}",
+            np.concatenate(
+                [_onnx_gates(state[f"lstm.bias_ih_l{n}"]), _onnx_gates(state[f"lstm.bias_hh_l{n}"])]
+            )[None],
+        )
         y, y_h = f"y{n}", f"h{n}"
-        nodes.append(helper.make_node("LSTM", [x, w, r, b], [y, y_h], hidden_size=HIDDEN, name=f"lstm{n}"))
+        nodes.append(
+            helper.make_node("LSTM", [x, w, r, b], [y, y_h], hidden_size=HIDDEN, name=f"lstm{n}")
+        )
         if n < LAYERS - 1:  # Y is (frames, directions = 1, windows, hidden)
-            nodes.append(helper.make_node("Squeeze", [y, const(f"axis1_{n}", np.array([1], np.int64))], [f"x{n + 1}"]))
+            nodes.append(
+                helper.make_node(
+                    "Squeeze", [y, const(f"axis1_{n}", np.array([1], np.int64))], [f"x{n + 1}"]
+                )
+            )
             x = f"x{n + 1}"
     axis0 = const("axis0", np.array([0], np.int64))
     nodes += [
         helper.make_node("Squeeze", [f"h{LAYERS - 1}", axis0], ["hidden"]),
-        helper.make_node("Gemm", ["hidden", const("linear_w", state["linear.weight"]),
-                                  const("linear_b", state["linear.bias"])], ["linear"], transB=1),
+        helper.make_node(
+            "Gemm",
+            [
+                "hidden",
+                const("linear_w", state["linear.weight"]),
+                const("linear_b", state["linear.bias"]),
+            ],
+            ["linear"],
+            transB=1,
+        ),
         helper.make_node("Relu", ["linear"], ["raw"]),
         helper.make_node("ReduceL2", ["raw"], ["norm"], axes=[1], keepdims=1),
         helper.make_node("Div", ["raw", "norm"], ["embeddings"]),
     ]
     graph = helper.make_graph(
-        nodes, "ge2e_voice_encoder",
+        nodes,
+        "ge2e_voice_encoder",
         [helper.make_tensor_value_info("mels", TensorProto.FLOAT, ["windows", "frames", N_MELS])],
-        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["windows", HIDDEN])], init)
+        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["windows", HIDDEN])],
+        init,
+    )
     return onnx_model(graph, "mnemo.perception.speech.ge2e_graph")
 
 

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import cached_export, cpu_session, load_torch, require_torch_runtime, use_onnx
+from perception.onnx_models import (
+    cached_export,
+    cpu_session,
+    load_torch,
+    require_torch_runtime,
+    use_onnx,
+)
 from perception.speech.ge2e_graph import GRAPH_VERSION, N_MELS, build_encoder
 from perception.weights import packaged_file, require, torch_device
 
@@ -25,7 +31,9 @@ FRAME_SAMPLES = 160  # a mel frame every 10 ms
 WINDOW_FRAMES = 160  # 1.6 s windows ("partial utterances")
 N_FFT = 400  # 25 ms
 MIN_COVERAGE = 0.75  # the last window is kept when the audio covers this much of it
-CHECK_TOLERANCE = 1e-4  # largest difference allowed between the torch network's embeddings and the graph's
+CHECK_TOLERANCE = (
+    1e-4  # largest difference allowed between the torch network's embeddings and the graph's
+)
 SETTING = "[perception] model_runtime"
 
 
@@ -38,9 +46,11 @@ def _resemblyzer():
             import resemblyzer
         except ImportError as e:
             # its weights are fetched (mnemo models fetch); its code only serves this torch path
-            raise ImportError(f"the speaker encoder's torch runtime needs the resemblyzer package ({e}): pip install "
-                              "resemblyzer==0.1.4 with torch; or set [perception] model_runtime = \"onnx\", which "
-                              "needs neither") from e
+            raise ImportError(
+                f"the speaker encoder's torch runtime needs the resemblyzer package ({e}): pip install "
+                'resemblyzer==0.1.4 with torch; or set [perception] model_runtime = "onnx", which '
+                "needs neither"
+            ) from e
     return resemblyzer
 
 
@@ -55,8 +65,10 @@ def window_starts(n_samples: int, rate_hz: float) -> list[int]:
     n_frames = int(np.ceil((n_samples + 1) / FRAME_SAMPLES))
     step = int(np.round(SAMPLE_RATE / rate_hz / FRAME_SAMPLES))
     if not 0 < step <= WINDOW_FRAMES:
-        raise ValueError(f"{rate_hz} windows a second: choose from {SAMPLE_RATE / FRAME_SAMPLES / WINDOW_FRAMES} "
-                         f"to {SAMPLE_RATE / FRAME_SAMPLES}")
+        raise ValueError(
+            f"{rate_hz} windows a second: choose from {SAMPLE_RATE / FRAME_SAMPLES / WINDOW_FRAMES} "
+            f"to {SAMPLE_RATE / FRAME_SAMPLES}"
+        )
     starts = list(range(0, max(1, n_frames - WINDOW_FRAMES + step + 1), step))
     coverage = (n_samples - starts[-1] * FRAME_SAMPLES) / (WINDOW_FRAMES * FRAME_SAMPLES)
     if coverage < MIN_COVERAGE and len(starts) > 1:
@@ -82,7 +94,11 @@ def _hann() -> np.ndarray:
 def _hz_to_mel(hz: np.ndarray | float) -> np.ndarray:
     """Slaney's mel scale: linear to 1 kHz, logarithmic above."""
     hz = np.asarray(hz, dtype=np.float64)
-    return np.where(hz < 1000.0, hz * 3 / 200, 15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27))
+    return np.where(
+        hz < 1000.0,
+        hz * 3 / 200,
+        15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27),
+    )
 
 
 def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
@@ -103,7 +119,9 @@ def _mel_bands() -> np.ndarray:
 
 class ResemblyzerSpeaker:
     dim = 256
-    window_s = WINDOW_FRAMES * FRAME_SAMPLES / SAMPLE_RATE  # the windows embed_windows embeds: 1.6 s
+    window_s = (
+        WINDOW_FRAMES * FRAME_SAMPLES / SAMPLE_RATE
+    )  # the windows embed_windows embeds: 1.6 s
 
     def __init__(self, device: str = "auto", runtime: str = "auto") -> None:
         require_torch_runtime(runtime, device, ("resemblyzer",), SETTING)
@@ -115,14 +133,23 @@ class ResemblyzerSpeaker:
         if self._encode is None:
             device = torch_device(self.device)
             if use_onnx(self.runtime, device, SETTING):
-                session = cpu_session(cached_export("resemblyzer", _weights(), build_encoder, str(_weights()),
-                                                    version=GRAPH_VERSION))
+                session = cpu_session(
+                    cached_export(
+                        "resemblyzer",
+                        _weights(),
+                        build_encoder,
+                        str(_weights()),
+                        version=GRAPH_VERSION,
+                    )
+                )
                 self._encode = lambda mels: session.run(None, {"mels": mels})[0]
                 self.runtime = "onnx"
             else:
                 require(("resemblyzer",), "torch", f"the speaker model on {device}")
                 torch = load_torch(f"the speaker model on {device}")
-                encoder = _resemblyzer().VoiceEncoder(device=device, verbose=False, weights_fpath=_weights())
+                encoder = _resemblyzer().VoiceEncoder(
+                    device=device, verbose=False, weights_fpath=_weights()
+                )
 
                 def encode(mels: np.ndarray) -> np.ndarray:
                     with torch.inference_mode():
@@ -132,8 +159,9 @@ class ResemblyzerSpeaker:
                 self.runtime = "torch"
         return self._encode
 
-    def embed_windows(self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
-                      ) -> tuple[np.ndarray, np.ndarray]:
+    def embed_windows(
+        self, audio: np.ndarray, sample_rate: int, rate_hz: float = 4.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings of 1.6 s windows every ``1/rate_hz`` s over the raw audio, and their centres (s).
 
         The audio is not VAD-trimmed here, so window times stay aligned with the clip.
@@ -144,7 +172,13 @@ class ResemblyzerSpeaker:
         starts = window_starts(audio.size, rate_hz)
         padded = (starts[-1] + WINDOW_FRAMES) * FRAME_SAMPLES
         mel = mel_frames(np.pad(audio, (0, padded - audio.size)) if padded >= audio.size else audio)
-        embeddings = self._load()(np.stack([mel[s:s + WINDOW_FRAMES] for s in starts]))
-        centres = np.array([(s * FRAME_SAMPLES + min((s + WINDOW_FRAMES) * FRAME_SAMPLES, audio.size)) / 2
-                            / SAMPLE_RATE for s in starts])
+        embeddings = self._load()(np.stack([mel[s : s + WINDOW_FRAMES] for s in starts]))
+        centres = np.array(
+            [
+                (s * FRAME_SAMPLES + min((s + WINDOW_FRAMES) * FRAME_SAMPLES, audio.size))
+                / 2
+                / SAMPLE_RATE
+                for s in starts
+            ]
+        )
         return embeddings.astype(np.float32), centres

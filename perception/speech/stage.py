@@ -26,26 +26,37 @@ def split_turns(segments: list[SpeechTurn], max_gap_s: float) -> list[SpeechTurn
             continue
         groups: list[list[Word]] = [[]]
         for prev, word in zip((None, *seg.words[:-1]), seg.words):
-            if prev is not None and groups[-1] and (
-                _SENTENCE_END.search(prev.text) or word.start_s - prev.end_s > max_gap_s
+            if (
+                prev is not None
+                and groups[-1]
+                and (_SENTENCE_END.search(prev.text) or word.start_s - prev.end_s > max_gap_s)
             ):
                 groups.append([])
             groups[-1].append(word)
         for j, group in enumerate(groups):
-            turns.append(SpeechTurn(
-                segment_id=f"{seg.segment_id}.{j}",
-                text=" ".join(w.text for w in group),
-                start_s=group[0].start_s,
-                end_s=group[-1].end_s,
-                language=seg.language,
-                words=tuple(group),
-            ))
+            turns.append(
+                SpeechTurn(
+                    segment_id=f"{seg.segment_id}.{j}",
+                    text=" ".join(w.text for w in group),
+                    start_s=group[0].start_s,
+                    end_s=group[-1].end_s,
+                    language=seg.language,
+                    words=tuple(group),
+                )
+            )
     return turns
 
 
-def transcribe_clip(clip_id: str, audio: np.ndarray | None, sample_rate: int, asr: SpeechRecognizer,
-                    speaker: SpeakerEmbedder, max_turn_gap_s: float, max_distance: float, min_speaker_s: float
-                    ) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
+def transcribe_clip(
+    clip_id: str,
+    audio: np.ndarray | None,
+    sample_rate: int,
+    asr: SpeechRecognizer,
+    speaker: SpeakerEmbedder,
+    max_turn_gap_s: float,
+    max_distance: float,
+    min_speaker_s: float,
+) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     """Turns with clip-local speakers (segment ids prefixed with ``clip_id``), the language, and
     the speaker timeline; nothing for a clip without audio or speech."""
     if audio is None or audio.size == 0:
@@ -53,7 +64,28 @@ def transcribe_clip(clip_id: str, audio: np.ndarray | None, sample_rate: int, as
     segments, language = asr.transcribe(audio, sample_rate)
     if not segments:
         return [], "", []
-    turns, timeline = diarize(split_turns(segments, max_turn_gap_s), audio, sample_rate, speaker,
-                              max_distance=max_distance, min_speaker_s=min_speaker_s)
-    return [SpeechTurn(f"{clip_id}:{t.segment_id}", t.text, t.start_s, t.end_s, t.language, t.words,
-                       t.voice_embedding, t.speaker) for t in turns], language, timeline
+    turns, timeline = diarize(
+        split_turns(segments, max_turn_gap_s),
+        audio,
+        sample_rate,
+        speaker,
+        max_distance=max_distance,
+        min_speaker_s=min_speaker_s,
+    )
+    return (
+        [
+            SpeechTurn(
+                f"{clip_id}:{t.segment_id}",
+                t.text,
+                t.start_s,
+                t.end_s,
+                t.language,
+                t.words,
+                t.voice_embedding,
+                t.speaker,
+            )
+            for t in turns
+        ],
+        language,
+        timeline,
+    )

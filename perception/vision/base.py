@@ -12,8 +12,9 @@ class ImageAnalyzer(Protocol):
     name: str
     dim: int
 
-    def analyze(self, frames: list[np.ndarray], top_k: int = 5
-                ) -> list[tuple[tuple[tuple[str, float], ...], np.ndarray]]:
+    def analyze(
+        self, frames: list[np.ndarray], top_k: int = 5
+    ) -> list[tuple[tuple[tuple[str, float], ...], np.ndarray]]:
         """Per RGB frame: object/scene tags (label, probability; best first) and an L2-normalised
         image embedding."""
 

@@ -30,8 +30,15 @@ BN_EPS = 1e-3  # efficientnet_lite_pytorch's batch_norm_epsilon; the state dict 
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's floor on the norm
 # (repeats, kernel, stride, expansion, input channels, output channels): efficientnet_lite's
 # block strings for Lite0 (width and depth 1.0, stem and head not scaled)
-STAGES = ((1, 3, 1, 1, 32, 16), (2, 3, 2, 6, 16, 24), (2, 5, 2, 6, 24, 40), (3, 3, 2, 6, 40, 80),
-          (3, 5, 1, 6, 80, 112), (4, 5, 2, 6, 112, 192), (1, 3, 1, 6, 192, 320))
+STAGES = (
+    (1, 3, 1, 1, 32, 16),
+    (2, 3, 2, 6, 16, 24),
+    (2, 5, 2, 6, 24, 40),
+    (3, 3, 2, 6, 40, 80),
+    (3, 5, 1, 6, 80, 112),
+    (4, 5, 2, 6, 112, 192),
+    (1, 3, 1, 6, 192, 320),
+)
 HEAD = 1280
 
 
@@ -48,13 +55,18 @@ class _Builder:
         self.nodes: list = []
         self.init: list = []
         self.count = 0
-        self.zero, self.six = self.const("zero", np.array(0, np.float32)), self.const("six", np.array(6, np.float32))
+        self.zero, self.six = (
+            self.const("zero", np.array(0, np.float32)),
+            self.const("six", np.array(6, np.float32)),
+        )
 
     def tensor(self, key: str) -> np.ndarray:
         try:
             return self.state[key].astype(np.float32)
         except KeyError:
-            raise ValueError(f"{self.weights}: not EfficientNet-Lite0's weights, {key} is missing") from None
+            raise ValueError(
+                f"{self.weights}: not EfficientNet-Lite0's weights, {key} is missing"
+            ) from None
 
     def const(self, name: str, value: np.ndarray) -> str:
         from onnx import numpy_helper
@@ -70,8 +82,16 @@ class _Builder:
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
-    def conv_bn(self, x: str, conv: str, bn: str, size: int, stride: int = 1, groups: int = 1,
-                relu6: bool = True) -> str:
+    def conv_bn(
+        self,
+        x: str,
+        conv: str,
+        bn: str,
+        size: int,
+        stride: int = 1,
+        groups: int = 1,
+        relu6: bool = True,
+    ) -> str:
         """``conv`` (no bias) then batch norm ``bn`` as one convolution, then ReLU6 if asked."""
         w = self.tensor(f"{conv}.weight")
         scale = self.tensor(f"{bn}.weight") / np.sqrt(self.tensor(f"{bn}.running_var") + BN_EPS)
@@ -79,8 +99,14 @@ class _Builder:
         kernel = w.shape[-1]
         before, after = _same_pads(size, kernel, stride)
         folded = self.const(f"{conv}.w", w * scale[:, None, None, None])
-        y = self.node("Conv", [x, folded, self.const(f"{conv}.b", bias)], kernel_shape=[kernel, kernel],
-                      strides=[stride, stride], group=groups, pads=[before, before, after, after])
+        y = self.node(
+            "Conv",
+            [x, folded, self.const(f"{conv}.b", bias)],
+            kernel_shape=[kernel, kernel],
+            strides=[stride, stride],
+            group=groups,
+            pads=[before, before, after, after],
+        )
         return self.node("Clip", [y, self.zero, self.six]) if relu6 else y
 
 
@@ -102,7 +128,14 @@ def network_graph(weights: Path):
             y = x
             if expand != 1:
                 y = b.conv_bn(y, f"{block}._expand_conv", f"{block}._bn0", size)
-            y = b.conv_bn(y, f"{block}._depthwise_conv", f"{block}._bn1", size, stride if first else 1, groups=inner)
+            y = b.conv_bn(
+                y,
+                f"{block}._depthwise_conv",
+                f"{block}._bn1",
+                size,
+                stride if first else 1,
+                groups=inner,
+            )
             if first:
                 size = math.ceil(size / stride)
             y = b.conv_bn(y, f"{block}._project_conv", f"{block}._bn2", size, relu6=False)
@@ -113,18 +146,35 @@ def network_graph(weights: Path):
         raise ValueError(f"{weights}: more blocks than EfficientNet-Lite0's {index}")
     x = b.conv_bn(x, "_conv_head", "_bn1", size)
     pooled = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
-    norm = b.node("Max", [b.node("ReduceL2", [pooled], axes=[1], keepdims=1),
-                          b.const("normalize_eps", np.array(NORMALIZE_EPS, np.float32))])
+    norm = b.node(
+        "Max",
+        [
+            b.node("ReduceL2", [pooled], axes=[1], keepdims=1),
+            b.const("normalize_eps", np.array(NORMALIZE_EPS, np.float32)),
+        ],
+    )
     b.nodes.append(helper.make_node("Div", [pooled, norm], ["features"], name="features"))
-    logits = b.node("Gemm", [pooled, b.const("fc.w", b.tensor("_fc.weight")), b.const("fc.b", b.tensor("_fc.bias"))],
-                    transB=1)
+    logits = b.node(
+        "Gemm",
+        [pooled, b.const("fc.w", b.tensor("_fc.weight")), b.const("fc.b", b.tensor("_fc.bias"))],
+        transB=1,
+    )
     b.nodes.append(helper.make_node("Softmax", [logits], ["probs"], axis=-1, name="probs"))
     classes = b.tensor("_fc.weight").shape[0]
     graph = helper.make_graph(
-        b.nodes, "efficientnet_lite0",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["images", 3, IMAGE_SIZE, IMAGE_SIZE])],
-        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["images", HEAD]),
-         helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["images", classes])], b.init)
+        b.nodes,
+        "efficientnet_lite0",
+        [
+            helper.make_tensor_value_info(
+                "images", TensorProto.FLOAT, ["images", 3, IMAGE_SIZE, IMAGE_SIZE]
+            )
+        ],
+        [
+            helper.make_tensor_value_info("features", TensorProto.FLOAT, ["images", HEAD]),
+            helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["images", classes]),
+        ],
+        b.init,
+    )
     return onnx_model(graph, "mnemo.perception.vision.efficientnet_graph")
 
 

