@@ -128,7 +128,7 @@ def _check(f: Filter, now: float) -> None:
     if f.start_ts is not None and f.end_ts is not None and f.end_ts <= f.start_ts:
         raise ForgetError("the time range is empty or inverted: --to must be after --from")
     if f.older_than_days is not None and f.older_than_days < 0:
-        raise ForgetError("--older-than takes a number of days, 0 or more")
+        raise ForgetError("the age to forget from (older_than_days) must be 0 or more")
     for name in ("app", "window", "query", "source", "clip_id"):
         value = getattr(f, name)
         if value is not None and not value.strip():

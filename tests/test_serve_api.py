@@ -535,7 +535,16 @@ def test_thumbnails_of_screens_and_video_cached_in_the_store(picture_store):
     assert (
         np.abs(early.astype(int) - late.astype(int)).mean() > 5
     )  # another screenshot at another moment
-    assert (cache / "pic-screen" / "w320-1.00.jpg").is_file()
+    assert (cache / "pic-screen" / "w320-1.jpg").is_file()
+    # kept to the second: a caller's ?at= cannot fill the cache with near copies of one frame
+    one = (cache / "pic-screen" / "w320-1.jpg").read_bytes()
+    for at in (1.2, 0.9, 1.49):
+        assert client.get("/thumb/pic-screen", params={"at": at}).content == one
+    assert sorted(p.name for p in (cache / "pic-screen").iterdir()) == [
+        "w320-1.jpg",
+        "w320-29.jpg",
+        "w320-mid.jpg",
+    ]
     sound = client.get("/thumb/pic-audio")
     assert sound.status_code == 404 and "sound only" in sound.json()["error"]
     assert not (cache / "pic-audio").exists()
@@ -601,6 +610,51 @@ def test_pictures_of_encrypted_screenshots_are_not_kept(hash_store, tmp_path, mo
     client = api_client(create_app(MemoryService(hash_store, OfflineAnswerer(hash_store))))
     assert _image(client.get("/thumb/pic-secret")).shape[1] == 320
     assert not (Path(hash_store.uri) / ".thumbs" / "pic-secret").exists()
+
+
+def test_a_face_is_cropped_only_from_a_frame_no_other_face_was_seen_in(hash_store):
+    from mnemo.serve.thumbs import face_moments
+
+    t0, clip = 1_800_000_000.0, "faces-clip"
+
+    def seen(face, frames, text=None, faces=None):
+        ids = tuple(f"{clip}:f{i}.{j}" for i, j in frames)
+        return Memory(
+            content_id(clip, face, text or ""),
+            "episodic",
+            text or f"<{face}> is visible",
+            clip,
+            "call.mp4",
+            t0 + frames[0][0],
+            t0 + frames[-1][0],
+            faces or (face,),
+            ids,
+        )
+
+    hash_store.insert_memories(
+        [
+            seen("face_1", [(2, 0), (5, 0), (9, 1)]),  # alone in frame 2; beside face_2 in frame 9
+            seen(
+                "face_2", [(6, 0), (9, 0), (15, 0)]
+            ),  # beside face_1 in frame 9; alone in frame 15
+            seen("face_3", [(5, 1), (9, 2)]),  # never alone
+            # a memory naming two faces is no sighting: its first observation is face_2's
+            seen(
+                "face_2", [(6, 0), (15, 0)], "<face_2> hands <face_1> a cup", ("face_1", "face_2")
+            ),
+        ]
+    )
+
+    def at(faces):
+        return [(m.text, round(ts - t0)) for m, ts in face_moments(hash_store, faces)]
+
+    assert at(["face_1"]) == [("<face_1> is visible", 2)]
+    assert at(["face_2"]) == [("<face_2> is visible", 6), ("<face_2> is visible", 15)]
+    assert at(["face_3"]) == []  # a card shows initials rather than maybe someone else
+    assert at(["face_1", "face_3", "voice_1"]) == [
+        ("<face_1> is visible", 2)
+    ]  # one person, two faces
+    assert at(["voice_1"]) == []
 
 
 def test_a_persons_face_is_cropped_from_their_clip(client, service):

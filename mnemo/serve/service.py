@@ -361,14 +361,26 @@ class MemoryService:
         return thumbnail(self.store, self.clip_row(clip_id), at_s)
 
     def face(self, who: str) -> bytes:
-        """A square JPEG of the person's face, from the clip that shows it longest, cached there."""
-        from mnemo.serve.thumbs import face_crop, face_memory
+        """A square JPEG of the person's face, from a frame where it was the only face seen (their
+        longest sightings first), cached in its clip's folder."""
+        from mnemo.serve.media import MediaGone
+        from mnemo.serve.thumbs import face_crop, face_moments
 
         person = self._person(who, self.tools.list_people())
-        memory = face_memory(self.store, list(person.ids))
-        if memory is None:
+        if not any(e.startswith("face_") for e in person.ids):
             raise NotFound(f"no face of {who!r} is in memory: only their voice was heard")
-        return face_crop(self.store, self.clip_row(memory.clip_id), memory)
+        moments = face_moments(self.store, list(person.ids))
+        if not moments:
+            raise NotFound(
+                f"{who!r} was never seen without another face: a crop could show someone else"
+            )
+        gone = MediaGone(f"no frame of {who!r} shows one face")
+        for memory, at in moments[:3]:  # a few tries: a frame cut again may not show one face
+            try:
+                return face_crop(self.store, self.clip_row(memory.clip_id), memory, at)
+            except MediaGone as e:
+                gone = e
+        raise gone
 
     def _person(self, who: str, people: list[Person]) -> Person:
         try:

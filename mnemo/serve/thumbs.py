@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graph.rows import Memory
 from mnemo.serve.media import MediaGone, clip_media
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ def _cached(store, clip_id: str, name: str, make) -> bytes:
         )  # routes run on a thread pool
         tmp.write_bytes(data)
         tmp.replace(path)
+        store.catch_up()  # another process may have forgotten the clip while it was cut
         if not store.has_clip(clip_id):
             shutil.rmtree(path.parent, ignore_errors=True)
     return data
@@ -85,7 +87,9 @@ def thumbnail(store, row: dict, at_s: float | None = None, width: int = THUMB_W)
     """A JPEG ``width`` px wide of the clip in ``row``: its frame at ``at_s`` seconds into it
     (default its middle, a screenshot clip's nearest screenshot). ``MediaGone`` for a clip with no
     picture (audio, a GPS track, a moved file)."""
-    name = f"w{width}-{'mid' if at_s is None else f'{at_s:.2f}'}.jpg"
+    if at_s is not None:  # to the second: a caller's ?at= cannot fill the cache with near copies
+        at_s = float(round(at_s))
+    name = f"w{width}-{'mid' if at_s is None else f'{at_s:.0f}'}.jpg"
 
     def make() -> tuple[bytes, bool]:
         frame = clip_media(row, "frame", at_s)
@@ -94,44 +98,67 @@ def thumbnail(store, row: dict, at_s: float | None = None, width: int = THUMB_W)
     return _cached(store, row["clip_id"], name, make)
 
 
-def face_memory(store, entity_ids: list[str]):
-    """The memory that shows one of ``entity_ids`` (faces) longest: the one whose frame to crop."""
+def _sighting(memory) -> str | None:
+    """The face a "<face_N> is visible" memory (one face, written from face observations) is about."""
+    ids, prov = memory.entity_ids, memory.provenance
+    if (
+        len(ids) == 1
+        and ids[0].startswith("face_")
+        and prov
+        and all(_FACE_ID.search(p) for p in prov)
+    ):
+        return ids[0]
+    return None
+
+
+def face_moments(store, entity_ids: list[str]) -> list[tuple[Memory, float]]:
+    """(memory, absolute time) where one of ``entity_ids`` (a person's faces) was seen and no other
+    face was, the longest sightings first: the only frames whose face cannot be someone else's.
+    A sighting's first and last frames are its lowest and highest frame numbers (``:f<frame>.``),
+    seen at its start and end; another face seen in the same frame rules that frame out. Empty when
+    the person's face was always seen beside another (a card then shows initials)."""
     from graph import sql
 
-    faces = [e for e in entity_ids if e.startswith("face_")]
+    faces = {e for e in entity_ids if e.startswith("face_")}
     if not faces:
-        return None
-    shown = store.memories_where(sql.involves(faces))
-    # one written from face observations first; one without (written by hand): its clip's frame all the same
-    return max(
-        shown,
-        key=lambda m: (
-            bool(m.provenance and _FACE_ID.search(m.provenance[0])),
-            m.end_ts - m.start_ts,
-            -m.start_ts,
-        ),
-        default=None,
-    )
+        return []
+    shown = [m for m in store.memories_where(sql.involves(sorted(faces))) if _sighting(m) in faces]
+    moments = []
+    for m in sorted(shown, key=lambda m: (-(m.end_ts - m.start_ts), -m.start_ts)):
+        crowded = {  # frames of this clip where another face was seen (the person's other faces too)
+            _frame(p)
+            for o in store.memories_where(f"clip_id = {sql.quote(m.clip_id)}")
+            if _sighting(o) not in (None, _sighting(m))
+            for p in o.provenance
+        }
+        frames = sorted({_frame(p) for p in m.provenance})
+        ends = {frames[0]: m.start_ts, frames[-1]: m.end_ts}
+        moments += [(m, at) for frame, at in ends.items() if frame not in crowded]
+    return moments
 
 
-def face_crop(store, row: dict, memory, side: int = FACE_SIDE) -> bytes:
-    """A square JPEG of the face that ``memory`` (a face memory of the clip in ``row``) saw first:
-    its frame cut again and the face found again (dlib's HOG detector, the order it reported the
-    face in when the clip was read, else the largest). ``MediaGone`` when no face is found."""
-    at = min(max(0.0, memory.start_ts - float(row["start_ts"])), float(row["duration_s"]))
-    entity = next((e for e in memory.entity_ids if e.startswith("face_")), "face")
+def _frame(observation_id: str) -> int:
+    """The frame number of a face observation id (``<clip>:f<frame>.<face in frame>``)."""
+    return int(observation_id.rsplit(":f", 1)[1].split(".", 1)[0])
+
+
+def face_crop(store, row: dict, memory, at_ts: float, side: int = FACE_SIDE) -> bytes:
+    """A square JPEG of the one face in the frame of the clip in ``row`` at ``at_ts`` (a moment of
+    ``face_moments``), found again with dlib's HOG detector. ``MediaGone`` unless exactly one face is
+    found there: a crop that could show someone else is not made."""
+    at = min(max(0.0, at_ts - float(row["start_ts"])), float(row["duration_s"]))
+    entity = _sighting(memory) or "face"
 
     def make() -> tuple[bytes, bool]:
         frame = clip_media(row, "frame", at)
         bgr = _decode(frame.data)
         boxes = _faces(bgr)
-        if not boxes:
+        if len(boxes) != 1:
             raise MediaGone(
-                f"no face is found again in the frame of clip {row['clip_id']} at {at:.1f} s"
+                f"{len(boxes)} faces are found again in the frame of clip {row['clip_id']} at "
+                f"{at:.1f} s, where one was seen"
             )
-        found = _FACE_ID.search(memory.provenance[0]) if memory.provenance else None
-        j = int(found.group(1)) if found else -1
-        x, y, w, h = boxes[j] if 0 <= j < len(boxes) else max(boxes, key=lambda b: b[2] * b[3])
+        x, y, w, h = boxes[0]
         return _jpeg(_square(bgr, x, y, w, h, side)), not frame.encrypted
 
     return _cached(store, row["clip_id"], f"{entity}-{at:.2f}-{side}.jpg", make)
