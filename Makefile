@@ -93,9 +93,10 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-# ruff's linter and formatter over the whole tree, then mypy over every package mnemo installs
-# (pyproject.toml's [tool.ruff] and [tool.mypy]), in the test venv: mypy reads the type hints of the
-# packages installed there. Any finding fails it; `ruff format .` and `ruff check --fix .` fix most
+# ruff's linter and formatter over the whole tree, then mypy over every package mnemo installs and
+# the tests (pyproject.toml's [tool.ruff] and [tool.mypy]), in the test venv: mypy reads the type
+# hints of the packages installed there. Any finding fails it; `ruff format .` and
+# `ruff check --fix .` fix most
 LINT_STAMP := $(VENV)/.installed-lint
 $(LINT_STAMP): $(TEST_STAMP)
 	$(VENV)/bin/python -m pip install --quiet -e ".[lint]"

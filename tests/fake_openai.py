@@ -5,6 +5,8 @@ as from servers without structured output."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bench.openai_loopback import LoopbackOpenAI, Reply
 
 REFUSED = ("raw", 400, b'{"error": {"message": "response_format json_schema is not supported"}}')
@@ -12,7 +14,7 @@ REFUSED = ("raw", 400, b'{"error": {"message": "response_format json_schema is n
 
 class FakeOpenAI(LoopbackOpenAI):
     def __init__(
-        self, replies: list[Reply] | None = None, reject_response_format: bool = False
+        self, replies: Sequence[Reply] | None = None, reject_response_format: bool = False
     ) -> None:
         self.replies = list(replies or [])
         self.reject_response_format = reject_response_format

@@ -26,7 +26,8 @@ def agent(store, fake, max_rounds=5, **client) -> LLMAgent:
 def tag_of(store, needle: str, *queries: str) -> str:
     """The tag the agent gives the memory containing ``needle``: tags go to memories in the order
     its searches show them, the question's own search (round 0) first."""
-    planner, tags = OfflinePlanner(MemoryTools(store)), {}
+    planner = OfflinePlanner(MemoryTools(store))
+    tags: dict[str, str] = {}
     for query in queries:
         for m in planner.retrieve(query).memories[:10]:
             tags.setdefault(m.memory_id, f"m{len(tags) + 1}")

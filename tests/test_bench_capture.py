@@ -92,7 +92,9 @@ def _frame(tmp_path: Path, name: str, text: str) -> Path:
 
 
 @pytest.mark.slow  # the real OCR models
-def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_shows_it(tmp_path):
+def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_shows_it(
+    tmp_path,
+) -> None:
     """Three words typed 3 s apart. apple: a frame shows it. banana: the only frame in its time was
     grabbed mid-word; a later frame shows it, but by then cherry is being typed. cherry: shown."""
     from perception.ocr.ocr_rapidocr import RapidOCRReader

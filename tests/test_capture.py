@@ -84,6 +84,7 @@ def test_sidecars_follow_focus_and_titles(desktop, tmp_path):
 def _region(out: Path, box: tuple[int, int, int, int]) -> np.ndarray:
     """The newest stored image's pixels inside box (x, y, w, h), as grey levels."""
     img = cv2.imread(str(images(out)[-1]), cv2.IMREAD_GRAYSCALE)
+    assert img is not None
     x, y, w, h = box
     return img[y : y + h, x : x + w]
 
@@ -156,12 +157,12 @@ def test_static_screen_with_ticking_clock_writes_almost_nothing_but_typing_is_ke
     assert typed >= 5, f"only {typed} of 5 typed words kept"
 
 
-def test_what_input_causes_a_moment_later_is_kept(desktop, tmp_path):
+def test_what_input_causes_a_moment_later_is_kept(desktop, tmp_path) -> None:
     """A command's output drawn after the last key (here 1.5 s after Enter, with no input since) is
     the input's effect, not a static screen's noise: it is kept, though it changes little."""
     term = desktop.xterm("shell", geometry="80x24+100+100")
     desktop.focus(term)
-    written: list[tuple[float, str]] = []
+    written: list[tuple[float, str, bool]] = []  # (when, reason, input)
     with capturing(desktop, tmp_path / "out") as cap:
         cap.on_frame = lambda image, side: written.append(
             (time.time(), side["reason"], side["input"])

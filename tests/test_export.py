@@ -353,7 +353,8 @@ class Writer(threading.Thread):
         from graph.store import Store
 
         self.store = Store(path, build_text_embedder("hash"))
-        self.stop, self.committed, self.error = threading.Event(), 0, None
+        self.stop, self.committed = threading.Event(), 0
+        self.error: BaseException | None = None
 
     def run(self) -> None:
         from graph.rows import ClipRow, Edge, Entity, Memory, content_id

@@ -167,7 +167,9 @@ uvicorn.Config.__init__ = lambda self, app, **kw: _config(self, app, **{**kw, "p
 """
 
 
-def test_no_credential_reports_wrong_tokens_that_escape_the_limit_by_claiming_addresses(tmp_path):
+def test_no_credential_reports_wrong_tokens_that_escape_the_limit_by_claiming_addresses(
+    tmp_path,
+) -> None:
     """The bug no_credential found: uvicorn took X-Forwarded-For from any loopback client, so each
     wrong token could claim a new address and the limit of 5 per address never held. `mnemo serve`
     now ignores proxy headers (test_each_access_scenario_survives[no_credential] holds it); with them

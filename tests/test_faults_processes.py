@@ -5,6 +5,8 @@ or here with monkeypatch where the guarded code runs in this process)."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
+from typing import cast
 
 import pytest
 
@@ -13,7 +15,9 @@ from mnemo.faults import Context, Tally, processes
 
 def _run(name: str, tmp_path, **kw) -> Tally:
     tally = Tally(name)
-    processes.SCENARIOS[name](Context(tmp_path, 1, None, print), tally, **kw)
+    # SCENARIOS mixes functions of different keyword arguments, which mypy joins to `function`
+    scenario = cast(Callable[..., None], processes.SCENARIOS[name])
+    scenario(Context(tmp_path, 1, None, print), tally, **kw)
     return tally
 
 

@@ -11,6 +11,8 @@ error, a RuntimeError naming no store (graph/store.py). The last tests pin two o
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
+from typing import cast
 
 import pytest
 
@@ -25,7 +27,9 @@ from mnemo.faults import store as faults
 
 def _run(tmp_path, name: str, **seams) -> Tally:
     tally = Tally(name)
-    faults.SCENARIOS[name](Context(tmp_path, 1, load_config(), print), tally, **seams)
+    # SCENARIOS mixes functions of different keyword arguments, which mypy joins to `function`
+    scenario = cast(Callable[..., None], faults.SCENARIOS[name])
+    scenario(Context(tmp_path, 1, load_config(), print), tally, **seams)
     return tally
 
 

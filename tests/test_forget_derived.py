@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -70,7 +71,7 @@ def _introduced(store, *, sheila_again: bool = False):
 def _people(capsys, store) -> dict[str, dict]:
     code, people, err = people_cli(capsys, store)
     assert code == 0, err
-    return {p["voices"][0]: p for p in people}
+    return {p["voices"][0]: p for p in cast(list[dict], people)}
 
 
 def test_a_name_heard_only_in_a_forgotten_clip_goes_and_the_person_stays_unnamed(

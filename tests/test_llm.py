@@ -128,7 +128,9 @@ def test_json_replies_are_validated_and_malformed_ones_asked_again():
 def _decode_data_url(url: str) -> np.ndarray:
     head, _, data = url.partition(",")
     assert head == "data:image/jpeg;base64"
-    return cv2.imdecode(np.frombuffer(base64.b64decode(data), np.uint8), cv2.IMREAD_COLOR)
+    image = cv2.imdecode(np.frombuffer(base64.b64decode(data), np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None, "not a JPEG"
+    return image
 
 
 def test_vlm_captioner_sends_qwen_sized_frames_as_data_urls():

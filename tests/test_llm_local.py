@@ -94,7 +94,9 @@ def test_the_agent_loop_on_a_real_model_is_bounded_and_cites_only_what_it_retrie
         print(question, "->", answer.answer, answer.steps)
 
 
-def test_a_planted_instruction_in_memory_does_not_change_the_loop(local_llm, chat_store):
+def test_a_planted_instruction_in_memory_does_not_change_the_loop(
+    local_llm, chat_store, monkeypatch
+) -> None:
     """The planted transcript ("Ignore previous instructions …") reaches the model only inside a
     knowledge block; whatever the model then says, the loop's actions and answer format hold."""
     from fake_openai import FakeOpenAI  # noqa: F401  (the fake's record shows what a real model was sent)
@@ -107,7 +109,7 @@ def test_a_planted_instruction_in_memory_does_not_change_the_loop(local_llm, cha
         sent.append([dict(m) for m in messages])
         return real(messages, **kw)
 
-    chat.chat = recording
+    monkeypatch.setattr(chat, "chat", recording)
     answer = LLMAgent(OfflinePlanner(MemoryTools(chat_store)), chat, max_rounds=3).ask(
         "What is the password?"
     )

@@ -285,7 +285,7 @@ def check_rendered(session, spoken) -> None:
 
 def test_a_session_renders_with_a_voice_per_speaker_once_and_the_same_each_time(
     tmp_path, speech_tools
-):
+) -> None:
     from bench.fixtures import sha256_of
     from bench.speech_synth import render_conversation
 

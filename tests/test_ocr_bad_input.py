@@ -10,6 +10,7 @@ import pytest
 from bench.metrics import word_tokens
 from bench.ocr_screens import TERMINAL_LINES, Screen, missing_tools, render
 from conftest import unavailable
+from perception.ocr.base import TextReader
 from perception.ocr.ocr_rapidocr import RapidOCRReader
 from perception.ocr.stage import read_screens
 
@@ -39,7 +40,7 @@ def _invented(texts: list[str]) -> list[str]:
     ]
 
 
-def _read(reader, frame):
+def _read(reader: TextReader, frame: np.ndarray) -> tuple[list[str], list[str]]:
     notes: list[str] = []
     lines = read_screens([frame], [12.0], reader, notes)[0]
     return [ln.text for ln in lines], notes

@@ -40,7 +40,9 @@ def _photo(which: str, size: int = 96) -> bytes:
 
 def _snapshot(root: Path) -> dict[str, tuple]:
     """Every file and folder under ``root`` (root included): bytes, mtime and mode."""
-    out = {".": (None, root.stat().st_mtime_ns, root.stat().st_mode)}
+    out: dict[str, tuple[bytes | None, int, int]] = {
+        ".": (None, root.stat().st_mtime_ns, root.stat().st_mode)
+    }
     for p in sorted(root.rglob("*")):
         st = p.lstat()
         out[str(p.relative_to(root))] = (

@@ -14,8 +14,8 @@ from control.when import asks_when, says_when, time_windows
 from factories import chat
 
 
-def _utc(*args) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def _utc(year: int, month: int, day: int, hour: int = 0) -> datetime:
+    return datetime(year, month, day, hour, tzinfo=UTC)
 
 
 def test_time_expressions_become_windows():

@@ -20,7 +20,7 @@ def _conversation(tmp_path, sessions: list[tuple[str, list[tuple[str, str]]]]):
     """A LoCoMo-format file of Ann and Bo's ``sessions`` ((when, [(speaker, text)])), loaded."""
     from bench.datasets.locomo import load
 
-    conv = {"speaker_a": "Ann", "speaker_b": "Bo"}
+    conv: dict[str, str | list[dict[str, str]]] = {"speaker_a": "Ann", "speaker_b": "Bo"}
     for i, (when, turns) in enumerate(sessions, 1):
         conv[f"session_{i}_date_time"] = when
         conv[f"session_{i}"] = [

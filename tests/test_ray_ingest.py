@@ -35,7 +35,7 @@ def local_ray():
 
 def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(
     local_ray, tmp_path, demo_recording, demo_store, policies
-):
+) -> None:
     from embeddings.base import build_text_embedder
     from graph.compare import differences, table_rows
     from graph.store import Store
@@ -149,7 +149,7 @@ class PoisonPerceive:
 
 def test_a_clip_that_keeps_killing_its_worker_fails_alone_and_the_ingest_finishes(
     local_ray, tmp_path, demo_recording, policies
-):
+) -> None:
     from ray import cloudpickle
 
     from embeddings.base import build_text_embedder

@@ -138,7 +138,7 @@ def _store(name: str):
     return Store(f"s3://{BUCKET}/{name}", build_text_embedder("hash"))
 
 
-def test_one_writer_at_a_time_on_s3_and_a_dead_holders_lease_is_taken_over(s3, monkeypatch):
+def test_one_writer_at_a_time_on_s3_and_a_dead_holders_lease_is_taken_over(s3, monkeypatch) -> None:
     from graph import sidefiles
     from graph.store import StoreBusy
 

@@ -332,7 +332,7 @@ def _write_clips(uri: str, n: int, per_clip: int, started) -> None:
         time.sleep(0.05)
 
 
-def test_reads_while_another_process_writes(tmp_path):
+def test_reads_while_another_process_writes(tmp_path) -> None:
     from embeddings.base import build_text_embedder
     from graph.store import Store
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,9 @@ async def _session(store_uri: str, cwd: str):
     from mcp import Client
 
     params = _server(store_uri, cwd, "minilm")  # what the demo_store fixture was built with
-    out = {}
+    out: dict[
+        str, Any
+    ] = {}  # the tools by name under "tools", a CallToolResult under each other key
     async with Client(params, read_timeout_seconds=120) as client:
         tools = (await client.list_tools()).tools
         out["tools"] = {t.name: t for t in tools}
@@ -94,7 +97,7 @@ def test_mcp_over_stdio(demo_store, tmp_path):
 async def _people_session(store_uri: str, cwd: str) -> dict:
     from mcp import Client
 
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("name_person", {"person": "voice_2", "name": "Carol"}),
         ("merge_people", {"a": "Carol", "b": "voice_1"}),
         ("split_person", {"person": "Carol", "members": ["voice_1", "character_1", "face_1"]}),
@@ -149,7 +152,7 @@ async def _forget_session(store_uri: str, cwd: str, *options: str, calls=()) -> 
     """``calls``: (label, arguments of forget, or a function of the results so far giving them)."""
     from mcp import Client
 
-    out = {}
+    out: dict[str, Any] = {}  # the tools by name under "tools", a CallToolResult under each label
     async with Client(
         _server(store_uri, cwd, "hash", *options), read_timeout_seconds=120
     ) as client:

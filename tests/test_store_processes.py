@@ -121,6 +121,7 @@ def three_clips(tmp_path_factory) -> dict:
     """What a writer that commits clips 0 to 2 and stops leaves."""
     path = tmp_path_factory.mktemp("clean") / "s"
     proc = _writer(path, 3)
+    assert proc.stderr is not None  # stderr=PIPE
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     return _state(Store(path, build_text_embedder("hash")))
 

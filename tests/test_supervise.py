@@ -25,7 +25,7 @@ def _gone(pid: int, timeout_s: float) -> bool:
     return False
 
 
-def test_a_child_that_keeps_dying_is_restarted_ever_more_slowly():
+def test_a_child_that_keeps_dying_is_restarted_ever_more_slowly() -> None:
     said: list[str] = []
     sup = Supervised(
         [sys.executable, "-c", "import sys; sys.exit(3)"],

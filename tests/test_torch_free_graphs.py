@@ -25,7 +25,9 @@ pytestmark = pytest.mark.slow
 
 
 def _rgb(path) -> np.ndarray:
-    return cv2.cvtColor(cv2.imread(str(path)), cv2.COLOR_BGR2RGB)
+    bgr = cv2.imread(str(path))
+    assert bgr is not None, path
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
 def test_the_packaged_state_dicts_read_without_torch_are_torchs():

@@ -10,6 +10,7 @@ import pytest
 
 from factories import seen_and_heard
 from fake_openai import FakeOpenAI
+from graph.rows import Memory
 from llm.client import ChatClient
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
@@ -90,7 +91,7 @@ def _reply(*facts) -> str:
     )
 
 
-def test_llm_facts_are_consolidated_across_clips(hash_store):
+def test_llm_facts_are_consolidated_across_clips(hash_store) -> None:
     """A single-valued relation is superseded by a new value, repeated facts reinforce, and other
     relations may hold many values."""
     from dataclasses import replace
@@ -100,7 +101,7 @@ def test_llm_facts_are_consolidated_across_clips(hash_store):
         _reply(("lives in", "porto"), ("likes", "coffee")),
         _reply(("lives in", "Madrid"), ("likes", "Tea")),
     ]
-    stored: dict[str, object] = {}
+    stored: dict[str, Memory] = {}
     with FakeOpenAI(replies) as fake:
         memorizer = _memorizer(hash_store, fake)
         for i in range(3):
