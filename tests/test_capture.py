@@ -48,6 +48,19 @@ def _until(cond, timeout: float = 10.0) -> None:
         time.sleep(0.05)
 
 
+def _settled(count, quiet_s: float = 1.5, timeout: float = 10.0) -> int:
+    """``count()`` once it has not changed for ``quiet_s`` (the daemon's frames of what just happened)."""
+    deadline = time.time() + timeout
+    last, since = count(), time.time()
+    while time.time() - since < quiet_s:
+        if time.time() > deadline:
+            raise AssertionError("the count did not settle in time")
+        time.sleep(0.1)
+        if (now := count()) != last:
+            last, since = now, time.time()
+    return last
+
+
 def sidecars(out: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(out.rglob("*.jpg.json"))]
 
@@ -302,7 +315,7 @@ def test_a_locked_screen_stores_nothing(desktop, tmp_path):
     with capturing(desktop, out) as cap:
         desktop.type("before the lock ")
         _until(lambda: len(images(out)) >= 1)
-        stored = len(images(out))
+        stored = _settled(lambda: len(images(out)))  # the typing's last frames are in
         locker = desktop.spawn(["i3lock", "-n", "-c", "000000"])
         try:
             _until(lambda: cap.state == "paused" and "locked" in cap.why)
