@@ -68,7 +68,12 @@ def test_image_tags_and_features_in_onnx_are_torchs(opencv_dir):
     )
     got, want = onnx.analyze(frames), torch.analyze(frames)
     assert (onnx.runtime, torch.runtime) == ("onnx", "torch")
-    assert [tags for tags, _ in got] == [tags for tags, _ in want] and any(tags for tags, _ in got)
+    # the same tags; their probabilities are rounded to 4 places, so two runtimes a hair apart may
+    # round a last digit apart
+    assert [[n for n, _ in tags] for tags, _ in got] == [[n for n, _ in tags] for tags, _ in want]
+    assert any(tags for tags, _ in got)
+    for (tags, _), (ref, _) in zip(got, want):
+        assert all(abs(p - q) <= 2e-4 for (_, p), (_, q) in zip(tags, ref)), (tags, ref)
     assert max(float(np.abs(a - b).max()) for (_, a), (_, b) in zip(got, want)) < 1e-4
 
 
