@@ -260,12 +260,9 @@ def format_report(f: dict) -> str:
 
 def add_arguments(parser) -> None:
     """``mnemo bench digest``'s own options."""
-    parser.add_argument(
-        "--data",
-        required=True,
-        metavar="PATH",
-        help="a LoCoMo file in the upstream locomo10.json format",
-    )
+    from bench.locomo import add_data_argument
+
+    add_data_argument(parser)
     parser.add_argument(
         "--llm",
         action="store_true",

@@ -288,14 +288,38 @@ def format_report(figures: dict) -> str:
     return "\n".join(lines)
 
 
-def add_arguments(parser) -> None:
-    """``mnemo bench locomo``'s own options (``--spoken``: ``bench.locomo_spoken``; ``--llm``: ``bench.llm_loop``)."""
+def add_data_argument(parser) -> None:
+    """``--data``: the LoCoMo file the LoCoMo benches (locomo, profile, digest) read."""
     parser.add_argument(
         "--data",
         required=True,
         metavar="PATH",
         help="a LoCoMo file in the upstream locomo10.json format",
     )
+
+
+def add_spoken_arguments(parser) -> None:
+    """``--spoken`` and what limits it: the conversations spoken aloud and ingested as recordings."""
+    parser.add_argument(
+        "--spoken",
+        action="store_true",
+        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
+        "the whole pipeline; needs espeak-ng and sox",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        metavar="N",
+        help="--spoken: only the first N sessions of each conversation",
+    )
+    parser.add_argument(
+        "--conversations", type=int, metavar="N", help="--spoken: only the first N conversations"
+    )
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench locomo``'s own options (``--spoken``: ``bench.locomo_spoken``; ``--llm``: ``bench.llm_loop``)."""
+    add_data_argument(parser)
     parser.add_argument(
         "--baselines",
         action="store_true",
@@ -314,18 +338,4 @@ def add_arguments(parser) -> None:
         "[llm] endpoint, or without one the packaged model served here)",
     )
     parser.add_argument("--limit", type=int, metavar="N", help="--llm: only the first N questions")
-    parser.add_argument(
-        "--spoken",
-        action="store_true",
-        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
-        "the whole pipeline into one store; needs espeak-ng and sox",
-    )
-    parser.add_argument(
-        "--sessions",
-        type=int,
-        metavar="N",
-        help="--spoken: only the first N sessions of each conversation",
-    )
-    parser.add_argument(
-        "--conversations", type=int, metavar="N", help="--spoken: only the first N conversations"
-    )
+    add_spoken_arguments(parser)

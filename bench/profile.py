@@ -134,24 +134,7 @@ def format_report(f: dict) -> str:
 
 def add_arguments(parser) -> None:
     """``mnemo bench profile``'s own options (``--spoken``: ``bench.locomo_spoken``)."""
-    parser.add_argument(
-        "--data",
-        required=True,
-        metavar="PATH",
-        help="a LoCoMo file in the upstream locomo10.json format",
-    )
-    parser.add_argument(
-        "--spoken",
-        action="store_true",
-        help="speak the conversations with espeak-ng (one voice per speaker) and run them through "
-        "the whole pipeline; needs espeak-ng and sox",
-    )
-    parser.add_argument(
-        "--sessions",
-        type=int,
-        metavar="N",
-        help="--spoken: only the first N sessions of each conversation",
-    )
-    parser.add_argument(
-        "--conversations", type=int, metavar="N", help="--spoken: only the first N conversations"
-    )
+    from bench.locomo import add_data_argument, add_spoken_arguments
+
+    add_data_argument(parser)
+    add_spoken_arguments(parser)
