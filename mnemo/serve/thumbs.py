@@ -123,12 +123,16 @@ def face_moments(store, entity_ids: list[str]) -> list[tuple[Memory, float]]:
     if not faces:
         return []
     shown = [m for m in store.memories_where(sql.involves(sorted(faces))) if _sighting(m) in faces]
+    sightings: dict[str, list[Memory]] = {}  # clip -> its sightings of any face, read at once
+    for o in store.memories_of_clips(sorted({m.clip_id for m in shown})):
+        if _sighting(o):
+            sightings.setdefault(o.clip_id, []).append(o)
     moments = []
     for m in sorted(shown, key=lambda m: (-(m.end_ts - m.start_ts), -m.start_ts)):
         crowded = {  # frames of this clip where another face was seen (the person's other faces too)
             _frame(p)
-            for o in store.memories_where(f"clip_id = {sql.quote(m.clip_id)}")
-            if _sighting(o) not in (None, _sighting(m))
+            for o in sightings.get(m.clip_id, [])
+            if _sighting(o) != _sighting(m)
             for p in o.provenance
         }
         frames = sorted({_frame(p) for p in m.provenance})
