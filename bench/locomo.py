@@ -339,3 +339,15 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--limit", type=int, metavar="N", help="--llm: only the first N questions")
     add_spoken_arguments(parser)
+    parser.add_argument(
+        "--contacts",
+        action="store_true",
+        help="--spoken: also ingest the sessions again with the conversations' speaker names given "
+        "as a contact list, and show both runs' naming figures side by side",
+    )
+    parser.add_argument(
+        "--one-pass",
+        action="store_true",
+        help="--spoken: also ingest the sessions again with one speech pass as before (tiny.en in "
+        "float32, no second pass), beside",
+    )

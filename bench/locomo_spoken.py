@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench import spoken_names
 from bench.datasets.locomo import CATEGORIES, Conversation, load, load_gold
 from bench.metrics import edit_distance, normalize_words, recall_at_k
 from bench.speech_synth import SpokenSession
@@ -550,11 +551,13 @@ def run(
     render_root: Path | None = None,
     first_person: bool = False,
     profiles: bool = False,
+    variants: Sequence[str] = (),
 ) -> dict:
     """Render, ingest into one store under ``workdir``, ask, and measure (see the module doc).
     ``first_person``: also the owner's questions asked both ways (``first_person_pairs``);
     ``profiles``: also each speaker's profile against the dataset's observation facts
-    (``profile_figures``); both spoken and on the text path, in the same run."""
+    (``profile_figures``); both spoken and on the text path, in the same run. ``variants``: the
+    same sessions ingested again other ways (``bench.spoken_names``), in the same run."""
     from bench import locomo
     from bench.speech_synth import render_conversation
     from control.planner import OfflinePlanner
@@ -613,7 +616,10 @@ def run(
             text_scores,
         )
         edits, words = asr_errors(rendered, store)
+        right, said = spoken_names.name_words(conv.speakers, rendered, store)
         row = {
+            "name_words_right": right,
+            "name_words": said,
             "conversation": conv.key,
             "sessions": len(rendered),
             "audio_s": round(sum(s.duration_s for s in rendered), 1),
@@ -655,6 +661,12 @@ def run(
         extra["first_person"] = pool_first_person(fp_rows)
     if profiles:
         extra["profiles"] = pool_profiles(profile_rows)
+    if variants:
+        extra["variants"] = [
+            spoken_names.variant(v, wired.ingest, chosen, spoken, workdir, embedder, progress)
+            for v in variants
+        ]
+    said = sum(r["name_words"] for r in per_conv)
     return {
         **extra,
         "conversations": per_conv,
@@ -683,6 +695,11 @@ def run(
         "asr_wer": round(
             sum(r["asr_edits"] for r in per_conv) / max(1, sum(r["asr_words"] for r in per_conv)), 4
         ),
+        "name_word_accuracy": round(sum(r["name_words_right"] for r in per_conv) / said, 4)
+        if said
+        else None,
+        "name_words": said,
+        "second_pass_audio_share": spoken_names.second_pass_share(report, audio_s),
         "people": len(people),
     }
 
@@ -719,6 +736,8 @@ def summary(f: dict) -> dict:
         "names_heard_share": round(f["names_heard"] / f["names_said"], 4)
         if f["names_said"]
         else None,
+        "name_word_accuracy": f["name_word_accuracy"],
+        "second_pass_audio_share": f["second_pass_audio_share"],
         "ms_per_query": f["ms_per_query"],
         "text_ms_per_query": f["text_ms_per_query"],
         "ingest_x_realtime": f["ingest_x_realtime"],
@@ -728,6 +747,8 @@ def summary(f: dict) -> dict:
         "memories": f["memories"],
         "people": f["people"],
     }
+    if "variants" in f:
+        out["variants"] = {v["variant"]: v for v in f["variants"]}
     out["per_conversation"] = {
         r["conversation"]: {
             "sessions": r["sessions"],
@@ -844,6 +865,7 @@ def format_report(f: dict) -> str:
         f"{f['memories']} memories, {f['people']} people",
         f"ingest: {f['audio_s']:.1f} s of audio in {f['clips']} clips took {f['ingest_s']:.1f} s "
         f"({f['ingest_x_realtime']}x real time, models loaded inside the timing)",
+        *spoken_names.report_lines(f),
     ]
     if "first_person" in f:
         fp = f["first_person"]

@@ -81,10 +81,19 @@ def spoken_wiring(cfg):
     )
     from pipeline.ingest import ingest
 
-    def ingest_paths(paths, store, progress):
-        perceivers = build_perceivers(
-            cfg.perception, cfg.llm, keep_images=cfg.memorize.writer == "llm"
-        )
+    def ingest_paths(paths, store, progress, contacts=(), one_pass=False):
+        """``one_pass``: speech as mnemo heard it before two passes: tiny.en in float32 on the
+        CPU, nothing decoded again."""
+        perception = cfg.perception
+        if one_pass:
+            compute = perception.asr_compute_type
+            perception = perception.model_copy(
+                update={
+                    "asr_second_model": "",
+                    "asr_compute_type": "float32" if compute == "auto" else compute,
+                }
+            )
+        perceivers = build_perceivers(perception, cfg.llm, keep_images=cfg.memorize.writer == "llm")
         return ingest(
             paths,
             store,
@@ -93,6 +102,7 @@ def spoken_wiring(cfg):
             clip_s=cfg.perception.clip_s,
             progress=progress,
             llm_writer=build_llm_writer(cfg.memorize, cfg.llm),
+            contacts=contacts,
         )
 
     return Wiring(
@@ -103,8 +113,15 @@ def spoken_wiring(cfg):
 
 
 def _spoken_only(args, bench: str) -> None:
-    if not args.spoken and (args.sessions is not None or args.conversations is not None):
-        raise ValueError(f"--sessions and --conversations apply to `bench {bench} --spoken` only")
+    if not args.spoken and (
+        args.sessions is not None
+        or args.conversations is not None
+        or getattr(args, "contacts", False)
+        or getattr(args, "one_pass", False)
+    ):
+        raise ValueError(
+            f"--sessions, --conversations, --contacts and --one-pass apply to `bench {bench} --spoken` only"
+        )
 
 
 def run_locomo(args, cfg, progress) -> tuple[dict, int]:
@@ -156,7 +173,14 @@ def _spoken(args, cfg, progress, bench: str) -> dict:
                     f"{workdir / 'spoken'} exists: bench locomo --spoken --store needs a new folder "
                     "(a store from an earlier run would mix with this one)"
                 )
-        extra = {"first_person": args.first_person} if bench == "locomo" else {"profiles": True}
+        extra = (
+            {
+                "first_person": args.first_person,
+                "variants": [v for v in ("contacts", "one_pass") if getattr(args, v)],
+            }
+            if bench == "locomo"
+            else {"profiles": True}
+        )
         figures = locomo_spoken.run(
             spoken_wiring(cfg),
             args.data,

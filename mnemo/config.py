@@ -107,6 +107,30 @@ class PerceptionConfig(BaseModel):
             "Beams the speech decoder keeps: fewer is cheaper and, below 3, transcribes worse."
         ),
     )
+    asr_second_model: str = Field(
+        "tiny.en",
+        description=(
+            "The model of the second speech pass, which decodes again only where a name may be spoken, a word "
+            'was heard with doubt or a sentence repeats itself, with a wider beam, told the names mnemo expects: '
+            '"tiny.en", "base" (packaged Whisper base), another faster-whisper model or folder; "" for the first '
+            "pass alone."
+        ),
+    )
+    asr_second_beam_size: int = Field(
+        8,
+        ge=1,
+        le=16,
+        description="Beams the second speech pass keeps (it hears little audio, so it can afford more).",
+    )
+    asr_second_min_probability: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description=(
+            "A first-pass word heard with a probability under this sends its sentence to the second pass; "
+            "0: only names do."
+        ),
+    )
     speaker_backend: Literal["resemblyzer"] = Field(
         "resemblyzer", description=("The voice model that tells speakers apart.")
     )
@@ -414,13 +438,21 @@ class GraphConfig(BaseModel):
 
 
 class PeopleConfig(BaseModel):
-    """``[people]``: who "I" is."""
+    """``[people]``: who "I" is, and the names to expect."""
 
     me: str = Field(
         "",
         description=(
             'Who you are when not marked with `mnemo people me ID` (which wins): an id (voice_3) or a name. "I", '
             '"me" and "my" in a question mean this person; empty: nobody until you mark yourself.'
+        ),
+    )
+    contacts: str = Field(
+        "",
+        description=(
+            "A contact list: a vCard file (.vcf) or a text file of one name a line. Its names are told to the "
+            "speech recogniser, spelled as written there (\"Jon\" over \"John\"); they name nobody without "
+            "being heard. Empty: none."
         ),
     )
 
@@ -549,6 +581,9 @@ PROJECT_RULES: dict[str, Rule] = {
             "asr_model",
             "asr_compute_type",
             "asr_beam_size",
+            "asr_second_model",
+            "asr_second_beam_size",
+            "asr_second_min_probability",
             "speaker_backend",
             "diarize_max_distance",
             "diarize_min_speaker_s",
@@ -601,7 +636,9 @@ PROJECT_RULES: dict[str, Rule] = {
     "control.agent": only("offline"),  # "llm" sends questions and memories to the endpoint
     **{f"control.{k}": FREE for k in ("top_k", "max_rounds", "planner_rounds", "expand")},
     "capture.out": TRUSTED,  # where screenshots are written, and old ones deleted
-    "people.me": TRUSTED,  # whose memories "I" finds: another folder's file must not make you someone else
+    "people.me": TRUSTED,
+    # a folder's file must not make the recogniser expect its names (hotwords are written as heard)
+    "people.contacts": TRUSTED,  # whose memories "I" finds: another folder's file must not make you someone else
     # capturing more often, or more of what changes, keeps more of the screen
     "capture.interval_s": RAISE,
     "capture.idle_interval_s": RAISE,

@@ -77,12 +77,13 @@ def cmd_ingest(args, cfg) -> int:
         build_llm_writer,
         build_perceivers,
         build_redactor,
+        contact_names,
         faces_backend_name,
         match_policies,
         open_store,
         perceivers_factory,
     )
-    from pipeline.ingest import ingest
+    from pipeline.ingest import ingest, to_stderr
 
     store = open_store(cfg.graph, args.store)
     policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
@@ -126,6 +127,7 @@ def cmd_ingest(args, cfg) -> int:
             llm_writer=llm_writer,
             redactor=redactor,
             wait_s=args.wait,
+            contacts=contact_names(cfg.people, to_stderr),
         )
     except StoreBusy as e:
         print(f"error: {e}", file=sys.stderr)

@@ -13,11 +13,19 @@ from graph.store import Store
 from llm.client import ChatClient
 from memorize.identity import MatchPolicy
 from memorize.writer_llm import LLMWriter
-from mnemo.config import ControlConfig, GraphConfig, LLMConfig, MemorizeConfig, PerceptionConfig
+from mnemo.config import (
+    ControlConfig,
+    GraphConfig,
+    LLMConfig,
+    MemorizeConfig,
+    PeopleConfig,
+    PerceptionConfig,
+)
 from perception.faces.stage import FacePolicy
 from perception.observe import Perceivers
 from perception.onnx_models import set_threads as set_model_threads
 from perception.registry import build
+from perception.speech.second_pass import SecondPass
 from perception.weights import installed, usable_cpus
 
 log = logging.getLogger(__name__)
@@ -82,14 +90,46 @@ def build_ocr(cfg: PerceptionConfig, threads: int | None = None):
     )
 
 
+def contact_names(cfg: PeopleConfig, say: Callable[[str], None]) -> tuple[str, ...]:
+    """The names of ``[people] contacts`` (none when unset); a file that cannot be read or holds
+    no name is said, and ingest goes on without it."""
+    if not cfg.contacts:
+        return ()
+    from perception.speech.hints import read_contacts
+
+    names, note = read_contacts(cfg.contacts)
+    if note:
+        say(f"note: {note}")
+    return names
+
+
+def build_second_pass(cfg: PerceptionConfig, threads: int) -> SecondPass | None:
+    """The second speech pass (``perception.speech.second_pass``), or None when it is off. Its
+    model loads when it first hears something; a missing or corrupt one leaves the first pass."""
+    if not cfg.asr_second_model:
+        return None
+    recognizer = build(
+        "asr",
+        "faster-whisper",
+        model=cfg.asr_second_model,
+        device=cfg.device,
+        compute_type=cfg.asr_compute_type,
+        beam_size=cfg.asr_second_beam_size,
+        cpu_threads=threads,
+        vad_filter=False,  # the first pass found the speech
+    )
+    return SecondPass(recognizer, cfg.asr_second_min_probability)
+
+
 def build_perceivers(
     cfg: PerceptionConfig, llm: LLMConfig | None = None, keep_images: bool = False
 ) -> Perceivers:
     """The perception backends; ``keep_images`` keeps frames and face crops for an LLM writer."""
     faces = faces_backend_name(cfg)
     log.info(
-        "perception: asr=faster-whisper(%s) speaker=%s faces=%s image=%s ocr=%s caption=%s",
+        "perception: asr=faster-whisper(%s, then %s where names and doubt are) speaker=%s faces=%s image=%s ocr=%s caption=%s",
         cfg.asr_model,
+        cfg.asr_second_model or "nothing",
         cfg.speaker_backend,
         faces,
         cfg.image_backend,
@@ -132,6 +172,7 @@ def build_perceivers(
             beam_size=cfg.asr_beam_size,
             cpu_threads=threads,
         ),
+        second_pass=build_second_pass(cfg, threads),
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device, runtime=cfg.model_runtime),
         faces=build("faces", faces, **face_kwargs),
         image=image,

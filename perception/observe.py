@@ -41,6 +41,8 @@ from perception.sources.frames import (
 from perception.sources.media import load_media
 from perception.sources.screenshots import ScreenClip, Screenshot
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
+from perception.speech.hints import SpeechHints
+from perception.speech.second_pass import SecondPass
 from perception.speech.stage import transcribe_clip
 from perception.vision.base import Captioner, ImageAnalyzer
 
@@ -55,6 +57,8 @@ class Perceivers:
     image: ImageAnalyzer | None = None
     ocr: TextReader | None = None
     captioner: Captioner | None = None
+    # decodes again, with a stronger model, where names and doubt are (None: the first pass only)
+    second_pass: SecondPass | None = None
     frame_fps: float = 1.0
     decode_threads: int = 0  # video decoder threads; 0: the machine's CPUs
     # faces (dlib's detector and embedder use one thread) run on a thread of their own beside speech
@@ -128,7 +132,12 @@ def _frames(
 
 
 def _speech(
-    clip: Clip, media: ClipMedia, p: Perceivers, notes: list[str], timings: dict[str, float]
+    clip: Clip,
+    media: ClipMedia,
+    p: Perceivers,
+    notes: list[str],
+    timings: dict[str, float],
+    hints: SpeechHints | None = None,
 ) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     """Turns with clip-local speakers, the language and the diarization timeline; a failure leaves a note."""
     t0 = time.perf_counter()
@@ -143,6 +152,10 @@ def _speech(
             p.max_turn_gap_s,
             p.diarize_max_distance,
             p.diarize_min_speaker_s,
+            p.second_pass,
+            hints,
+            notes,
+            timings,
         )
     except survived as e:
         notes.append(f"speech failed: {e}")
@@ -188,8 +201,9 @@ def _faces(
         timings["faces_s"] = time.perf_counter() - t0
 
 
-def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
+def observe_clip(clip: Clip, p: Perceivers, hints: SpeechHints | None = None) -> ClipObservations:
     """Decode the clip and run every perceiver on it; a failing stage leaves a note, not a crash.
+    ``hints``: the names its speech may hold (``perception.speech.hints``).
 
     Raises ``MediaError`` when nothing of the clip can be decoded.
     """
@@ -198,7 +212,7 @@ def observe_clip(clip: Clip, p: Perceivers) -> ClipObservations:
     media, decode_notes = load_media(clip, p.frame_fps, p.decode_threads)
     notes = list(decode_notes)
     timings["decode_s"] = time.perf_counter() - t0
-    return observe_media(clip, media, p, notes, timings)
+    return observe_media(clip, media, p, notes, timings, hints)
 
 
 def observe_media(
@@ -207,6 +221,7 @@ def observe_media(
     p: Perceivers,
     notes: list[str] | None = None,
     timings: dict[str, float] | None = None,
+    hints: SpeechHints | None = None,
 ) -> ClipObservations:
     """``observe_clip`` on media already decoded (screenshots, tests, other decoders)."""
     notes = list(notes or [])
@@ -234,7 +249,7 @@ def observe_media(
         else nullcontext() as pool
     ):
         beside = pool.submit(faces_stage) if pool is not None else None
-        speech, language, timeline = _speech(clip, media, p, notes, timings)
+        speech, language, timeline = _speech(clip, media, p, notes, timings, hints)
         frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns)
         faces = beside.result() if beside is not None else faces_stage()
     notes += face_notes

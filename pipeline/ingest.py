@@ -36,6 +36,8 @@ from perception.records import Clip, ClipObservations, TrackSegment
 from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
 from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
 from perception.sources.tracks import TRACK_SUFFIXES, dropped_note, plan_track_clips
+from perception.speech.hints import SpeechHints
+from pipeline.hints import HintBook
 from pipeline.process import give_back_freed_memory
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,7 @@ class ClipJob:
     clip: Clip
     screens: ScreenClip | None = None  # a clip of screenshots
     track: TrackSegment | None = None  # a stay or a move of a GPS track
+    hints: SpeechHints | None = None  # the names its speech may hold (``pipeline.hints``)
 
 
 @dataclass
@@ -221,7 +224,7 @@ def observe_job(
         elif job.screens is not None:
             obs = observe_screen_clip(job.screens, perceivers)
         else:
-            obs = observe_clip(job.clip, perceivers)
+            obs = observe_clip(job.clip, perceivers, job.hints)
     except MediaError as e:
         return e, time.perf_counter() - t0
     finally:
@@ -261,8 +264,10 @@ class ClipWriter:
         progress: Callable[[str], None] = to_stderr,
         commit_pool: Executor | None = None,
         max_pending: int = 2,
+        learn: Callable[[ClipObservations, ClipWrite], None] | None = None,
     ) -> None:
         self.store = store
+        self.learn = learn  # told each memorized clip (``pipeline.hints.HintBook.learn``)
         self.memorizer = memorizer
         self.report = report
         self.progress = progress
@@ -291,6 +296,8 @@ class ClipWriter:
         written.entities = [replace(e, samples=list(e.samples)) for e in written.entities]
         if written.notes:
             obs = replace(obs, notes=obs.notes + tuple(written.notes))
+        if self.learn is not None:
+            self.learn(obs, written)
         pending = _Pending(job, obs, written, observe_s, time.perf_counter() - t0)
         self.report.memorize_s += pending.memorize_s
         pending.committed = self.commit_pool.submit(self._embed_and_commit, pending)
@@ -414,12 +421,14 @@ def ingest(
     redactor: Redactor | None = None,
     wait_s: float | None = None,
     stop: threading.Event | None = None,
+    contacts: tuple[str, ...] = (),
 ) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process. Another process writing the store is waited for, at most
     ``wait_s`` (``StoreBusy`` then; None: until it is done). Once ``stop`` is set no further clip is
     begun (the one in hand is committed; a rerun resumes at the next): a watcher told to end by its
-    dead daemon ends within a clip, not after its whole backlog."""
+    dead daemon ends within a clip, not after its whole backlog. ``contacts``: names the
+    recogniser is told to expect, spelled as given (``pipeline.hints``)."""
     report = IngestReport()
     with store.writing(
         "mnemo ingest", wait_s, say=progress
@@ -427,11 +436,13 @@ def ingest(
         planned = plan(
             paths, store, clip_s, start, progress, report, screens_closed_before, screens_since
         )
+        book = HintBook(store, contacts)
         writer = ClipWriter(
             store,
             Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
             report,
             progress,
+            learn=book.learn,
         )
         try:
             jobs = (
@@ -439,7 +450,9 @@ def ingest(
                 if stop is None
                 else takewhile(lambda _: not stop.is_set(), planned.jobs)
             )
-            write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in jobs))
+            # each clip's hints are taken when it is observed: after every earlier clip is memorized
+            hinted = (replace(job, hints=book.for_clip(job.clip)) for job in jobs)
+            write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in hinted))
         finally:
             writer.finish(planned)
     return report

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from graph.store import Store
@@ -29,6 +30,7 @@ from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.observe import Perceivers
 from perception.records import ClipObservations
+from pipeline.hints import HintBook
 from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
 from pipeline.process import limit_malloc
 from ray_jobs.order import in_order
@@ -158,10 +160,13 @@ def ingest_ray(
     actor: type | None = None,
     redactor=None,
     wait_s: float | None = None,
+    contacts: tuple[str, ...] = (),
 ) -> IngestReport:
     """Ingest as ``pipeline.ingest.ingest`` does, with perception on ``workers`` Ray actors of class
     ``actor`` (default ``Perceive``; the fault tests pass one that dies), each building its
-    perceivers with ``perceivers(cpus)`` (``mnemo.wiring.perceivers_factory``); ``wait_s`` as there."""
+    perceivers with ``perceivers(cpus)`` (``mnemo.wiring.perceivers_factory``); ``wait_s`` and
+    ``contacts`` as there. Clips are perceived side by side, so each is told the names known when
+    the run was planned (and those on screen that day), not those its earlier clips establish."""
     import ray
     import ray.data
 
@@ -170,6 +175,7 @@ def ingest_ray(
         "mnemo ingest --ray", wait_s, say=progress
     ):  # one writer a store (Store.writing)
         planned = plan(paths, store, clip_s, start, progress, report)
+        book = HintBook(store, contacts)
         writer = ClipWriter(
             store,
             Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
@@ -184,7 +190,10 @@ def ingest_ray(
                     f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order"
                 )
                 ray.data.DataContext.get_current().enable_progress_bars = False
-                items = [{"seq": job.seq, "job": pickle.dumps(job)} for job in planned.jobs]
+                items = [
+                    {"seq": job.seq, "job": pickle.dumps(replace(job, hints=book.for_clip(job.clip)))}
+                    for job in planned.jobs
+                ]
                 # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
                 # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
                 rows = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(

@@ -11,8 +11,15 @@ from perception.records import SpeechTurn
 
 @runtime_checkable
 class SpeechRecognizer(Protocol):
-    def transcribe(self, audio: np.ndarray, sample_rate: int) -> tuple[list[SpeechTurn], str]:
-        """Speech segments (offsets within ``audio``, with word timing) and the language."""
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        sample_rate: int,
+        hotwords: str | None = None,
+        prompt: str | None = None,
+    ) -> tuple[list[SpeechTurn], str]:
+        """Speech segments (offsets within ``audio``, with word timing) and the language.
+        ``hotwords``: words (names) to expect; ``prompt``: the text said just before."""
 
 
 @runtime_checkable

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
 from perception.records import SpeakerSegment, SpeechTurn, Word
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
 from perception.speech.diarize import diarize
+from perception.speech.hints import SpeechHints, respell
+from perception.speech.second_pass import SecondPass
 
 _SENTENCE_END = re.compile(r"[.?!…]['\")\]]*$")
 
@@ -56,14 +59,30 @@ def transcribe_clip(
     max_turn_gap_s: float,
     max_distance: float,
     min_speaker_s: float,
+    second_pass: SecondPass | None = None,
+    hints: SpeechHints | None = None,
+    notes: list[str] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     """Turns with clip-local speakers (segment ids prefixed with ``clip_id``), the language, and
-    the speaker timeline; nothing for a clip without audio or speech."""
+    the speaker timeline; nothing for a clip without audio or speech. ``second_pass`` decodes
+    again where names and doubt are, told the names in ``hints``; its seconds and the audio it
+    heard go to ``timings`` (``second_pass_s``, ``second_pass_audio_s``), a failure to ``notes``."""
     if audio is None or audio.size == 0:
         return [], "", []
     segments, language = asr.transcribe(audio, sample_rate)
     if not segments:
         return [], "", []
+    if second_pass is not None:
+        t0 = time.perf_counter()
+        again = second_pass.redecode(audio, sample_rate, segments, hints)
+        segments = again.turns
+        if timings is not None:
+            timings["second_pass_s"] = time.perf_counter() - t0
+            timings["second_pass_audio_s"] = again.audio_s
+        if again.note and notes is not None:
+            notes.append(again.note)
+    segments = respell(segments, hints)
     turns, timeline = diarize(
         split_turns(segments, max_turn_gap_s),
         audio,
