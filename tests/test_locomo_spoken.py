@@ -341,6 +341,7 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
         "--conversations",
         "1",
         "--first-person",
+        "--contacts",
         "--json",
     )
     assert code == 0, err
@@ -399,6 +400,16 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
     assert 1 <= people <= figures["voice_entities_total"] and figures["voice_people"] == people / 2
     assert 0.0 <= figures["asr_wer"] < 0.5  # tiny.en on espeak-ng: measured 0.075
     assert figures["ms_per_query"] > 0 and figures["ingest_x_realtime"] > 0
+    # names: Caroline and Melanie are said in this session; the second pass heard part of the audio
+    assert 0.0 <= figures["name_word_accuracy"] <= 1.0
+    assert 0.0 < figures["second_pass_audio_share"] < 1.0
+    # the same session again with the two speaker names as a contact list, beside
+    with_contacts = figures["variants"]["contacts"]
+    assert with_contacts["speakers_total"] == 2 and with_contacts["name_words"] >= 1
+    assert with_contacts["speakers_wrong"] == 0
+    assert with_contacts["name_word_accuracy"] >= figures["name_word_accuracy"]
+    assert "ingesting the same 1 recording(s) again with the speakers' names" in err
+    assert "as configured" in out and "contacts" in out
     assert set(figures["per_conversation"]) == {"conv-26"}
     assert "rendering conv-26 session 1" in err or "conv-26 session 1: cached" in err
     assert "ingesting 1 recording(s)" in err and "text path" in out

@@ -12,7 +12,7 @@ and the turn before as prompt:
 - ``repeats``: a segment that says the same words over and over (a decoder caught in a loop).
 
 Windows are whole first-pass segments (a sentence's context is what the beam needs), padded a
-little and merged when they touch. The second pass's segments replace the first pass's inside a
+little and merged while they fit in one 30 s Whisper window. The second pass's segments replace the first pass's inside a
 window; where it hears nothing, the first pass stays.
 """
 
@@ -45,6 +45,7 @@ _INTERJECTIONS = frozenset(
 _SENTENCE_END = re.compile(r"[.?!…]['\")\]]*$")
 _PAD_S = 0.25
 _MIN_WINDOW_S = 1.0
+_MAX_WINDOW_S = 29.0
 _PROMPT_CHARS = 200
 
 
@@ -117,7 +118,10 @@ def choose_windows(
         if end - start < _MIN_WINDOW_S:  # Whisper needs some sound around a word
             grow = (_MIN_WINDOW_S - (end - start)) / 2
             start, end = max(0.0, start - grow), min(duration_s, end + grow)
-        if windows and start <= windows[-1].end_s:
+        # Whisper's encoder hears 30 s at a time, whatever the window holds: windows that fit in one
+        # are decoded as one (two short windows cost two full encoder passes; measured 9.7 s for 25 s
+        # of audio in 8 windows of a LoCoMo clip, against 3.2 s for the whole first pass)
+        if windows and end - windows[-1].start_s <= _MAX_WINDOW_S:
             last = windows.pop()
             start = last.start_s
             end = max(end, last.end_s)
