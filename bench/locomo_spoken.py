@@ -656,7 +656,7 @@ def run(
     attribute(per_conv)
     speech_s, heard_s = sum(r["speech_s"] for r in per_conv), sum(r["heard_s"] for r in per_conv)
     speakers = sum(r["speakers_total"] for r in per_conv)
-    extra = {}
+    extra: dict[str, object] = {}
     if first_person:
         extra["first_person"] = pool_first_person(fp_rows)
     if profiles:

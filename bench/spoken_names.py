@@ -33,7 +33,9 @@ def _session_transcript(s: SpokenSession, store) -> list[str]:
     )
 
 
-def name_words(speakers: Sequence[str], sessions: Sequence[SpokenSession], store) -> tuple[int, int]:
+def name_words(
+    speakers: Sequence[str], sessions: Sequence[SpokenSession], store
+) -> tuple[int, int]:
     """(speaker-name words the stored transcripts write as said, speaker-name words said)."""
     names = {w for n in speakers for w in normalize_words(n)}
     right = said = 0
@@ -67,12 +69,12 @@ def variant(
     from bench.locomo_spoken import (
         _ask,
         _scores,
+        absolute_turns,
         asr_errors,
         attribute,
         ranked_turns_by_time,
         recall_table,
         speaker_figures,
-        absolute_turns,
     )
     from control.planner import OfflinePlanner
     from control.tools import MemoryTools

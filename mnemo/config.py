@@ -111,7 +111,7 @@ class PerceptionConfig(BaseModel):
         "tiny.en",
         description=(
             "The model of the second speech pass, which decodes again only where a name may be spoken, a word "
-            'was heard with doubt or a sentence repeats itself, with a wider beam, told the names mnemo expects: '
+            "was heard with doubt or a sentence repeats itself, with a wider beam, told the names mnemo expects: "
             '"tiny.en", "base" (packaged Whisper base), another faster-whisper model or folder; "" for the first '
             "pass alone."
         ),
@@ -451,7 +451,7 @@ class PeopleConfig(BaseModel):
         "",
         description=(
             "A contact list: a vCard file (.vcf) or a text file of one name a line. Its names are told to the "
-            "speech recogniser, spelled as written there (\"Jon\" over \"John\"); they name nobody without "
+            'speech recogniser, spelled as written there ("Jon" over "John"); they name nobody without '
             "being heard. Empty: none."
         ),
     )

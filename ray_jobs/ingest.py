@@ -191,7 +191,10 @@ def ingest_ray(
                 )
                 ray.data.DataContext.get_current().enable_progress_bars = False
                 items = [
-                    {"seq": job.seq, "job": pickle.dumps(replace(job, hints=book.for_clip(job.clip)))}
+                    {
+                        "seq": job.seq,
+                        "job": pickle.dumps(replace(job, hints=book.for_clip(job.clip))),
+                    }
                     for job in planned.jobs
                 ]
                 # one clip in flight per actor: a free actor takes the next clip, instead of clips queued

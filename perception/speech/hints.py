@@ -91,7 +91,14 @@ def respell(turns: list[SpeechTurn], hints: SpeechHints | None) -> list[SpeechTu
         text = " ".join(fix(x) for x in t.text.split(" "))
         out.append(
             SpeechTurn(
-                t.segment_id, text, t.start_s, t.end_s, t.language, words, t.voice_embedding, t.speaker
+                t.segment_id,
+                text,
+                t.start_s,
+                t.end_s,
+                t.language,
+                words,
+                t.voice_embedding,
+                t.speaker,
             )
         )
     return out

@@ -2,8 +2,8 @@
 
 All speech is transcribed by a cheap first pass. Whisper writes names it was not told about as
 common words, and a small model's doubt shows in its word probabilities, so only the windows where
-it matters are decoded again, by a stronger model with a wider beam, the expected names as hotwords
-and the turn before as prompt:
+it matters are decoded again with a wider beam (and a stronger model where one pays), the expected
+names as hotwords and the turns before as prompt:
 
 - ``name``: a name may be spoken there: after "I'm", "this is", "my name is", "hey", "thanks", ...;
   a vocative at the start or the end of a sentence ("Gina, ..." / "..., Gina."); a capitalised word
@@ -12,8 +12,10 @@ and the turn before as prompt:
 - ``repeats``: a segment that says the same words over and over (a decoder caught in a loop).
 
 Windows are whole first-pass segments (a sentence's context is what the beam needs), padded a
-little and merged while they fit in one 30 s Whisper window. The second pass's segments replace the first pass's inside a
-window; where it hears nothing, the first pass stays.
+little and merged while they fit in one 30 s Whisper window. The second pass's segments replace the
+first pass's inside a window, unless it heard something else: far fewer or more words, or mostly
+the hotwords themselves (told a long list, Whisper may write the list instead of the speech); then,
+as where it hears nothing, the first pass stays.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ def reasons_of(
         for w in words
     )
     vocative = any(
-        w and w.casefold() not in _INTERJECTIONS for m in _VOCATIVE.finditer(text) for w in m.groups()
+        w and w.casefold() not in _INTERJECTIONS
+        for m in _VOCATIVE.finditer(text)
+        for w in m.groups()
     )
     if _CUE.search(text) or vocative or capitalised_inside or sounds_hinted:
         reasons.append("name")
@@ -178,12 +182,27 @@ class SecondPass:
                 result.note = self._broken
                 return result
             result.audio_s += w.end_s - w.start_s
-            if not heard:
+            if not heard or not _plausible(inside, heard, hints):
                 out += inside
                 continue
             out += [_shifted(s, w.start_s, f"r{n}.{i}") for i, s in enumerate(heard)]
         result.turns = out + rest
         return result
+
+
+def _plausible(
+    first: list[SpeechTurn], second: list[SpeechTurn], hints: SpeechHints | None
+) -> bool:
+    """Whether the second pass heard the same speech: about as many words, and not mostly the
+    hotwords themselves (told a long list, Whisper may "hear" the list instead of the speech)."""
+    n1 = sum(len(s.text.split()) for s in first)
+    said = [w.strip(".,!?;:\"'").casefold() for s in second for w in s.text.split()]
+    if not n1 or not (n1 / 2 <= len(said) <= 2 * n1 + 3):
+        return False
+    hinted = {n.casefold() for n in hints.names} if hints else set()
+    before = {w.strip(".,!?;:\"'").casefold() for s in first for w in s.text.split()}
+    told = sum(w in hinted and w not in before for w in said)
+    return told <= max(2, len(said) // 4)
 
 
 def _shifted(seg: SpeechTurn, offset_s: float, segment_id: str) -> SpeechTurn:
@@ -193,5 +212,7 @@ def _shifted(seg: SpeechTurn, offset_s: float, segment_id: str) -> SpeechTurn:
         seg.start_s + offset_s,
         seg.end_s + offset_s,
         seg.language,
-        tuple(Word(w.text, w.start_s + offset_s, w.end_s + offset_s, w.probability) for w in seg.words),
+        tuple(
+            Word(w.text, w.start_s + offset_s, w.end_s + offset_s, w.probability) for w in seg.words
+        ),
     )
