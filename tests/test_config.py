@@ -121,6 +121,7 @@ LOOSER = {
     "control.agent": (None, "llm"),
     "capture.out": (None, "/tmp/their-screens"),
     "people.me": ("voice_1", "voice_2"),
+    "people.contacts": (None, "./names.vcf"),
     "capture.interval_s": (None, 0.1),
     "capture.idle_interval_s": (None, 1.0),
     "capture.idle_after_s": (None, 600.0),
