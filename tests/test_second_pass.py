@@ -93,3 +93,28 @@ def test_thousands_of_hints_in_other_scripts_still_transcribe(names_spoken, perc
     # told 3000 made-up names, Whisper wrote "Name1 Name4 Name0" for the whole window: such a
     # second reading is refused and the first pass kept
     assert "how did the" in text and "sold out" in text and "Name" not in text
+
+
+def test_ingest_hears_the_contact_lists_names_and_only_with_it(
+    names_spoken, perceivers, policies, tmp_path
+):
+    """`mnemo ingest`'s path: the contact list reaches the recogniser through the hint book."""
+    import soundfile
+
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+    from pipeline.ingest import ingest
+
+    wav = tmp_path / "call.wav"
+    soundfile.write(wav, names_spoken, 16000)
+    heard = {}
+    for contacts in ((), ("Gina", "Jon")):
+        store = Store(tmp_path / f"store-{len(contacts)}", build_text_embedder("hash"))
+        report = ingest(
+            [str(wav)], store, perceivers, policies, progress=lambda m: None, contacts=contacts
+        )
+        assert report.clips_new == 1 and report.stage_s["second_pass_audio_s"] > 0
+        (clip,) = store.clips_in_range(0, 4e9)
+        heard[contacts] = re.findall(r"\w+", clip["transcript"])
+    assert "Jon" not in heard[()] and "Gina" not in heard[()]
+    assert "Jon" in heard[("Gina", "Jon")] and "Gina" in heard[("Gina", "Jon")]
