@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,7 +62,6 @@ class Window:
 class SecondPassResult:
     turns: list[SpeechTurn]
     audio_s: float = 0.0  # audio decoded again
-    reasons: dict[str, int] = field(default_factory=dict)  # reason -> windows it chose
     note: str = ""  # the second pass could not run: why (the first pass stands)
 
 
@@ -112,7 +111,7 @@ def choose_windows(
     min_probability: float,
     duration_s: float,
 ) -> list[Window]:
-    """The stretches to decode again, in time order, merged where they touch."""
+    """The stretches to decode again, in time order, merged while they fit in one Whisper window."""
     windows: list[Window] = []
     for seg in segments:
         reasons = reasons_of(seg, hints, min_probability)
@@ -135,8 +134,9 @@ def choose_windows(
 
 
 class SecondPass:
-    """Decodes the chosen windows again with ``recognizer`` (a stronger model; its VAD off: the
-    first pass found the speech) and puts its segments in place of the first pass's there."""
+    """Decodes the chosen windows again with ``recognizer`` (a wider beam, or a stronger model; its
+    VAD off: the first pass found the speech) and puts its segments in place of the first pass's
+    there."""
 
     def __init__(self, recognizer, min_probability: float = 0.5) -> None:
         self.recognizer = recognizer
@@ -153,9 +153,6 @@ class SecondPass:
         duration_s = len(audio) / sample_rate
         windows = choose_windows(segments, hints, self.min_probability, duration_s)
         result = SecondPassResult(list(segments))
-        for w in windows:
-            for r in w.reasons:
-                result.reasons[r] = result.reasons.get(r, 0) + 1
         if not windows:
             return result
         if self._broken:
