@@ -93,14 +93,15 @@ class FasterWhisperASR:
             where = resolve_model(self.model_name)
             compute_type = self.compute_type
             if compute_type == "auto":
-                # int8 on the CPU: about 40 % cheaper than float32 at the same word error rate; the
-                # names it hears worse are decoded again by the second pass (``second_pass``)
+                # float32 on CPU: int8 is faster at the same word error rate, but it hears names
+                # worse, and names are what people are found by; with a second pass over the names
+                # (``second_pass``) it still named more people wrongly (docs/benchmarks.md)
                 import ctranslate2
 
                 on_gpu = self.device == "cuda" or (
                     self.device == "auto" and ctranslate2.get_cuda_device_count() > 0
                 )
-                compute_type = "float16" if on_gpu else "int8"
+                compute_type = "float16" if on_gpu else "float32"
             log.debug("loading faster-whisper model from %s (%s)", where, compute_type)
             self._model = WhisperModel(
                 where, device=self.device, compute_type=compute_type, cpu_threads=self.cpu_threads
