@@ -62,7 +62,7 @@ class HintBook:
                 self.established.append(person.name)
         self._screens: dict[str, Counter[str]] = {}  # day -> names read on screen that day
 
-    def _screen_day(self, day: str, ts: float) -> Counter[str]:
+    def _screen_day(self, day: str) -> Counter[str]:
         if day not in self._screens:
             start = datetime.fromisoformat(day).timestamp()
             end = (datetime.fromisoformat(day) + timedelta(days=1)).timestamp()
@@ -72,7 +72,7 @@ class HintBook:
 
     def for_clip(self, clip: Clip) -> SpeechHints:
         """The hints for this clip's speech (names of the day it was recorded on)."""
-        screen = self._screen_day(_day(clip.start_ts), clip.start_ts)
+        screen = self._screen_day(_day(clip.start_ts))
         on_screen = [n for n, _ in screen.most_common(MAX_SCREEN_NAMES)]
         names = _unique([*self.user, *self.contacts, *self.established, *on_screen])
         spellings = _unique([*self.user, *self.contacts])
@@ -86,7 +86,7 @@ class HintBook:
         texts = [obs.screen_text] if obs.screen_text else []
         if texts:
             day = _day(obs.clip.start_ts)
-            self._screen_day(day, obs.clip.start_ts).update(screen_names(texts))
+            self._screen_day(day).update(screen_names(texts))
 
 
 def _unique(names: Iterable[str]) -> list[str]:
