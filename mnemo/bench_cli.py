@@ -82,13 +82,14 @@ def spoken_wiring(cfg):
     from pipeline.ingest import ingest
 
     def ingest_paths(paths, store, progress, contacts=(), one_pass=False):
-        """``one_pass``: speech as mnemo heard it before two passes: tiny.en in float32 on the
-        CPU, nothing decoded again."""
+        """``one_pass``: speech as mnemo heard it before hints: one pass of tiny.en (float32 on
+        the CPU), no hotwords, nothing decoded again."""
         perception = cfg.perception
         if one_pass:
             compute = perception.asr_compute_type
             perception = perception.model_copy(
                 update={
+                    "asr_hotwords": False,
                     "asr_second_model": "",
                     "asr_compute_type": "float32" if compute == "auto" else compute,
                 }

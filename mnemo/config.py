@@ -107,6 +107,14 @@ class PerceptionConfig(BaseModel):
             "Beams the speech decoder keeps: fewer is cheaper and, below 3, transcribes worse."
         ),
     )
+    asr_hotwords: bool = Field(
+        True,
+        description=(
+            "Tell the speech recogniser the names mnemo expects (names you gave, [people] contacts, names already "
+            "established, first names on screen that day) as hotwords, so that it writes them as they are said; a "
+            "reading that is mostly those names is decoded again without them."
+        ),
+    )
     asr_second_model: str = Field(
         "",
         description=(
@@ -582,6 +590,7 @@ PROJECT_RULES: dict[str, Rule] = {
             "asr_model",
             "asr_compute_type",
             "asr_beam_size",
+            "asr_hotwords",
             "asr_second_model",
             "asr_second_beam_size",
             "asr_second_min_probability",

@@ -173,6 +173,7 @@ def build_perceivers(
             cpu_threads=threads,
         ),
         second_pass=build_second_pass(cfg, threads),
+        hint_first_pass=cfg.asr_hotwords,
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device, runtime=cfg.model_runtime),
         faces=build("faces", faces, **face_kwargs),
         image=image,

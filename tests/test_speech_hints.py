@@ -181,3 +181,18 @@ def test_the_hint_book_puts_the_users_names_and_contacts_first_then_what_was_hea
     hints = book.for_clip(clip)
     assert hints.names == ("Jo", "Jon", "Gina", "Audrey")
     assert hints.spellings == ("Jo", "Jon", "Gina")  # a name only heard is no taught spelling
+
+
+def test_a_reading_of_the_hint_list_is_told_from_speech_with_names():
+    from perception.speech.hints import mostly_hints
+
+    many = SpeechHints(tuple(f"Name{i}" for i in range(50)) + ("Gina", "Jon", "Joanna", "Smith"))
+    assert mostly_hints([turn("Name4 Name4 Name")], many)
+    assert mostly_hints([turn("Name1 Name4 Name")], many)  # measured: 3000 names, tiny.en
+    assert mostly_hints([turn("Name1 Name2 Name3 and")], many)
+    assert mostly_hints([turn("Gina Jon Name7 Name9 hello")], many)
+    assert not mostly_hints([turn("Thanks Jon!")], many)
+    assert not mostly_hints([turn("Hey Gina, this is Joanna Smith from the store.")], many)
+    # words the first reading heard too are speech, not the list
+    assert not mostly_hints([turn("Gina Gina Gina")], many, heard={"gina"})
+    assert not mostly_hints([turn("Name4 Name4")], None)

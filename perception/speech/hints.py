@@ -50,6 +50,31 @@ class SpeechHints:
         return bool(self.names)
 
 
+def mostly_hints(
+    turns: list[SpeechTurn],
+    hints: SpeechHints | None,
+    heard: frozenset[str] | set[str] = frozenset(),
+) -> bool:
+    """Whether a reading is the hinted names rather than speech: of its words, hinted names not in
+    ``heard`` are more than a third (and four or more), or two thirds (and two or more), or one such
+    name twice in a row, or three in a row. Told a long list, Whisper may write the list instead of
+    the speech ("Name1 Name4 Name")."""
+    if not hints:
+        return False
+    hinted = {n.casefold() for n in hints.names}
+    said = [w.strip(".,!?;:\"'").casefold() for t in turns for w in t.text.split()]
+    told = [w in hinted and w not in heard for w in said]
+    n = sum(told)
+    if n > max(3, len(said) // 3) or (n >= 2 and 3 * n >= 2 * len(said)):
+        return True
+    run = 0
+    for i, is_told in enumerate(told):
+        run = run + 1 if is_told else 0
+        if run >= 3 or (run >= 2 and said[i] == said[i - 1]):
+            return True
+    return False
+
+
 def sound_key(word: str) -> str:
     """A rough spelling-independent key: "John" and "Jon", "Katherine" and "Catherine", "Ann" and
     "Anne" share one. Only compares names; not a phonetic algorithm for other words."""

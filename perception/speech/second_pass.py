@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perception.records import SpeechTurn, Word
-from perception.speech.hints import SpeechHints, sound_key
+from perception.speech.hints import SpeechHints, mostly_hints, sound_key
 
 log = logging.getLogger(__name__)
 
@@ -191,15 +191,13 @@ def _plausible(
     first: list[SpeechTurn], second: list[SpeechTurn], hints: SpeechHints | None
 ) -> bool:
     """Whether the second pass heard the same speech: about as many words, and not mostly the
-    hotwords themselves (told a long list, Whisper may "hear" the list instead of the speech)."""
+    hotwords themselves."""
     n1 = sum(len(s.text.split()) for s in first)
-    said = [w.strip(".,!?;:\"'").casefold() for s in second for w in s.text.split()]
-    if not n1 or not (n1 / 2 <= len(said) <= 2 * n1 + 3):
+    n2 = sum(len(s.text.split()) for s in second)
+    if not n1 or not (n1 / 2 <= n2 <= 2 * n1 + 3):
         return False
-    hinted = {n.casefold() for n in hints.names} if hints else set()
     before = {w.strip(".,!?;:\"'").casefold() for s in first for w in s.text.split()}
-    told = sum(w in hinted and w not in before for w in said)
-    return told <= max(2, len(said) // 4)
+    return not mostly_hints(second, hints, before)
 
 
 def _shifted(seg: SpeechTurn, offset_s: float, segment_id: str) -> SpeechTurn:

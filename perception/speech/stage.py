@@ -10,7 +10,7 @@ import numpy as np
 from perception.records import SpeakerSegment, SpeechTurn, Word
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
 from perception.speech.diarize import diarize
-from perception.speech.hints import SpeechHints, respell
+from perception.speech.hints import SpeechHints, mostly_hints, respell
 from perception.speech.second_pass import SecondPass
 
 _SENTENCE_END = re.compile(r"[.?!…]['\")\]]*$")
@@ -63,14 +63,25 @@ def transcribe_clip(
     hints: SpeechHints | None = None,
     notes: list[str] | None = None,
     timings: dict[str, float] | None = None,
+    hint_first_pass: bool = False,
 ) -> tuple[list[SpeechTurn], str, list[SpeakerSegment]]:
     """Turns with clip-local speakers (segment ids prefixed with ``clip_id``), the language, and
-    the speaker timeline; nothing for a clip without audio or speech. ``second_pass`` decodes
-    again where names and doubt are, told the names in ``hints``; its seconds and the audio it
-    heard go to ``timings`` (``second_pass_s``, ``second_pass_audio_s``), a failure to ``notes``."""
+    the speaker timeline; nothing for a clip without audio or speech. ``hint_first_pass``: the
+    recogniser is told the names in ``hints`` as hotwords (a reading that is mostly those names is
+    decoded again without them, with a note). ``second_pass`` decodes again where names and doubt
+    are, told the same names; its seconds and the audio it heard go to ``timings``
+    (``second_pass_s``, ``second_pass_audio_s``), a failure to ``notes``. Spellings the hints
+    teach are kept either way (``perception.speech.hints.respell``)."""
     if audio is None or audio.size == 0:
         return [], "", []
-    segments, language = asr.transcribe(audio, sample_rate)
+    hotwords = hints.hotwords() if hints and hint_first_pass else ""
+    segments, language = asr.transcribe(audio, sample_rate, hotwords=hotwords or None)
+    if hotwords and mostly_hints(segments, hints):
+        segments, language = asr.transcribe(audio, sample_rate)
+        if notes is not None:
+            notes.append(
+                "the speech read as mostly the expected names: transcribed again without them"
+            )
     if not segments:
         return [], "", []
     if second_pass is not None:
