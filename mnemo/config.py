@@ -108,11 +108,12 @@ class PerceptionConfig(BaseModel):
         ),
     )
     asr_hotwords: bool = Field(
-        True,
+        False,
         description=(
-            "Tell the speech recogniser the names mnemo expects (names you gave, [people] contacts, names already "
-            "established, first names on screen that day) as hotwords, so that it writes them as they are said; a "
-            "reading that is mostly those names is decoded again without them."
+            "Tell the first speech pass the names mnemo expects (names you gave, [people] contacts, names already "
+            "established, first names on screen that day) as hotwords; a reading that is mostly those names is "
+            "decoded again without them. Off: on LoCoMo spoken it raised the WER and named no one more rightly "
+            "(docs/benchmarks.md). The spellings you and your contacts give apply either way."
         ),
     )
     asr_second_model: str = Field(

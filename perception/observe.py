@@ -59,7 +59,7 @@ class Perceivers:
     captioner: Captioner | None = None
     # decodes again, with a stronger model, where names and doubt are (None: the first pass only)
     second_pass: SecondPass | None = None
-    hint_first_pass: bool = True  # the first pass is told the expected names as hotwords
+    hint_first_pass: bool = False  # the first pass is told the expected names as hotwords
     frame_fps: float = 1.0
     decode_threads: int = 0  # video decoder threads; 0: the machine's CPUs
     # faces (dlib's detector and embedder use one thread) run on a thread of their own beside speech
