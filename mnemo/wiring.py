@@ -127,9 +127,9 @@ def build_perceivers(
     """The perception backends; ``keep_images`` keeps frames and face crops for an LLM writer."""
     faces = faces_backend_name(cfg)
     log.info(
-        "perception: asr=faster-whisper(%s, then %s where names and doubt are) speaker=%s faces=%s image=%s ocr=%s caption=%s",
+        "perception: asr=faster-whisper(%s%s) speaker=%s faces=%s image=%s ocr=%s caption=%s",
         cfg.asr_model,
-        cfg.asr_second_model or "nothing",
+        f", second pass {cfg.asr_second_model}" if cfg.asr_second_model else "",
         cfg.speaker_backend,
         faces,
         cfg.image_backend,

@@ -57,7 +57,7 @@ class Perceivers:
     image: ImageAnalyzer | None = None
     ocr: TextReader | None = None
     captioner: Captioner | None = None
-    # decodes again, with a stronger model, where names and doubt are (None: the first pass only)
+    # decodes again, with a wider beam, where names and doubt are (None: the first pass only)
     second_pass: SecondPass | None = None
     hint_first_pass: bool = False  # the first pass is told the expected names as hotwords
     frame_fps: float = 1.0

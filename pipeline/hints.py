@@ -8,11 +8,12 @@ learnt during an ingest count for its later clips: a name heard right once is he
 
 from __future__ import annotations
 
-import logging
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from graph.store import Store
 from memorize.given_names import is_given_name
@@ -20,7 +21,8 @@ from memorize.memorizer import ClipWrite
 from perception.records import Clip, ClipObservations
 from perception.speech.hints import SpeechHints
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from pipeline.ingest import ClipJob
 
 MAX_SCREEN_NAMES = 20  # a day's most frequent; screens show many capitalised words
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
@@ -77,6 +79,13 @@ class HintBook:
         names = _unique([*self.user, *self.contacts, *self.established, *on_screen])
         spellings = _unique([*self.user, *self.contacts])
         return SpeechHints(tuple(names), tuple(spellings))
+
+    def hinted(self, job: ClipJob) -> ClipJob:
+        """The job with its hints: only a recording's clips have speech to hint (a screenshot
+        clip or a GPS stretch is left as it is, and costs no look at the store)."""
+        if job.screens is not None or job.track is not None:
+            return job
+        return replace(job, hints=self.for_clip(job.clip))
 
     def learn(self, obs: ClipObservations, written: ClipWrite) -> None:
         """What a clip just memorized adds: names established for people, names on its screens."""

@@ -451,7 +451,7 @@ def ingest(
                 else takewhile(lambda _: not stop.is_set(), planned.jobs)
             )
             # each clip's hints are taken when it is observed: after every earlier clip is memorized
-            hinted = (replace(job, hints=book.for_clip(job.clip)) for job in jobs)
+            hinted = (book.hinted(job) for job in jobs)
             write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in hinted))
         finally:
             writer.finish(planned)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 
 from graph.store import Store
@@ -191,11 +190,7 @@ def ingest_ray(
                 )
                 ray.data.DataContext.get_current().enable_progress_bars = False
                 items = [
-                    {
-                        "seq": job.seq,
-                        "job": pickle.dumps(replace(job, hints=book.for_clip(job.clip))),
-                    }
-                    for job in planned.jobs
+                    {"seq": job.seq, "job": pickle.dumps(book.hinted(job))} for job in planned.jobs
                 ]
                 # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
                 # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
