@@ -16,19 +16,10 @@ from mnemo.config import MnemoConfig
 
 def asr_only_s(cfg: MnemoConfig, recording: Path, clip_s: float) -> float:
     """Seconds the configured ASR takes over every clip of the recording (decoding not counted)."""
-    from mnemo.wiring import usable_cpus
-    from perception.registry import build
+    from mnemo.wiring import build_asr, usable_cpus
     from perception.sources.media import SAMPLE_RATE, decode_audio, plan_clips, probe
 
-    asr = build(
-        "asr",
-        "faster-whisper",
-        model=cfg.perception.asr_model,
-        device=cfg.perception.device,
-        compute_type=cfg.perception.asr_compute_type,
-        beam_size=cfg.perception.asr_beam_size,
-        cpu_threads=cfg.perception.threads or usable_cpus(),
-    )
+    asr = build_asr(cfg.perception, cfg.perception.threads or usable_cpus())
     audio = [decode_audio(clip) for clip in plan_clips(probe(recording), clip_s)]
     asr.transcribe(audio[0][:SAMPLE_RATE], SAMPLE_RATE)  # load the model outside the timing
     t0 = time.perf_counter()

@@ -103,22 +103,27 @@ def contact_names(cfg: PeopleConfig, say: Callable[[str], None]) -> tuple[str, .
     return names
 
 
+def build_asr(cfg: PerceptionConfig, threads: int, second: bool = False):
+    """The configured speech recogniser: the first pass, or (``second``) the second pass's model
+    and beam with its voice activity detection off (the first pass found the speech)."""
+    return build(
+        "asr",
+        "faster-whisper",
+        model=cfg.asr_second_model if second else cfg.asr_model,
+        device=cfg.device,
+        compute_type=cfg.asr_compute_type,
+        beam_size=cfg.asr_second_beam_size if second else cfg.asr_beam_size,
+        cpu_threads=threads,
+        vad_filter=not second,
+    )
+
+
 def build_second_pass(cfg: PerceptionConfig, threads: int) -> SecondPass | None:
     """The second speech pass (``perception.speech.second_pass``), or None when it is off. Its
     model loads when it first hears something; a missing or corrupt one leaves the first pass."""
     if not cfg.asr_second_model:
         return None
-    recognizer = build(
-        "asr",
-        "faster-whisper",
-        model=cfg.asr_second_model,
-        device=cfg.device,
-        compute_type=cfg.asr_compute_type,
-        beam_size=cfg.asr_second_beam_size,
-        cpu_threads=threads,
-        vad_filter=False,  # the first pass found the speech
-    )
-    return SecondPass(recognizer, cfg.asr_second_min_probability)
+    return SecondPass(build_asr(cfg, threads, second=True), cfg.asr_second_min_probability)
 
 
 def build_perceivers(
@@ -163,15 +168,7 @@ def build_perceivers(
     threads = cfg.threads or usable_cpus()
     set_model_threads(threads)  # torch's and ONNX Runtime's: the speaker, image and text models
     return Perceivers(
-        asr=build(
-            "asr",
-            "faster-whisper",
-            model=cfg.asr_model,
-            device=cfg.device,
-            compute_type=cfg.asr_compute_type,
-            beam_size=cfg.asr_beam_size,
-            cpu_threads=threads,
-        ),
+        asr=build_asr(cfg, threads),
         second_pass=build_second_pass(cfg, threads),
         hint_first_pass=cfg.asr_hotwords,
         speaker=build("speaker", cfg.speaker_backend, device=cfg.device, runtime=cfg.model_runtime),
