@@ -29,7 +29,8 @@ ACTIONS = (
 
 def add_parsers(sub) -> None:
     cap = sub.add_parser(
-        "capture", help="X11 screenshot daemon: private by construction, searchable within a minute"
+        "capture",
+        help="screenshot daemon (X11, sway): private by construction, searchable within a minute",
     )
     cap.add_argument(
         "action",
@@ -58,7 +59,7 @@ def add_parsers(sub) -> None:
         action="append",
         default=[],
         metavar="CLS",
-        help="never store a window of this WM_CLASS (repeatable)",
+        help="never store a window of this WM_CLASS or Wayland app id (repeatable)",
     )
     cap.add_argument(
         "--exclude-title",
@@ -96,7 +97,7 @@ def add_parsers(sub) -> None:
         "--class",
         dest="window_class",
         metavar="CLS",
-        help="exclude/include: a window class (WM_CLASS)",
+        help="exclude/include: a window class (WM_CLASS, or a Wayland app id)",
     )
     cap.add_argument(
         "--title",
@@ -239,7 +240,7 @@ def _run_daemon(args, cfg) -> int:
     from perception.capture.daemon import Capturer
     from perception.capture.owned import NotACaptureFolder, adopt
     from perception.capture.storage import CaptureFolderBusy, CaptureStore, hold_folder
-    from perception.capture.x11 import NotX11, XConnectionLost
+    from perception.capture.windows import DesktopLost, Unsupported
 
     c = cfg.capture.model_copy(
         update={
@@ -284,10 +285,10 @@ def _run_daemon(args, cfg) -> int:
         return 1
     try:
         capturer = Capturer(c, store)
-    except NotX11 as e:
+    except Unsupported as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (XConnectionLost, ValueError) as e:
+    except (DesktopLost, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:
@@ -320,7 +321,7 @@ def _run_daemon(args, cfg) -> int:
     code = 0
     try:
         counters = capturer.run(args.duration)
-    except XConnectionLost as e:
+    except DesktopLost as e:
         print(f"error: {e}", file=sys.stderr)
         counters, code = capturer.counters, 1
     finally:

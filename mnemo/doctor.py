@@ -438,14 +438,30 @@ def ffmpeg_check() -> Check:
 
 
 def display_check(env: Mapping[str, str]) -> Check:
-    """The display server, for ``mnemo capture`` (X11 only): Wayland, X11 (reachable or not) or none."""
+    """The display server, for ``mnemo capture`` (X11 and sway): sway (reachable or not), another
+    Wayland session, X11 (reachable or not) or none."""
+    from perception.capture.session import SUPPORTED, refusal
+    from perception.capture.wayland import sway_socket
+
+    if sock := sway_socket(env):
+        why = _sway_unreachable(sock)
+        if why:
+            return Check(
+                "display",
+                "warn",
+                f"sway's IPC socket {sock} cannot be reached: {why}",
+                "run mnemo inside the sway session, or set SWAYSOCK, WAYLAND_DISPLAY and "
+                "XDG_RUNTIME_DIR to its",
+            )
+        return Check("display", "ok", f"sway at {sock}: mnemo capture can run")
     if env.get("WAYLAND_DISPLAY") or env.get("XDG_SESSION_TYPE") == "wayland":
         return Check(
             "display",
             "warn",
-            "a Wayland session: mnemo capture supports X11 only for now; ingesting "
-            "screenshot folders works",
-            'to capture, log in to an X11 session ("GNOME on Xorg", "Plasma (X11)")',
+            f"a Wayland session that is not sway: mnemo capture supports {SUPPORTED}; "
+            "ingesting screenshot folders works",
+            'to capture, log in to an X11 session ("GNOME on Xorg", "Plasma (X11)") or to sway; '
+            f"why: {refusal(env)}",
         )
     name = env.get("DISPLAY")
     if not name:
@@ -465,6 +481,20 @@ def display_check(env: Mapping[str, str]) -> Check:
             "start the X session, or set DISPLAY to the one you are logged in to (e.g. DISPLAY=:0)",
         )
     return Check("display", "ok", f"X11 at DISPLAY={name}: mnemo capture can run")
+
+
+def _sway_unreachable(sock) -> str | None:
+    from perception.capture.wayland import GET_VERSION, SwayIPC
+    from perception.capture.windows import Unreadable
+
+    ipc = SwayIPC(sock, timeout_s=2.0)
+    try:
+        ipc.request(GET_VERSION)
+    except Unreadable as e:
+        return str(e)
+    finally:
+        ipc.close()
+    return None
 
 
 def _x11_unreachable(name: str) -> str | None:

@@ -290,6 +290,18 @@ def desktop(tmp_path):
     d.close()
 
 
+@pytest.fixture
+def sway():
+    """A real headless sway session (run as a user of its own when root), closed when the test ends."""
+    from bench.waydesktop import Sway, missing_tools
+
+    if why := missing_tools():
+        unavailable(why)
+    s = Sway()
+    yield s
+    s.close()
+
+
 M3_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m3bench"
 
 

@@ -235,3 +235,191 @@ def test_one_daemon_a_capture_folder(tmp_path):
         hold_folder(tmp_path / "out")
     os.close(fd)
     os.close(hold_folder(tmp_path / "out"))
+
+
+def _node(kind: str, id: int, **kw) -> dict:
+    base = {"id": id, "type": kind, "nodes": [], "floating_nodes": [], "focused": False}
+    base["rect"] = kw.pop("rect", {"x": 0, "y": 0, "width": 1920, "height": 1080})
+    return base | kw
+
+
+def _view(id: int, app: str | None, title: str, rect, floating=False, **kw) -> dict:
+    """A view as sway 1.7's get_tree gives it (a 27 px title bar above ``rect``)."""
+    x, y, w, h = rect
+    return _node(
+        "floating_con" if floating else "con",
+        id,
+        name=title,
+        app_id=app,
+        pid=1000 + id,
+        visible=kw.pop("visible", True),
+        shell="xdg_shell" if app else "xwayland",
+        rect={"x": x, "y": y, "width": w, "height": h},
+        deco_rect={"x": 0, "y": 0, "width": w, "height": 27},
+        fullscreen_mode=kw.pop("fullscreen_mode", 0),
+        **kw,
+    )
+
+
+def _sway_tree() -> dict:
+    split = _node(
+        "con",
+        10,
+        layout="splitv",
+        nodes=[
+            _view(11, "notes.app", "notes", (0, 27, 960, 513)),
+            _view(
+                12,
+                None,
+                "xterm",
+                (0, 567, 960, 513),
+                window_properties={"class": "XTerm", "instance": "xterm", "title": "xterm"},
+                focused=True,
+            ),
+        ],
+    )
+    ws = _node(
+        "workspace",
+        3,
+        name="1",
+        nodes=[split, _view(13, "bank.app", "bank", (960, 27, 960, 1053))],
+        floating_nodes=[_view(14, "popup.app", "popup", (600, 300, 400, 300), floating=True)],
+    )
+    hidden_ws = _node(
+        "workspace", 4, name="2", nodes=[_view(15, "mail", "m", (0, 27, 9, 9), visible=False)]
+    )
+    scratch = _node(
+        "output",
+        1,
+        name="__i3",
+        nodes=[
+            _node(
+                "workspace",
+                2,
+                name="__i3_scratch",
+                floating_nodes=[_view(16, "secret", "s", (0, 0, 9, 9), floating=True)],
+            )
+        ],
+    )
+    return _node(
+        "root",
+        0,
+        name="root",
+        nodes=[scratch, _node("output", 5, name="HEADLESS-1", nodes=[ws, hidden_ws])],
+    )
+
+
+def test_the_sway_tree_gives_windows_bottom_to_top_with_title_bars_and_xwayland_classes():
+    from perception.capture.wayland import parse_tree
+
+    windows, focused = parse_tree(_sway_tree())
+    assert [w.wid for w in windows] == [11, 12, 13, 15, 14]  # tiled, then floating on top
+    assert focused is not None and (focused.app, focused.instance) == ("XTerm", "xterm")
+    assert windows[0].rect == Rect(0, 0, 960, 540)  # the title bar is part of the window
+    assert next(w for w in windows if w.wid == 15).rect is None  # another workspace: not shown
+    assert 16 not in [w.wid for w in windows]  # the scratchpad is never shown
+    full = _sway_tree()
+    full["nodes"][1]["nodes"][0]["nodes"][1]["fullscreen_mode"] = 1
+    assert [w.wid for w in parse_tree(full)[0]][-1] == 13  # a fullscreen view is above all
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        None,
+        [],
+        "root",
+        {"type": "root", "nodes": [{"nodes": [{"nodes": [{"type": "con", "app_id": "a"}]}]}]},
+        {"type": "root", "nodes": 5},
+    ],
+)
+def test_a_sway_tree_that_cannot_be_parsed_is_unreadable(tree):
+    from perception.capture.wayland import parse_tree
+    from perception.capture.windows import Unreadable
+
+    with pytest.raises(Unreadable, match="could not be parsed"):
+        parse_tree(tree)
+
+
+def test_sway_outputs_only_active_ones_and_garbage_is_unreadable():
+    from perception.capture.wayland import parse_outputs
+    from perception.capture.windows import Unreadable
+
+    reply = [
+        {
+            "name": "eDP-1",
+            "active": True,
+            "dpms": True,
+            "rect": {"x": 0, "y": 0, "width": 1280, "height": 800},
+        },
+        {"name": "HDMI-A-1", "active": False, "rect": {"x": 0, "y": 0, "width": 0, "height": 0}},
+        {
+            "name": "DP-2",
+            "active": True,
+            "power": False,
+            "rect": {"x": 1280, "y": 0, "width": 1920, "height": 1080},
+        },
+    ]
+    assert parse_outputs(reply) == [
+        ("eDP-1", Rect(0, 0, 1280, 800), True),
+        ("DP-2", Rect(1280, 0, 1920, 1080), False),
+    ]
+    with pytest.raises(Unreadable):
+        parse_outputs([{"name": "x", "active": True}])
+
+
+@pytest.mark.parametrize(
+    "env, says",
+    [
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "GNOME"}, "desktop portal"),
+        ({"XDG_SESSION_TYPE": "wayland", "XDG_CURRENT_DESKTOP": "KDE"}, "desktop portal"),
+        ({"WAYLAND_DISPLAY": "wayland-1", "HYPRLAND_INSTANCE_SIGNATURE": "abc"}, "Hyprland"),
+        ({"WAYLAND_DISPLAY": "wayland-1", "XDG_CURRENT_DESKTOP": "river"}, "without sway's IPC"),
+    ],
+)
+def test_wayland_sessions_other_than_sway_are_refused_saying_why(env, says):
+    from perception.capture.session import open_desktop
+    from perception.capture.windows import Unsupported
+
+    with pytest.raises(Unsupported) as e:
+        open_desktop(env=env)
+    assert says in str(e.value) and "X11 sessions and sway" in str(e.value)
+    assert "X11 session" in str(e.value)
+
+
+def test_a_sway_socket_that_answers_garbage_is_unreadable(tmp_path):
+    """A socket at SWAYSOCK that is no sway (or a broken one): refused, never trusted."""
+    import socket
+    import struct
+    import threading
+
+    from perception.capture.wayland import GET_TREE, SwayIPC
+    from perception.capture.windows import Unreadable
+
+    path = tmp_path / "sway-ipc.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    replies = [
+        b"HTTP/1.1 200 OK\r\n\r\n",
+        b"i3-ipc" + struct.pack("<II", 5, GET_TREE) + b"{oops",
+        b"i3-ipc" + struct.pack("<II", 1 << 30, GET_TREE),
+    ]
+
+    def serve():
+        for reply in replies:
+            conn, _ = server.accept()
+            conn.recv(64)
+            conn.sendall(reply)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    ipc = SwayIPC(path, timeout_s=2)
+    for says in ("no i3-ipc message", "could not be parsed", "refused"):
+        with pytest.raises(Unreadable, match=says):
+            ipc.request(GET_TREE)
+        ipc.close()
+    server.close()
+    path.unlink()
+    with pytest.raises(Unreadable, match="cannot be read"):
+        SwayIPC(path).request(GET_TREE)

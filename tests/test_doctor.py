@@ -285,7 +285,10 @@ def test_a_setting_that_needs_an_extra_fails_the_run_without_it(tmp_path):
 @pytest.mark.slow  # starts an X server (Xvfb)
 def test_the_display_server_for_capture():
     assert doctor.display_check({"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}).status == "warn"
-    assert "X11 only" in doctor.display_check({"XDG_SESSION_TYPE": "wayland"}).detail
+    gnome = doctor.display_check({"XDG_SESSION_TYPE": "wayland", "XDG_CURRENT_DESKTOP": "GNOME"})
+    assert "X11 sessions and sway" in gnome.detail and "X11 session" in gnome.fix
+    gone_sway = doctor.display_check({"SWAYSOCK": "/nonexistent/sway-ipc.sock"})
+    assert gone_sway.status == "warn" and "cannot be read" in gone_sway.detail
     none = doctor.display_check({})
     assert none.status == "warn" and "ingest" in none.detail and "DISPLAY" in none.fix
     gone = doctor.display_check({"DISPLAY": ":93"})  # a display nobody serves

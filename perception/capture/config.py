@@ -59,7 +59,7 @@ class CaptureConfig(BaseModel):
     exclude_classes: list[str] = Field(
         [],
         description=(
-            "Windows blacked out of screenshots, by WM_CLASS class or instance (case-insensitive)."
+            "Windows blacked out of screenshots, by WM_CLASS class or instance, or Wayland app id (case-insensitive)."
         ),
     )
     exclude_titles: list[str] = Field(

@@ -24,7 +24,7 @@ from perception.capture.config import CaptureConfig
 from perception.capture.privacy import Exclusions, blackout
 from perception.capture.storage import CaptureStore
 from perception.capture.tiles import TileTracker
-from perception.capture.x11 import Rect, WindowInfo, X11Session, XConnectionLost
+from perception.capture.windows import DesktopLost, DesktopSession, Rect, Unreadable, WindowInfo
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class Counters:
 
 @dataclass
 class _Monitor:
-    index: int  # mss numbering: 1 is the first monitor
+    index: int  # 1 is the first monitor
     rect: Rect
     tiles: TileTracker
     last_meta: tuple[str, str] | None = None
@@ -69,21 +69,21 @@ class Capturer:
         store: CaptureStore,
         display_name: str | None = None,
         on_frame=None,
+        desktop: DesktopSession | None = None,
     ) -> None:
+        """``desktop``: the session to read (default: the one this process runs in, or the X
+        display ``display_name``; ``perception.capture.session.open_desktop``)."""
         self.cfg = cfg
         self.store = store
         self.exclusions = Exclusions(
             tuple(cfg.exclude_classes), tuple(cfg.exclude_titles), cfg.builtin_exclusions
         )
-        self.x = X11Session(display_name)
-        import mss
+        if desktop is None:
+            from perception.capture.session import open_desktop
 
-        try:
-            self.grabber = mss.MSS(display=display_name) if display_name else mss.MSS()
-        except mss.exception.ScreenShotError as e:
-            raise XConnectionLost(f"cannot grab the screen: {e}") from e
-        self.display_name = display_name
-        self.monitors = self._layout(self.grabber, [])
+            desktop = open_desktop(display_name)
+        self.x = desktop
+        self.monitors = self._layout(desktop.outputs(), [])
         self.last_layout_check = time.monotonic()
         self.counters = Counters()
         self.on_frame = on_frame  # called with (image path, sidecar dict) after each write
@@ -96,6 +96,7 @@ class Capturer:
         self.last_input = 0.0
         self.last_heartbeat = 0.0
         self.error = ""
+        self.unreadable = ""  # why the desktop could not be read, while it cannot
         self.disk_full = False  # the last write failed for want of space: wait for RESUME_FREE_B
 
     # control (called from the socket thread)
@@ -164,24 +165,26 @@ class Capturer:
 
     # the loop
     def run(self, duration_s: float | None = None) -> Counters:
-        from Xlib.error import XError
-
         self.store.recover()
         end = time.monotonic() + duration_s if duration_s else float("inf")
         try:
             while not self._stop.is_set() and time.monotonic() < end:
                 try:
                     wait = self.tick()
-                except (
-                    XError
-                ) as e:  # a window vanished mid-query: this grab is dropped, the next one is fresh
-                    log.debug("X error during a grab, dropped: %s", e)
+                except self.x.dropped_errors as e:
+                    # a window vanished mid-query: this grab is dropped, the next one is fresh
+                    log.debug("%s error during a grab, dropped: %s", self.x.kind, e)
                     wait = min(0.5, self.cfg.interval_s)
+                except Unreadable as e:
+                    # fail closed: nothing of this grab is stored; look again soon, saying why
+                    # once for as long as the same thing stays unreadable
+                    why = f"{e}; nothing is stored until it can be read"
+                    wait = self._pause(why, 2.0, warn=True, say=why != self.unreadable)
+                    self.unreadable = why
                 self._sleep(min(wait, end - time.monotonic()))
         finally:
             self.state, self.why = "stopped", self.error or "stopped"
             self.x.close()
-            self.grabber.close()
         return self.counters
 
     def _sleep(self, seconds: float) -> None:
@@ -196,9 +199,9 @@ class Capturer:
             ):
                 return
 
-    def _pause(self, why: str, wait: float, warn: bool = False) -> float:
+    def _pause(self, why: str, wait: float, warn: bool = False, say: bool = True) -> float:
         """Capture nothing for ``wait`` seconds, saying why once (``warn``: a problem to solve)."""
-        if self.state != "paused" or self.why != why:
+        if say and (self.state != "paused" or self.why != why):
             (log.warning if warn else log.info)("capture paused: %s", why)
         self.state, self.why = "paused", why
         for m in self.monitors:
@@ -246,7 +249,7 @@ class Capturer:
         windows = self.x.stacking()
         if self.x.locked(windows, focused):
             return self._pause("the screen is locked", 1.0)
-        if self.state != "capturing":
+        if self.state != "capturing" and not self.unreadable:
             log.info("capture resumed")
         self.state, self.why = "capturing", ""
         self.last_tick = now
@@ -256,11 +259,14 @@ class Capturer:
                 0.3, self.cfg.interval_s
             )  # windows move with monitors: grab from a fresh look
         try:
-            grabs = [self._grab(m) for m in self.monitors]
-        except XConnectionLost:
-            if not self.check_layout():  # not a monitor unplugged since the last look: X is gone
+            grabs = [self.x.grab(m.index, m.rect) for m in self.monitors]
+        except (DesktopLost, Unreadable):
+            if not self.check_layout():  # not a monitor unplugged since the last look
                 raise
             return min(0.3, self.cfg.interval_s)
+        if self.unreadable:
+            log.warning("capture resumed: the desktop can be read again")
+            self.unreadable = ""
         after = self.x.focused()
         if _key(after) != _key(focused):
             self.counters.focus_changed += 1
@@ -284,15 +290,12 @@ class Capturer:
             self.store.expire()
         return self.cfg.idle_interval_s if idle >= self.cfg.idle_after_s else self.cfg.interval_s
 
-    def _layout(self, grabber, known: list[_Monitor]) -> list[_Monitor]:
-        """The monitors ``grabber`` sees; one already ``known`` at the same place keeps its state."""
-        by_rect = {(m.rect.x, m.rect.y, m.rect.width, m.rect.height): m for m in known}
+    def _layout(self, rects: list[Rect], known: list[_Monitor]) -> list[_Monitor]:
+        """Monitors at ``rects``; one already ``known`` at the same place keeps its state."""
+        by_rect = {m.rect: m for m in known}
         out = []
-        for i, g in enumerate(grabber.monitors):
-            if i == 0:
-                continue  # mss's first entry is all monitors together
-            rect = Rect(g["left"], g["top"], g["width"], g["height"])
-            old = by_rect.get((rect.x, rect.y, rect.width, rect.height))
+        for i, rect in enumerate(rects, start=1):
+            old = by_rect.get(rect)
             out.append(
                 _Monitor(
                     i,
@@ -306,37 +309,14 @@ class Capturer:
     def check_layout(self) -> bool:
         """Read the monitor layout again (a monitor plugged in, unplugged or moved); True if it
         changed. A monitor that stays where it was keeps its change tracking."""
-        import mss
-
         self.last_layout_check = time.monotonic()
-        try:
-            fresh = mss.MSS(display=self.display_name) if self.display_name else mss.MSS()
-        except mss.exception.ScreenShotError as e:
-            raise XConnectionLost(f"cannot read the monitor layout: {e}") from e
-        try:
-            monitors = self._layout(fresh, self.monitors)
-        except mss.exception.ScreenShotError as e:
-            fresh.close()
-            raise XConnectionLost(f"cannot read the monitor layout: {e}") from e
+        monitors = self._layout(self.x.outputs(), self.monitors)
         if [m.rect for m in monitors] == [m.rect for m in self.monitors]:
-            fresh.close()
             return False
         log.warning("the monitors changed: %s -> %s", _rects(self.monitors), _rects(monitors))
-        self.grabber.close()
-        self.grabber, self.monitors = fresh, monitors
+        self.monitors = monitors
         self.counters.layout_changes += 1
         return True
-
-    def _grab(self, m: _Monitor) -> np.ndarray:
-        import mss
-
-        try:
-            shot = self.grabber.grab(
-                {"left": m.rect.x, "top": m.rect.y, "width": m.rect.width, "height": m.rect.height}
-            )
-        except mss.exception.ScreenShotError as e:
-            raise XConnectionLost(f"grabbing monitor {m.index} failed: {e}") from e
-        return np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
 
     def _consider(
         self,
@@ -358,7 +338,9 @@ class Capturer:
         if excluded:
             frame = frame.copy()
             self.counters.blacked_out += blackout(frame, m.rect, windows, excluded)
-        gray = cv2.cvtColor(frame, cv2.COLOR_BGRA2GRAY)
+        gray = cv2.cvtColor(
+            frame, cv2.COLOR_BGRA2GRAY if frame.shape[2] == 4 else cv2.COLOR_BGR2GRAY
+        )
         change = m.tiles.observe(gray, had_input)
         top = focused_here or next(
             (

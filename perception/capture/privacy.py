@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perception.capture.x11 import Rect, WindowInfo
+from perception.capture.windows import Rect, WindowInfo
 
 PRIVATE_TITLES = (
     r"\bPrivate Browsing\b",
@@ -145,26 +145,40 @@ def blackout(
     frame: np.ndarray, monitor: Rect, windows: Iterable[WindowInfo], excluded: Iterable[int]
 ) -> int:
     """Paint black, in place, what the excluded windows show on this monitor. ``windows`` are
-    bottom to top; returns how many excluded windows were painted."""
+    bottom to top, in the layout's coordinates; a frame with more pixels than the monitor's
+    layout size (a HiDPI output scaled by 2) is painted at its own scale. Returns how many
+    excluded windows were painted."""
     stack = [(w.wid, w.rect) for w in windows if w.rect is not None]
     excluded = set(excluded)
+    scale = (frame.shape[1] / monitor.width, frame.shape[0] / monitor.height)
     painted = 0
     for i, (wid, rect) in enumerate(stack):
         if wid not in excluded or not rect.intersects(monitor):
             continue
         mask = np.zeros(frame.shape[:2], dtype=bool)
-        _fill(mask, rect, monitor, True)
+        _fill(mask, rect, monitor, scale, True)
         for above, above_rect in stack[i + 1 :]:
             if above not in excluded:
-                _fill(mask, above_rect, monitor, False)
+                _fill(mask, above_rect, monitor, scale, False)
         frame[mask] = 0
         painted += 1
     return painted
 
 
-def _fill(mask: np.ndarray, rect: Rect, monitor: Rect, value: bool) -> None:
-    x0, y0 = max(rect.x - monitor.x, 0), max(rect.y - monitor.y, 0)
-    x1 = min(rect.x + rect.width - monitor.x, monitor.width)
-    y1 = min(rect.y + rect.height - monitor.y, monitor.height)
+def _fill(
+    mask: np.ndarray, rect: Rect, monitor: Rect, scale: tuple[float, float], value: bool
+) -> None:
+    """Set ``rect`` (layout coordinates) in ``mask`` (the monitor's pixels). Painted black
+    (``value`` True) the edges round outwards, left uncovered (False) inwards: a fraction of a
+    scaled pixel is never left showing."""
+    import math
+
+    sx, sy = scale
+    grow = math.floor if value else math.ceil
+    shrink = math.ceil if value else math.floor
+    x0 = max(grow((rect.x - monitor.x) * sx), 0)
+    y0 = max(grow((rect.y - monitor.y) * sy), 0)
+    x1 = min(shrink((rect.x + rect.width - monitor.x) * sx), mask.shape[1])
+    y1 = min(shrink((rect.y + rect.height - monitor.y) * sy), mask.shape[0])
     if x1 > x0 and y1 > y0:
         mask[y0:y1, x0:x1] = value

@@ -1,4 +1,4 @@
-"""What the X11 desktop shows, read on one Xlib connection: the focused window, the stack of
+"""What the X11 desktop shows, read on one Xlib connection, and its pixels (mss): the focused window, the stack of
 visible windows with their geometry, input idleness and the screen saver.
 
 No subprocess per tick: every query is a round trip on the connection opened once. A lost
@@ -9,86 +9,32 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+
+import numpy as np
 
 from perception.capture.ctext import decode_compound_text
+from perception.capture.windows import (
+    DesktopLost,
+    Rect,
+    Unsupported,
+    WindowInfo,
+    is_locker,
+)
 
 log = logging.getLogger(__name__)
 
-# lockers' WM_CLASS (lower case); their window on top means the screen is locked
-LOCKERS = frozenset(
-    {
-        "i3lock",
-        "xscreensaver",
-        "light-locker",
-        "xsecurelock",
-        "slock",
-        "xlock",
-        "xtrlock",
-        "physlock",
-        "gnome-screensaver",
-        "mate-screensaver",
-        "cinnamon-screensaver",
-        "kscreenlocker",
-        "kscreenlocker_greet",
-        "xfce4-screensaver",
-        "swaylock",
-        "betterlockscreen",
-    }
-)
 
-
-def _is_locker(app: str, instance: str) -> bool:
-    return app.lower() in LOCKERS or instance.lower() in LOCKERS
-
-
-class XConnectionLost(RuntimeError):
+class XConnectionLost(DesktopLost):
     """The X server went away (logout, crash) or cannot be reached."""
 
 
-class NotX11(RuntimeError):
+class NotX11(Unsupported):
     """The session is not an X11 session capture can read."""
 
 
-@dataclass(frozen=True)
-class Rect:
-    x: int
-    y: int
-    width: int
-    height: int
-
-    def intersects(self, other: Rect) -> bool:
-        return (
-            self.x < other.x + other.width
-            and other.x < self.x + self.width
-            and self.y < other.y + other.height
-            and other.y < self.y + self.height
-        )
-
-    def center_in(self, other: Rect) -> bool:
-        cx, cy = self.x + self.width // 2, self.y + self.height // 2
-        return other.x <= cx < other.x + other.width and other.y <= cy < other.y + other.height
-
-
-@dataclass(frozen=True)
-class WindowInfo:
-    wid: int
-    app: str  # WM_CLASS class
-    instance: str  # WM_CLASS instance
-    title: str  # _NET_WM_NAME, else WM_NAME
-    pid: int | None
-    rect: Rect | None  # on screen, window-manager frame included; None when unmapped or unknown
-
-
 def check_session() -> None:
-    """Raise ``NotX11`` with what to do when this is not an X11 session."""
-    if os.environ.get("WAYLAND_DISPLAY") or os.environ.get("XDG_SESSION_TYPE") == "wayland":
-        raise NotX11(
-            "this is a Wayland session: mnemo capture supports X11 only for now (Wayland compositors "
-            "do not let one client read other windows' pixels or titles without a portal). Log in to "
-            'an X11 session ("GNOME on Xorg", "Plasma (X11)") to capture; ingesting screenshot '
-            "folders works everywhere"
-        )
+    """Raise ``NotX11`` with what to do when DISPLAY is not set (which display server a session
+    runs is ``perception.capture.session.open_desktop``'s choice)."""
     if not os.environ.get("DISPLAY"):
         raise NotX11(
             "DISPLAY is not set: run mnemo capture inside an X11 session (or set DISPLAY=:0)"
@@ -249,7 +195,7 @@ class X11Session:
         window (i3lock, slock and xsecurelock map one over everything, which no window manager
         lists among its clients)."""
         top = [w for w in windows if w.rect is not None][-1:]
-        if any(_is_locker(w.app, w.instance) for w in [*top, *([focused] if focused else [])]):
+        if any(is_locker(w.app, w.instance) for w in [*top, *([focused] if focused else [])]):
             return True
         return self._call(self._override_locker)
 
@@ -262,8 +208,75 @@ class X11Session:
                 attrs = child.get_attributes()
                 if attrs.override_redirect and attrs.map_state == X.IsViewable:
                     cls = child.get_wm_class() or ("", "")
-                    if _is_locker(cls[1] or "", cls[0] or ""):
+                    if is_locker(cls[1] or "", cls[0] or ""):
                         return True
             except (xerror.BadWindow, xerror.BadMatch):  # gone since the query (a tooltip, a menu)
                 continue
         return False
+
+
+class X11Desktop(X11Session):
+    """The X11 ``DesktopSession``: the Xlib connection for windows and input, mss for pixels."""
+
+    kind = "x11"
+
+    def __init__(self, display_name: str | None = None) -> None:
+        super().__init__(display_name)
+        from Xlib.error import XError
+
+        self.dropped_errors = (XError,)
+        self.display_name = display_name
+        self.grabber = self._mss()
+        self._rects = self._read_rects(self.grabber)
+
+    def _mss(self):
+        import mss
+
+        try:
+            return mss.MSS(display=self.display_name) if self.display_name else mss.MSS()
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"cannot grab the screen: {e}") from e
+
+    @staticmethod
+    def _read_rects(grabber) -> list[Rect]:
+        import mss
+
+        try:  # mss's first entry is all monitors together
+            return [
+                Rect(g["left"], g["top"], g["width"], g["height"]) for g in grabber.monitors[1:]
+            ]
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"cannot read the monitor layout: {e}") from e
+
+    def outputs(self) -> list[Rect]:
+        """The layout read afresh (mss caches it per instance): a new grabber when it changed."""
+        fresh = self._mss()
+        try:
+            rects = self._read_rects(fresh)
+        except XConnectionLost:
+            fresh.close()
+            raise
+        if rects == self._rects:
+            fresh.close()
+        else:
+            self.grabber.close()
+            self.grabber, self._rects = fresh, rects
+        return list(rects)
+
+    def grab(self, index: int, rect: Rect) -> np.ndarray:
+        import mss
+
+        try:
+            shot = self.grabber.grab(
+                {"left": rect.x, "top": rect.y, "width": rect.width, "height": rect.height}
+            )
+        except mss.exception.ScreenShotError as e:
+            raise XConnectionLost(f"grabbing monitor {index} failed: {e}") from e
+        return np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
+
+    def close(self) -> None:
+        super().close()
+        try:
+            self.grabber.close()
+        except Exception:  # noqa: BLE001 - as above
+            pass
