@@ -97,6 +97,16 @@ class Sway:
         self.close()
         raise RuntimeError(f"sway did not start: {log}")
 
+    def client_env(self) -> dict[str, str]:
+        """This process's environment pointed at the session (as a user's shell in it has):
+        mnemo run as root against the session keeps root's home, caches and models."""
+        env = {
+            **os.environ,
+            **{k: self.env[k] for k in ("XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "SWAYSOCK")},
+        }
+        env.pop("DISPLAY", None)
+        return env
+
     def _answers(self) -> bool:
         return (
             subprocess.run(

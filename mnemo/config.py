@@ -656,7 +656,10 @@ PROJECT_RULES: dict[str, Rule] = {
     "capture.idle_after_s": LOWER,
     "capture.min_changed_fraction": RAISE,
     "capture.input_settle_s": LOWER,
-    **{f"capture.{k}": FREE for k in ("heartbeat_s", "tile_px", "jpeg_quality", "ingest_poll_s")},
+    **{
+        f"capture.{k}": FREE
+        for k in ("heartbeat_s", "tile_px", "jpeg_quality", "ingest_poll_s", "ingest_release_s")
+    },
     "capture.exclude_classes": ADD,
     "capture.exclude_titles": ADD,
     "capture.builtin_exclusions": only(True),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from embeddings.base import TextEmbedder
 from graph.store import Store
 from memorize.identity import MatchPolicy
 from mnemo.forget_with_media import apply_retention
@@ -56,10 +57,15 @@ def watch(
     max_store_gb: float = 0.0,
     redactor=None,
     events: bool = True,
+    release_after_s: float = 0.0,
+    fresh: Callable[[], tuple[Perceivers, TextEmbedder]] | None = None,
 ) -> WatchReport:
     """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed;
     after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten.
-    ``events=False`` looks every ``poll_s`` instead of following file events."""
+    ``events=False`` looks every ``poll_s`` instead of following file events. After
+    ``release_after_s`` without a clip to ingest (0: never), the models loaded so far are let go:
+    ``fresh()`` gives perceivers and a text embedder that load again on first use, in place of
+    those used so far, whose memory goes back to the system."""
     stop = stop or threading.Event()
     folder = Path(folder)
     report = WatchReport()
@@ -69,8 +75,19 @@ def watch(
     # folder -> the first window still open at its last look: earlier ones are skipped without hashing
     since: dict[Path, datetime | None] = {}
     first: datetime | None = None  # since, for folders the first look (of everything) covered
+    last_ingest: float | None = None  # monotonic; None: nothing loaded since the last release
     for changed in _changes(folder, stop, poll_s, events, say):
         now = time.time()
+        if (
+            release_after_s
+            and fresh is not None
+            and last_ingest is not None
+            and time.monotonic() - last_ingest >= release_after_s
+        ):
+            perceivers, store.embedder = fresh()
+            released = release_memory()
+            last_ingest = None
+            log.info("watch: models let go after %.0f s idle (%s)", release_after_s, released)
         if changed is None:  # looking, not following events: everything is due
             due[folder] = (0.0, 0.0)
         window_end = (now // clip_s + 1) * clip_s + settle_s
@@ -102,7 +119,7 @@ def watch(
             ]  # a new month and its new day
             starts = [since.get(p, first) for p in ready]
             known = [s for s in starts if s is not None]
-            _ingest(
+            looked_at = _ingest(
                 [p for p in ready if p.is_dir()],
                 closed,
                 min(known) if len(known) == len(starts) else None,
@@ -117,6 +134,8 @@ def watch(
                 redactor,
                 stop,
             )
+            if looked_at:  # perception ran: models are loaded
+                last_ingest = time.monotonic()
             for p in ready:
                 since[p] = opened
             if (
@@ -127,6 +146,25 @@ def watch(
         if time.monotonic() >= end:
             break
     return report
+
+
+def release_memory() -> str:
+    """Collect garbage and hand freed heap back to the system (glibc's malloc_trim); says how much
+    resident memory this process holds after."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        pass
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return "resident memory unknown"
+    rss = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "?")
+    return f"{rss} kB resident"
 
 
 def _ingest(
@@ -143,7 +181,8 @@ def _ingest(
     max_store_gb: float,
     redactor,
     stop: threading.Event | None = None,
-) -> None:
+) -> int:
+    """Ingest what closed in ``folders``; returns how many clips perception ran on."""
     run = ingest(
         [str(f) for f in folders],
         store,
@@ -176,6 +215,7 @@ def _ingest(
                 f"watch: forgot {gone['expired_clips']} clip(s) past the retention of {retention_days:g} "
                 f"days and {gone['budget_clips']} to stay within {max_store_gb:g} GB"
             )
+    return run.clips_new + len(run.clips_failed)
 
 
 def _changes(

@@ -5,7 +5,6 @@ through sway's IPC socket, grim and swayidle. The same scenarios as on X11 (test
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import cv2
 import pytest
+from test_capture import _settled, _until, images, sidecars
 
 from bench.waydesktop import Sway
 from conftest import unavailable
@@ -24,7 +24,6 @@ from perception.capture.config import CaptureConfig
 from perception.capture.daemon import Capturer
 from perception.capture.session import open_desktop
 from perception.capture.storage import CaptureStore
-from test_capture import _settled, _until, images, sidecars
 
 pytestmark = pytest.mark.slow
 
@@ -206,9 +205,10 @@ def test_a_compositor_without_screencopy_drops_frames_with_one_line(sway, tmp_pa
     sway.focus(sway.foot("notes", "notes.app"))
     out = tmp_path / "out"
     try:
-        with caplog.at_level("WARNING"), capturing(
-            sway, out, env={**sway.env, "WAYLAND_DISPLAY": "weston-0"}
-        ) as cap:
+        with (
+            caplog.at_level("WARNING"),
+            capturing(sway, out, env={**sway.env, "WAYLAND_DISPLAY": "weston-0"}) as cap,
+        ):
             _until(lambda: cap.state == "paused" and "grim could not grab" in cap.why)
             time.sleep(3)
             assert images(out) == []
@@ -224,8 +224,7 @@ def test_typed_text_is_answered_while_capture_runs_on_sway(sway, tmp_path):
     notes = sway.foot("notes", "notes.app", font_pt=14)
     sway.focus(notes)
     out, store = tmp_path / "out", tmp_path / "store"
-    env = {**os.environ, **sway.env, "HF_HUB_OFFLINE": "1"}
-    env.pop("DISPLAY", None)
+    env = {**sway.client_env(), "HF_HUB_OFFLINE": "1"}
     cap = subprocess.Popen(
         [sys.executable, "-m", "mnemo", "capture", "--out", str(out), "--interval", "1s"]
         + ["--ingest", "--store", str(store), "--duration", "150s"],

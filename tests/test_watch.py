@@ -123,3 +123,96 @@ def test_a_folder_written_to_without_pause_is_still_looked_at_as_each_window_clo
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+def _screenshot(folder: Path, when: float, text: str) -> None:
+    """A real JPEG screenshot with ``text`` on it, and the sidecar the daemon writes."""
+    import json
+    from datetime import UTC, datetime
+
+    import cv2
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    img = np.full((400, 900, 3), 255, np.uint8)
+    cv2.putText(img, text, (30, 200), cv2.FONT_HERSHEY_SIMPLEX, 1.4, (0, 0, 0), 3)
+    name = datetime.fromtimestamp(when, UTC).strftime("%H%M%S_%f")
+    cv2.imwrite(str(folder / f"{name}.jpg"), img)
+    at = datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds")
+    (folder / f"{name}.jpg.json").write_text(
+        json.dumps({"captured_at": at, "app": "notes", "window": "notes", "monitor": 1})
+    )
+
+
+@pytest.mark.slow  # real perception and the real text embedder
+def test_models_are_let_go_when_idle_and_loaded_again_for_the_next_clip(tmp_path):
+    """After ``release_after_s`` without a clip, the perceivers and the store's text embedder used
+    so far are dropped whole (nothing keeps them alive), and the next clip is ingested as well."""
+    import gc
+    import weakref
+
+    from mnemo.capture_cli import watch_graph
+    from mnemo.config import load_config
+    from mnemo.wiring import (
+        build_perceivers,
+        faces_backend_name,
+        match_policies,
+        open_store,
+        text_embedder,
+    )
+
+    cfg = load_config()
+    graph = watch_graph(cfg.graph)
+    store = open_store(graph, tmp_path / "store")
+    made: list[
+        tuple[weakref.ref, weakref.ref]
+    ] = []  # each pair handed out; weak: held by nobody here
+
+    def fresh():
+        pair = build_perceivers(cfg.perception), text_embedder(graph)
+        made.append((weakref.ref(pair[0]), weakref.ref(pair[1])))
+        return pair
+
+    def first_perceivers():
+        perceivers, store.embedder = fresh()
+        return perceivers
+
+    root = tmp_path / "screens"
+    _screenshot(root / "day", time.time(), "parking level 3 bay 42")
+    stop = threading.Event()
+    report_box: list = []
+    policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
+
+    def run() -> None:
+        report_box.append(
+            watch_module.watch(
+                root,
+                store,
+                first_perceivers(),
+                policies,
+                clip_s=3.0,
+                settle_s=0.2,
+                poll_s=0.3,
+                stop=stop,
+                say=lambda m: None,
+                release_after_s=2.0,
+                fresh=fresh,
+            )
+        )
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        assert _wait_for(lambda: len(made) >= 2, 120), "the models were not let go after 2 s idle"
+        gc.collect()
+        assert [r() for r in made[0]] == [None, None], "something still holds the released models"
+        _screenshot(root / "day", time.time(), "dentist on friday at 9")
+        assert _wait_for(lambda: len(made) >= 3, 120), (
+            "the second clip was not ingested, or its models were never let go"
+        )
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert report_box and report_box[0].clips_new == 2, report_box
+    texts = " ".join(m.text for m in store.memories_where("true"))
+    assert "42" in texts and "dentist" in texts.lower(), texts

@@ -106,3 +106,11 @@ class CaptureConfig(BaseModel):
             "`capture --ingest`: seconds between looks for closed clips where file events cannot be had."
         ),
     )
+    ingest_release_s: float = Field(
+        120.0,
+        ge=0,
+        description=(
+            "`capture --ingest` and `mnemo watch`: seconds without a clip to ingest after which the models are let go "
+            "(their memory goes back to the system; the next clip loads them again); 0: kept loaded."
+        ),
+    )
