@@ -1,8 +1,11 @@
-"""``mnemo bench capture``: the capture daemon on a real X desktop (Xvfb 1920x1080, openbox, xterm,
-xclock) through a scripted session, with live ingestion.
+"""``mnemo bench capture``: the capture daemon on a real desktop through a scripted session, with
+live ingestion: X11 (Xvfb 1920x1080, openbox, xterm, xclock) and, with ``--wayland``, the same
+session on a headless sway (foot windows, wtype's typing, a clock in a terminal) in the same run.
 
-The session: an active phase (a word typed into an xterm every ~3 s, a switch between two xterms
-every 15 s), then a static phase (nothing but xclock's second hand). ``mnemo capture --ingest``
+The session: an active phase (a word typed into a terminal every ~3 s, a switch between two
+terminals every 15 s), then a static phase (nothing but a clock's second hand). With ``--minutes
+N``, an ordinary hour scaled to N minutes instead (``HOUR``): reading with scrolling, bursts of
+typing with window switches, idle stretches, and the screen locked at the end. ``mnemo capture --ingest``
 runs as its own process, as a user runs it. Its cost is the whole process tree's (``TreeMeter``):
 the daemon, the ingesting ``mnemo watch`` child it starts and anything under that; the daemon's
 own share is shown beside. The frames and bytes come from the files it wrote, its ticks from its
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -23,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.metrics import meets
-from bench.xdesktop import Desktop
 
 TARGETS = {
     "cpu_pct": ("<=", 3.0),
@@ -32,6 +35,24 @@ TARGETS = {
     "typing_kept": ("==", 1.0),
     "ingest_lag_s": ("<=", 60.0),
 }
+HOUR_TARGETS = {  # the ordinary hour: the daemon and its ingest together
+    "cpu_pct": ("<=", 10.0),
+    "rss_mb": ("<=", 1000.0),
+    "static_dedup": (">=", 0.95),
+    "typing_kept": ("==", 1.0),
+    "ingest_lag_s": ("<=", 60.0),
+}
+SWAY_OVER_X11 = 1.5  # the daemon's CPU and memory on sway, at most this times X11's in one run
+# the ordinary hour, in minutes: (what, minutes); scaled to --minutes
+HOUR = (
+    ("read", 12),
+    ("type", 10),
+    ("idle", 10),
+    ("read", 8),
+    ("type", 8),
+    ("idle", 8),
+    ("lock", 4),
+)
 WORDS = (
     "apple",
     "banana",
@@ -203,6 +224,53 @@ def _memory_has(store: Path, token: str) -> bool:
     return any(token in t for t in texts)
 
 
+class Desk:
+    """What a scripted session needs of a desktop, X11 or sway: terminals, a clock, focus,
+    typing, a locker, and the environment mnemo runs in."""
+
+    def __init__(self, workdir: Path, wayland: bool) -> None:
+        self.wayland = wayland
+        if wayland:
+            from bench.waydesktop import Sway
+
+            self.sway = Sway()
+            self.env = self.sway.client_env()
+        else:
+            from bench.xdesktop import Desktop
+
+            self.x = Desktop(workdir)
+            self.env = dict(self.x.env)
+        self.kind = "sway" if wayland else "x11"
+
+    def term(self, title: str, cls: str, geometry: str, command: list[str] | None = None):
+        if self.wayland:
+            return self.sway.foot(title, cls, command, font_pt=12)
+        return self.x.xterm(title, cls=cls, geometry=geometry, font_px=16, command=command)
+
+    def clock(self) -> None:
+        self.sway.clock() if self.wayland else self.x.xclock("200x200-10+10")
+
+    def focus(self, window) -> None:
+        (self.sway if self.wayland else self.x).focus(window)
+
+    def type(self, text: str) -> None:
+        (self.sway if self.wayland else self.x).type(text)
+
+    def lock(self) -> None:
+        if self.wayland:
+            self.sway.lock()
+        else:
+            self.x.spawn(["i3lock", "-n", "-c", "000000"])
+
+    def close(self) -> None:
+        (self.sway if self.wayland else self.x).close()
+
+
+READING = (
+    "/usr/share/common-licenses/GPL-3"  # a long text every Debian has, paged through with less
+)
+
+
 def run(
     workdir: Path,
     active_s: float = 60.0,
@@ -210,35 +278,29 @@ def run(
     interval_s: float = 2.0,
     ocr=None,
     progress: Callable[[str], None] = print,
+    wayland: bool = False,
+    minutes: float | None = None,
 ) -> dict:
-    """The session and its figures; ``ocr`` (a ``perception.ocr`` ``TextReader``) reads the stored
-    frames for ``typing_kept``, which is None without one."""
-    out, store, sock = (
-        workdir / "screens",
-        workdir / "store",
-        workdir / "run" / "mnemo" / "capture.sock",
-    )
-    desk = Desktop(workdir)
+    """The session (or with ``minutes`` the ordinary hour scaled to that) and its figures, on X11
+    or (``wayland``) sway; ``ocr`` (a ``perception.ocr`` ``TextReader``) reads the stored frames
+    for ``typing_kept``, which is None without one."""
+    out, store = workdir / "screens", workdir / "store"
+    desk = Desk(workdir, wayland)
+    sock = Path(desk.env["XDG_RUNTIME_DIR"]) / "mnemo" / "capture.sock"
     try:
-        notes = desk.xterm("notes.txt - editor", cls="Editor", geometry="100x30+80+80", font_px=16)
-        shell = desk.xterm("build shell", cls="Shell", geometry="100x30+900+400", font_px=16)
-        desk.xclock("200x200-10+10")
+        notes = desk.term("notes.txt - editor", "Editor", "100x30+80+80")
+        shell = desk.term("build shell", "Shell", "100x30+900+400")
+        reader = (
+            desk.term("GPL-3 - less", "Reader", "100x40+300+100", ["less", READING])
+            if minutes
+            else None
+        )
+        desk.clock()
         desk.focus(notes)
         env = {**desk.env, "HF_HUB_OFFLINE": "1"}
         cap = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mnemo",
-                "capture",
-                "--out",
-                str(out),
-                "--interval",
-                f"{interval_s:g}s",
-                "--ingest",
-                "--store",
-                str(store),
-            ],
+            [sys.executable, "-m", "mnemo", "capture", "--out", str(out)]
+            + ["--interval", f"{interval_s:g}s", "--ingest", "--store", str(store)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -251,7 +313,6 @@ def run(
         while not sock.exists() and time.time() < deadline:
             time.sleep(0.2)
         time.sleep(2 * interval_s)
-        progress(f"bench capture: active phase, {active_s:.0f} s of typing and window switches")
         token = "48213"  # digits: OCR's word-spacing may split "zebra48213", never the number
         desk.type(f"echo zebra{token} is the token\n")
         typed_at = time.time()
@@ -266,25 +327,39 @@ def run(
 
         poller = threading.Thread(target=poll_store, daemon=True)
         poller.start()
+        minutes_log = _PerMinute(meter).start()
         typed: list[tuple[str, float]] = []  # (word, typing began)
-        cpu0, own0, t0, start = meter.cpu_s(), meter.root_cpu_s(), time.time(), time.time()
-        focus, k = notes, 0
-        while time.time() - start < active_s:
-            if k and k % 5 == 0:  # a window switch every ~15 s
-                focus = shell if focus == notes else notes
-                desk.focus(focus)
-            word, begin = _word(k), time.time()
-            desk.type(word + " ")
-            typed.append((word, begin))
-            k += 1
-            time.sleep(3.0)
-        active_end = time.time()
-        progress(f"bench capture: static phase, {static_s:.0f} s of a ticking clock")
-        s0 = request({"cmd": "status"}, sock)
-        time.sleep(static_s)
-        s1 = request({"cmd": "status"}, sock)
-        static_end = time.time()
-        cpu_s, own_s, wall_s = meter.cpu_s() - cpu0, meter.root_cpu_s() - own0, time.time() - t0
+        typing: list[tuple[float, float]] = []  # stretches of typing (start, end)
+        static: list[tuple[dict, dict]] = []  # status before and after each static stretch
+        idle: list[tuple[float, float]] = []  # the static stretches (start, end)
+        cpu0, own0, t0 = meter.cpu_s(), meter.root_cpu_s(), time.time()
+        script = (
+            [(what, m * 60 * minutes / 60) for what, m in HOUR]
+            if minutes
+            else [("type", active_s), ("idle", static_s)]
+        )
+        for what, seconds in script:
+            progress(f"bench capture on {desk.kind}: {what} for {seconds:.0f} s")
+            begin = time.time()
+            if what == "type":
+                _typing(desk, (notes, shell), seconds, typed)
+                typing.append((begin, time.time()))
+            elif what == "read":
+                desk.focus(reader)
+                while time.time() - begin < seconds:
+                    desk.type(" ")  # a page down
+                    time.sleep(min(20.0, max(0.0, seconds - (time.time() - begin))))
+            elif what == "idle":
+                s0 = request({"cmd": "status"}, sock)
+                time.sleep(seconds)
+                static.append((s0, request({"cmd": "status"}, sock)))
+                idle.append((begin, time.time()))
+            elif what == "lock":
+                desk.lock()
+                time.sleep(seconds)
+        end = time.time()
+        cpu_s, own_s, wall_s = meter.cpu_s() - cpu0, meter.root_cpu_s() - own0, end - t0
+        minutes_log.stop()
         meter.stop()
         rss_mb, own_rss_mb = meter.peak_rss_mb, meter.root_peak_rss_mb()
         poller.join(timeout=max(0.0, 240 - (time.time() - typed_at)))
@@ -295,39 +370,93 @@ def run(
         desk.close()
     frames = _frames(out)
     ts = [(f, _epoch(f["captured_at"])) for f in frames]
-    active = [f for f, t in ts if t0 <= t < active_end]
-    static = [f for f, t in ts if active_end <= t < static_end]
     kept = None
     if ocr is not None and typed:
         progress(
             f"bench capture: reading the frames stored while each of {len(typed)} words was typed"
         )
         stored = [(t, Path(f["path"])) for f, t in ts]
-        kept = sum(typing_kept(typed, active_end, stored, ocr_text(ocr)))
-    static_ticks = s1["ticks"] - s0["ticks"]
-    static_written = s1["written"] - s0["written"]
+        kept = 0
+        for begin, stop in typing:  # each stretch's last word is kept until the stretch ends
+            words = [(w, t) for w, t in typed if begin <= t <= stop]
+            kept += sum(typing_kept(words, stop, stored, ocr_text(ocr)))
+    static_ticks = sum(b["ticks"] - a["ticks"] for a, b in static)
+    static_written = sum(b["written"] - a["written"] for a, b in static)
+    in_typing = [f for f, t in ts if any(b <= t < e for b, e in typing)]
+    in_idle = [f for f, t in ts if any(b <= t < e for b, e in idle)]
+    typing_s, idle_s = sum(e - b for b, e in typing), sum(e - b for b, e in idle)
     figures = {
+        "desktop": desk.kind,
+        "minutes": minutes,
         "cpu_pct": round(100 * cpu_s / wall_s, 2),
+        "cpu_pct_peak_minute": max(minutes_log.cpu_pct, default=None),
         "rss_mb": round(rss_mb, 1),
+        "rss_mb_steady": round(statistics.median(minutes_log.rss_mb), 1)
+        if minutes_log.rss_mb
+        else None,
         "cpu_pct_daemon": round(100 * own_s / wall_s, 2),
         "rss_mb_daemon": round(own_rss_mb, 1),
-        "mb_per_hour_active": round(
-            sum(f["bytes"] for f in active) / 1e6 / ((active_end - t0) / 3600), 1
-        ),
-        "mb_per_hour_static": round(
-            sum(f["bytes"] for f in static) / 1e6 / ((static_end - active_end) / 3600), 2
-        ),
+        "mb_per_hour": round(sum(f["bytes"] for f in frames) / 1e6 / (wall_s / 3600), 1),
+        "mb_per_hour_active": round(sum(f["bytes"] for f in in_typing) / 1e6 / (typing_s / 3600), 1)
+        if typing_s
+        else None,
+        "mb_per_hour_static": round(sum(f["bytes"] for f in in_idle) / 1e6 / (idle_s / 3600), 2)
+        if idle_s
+        else None,
         "static_dedup": round(1 - static_written / static_ticks, 4) if static_ticks else None,
         "typing_kept": round(kept / len(typed), 4) if kept is not None else None,
         "ingest_lag_s": round(lag, 1) if lag is not None else None,
-        "frames_active": len(active),
-        "frames_static": len(static),
+        "frames_active": len(in_typing),
+        "frames_static": static_written,
+        "frames": len(frames),
         "static_ticks": static_ticks,
         "typing_events": len(typed),
         "interval_s": interval_s,
     }
     progress(log[-2000:])
     return figures
+
+
+def _typing(desk: Desk, windows: tuple, seconds: float, typed: list[tuple[str, float]]) -> None:
+    """A word every ~3 s into the focused terminal, and a switch between ``windows`` every ~15 s."""
+    start, k, focus = time.time(), 0, windows[0]
+    desk.focus(focus)
+    while time.time() - start < seconds:
+        if k and k % 5 == 0:
+            focus = windows[1] if focus == windows[0] else windows[0]
+            desk.focus(focus)
+        word, begin = _word(len(typed)), time.time()
+        desk.type(word + " ")
+        typed.append((word, begin))
+        k += 1
+        time.sleep(min(3.0, max(0.0, seconds - (time.time() - start))))
+
+
+class _PerMinute:
+    """Each minute: the tree's CPU over it (% of one core) and its resident memory at its end."""
+
+    def __init__(self, meter: TreeMeter) -> None:
+        self.meter = meter
+        self.cpu_pct: list[float] = []
+        self.rss_mb: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> _PerMinute:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        last, at = self.meter.cpu_s(), time.time()
+        while not self._stop.wait(60.0):
+            now, cpu = time.time(), self.meter.cpu_s()
+            self.cpu_pct.append(round(100 * (cpu - last) / (now - at), 2))
+            self.rss_mb.append(round(self.meter.rss_mb(), 1))
+            last, at = cpu, now
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _epoch(iso: str) -> float:
@@ -337,39 +466,83 @@ def _epoch(iso: str) -> float:
 
 
 def format_report(f: dict) -> str:
+    targets = HOUR_TARGETS if f.get("minutes") else TARGETS
     rows = [
         ("capture + ingest CPU, % of one core", f["cpu_pct"], "cpu_pct"),
+        ("  its busiest minute", f.get("cpu_pct_peak_minute"), None),
         ("  of which the daemon itself", f["cpu_pct_daemon"], None),
         ("capture + ingest peak RSS, MB", f["rss_mb"], "rss_mb"),
+        ("  steady (median at each minute's end)", f.get("rss_mb_steady"), None),
         ("  the daemon's own peak RSS, MB", f["rss_mb_daemon"], None),
-        ("MB per hour, active", f["mb_per_hour_active"], None),
-        ("MB per hour, static", f["mb_per_hour_static"], None),
+        ("MB stored per hour", f.get("mb_per_hour"), None),
+        ("  while typing", f["mb_per_hour_active"], None),
+        ("  static", f["mb_per_hour_static"], None),
         ("static ticks that wrote nothing", f["static_dedup"], "static_dedup"),
         ("typed words in a stored frame's OCR", f["typing_kept"], "typing_kept"),
         ("live-ingest lag, s (typed → in memory)", f["ingest_lag_s"], "ingest_lag_s"),
     ]
+    what = (
+        f"an ordinary hour in {f['minutes']:g} min"
+        if f.get("minutes")
+        else f"{f['frames_active']} frames while typing"
+    )
+    screen = "headless sway 1920x1080" if f.get("desktop") == "sway" else "Xvfb 1920x1080"
     lines = [
-        f"capture every {f['interval_s']:g} s under Xvfb 1920x1080: {f['frames_active']} frames while active, "
+        f"capture every {f['interval_s']:g} s under {screen}: {what}, {f['frames']} frames, "
         f"{f['frames_static']} in {f['static_ticks']} static ticks, {f['typing_events']} typing events"
     ]
     for label, value, key in rows:
         target = ""
         if key:
-            op, bound = TARGETS[key]
+            op, bound = targets[key]
             target = f"target {op} {bound:g}: {'met' if value is not None and meets(value, op, bound) else 'MISSED'}"
         lines.append(f"  {label:<42} {value if value is not None else 'n/a':>10}  {target}")
     return "\n".join(lines)
 
 
+def compare(x11: dict, sway: dict) -> str:
+    """The daemon on sway against X11 in the same run."""
+    lines = ["sway against X11 in this run (the daemon itself):"]
+    for key, label in (("cpu_pct_daemon", "CPU"), ("rss_mb_daemon", "peak RSS")):
+        ratio = sway[key] / x11[key] if x11[key] else None
+        ok = ratio is not None and ratio <= SWAY_OVER_X11
+        lines.append(
+            f"  {label:<10} {x11[key]:>8} on X11, {sway[key]:>8} on sway: "
+            f"{'n/a' if ratio is None else f'{ratio:.2f}x'}  target <= {SWAY_OVER_X11:g}x: "
+            f"{'met' if ok else 'MISSED'}"
+        )
+    return "\n".join(lines)
+
+
 def summary(f: dict) -> dict:
     return {
-        k: f[k]
+        k: f.get(k)
         for k in (
+            "desktop",
             "cpu_pct",
+            "cpu_pct_peak_minute",
             "rss_mb",
+            "rss_mb_steady",
+            "mb_per_hour",
             "mb_per_hour_active",
             "static_dedup",
             "typing_kept",
             "ingest_lag_s",
         )
     }
+
+
+def add_arguments(parser) -> None:
+    """``mnemo bench capture``'s own options."""
+    parser.add_argument(
+        "--wayland",
+        action="store_true",
+        help="run the session on X11 and then on a headless sway, and compare the daemons",
+    )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        metavar="N",
+        help="an ordinary hour (reading, typing, idle, locked) scaled to N minutes, against the "
+        "hour's targets (60: the whole hour)",
+    )

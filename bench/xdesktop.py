@@ -119,10 +119,11 @@ class Desktop:
         geometry: str = "80x24+100+100",
         font_px: int = 14,
         latin1: bool = False,
+        command: list[str] | None = None,
     ) -> str:
         """Open an xterm with this title and WM_CLASS class; returns its window id once mapped. In
         a UTF-8 locale xterm sets WM_NAME as COMPOUND_TEXT; with ``latin1`` (the C locale, a
-        Latin-1 title) as STRING."""
+        Latin-1 title) as STRING. ``command`` runs in it instead of a shell."""
         arg = title.encode("latin-1") if latin1 else title.encode()
         env = {**self.env, "LC_ALL": "C" if latin1 else "C.UTF-8"}
         self.procs.append(
@@ -141,6 +142,7 @@ class Desktop:
                     geometry.encode(),
                     b"-xrm",
                     b"XTerm*allowTitleOps: false",
+                    *([b"-e", *(c.encode() for c in command)] if command else []),
                 ],
                 env=env,
                 stdout=subprocess.DEVNULL,

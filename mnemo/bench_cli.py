@@ -314,12 +314,21 @@ def run_capture(args, cfg, progress) -> tuple[dict, int]:
     from bench import capture
     from mnemo.wiring import build_ocr
 
-    with tempfile.TemporaryDirectory(
-        prefix="mnemo-bench-capture-"
-    ) as tmp:  # the OCR reads the stored frames
-        figures = capture.run(Path(tmp), ocr=build_ocr(cfg.perception), progress=progress)
-    print(capture.format_report(figures))
-    return capture.summary(figures), 0
+    if args.minutes is not None and args.minutes <= 0:
+        raise ValueError(f"--minutes must be more than 0 (got {args.minutes:g})")
+    ocr = build_ocr(cfg.perception)  # reads the stored frames
+    runs = {}
+    for wayland in (False, True) if args.wayland else (False,):
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:
+            figures = capture.run(
+                Path(tmp), ocr=ocr, progress=progress, wayland=wayland, minutes=args.minutes
+            )
+        print(capture.format_report(figures), flush=True)
+        runs[figures["desktop"]] = figures
+    if args.wayland:
+        print(capture.compare(runs["x11"], runs["sway"]))
+        return {k: capture.summary(v) for k, v in runs.items()}, 0
+    return capture.summary(runs["x11"]), 0
 
 
 def run_store(args, cfg, progress) -> tuple[dict, int]:
@@ -452,8 +461,10 @@ BENCHES = (
     ),
     Bench(
         "capture",
-        "the screenshot daemon on an Xvfb desktop with a scripted session and live ingestion",
+        "the screenshot daemon on an Xvfb desktop (and with --wayland a headless sway) with a "
+        "scripted session and live ingestion",
         run_capture,
+        "bench.capture:add_arguments",
     ),
     Bench("m3", "M3-Bench questions on its videos", run_qa, "bench.m3:add_arguments", KEPT_STORES),
     Bench(
