@@ -64,6 +64,7 @@ class Sway:
         self.runtime.chmod(0o700)
         conf = self.runtime / "sway.conf"
         conf.write_text(CONFIG.format(size=size))
+        os.chown(conf, self.uid, self.gid)  # mnemo's umask leaves it root's alone
         self.log = self.runtime / "sway.log"
         self.env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",

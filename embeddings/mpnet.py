@@ -36,9 +36,14 @@ class MPNetText(SentenceTransformerText):
     dim = 768
 
     def __init__(
-        self, device: str = "cpu", batch_size: int = 32, dtype: str = "auto", runtime: str = "auto"
+        self,
+        device: str = "cpu",
+        batch_size: int = 32,
+        dtype: str = "auto",
+        runtime: str = "auto",
+        lean: bool = False,
     ) -> None:
-        super().__init__(device, batch_size, dtype, runtime=runtime)
+        super().__init__(device, batch_size, dtype, runtime=runtime, lean=lean)
 
     def model_dir(self) -> Path:
         return packaged_mpnet_model()

@@ -120,10 +120,10 @@ class OnnxEncoder:
     """Texts to L2-normalised mean-pooled float32 vectors with an exported transformer. The model's
     ``tokenizer.json`` is read by the ``tokenizers`` library: transformers' tokenizers load torch."""
 
-    def __init__(self, path: Path, model_dir: Path, max_length: int) -> None:
+    def __init__(self, path: Path, model_dir: Path, max_length: int, prepack: bool = True) -> None:
         from tokenizers import Tokenizer
 
-        self.session = cpu_session(path)
+        self.session = cpu_session(path, prepack=prepack)
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         pad = json.loads((model_dir / "tokenizer_config.json").read_text())["pad_token"]
         pad = pad if isinstance(pad, str) else pad["content"]

@@ -30,6 +30,9 @@ WITHOUT_TORCH = (
 )
 
 
+LEAN_BATCH_TOKENS = 512  # tokens a batch at most for a lean embedder
+
+
 def torch_setting(device: str, dtype: str, runtime: str) -> str:
     """The setting, as the config names it, that puts the text model in torch whatever the machine
     (empty when none does: "auto" picks what is installed)."""
@@ -53,13 +56,21 @@ class SentenceTransformerText:
         dtype: str = "float32",
         max_batch_tokens: int = 2048,
         runtime: str = "auto",
+        lean: bool = False,
     ) -> None:
+        """``lean``: least memory for a process that runs all day (the capture watcher): batches
+        of at most ``LEAN_BATCH_TOKENS`` and, on ONNX Runtime, weights not prepacked. Measured on
+        mpnet in float32 (ONNX): 686 MB at the peak of 192 embeddings against 1278 MB, and 3 %
+        slower."""
         check_runtime(runtime, "text runtime")
         if setting := torch_setting(device, dtype, runtime):
             require(TORCH_MODULES, "torch", setting, WITHOUT_TORCH)
         self.device = device
         self.batch_size = batch_size
-        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_tokens = (
+            min(max_batch_tokens, LEAN_BATCH_TOKENS) if lean else max_batch_tokens
+        )
+        self.lean = lean
         # "bfloat16" halves the weights read per query, but only CPUs with native bfloat16 gain from it;
         # "auto" picks from the device (perception.weights.fast_dtype)
         self.dtype = dtype
@@ -121,7 +132,9 @@ class SentenceTransformerText:
         max_length = json.loads((model_dir / "sentence_bert_config.json").read_text())[
             "max_seq_length"
         ]
-        return OnnxEncoder(exported_model(self.name, model_dir), model_dir, max_length)
+        return OnnxEncoder(
+            exported_model(self.name, model_dir), model_dir, max_length, prepack=not self.lean
+        )
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Texts of similar token length are batched together: one batch pads every text to its

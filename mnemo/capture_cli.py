@@ -161,7 +161,7 @@ def cmd_watch(args, cfg) -> int:
     )
 
     graph = watch_graph(cfg.graph)
-    store = open_store(graph, args.store)
+    store = open_store(graph, args.store, lean=True)
     perceivers = build_perceivers(cfg.perception, cfg.llm)
     policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
     stop = threading.Event()
@@ -182,7 +182,7 @@ def cmd_watch(args, cfg) -> int:
         max_store_gb=cfg.graph.max_store_gb,
         redactor=build_redactor(cfg.memorize),
         release_after_s=cfg.capture.ingest_release_s,
-        fresh=lambda: (build_perceivers(cfg.perception, cfg.llm), text_embedder(graph)),
+        fresh=lambda: (build_perceivers(cfg.perception, cfg.llm), text_embedder(graph, lean=True)),
     )
     print(
         f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} look(s)"

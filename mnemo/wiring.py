@@ -262,18 +262,20 @@ def match_policies(cfg: MemorizeConfig, faces_backend: str) -> tuple[MatchPolicy
     )
 
 
-def text_embedder(cfg: GraphConfig, name: str | None = None):
-    """The text embedder ``name`` (default ``cfg.text_embedder``) on ``cfg``'s device, dtype and runtime."""
+def text_embedder(cfg: GraphConfig, name: str | None = None, lean: bool = False):
+    """The text embedder ``name`` (default ``cfg.text_embedder``) on ``cfg``'s device, dtype and
+    runtime; ``lean``: in the least memory (a process that runs all day)."""
     name = name or cfg.text_embedder
     if name == "hash":  # no model: nothing to place
         return build_text_embedder(name)
     return build_text_embedder(
         name,
+        lean=lean,
         device=cfg.text_device,
         runtime=cfg.text_runtime,
         **({"dtype": cfg.text_dtype} if cfg.text_dtype else {}),
     )
 
 
-def open_store(cfg: GraphConfig, store: str | Path | None = None) -> Store:
-    return Store(store or cfg.store, text_embedder(cfg))
+def open_store(cfg: GraphConfig, store: str | Path | None = None, lean: bool = False) -> Store:
+    return Store(store or cfg.store, text_embedder(cfg, lean=lean))

@@ -139,10 +139,12 @@ def cached_export(
     return out
 
 
-def cpu_session(path: Path):
+def cpu_session(path: Path, prepack: bool = True):
     """An ONNX Runtime session on the CPU with this process's threads. No busy-waiting between calls
     (the models share their cores with the other stages and the writer), and no memory arena: the
-    arena keeps the largest activations a model ever saw, and grows by powers of two."""
+    arena keeps the largest activations a model ever saw, and grows by powers of two. Without
+    ``prepack`` the weights are not copied into the matrix kernels' layout: less memory (a
+    second copy of each weight matrix), at a cost that hangs on the model."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -150,4 +152,6 @@ def cpu_session(path: Path):
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = False
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not prepack:
+        options.add_session_config_entry("session.disable_prepacking", "1")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

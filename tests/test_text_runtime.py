@@ -128,3 +128,16 @@ def encoder_max_length(model) -> int:
     return json.loads((model.model_dir() / "sentence_bert_config.json").read_text())[
         "max_seq_length"
     ]
+
+
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
+def test_a_lean_embedder_gives_the_same_vectors_in_smaller_batches(cache):
+    """The capture watcher's embedder (batches of at most 512 tokens, weights not prepacked)
+    writes the vectors every other command reads and queries with."""
+    from embeddings.sentence_transformer import LEAN_BATCH_TOKENS
+
+    texts = TEXTS * 20  # more tokens than one lean batch holds
+    lean, full = MiniLMText(runtime="onnx", lean=True), MiniLMText(runtime="onnx")
+    assert lean.max_batch_tokens == LEAN_BATCH_TOKENS < full.max_batch_tokens
+    v, w = lean.embed(texts), full.embed(texts)
+    assert v.shape == w.shape and np.abs(v - w).max() < 1e-4

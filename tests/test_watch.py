@@ -163,13 +163,13 @@ def test_models_are_let_go_when_idle_and_loaded_again_for_the_next_clip(tmp_path
 
     cfg = load_config()
     graph = watch_graph(cfg.graph)
-    store = open_store(graph, tmp_path / "store")
+    store = open_store(graph, tmp_path / "store", lean=True)
     made: list[
         tuple[weakref.ref, weakref.ref]
     ] = []  # each pair handed out; weak: held by nobody here
 
     def fresh():
-        pair = build_perceivers(cfg.perception), text_embedder(graph)
+        pair = build_perceivers(cfg.perception), text_embedder(graph, lean=True)
         made.append((weakref.ref(pair[0]), weakref.ref(pair[1])))
         return pair
 
