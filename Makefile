@@ -20,7 +20,7 @@ FAST_STAMP := $(VENV)/.installed-fast
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2 \
-	sway grim foot wtype swayidle swaylock weston
+	sway grim foot wtype swayidle swaylock weston xwayland
 
 .PHONY: demo test test-fast install xtools clean docs lint
 
@@ -63,7 +63,7 @@ demo: $(STAMP)
 # comparison QEMU's user-mode emulator, the two-node Ray test iproute2 (Debian packages); as root
 # they are installed here, otherwise those tests skip locally (and fail in CI) saying what to install
 xtools:
-	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock ip sway grim foot wtype swayidle swaylock weston; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock ip sway grim foot wtype swayidle swaylock weston Xwayland; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(XPKGS); \

@@ -150,7 +150,7 @@ def watch_graph(graph):
 
 
 def cmd_watch(args, cfg) -> int:
-    from mnemo.watch import lean_heap, watch
+    from mnemo.watch import watch
     from mnemo.wiring import (
         build_perceivers,
         build_redactor,
@@ -160,7 +160,6 @@ def cmd_watch(args, cfg) -> int:
         text_embedder,
     )
 
-    lean_heap()  # it runs all day: memory a clip's models used goes back to the system
     graph = watch_graph(cfg.graph)
     store = open_store(graph, args.store, lean=True)
     perceivers = build_perceivers(cfg.perception, cfg.llm)

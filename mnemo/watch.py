@@ -149,25 +149,6 @@ def watch(
     return report
 
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-MMAP_THRESHOLD_B = 1 << 20
-
-
-def lean_heap() -> bool:
-    """Blocks of 1 MiB and more (a model's activations: OCR's detector on a 1920x1080 screenshot
-    makes hundreds of MB of them) are mapped apart and handed back to the system when freed,
-    instead of glibc's default, which raises that threshold to 32 MiB as such blocks are freed
-    and keeps them in the heap. Measured on three screenshots' OCR: a 605 MB peak against 813,
-    226 MB held after against 537, and up to 15 % more OCR time (from 8.0 to 9.2 s, noisy). False
-    where the C library is not glibc."""
-    import ctypes
-
-    try:
-        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_B))
-    except (OSError, AttributeError):
-        return False
-
-
 def release_memory() -> str:
     """Collect garbage and hand freed heap back to the system (glibc's malloc_trim); says how much
     resident memory this process holds after."""

@@ -114,3 +114,36 @@ def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_s
 
     assert typing_kept(typed, 19.0, frames, counted) == [True, False, True]
     assert len(calls) == len(set(calls)) == 3  # each frame read once
+
+
+def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
+    from bench.capture import HOUR, compare, format_report
+
+    assert sum(m for _, m in HOUR) == 60 and HOUR[-1][0] == "lock"
+    assert {what for what, _ in HOUR} == {"read", "type", "idle", "lock"}
+    x11 = {"cpu_pct_daemon": 1.5, "rss_mb_daemon": 110.0}
+    assert compare(x11, {"cpu_pct_daemon": 1.8, "rss_mb_daemon": 100.0}).count("met") == 2
+    assert "MISSED" in compare(x11, {"cpu_pct_daemon": 2.4, "rss_mb_daemon": 100.0})
+    figures = {
+        "desktop": "sway",
+        "minutes": 6.0,
+        "cpu_pct": 8.0,
+        "rss_mb": 1200.0,
+        "cpu_pct_daemon": 1.0,
+        "rss_mb_daemon": 100.0,
+        "mb_per_hour_active": 100.0,
+        "mb_per_hour_static": 1.0,
+        "static_dedup": 0.99,
+        "typing_kept": 1.0,
+        "ingest_lag_s": 20.0,
+        "frames": 10,
+        "frames_static": 1,
+        "static_ticks": 100,
+        "typing_events": 40,
+        "interval_s": 2.0,
+    }
+    report = format_report(figures)
+    assert "headless sway" in report and "an ordinary hour in 6 min" in report
+    lines = {line.split("  ")[1].strip(): line for line in report.splitlines()[1:]}
+    assert "target <= 10: met" in lines["capture + ingest CPU, % of one core"]
+    assert "target <= 1000: MISSED" in lines["capture + ingest peak RSS, MB"]

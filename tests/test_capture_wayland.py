@@ -106,6 +106,22 @@ def test_excluded_window_never_stored_and_blacked_out(sway, tmp_path, rule):
     assert _region(out, (wx, wy, min(ww, 400), 40)).max() > 100, "the work window's text is gone"
 
 
+def test_an_xwayland_window_is_excluded_by_its_x11_class(sway, tmp_path):
+    """An X11 program under sway (xterm through XWayland) is one more window of the tree, known
+    by its WM_CLASS: excluded by class, nothing of it is stored."""
+    if shutil.which("xterm") is None or shutil.which("Xwayland") is None:
+        unavailable("no xterm or Xwayland: apt-get install xterm xwayland (make xtools does it)")
+    sway.msg("exec", "xterm -class SecretX -T 'x11 secrets'")
+    secret = int(sway.wait_view("SecretX", timeout_s=30)["id"])
+    sway.focus(secret)
+    out = tmp_path / "out"
+    with capturing(sway, out, exclude_classes=["SecretX"]) as cap:
+        _until(lambda: cap.counters.excluded >= 3)
+        focused = cap.x.focused()
+        assert focused is not None and (focused.app, focused.title) == ("SecretX", "x11 secrets")
+        assert images(out) == []
+
+
 def test_static_screen_with_a_clock_writes_almost_nothing_but_typing_is_kept(sway, tmp_path):
     notes = sway.foot("editor", "editor.app")
     sway.clock()
