@@ -278,3 +278,10 @@ def test_typed_text_is_answered_while_capture_runs_on_sway(sway, tmp_path):
     assert "level 3 bay 42" in answer["answer"], answer
     assert any(str(out) in c["source"] for c in answer["citations"])
     assert all(s["app"] == "notes.app" for s in sidecars(out))
+
+
+def test_doctor_sees_the_sway_session(sway):
+    from mnemo import doctor
+
+    check = doctor.display_check(sway.client_env())
+    assert check.status == "ok" and "sway" in check.detail, check

@@ -114,6 +114,7 @@ out["watch_help"] = cli("watch", "--help")["code"]
 import mnemo.capture_cli, mnemo.supervise, mnemo.watch, watchfiles  # what `capture` and `watch` run
 import perception.capture.control, perception.capture.crypto, perception.capture.daemon
 import perception.capture.owned, perception.capture.storage, perception.capture.x11
+import perception.capture.session, perception.capture.wayland, perception.capture.windows
 
 embedder = service.store.embedder
 embedder = getattr(embedder, "inner", embedder)
