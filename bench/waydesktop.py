@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 TOOLS = ("sway", "swaymsg", "grim", "foot", "wtype", "swayidle", "swaylock")
 APT = "apt-get install sway grim foot wtype swayidle swaylock fonts-dejavu-core"
@@ -138,7 +139,7 @@ class Sway:
         """A client of the session, run as its user."""
         return self._spawn(cmd, self.env)
 
-    def msg(self, *args: str) -> object:
+    def msg(self, *args: str) -> Any:
         done = subprocess.run(
             ["swaymsg", "-r", *args], env=self.env, capture_output=True, text=True, timeout=10
         )
@@ -156,7 +157,7 @@ class Sway:
             for c in n.get("nodes", []) + n.get("floating_nodes", []):
                 walk(c)
 
-        walk(self.msg("-t", "get_tree"))  # type: ignore[arg-type]
+        walk(self.msg("-t", "get_tree"))
         return out
 
     def wait_view(self, app_id: str, timeout_s: float = 20.0) -> dict:
@@ -212,9 +213,9 @@ class Sway:
         return self.spawn(["swaylock", "-c", "000000"])
 
     def add_output(self) -> str:
-        before = {o["name"] for o in self.msg("-t", "get_outputs")}  # type: ignore[union-attr]
+        before = {o["name"] for o in self.msg("-t", "get_outputs")}
         self.msg("create_output")
-        after = {o["name"] for o in self.msg("-t", "get_outputs")}  # type: ignore[union-attr]
+        after = {o["name"] for o in self.msg("-t", "get_outputs")}
         return (after - before).pop()
 
     def output(self, name: str, *args: str) -> None:

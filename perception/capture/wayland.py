@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -169,7 +170,9 @@ def parse_tree(tree: object) -> tuple[list[WindowInfo], WindowInfo | None]:
     try:
         if not isinstance(tree, dict) or tree.get("type") != "root":
             raise TypeError("no root node")
-        tiled, floating, full = [], [], []
+        tiled: list[WindowInfo] = []
+        floating: list[WindowInfo] = []
+        full: list[WindowInfo] = []
         focused = None
         for output in tree.get("nodes", []):
             if output.get("name") == "__i3":  # the scratchpad: never shown
@@ -196,7 +199,7 @@ def parse_outputs(reply: object) -> list[tuple[str, Rect, bool]]:
     try:
         return [
             (str(o["name"]), _rect(o), bool(o.get("power", o.get("dpms", True))))
-            for o in reply  # type: ignore[union-attr]
+            for o in cast(list, reply)
             if o.get("active")
         ]
     except (TypeError, KeyError, ValueError, AttributeError) as e:

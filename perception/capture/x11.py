@@ -224,7 +224,7 @@ class X11Desktop(X11Session):
         super().__init__(display_name)
         from Xlib.error import XError
 
-        self.dropped_errors = (XError,)
+        self.dropped_errors: tuple[type[BaseException], ...] = (XError,)
         self.display_name = display_name
         self.grabber = self._mss()
         self._rects = self._read_rects(self.grabber)
