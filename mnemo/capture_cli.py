@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -13,6 +14,9 @@ from pathlib import Path
 from mnemo.cli_args import STORE_HELP, add_duration, add_json, add_store, set_handler
 
 log = logging.getLogger("mnemo")
+# capture --ingest's watcher runs at this niceness: OCR that keeps both cores busy must not delay
+# the grabs (in the ordinary hour, typed words went unstored while it did)
+WATCHER_NICE = 10
 
 ACTIONS = (
     "start",
@@ -119,6 +123,14 @@ def add_parsers(sub) -> None:
         "default: [capture] ingest_poll_s)",
     )
     w.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="lower the watcher's CPU priority by N (1-19; capture --ingest gives its watcher "
+        f"{WATCHER_NICE}, so that its grabs and the user's programs come first)",
+    )
+    w.add_argument(
         "--no-events",
         action="store_true",
         help="look every --poll instead of following file events",
@@ -150,6 +162,11 @@ def watch_graph(graph):
 
 
 def cmd_watch(args, cfg) -> int:
+    if args.nice:
+        if not 0 < args.nice < 20:
+            print(f"error: --nice is 1 to 19, not {args.nice}", file=sys.stderr)
+            return 2
+        os.nice(args.nice)
     from mnemo.watch import watch
     from mnemo.wiring import (
         build_perceivers,
@@ -328,7 +345,7 @@ def _run_daemon(args, cfg) -> int:
     threading.Thread(target=stop_when_asked, daemon=True).start()
     watcher = None
     if args.ingest:
-        cmd = [sys.executable, "-m", "mnemo", "watch", str(store.root)]
+        cmd = [sys.executable, "-m", "mnemo", "watch", str(store.root), "--nice", str(WATCHER_NICE)]
         if args.store:
             cmd += ["--store", args.store]
         # its own process, so perception never slows or bloats the grabs; restarted if it dies,
