@@ -15,11 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import cv2
+import psutil
 import pytest
 from test_capture import _settled, _until, images, sidecars
 
 from bench.waydesktop import Sway
 from conftest import unavailable
+from mnemo.capture_cli import WATCHER_NICE
 from perception.capture.config import CaptureConfig
 from perception.capture.daemon import Capturer
 from perception.capture.session import open_desktop
@@ -258,6 +260,12 @@ def test_typed_text_is_answered_while_capture_runs_on_sway(sway, tmp_path):
         for line in cap.stdout:
             lines.append(line)
             if "watch:" in line and "clip(s)" in line and "ingested" in line:
+                watchers = [
+                    p
+                    for p in psutil.Process(cap.pid).children(recursive=True)
+                    if "watch" in p.cmdline()
+                ]
+                assert watchers and all(p.nice() == WATCHER_NICE for p in watchers), watchers
                 ask = subprocess.run(
                     [sys.executable, "-m", "mnemo", "ask", "where is the parking spot?"]
                     + ["--store", str(store), "--json"],

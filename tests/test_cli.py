@@ -220,3 +220,9 @@ def test_ingest_json_names_a_corrupt_file_and_exits_nonzero(tmp_path, capsys, mo
     assert result["ok"] is False and result["clips_stored"] == 0 and result["files_ingested"] == []
     assert [f["path"] for f in result["files_failed"]] == [str(bad)]
     assert "not a readable audio/video file" in result["files_failed"][0]["reason"]
+
+
+@pytest.mark.parametrize("nice", ["25", "-3"])
+def test_watch_refuses_a_niceness_out_of_range(capsys, tmp_path, nice):
+    code, _, err = run_cli(capsys, "watch", str(tmp_path), "--nice", nice)
+    assert code == 2 and "--nice is 1 to 19" in err
