@@ -96,32 +96,7 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     try:
         time.sleep(3)
         desktop.type("echo the parking spot is level 3 bay 42\n", delay_ms=30)
-        deadline = time.time() + 150
-        answer, lines = None, []
-        for line in cap.stdout:  # wait for the watcher to ingest a clip, then ask
-            lines.append(line)
-            if "watch:" in line and "clip(s)" in line and "ingested" in line:
-                ask = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "mnemo",
-                        "ask",
-                        "where is the parking spot?",
-                        "--store",
-                        str(store),
-                        "--json",
-                    ],
-                    env={**desktop.env, "HF_HUB_OFFLINE": "1"},
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-                answer = json.loads(ask.stdout.strip().splitlines()[-1])
-                if "42" in answer["answer"]:
-                    break
-            if time.time() > deadline:
-                break
+        answer, lines = ask_once_ingested(cap, store, {**desktop.env, "HF_HUB_OFFLINE": "1"})
         assert cap.poll() is None, (
             f"capture ended with no answer naming 42 (the last: {answer}): {''.join(lines)}"
         )
@@ -136,6 +111,36 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
         c["clip_id"].startswith("screen-") for c in answer["citations"]
     )
     assert any(str(out) in c["source"] for c in answer["citations"])
+
+
+def ask_once_ingested(
+    cap: subprocess.Popen, store, env: dict, on_ingest=None, timeout_s: float = 150.0
+) -> tuple[dict | None, list[str]]:
+    """Follow ``mnemo capture --ingest``'s output; each time its watcher says it ingested a clip
+    (``on_ingest()`` first, if given), ask where the parking spot is, until an answer names 42 or
+    ``timeout_s`` passed. The last answer, and the lines read."""
+    deadline = time.time() + timeout_s
+    answer, lines = None, []
+    assert cap.stdout is not None
+    for line in cap.stdout:
+        lines.append(line)
+        if "watch:" in line and "clip(s)" in line and "ingested" in line:
+            if on_ingest is not None:
+                on_ingest()
+            ask = subprocess.run(
+                [sys.executable, "-m", "mnemo", "ask", "where is the parking spot?"]
+                + ["--store", str(store), "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            answer = json.loads(ask.stdout.strip().splitlines()[-1])
+            if "42" in answer["answer"]:
+                break
+        if time.time() > deadline:
+            break
+    return answer, lines
 
 
 def test_a_second_daemon_on_the_same_folder_is_refused(desktop, tmp_path):

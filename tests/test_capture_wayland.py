@@ -4,7 +4,6 @@ through sway's IPC socket, grim and swayidle. The same scenarios as on X11 (test
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
@@ -17,7 +16,8 @@ from pathlib import Path
 import cv2
 import psutil
 import pytest
-from test_capture import _settled, _until, images, sidecars
+from test_capture import _settled, _until, images, sidecars, static_then_typed
+from test_capture_cli import ask_once_ingested
 
 from bench.waydesktop import Sway
 from conftest import unavailable
@@ -130,19 +130,7 @@ def test_static_screen_with_a_clock_writes_almost_nothing_but_typing_is_kept(swa
     sway.focus(notes)
     out = tmp_path / "out"
     with capturing(sway, out) as cap:
-        _until(lambda: time.time() - cap.last_input > cap.cfg.input_settle_s, timeout=20)
-        written_before, ticks_before = cap.counters.written, cap.counters.ticks
-        time.sleep(8)
-        static_written = cap.counters.written - written_before
-        static_ticks = cap.counters.ticks - ticks_before
-        typed_before = cap.counters.reasons.get("input", 0)
-        for word in ["alpha", "bravo", "charlie", "delta", "echo"]:
-            sway.type(word + " ")
-            time.sleep(1.2)
-        typed = cap.counters.reasons.get("input", 0) - typed_before
-    assert static_ticks >= 12
-    assert static_written <= 1, f"{static_written} frames written of {static_ticks} static ticks"
-    assert typed >= 5, f"only {typed} of 5 typed words kept"
+        static_then_typed(cap, sway.type, settle_timeout=20)
 
 
 def test_idle_time_comes_from_the_compositor(sway, tmp_path):
@@ -251,34 +239,18 @@ def test_typed_text_is_answered_while_capture_runs_on_sway(sway, tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+    def niced() -> None:
+        watchers = [
+            p for p in psutil.Process(cap.pid).children(recursive=True) if "watch" in p.cmdline()
+        ]
+        assert watchers and all(p.nice() == WATCHER_NICE for p in watchers), watchers
+
     answer, lines = None, []
     try:
         time.sleep(3)
         sway.type("echo the parking spot is level 3 bay 42\n", delay_ms=30)
-        deadline = time.time() + 150
-        assert cap.stdout is not None
-        for line in cap.stdout:
-            lines.append(line)
-            if "watch:" in line and "clip(s)" in line and "ingested" in line:
-                watchers = [
-                    p
-                    for p in psutil.Process(cap.pid).children(recursive=True)
-                    if "watch" in p.cmdline()
-                ]
-                assert watchers and all(p.nice() == WATCHER_NICE for p in watchers), watchers
-                ask = subprocess.run(
-                    [sys.executable, "-m", "mnemo", "ask", "where is the parking spot?"]
-                    + ["--store", str(store), "--json"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-                answer = json.loads(ask.stdout.strip().splitlines()[-1])
-                if "42" in answer["answer"]:
-                    break
-            if time.time() > deadline:
-                break
+        answer, lines = ask_once_ingested(cap, store, env, on_ingest=niced)
     finally:
         cap.send_signal(signal.SIGTERM)
         cap.wait(timeout=180)
