@@ -21,7 +21,7 @@ from perception.errors import MediaError, stage_errors
 from perception.faces.base import FaceAnalyzer
 from perception.faces.stage import FacePolicy, detect_faces
 from perception.ocr.base import TextReader
-from perception.ocr.stage import read_frames, read_screens
+from perception.ocr.stage import LastRead, read_frames, read_screens
 from perception.records import (
     Clip,
     ClipMedia,
@@ -81,6 +81,9 @@ class Perceivers:
     # is read in that next one, once (None: each frame read for itself)
     ocr_small_edit: float | None = 0.25
     caption_max_frames: int = 4
+    # screenshots: the last screen read, kept from clip to clip, so that the next is read only where
+    # it differs (None: each clip starts afresh)
+    last_read: LastRead | None = None
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
     keep_images_px: int = (
         0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
@@ -112,7 +115,7 @@ def _frames(
     texts: list = [()] * len(frames)
     t0 = time.perf_counter()
     if p.ocr is not None and p.ocr_last_of_edits:
-        texts = read_screens(frames, times, p.ocr, notes)
+        texts = read_screens(frames, times, p.ocr, notes, last=p.last_read)
     elif p.ocr is not None:
         texts = read_frames(
             frames,

@@ -40,6 +40,9 @@ class TextBoxes:
 @runtime_checkable
 class TextReader(Protocol):
     name: str
+    # whether reading part of a frame costs less than reading it whole (``read_changed`` reads a
+    # changed screen only where it changed); a reader without it is given whole frames
+    reads_parts: bool
 
     def detect(self, frame_rgb: np.ndarray) -> TextBoxes:
         """Where the frame has text (the detection pass alone, cheaper than reading)."""

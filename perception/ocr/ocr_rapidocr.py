@@ -19,7 +19,9 @@ Recognition crops come from the frame either way.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -49,6 +51,9 @@ MODELS = {
 }
 # boxes whose top-left corners are closer in height than this are on one line (RapidOCR 1.x's order)
 _SAME_LINE_PX = 10
+# line crops whose reading is kept, by their pixels: a screen read again after a window switch, a
+# typed word or a scroll shows mostly lines already read
+LINE_MEMORY = 4096
 
 
 class RapidOCRReader:
@@ -63,6 +68,7 @@ class RapidOCRReader:
         detect_min_side: int = 0,
         word_gaps: bool = True,
         detect_max_side: int = DETECT_MAX_SIDE,
+        line_memory: int = LINE_MEMORY,
     ) -> None:
         if detect_min_side < 0:
             raise ValueError(
@@ -76,11 +82,17 @@ class RapidOCRReader:
         self.detect_min_side = (
             detect_min_side  # >0: upscale the short side to this before detecting
         )
+        # a strip is detected at its own size, so part of a screen costs less than the whole
+        self.reads_parts = detect_min_side == 0
         self.use_cls = use_cls  # the text-direction classifier (turns upside-down lines)
         self.threads = threads  # 0: let ONNX Runtime decide
         self.restore_spaces = restore_spaces  # wordninja, where the pixels cannot place the spaces
         self.word_gaps = word_gaps  # spaces from the crop's blank columns (words.py)
         self._engine: RapidOCR | None = None  # built on first use
+        # a line crop's pixels (digest) -> its reading, the newest last; at most line_memory of them
+        self.line_memory = line_memory
+        self._lines: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
+        self.lines_recalled = 0  # readings taken from _lines instead of the recogniser
 
     def _load(self):
         if self._engine is None:
@@ -184,7 +196,26 @@ class RapidOCRReader:
     ) -> tuple[str, float]:
         """One line crop read on its own (so its reading never depends on the crops around it) or
         taken from a batch (``batched``: its character probabilities and the padded input width),
-        its spaces placed from its pixels where they are clean (``words.py``)."""
+        its spaces placed from its pixels where they are clean (``words.py``). A crop read on its own
+        whose very pixels were read before (the same line of a screen read again) is not read a
+        second time: the recogniser gives the same pixels the same reading."""
+        key = b""
+        if batched is None and self.line_memory:
+            key = _digest(crop)
+            if key in self._lines:
+                self._lines.move_to_end(key)
+                self.lines_recalled += 1
+                return self._lines[key]
+        reading = self._read_line(engine, crop, batched)
+        if key:
+            self._lines[key] = reading
+            if len(self._lines) > self.line_memory:
+                self._lines.popitem(last=False)
+        return reading
+
+    def _read_line(
+        self, engine, crop: np.ndarray, batched: tuple[np.ndarray, int] | None
+    ) -> tuple[str, float]:
         rec = engine.text_rec
         _, height, width = rec.rec_image_shape
         ratio = crop.shape[1] / float(crop.shape[0])
@@ -207,6 +238,13 @@ class RapidOCRReader:
         ):  # long unknown letter runs; with pixels to go by, only very long ones
             text = restore_spacing(text) if pixels is None else restore_spacing(text, LONG_RUN)
         return text, conf
+
+
+def _digest(crop: np.ndarray) -> bytes:
+    """A line crop's identity: its shape and a hash of its pixels."""
+    h = hashlib.blake2b(np.ascontiguousarray(crop).tobytes(), digest_size=16)
+    h.update(repr(crop.shape).encode())
+    return h.digest()
 
 
 def _batched_probs(engine, crops: list[np.ndarray]) -> dict[int, tuple[np.ndarray, int]]:
