@@ -658,7 +658,14 @@ PROJECT_RULES: dict[str, Rule] = {
     "capture.input_settle_s": LOWER,
     **{
         f"capture.{k}": FREE
-        for k in ("heartbeat_s", "tile_px", "jpeg_quality", "ingest_poll_s", "ingest_release_s")
+        for k in (
+            "heartbeat_s",
+            "tile_px",
+            "jpeg_quality",
+            "ingest_poll_s",
+            "ingest_release_s",
+            "pause_grab_s",
+        )
     },
     "capture.exclude_classes": ADD,
     "capture.exclude_titles": ADD,

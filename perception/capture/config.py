@@ -46,6 +46,15 @@ class CaptureConfig(BaseModel):
             "page that loads), however small."
         ),
     )
+    pause_grab_s: float = Field(
+        0.5,
+        ge=0,
+        description=(
+            "Seconds after a burst of keyboard or mouse input ends at which the screen is grabbed at once, not at "
+            "the next tick: what was typed is kept before the next word or a window switch (at most one grab "
+            "per burst, and none sooner than half an interval after the last; 0: grabs only at the ticks)."
+        ),
+    )
     tile_px: int = Field(
         32,
         ge=8,

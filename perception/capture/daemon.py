@@ -33,6 +33,7 @@ RESUME_FREE_B = 8 << 20  # after a full disk, capture resumes once this much is 
 MAX_PAUSE_S = (
     366 * 86400.0
 )  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
+PAUSE_POLL_S = 0.2  # how often, between grabs, the daemon looks whether a burst of input has ended
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
 
 
@@ -188,16 +189,28 @@ class Capturer:
         return self.counters
 
     def _sleep(self, seconds: float) -> None:
-        """Wait; a long (idle) wait ends early at the first keyboard or mouse input."""
+        """Wait; a long (idle) wait ends early at the first keyboard or mouse input, and any wait
+        ends once input since the last grab has paused for ``pause_grab_s`` (``_burst_ended``)."""
         deadline = time.monotonic() + max(0.0, seconds)
+        step = 1.0 if seconds > self.cfg.interval_s or not self.cfg.pause_grab_s else PAUSE_POLL_S
         while not self._stop.is_set() and (left := deadline - time.monotonic()) > 0:
-            self._stop.wait(min(left, 1.0))
-            if (
-                seconds > self.cfg.interval_s
-                and self.state == "capturing"
-                and self.x.idle_s() < time.time() - self.last_tick
+            self._stop.wait(min(left, step))
+            if self.state != "capturing":
+                continue
+            idle = self.x.idle_s()
+            since_grab = time.time() - self.last_tick
+            if idle < since_grab and (
+                seconds > self.cfg.interval_s or self._burst_ended(idle, since_grab)
             ):
                 return
+
+    def _burst_ended(self, idle: float, since_grab: float) -> bool:
+        """Input came since the last grab (``idle`` < ``since_grab``) and has paused for
+        ``pause_grab_s``: grab now, so that a word typed is in a frame before the next one or a
+        window switch, not only when a tick happens to fall in the pause. At most once a burst
+        (then the grab is newer than the input), and not sooner than half an interval after the
+        last grab."""
+        return 0 < self.cfg.pause_grab_s <= idle and since_grab >= self.cfg.interval_s / 2
 
     def _pause(self, why: str, wait: float, warn: bool = False, say: bool = True) -> float:
         """Capture nothing for ``wait`` seconds, saying why once (``warn``: a problem to solve)."""
