@@ -139,16 +139,17 @@ def cached_export(
     return out
 
 
-def cpu_session(path: Path, prepack: bool = True):
+def cpu_session(path: Path, prepack: bool = True, intra_threads: int = 0):
     """An ONNX Runtime session on the CPU with this process's threads. No busy-waiting between calls
     (the models share their cores with the other stages and the writer), and no memory arena: the
     arena keeps the largest activations a model ever saw, and grows by powers of two. Without
     ``prepack`` the weights are not copied into the matrix kernels' layout: less memory (a
-    second copy of each weight matrix), at a cost that hangs on the model."""
+    second copy of each weight matrix), at a cost that hangs on the model. ``intra_threads``: a
+    model's own thread count instead of the process's (0)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads()
+    options.intra_op_num_threads = intra_threads or threads()
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = False
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -16,7 +16,7 @@ from pathlib import Path
 import cv2
 import psutil
 import pytest
-from test_capture import _settled, _until, images, sidecars, static_then_typed
+from test_capture import _settled, _until, images, sidecars, static_then_typed, typed_until_grabbed
 from test_capture_cli import ask_once_ingested
 
 from bench.waydesktop import Sway
@@ -131,6 +131,13 @@ def test_static_screen_with_a_clock_writes_almost_nothing_but_typing_is_kept(swa
     out = tmp_path / "out"
     with capturing(sway, out) as cap:
         static_then_typed(cap, sway.type, settle_timeout=20)
+
+
+def test_a_burst_of_typing_is_grabbed_when_it_pauses_not_at_the_next_tick(sway, tmp_path):
+    sway.foot("notes", "Notes")
+    with capturing(sway, tmp_path / "out", interval_s=10.0) as cap:
+        after = typed_until_grabbed(cap, sway.type)
+    assert after < 3.0, f"the typed word was grabbed {after:.1f} s after the typing"
 
 
 def test_idle_time_comes_from_the_compositor(sway, tmp_path):

@@ -30,7 +30,7 @@ from perception.ocr.base import SMALL_REGION_PX, TextBoxes
 from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, soft_text, spaced
 from perception.records import TextLine
-from perception.weights import packaged_file
+from perception.weights import packaged_file, usable_cpus
 
 if TYPE_CHECKING:
     from rapidocr import RapidOCR
@@ -130,8 +130,24 @@ class RapidOCRReader:
             engine = RapidOCR(params=params)
             # RapidOCR builds its sessions on first use; here, so that a bad file fails at load
             engine._load_det_model(), engine._load_cls_model(), engine._load_rec_model()
+            self._quiet_sessions(engine)
             self._engine = engine
         return self._engine
+
+    def _quiet_sessions(self, engine) -> None:
+        """RapidOCR's ONNX Runtime sessions rebuilt as mnemo's other models' are
+        (``onnx_models.cpu_session``): its own spin their threads between runs, which on a screen's
+        many short line readings costs CPU for nothing (about a tenth of the OCR's, measured on
+        1080p screens with two threads); the same graphs, the same readings."""
+        from perception.onnx_models import cpu_session
+
+        n = self.threads or usable_cpus()
+        for part, section in (
+            (engine.text_det, "Det"),
+            (engine.text_cls, "Cls"),
+            (engine.text_rec, "Rec"),
+        ):
+            part.session.session = cpu_session(packaged_file(*MODELS[section]), intra_threads=n)
 
     def detect(self, frame_rgb: np.ndarray) -> TextBoxes:
         """RapidOCR's detection steps (resize, letterbox, DBNet, box order), kept for ``read``."""
