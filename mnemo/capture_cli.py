@@ -167,6 +167,8 @@ def cmd_watch(args, cfg) -> int:
             print(f"error: --nice is 1 to 19, not {args.nice}", file=sys.stderr)
             return 2
         os.nice(args.nice)
+    from dataclasses import replace
+
     from mnemo.watch import watch
     from mnemo.wiring import (
         build_perceivers,
@@ -176,10 +178,16 @@ def cmd_watch(args, cfg) -> int:
         open_store,
         text_embedder,
     )
+    from perception.ocr.stage import LastRead
 
     graph = watch_graph(cfg.graph)
     store = open_store(graph, args.store, lean=True)
-    perceivers = build_perceivers(cfg.perception, cfg.llm)
+
+    def perceivers_for_watch():
+        # clips come in order: each screen is read only where it differs from the last one read
+        return replace(build_perceivers(cfg.perception, cfg.llm), last_read=LastRead())
+
+    perceivers = perceivers_for_watch()
     policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))
     stop = threading.Event()
     _stop_on_signals(stop)
@@ -199,7 +207,7 @@ def cmd_watch(args, cfg) -> int:
         max_store_gb=cfg.graph.max_store_gb,
         redactor=build_redactor(cfg.memorize),
         release_after_s=cfg.capture.ingest_release_s,
-        fresh=lambda: (build_perceivers(cfg.perception, cfg.llm), text_embedder(graph, lean=True)),
+        fresh=lambda: (perceivers_for_watch(), text_embedder(graph, lean=True)),
     )
     print(
         f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} look(s)"

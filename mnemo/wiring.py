@@ -23,7 +23,6 @@ from mnemo.config import (
 )
 from perception.faces.stage import FacePolicy
 from perception.observe import Perceivers
-from perception.ocr.stage import LastRead
 from perception.onnx_models import set_threads as set_model_threads
 from perception.registry import build
 from perception.speech.second_pass import SecondPass
@@ -187,7 +186,6 @@ def build_perceivers(
         ocr_min_text_fraction=cfg.ocr_min_text_fraction,
         ocr_every_s=cfg.ocr_every_s,
         keep_images_px=448 if keep_images else 0,
-        last_read=LastRead(),
     )
 
 

@@ -82,7 +82,8 @@ class Perceivers:
     ocr_small_edit: float | None = 0.25
     caption_max_frames: int = 4
     # screenshots: the last screen read, kept from clip to clip, so that the next is read only where
-    # it differs (None: each clip starts afresh)
+    # it differs. A watcher's, which sees clips in order; None (each clip starts afresh) keeps a
+    # clip's observations a function of the clip alone, as ingest on Ray needs
     last_read: LastRead | None = None
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
     keep_images_px: int = (
