@@ -116,6 +116,18 @@ def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_s
     assert len(calls) == len(set(calls)) == 3  # each frame read once
 
 
+def test_typed_words_are_letters_each_different_and_none_is_two_earlier_ones_run_together():
+    """An hour types about 360 words; OCR drops the spaces between words (``_normal``), so no word
+    may be two words typed one after the other, nor carry a digit that reads as a letter."""
+    from bench.capture import _normal, _word
+
+    words = [_word(k) for k in range(420)]
+    assert len(set(words)) == len(words)
+    assert all(w.isalpha() and w.islower() for w in words)
+    runs = {_normal(a + " " + b) for a, b in zip(words, words[1:])}
+    assert not runs & set(words)
+
+
 def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
     from bench.capture import HOUR, compare, format_report
 
