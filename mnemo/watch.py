@@ -195,6 +195,7 @@ def _ingest(
         screens_since=since,
         redactor=redactor,
         stop=stop,
+        serial=True,  # the OCR's and the text embedder's peaks of memory one after the other
     )
     report.polls += 1
     report.clips_new += run.clips_new

@@ -253,7 +253,8 @@ class ClipWriter:
     next clip is memorized. The memorizer needs no earlier clip committed (it keeps what it wrote
     this run), so the store is the one a fully serial writer gives. At most ``max_pending`` clips
     wait uncommitted (the writer waits beyond that); a crash loses those, and a rerun redoes them.
-    After a failed commit no later clip commits.
+    After a failed commit no later clip commits. ``max_pending`` 0: each clip is committed before
+    the next is observed (a watcher's least memory: perception's and the embedder's peaks apart).
     """
 
     def __init__(
@@ -272,7 +273,7 @@ class ClipWriter:
         self.report = report
         self.progress = progress
         self.failed_of: dict[str, int] = {}
-        self.max_pending = max(1, max_pending)
+        self.max_pending = max(0, max_pending)
         self._own_pool = commit_pool is None
         self.commit_pool = commit_pool or ThreadPoolExecutor(1, thread_name_prefix="mnemo-commit")
         self.pending: deque[_Pending] = deque()
@@ -422,13 +423,15 @@ def ingest(
     wait_s: float | None = None,
     stop: threading.Event | None = None,
     contacts: tuple[str, ...] = (),
+    serial: bool = False,
 ) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process. Another process writing the store is waited for, at most
     ``wait_s`` (``StoreBusy`` then; None: until it is done). Once ``stop`` is set no further clip is
     begun (the one in hand is committed; a rerun resumes at the next): a watcher told to end by its
     dead daemon ends within a clip, not after its whole backlog. ``contacts``: names the
-    recogniser is told to expect, spelled as given (``pipeline.hints``)."""
+    recogniser is told to expect, spelled as given (``pipeline.hints``). ``serial``: each clip is
+    embedded and committed before the next is observed (``ClipWriter``'s ``max_pending`` 0)."""
     report = IngestReport()
     with store.writing(
         "mnemo ingest", wait_s, say=progress
@@ -442,6 +445,7 @@ def ingest(
             Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
             report,
             progress,
+            max_pending=0 if serial else 2,
             learn=book.learn,
         )
         try:

@@ -94,3 +94,28 @@ def test_after_a_failed_commit_no_later_clip_commits(tmp_path):
             writer.finish(IngestPlan([], {DAY.path: 3}))
     assert calls == ["day-0", "day-1"]  # clip 3 was never committed
     assert store.count()["clips"] == 1 and store.has_clip("day-0")
+
+
+def test_a_serial_writer_commits_each_clip_before_it_returns(tmp_path):
+    """``max_pending`` 0 (the watcher's ``ingest(serial=True)``): a clip is embedded and committed
+    before the next is observed, so perception's peak of memory and the embedder's do not add up."""
+    from embeddings.base import build_text_embedder
+    from factories import DAY, day_jobs
+    from graph.store import Store
+    from memorize.identity import MatchPolicy
+    from memorize.memorizer import Memorizer
+    from pipeline.ingest import ClipWriter, IngestPlan, IngestReport
+
+    store = Store(tmp_path / "store", build_text_embedder("hash"))
+    writer = ClipWriter(
+        store,
+        Memorizer(store, MatchPolicy(0.9, 8), MatchPolicy(0.75, 8)),
+        IngestReport(),
+        lambda _m: None,
+        commit_pool=DyingCommitPool(die_on=0),  # each commit 0.5 s behind
+        max_pending=0,
+    )
+    for k, (job, obs) in enumerate(day_jobs(3), start=1):
+        writer.write(job, obs)
+        assert not writer.pending and store.count()["clips"] == k
+    writer.finish(IngestPlan([], {DAY.path: 3}))

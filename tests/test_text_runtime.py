@@ -134,6 +134,7 @@ def encoder_max_length(model) -> int:
 def test_a_lean_embedder_gives_the_same_vectors_in_smaller_batches(cache):
     """The capture watcher's embedder (batches of at most 512 tokens, weights not prepacked)
     writes the vectors every other command reads and queries with."""
+    from embeddings.onnx_text import EXTERNAL_DATA, mapped_model
     from embeddings.sentence_transformer import LEAN_BATCH_TOKENS
 
     texts = TEXTS * 20  # more tokens than one lean batch holds
@@ -141,3 +142,8 @@ def test_a_lean_embedder_gives_the_same_vectors_in_smaller_batches(cache):
     assert lean.max_batch_tokens == LEAN_BATCH_TOKENS < full.max_batch_tokens
     v, w = lean.embed(texts), full.embed(texts)
     assert v.shape == w.shape and np.abs(v - w).max() < 1e-4
+    # its weights are mapped from a file of their own, and let go after each use
+    assert lean._encoder is None and full._encoder is not None
+    mapped = mapped_model(lean.name, lean.model_dir())
+    assert mapped.with_name(EXTERNAL_DATA).stat().st_size > 10 * mapped.stat().st_size
+    assert np.abs(lean.embed(texts[:3]) - w[:3]).max() < 1e-4  # opened again
