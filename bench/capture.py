@@ -455,10 +455,12 @@ def _typing(desk: Desk, windows: tuple, seconds: float, typed: list[tuple[str, f
     desk.focus(focus)
     while time.time() - start < seconds:
         if k and k % 5 == 0:
+            desk.type("\n")  # the line ends before the switch (never as a stretch ends: its
+            # output would land in the idle stretch that follows)
             focus = windows[1] if focus == windows[0] else windows[0]
             desk.focus(focus)
         word, begin = _word(len(typed)), time.time()
-        desk.type(word + ("\n" if k % 5 == 4 else " "))
+        desk.type(word + " ")
         typed.append((word, begin))
         k += 1
         time.sleep(min(3.0, max(0.0, seconds - (time.time() - start))))
