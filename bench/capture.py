@@ -398,18 +398,19 @@ def run(
         desk.close()
     frames = _frames(out)
     ts = [(f, _epoch(f["captured_at"])) for f in frames]
-    kept, missed = None, []
+    kept: int | None = None
+    missed: list[str] = []
     if ocr is not None and typed:
         progress(
             f"bench capture: reading the frames stored while each of {len(typed)} words was typed"
         )
         stored = [(t, Path(f["path"])) for f, t in ts]
-        kept, missed = 0, []
+        kept = 0
         for begin, stop in typing:  # each stretch's last word is kept until the stretch ends
             words = [(w, t) for w, t in typed if begin <= t <= stop]
-            found = typing_kept(words, stop, stored, ocr_text(ocr))
-            kept += sum(found)
-            missed += [w for (w, _), ok in zip(words, found) if not ok]
+            shown = typing_kept(words, stop, stored, ocr_text(ocr))
+            kept += sum(shown)
+            missed += [w for (w, _), ok in zip(words, shown) if not ok]
     static_ticks = sum(b["ticks"] - a["ticks"] for a, b in static)
     static_written = sum(b["written"] - a["written"] for a, b in static)
     in_typing = [f for f, t in ts if any(b <= t < e for b, e in typing)]

@@ -39,7 +39,7 @@ def screens() -> tuple[np.ndarray, np.ndarray]:
         unavailable(why)
     edited = list(LINES)
     edited[3] += TYPED
-    return tuple(  # type: ignore[return-value]
+    return tuple(
         render(Screen(f"changed-{i}", "terminal", "xterm", "DejaVu Sans Mono", 16, tuple(lines)))
         for i, lines in enumerate((LINES, edited))
     )
