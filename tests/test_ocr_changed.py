@@ -33,16 +33,57 @@ class Counting:
         return self.inner.read(frame, boxes)
 
 
+def _terminal(name: str, lines) -> np.ndarray:
+    return render(Screen(name, "terminal", "xterm", "DejaVu Sans Mono", 16, tuple(lines)))
+
+
 @pytest.fixture(scope="module")
 def screens() -> tuple[np.ndarray, np.ndarray]:
     if why := missing_tools():
         unavailable(why)
     edited = list(LINES)
     edited[3] += TYPED
-    return tuple(
-        render(Screen(f"changed-{i}", "terminal", "xterm", "DejaVu Sans Mono", 16, tuple(lines)))
-        for i, lines in enumerate((LINES, edited))
-    )
+    return tuple(_terminal(f"changed-{i}", lines) for i, lines in enumerate((LINES, edited)))
+
+
+@pytest.mark.slow
+def test_two_edits_far_apart_are_read_as_two_small_parts(screens):
+    """A word typed on the fourth line and another on the tenth: two strips are read, not the
+    box around both (on a desktop, a typed word and a ticking clock in a corner)."""
+    before, _ = screens
+    edited = list(LINES)
+    edited[0] += TYPED
+    edited[9] += " chestnut"
+    after = _terminal("changed-far", edited)
+    reader = Counting(RapidOCRReader(threads=2))
+    last = LastRead()
+    first = read_changed(reader, before, last, 0.0, [])
+    again = read_changed(reader, after, last, 2.0, [])
+    parts = reader.detected[1:]
+    assert len(parts) == 2, parts
+    assert all(h < 3 * 20 for h, _, _ in parts), parts  # each about one line (20 px) high
+    new = [ln.text for ln in again if ln not in first]
+    assert any(t.endswith(TYPED.strip()) for t in new) and any(t.endswith("chestnut") for t in new)
+    between = [ln for ln in first if 90 < ln.box_xyxy[1] < 190]  # the lines between the edits
+    assert len(between) >= 4 and all(ln in again for ln in between)  # kept as first read
+
+
+@pytest.mark.slow
+def test_a_screen_switched_back_to_is_compared_with_how_it_looked(screens):
+    """Notes, then another window, then the notes again with a word typed: only the word's line is
+    read, against the notes as they were before the switch, not against the other window."""
+    before, after = screens
+    other = _terminal("changed-other", TERMINAL_LINES[10:20])
+    reader = Counting(RapidOCRReader(threads=2))
+    last = LastRead()
+    first = read_changed(reader, before, last, 0.0, [])
+    read_changed(reader, other, last, 2.0, [])
+    assert len(reader.detected) == 2 and reader.detected[1][0] > 10 * 20  # all its lines
+    again = read_changed(reader, after, last, 4.0, [])
+    (part,) = reader.detected[2:]
+    assert part[0] < 3 * 20, part  # the typed line alone, not all the lines the other showed
+    assert [ln for ln in again if ln not in first][0].text.endswith(TYPED.strip())
+    assert len(last.screens) == 2  # the notes kept once, as they look now
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,11 +16,27 @@ log = logging.getLogger(__name__)
 MIN_CHANGED_ROWS = 3  # a change thinner than this (a line's codec noise) is not an edit of the text
 # a screen that changed in a box larger than this share of it is read whole
 WHOLE_SHARE = 0.6
+# a screen changed in at most this share of it is an edit of the screen it was compared with, and
+# takes its place among those kept (``LastRead``); one changed more is another view, kept beside it
+EDIT_SHARE = 0.05
 # a box that overlaps this share of a line's height or less leaves it (the padding of its box) alone
 CROSS_SHARE = 0.3
 # a line kept from the last read that ends this close beside a changed box is read again with it: a
 # word typed after it is part of its line, not a line of its own (a few characters of screen text)
 JOIN_PX = 48
+# changed pixels closer than this are one changed region (a word's letters, neighbouring lines); two
+# edits further apart (a typed word and a ticking clock) are read as two small regions, not as the
+# box around both
+REGION_GAP_PX = 24
+# more changed regions than this (scattered changes all over a screen) are read as the box around them
+MAX_REGIONS = 16
+# a changed region is read with this much of the screen around it (its edge's letters whole)
+PART_PAD_PX = 8
+# the screens read last that a frame is compared with (a window switched back to is compared with
+# how it looked before the switch); each is kept as grey levels, 2 MB for a 1080p screen
+SCREENS_KEPT = 4
+
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1
 
 
 def read_frames(
@@ -86,21 +102,56 @@ def changed_rows(
     return _span((_diff(a, b) > min_diff).sum(axis=1) >= 2, min_rows, margin_px)
 
 
-def changed_box(
+def changed_regions(
     a: np.ndarray,
     b: np.ndarray,
     min_diff: int = SHARP_DIFF,
     margin_px: int = 8,
     min_rows: int = MIN_CHANGED_ROWS,
-) -> tuple[int, int, int, int] | None:
-    """The box (x0, y0, x1, y1) in which two frames of one size differ: ``changed_rows``, and the
-    same for columns; None when they do not differ."""
-    changed = _diff(a, b) > min_diff
-    rows = _span(changed.sum(axis=1) >= 2, min_rows, margin_px)
-    cols = _span(changed.sum(axis=0) >= 2, min_rows, margin_px)
-    if rows is None or cols is None:
-        return None
-    return cols[0], rows[0], cols[1], rows[1]
+    gap_px: int = REGION_GAP_PX,
+) -> list[Box]:
+    """The boxes (x0, y0, x1, y1, widened by ``margin_px``) of the separate regions in which two
+    grey images of one size differ; changed pixels closer than ``gap_px`` are one region. Noise is
+    left out as ``changed_rows`` leaves it: a changed pixel counts only in a run of ``min_rows``
+    changed rows and one of as many changed columns. An empty list when they do not differ."""
+    import cv2
+
+    changed = cv2.absdiff(a, b) > min_diff
+    rows = _runs(changed.sum(axis=1) >= 2, min_rows)
+    cols = _runs(changed.sum(axis=0) >= 2, min_rows)
+    if not rows.any() or not cols.any():
+        return []
+    mask = (changed & rows[:, None] & cols[None, :]).astype(np.uint8)
+    joined = cv2.dilate(mask, np.ones((gap_px, gap_px), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(joined, connectivity=8)
+    height, width = mask.shape
+    if count - 1 > MAX_REGIONS:
+        ys, xs = np.nonzero(mask)
+        tight = [(int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)]
+    else:
+        tight = []
+        for label in range(1, count):
+            x, y, w, h = (int(v) for v in stats[label, :4])
+            own = mask[y : y + h, x : x + w] & (labels[y : y + h, x : x + w] == label)
+            ys, xs = np.nonzero(own)
+            if ys.size:  # the dilation's own pixels aside
+                tight.append(
+                    (
+                        x + int(xs.min()),
+                        y + int(ys.min()),
+                        x + int(xs.max()) + 1,
+                        y + int(ys.max()) + 1,
+                    )
+                )
+    return [
+        (
+            max(0, x0 - margin_px),
+            max(0, y0 - margin_px),
+            min(width, x1 + margin_px),
+            min(height, y1 + margin_px),
+        )
+        for x0, y0, x1, y1 in tight
+    ]
 
 
 def _diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -109,14 +160,20 @@ def _diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return cv2.absdiff(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.cvtColor(b, cv2.COLOR_RGB2GRAY))
 
 
-def _span(changed: np.ndarray, min_rows: int, margin_px: int) -> tuple[int, int] | None:
-    """First and last changed row (or column), widened by ``margin_px``: a row counts when it lies
-    in a run of ``min_rows`` changed ones (the windows of min_rows all changed, then every row such
-    a window covers)."""
+def _runs(changed: np.ndarray, min_rows: int) -> np.ndarray:
+    """The rows (or columns) that lie in a run of ``min_rows`` changed ones (the windows of
+    min_rows all changed, then every row such a window covers)."""
     if min_rows > 1 and changed.size >= min_rows:
         window = np.ones(min_rows, dtype=int)
         runs = np.convolve(changed, window, "valid") == min_rows
-        changed = np.convolve(runs, window, "full") > 0
+        return np.convolve(runs, window, "full") > 0
+    return changed
+
+
+def _span(changed: np.ndarray, min_rows: int, margin_px: int) -> tuple[int, int] | None:
+    """First and last changed row (or column), widened by ``margin_px``: a row counts when it lies
+    in a run of ``min_rows`` changed ones (``_runs``)."""
+    changed = _runs(changed, min_rows)
     rows = np.flatnonzero(changed)
     if rows.size == 0:
         return None
@@ -130,13 +187,47 @@ def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
 
 
 @dataclass
-class LastRead:
-    """The last screen read and its lines: the next one is read only where it differs. Kept from
-    clip to clip by a watcher (``Perceivers.last_read``); any frame will do as a base, since what
-    differs from it is read again."""
+class SeenScreen:
+    """A screen read: its grey levels (what the next frame is compared with) and its lines."""
 
-    frame: np.ndarray | None = None
-    lines: tuple[TextLine, ...] = ()
+    gray: np.ndarray
+    lines: tuple[TextLine, ...]
+
+
+@dataclass
+class LastRead:
+    """The last few screens read (``keep``, the newest first) and their lines: the next frame is
+    read only where it differs from the one it differs least from, so a window switched back to is
+    compared with how it looked then, not with the other window. Kept from clip to clip by a
+    watcher (``Perceivers.last_read``); any screen will do as a base, since what differs from it is
+    read again."""
+
+    screens: list[SeenScreen] = field(default_factory=list)
+    keep: int = SCREENS_KEPT
+
+    def nearest(self, gray: np.ndarray) -> tuple[int, list[Box]] | None:
+        """The kept screen of this size that ``gray`` differs from in the least area (its index),
+        and where they differ; None when none is of this size."""
+        best: tuple[int, int, list[Box]] | None = None
+        for k, seen in enumerate(self.screens):
+            if seen.gray.shape != gray.shape:
+                continue
+            regions = changed_regions(seen.gray, gray)
+            area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in regions)
+            if best is None or area < best[0]:
+                best = (area, k, regions)
+            if not regions:
+                break
+        return None if best is None else (best[1], best[2])
+
+    def remember(self, gray: np.ndarray, lines: tuple[TextLine, ...], edits: int | None) -> None:
+        """The screen just read, the newest; ``edits``: the kept screen it only edits (a word
+        typed, a clock's hand moved: it takes that one's place), None for another view (a
+        window switched to, a page turned: the others stay, the oldest beyond ``keep`` goes)."""
+        if edits is not None:
+            del self.screens[edits]
+        self.screens.insert(0, SeenScreen(gray, lines))
+        del self.screens[self.keep :]
 
 
 def read_screens(
@@ -171,34 +262,54 @@ def read_screens(
 def read_changed(
     ocr: TextReader, frame: np.ndarray, last: LastRead, at_s: float, notes: list[str]
 ) -> tuple[TextLine, ...]:
-    """The frame's lines, read where it differs from ``last.frame`` (a screen of the same size):
-    the lines of the last read that lie wholly outside the changed box are kept, the box (grown
-    until no kept line crosses its edge) is read. The whole frame is read when there is no such
-    base, the box covers more than ``WHOLE_SHARE`` of it, or the reader's detection costs more on
-    a strip than on the screen (``TextReader.reads_parts`` false). ``last`` becomes this frame."""
-    box = None
-    if (
-        last.frame is not None
-        and last.frame.shape == frame.shape
-        and getattr(ocr, "reads_parts", False)
-    ):
-        box = changed_box(last.frame, frame)
-        if box is None:  # nothing new
-            last.frame = frame
-            return last.lines
-        box = _grown(box, last.lines)
-        if (box[2] - box[0]) * (box[3] - box[1]) > WHOLE_SHARE * frame.shape[0] * frame.shape[1]:
-            box = None
-    if box is None:
+    """The frame's lines, read where it differs from the screen of ``last`` it differs least from
+    (``LastRead.nearest``): the lines of that screen that lie wholly outside every changed region
+    are kept, and each region (grown until no kept line crosses its edge, ``_grown_all``) is read
+    on its own. The whole frame is read when there is no screen of its size to compare with, the
+    regions cover more than ``WHOLE_SHARE`` of it, or the reader's detection costs more on a part
+    than on the screen (``TextReader.reads_parts`` false). The frame is remembered in ``last``."""
+    import cv2
+
+    gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    near = last.nearest(gray) if getattr(ocr, "reads_parts", False) else None
+    screen = frame.shape[0] * frame.shape[1]
+    edits = None
+    if near is None:
         lines = tuple(_read(ocr, frame, ocr.detect(frame), at_s, notes))
     else:
-        x0, y0, x1, y1 = box
-        part = np.ascontiguousarray(frame[y0:y1, x0:x1])
-        read = [_moved(ln, x0, y0) for ln in _read(ocr, part, ocr.detect(part), at_s, notes)]
-        kept = [ln for ln in last.lines if not _crosses(ln.box_xyxy, box)]
-        lines = tuple(sorted(kept + read, key=_reading_order))
-    last.frame, last.lines = frame, lines
+        k, regions = near
+        base = last.screens[k].lines
+        boxes = _grown_all(regions, base)
+        area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
+        edits = k if area <= EDIT_SHARE * screen else None
+        if area > WHOLE_SHARE * screen:
+            lines = tuple(_read(ocr, frame, ocr.detect(frame), at_s, notes))
+        else:
+            read = [ln for box in boxes for ln in _read_part(ocr, frame, box, at_s, notes)]
+            kept = [ln for ln in base if not any(_crosses(ln.box_xyxy, box) for box in boxes)]
+            lines = tuple(sorted(kept + read, key=_reading_order))
+    last.remember(gray, lines, edits)
     return lines
+
+
+def _read_part(
+    ocr: TextReader, frame: np.ndarray, box: Box, at_s: float, notes: list[str]
+) -> list[TextLine]:
+    """The lines of ``box`` in the frame's coordinates. The box is read with ``PART_PAD_PX`` of the
+    frame around it, so that a letter at its edge that did not change (a line beginning as the one
+    before it did) is not cut; a line whose middle lies outside the box (the edge of a line kept
+    above or below) is left to the lines kept."""
+    h, w = frame.shape[:2]
+    x0, y0 = max(0, box[0] - PART_PAD_PX), max(0, box[1] - PART_PAD_PX)
+    x1, y1 = min(w, box[2] + PART_PAD_PX), min(h, box[3] + PART_PAD_PX)
+    part = np.ascontiguousarray(frame[y0:y1, x0:x1])
+    lines = [_moved(ln, x0, y0) for ln in _read(ocr, part, ocr.detect(part), at_s, notes)]
+    return [ln for ln in lines if _middle_in(ln.box_xyxy, box)]
+
+
+def _middle_in(line: Box, box: Box) -> bool:
+    cx, cy = (line[0] + line[2]) / 2, (line[1] + line[3]) / 2
+    return box[0] <= cx < box[2] and box[1] <= cy < box[3]
 
 
 def _crosses(
@@ -212,7 +323,7 @@ def _crosses(
     return x0 < box[2] + join and box[0] - join < x1 and overlap > CROSS_SHARE * (y1 - y0)
 
 
-def _grown(box: tuple[int, int, int, int], lines) -> tuple[int, int, int, int]:
+def _grown(box: Box, lines) -> Box:
     """``box`` grown to hold every line that it (as grown, and ``JOIN_PX`` to either side) crosses:
     a line is read whole or kept, and a word added beside one is read with it."""
     while True:
@@ -229,6 +340,26 @@ def _grown(box: tuple[int, int, int, int], lines) -> tuple[int, int, int, int]:
         if grown == box:
             return box
         box = grown
+
+
+def _grown_all(boxes: list[Box], lines) -> list[Box]:
+    """Each box ``_grown``, and boxes that then overlap joined into one (and grown again), until
+    none overlap: no line is cut by a box's edge or read in two."""
+    boxes = [_grown(box, lines) for box in boxes]
+    while True:
+        for i, a in enumerate(boxes):
+            for j in range(i + 1, len(boxes)):
+                b = boxes[j]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                    joined = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                    boxes = [box for k, box in enumerate(boxes) if k not in (i, j)]
+                    boxes.append(_grown(joined, lines))
+                    break
+            else:
+                continue
+            break
+        else:
+            return boxes
 
 
 def _moved(line: TextLine, dx: int, dy: int) -> TextLine:
