@@ -21,7 +21,7 @@ from perception.errors import MediaError, stage_errors
 from perception.faces.base import FaceAnalyzer
 from perception.faces.stage import FacePolicy, detect_faces
 from perception.ocr.base import TextReader
-from perception.ocr.stage import LastRead, read_frames, read_screens
+from perception.ocr.stage import LastRead, last_of_edits, read_frames, read_screens
 from perception.records import (
     Clip,
     ClipMedia,
@@ -98,9 +98,11 @@ def _frames(
     notes: list[str],
     timings: dict[str, float],
     returns: dict[int, int] | None = None,
+    shown: list[int] | None = None,
 ) -> list[FrameObservation]:
     """Tags, embedding and on-screen text of the distinct frames (``returns``: those showing again
-    what an earlier one showed, whose tags and text they get); a failing backend leaves a note."""
+    what an earlier one showed, whose tags and text they get; ``shown``: screenshots, the last of
+    each run of small edits, the ones read); a failing backend leaves a note."""
     tagged: list = [((), None)] * len(frames)
     returns = returns or {}
     t0 = time.perf_counter()
@@ -116,7 +118,7 @@ def _frames(
     texts: list = [()] * len(frames)
     t0 = time.perf_counter()
     if p.ocr is not None and p.ocr_last_of_edits:
-        texts = read_screens(frames, times, p.ocr, notes, last=p.last_read)
+        texts = read_screens(frames, times, p.ocr, notes, last=p.last_read, shown=shown)
     elif p.ocr is not None:
         texts = read_frames(
             frames,
@@ -246,8 +248,20 @@ def observe_media(
     # of the distinct frames, those showing again what an earlier one showed (a call cutting
     # between speakers): by position among the distinct frames
     returns = returning_views(distinct, p.duplicate_max_diff)
+    shown, face_keep, face_returns = None, keep, returns
+    if p.ocr_last_of_edits:
+        # screenshots: faces are looked for where text is read, on the last frame of each run of
+        # small edits (a typed word, a clock's hand); a frame before it repeats the faces of the
+        # one read before it, as a repeated video frame does
+        shown = last_of_edits(distinct)
+        face_keep = [keep[i] for i in shown]
+        face_returns = {
+            shown.index(a): shown.index(b) for a, b in returns.items() if a in shown and b in shown
+        }
     face_notes: list[str] = []  # the faces' own: they may run on another thread
-    faces_stage = partial(_faces, clip, frames, times, keep, returns, p, face_notes, timings)
+    faces_stage = partial(
+        _faces, clip, frames, times, face_keep, face_returns, p, face_notes, timings
+    )
 
     with (
         ThreadPoolExecutor(1, thread_name_prefix="mnemo-faces")
@@ -256,7 +270,7 @@ def observe_media(
     ):
         beside = pool.submit(faces_stage) if pool is not None else None
         speech, language, timeline = _speech(clip, media, p, notes, timings, hints)
-        frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns)
+        frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns, shown)
         faces = beside.result() if beside is not None else faces_stage()
     notes += face_notes
 

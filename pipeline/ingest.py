@@ -398,14 +398,19 @@ class ClipWriter:
 
 
 def write_in_order(
-    writer: ClipWriter, results: Iterable[tuple[ClipJob, ClipObservations | MediaError, float]]
+    writer: ClipWriter,
+    results: Iterable[tuple[ClipJob, ClipObservations | MediaError, float]],
+    after_each: Callable[[], object] | None = None,
 ) -> None:
-    """Write each (job, observations or error, seconds) as it comes."""
+    """Write each (job, observations or error, seconds) as it comes; ``after_each`` is called once
+    each is handed to the writer."""
     for job, result, seconds in results:
         if isinstance(result, MediaError):
             writer.failed(job, result)
         else:
             writer.write(job, result, seconds)
+        if after_each is not None:
+            after_each()
 
 
 def ingest(
@@ -424,6 +429,7 @@ def ingest(
     stop: threading.Event | None = None,
     contacts: tuple[str, ...] = (),
     serial: bool = False,
+    after_each: Callable[[], object] | None = None,
 ) -> IngestReport:
     """Ingest recordings (files, or media files found in folders) and folders of screenshots, one
     clip at a time in this process. Another process writing the store is waited for, at most
@@ -431,7 +437,8 @@ def ingest(
     begun (the one in hand is committed; a rerun resumes at the next): a watcher told to end by its
     dead daemon ends within a clip, not after its whole backlog. ``contacts``: names the
     recogniser is told to expect, spelled as given (``pipeline.hints``). ``serial``: each clip is
-    embedded and committed before the next is observed (``ClipWriter``'s ``max_pending`` 0)."""
+    embedded and committed before the next is observed (``ClipWriter``'s ``max_pending`` 0);
+    ``after_each`` is called after each clip is handed to the writer (a watcher trims its heap)."""
     report = IngestReport()
     with store.writing(
         "mnemo ingest", wait_s, say=progress
@@ -456,7 +463,9 @@ def ingest(
             )
             # each clip's hints are taken when it is observed: after every earlier clip is memorized
             hinted = (book.hinted(job) for job in jobs)
-            write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in hinted))
+            write_in_order(
+                writer, ((job, *observe_job(job, perceivers)) for job in hinted), after_each
+            )
         finally:
             writer.finish(planned)
     return report

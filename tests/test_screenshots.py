@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from perception.sources.screenshots import plan_screen_clips
@@ -69,3 +70,48 @@ def test_a_screenshot_folder_becomes_screen_text_and_app_memories(
     assert hits and "Build Finished" in hits[0].memory.text
     again = ingest([str(shots)], hash_store, perceivers, policies, progress=lambda _m: None)
     assert again.clips_new == 0 and again.clips_skipped == 2  # resumable
+
+
+class CountingFaces:
+    """The real face analyzer, counting the frames it is asked to look at."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.looked = 0
+
+    def analyze(self, frame):
+        self.looked += 1
+        return self.inner.analyze(frame)
+
+
+def test_faces_on_screenshots_are_looked_for_on_the_frames_read(tmp_path, opencv_dir, perceivers):
+    """Four screenshots: two small edits (a word typed, twice), the second edit, and then a photo
+    of people opened. The frames that a later one only edits are not looked at for faces (the
+    first of a clip always is); the photo's faces are found, at its time, and no earlier."""
+    from dataclasses import replace
+
+    import cv2
+
+    from bench.fixtures import group_photo
+    from perception.observe import observe_screen_clip
+
+    screen = np.full((1080, 1920, 3), 200, np.uint8)  # a desktop with a window on it
+    window = cv2.imread(str(opencv_dir / "qtgui.png"))
+    screen[: window.shape[0], : window.shape[1]] = window
+    photo = cv2.imread(str(group_photo()))
+    frames = [screen.copy() for _ in range(4)]
+    for k, frame in enumerate(frames[1:], 1):  # a word typed into the text, then another
+        cv2.putText(frame, "walnut" if k == 1 else "walnut chestnut", (40, 60), 0, 0.6, (0, 0, 0))
+    frames[3][-photo.shape[0] :, -photo.shape[1] :] = photo  # the photo, opened in front
+    folder = tmp_path / "screens"
+    folder.mkdir()
+    for k, frame in enumerate(frames):
+        cv2.imwrite(str(folder / f"shot{k}.png"), frame)
+        (folder / f"shot{k}.png.json").write_text(
+            json.dumps({"captured_at": f"2026-11-20T09:00:0{2 * k}+00:00", "app": "Viewer"})
+        )
+    (clip,) = plan_screen_clips(folder, 30.0)
+    counting = CountingFaces(perceivers.faces)
+    obs = observe_screen_clip(clip, replace(perceivers, faces=counting, ocr=None, image=None))
+    assert counting.looked == 3  # the first, the last of the edits, the photo; not the first edit
+    assert obs.faces and {f.frame_time_s for f in obs.faces} == {6.0}

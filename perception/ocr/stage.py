@@ -230,6 +230,16 @@ class LastRead:
         del self.screens[self.keep :]
 
 
+def last_of_edits(frames: list[np.ndarray], small_edit: float = 0.25) -> list[int]:
+    """The frames that the next one does not supersede (``superseded``): the last of each run of
+    small edits, and the last frame."""
+    return [
+        i
+        for i in range(len(frames))
+        if i + 1 == len(frames) or not superseded(frames[i], frames[i + 1], small_edit)
+    ]
+
+
 def read_screens(
     frames: list[np.ndarray],
     times_s: list[float],
@@ -237,17 +247,19 @@ def read_screens(
     notes: list[str],
     small_edit: float = 0.25,
     last: LastRead | None = None,
+    shown: list[int] | None = None,
 ) -> list[tuple[TextLine, ...]]:
     """Text lines of consecutive screenshots of one screen, reading only the last frame of each run
     of small edits: a frame that the next one changes in at most ``small_edit`` of its rows (a typed
     word, a ticking clock, nothing) is superseded by it and gets no lines of its own. Typing keeps a
     frame every few seconds; its text is read once, in its final state of the clip (text typed and
     deleted within one run is not read). A frame is read only where it differs from the last one
-    read (``read_changed``)."""
+    read (``read_changed``). ``shown``: those last frames (``last_of_edits``), where known."""
     last = last if last is not None else LastRead()
+    read = set(shown if shown is not None else last_of_edits(frames, small_edit))
     texts: list[tuple[TextLine, ...]] = []
     for i, frame in enumerate(frames):
-        if i + 1 < len(frames) and superseded(frame, frames[i + 1], small_edit):
+        if i not in read:
             texts.append(())
             continue
         try:
