@@ -169,7 +169,7 @@ def cmd_watch(args, cfg) -> int:
         os.nice(args.nice)
     from dataclasses import replace
 
-    from mnemo.watch import keep_freed_memory, watch
+    from mnemo.watch import watch, watch_malloc
     from mnemo.wiring import (
         build_perceivers,
         build_redactor,
@@ -180,7 +180,7 @@ def cmd_watch(args, cfg) -> int:
     )
     from perception.ocr.stage import LastRead
 
-    keep_freed_memory()  # trimmed after each ingest (release_memory)
+    watch_malloc()
     graph = watch_graph(cfg.graph)
     store = open_store(graph, args.store, lean=True)
 

@@ -149,40 +149,32 @@ def watch(
     return report
 
 
-# glibc's mallopt parameters
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-# blocks up to this size come from the heap, and freed heap stays with the process until trimmed
-HEAP_BLOCKS_MB = 32
+# the watcher's malloc: blocks up to this size come from the heap, and freed heap stays with the
+# process until trimmed after each clip (``watch_malloc``)
+HEAP_BLOCKS = 32 << 20
 
 
-def keep_freed_memory() -> bool:
-    """glibc's allocator told to serve large blocks from its heap and keep what is freed there,
-    until ``release_memory`` trims it after each ingest. By default each block over a few MB (a
-    layer's activations: OCR detection on a 1080p screen allocates hundreds of MB a frame) is a
-    fresh mapping, returned when freed, whose every page then faults and is zeroed by the kernel
-    on first touch: a third as much system time as the models' own, measured on a watcher's
-    screenshot clips. False where the allocator is not glibc's (nothing changed)."""
-    import ctypes
+def watch_malloc() -> list[str]:
+    """glibc's allocator set for a watcher: ``limit_malloc`` with blocks up to ``HEAP_BLOCKS`` served
+    from the heap and the heap kept until ``release_memory`` trims it after each clip. With the
+    CLI's lower thresholds (4 MB, trimmed past 1 MB), each line the OCR recognises maps its
+    buffers afresh and the kernel faults in and zeroes every page of them again: on 8 replayed
+    screenshot clips, 12.8 million page faults and 28 s of system time beside 55 s of user time;
+    with these, 1.4 million and 6 s, for 50 to 125 MB more at the peak (docs/benchmarks.md)."""
+    from pipeline.process import limit_malloc
 
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        size = HEAP_BLOCKS_MB << 20
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, size) and libc.mallopt(_M_TRIM_THRESHOLD, size))
-    except (OSError, AttributeError):
-        return False
+    return limit_malloc(mmap_threshold=HEAP_BLOCKS, trim_threshold=HEAP_BLOCKS)
 
 
 def release_memory() -> str:
     """Collect garbage and hand freed heap back to the system (glibc's malloc_trim); says how much
     resident memory this process holds after."""
-    import ctypes
     import gc
 
+    from pipeline.process import give_back_freed_memory
+
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
-        pass
+    give_back_freed_memory()  # not glibc: the allocator keeps what it keeps
     try:
         status = Path("/proc/self/status").read_text()
     except OSError:
@@ -219,7 +211,7 @@ def _ingest(
         redactor=redactor,
         stop=stop,
         serial=True,  # the OCR's and the text embedder's peaks of memory one after the other
-        after_each=release_memory,  # the heap kept (keep_freed_memory) is a clip's, not a backlog's
+        after_each=release_memory,  # the heap kept (watch_malloc) is a clip's, not a backlog's
     )
     report.polls += 1
     report.clips_new += run.clips_new

@@ -43,7 +43,7 @@ def screens() -> tuple[np.ndarray, np.ndarray]:
         unavailable(why)
     edited = list(LINES)
     edited[3] += TYPED
-    return tuple(_terminal(f"changed-{i}", lines) for i, lines in enumerate((LINES, edited)))
+    return _terminal("changed-0", LINES), _terminal("changed-1", edited)
 
 
 @pytest.mark.slow

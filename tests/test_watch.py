@@ -216,3 +216,52 @@ def test_models_are_let_go_when_idle_and_loaded_again_for_the_next_clip(tmp_path
     assert report_box and report_box[0].clips_new == 2, report_box
     texts = " ".join(m.text for m in store.memories_where("true"))
     assert "42" in texts and "dentist" in texts.lower(), texts
+
+
+_READ_TWICE = """
+import resource, sys
+import cv2
+import numpy as np
+from mnemo.watch import watch_malloc
+from perception.ocr.ocr_rapidocr import RapidOCRReader
+from pipeline.process import limit_malloc
+limit_malloc()  # as the CLI sets it for every command
+if sys.argv[1] == "watch":
+    watch_malloc()
+reader = RapidOCRReader(threads=1, line_memory=0)
+screen = np.full((300, 1400, 3), 255, np.uint8)
+for k in range(10):
+    text = f"line {k} of a page of text being read" + " and more" * (k % 6)
+    cv2.putText(screen, text, (20, 25 + 28 * k), 0, 0.7, (0, 0, 0))
+boxes = reader.detect(screen)
+first = reader.read(screen, boxes)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+assert reader.read(screen, boxes) == first and len(first) == 10
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.slow
+def test_the_watchers_heap_keeps_the_ocrs_buffers_instead_of_faulting_them_in_again():
+    """Ten lines recognised a second time by the real OCR: under the CLI's malloc settings each
+    line's buffers are mapped afresh and every page faulted in again; under the watcher's
+    (``watch_malloc``) they come from the heap kept. Page faults counted, a process each."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    faults = {
+        how: int(
+            subprocess.run(
+                [sys.executable, "-c", _READ_TWICE, how],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            ).stdout
+        )
+        for how in ("cli", "watch")
+    }
+    assert faults["cli"] > 5000, faults  # the check's ground: 4 KiB pages, tens of MB
+    assert faults["watch"] < faults["cli"] / 2, faults
