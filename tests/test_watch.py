@@ -235,17 +235,21 @@ for k in range(10):
     cv2.putText(screen, text, (20, 25 + 28 * k), 0, 0.7, (0, 0, 0))
 boxes = reader.detect(screen)
 first = reader.read(screen, boxes)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-assert reader.read(screen, boxes) == first and len(first) == 10
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+faults = []
+for _ in range(3):  # the fewest of three readings: a heap that grew once is not counted
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    assert reader.read(screen, boxes) == first and len(first) == 10
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(min(faults))
 """
 
 
 @pytest.mark.slow
 def test_the_watchers_heap_keeps_the_ocrs_buffers_instead_of_faulting_them_in_again():
-    """Ten lines recognised a second time by the real OCR: under the CLI's malloc settings each
-    line's buffers are mapped afresh and every page faulted in again; under the watcher's
-    (``watch_malloc``) they come from the heap kept. Page faults counted, a process each."""
+    """Ten lines recognised again by the real OCR: under the CLI's malloc settings each line's
+    buffers are mapped afresh and every page faulted in again; under the watcher's
+    (``watch_malloc``) they come from the heap kept. Page faults counted (the fewest of three
+    readings), a process each."""
     import os
     import subprocess
     import sys
@@ -263,5 +267,5 @@ def test_the_watchers_heap_keeps_the_ocrs_buffers_instead_of_faulting_them_in_ag
         )
         for how in ("cli", "watch")
     }
-    assert faults["cli"] > 5000, faults  # the check's ground: 4 KiB pages, tens of MB
-    assert faults["watch"] < faults["cli"] / 2, faults
+    assert faults["cli"] > 1000, faults  # the check's ground: 4 KiB pages, several MB a reading
+    assert faults["watch"] < faults["cli"] / 10, faults
