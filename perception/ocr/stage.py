@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 
 import numpy as np
 
@@ -213,7 +214,7 @@ class LastRead:
             if seen.gray.shape != gray.shape:
                 continue
             regions = changed_regions(seen.gray, gray)
-            area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in regions)
+            area = _area(regions)
             if best is None or area < best[0]:
                 best = (area, k, regions)
             if not regions:
@@ -292,7 +293,7 @@ def read_changed(
         k, regions = near
         base = last.screens[k].lines
         boxes = _grown_all(regions, base)
-        area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
+        area = _area(boxes)
         edits = k if area <= EDIT_SHARE * screen else None
         if area > WHOLE_SHARE * screen:
             lines = tuple(_read(ocr, frame, ocr.detect(frame), at_s, notes))
@@ -358,20 +359,22 @@ def _grown_all(boxes: list[Box], lines) -> list[Box]:
     """Each box ``_grown``, and boxes that then overlap joined into one (and grown again), until
     none overlap: no line is cut by a box's edge or read in two."""
     boxes = [_grown(box, lines) for box in boxes]
-    while True:
-        for i, a in enumerate(boxes):
-            for j in range(i + 1, len(boxes)):
-                b = boxes[j]
-                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
-                    joined = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-                    boxes = [box for k, box in enumerate(boxes) if k not in (i, j)]
-                    boxes.append(_grown(joined, lines))
-                    break
-            else:
-                continue
-            break
-        else:
-            return boxes
+    while pair := next(((a, b) for a, b in combinations(boxes, 2) if _overlap(a, b)), None):
+        a, b = pair
+        boxes.remove(a)
+        boxes.remove(b)
+        boxes.append(
+            _grown((min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])), lines)
+        )
+    return boxes
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _area(boxes: list[Box]) -> int:
+    return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
 
 
 def _moved(line: TextLine, dx: int, dy: int) -> TextLine:
