@@ -49,6 +49,14 @@ MODELS = {
     "Rec": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"),
     "Cls": ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx"),
 }
+# detection runs on horizontal bands of at most this many pixels (rows times width; rows a multiple
+# of 32, at least BAND_MIN_ROWS) that overlap by at least BAND_OVERLAP_PX. DBNet's activations grow
+# with the area it sees: over the loaded models, detecting ten 1080p screens peaked at 535 MB whole
+# and at 330 MB in bands of 352 rows, for the same CPU (docs/benchmarks.md). A box belongs to the
+# band its middle falls in, which holds it whole when it is no taller than the overlap
+BAND_PIXELS = 1920 * 384
+BAND_MIN_ROWS = 256
+BAND_OVERLAP_PX = 96
 # boxes whose top-left corners are closer in height than this are on one line (RapidOCR 1.x's order)
 _SAME_LINE_PX = 10
 # line crops whose reading is kept, by their pixels: a screen read again after a window switch, a
@@ -160,8 +168,8 @@ class RapidOCRReader:
         resized, record = apply_vertical_padding(
             resized, record, engine.width_height_ratio, engine.min_height
         )
-        found = engine.text_det(resized).boxes
-        if found is None or len(found) == 0:
+        found = _banded_boxes(engine.text_det, resized)
+        if len(found) == 0:
             return TextBoxes(0.0)
         found = _reading_order(found)
         # in the frame's pixels (RapidOCR maps the array it is given in place)
@@ -283,6 +291,40 @@ def _batched_probs(engine, crops: list[np.ndarray]) -> dict[int, tuple[np.ndarra
 _FULLWIDTH = {
     c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)
 }  # the recogniser's "，" and "：" are "," and ":"
+
+
+def bands(rows: int, width: int) -> list[tuple[int, int, int, int]]:
+    """The horizontal bands an image of ``rows`` by ``width`` is detected in: ``(top, bottom, own
+    top, own bottom)``; a box whose middle is in ``[own top, own bottom)`` is the band's. The bands
+    are of even height (a multiple of 32 where the image allows, as DBNet's input is), and each
+    band's own part ends in the middle of its overlap with the next."""
+    most = max(BAND_MIN_ROWS, BAND_PIXELS // max(1, width) // 32 * 32)
+    if rows <= most:
+        return [(0, rows, 0, rows)]
+    n = _up(rows - BAND_OVERLAP_PX, most - BAND_OVERLAP_PX)
+    height = min(rows, _up(_up(rows + (n - 1) * BAND_OVERLAP_PX, n), 32) * 32)
+    tops = [round(i * (rows - height) / (n - 1)) for i in range(n)]
+    cuts = [0] + [(tops[i + 1] + tops[i] + height) // 2 for i in range(n - 1)] + [rows]
+    return [(top, top + height, cuts[i], cuts[i + 1]) for i, top in enumerate(tops)]
+
+
+def _up(a: int, b: int) -> int:
+    return -(-a // b)  # a / b rounded up
+
+
+def _banded_boxes(detect, image: np.ndarray) -> np.ndarray:
+    """``detect`` (RapidOCR's DBNet step) run on each of the image's ``bands``: its boxes (n, 4, 2)
+    in the image's pixels, each from the one band its middle falls in."""
+    found = []
+    for top, bottom, own_top, own_bottom in bands(*image.shape[:2]):
+        boxes = detect(image[top:bottom]).boxes
+        if boxes is None or len(boxes) == 0:
+            continue
+        boxes = np.array(boxes, dtype=np.float32)
+        boxes[:, :, 1] += top
+        middle = (boxes[:, :, 1].min(axis=1) + boxes[:, :, 1].max(axis=1)) / 2
+        found.append(boxes[(middle >= own_top) & (middle < own_bottom)])
+    return np.concatenate(found) if found else np.zeros((0, 4, 2), np.float32)
 
 
 def _reading_order(boxes: np.ndarray) -> np.ndarray:
