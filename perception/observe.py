@@ -108,9 +108,10 @@ def _frames(
     t0 = time.perf_counter()
     if p.image is not None and frames:
         try:
-            first = [i for i in range(len(frames)) if i not in returns]
+            source = _tag_sources(len(frames), returns, shown)
+            first = sorted(set(source))
             of_first = dict(zip(first, p.image.analyze([frames[i] for i in first])))
-            tagged = [of_first[returns.get(i, i)] for i in range(len(frames))]
+            tagged = [of_first[source[i]] for i in range(len(frames))]
         except stage_errors() as e:
             notes.append(f"image tags failed: {e}")
             log.warning("image tags failed: %s", e)
@@ -136,6 +137,22 @@ def _frames(
         FrameObservation(t, tags, emb, text, image)
         for t, (tags, emb), text, image in zip(times, tagged, texts, images)
     ]
+
+
+def _tag_sources(n: int, returns: dict[int, int], shown: list[int] | None) -> list[int]:
+    """For each of ``n`` frames, the frame whose image tags it takes: the earlier frame it shows
+    again (``returns``), and of screenshots (``shown``: the last of each run of small edits, the
+    last frame among them) the one that ends its run of small edits, which shows what it does
+    but a typed word or a clock's hand."""
+    source = [returns.get(i, i) for i in range(n)]
+    if shown is None:
+        return source
+    ends, j = [0] * n, len(shown) - 1
+    for i in range(n - 1, -1, -1):
+        while j > 0 and shown[j - 1] >= i:
+            j -= 1
+        ends[i] = shown[j]
+    return [ends[i] for i in source]
 
 
 def _speech(

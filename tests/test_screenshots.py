@@ -84,10 +84,24 @@ class CountingFaces:
         return self.inner.analyze(frame)
 
 
-def test_faces_on_screenshots_are_looked_for_on_the_frames_read(tmp_path, opencv_dir, perceivers):
+class CountingImages:
+    """The real image tagger, counting the frames it is asked to tag."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.tagged = 0
+
+    def analyze(self, frames):
+        self.tagged += len(frames)
+        return self.inner.analyze(frames)
+
+
+def test_faces_and_tags_on_screenshots_are_for_the_frames_read(tmp_path, opencv_dir, perceivers):
     """Four screenshots: two small edits (a word typed, twice), the second edit, and then a photo
     of people opened. The frames that a later one only edits are not looked at for faces (the
-    first of a clip always is); the photo's faces are found, at its time, and no earlier."""
+    first of a clip always is); the photo's faces are found, at its time, and no earlier. Image
+    tags are worked out for the last edit and the photo, and the edited frames take the last
+    edit's."""
     from dataclasses import replace
 
     import cv2
@@ -111,7 +125,10 @@ def test_faces_on_screenshots_are_looked_for_on_the_frames_read(tmp_path, opencv
             json.dumps({"captured_at": f"2026-11-20T09:00:0{2 * k}+00:00", "app": "Viewer"})
         )
     (clip,) = plan_screen_clips(folder, 30.0)
-    counting = CountingFaces(perceivers.faces)
-    obs = observe_screen_clip(clip, replace(perceivers, faces=counting, ocr=None, image=None))
+    counting, tagging = CountingFaces(perceivers.faces), CountingImages(perceivers.image)
+    obs = observe_screen_clip(clip, replace(perceivers, faces=counting, ocr=None, image=tagging))
     assert counting.looked == 3  # the first, the last of the edits, the photo; not the first edit
     assert obs.faces and {f.frame_time_s for f in obs.faces} == {6.0}
+    assert tagging.tagged == 2
+    tags = [f.tags for f in obs.frames]
+    assert len(tags) == 4 and tags[0] == tags[1] == tags[2] and all(tags)
