@@ -189,13 +189,14 @@ def typing_kept(
     frames: list[tuple[float, Path]],
     read_text: Callable[[Path], str],
     slack_s: float = 0.5,
+    texts: dict[Path, str] | None = None,
 ) -> list[bool]:
     """For each typed ``(word, typing began)``, in order: whether a frame stored from the moment its
     typing began until the next word's began (the last word: ``end``), plus ``slack_s``, shows the
     word: the frame's OCR (``read_text``), lower-cased and without spaces, contains it. A frame
     stored in that time that does not show the word (grabbed mid-word, or of another window) does
-    not count. Each frame is read at most once."""
-    texts: dict[Path, str] = {}
+    not count. Each frame is read at most once: its text is kept in ``texts``."""
+    texts = {} if texts is None else texts
     kept = []
     for i, (word, begin) in enumerate(typed):
         until = (typed[i + 1][1] if i + 1 < len(typed) else end) + slack_s
@@ -270,13 +271,26 @@ class Desk:
             self.env = dict(self.x.env)
         self.kind = "sway" if wayland else "x11"
 
-    def term(self, title: str, cls: str, geometry: str, command: list[str] | None = None):
+    def term(
+        self, title: str, cls: str, at: tuple[int, int, int, int], command: list[str] | None = None
+    ):
+        """A terminal at ``at`` (columns, rows, x, y; on sway a floating window of about that
+        size, as on X11) running ``command``, else a shell whose prompt is ``$``: the same width on
+        every machine, whatever its host name and folder, so that a line of typed words fits."""
+        cols, rows, x, y = at
+        command = command or ["env", "PS1=$ ", "bash", "--norc", "--noprofile"]
         if self.wayland:
-            return self.sway.foot(title, cls, command, font_pt=12)
+            view = self.sway.foot(title, cls, command, font_pt=12)
+            self.sway.floating(view, x, y, cols * FOOT_CELL[0], rows * FOOT_CELL[1])
+            return view
+        geometry = f"{cols}x{rows}+{x}+{y}"
         return self.x.xterm(title, cls=cls, geometry=geometry, font_px=16, command=command)
 
     def clock(self) -> None:
-        self.sway.clock() if self.wayland else self.x.xclock("200x200-10+10")
+        if self.wayland:
+            self.sway.floating(self.sway.clock(), 1710, 10, 200, 60)
+        else:
+            self.x.xclock("200x200-10+10")
 
     def focus(self, window) -> None:
         (self.sway if self.wayland else self.x).focus(window)
@@ -294,6 +308,15 @@ class Desk:
         (self.sway if self.wayland else self.x).close()
 
 
+# a foot cell at 12 pt in pixels (width, height), about; xterm's at 16 px is 13 by 19, so that the
+# terminals below, 100 columns wide, fit a 1920 px screen side by side where they overlap
+FOOT_CELL = (10, 20)
+# where the session's terminals are: (columns, rows, x, y); a line of five typed words and the
+# prompt is under 80 columns, so none wraps, and every window is whole on a 1920x1080 screen
+NOTES_AT = (100, 30, 80, 80)
+SHELL_AT = (100, 30, 580, 420)
+READER_AT = (100, 40, 300, 100)
+WORD_S = 3.0  # a typed word every this many seconds
 READING = (
     "/usr/share/common-licenses/GPL-3"  # a long text every Debian has, paged through with less
 )
@@ -308,20 +331,20 @@ def run(
     progress: Callable[[str], None] = print,
     wayland: bool = False,
     minutes: float | None = None,
+    keep: Path | None = None,
 ) -> dict:
     """The session (or with ``minutes`` the ordinary hour scaled to that) and its figures, on X11
     or (``wayland``) sway; ``ocr`` (a ``perception.ocr`` ``TextReader``) reads the stored frames
-    for ``typing_kept``, which is None without one."""
+    for ``typing_kept``, which is None without one. ``keep``: a folder to copy the stored frames
+    into, with what was typed when and the text read in each frame (``_keep``)."""
     out, store = workdir / "screens", workdir / "store"
     desk = Desk(workdir, wayland)
     sock = Path(desk.env["XDG_RUNTIME_DIR"]) / "mnemo" / "capture.sock"
     try:
-        notes = desk.term("notes.txt - editor", "Editor", "100x30+80+80")
-        shell = desk.term("build shell", "Shell", "100x30+900+400")
+        notes = desk.term("notes.txt - editor", "Editor", NOTES_AT)
+        shell = desk.term("build shell", "Shell", SHELL_AT)
         reader = (
-            desk.term("GPL-3 - less", "Reader", "100x40+300+100", ["less", READING])
-            if minutes
-            else None
+            desk.term("GPL-3 - less", "Reader", READER_AT, ["less", READING]) if minutes else None
         )
         desk.clock()
         desk.focus(notes)
@@ -366,11 +389,12 @@ def run(
             if minutes
             else [("type", active_s), ("idle", static_s)]
         )
+        unended = None  # the window whose line of typed words the last stretch left open
         for what, seconds in script:
             progress(f"bench capture on {desk.kind}: {what} for {seconds:.0f} s")
             begin = time.time()
             if what == "type":
-                _typing(desk, (notes, shell), seconds, typed)
+                unended = _typing(desk, (notes, shell), seconds, typed, unended)
                 typing.append((begin, time.time()))
             elif what == "read":
                 desk.focus(reader)
@@ -400,6 +424,7 @@ def run(
     ts = [(f, _epoch(f["captured_at"])) for f in frames]
     kept: int | None = None
     missed: list[str] = []
+    texts: dict[Path, str] = {}
     if ocr is not None and typed:
         progress(
             f"bench capture: reading the frames stored while each of {len(typed)} words was typed"
@@ -408,7 +433,7 @@ def run(
         kept = 0
         for begin, stop in typing:  # each stretch's last word is kept until the stretch ends
             words = [(w, t) for w, t in typed if begin <= t <= stop]
-            shown = typing_kept(words, stop, stored, ocr_text(ocr))
+            shown = typing_kept(words, stop, stored, ocr_text(ocr), texts=texts)
             kept += sum(shown)
             missed += [w for (w, _), ok in zip(words, shown) if not ok]
     static_ticks = sum(b["ticks"] - a["ticks"] for a, b in static)
@@ -446,15 +471,61 @@ def run(
         "interval_s": interval_s,
     }
     progress(log[-2000:])
+    if keep is not None:
+        _keep(keep / desk.kind, out, figures, log, typed, typing, ts, texts)
+        progress(f"bench capture: the frames and what was typed kept in {keep / desk.kind}")
     return figures
 
 
-def _typing(desk: Desk, windows: tuple, seconds: float, typed: list[tuple[str, float]]) -> None:
-    """A word every ~3 s into the focused terminal, and a switch between ``windows`` every ~15 s,
-    after five words and Enter: lines a person ends, not one line the terminal wraps inside words."""
+def _keep(
+    to: Path,
+    out: Path,
+    figures: dict,
+    log: str,
+    typed: list[tuple[str, float]],
+    typing: list[tuple[float, float]],
+    ts: list[tuple[dict, float]],
+    texts: dict[Path, str],
+) -> None:
+    """The session's stored frames (``screens/``), its daemon's log, and ``session.json``: the
+    figures, each typed word with when its typing began, the typing stretches, and each stored
+    frame with when it was captured and, where ``typing_kept`` read it, its text."""
+    import shutil
+
+    to.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        shutil.copytree(out, to / "screens", dirs_exist_ok=True)
+    (to / "capture.log").write_text(log)
+    frames = [
+        {
+            "at": t,
+            "path": str(Path(f["path"]).relative_to(out)),
+            "text": texts.get(Path(f["path"])),
+        }
+        for f, t in ts
+    ]
+    session = {"figures": figures, "typed": typed, "typing": typing, "frames": frames}
+    (to / "session.json").write_text(json.dumps(session, indent=1))
+
+
+def _typing(
+    desk: Desk,
+    windows: tuple,
+    seconds: float,
+    typed: list[tuple[str, float]],
+    unended=None,
+):
+    """A word every ``WORD_S`` into the focused terminal, and a switch between ``windows`` after
+    five words and Enter: lines a person ends, not one line the terminal wraps inside words. A line
+    the last stretch left open (``unended``) is ended first. Each word is given its whole
+    ``WORD_S``: none is begun in the stretch's last moment. Returns the window whose line this
+    stretch leaves open, if any."""
     start, k, focus = time.time(), 0, windows[0]
+    if unended is not None:
+        desk.focus(unended)
+        desk.type("\n")
     desk.focus(focus)
-    while time.time() - start < seconds:
+    while time.time() - start + WORD_S <= seconds:
         if k and k % 5 == 0:
             desk.type("\n")  # the line ends before the switch (never as a stretch ends: its
             # output would land in the idle stretch that follows)
@@ -464,7 +535,8 @@ def _typing(desk: Desk, windows: tuple, seconds: float, typed: list[tuple[str, f
         desk.type(word + " ")
         typed.append((word, begin))
         k += 1
-        time.sleep(min(3.0, max(0.0, seconds - (time.time() - start))))
+        time.sleep(max(0.0, WORD_S - (time.time() - begin)))
+    return focus if k % 5 else None
 
 
 class _PerMinute:
@@ -582,4 +654,11 @@ def add_arguments(parser) -> None:
         metavar="N",
         help="an ordinary hour (reading, typing, idle, locked) scaled to N minutes, against the "
         "hour's targets (60: the whole hour)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep each desktop's stored frames, its daemon's log and session.json (what was "
+        "typed when, each frame's time and text) in DIR/x11 and DIR/sway",
     )

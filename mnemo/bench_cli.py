@@ -321,7 +321,12 @@ def run_capture(args, cfg, progress) -> tuple[dict, int]:
     for wayland in (False, True) if args.wayland else (False,):
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:
             figures = capture.run(
-                Path(tmp), ocr=ocr, progress=progress, wayland=wayland, minutes=args.minutes
+                Path(tmp),
+                ocr=ocr,
+                progress=progress,
+                wayland=wayland,
+                minutes=args.minutes,
+                keep=args.keep,
             )
         print(capture.format_report(figures), flush=True)
         runs[figures["desktop"]] = figures

@@ -128,6 +128,20 @@ def test_typed_words_are_letters_each_different_and_none_is_two_earlier_ones_run
     assert not runs & set(words)
 
 
+def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_screen():
+    """A word on screen only in part (a line wrapped inside it, a window past the screen's edge)
+    cannot be read: the first hours lost "hazelamber" past the right edge of the shell."""
+    from bench.capture import FOOT_CELL, NOTES_AT, READER_AT, SHELL_AT, _word
+
+    longest = max(len(_word(k)) for k in range(420))
+    line = len("$ ") + 5 * (longest + 1)  # the prompt and five words, each with its space
+    xterm_cell = (13, 19)  # DejaVu Sans Mono at 16 px, as measured on the bench's frames
+    for cols, rows, x, y in (NOTES_AT, SHELL_AT, READER_AT):
+        assert line < cols
+        for cell in (xterm_cell, FOOT_CELL):
+            assert x + cols * cell[0] < 1920 and y < 1080 - 5 * cell[1]
+
+
 def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
     from bench.capture import HOUR, compare, format_report
 
