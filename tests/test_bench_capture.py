@@ -136,7 +136,7 @@ def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_scree
     longest = max(len(_word(k)) for k in range(420))
     line = len("$ ") + 5 * (longest + 1)  # the prompt and five words, each with its space
     xterm_cell = (13, 19)  # DejaVu Sans Mono at 16 px, as measured on the bench's frames
-    for cols, rows, x, y in (NOTES_AT, SHELL_AT, READER_AT):
+    for cols, _rows, x, y in (NOTES_AT, SHELL_AT, READER_AT):
         assert line < cols
         for cell in (xterm_cell, FOOT_CELL):
             assert x + cols * cell[0] < 1920 and y < 1080 - 5 * cell[1]

@@ -11,25 +11,29 @@ from bench.ocr_screens import TERMINAL_LINES, Screen, missing_tools, render
 from conftest import unavailable
 from perception.ocr.ocr_rapidocr import RapidOCRReader, bands
 
-SIZES = ((1080, 1920), (1088, 1920), (800, 1280), (1440, 2560), (2160, 3840), (400, 1920), (60, 300))
+SIZES = (
+    (1080, 1920),
+    (1088, 1920),
+    (800, 1280),
+    (1440, 2560),
+    (2160, 3840),
+    (400, 1920),
+    (60, 300),
+)
 
 
 @pytest.mark.parametrize(("rows", "width"), SIZES)
-def test_the_bands_cover_the_image_and_each_row_belongs_to_one(rows, width):
+def test_the_bands_cover_the_image_and_overlap(rows, width):
     found = bands(rows, width)
-    owned = [(own_top, own_bottom) for _, _, own_top, own_bottom in found]
-    assert owned[0][0] == 0 and owned[-1][1] == rows
-    assert all(a[1] == b[0] for a, b in zip(owned, owned[1:]))  # no gap, no row owned twice
+    assert found[0][0] == 0 and found[-1][1] == rows
     most = max(rapid.BAND_MIN_ROWS, rapid.BAND_PIXELS // width // 32 * 32)
-    for top, bottom, own_top, own_bottom in found:
-        assert 0 <= top <= own_top < own_bottom <= bottom <= rows
-        assert bottom - top <= max(most, 32) or len(found) == 1
-        # a line no taller than the overlap, its middle in the band's own rows, is in the band whole
-        half = rapid.BAND_OVERLAP_PX // 2
-        assert own_top == 0 or own_top - top >= half
-        assert own_bottom == rows or bottom - own_bottom >= half
+    for top, bottom in found:
+        assert 0 <= top < bottom <= rows
+        assert bottom - top <= most or len(found) == 1
+    # a line no taller than the overlap is whole in one band or the next
+    assert all(b[0] <= a[1] - rapid.BAND_OVERLAP_PX for a, b in zip(found, found[1:]))
     if rows * width <= rapid.BAND_PIXELS:
-        assert found == [(0, rows, 0, rows)]
+        assert found == [(0, rows)]
 
 
 # each line begins with its own word (digits are read as letters as often as not: "0" as "o")
@@ -49,7 +53,9 @@ def tall_lines():
     lines, a prompt and a blank): each band's cut crosses some line."""
     if why := missing_tools():
         unavailable(why)
-    lines = tuple(f"{_row(k)} {TERMINAL_LINES[k % len(TERMINAL_LINES)][:50]}" for k in range(len(FIRST)))
+    lines = tuple(
+        f"{_row(k)} {TERMINAL_LINES[k % len(TERMINAL_LINES)][:50]}" for k in range(len(FIRST))
+    )
     frame = render(Screen("bands", "terminal", "xterm", "DejaVu Sans Mono", 32, lines), "1920x1080")
     return lines, frame
 
@@ -58,7 +64,7 @@ def tall_lines():
 def test_every_line_across_the_band_cuts_is_read_once(tall_lines, monkeypatch):
     lines, frame = tall_lines
     reader = RapidOCRReader(threads=1)
-    cuts = [own_bottom for _, _, _, own_bottom in bands(*frame.shape[:2])][:-1]
+    cuts = [cut for top, bottom in bands(*frame.shape[:2]) for cut in (top, bottom)][1:-1]
     boxes = reader.detect(frame)
     read = reader.read(frame, boxes)
     crossing = [

@@ -51,12 +51,14 @@ MODELS = {
 }
 # detection runs on horizontal bands of at most this many pixels (rows times width; rows a multiple
 # of 32, at least BAND_MIN_ROWS) that overlap by at least BAND_OVERLAP_PX. DBNet's activations grow
-# with the area it sees: over the loaded models, detecting ten 1080p screens peaked at 535 MB whole
-# and at 330 MB in bands of 352 rows, for the same CPU (docs/benchmarks.md). A box belongs to the
-# band its middle falls in, which holds it whole when it is no taller than the overlap
+# with the area it sees: detecting a 1080p screen whole peaked 470 MB over the loaded models, a band
+# of 544 rows 262 MB (docs/benchmarks.md). Of a line seen in two bands, the box furthest from a
+# band's cut is kept: whole where the line is no taller than the overlap
 BAND_PIXELS = 1920 * 384
 BAND_MIN_ROWS = 256
 BAND_OVERLAP_PX = 96
+# boxes that share more than this part of the smaller one's area show one line (seen in two bands)
+SAME_BOX_SHARE = 0.5
 # boxes whose top-left corners are closer in height than this are on one line (RapidOCR 1.x's order)
 _SAME_LINE_PX = 10
 # line crops whose reading is kept, by their pixels: a screen read again after a window switch, a
@@ -179,7 +181,11 @@ class RapidOCRReader:
             1 for _, y0, _, y1 in map(_bounds, found) if y1 - y0 < SMALL_REGION_PX
         )  # as DBNet saw them
         return TextBoxes(
-            float(min(1.0, area / float(raw_h * raw_w))), (resized, found, quads), len(quads), small
+            float(min(1.0, area / float(raw_h * raw_w))),
+            (resized, found, quads),
+            len(quads),
+            small,
+            raw_w / resized.shape[1],  # the vertical padding adds rows only
         )
 
     def read(self, frame_rgb: np.ndarray, boxes: TextBoxes | None = None) -> list[TextLine]:
@@ -293,19 +299,17 @@ _FULLWIDTH = {
 }  # the recogniser's "，" and "：" are "," and ":"
 
 
-def bands(rows: int, width: int) -> list[tuple[int, int, int, int]]:
-    """The horizontal bands an image of ``rows`` by ``width`` is detected in: ``(top, bottom, own
-    top, own bottom)``; a box whose middle is in ``[own top, own bottom)`` is the band's. The bands
-    are of even height (a multiple of 32 where the image allows, as DBNet's input is), and each
-    band's own part ends in the middle of its overlap with the next."""
+def bands(rows: int, width: int) -> list[tuple[int, int]]:
+    """The horizontal bands ``(top, bottom)`` an image of ``rows`` by ``width`` is detected in: of
+    even height (a multiple of 32 where the image allows, as DBNet's input is), the first at the
+    top, the last at the bottom, each overlapping the next by at least ``BAND_OVERLAP_PX``."""
     most = max(BAND_MIN_ROWS, BAND_PIXELS // max(1, width) // 32 * 32)
     if rows <= most:
-        return [(0, rows, 0, rows)]
+        return [(0, rows)]
     n = _up(rows - BAND_OVERLAP_PX, most - BAND_OVERLAP_PX)
     height = min(rows, _up(_up(rows + (n - 1) * BAND_OVERLAP_PX, n), 32) * 32)
     tops = [round(i * (rows - height) / (n - 1)) for i in range(n)]
-    cuts = [0] + [(tops[i + 1] + tops[i] + height) // 2 for i in range(n - 1)] + [rows]
-    return [(top, top + height, cuts[i], cuts[i + 1]) for i, top in enumerate(tops)]
+    return [(top, top + height) for top in tops]
 
 
 def _up(a: int, b: int) -> int:
@@ -314,17 +318,40 @@ def _up(a: int, b: int) -> int:
 
 def _banded_boxes(detect, image: np.ndarray) -> np.ndarray:
     """``detect`` (RapidOCR's DBNet step) run on each of the image's ``bands``: its boxes (n, 4, 2)
-    in the image's pixels, each from the one band its middle falls in."""
-    found = []
-    for top, bottom, own_top, own_bottom in bands(*image.shape[:2]):
+    in the image's pixels. A line seen in more than one band (boxes of two bands sharing more than
+    ``SAME_BOX_SHARE`` of the smaller's area) keeps the box with the most room between it and its
+    band's cuts (the image's own edges are no cut): a box at a cut may hold part of its line."""
+    rows = image.shape[0]
+    found, room, band = [], [], []
+    for b, (top, bottom) in enumerate(bands(*image.shape[:2])):
         boxes = detect(image[top:bottom]).boxes
         if boxes is None or len(boxes) == 0:
             continue
         boxes = np.array(boxes, dtype=np.float32)
         boxes[:, :, 1] += top
-        middle = (boxes[:, :, 1].min(axis=1) + boxes[:, :, 1].max(axis=1)) / 2
-        found.append(boxes[(middle >= own_top) & (middle < own_bottom)])
-    return np.concatenate(found) if found else np.zeros((0, 4, 2), np.float32)
+        above = boxes[:, :, 1].min(axis=1) - top if top > 0 else np.full(len(boxes), np.inf)
+        below = (
+            bottom - boxes[:, :, 1].max(axis=1) if bottom < rows else np.full(len(boxes), np.inf)
+        )
+        found.append(boxes)
+        room.append(np.minimum(above, below))
+        band.append(np.full(len(boxes), b))
+    if not found:
+        return np.zeros((0, 4, 2), np.float32)
+    boxes, margin, of = np.concatenate(found), np.concatenate(room), np.concatenate(band)
+    lo, hi = boxes.min(axis=1), boxes.max(axis=1)  # (n, 2): x, y
+    area = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
+    kept: list[int] = []
+    for k in np.argsort(-margin, kind="stable"):
+        other = [j for j in kept if of[j] != of[k]]  # one band's own boxes all stay
+        if other:
+            inside = np.maximum(
+                np.minimum(hi[other], hi[k]) - np.maximum(lo[other], lo[k]), 0.0
+            ).prod(axis=1)
+            if (inside > SAME_BOX_SHARE * np.minimum(area[other], area[k])).any():
+                continue
+        kept.append(int(k))
+    return boxes[sorted(kept)]
 
 
 def _reading_order(boxes: np.ndarray) -> np.ndarray:
