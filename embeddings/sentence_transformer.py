@@ -59,9 +59,8 @@ class SentenceTransformerText:
         lean: bool = False,
     ) -> None:
         """``lean``: least memory for a process that runs all day (the capture watcher): batches
-        of at most ``LEAN_BATCH_TOKENS``, float32 in ONNX Runtime on the CPU where the dtype is
-        "auto", and there weights not prepacked, mapped from their file, and let go after each
-        ``embed``. Measured on mpnet in float32 (ONNX): 686 MB at
+        of at most ``LEAN_BATCH_TOKENS`` and, on ONNX Runtime, weights not prepacked, mapped from
+        their file, and let go after each ``embed``. Measured on mpnet in float32 (ONNX): 686 MB at
         the peak of 192 embeddings against 1278 MB, and 3 % slower (before the weights were
         mapped)."""
         check_runtime(runtime, "text runtime")
@@ -88,10 +87,7 @@ class SentenceTransformerText:
         if self._encoder is None:
             device = torch_device(self.device)
             if self.dtype == "auto":
-                # lean on the CPU: float32 in ONNX Runtime, its weights mapped and let go after each
-                # embed; bfloat16 runs in torch, which stays loaded (mpnet, 12 screen texts: 562 MB
-                # at the peak and 4.1 CPU-s, against 1547 MB and 9.7 CPU-s in torch's bfloat16)
-                self.dtype = "float32" if self.lean and device == "cpu" else fast_dtype(device)
+                self.dtype = fast_dtype(device)
             runtime = self.runtime
             if runtime == "auto":
                 from embeddings.onnx_text import pooling_is_mean

@@ -419,8 +419,7 @@ class GraphConfig(BaseModel):
         None,
         description=(
             "The embedder weights' dtype; unset: the backend's own (mpnet \"auto\": bfloat16 where the CPU or GPU "
-            "computes in it natively and torch is installed, else float32, and float32 in the capture watcher on the "
-            "CPU, for its memory; minilm float32). Vectors are float32 "
+            "computes in it natively and torch is installed, else float32; minilm float32). Vectors are float32 "
             'either way. bfloat16, float16, a GPU and text_runtime "torch" need the extra mnemo[torch].'
         ),
     )

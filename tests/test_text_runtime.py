@@ -147,17 +147,3 @@ def test_a_lean_embedder_gives_the_same_vectors_in_smaller_batches(cache):
     mapped = mapped_model(lean.name, lean.model_dir())
     assert mapped.with_name(EXTERNAL_DATA).stat().st_size > 10 * mapped.stat().st_size
     assert np.abs(lean.embed(texts[:3]) - w[:3]).max() < 1e-4  # opened again
-
-
-@pytest.mark.slow  # a real text model's ONNX graph built from its weights
-def test_a_lean_embedder_runs_in_float32_on_onnx_runtime_where_the_cpu_has_bfloat16(
-    cache, monkeypatch
-):
-    """The watcher's embedder stays off torch's bfloat16 on CPUs that have it: in torch its weights
-    stay loaded beside torch (mpnet: 1547 MB at the peak of 12 screen texts, against 562 MB)."""
-    from embeddings import sentence_transformer
-
-    monkeypatch.setattr(sentence_transformer, "fast_dtype", lambda device: "bfloat16")
-    lean = MiniLMText(dtype="auto", lean=True)
-    lean.embed(TEXTS[:2])
-    assert (lean.dtype, lean.runtime) == ("float32", "onnx")
