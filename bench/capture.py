@@ -111,6 +111,9 @@ class TreeMeter:
     - Memory: a thread samples the tree every ``every_s`` while the meter runs; ``peak_rss_mb`` is
       the highest summed RSS of the tree in one sample (a spike shorter than ``every_s`` may be
       missed), ``root_peak_rss_mb`` the root's own peak as the kernel kept it (VmHWM).
+      ``peak_pss_mb`` is the same of the summed PSS (proportional set size: a page shared by n
+      processes counts 1/n in each), where the RSS counts the libraries the daemon and its watcher
+      both map twice.
     """
 
     def __init__(self, pid: int, every_s: float = 0.25) -> None:
@@ -119,6 +122,7 @@ class TreeMeter:
         self.root = psutil.Process(pid)
         self.every_s = every_s
         self.peak_rss_mb = 0.0
+        self.peak_pss_mb = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -156,6 +160,10 @@ class TreeMeter:
         """The tree's summed resident memory now."""
         return self._each(lambda p: p.memory_info().rss) / 2**20
 
+    def pss_mb(self) -> float:
+        """The tree's summed proportional set size now (0 where the kernel does not give it)."""
+        return self._each(lambda p: _pss_kb(p.pid)) / 1024
+
     def root_peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.root.pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -165,6 +173,7 @@ class TreeMeter:
     def _sample(self) -> None:
         while True:
             self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
+            self.peak_pss_mb = max(self.peak_pss_mb, self.pss_mb())
             if self._stop.wait(self.every_s):
                 return
 
@@ -177,6 +186,16 @@ class TreeMeter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+
+def _pss_kb(pid: int) -> float:
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:  # gone, or a kernel without it
+        return 0.0
+    return next(
+        (float(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0.0
+    )
 
 
 def _normal(text: str) -> str:
@@ -413,7 +432,7 @@ def run(
         cpu_s, own_s, wall_s = meter.cpu_s() - cpu0, meter.root_cpu_s() - own0, end - t0
         minutes_log.stop()
         meter.stop()
-        rss_mb, own_rss_mb = meter.peak_rss_mb, meter.root_peak_rss_mb()
+        rss_mb, own_rss_mb, pss_mb = meter.peak_rss_mb, meter.root_peak_rss_mb(), meter.peak_pss_mb
         poller.join(timeout=max(0.0, 240 - (time.time() - typed_at)))
         lag = found[0] if found else None
         cap.send_signal(signal.SIGTERM)
@@ -447,6 +466,7 @@ def run(
         "cpu_pct": round(100 * cpu_s / wall_s, 2),
         "cpu_pct_peak_minute": max(minutes_log.cpu_pct, default=None),
         "rss_mb": round(rss_mb, 1),
+        "pss_mb": round(pss_mb, 1),
         "rss_mb_steady": round(statistics.median(minutes_log.rss_mb), 1)
         if minutes_log.rss_mb
         else None,
@@ -580,6 +600,7 @@ def format_report(f: dict) -> str:
         ("  of which the daemon itself", f["cpu_pct_daemon"], None),
         ("capture + ingest peak RSS, MB", f["rss_mb"], "rss_mb"),
         ("  steady (median at each minute's end)", f.get("rss_mb_steady"), None),
+        ("  peak PSS (shared pages counted once), MB", f.get("pss_mb"), None),
         ("  the daemon's own peak RSS, MB", f["rss_mb_daemon"], None),
         ("MB stored per hour", f.get("mb_per_hour"), None),
         ("  while typing", f["mb_per_hour_active"], None),
@@ -632,6 +653,7 @@ def summary(f: dict) -> dict:
             "cpu_pct_peak_minute",
             "rss_mb",
             "rss_mb_steady",
+            "pss_mb",
             "mb_per_hour",
             "mb_per_hour_active",
             "static_dedup",
