@@ -600,7 +600,7 @@ def format_report(f: dict) -> str:
         ("  of which the daemon itself", f["cpu_pct_daemon"], None),
         ("capture + ingest peak RSS, MB", f["rss_mb"], "rss_mb"),
         ("  steady (median at each minute's end)", f.get("rss_mb_steady"), None),
-        ("  peak PSS (shared pages counted once), MB", f.get("pss_mb"), None),
+        ("  peak PSS (shared pages split), MB", f.get("pss_mb"), None),
         ("  the daemon's own peak RSS, MB", f["rss_mb_daemon"], None),
         ("MB stored per hour", f.get("mb_per_hour"), None),
         ("  while typing", f["mb_per_hour_active"], None),
