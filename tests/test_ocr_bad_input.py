@@ -81,7 +81,7 @@ def test_a_4k_screen_is_read_at_its_own_size(reader):
     read = {w for text in texts for w in word_tokens(text)}
     assert sum(w in read for w in words) >= 0.95 * len(words), texts
     # a box a pixel off changes a letter or a space: read whole with the screen shifted 64 px
-    # down, "'fix" was read "‘fix"; in bands of 256 rows, "is level" was also read "islevel"
+    # down, "'fix" was read "‘fix"; in bands of 288 rows, "is level" was also read "islevel"
     assert notes == [] and len(_invented(texts)) <= INVENTED_BUDGET, texts
 
 

@@ -52,9 +52,11 @@ MODELS = {
 # detection runs on horizontal bands of at most this many pixels (rows times width; rows a multiple
 # of 32, at least BAND_MIN_ROWS) that overlap by at least BAND_OVERLAP_PX. DBNet's activations grow
 # with the area it sees: detecting a 1080p screen whole peaked 470 MB over the loaded models, a band
-# of 544 rows 262 MB (docs/benchmarks.md). Of a line seen in two bands, the box furthest from a
-# band's cut is kept: whole where the line is no taller than the overlap
-BAND_PIXELS = 1920 * 384
+# of 544 rows 262 MB (docs/benchmarks.md). Its boxes also move by a pixel with the extent it sees,
+# and narrower bands read worse: a frame up to this size (1280x800, 1140x680) is detected whole, a
+# 1080p screen in two bands. Of a line seen in two bands, the box furthest from a band's cut is
+# kept: whole where the line is no taller than the overlap
+BAND_PIXELS = 1920 * 608
 BAND_MIN_ROWS = 256
 BAND_OVERLAP_PX = 96
 # boxes that share more than this part of the smaller one's area show one line (seen in two bands)
