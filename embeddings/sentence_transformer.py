@@ -134,7 +134,9 @@ class SentenceTransformerText:
             "max_seq_length"
         ]
         graph = (mapped_model if self.lean else exported_model)(self.name, model_dir)
-        return OnnxEncoder(graph, model_dir, max_length, prepack=not self.lean)
+        return OnnxEncoder(
+            graph, model_dir, max_length, prepack=not self.lean, cast_weights=self.lean
+        )
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Texts of similar token length are batched together: one batch pads every text to its
