@@ -17,15 +17,18 @@ a stored memory.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.call import SIXEL_COLOURS, call_command, call_frames
 from bench.metrics import meets
 
 TARGETS = {
@@ -45,12 +48,13 @@ HOUR_TARGETS = {  # the ordinary hour: the daemon and its ingest together
 SWAY_OVER_X11 = 1.5  # the daemon's CPU and memory on sway, at most this times X11's in one run
 # the ordinary hour, in minutes: (what, minutes); scaled to --minutes
 HOUR = (
-    ("read", 12),
+    ("read", 10),
     ("type", 10),
-    ("idle", 10),
+    ("call", 6),
+    ("idle", 8),
     ("read", 8),
     ("type", 8),
-    ("idle", 8),
+    ("idle", 6),
     ("lock", 4),
 )
 WORDS = (
@@ -263,6 +267,16 @@ def _frames(out: Path) -> list[dict]:
     ]
 
 
+def _faces_stored(store: Path) -> int:
+    """The faces the store holds as entities (the call's, on an ordinary hour's screens)."""
+    import lancedb
+
+    if not (store / "entities.lance").exists():
+        return 0
+    kinds = lancedb.connect(str(store)).open_table("entities").to_arrow().column("kind")
+    return kinds.to_pylist().count("face")
+
+
 def _memory_has(store: Path, token: str) -> bool:
     import lancedb
 
@@ -291,11 +305,17 @@ class Desk:
         self.kind = "sway" if wayland else "x11"
 
     def term(
-        self, title: str, cls: str, at: tuple[int, int, int, int], command: list[str] | None = None
+        self,
+        title: str,
+        cls: str,
+        at: tuple[int, int, int, int],
+        command: list[str] | None = None,
+        sixel: bool = False,
     ):
         """A terminal at ``at`` (columns, rows, x, y; on sway a floating window of about that
         size, as on X11) running ``command``, else a shell whose prompt is ``$``: the same width on
-        every machine, whatever its host name and folder, so that a line of typed words fits."""
+        every machine, whatever its host name and folder, so that a line of typed words fits.
+        ``sixel``: one that draws sixel pictures (xterm as a VT340; foot always does)."""
         cols, rows, x, y = at
         command = command or ["env", "PS1=$ ", "bash", "--norc", "--noprofile"]
         if self.wayland:
@@ -303,7 +323,18 @@ class Desk:
             self.sway.floating(view, x, y, cols * FOOT_CELL[0], rows * FOOT_CELL[1])
             return view
         geometry = f"{cols}x{rows}+{x}+{y}"
-        return self.x.xterm(title, cls=cls, geometry=geometry, font_px=16, command=command)
+        options = (
+            ("-ti", "vt340", "-xrm", f"XTerm*numColorRegisters: {SIXEL_COLOURS}") if sixel else ()
+        )
+        return self.x.xterm(
+            title, cls=cls, geometry=geometry, font_px=16, command=command, options=options
+        )
+
+    def close_window(self, window) -> None:
+        if self.wayland:
+            self.sway.msg(f"[con_id={window}]", "kill")
+        else:
+            self.x.run(["xdotool", "windowclose", window])
 
     def clock(self) -> None:
         if self.wayland:
@@ -335,6 +366,7 @@ FOOT_CELL = (10, 20)
 NOTES_AT = (100, 30, 80, 80)
 SHELL_AT = (100, 30, 580, 420)
 READER_AT = (100, 40, 300, 100)
+CALL_AT = (38, 20, 1400, 560)  # the call's window: its 360 px frames fit xterm's cells and foot's
 WORD_S = 3.0  # a typed word every this many seconds
 READING = (
     "/usr/share/common-licenses/GPL-3"  # a long text every Debian has, paged through with less
@@ -357,6 +389,11 @@ def run(
     for ``typing_kept``, which is None without one. ``keep``: a folder to copy the stored frames
     into, with what was typed when and the text read in each frame (``_keep``)."""
     out, store = workdir / "screens", workdir / "store"
+    # the call's frames, where the desktop's user can read them (sway runs as a user of its own)
+    from bench.fixtures import group_photo
+
+    call_dir = Path(tempfile.mkdtemp(prefix="mnemo-call-"))
+    faces = call_frames(group_photo(), call_dir) if minutes else []
     desk = Desk(workdir, wayland)
     sock = Path(desk.env["XDG_RUNTIME_DIR"]) / "mnemo" / "capture.sock"
     try:
@@ -402,6 +439,7 @@ def run(
         typing: list[tuple[float, float]] = []  # stretches of typing (start, end)
         static: list[tuple[dict, dict]] = []  # status before and after each static stretch
         idle: list[tuple[float, float]] = []  # the static stretches (start, end)
+        calls: list[tuple[float, float]] = []  # the video calls (start, end)
         cpu0, own0, t0 = meter.cpu_s(), meter.root_cpu_s(), time.time()
         script = (
             [(what, m * 60 * minutes / 60) for what, m in HOUR]
@@ -420,6 +458,12 @@ def run(
                 while time.time() - begin < seconds:
                     desk.type(" ")  # a page down
                     time.sleep(min(20.0, max(0.0, seconds - (time.time() - begin))))
+            elif what == "call":  # a window with a moving face, over the others, then hung up
+                call = desk.term("call - Meet", "Call", CALL_AT, call_command(faces), sixel=True)
+                desk.focus(call)
+                time.sleep(seconds)
+                desk.close_window(call)
+                calls.append((begin, time.time()))
             elif what == "idle":
                 s0 = request({"cmd": "status"}, sock)
                 time.sleep(seconds)
@@ -439,6 +483,7 @@ def run(
         log, _ = cap.communicate(timeout=180)
     finally:
         desk.close()
+        shutil.rmtree(call_dir, ignore_errors=True)
     frames = _frames(out)
     ts = [(f, _epoch(f["captured_at"])) for f in frames]
     kept: int | None = None
@@ -459,6 +504,7 @@ def run(
     static_written = sum(b["written"] - a["written"] for a, b in static)
     in_typing = [f for f, t in ts if any(b <= t < e for b, e in typing)]
     in_idle = [f for f, t in ts if any(b <= t < e for b, e in idle)]
+    in_call = [f for f, t in ts if any(b <= t < e for b, e in calls)]
     typing_s, idle_s = sum(e - b for b, e in typing), sum(e - b for b, e in idle)
     figures = {
         "desktop": desk.kind,
@@ -485,6 +531,8 @@ def run(
         "ingest_lag_s": round(lag, 1) if lag is not None else None,
         "frames_active": len(in_typing),
         "frames_static": static_written,
+        "frames_call": len(in_call) if calls else None,
+        "faces_stored": _faces_stored(store) if calls else None,
         "frames": len(frames),
         "static_ticks": static_ticks,
         "typing_events": len(typed),
@@ -625,6 +673,11 @@ def format_report(f: dict) -> str:
             op, bound = targets[key]
             target = f"target {op} {bound:g}: {'met' if value is not None and meets(value, op, bound) else 'MISSED'}"
         lines.append(f"  {label:<42} {value if value is not None else 'n/a':>10}  {target}")
+    if f.get("frames_call") is not None:
+        lines.append(
+            f"  {'the video call: frames stored, faces in the store':<42} "
+            f"{f['frames_call']:>4}, {f['faces_stored']}"
+        )
     if f.get("typing_missed"):
         lines.append(f"  typed words not in a stored frame's OCR: {', '.join(f['typing_missed'])}")
     return "\n".join(lines)

@@ -120,10 +120,12 @@ class Desktop:
         font_px: int = 14,
         latin1: bool = False,
         command: list[str] | None = None,
+        options: tuple[str, ...] = (),
     ) -> str:
         """Open an xterm with this title and WM_CLASS class; returns its window id once mapped. In
         a UTF-8 locale xterm sets WM_NAME as COMPOUND_TEXT; with ``latin1`` (the C locale, a
-        Latin-1 title) as STRING. ``command`` runs in it instead of a shell."""
+        Latin-1 title) as STRING. ``command`` runs in it instead of a shell; ``options`` are
+        xterm's own, added to these."""
         arg = title.encode("latin-1") if latin1 else title.encode()
         env = {**self.env, "LC_ALL": "C" if latin1 else "C.UTF-8"}
         self.procs.append(
@@ -142,6 +144,7 @@ class Desktop:
                     geometry.encode(),
                     b"-xrm",
                     b"XTerm*allowTitleOps: false",
+                    *(o.encode() for o in options),
                     *([b"-e", *(c.encode() for c in command)] if command else []),
                 ],
                 env=env,

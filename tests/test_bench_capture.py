@@ -133,7 +133,8 @@ def test_typed_words_are_letters_each_different_and_none_is_two_earlier_ones_run
 def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_screen():
     """A word on screen only in part (a line wrapped inside it, a window past the screen's edge)
     cannot be read: the first hours lost "hazelamber" past the right edge of the shell."""
-    from bench.capture import FOOT_CELL, NOTES_AT, READER_AT, SHELL_AT, _word
+    from bench.call import CALL_PX
+    from bench.capture import CALL_AT, FOOT_CELL, NOTES_AT, READER_AT, SHELL_AT, _word
 
     longest = max(len(_word(k)) for k in range(420))
     line = len("$ ") + 5 * (longest + 1)  # the prompt and five words, each with its space
@@ -142,13 +143,17 @@ def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_scree
         assert line < cols
         for cell in (xterm_cell, FOOT_CELL):
             assert x + cols * cell[0] < 1920 and y < 1080 - 5 * cell[1]
+    cols, rows, x, y = CALL_AT  # the call window holds its frames whole, and the screen holds it
+    for cell in (xterm_cell, FOOT_CELL):
+        assert cols * cell[0] >= CALL_PX and rows * cell[1] >= CALL_PX
+        assert x + cols * cell[0] < 1920 and y + rows * cell[1] < 1080 - cell[1]
 
 
 def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
     from bench.capture import HOUR, compare, format_report
 
     assert sum(m for _, m in HOUR) == 60 and HOUR[-1][0] == "lock"
-    assert {what for what, _ in HOUR} == {"read", "type", "idle", "lock"}
+    assert {what for what, _ in HOUR} == {"read", "type", "call", "idle", "lock"}
     x11 = {"cpu_pct_daemon": 1.5, "rss_mb_daemon": 110.0}
     assert compare(x11, {"cpu_pct_daemon": 1.8, "rss_mb_daemon": 100.0}).count("met") == 2
     assert "MISSED" in compare(x11, {"cpu_pct_daemon": 2.4, "rss_mb_daemon": 100.0})
