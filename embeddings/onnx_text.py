@@ -74,7 +74,14 @@ def mapped_model(name: str, model_dir: Path) -> Path:
     float16 and cast to float32 where they are read (``half_matrices``): half the pages to map. Run
     it in a session with ``cast_weights``."""
     inline = exported_model(name, model_dir)
-    return cached_export(f"{name}-mapped", inline, _with_weights_apart, str(inline), version=MAPPED)
+    return cached_export(
+        f"{name}-mapped",
+        inline,
+        _with_weights_apart,
+        str(inline),
+        version=MAPPED,
+        beside=(EXTERNAL_DATA,),
+    )
 
 
 def _with_weights_apart(inline: str, path: str) -> None:

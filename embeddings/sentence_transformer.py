@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from perception.onnx_models import check_runtime, load_torch
 from perception.weights import fast_dtype, require, torch_device
+from pipeline.process import blocks_mapped
 
 if TYPE_CHECKING:
     from embeddings.onnx_text import OnnxEncoder
@@ -147,8 +149,12 @@ class SentenceTransformerText:
         encoder = self._load()
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for batch in length_batches(encoder.lengths(texts), self.batch_size, self.max_batch_tokens):
-            out[batch] = encoder.encode([texts[i] for i in batch])
+        # lean: the float16 matrices' float32 copies (up to 9 MB each) mapped and let go one by one
+        with blocks_mapped() if self.lean else nullcontext():
+            for batch in length_batches(
+                encoder.lengths(texts), self.batch_size, self.max_batch_tokens
+            ):
+                out[batch] = encoder.encode([texts[i] for i in batch])
         if self.lean and self.runtime == "onnx":
             # its weights are mapped (mapped_model): closed, it gives their pages back, and opens
             # again in a fraction of a second

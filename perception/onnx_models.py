@@ -107,7 +107,12 @@ def onnx_model(graph, producer: str):
 
 
 def cached_export(
-    name: str, source: Path, build: Callable[..., None], *args: str, version: str
+    name: str,
+    source: Path,
+    build: Callable[..., None],
+    *args: str,
+    version: str,
+    beside: tuple[str, ...] = (),
 ) -> Path:
     """The ONNX graph of model ``name``, built once from the weights at ``source``.
 
@@ -115,13 +120,21 @@ def cached_export(
     raises a RuntimeError when it refuses one. The cache is keyed by the weights' size and time and
     by the builder's ``version`` (a graph an older builder, or torch's exporter, wrote is built
     again); the graph is written under a temporary name and renamed, so a killed build leaves nothing
-    that looks complete.
+    that looks complete. ``beside``: files the build writes beside the graph (its weights); their
+    sizes are in the key, so one deleted or cut short is built again rather than failing to load.
     """
     stat = source.stat()
     key = f"{stat.st_size}-{stat.st_mtime_ns} {version}"
     out_dir = cache_root() / "models" / "onnx" / name
     out, marker = out_dir / "model.onnx", out_dir / "source"
-    if out.is_file() and marker.is_file() and marker.read_text().strip() == key:
+
+    def sizes() -> str:
+        return "".join(
+            f" {f}={(out_dir / f).stat().st_size if (out_dir / f).is_file() else 'none'}"
+            for f in beside
+        )
+
+    if out.is_file() and marker.is_file() and marker.read_text().strip() == key + sizes():
         return out
     log.info("building %s's ONNX graph for the CPU (once): %s", name, out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +148,7 @@ def cached_export(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    marker.write_text(key)
+    marker.write_text(key + sizes())
     return out
 
 

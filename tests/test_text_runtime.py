@@ -182,3 +182,20 @@ def test_a_session_on_half_matrices_does_not_cast_them_all_at_load(cache):
     assert session.get_inputs()[0].name == "input_ids"
     # MiniLM's matrices are 42 MB in float32; cast at load, they would all be held here
     assert grown < 15, f"{grown:.0f} MB held when the session opened"
+
+
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
+def test_a_mapped_model_whose_weights_file_is_gone_or_cut_short_is_built_again(cache):
+    """The graph alone would load and fail on its missing weights, in every clip the watcher
+    embeds; the cache keeps the weights file's size and builds the pair again."""
+    from embeddings.onnx_text import EXTERNAL_DATA, mapped_model
+
+    lean = MiniLMText(runtime="onnx", lean=True)
+    want = lean.embed(TEXTS)
+    data = mapped_model(lean.name, lean.model_dir()).with_name(EXTERNAL_DATA)
+    size = data.stat().st_size
+    data.unlink()
+    assert np.abs(lean.embed(TEXTS) - want).max() < 1e-6 and data.stat().st_size == size
+    with open(data, "r+b") as f:
+        f.truncate(size // 2)
+    assert np.abs(lean.embed(TEXTS) - want).max() < 1e-6 and data.stat().st_size == size

@@ -31,6 +31,7 @@ from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, soft_text, spaced
 from perception.records import TextLine
 from perception.weights import packaged_file, usable_cpus
+from pipeline.process import blocks_mapped
 
 if TYPE_CHECKING:
     from rapidocr import RapidOCR
@@ -172,7 +173,8 @@ class RapidOCRReader:
         resized, record = apply_vertical_padding(
             resized, record, engine.width_height_ratio, engine.min_height
         )
-        found = _banded_boxes(engine.text_det, resized)
+        with blocks_mapped():  # DBNet's activations: few, large, and fragmenting the heap
+            found = _banded_boxes(engine.text_det, resized)
         if len(found) == 0:
             return TextBoxes(0.0)
         found = _reading_order(found)
