@@ -99,11 +99,9 @@ def _with_weights_apart(inline: str, path: str) -> None:
 def half_matrices(graph) -> int:
     """Store each float32 initializer that only MatMuls read (the linear layers' matrices, 340 of
     mpnet's 436 MB) in float16, with a Cast back to float32 just before its first reader; the
-    number of matrices halved. The embedding tables stay float32: a lookup touches a few rows.
-
-    The products are still float32. On mpnet (``tests/test_text_runtime.py``), the vectors stay
-    within 3e-4 of float32's (cosine above 0.99999); a lean session of 4 x 128 tokens peaked at
-    471 MB against 612 MB, in the same time."""
+    number of matrices halved. The embedding tables stay float32: a lookup touches a few rows. The
+    products are still float32, and the vectors within 5e-4 of float32's (``tests/
+    test_text_runtime.py``; measured in docs/benchmarks.md)."""
     from onnx import TensorProto, helper, numpy_helper
 
     readers: dict[str, set[str]] = {}
@@ -193,7 +191,12 @@ class OnnxEncoder:
     ``tokenizer.json`` is read by the ``tokenizers`` library: transformers' tokenizers load torch."""
 
     def __init__(
-        self, path: Path, model_dir: Path, max_length: int, prepack: bool = True, cast_weights=False
+        self,
+        path: Path,
+        model_dir: Path,
+        max_length: int,
+        prepack: bool = True,
+        cast_weights: bool = False,
     ) -> None:
         """``cast_weights``: ``path`` is a ``mapped_model``, its matrices stored in float16."""
         from tokenizers import Tokenizer

@@ -58,11 +58,8 @@ def blocks_mapped(threshold: int = MAPPED_BLOCKS) -> Iterator[None]:
     ``limit_malloc``'s threshold again, and the heap's free pages handed back (``malloc_trim``).
     For a model whose activations are few and large (text detection, the lean text embedder): from
     the heap they leave it fragmented and resident. A block the heap's free space can hold still
-    comes from there, so in a process that has run other models the gain is smaller:
-    - DBNet on twenty 1080p screens under the watcher's allocator (blocks up to 32 MB from the
-      heap): 313-355 MB at the peak over the loaded models against 499-517, in 15 % more CPU time;
-    - the lean mpnet embedder, 300 lines: 416-445 MB at the peak against 576-600, 10 % more time;
-    - the watcher replaying a 3-minute hour's 6 clips: 835-863 MB at its peak against 852-900.
+    comes from there, so in a process that has run other models the gain is smaller (measured in
+    docs/benchmarks.md).
     Nothing changes where ``limit_malloc`` set no threshold (the user set one, or the C library is
     not glibc) or a lower one. Process-wide while it lasts: another thread's large blocks are
     mapped too."""

@@ -52,7 +52,6 @@ def test_the_call_is_drawn_by_xterm_and_shows_a_face(desktop, tmp_path):
     # apart): somewhere near the window's top left
     from PIL import Image
 
-    left, top, right, bottom = FACE_BOX
     with Image.open(group_photo()) as im:
         want = np.asarray(
             im.convert("RGB").crop(FACE_BOX).resize((CALL_PX, CALL_PX)), dtype=np.float32
