@@ -72,7 +72,7 @@ def blocks_mapped(threshold: int = MAPPED_BLOCKS) -> Iterator[None]:
         yield
     finally:
         libc.mallopt(M_MMAP_THRESHOLD, _set_threshold[0])
-        libc.malloc_trim(0)
+        give_back_freed_memory()
 
 
 def give_back_freed_memory() -> bool:
