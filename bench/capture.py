@@ -115,6 +115,8 @@ class TreeMeter:
     - Memory: a thread samples the tree every ``every_s`` while the meter runs; ``peak_rss_mb`` is
       the highest summed RSS of the tree in one sample (a spike shorter than ``every_s`` may be
       missed), ``root_peak_rss_mb`` the root's own peak as the kernel kept it (VmHWM).
+      ``peak_at`` is when that sample was taken and ``peak_by`` what each process held in it (by
+      ``_label``), so that a peak can be told apart from the steady state and put on one process.
       ``peak_pss_mb`` is the same of the summed PSS (proportional set size: a page shared by n
       processes counts 1/n in each), where the RSS counts the libraries the daemon and its watcher
       both map twice.
@@ -126,6 +128,8 @@ class TreeMeter:
         self.root = psutil.Process(pid)
         self.every_s = every_s
         self.peak_rss_mb = 0.0
+        self.peak_at: float | None = None  # time.time() of the sample with the peak RSS
+        self.peak_by: dict[str, float] = {}  # MB each process held in it
         self.peak_pss_mb = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -174,9 +178,24 @@ class TreeMeter:
                 return int(line.split()[1]) / 1024
         return 0.0
 
+    def _rss_by(self) -> dict[str, float]:
+        """Each live process of the tree's resident memory now, MB, by ``_label``."""
+        import psutil
+
+        out = {}
+        for p in self.members():
+            try:
+                out[_label(p)] = p.memory_info().rss / 2**20
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                pass
+        return out
+
     def _sample(self) -> None:
         while True:
-            self.peak_rss_mb = max(self.peak_rss_mb, self.rss_mb())
+            by = self._rss_by()
+            if sum(by.values()) > self.peak_rss_mb:
+                self.peak_rss_mb, self.peak_at = sum(by.values()), time.time()
+                self.peak_by = {k: round(v, 1) for k, v in by.items()}
             self.peak_pss_mb = max(self.peak_pss_mb, self.pss_mb())
             if self._stop.wait(self.every_s):
                 return
@@ -190,6 +209,22 @@ class TreeMeter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+
+def _label(p) -> str:
+    """A process as a person reads it in a report: its program and first argument ("mnemo watch")
+    and its pid."""
+    import psutil
+
+    try:
+        args = p.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        args = []
+    # python -m mnemo watch ... -> mnemo watch
+    if len(args) > 2 and args[1] == "-m":
+        args = args[2:]
+    words = [Path(a).name for a in args[:2]] or [p.name()]
+    return f"{' '.join(words)} ({p.pid})"
 
 
 def _pss_kb(pid: int) -> float:
@@ -513,6 +548,10 @@ def run(
         "cpu_pct_peak_minute": max(minutes_log.cpu_pct, default=None),
         "rss_mb": round(rss_mb, 1),
         "pss_mb": round(pss_mb, 1),
+        # when the peak was (seconds into the session; below 0: while the daemon started) and what
+        # each process held then
+        "rss_peak_at_s": round(meter.peak_at - t0, 1) if meter.peak_at is not None else None,
+        "rss_peak_by": meter.peak_by,
         "rss_mb_steady": round(statistics.median(minutes_log.rss_mb), 1)
         if minutes_log.rss_mb
         else None,
@@ -673,6 +712,9 @@ def format_report(f: dict) -> str:
             op, bound = targets[key]
             target = f"target {op} {bound:g}: {'met' if value is not None and meets(value, op, bound) else 'MISSED'}"
         lines.append(f"  {label:<42} {value if value is not None else 'n/a':>10}  {target}")
+    if f.get("rss_peak_by"):
+        held = ", ".join(f"{who} {mb:g}" for who, mb in f["rss_peak_by"].items())
+        lines.append(f"  the peak of RSS, {f['rss_peak_at_s']} s into the session: {held} MB")
     if f.get("frames_call") is not None:
         lines.append(
             f"  {'the video call: frames stored, faces in the store':<42} "

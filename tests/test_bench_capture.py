@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,11 @@ def test_the_tree_meter_counts_a_child_that_exited_and_the_childs_memory():
         assert own < 0.5  # the parent's own is small: the rest is the child's
         assert meter.peak_rss_mb >= 150  # the child's memory while it lived
         assert meter.root_peak_rss_mb() < 100
+        # the peak is put on the process that held it: the child, not the parent
+        held = sorted(meter.peak_by.values())
+        assert len(held) == 2 and held[0] < 100 <= 150 <= held[1]
+        assert sum(held) == pytest.approx(meter.peak_rss_mb, abs=0.2)
+        assert meter.peak_at is not None and meter.peak_at <= time.time()
     finally:
         parent.kill()
         parent.wait()

@@ -182,9 +182,16 @@ def _span(changed: np.ndarray, min_rows: int, margin_px: int) -> tuple[int, int]
 
 
 def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
-    """Whether ``nxt`` changes ``frame`` in at most ``small_edit`` of its rows (or not at all)."""
-    band = changed_rows(frame, nxt)
-    return band is None or band[1] - band[0] <= small_edit * frame.shape[0]
+    """Whether ``nxt`` changes ``frame`` in at most ``small_edit`` of its rows (or not at all). The
+    rows are counted where they changed, not as the band from the first to the last: a word typed
+    low on the screen while a clock ticks at its top is two small changes, not an edit of the
+    screen between them (a desktop's clock made every typed word a frame of its own to read).
+    Rows count as ``changed_rows`` counts them: in runs of ``MIN_CHANGED_ROWS``, compression noise
+    aside. Frames of different sizes differ everywhere."""
+    if frame.shape != nxt.shape:
+        return False
+    changed = _runs((_diff(frame, nxt) > SHARP_DIFF).sum(axis=1) >= 2, MIN_CHANGED_ROWS)
+    return int(changed.sum()) <= small_edit * frame.shape[0]
 
 
 @dataclass
