@@ -40,7 +40,8 @@ LINES = [f"line {k}: the quick brown fox jumps over the lazy dog" for k in range
 def test_a_typed_word_and_a_clock_far_above_it_are_a_small_edit():
     """The rows between a clock at the top and a word typed low on the screen did not change: the
     frame before the word is read in the frame after it. Counted as the band between the two
-    changes (870 rows), every typed word on a desktop with a clock was read on its own."""
+    changes (rows 19 to 920; 77 rows changed), every typed word on a desktop with a clock was read
+    on its own."""
     before = _screen(LINES, 0, "apple")
     after = _screen(LINES, 90, "apple banana")
     assert superseded(before, after, 0.25)
