@@ -166,7 +166,7 @@ class TreeMeter:
 
     def rss_mb(self) -> float:
         """The tree's summed resident memory now."""
-        return self._each(lambda p: p.memory_info().rss) / 2**20
+        return sum(self._rss_by().values())
 
     def pss_mb(self) -> float:
         """The tree's summed proportional set size now (0 where the kernel does not give it)."""
