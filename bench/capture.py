@@ -178,14 +178,14 @@ class TreeMeter:
                 return int(line.split()[1]) / 1024
         return 0.0
 
-    def _rss_by(self) -> dict[str, float]:
-        """Each live process of the tree's resident memory now, MB, by ``_label``."""
+    def _rss_by(self) -> dict:
+        """Each live process of the tree (a ``psutil.Process``) -> its resident memory now, MB."""
         import psutil
 
         out = {}
         for p in self.members():
             try:
-                out[_label(p)] = p.memory_info().rss / 2**20
+                out[p] = p.memory_info().rss / 2**20
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
                 pass
         return out
@@ -193,9 +193,10 @@ class TreeMeter:
     def _sample(self) -> None:
         while True:
             by = self._rss_by()
-            if sum(by.values()) > self.peak_rss_mb:
-                self.peak_rss_mb, self.peak_at = sum(by.values()), time.time()
-                self.peak_by = {k: round(v, 1) for k, v in by.items()}
+            total = sum(by.values())
+            if total > self.peak_rss_mb:  # labelled only here: a new peak is rare, samples are not
+                self.peak_rss_mb, self.peak_at = total, time.time()
+                self.peak_by = {_label(p): round(mb, 1) for p, mb in by.items()}
             self.peak_pss_mb = max(self.peak_pss_mb, self.pss_mb())
             if self._stop.wait(self.every_s):
                 return
@@ -217,14 +218,13 @@ def _label(p) -> str:
     import psutil
 
     try:
-        args = p.cmdline()
+        args = p.cmdline() or [p.name()]
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        args = []
+        args = ["gone"]  # exited since the sample that held it
     # python -m mnemo watch ... -> mnemo watch
     if len(args) > 2 and args[1] == "-m":
         args = args[2:]
-    words = [Path(a).name for a in args[:2]] or [p.name()]
-    return f"{' '.join(words)} ({p.pid})"
+    return f"{' '.join(Path(a).name for a in args[:2])} ({p.pid})"
 
 
 def _pss_kb(pid: int) -> float:

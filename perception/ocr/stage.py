@@ -100,7 +100,10 @@ def changed_rows(
     differ everywhere."""
     if a.shape != b.shape:
         return 0, a.shape[0]
-    return _span((_diff(a, b) > min_diff).sum(axis=1) >= 2, min_rows, margin_px)
+    rows = np.flatnonzero(_changed_row_mask(a, b, min_diff, min_rows))
+    if rows.size == 0:
+        return None
+    return max(0, int(rows[0]) - margin_px), min(a.shape[0], int(rows[-1]) + 1 + margin_px)
 
 
 def changed_regions(
@@ -171,14 +174,10 @@ def _runs(changed: np.ndarray, min_rows: int) -> np.ndarray:
     return changed
 
 
-def _span(changed: np.ndarray, min_rows: int, margin_px: int) -> tuple[int, int] | None:
-    """First and last changed row (or column), widened by ``margin_px``: a row counts when it lies
-    in a run of ``min_rows`` changed ones (``_runs``)."""
-    changed = _runs(changed, min_rows)
-    rows = np.flatnonzero(changed)
-    if rows.size == 0:
-        return None
-    return max(0, int(rows[0]) - margin_px), min(changed.size, int(rows[-1]) + 1 + margin_px)
+def _changed_row_mask(a: np.ndarray, b: np.ndarray, min_diff: int, min_rows: int) -> np.ndarray:
+    """Per row of two same-sized RGB frames, whether it changed: two or more of its pixels moved
+    by over ``min_diff`` grey levels, in a run of at least ``min_rows`` such rows (``_runs``)."""
+    return _runs((_diff(a, b) > min_diff).sum(axis=1) >= 2, min_rows)
 
 
 def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
@@ -190,7 +189,7 @@ def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
     aside. Frames of different sizes differ everywhere."""
     if frame.shape != nxt.shape:
         return False
-    changed = _runs((_diff(frame, nxt) > SHARP_DIFF).sum(axis=1) >= 2, MIN_CHANGED_ROWS)
+    changed = _changed_row_mask(frame, nxt, SHARP_DIFF, MIN_CHANGED_ROWS)
     return int(changed.sum()) <= small_edit * frame.shape[0]
 
 
