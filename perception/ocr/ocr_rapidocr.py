@@ -50,6 +50,8 @@ MODELS = {
     "Rec": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"),
     "Cls": ("rapidocr", "models/ch_ppocr_mobile_v2.0_cls_mobile.onnx"),
 }
+# an input of each model's shape, on which its fused graph is checked against the packaged one
+PROBES = {"Det": (1, 3, 64, 64), "Rec": (1, 3, 48, 320), "Cls": (1, 3, 48, 192)}
 # detection runs on horizontal bands of at most this many pixels (rows times width; rows a multiple
 # of 32, at least BAND_MIN_ROWS) that overlap by at least BAND_OVERLAP_PX. DBNet's activations grow
 # with the area it sees: detecting a 1080p screen whole peaked 470 MB over the loaded models, a band
@@ -151,7 +153,9 @@ class RapidOCRReader:
         """RapidOCR's ONNX Runtime sessions rebuilt as mnemo's other models' are
         (``onnx_models.cpu_session``): its own spin their threads between runs, which on a screen's
         many short line readings costs CPU for nothing (about a tenth of the OCR's, measured on
-        1080p screens with two threads); the same graphs, the same readings."""
+        1080p screens with two threads). Each reads its graph with PP-LCNet's elementwise chains
+        fused (``graph.fused_graph``): the same function, in less CPU."""
+        from perception.ocr.graph import fused_graph
         from perception.onnx_models import cpu_session
 
         n = self.threads or usable_cpus()
@@ -160,7 +164,8 @@ class RapidOCRReader:
             (engine.text_cls, "Cls"),
             (engine.text_rec, "Rec"),
         ):
-            part.session.session = cpu_session(packaged_file(*MODELS[section]), intra_threads=n)
+            graph = fused_graph(section.lower(), packaged_file(*MODELS[section]), PROBES[section])
+            part.session.session = cpu_session(graph, intra_threads=n)
 
     def detect(self, frame_rgb: np.ndarray) -> TextBoxes:
         """RapidOCR's detection steps (resize, letterbox, DBNet, box order), kept for ``read``."""
