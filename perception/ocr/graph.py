@@ -13,7 +13,7 @@ Both are the same function, up to float rounding. A rewritten graph is checked a
 one on a probe input before it is kept (``build_fused``), cached beside mnemo's other built graphs
 (``onnx_models.cached_export``) and rebuilt when the packaged file or ``GRAPH_VERSION`` changes;
 where a rewrite or its check fails, the packaged graph is read instead (``fused_graph``).
-Measured in ``docs/benchmarks.md`` ("OCR graphs").
+Measured in ``docs/benchmarks.md`` (figures behind the code).
 """
 
 from __future__ import annotations
