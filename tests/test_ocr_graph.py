@@ -154,3 +154,24 @@ def test_the_rewritten_graphs_are_built_once_and_kept(tmp_path, monkeypatch):
     assert first != source and first.is_file()
     monkeypatch.setattr(graph, "build_fused", lambda *a: pytest.fail("built again"))
     assert fused_graph("cls", source, PROBES["Cls"]) == first
+
+
+def test_where_the_cache_cannot_be_written_the_packaged_graph_is_read(tmp_path, monkeypatch):
+    """A full disk or a cache path that is not a folder: the OCR still reads, from the packaged file."""
+    from perception.ocr.ocr_rapidocr import MODELS, PROBES
+    from perception.weights import packaged_file
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("MNEMO_CACHE", str(blocked))
+    source = packaged_file(*MODELS["Cls"])
+    assert fused_graph("cls", source, PROBES["Cls"]) == source
+
+
+def test_a_graph_onnx_runtime_cannot_read_is_refused(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a graph")
+    with caplog.at_level(logging.WARNING, logger="perception.ocr.graph"):
+        assert fused_graph("bad", bad, (1, 2, 5, 5)) == bad
+    assert "bad.onnx" in caplog.text

@@ -53,8 +53,17 @@ def fused_graph(name: str, source: Path, probe_shape: tuple[int, ...]) -> Path:
 
 def build_fused(source: str, probe: str, path: str) -> None:
     """Write ``source``'s graph with both rewrites to ``path``; raise a RuntimeError when they find
-    nothing to rewrite or move the output on a ``probe`` input ("1,3,48,320") by more than
-    ``FUSE_TOLERANCE``."""
+    nothing to rewrite, move the output on a ``probe`` input ("1,3,48,320") by more than
+    ``FUSE_TOLERANCE``, or fail (a graph ONNX or ONNX Runtime cannot read)."""
+    try:
+        _build(source, probe, path)
+    except (RuntimeError, OSError):
+        raise
+    except Exception as e:  # ONNX Runtime's own errors are not RuntimeErrors
+        raise RuntimeError(f"rewriting {Path(source).name} failed: {e}") from e
+
+
+def _build(source: str, probe: str, path: str) -> None:
     import onnx
 
     model = onnx.load(source)
