@@ -356,14 +356,17 @@ class Desk:
         if self.wayland:
             view = self.sway.foot(title, cls, command, font_pt=12)
             self.sway.floating(view, x, y, cols * FOOT_CELL[0], rows * FOOT_CELL[1])
+            _whole_on_screen(title, self.sway.rect(view))
             return view
         geometry = f"{cols}x{rows}+{x}+{y}"
         options = (
             ("-ti", "vt340", "-xrm", f"XTerm*numColorRegisters: {SIXEL_COLOURS}") if sixel else ()
         )
-        return self.x.xterm(
+        window = self.x.xterm(
             title, cls=cls, geometry=geometry, font_px=16, command=command, options=options
         )
+        _whole_on_screen(title, self.x.geometry(window))
+        return window
 
     def close_window(self, window) -> None:
         if self.wayland:
@@ -393,19 +396,34 @@ class Desk:
         (self.sway if self.wayland else self.x).close()
 
 
-# a foot cell at 12 pt in pixels (width, height), about; xterm's at 16 px is 13 by 19, so that the
-# terminals below, 100 columns wide, fit a 1920 px screen side by side where they overlap
+# a foot cell at 12 pt in pixels (width, height), about; xterm's at -fs 16 (DejaVu Sans Mono) is
+# 13 by 27 under Xvfb (1304x814 px for 100x30), so that the terminals below, 100 columns wide, fit
+# a 1920 px screen side by side where they overlap
 FOOT_CELL = (10, 20)
+SCREEN = (1920, 1080)
 # where the session's terminals are: (columns, rows, x, y); a line of five typed words and the
-# prompt is under 80 columns, so none wraps, and every window is whole on a 1920x1080 screen
+# prompt is under 80 columns, so none wraps, and every window is whole on a 1920x1080 screen in
+# xterm's taller cells too (``Desk.term`` checks it): a shell or reader whose last rows ran off the
+# bottom hid the words typed there once its output reached them (an hour's typing did, on X11)
 NOTES_AT = (100, 30, 80, 80)
-SHELL_AT = (100, 30, 580, 420)
-READER_AT = (100, 40, 300, 100)
-CALL_AT = (38, 20, 1400, 560)  # the call's window: its 360 px frames fit xterm's cells and foot's
+SHELL_AT = (100, 22, 580, 420)
+READER_AT = (100, 34, 300, 100)
+CALL_AT = (38, 20, 1400, 480)  # the call's window: its 360 px frames fit xterm's cells and foot's
 WORD_S = 3.0  # a typed word every this many seconds
 READING = (
     "/usr/share/common-licenses/GPL-3"  # a long text every Debian has, paged through with less
 )
+
+
+def _whole_on_screen(title: str, rect: tuple[int, int, int, int]) -> None:
+    """Refuse a session window (x, y, width, height) that runs off the screen: what is typed in its
+    hidden rows is in no frame, and the bench would count it as lost by the daemon."""
+    x, y, width, height = rect
+    if x < 0 or y < 0 or x + width > SCREEN[0] or y + height > SCREEN[1]:
+        raise RuntimeError(
+            f"bench capture: the window {title!r} ({width}x{height} at {x},{y}) is not whole on "
+            f"the {SCREEN[0]}x{SCREEN[1]} screen; make it fewer rows or columns"
+        )
 
 
 def run(

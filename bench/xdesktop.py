@@ -171,6 +171,14 @@ class Desktop:
                     raise
                 time.sleep(0.2)
 
+    def geometry(self, wid: str) -> tuple[int, int, int, int]:
+        """A window's content on screen (x, y, width, height), its frame apart (xdotool's)."""
+        out = dict(
+            line.split("=", 1)
+            for line in self.run(["xdotool", "getwindowgeometry", "--shell", wid]).split()
+        )
+        return int(out["X"]), int(out["Y"]), int(out["WIDTH"]), int(out["HEIGHT"])
+
     def plug(self, output: str, mode: str = "800x600", right_of: str = "DUMMY0") -> None:
         """Switch a dummy output on (``monitors=True``): a monitor plugged in."""
         self.run(

@@ -138,21 +138,33 @@ def test_typed_words_are_letters_each_different_and_none_is_two_earlier_ones_run
 
 def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_screen():
     """A word on screen only in part (a line wrapped inside it, a window past the screen's edge)
-    cannot be read: the first hours lost "hazelamber" past the right edge of the shell."""
+    cannot be read: the first hours lost "hazelamber" past the right edge of the shell, and the
+    first 60-minute hour a third of its words below the bottom of the shell (30 rows of xterm's 27
+    px from y = 460). ``Desk.term`` also checks each window on the desktop itself."""
     from bench.call import CALL_PX
     from bench.capture import CALL_AT, FOOT_CELL, NOTES_AT, READER_AT, SHELL_AT, _word
 
     longest = max(len(_word(k)) for k in range(420))
     line = len("$ ") + 5 * (longest + 1)  # the prompt and five words, each with its space
-    xterm_cell = (13, 19)  # DejaVu Sans Mono at 16 px, as measured on the bench's frames
-    for cols, _rows, x, y in (NOTES_AT, SHELL_AT, READER_AT):
+    xterm_cell = (13, 27)  # xterm -fs 16 under Xvfb: 100x30 cells are 1304x814 px
+    frame = 40  # openbox puts an xterm's first row this far below the y it was asked for
+    for cols, rows, x, y in (NOTES_AT, SHELL_AT, READER_AT):
         assert line < cols
-        for cell in (xterm_cell, FOOT_CELL):
-            assert x + cols * cell[0] < 1920 and y < 1080 - 5 * cell[1]
+        assert x + cols * xterm_cell[0] <= 1920 and y + frame + rows * xterm_cell[1] <= 1080
+        assert x + cols * FOOT_CELL[0] <= 1920 and y + rows * FOOT_CELL[1] <= 1080
     cols, rows, x, y = CALL_AT  # the call window holds its frames whole, and the screen holds it
     for cell in (xterm_cell, FOOT_CELL):
         assert cols * cell[0] >= CALL_PX and rows * cell[1] >= CALL_PX
         assert x + cols * cell[0] < 1920 and y + rows * cell[1] < 1080 - cell[1]
+
+
+def test_a_window_off_the_screen_is_refused_before_the_session():
+    from bench.capture import _whole_on_screen
+
+    _whole_on_screen("notes", (82, 120, 1304, 814))
+    for rect in ((582, 460, 1304, 814), (1000, 100, 1000, 500), (-5, 0, 100, 100)):
+        with pytest.raises(RuntimeError, match="not whole on the 1920x1080 screen"):
+            _whole_on_screen("shell", rect)
 
 
 def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
