@@ -95,6 +95,7 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     )
     try:
         time.sleep(3)
+        inside_one_clip()
         desktop.type("echo the parking spot is level 3 bay 42\n", delay_ms=30)
         answer, lines = ask_once_ingested(cap, store, {**desktop.env, "HF_HUB_OFFLINE": "1"})
         assert cap.poll() is None, (
@@ -111,6 +112,15 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
         c["clip_id"].startswith("screen-") for c in answer["citations"]
     )
     assert any(str(out) in c["source"] for c in answer["citations"])
+
+
+def inside_one_clip(clip_s: float = 30.0, margin_s: float = 3.0, room_s: float = 12.0) -> None:
+    """Wait until a line typed now lies inside one clip: screenshot clips are cut at multiples of
+    ``clip_s`` since the epoch, and a line whose typing a cut splits is read half in one clip and
+    half in the next (a sway run answered "the parking spot is lev" from the first half)."""
+    into = time.time() % clip_s
+    if not margin_s <= into <= clip_s - room_s:
+        time.sleep((margin_s - into) % clip_s)
 
 
 def ask_once_ingested(

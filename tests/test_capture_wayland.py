@@ -17,7 +17,7 @@ import cv2
 import psutil
 import pytest
 from test_capture import _settled, _until, images, sidecars, static_then_typed, typed_until_grabbed
-from test_capture_cli import ask_once_ingested
+from test_capture_cli import ask_once_ingested, inside_one_clip
 
 from bench.waydesktop import Sway
 from conftest import unavailable
@@ -256,6 +256,7 @@ def test_typed_text_is_answered_while_capture_runs_on_sway(sway, tmp_path):
     answer, lines = None, []
     try:
         time.sleep(3)
+        inside_one_clip()
         sway.type("echo the parking spot is level 3 bay 42\n", delay_ms=30)
         answer, lines = ask_once_ingested(cap, store, env, on_ingest=niced)
     finally:
