@@ -102,14 +102,6 @@ def _region(out: Path, box: tuple[int, int, int, int]) -> np.ndarray:
     return img[y : y + h, x : x + w]
 
 
-def _geometry(desktop: Desktop, wid: str) -> tuple[int, int, int, int]:
-    vals = dict(
-        line.split("=")
-        for line in desktop.run(["xdotool", "getwindowgeometry", "--shell", wid]).split()
-    )
-    return int(vals["X"]), int(vals["Y"]), int(vals["WIDTH"]), int(vals["HEIGHT"])
-
-
 @pytest.mark.parametrize("rule", ["class", "title", "private"])
 def test_excluded_window_never_stored_and_blacked_out(desktop, tmp_path, rule):
     title = {
@@ -136,10 +128,10 @@ def test_excluded_window_never_stored_and_blacked_out(desktop, tmp_path, rule):
         _until(lambda: len(images(out)) >= 1)
         time.sleep(1.0)
     assert all(s["app"] != "SecretApp" and s["window"] != title for s in sidecars(out))
-    x, y, w, h = _geometry(desktop, secret)
+    x, y, w, h = desktop.geometry(secret)
     inner = _region(out, (x + 4, y + 4, w - 8, h - 8))
     assert inner.max() <= 12, "the excluded window's pixels are visible in the stored image"
-    wx, wy, ww, wh = _geometry(desktop, work)
+    wx, wy, ww, wh = desktop.geometry(work)
     assert _region(out, (wx, wy, ww, wh)).mean() > 100, (
         "the focused window should be stored as it is"
     )
