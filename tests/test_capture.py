@@ -357,6 +357,41 @@ def test_a_locked_screen_stores_nothing(desktop, tmp_path):
         _until(lambda: cap.state == "capturing")
 
 
+def test_a_lock_that_comes_up_during_the_grab_stores_nothing(desktop, tmp_path):
+    """The race CI once lost: the daemon looks for a locker, i3lock maps its window, then the grab
+    reads the locker's pixels. Here i3lock is started inside the grab and the grab waits until its
+    black covers the screen; the frame chosen from it must not be written."""
+    if shutil.which("i3lock") is None:
+        unavailable("no i3lock: apt-get install i3lock (make xtools does it as root)")
+    term = desktop.xterm("notes")
+    desktop.focus(term)
+    out = tmp_path / "out"
+    lockers: list = []
+    with capturing(desktop, out) as cap:
+        desktop.type("before the lock ")
+        _until(lambda: len(images(out)) >= 1)
+        stored = _settled(lambda: len(images(out)))
+        real_grab = cap.x.grab
+
+        def grab_as_the_lock_comes_up(index, rect):
+            if not lockers:
+                lockers.append(desktop.spawn(["i3lock", "-n", "-c", "000000"]))
+                _until(lambda: not real_grab(index, rect)[:, :, :3].any())  # all black: i3lock's
+            return real_grab(index, rect)
+
+        cap.x.grab = grab_as_the_lock_comes_up
+        try:
+            _until(lambda: cap.state == "paused" and "locked" in cap.why)
+            time.sleep(1.0)
+            assert lockers, "the daemon never grabbed"
+            assert len(images(out)) == stored, "the locker's pixels were stored"
+        finally:
+            for locker in lockers:
+                locker.kill()
+                locker.wait()
+        _until(lambda: cap.state == "capturing")
+
+
 def test_a_chromium_started_incognito_is_never_stored(desktop, tmp_path):
     """Chromium's incognito window has no mark in its title or X properties; its process's command
     line says it. Real Debian chromium under Xvfb: focused, nothing of its monitor is stored."""

@@ -1,7 +1,8 @@
 """The capture loop: grab each monitor, drop what is private, keep what changed, write it.
 
 Each tick reads the focused window before and after the grab and drops the grab when focus moved
-in between (the pixels and the metadata would disagree). Exclusions fail closed: if the focused
+in between (the pixels and the metadata would disagree); before a chosen frame is written it looks
+again for a locker, so a lock that comes up during the grab stores nothing. Exclusions fail closed: if the focused
 window cannot be read, or is excluded, nothing of its monitor is stored. A frame is kept when the
 app or window changed, when enough of the screen changed, or when any (non-volatile) tile changed
 while the user typed or moved the mouse; a static screen writes only a heartbeat line now and then.
@@ -59,6 +60,19 @@ class _Monitor:
     rect: Rect
     tiles: TileTracker
     last_meta: tuple[str, str] | None = None
+
+
+@dataclass
+class _Kept:
+    """A monitor's grab chosen to be stored, held until the tick has checked the screen is not
+    locked since the grab."""
+
+    monitor: _Monitor
+    frame: np.ndarray
+    gray: np.ndarray
+    meta: tuple[str, str]
+    side: dict
+    at: float
 
 
 class Capturer:
@@ -285,8 +299,16 @@ class Capturer:
             self.counters.focus_changed += 1
             return min(0.3, self.cfg.interval_s)  # grab again soon, when focus has settled
         try:
-            for m, frame in zip(self.monitors, grabs):
-                self._consider(m, frame, focused, windows, had_input, now)
+            kept = [
+                k
+                for m, frame in zip(self.monitors, grabs)
+                if (k := self._consider(m, frame, focused, windows, had_input, now)) is not None
+            ]
+            if kept and self.x.locked(self.x.stacking(), after):
+                # a locker came up during the grab: the pixels may be it, or what it covers
+                return self._pause("the screen is locked", 1.0)
+            for k in kept:
+                self._keep(k)
         except OSError as e:
             if e.errno not in DISK_FULL:
                 raise
@@ -339,14 +361,15 @@ class Capturer:
         windows: list[WindowInfo],
         had_input: bool,
         now: float,
-    ) -> None:
+    ) -> _Kept | None:
+        """What of monitor ``m``'s grab is to be stored, or None (excluded, or nothing changed)."""
         import cv2
 
         focused_here = self._focus_on(m, focused, windows)
         if focused_here is not None and self.exclusions.why(focused_here):
             self.counters.excluded += 1
             m.tiles.reset()
-            return
+            return None
         excluded = [w.wid for w in windows if self.exclusions.why(w)]
         if excluded:
             frame = frame.copy()
@@ -386,13 +409,7 @@ class Capturer:
                 )
                 self.last_heartbeat = now
                 self.counters.heartbeats += 1
-            return
-        ok, jpeg = cv2.imencode(
-            ".jpg", frame[:, :, :3], [cv2.IMWRITE_JPEG_QUALITY, self.cfg.jpeg_quality]
-        )
-        if not ok:
-            log.warning("JPEG encoding of monitor %d failed; frame skipped", m.index)
-            return
+            return None
         side = {
             "app": meta[0],
             "window": meta[1],
@@ -401,14 +418,28 @@ class Capturer:
             "changed_tiles": change.changed,
             "input": bool(had_input) and reason != "start",
         }  # the first grab is no sign of anyone typing
-        written = self.store.write(jpeg.tobytes(), side, datetime.fromtimestamp(now, UTC), m.index)
-        m.tiles.kept(gray)
-        m.last_meta = meta
+        return _Kept(m, frame, gray, meta, side, now)
+
+    def _keep(self, k: _Kept) -> None:
+        """Encode and store a frame ``_consider`` chose."""
+        import cv2
+
+        ok, jpeg = cv2.imencode(
+            ".jpg", k.frame[:, :, :3], [cv2.IMWRITE_JPEG_QUALITY, self.cfg.jpeg_quality]
+        )
+        if not ok:
+            log.warning("JPEG encoding of monitor %d failed; frame skipped", k.monitor.index)
+            return
+        at = datetime.fromtimestamp(k.at, UTC)
+        written = self.store.write(jpeg.tobytes(), k.side, at, k.monitor.index)
+        k.monitor.tiles.kept(k.gray)
+        k.monitor.last_meta = k.meta
+        reason = k.side["reason"]
         self.counters.written += 1
         self.counters.bytes_written += written.bytes
         self.counters.reasons[reason] = self.counters.reasons.get(reason, 0) + 1
         if self.on_frame is not None:
-            self.on_frame(written.image, side)
+            self.on_frame(written.image, k.side)
 
     def _focus_on(
         self, m: _Monitor, focused: WindowInfo | None, windows: list[WindowInfo]
