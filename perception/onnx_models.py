@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -119,8 +121,9 @@ def cached_export(
     ``build(*args, path)`` writes the graph to ``path`` from the weight files alone (no torch) and
     raises a RuntimeError when it refuses one. The cache is keyed by the weights' size and time and
     by the builder's ``version`` (a graph an older builder, or torch's exporter, wrote is built
-    again); the graph is written under a temporary name and renamed, so a killed build leaves nothing
-    that looks complete. ``beside``: files the build writes beside the graph (its weights); their
+    again); the graph is written in a temporary folder of the build's own and moved into place, so a
+    killed build leaves nothing that looks complete, and two processes building it at once do not
+    write into each other's files. ``beside``: files the build writes beside the graph (its weights); their
     sizes are in the key, so one deleted or cut short is built again rather than failing to load.
     """
     stat = source.stat()
@@ -138,16 +141,19 @@ def cached_export(
         return out
     log.info("building %s's ONNX graph for the CPU (once): %s", name, out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"model.{os.getpid()}.onnx.part")
+    # a folder of this build's own: two processes (a watcher and an ingest started together) that
+    # build one graph at once would otherwise write one weights file beside it, tensor by tensor
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))
     try:
+        tmp = work / out.name
         build(*args, str(tmp))
+        for f in beside:  # the weights first: a graph in place never names weights not yet there
+            os.replace(work / f, out_dir / f)
         os.replace(tmp, out)
-    except RuntimeError as e:
-        tmp.unlink(missing_ok=True)  # a failed or refused build leaves nothing behind
+    except RuntimeError as e:  # a failed or refused build leaves nothing behind
         raise RuntimeError(f"building {name}'s ONNX graph failed: {e}") from e
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     marker.write_text(key + sizes())
     return out
 

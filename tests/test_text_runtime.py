@@ -32,7 +32,7 @@ def test_onnx_runtime_gives_torchs_vectors_for_texts_of_every_length(cache):
     assert v.shape == (4, 384) and v.dtype == np.float32
     assert np.abs(v - w).max() < 1e-4
     assert np.abs(onnx.embed(TEXTS[:1]) - w[:1]).max() < 1e-4  # alone as in a batch
-    assert (cache / "model.onnx").is_file() and not list(cache.glob("*.part"))
+    assert (cache / "model.onnx").is_file() and not list(cache.glob(".build-*"))
 
 
 @pytest.mark.slow  # a real text model's ONNX graph built from its weights
@@ -43,7 +43,7 @@ def test_the_export_is_made_once_and_again_when_the_weights_change(cache):
     assert (cache / "model.onnx").stat().st_mtime_ns == mtime
     (cache / "source").write_text("0-0")  # other weights than the cached export's
     MiniLMText().embed(["third"])
-    assert (cache / "model.onnx").stat().st_mtime_ns != mtime and not list(cache.glob("*.part"))
+    assert (cache / "model.onnx").stat().st_mtime_ns != mtime and not list(cache.glob(".build-*"))
 
 
 @pytest.mark.slow  # a real text model's ONNX graph built from its weights
@@ -51,7 +51,7 @@ def test_an_export_that_differs_from_torch_is_refused_and_leaves_nothing(cache, 
     monkeypatch.setattr(onnx_text, "CHECK_TOLERANCE", -1.0)
     with pytest.raises(RuntimeError, match='text_runtime = "torch"'):
         MiniLMText().embed(["x"])
-    assert not list(cache.glob("*.onnx")) and not list(cache.glob("*.part"))
+    assert not list(cache.glob("*.onnx")) and not list(cache.glob(".build-*"))
 
 
 @pytest.mark.slow  # needs an extra beyond [test,s3]
