@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from perception.malloc import blocks_mapped
 from perception.onnx_models import check_runtime, load_torch
 from perception.weights import fast_dtype, require, torch_device
-from pipeline.process import blocks_mapped
 
 if TYPE_CHECKING:
     from embeddings.onnx_text import OnnxEncoder

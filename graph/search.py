@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from lancedb.query import LanceVectorQueryBuilder
     from lancedb.table import Table
 
-    from embeddings.base import TextEmbedder
+    from graph.store import Embedder
 
 RRF_K = 60
 FTS_COLUMN = (
@@ -31,7 +31,7 @@ class HybridSearch:
     """Searches of ``Store`` (its ``memories`` table and ``embedder``)."""
 
     memories: Table
-    embedder: TextEmbedder
+    embedder: Embedder
     longest_memory_s: Callable[[], float]  # how long the longest memory lasts (Store)
     only_committed: Callable[[list[dict]], list[dict]]  # memory rows of committed clips (Store)
     committed_table: Callable[[pa.Table], pa.Table]

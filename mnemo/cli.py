@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     from mnemo.layout_guard import warn_if_shadowed
 
     warn_if_shadowed()  # another distribution's llm/graph/bench/...: said before any of them is imported
-    from pipeline.process import limit_malloc
+    from perception.malloc import limit_malloc
 
     umask = os.umask(0o077)  # what mnemo writes (stores, capture, caches of it) is the user's alone
     limit_malloc()  # before the models start their threads

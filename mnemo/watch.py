@@ -161,7 +161,7 @@ def watch_malloc() -> list[str]:
     buffers afresh and the kernel faults in and zeroes every page of them again: on 8 replayed
     screenshot clips, 12.8 million page faults and 28 s of system time beside 55 s of user time;
     with these, 1.4 million and 6 s, for 50 to 125 MB more at the peak (docs/benchmarks.md)."""
-    from pipeline.process import limit_malloc
+    from perception.malloc import limit_malloc
 
     return limit_malloc(mmap_threshold=HEAP_BLOCKS, trim_threshold=HEAP_BLOCKS)
 
@@ -171,7 +171,7 @@ def release_memory() -> str:
     resident memory this process holds after."""
     import gc
 
-    from pipeline.process import give_back_freed_memory
+    from perception.malloc import give_back_freed_memory
 
     gc.collect()
     give_back_freed_memory()  # not glibc: the allocator keeps what it keeps

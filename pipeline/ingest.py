@@ -31,6 +31,7 @@ from memorize.memorizer import ClipWrite, Memorizer, clip_row
 from memorize.redact import Redactor
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
+from perception.malloc import give_back_freed_memory
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
 from perception.records import Clip, ClipObservations, TrackSegment
 from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
@@ -38,7 +39,6 @@ from perception.sources.screenshots import ScreenClip, folders_with_screenshots,
 from perception.sources.tracks import TRACK_SUFFIXES, dropped_note, plan_track_clips
 from perception.speech.hints import SpeechHints
 from pipeline.hints import HintBook
-from pipeline.process import give_back_freed_memory
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
+from perception.malloc import limit_malloc
 from perception.observe import Perceivers
 from perception.records import ClipObservations
 from pipeline.hints import HintBook
 from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
-from pipeline.process import limit_malloc
 from ray_jobs.order import in_order
 
 # the caller's recipe for the perceivers (picklable: it travels to every actor), called with the

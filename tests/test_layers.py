@@ -1,6 +1,7 @@
 """The layers' arrows point one way: every import of every module, read with ``ast`` (imports inside
 functions count too: a lazy import is still a dependency).
 
+- each package imports only what its row of ``docs/architecture.md``'s rooms table allows;
 - no lower package (everything but the composition root ``mnemo``) imports ``mnemo``;
 - ``ray_jobs`` and ``mnemo`` do not import each other (``mnemo`` calls ``ray_jobs``, not back);
 - no import cycle runs through ``mnemo``'s modules.
@@ -9,6 +10,7 @@ functions count too: a lazy import is still a dependency).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,6 +95,51 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+def _rooms() -> dict[str, list[str]]:
+    """``docs/architecture.md``'s rooms table: each package and the modules or packages it may
+    import (its own aside): the names in backticks in its last cell, "all of the above" for the
+    rows above it, "everything" for every package."""
+    rooms: dict[str, list[str]] = {}
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("## The rooms", 1)[1].split("\n\n", 2)[1]
+    for row in table.splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        package, allowed = cells[0].strip("`/"), cells[-1]
+        if allowed == "everything":
+            rooms[package] = list(PACKAGES)
+        elif allowed == "all of the above":
+            rooms[package] = list(rooms)
+        else:
+            rooms[package] = re.findall(r"`([a-z_.]+)`", allowed)
+    return rooms
+
+
+def _allowed(name: str, allowed: list[str]) -> bool:
+    return any(name == a or name.startswith(a + ".") for a in allowed)
+
+
+def test_each_package_imports_only_what_its_room_allows():
+    rooms = _rooms()
+    assert set(rooms) == set(PACKAGES), "packages missing from the rooms table, or not packages"
+    crossing = sorted(
+        f"{m} imports {i}"
+        for m, imports in _graph().items()
+        for i in imports
+        if i in MODULES and _top(i) != _top(m) and not _allowed(i, rooms[_top(m)])
+    )
+    assert not crossing, (
+        "imports that docs/architecture.md's rooms table does not allow:\n" + "\n".join(crossing)
+    )
+
+
+def test_the_rooms_table_is_read():
+    rooms = _rooms()
+    assert rooms["graph"] == [] and rooms["perception"] == ["llm"]
+    assert "perception.malloc" in rooms["embeddings"] and set(rooms["mnemo"]) == set(PACKAGES)
+    assert not _allowed("perception.observe", rooms["memorize"])
+    assert _allowed("memorize.places", rooms["control"])
 
 
 def test_the_modules_are_found():

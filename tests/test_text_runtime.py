@@ -164,8 +164,8 @@ def test_a_session_on_half_matrices_does_not_cast_them_all_at_load(cache):
     import gc
 
     from embeddings.onnx_text import mapped_model
+    from perception.malloc import give_back_freed_memory
     from perception.onnx_models import cpu_session
-    from pipeline.process import give_back_freed_memory
 
     lean = MiniLMText(runtime="onnx", lean=True)
     mapped = mapped_model(lean.name, lean.model_dir())

@@ -224,7 +224,7 @@ import cv2
 import numpy as np
 from mnemo.watch import watch_malloc
 from perception.ocr.ocr_rapidocr import RapidOCRReader
-from pipeline.process import limit_malloc
+from perception.malloc import limit_malloc
 limit_malloc()  # as the CLI sets it for every command
 if sys.argv[1] == "watch":
     watch_malloc()

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from perception.malloc import blocks_mapped
 from perception.ocr.base import SMALL_REGION_PX, TextBoxes
 from perception.ocr.spacing import restore_spacing
 from perception.ocr.words import blank_runs, ctc_chars, fix_confusions, soft_text, spaced
 from perception.records import TextLine
 from perception.weights import packaged_file, usable_cpus
-from pipeline.process import blocks_mapped
 
 if TYPE_CHECKING:
     from rapidocr import RapidOCR

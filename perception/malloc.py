@@ -1,4 +1,7 @@
-"""Settings for a whole process that ingests (the CLI's, a Ray perception worker's)."""
+"""glibc's allocator made to give back what a process frees: settings for a whole process that
+ingests (the CLI's, the watcher's, a Ray perception worker's), and a mode for the models whose
+activations are few and large (text detection, the lean text embedder). In ``perception``, the
+lowest package that runs models, so that the models and the processes above them share it."""
 
 from __future__ import annotations
 

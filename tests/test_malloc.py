@@ -13,7 +13,7 @@ def _run(code: str, env: dict | None = None) -> str:
 def test_malloc_gives_back_what_an_ingest_frees_unless_the_user_chose_otherwise():
     import os
 
-    code = "from pipeline.process import limit_malloc; print(','.join(limit_malloc()))"
+    code = "from perception.malloc import limit_malloc; print(','.join(limit_malloc()))"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     # glibc on every machine this project runs on
     assert _run(code, env).strip() == "arenas,mmap_threshold,trim_threshold"
@@ -23,7 +23,7 @@ def test_malloc_gives_back_what_an_ingest_frees_unless_the_user_chose_otherwise(
 
 BLOCKS = """
 import numpy as np
-from pipeline.process import blocks_mapped, limit_malloc
+from perception.malloc import blocks_mapped, limit_malloc
 limit_malloc(mmap_threshold=32 << 20, trim_threshold=32 << 20)  # the watcher's
 
 def anon_kb():
