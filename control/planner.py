@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from control.screens import latest_screens
 from control.tools import MemoryTools, Person
 from control.when import TimeWindow, asks_when, says_when, time_windows
 from graph.rows import BY_OWNER, Hit, Memory
@@ -305,6 +306,7 @@ class OfflinePlanner:
                 score[i] += WHEN_BONUS * spread
         for c, s in zip(cands, score):
             c.score = float(s)
+        cands = latest_screens(cands)  # a screen read again further along stands for the earlier
         return sorted(cands, key=lambda c: (-c.score, c.memory.start_ts, c.memory.memory_id))
 
 

@@ -171,6 +171,19 @@ def _span(obs: ClipObservations, frames: list) -> tuple[float, float, tuple[str,
     )
 
 
+SCREEN_AT = "On screen at "  # how a screen memory begins: "On screen at 09:26:00: line | line"
+LINE_JOIN = " | "
+
+
+def screen_lines(memory: Memory) -> tuple[str, ...] | None:
+    """The lines of a screen memory this writer wrote (``_screen_memories``), in reading order;
+    None for any other memory."""
+    if memory.kind != "resource" or not memory.text.startswith(SCREEN_AT):
+        return None
+    body = memory.text.partition(": ")[2]  # after the clock, which has no ": " in it
+    return tuple(line.strip() for line in body.split(LINE_JOIN) if line.strip())
+
+
 def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
     """One resource memory per distinct on-screen text, spanning the frames that showed it."""
     clip = obs.clip
@@ -181,7 +194,7 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
     out = []
     for text, frames in shown.items():
         start, end, provenance = _span(obs, frames)
-        body = f"On screen at {_clock(start, tz)}: {text.replace(chr(10), ' | ')}"
+        body = f"{SCREEN_AT}{_clock(start, tz)}: {text.replace(chr(10), LINE_JOIN)}"
         out.append(
             Memory(
                 content_id(clip.clip_id, "screen", text),

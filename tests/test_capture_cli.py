@@ -117,7 +117,10 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
 def inside_one_clip(clip_s: float = 30.0, margin_s: float = 3.0, room_s: float = 12.0) -> None:
     """Wait until a line typed now lies inside one clip: screenshot clips are cut at multiples of
     ``clip_s`` since the epoch, and a line whose typing a cut splits is read half in one clip and
-    half in the next (a sway run answered "the parking spot is lev" from the first half)."""
+    half in the next (a sway run answered "the parking spot is lev" from the first half). The
+    answer now comes from the whole reading (``control/screens.py``, ``test_screens_continued.py``)
+    when the half reads as the start of the whole; a cursor read as a letter after the half would
+    not, and these tests are about answering while capture runs, not about the cut."""
     into = time.time() % clip_s
     if not margin_s <= into <= clip_s - room_s:
         time.sleep((margin_s - into) % clip_s)
