@@ -10,11 +10,13 @@ model in torch) and cached under ``$MNEMO_CACHE/models/onnx/<name>/``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from perception.weights import cache_root, require, usable_cpus
 log = logging.getLogger(__name__)
 
 OPSET = 17
+STALE_BUILD_S = 6 * 3600.0  # a build folder this old was left by a killed build
 RUNTIMES = ("auto", "torch", "onnx")
 _threads: int | None = None
 
@@ -141,6 +144,10 @@ def cached_export(
         return out
     log.info("building %s's ONNX graph for the CPU (once): %s", name, out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for left in out_dir.glob(".build-*"):  # a killed build's (a build takes minutes, not hours)
+        with contextlib.suppress(OSError):
+            if time.time() - left.stat().st_mtime > STALE_BUILD_S:
+                shutil.rmtree(left)
     # a folder of this build's own: two processes (a watcher and an ingest started together) that
     # build one graph at once would otherwise write one weights file beside it, tensor by tensor
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))

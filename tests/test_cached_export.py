@@ -2,7 +2,9 @@
 ingest started together on a fresh cache): each builds in a folder of its own, and what is left in
 place is one whole graph with its whole weights beside it."""
 
+import os
 import threading
+import time
 from pathlib import Path
 
 from perception import onnx_models
@@ -59,3 +61,24 @@ def test_two_builds_at_once_do_not_write_into_each_others_weights(tmp_path, monk
 
 def _never(path: str) -> None:
     raise AssertionError("built again")
+
+
+def test_a_killed_builds_folder_is_cleared_by_the_next_build_and_a_running_ones_is_not(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "weights.bin"
+    source.write_bytes(b"weights")
+    folder = tmp_path / "cache" / "models" / "onnx" / "left"
+    killed, running = folder / ".build-killed", folder / ".build-running"
+    for f in (killed, running):
+        f.mkdir(parents=True)
+        (f / "model.onnx").write_bytes(b"half a graph")
+    old = time.time() - onnx_models.STALE_BUILD_S - 60
+    os.utime(killed, (old, old))
+    onnx_models.cached_export("left", source, _graph, version="test")
+    assert not killed.exists() and running.is_dir()
+
+
+def _graph(path: str) -> None:
+    Path(path).write_bytes(b"graph")
