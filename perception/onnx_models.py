@@ -126,8 +126,9 @@ def cached_export(
     by the builder's ``version`` (a graph an older builder, or torch's exporter, wrote is built
     again); the graph is written in a temporary folder of the build's own and moved into place, so a
     killed build leaves nothing that looks complete, and two processes building it at once do not
-    write into each other's files. ``beside``: files the build writes beside the graph (its weights); their
-    sizes are in the key, so one deleted or cut short is built again rather than failing to load.
+    write into each other's files. ``beside``: files the build writes beside the graph (its
+    weights); their sizes are in the key, so one deleted or cut short is built again rather than
+    failing to load; a build that leaves one out fails.
     """
     stat = source.stat()
     key = f"{stat.st_size}-{stat.st_mtime_ns} {version}"
@@ -144,10 +145,12 @@ def cached_export(
         return out
     log.info("building %s's ONNX graph for the CPU (once): %s", name, out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for left in out_dir.glob(".build-*"):  # a killed build's (a build takes minutes, not hours)
+    # what a killed build left (a build takes minutes, not hours); "model.PID.onnx.part": an older
+    # mnemo's
+    for left in [*out_dir.glob(".build-*"), *out_dir.glob("model.*.onnx.part")]:
         with contextlib.suppress(OSError):
             if time.time() - left.stat().st_mtime > STALE_BUILD_S:
-                shutil.rmtree(left)
+                shutil.rmtree(left) if left.is_dir() else left.unlink()
     # a folder of this build's own: two processes (a watcher and an ingest started together) that
     # build one graph at once would otherwise write one weights file beside it, tensor by tensor
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))
@@ -155,6 +158,8 @@ def cached_export(
         tmp = work / out.name
         build(*args, str(tmp))
         for f in beside:  # the weights first: a graph in place never names weights not yet there
+            if not (work / f).is_file():
+                raise RuntimeError(f"the build wrote no {f} beside the graph")
             os.replace(work / f, out_dir / f)
         os.replace(tmp, out)
     except RuntimeError as e:  # a failed or refused build leaves nothing behind

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from perception import onnx_models
 
 TENSORS = [bytes([i + 1]) * 1000 for i in range(4)]
@@ -74,10 +76,22 @@ def test_a_killed_builds_folder_is_cleared_by_the_next_build_and_a_running_ones_
     for f in (killed, running):
         f.mkdir(parents=True)
         (f / "model.onnx").write_bytes(b"half a graph")
+    older = folder / "model.4242.onnx.part"  # an older mnemo's killed build
+    older.write_bytes(b"half a graph")
     old = time.time() - onnx_models.STALE_BUILD_S - 60
     os.utime(killed, (old, old))
+    os.utime(older, (old, old))
     onnx_models.cached_export("left", source, _graph, version="test")
-    assert not killed.exists() and running.is_dir()
+    assert not killed.exists() and not older.exists() and running.is_dir()
+
+
+def test_a_build_that_leaves_out_a_file_it_promised_fails_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "weights.bin"
+    source.write_bytes(b"weights")
+    with pytest.raises(RuntimeError, match="building short's ONNX graph failed: .*no weights.data"):
+        onnx_models.cached_export("short", source, _graph, version="test", beside=("weights.data",))
+    assert not list((tmp_path / "cache" / "models" / "onnx" / "short").iterdir())
 
 
 def _graph(path: str) -> None:

@@ -5,6 +5,8 @@ run wrote (``mnemo capture --ingest`` on Xvfb, typing begun 0.4 s before a cut):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from control.answer import OfflineAnswerer
@@ -44,6 +46,8 @@ def test_a_reading_continues_another_when_every_line_is_there_as_it_was_or_furth
     assert not continues(HALF, HALF)  # the same screen again adds nothing
     assert not continues(WHOLE[:2] + WHOLE[3:], HALF)  # the typed line is gone: another screen
     assert not continues(("notes", f"{PROMPT} echo the parking spot"), HALF)  # a line edited back
+    assert not continues(("a b c",), ("a b", "a b c"))  # one line cannot stand for two
+    assert not continues(("a b c", "x"), ("x", "a b"))  # nor lines in another order
 
 
 def test_the_earlier_reading_gives_way_with_the_better_score_and_only_to_one_close_after_it():
@@ -60,6 +64,28 @@ def test_the_earlier_reading_gives_way_with_the_better_score_and_only_to_one_clo
     assert [c.memory for c in latest_screens([Candidate(half), Candidate(later)])] == [half, later]
     spoken = Memory("m", "episodic", 'On screen at 1: <voice_1> said: "notes"', "c", SOURCE, T0, T0)
     assert len(latest_screens([Candidate(spoken), Candidate(whole)])) == 2  # screen memories only
+
+
+def test_a_text_shown_again_after_the_longer_one_is_not_folded_into_it():
+    """ "bay 4", then "bay 42", then backspaced to "bay 4" again in one clip: the "bay 4" memory
+    spans both of its frames, and the later "bay 42" began before it was last seen."""
+    short = _screen(1, T0 + 2, ("spot is bay 4",))
+    short = replace(short, end_ts=T0 + 10)
+    longer = _screen(1, T0 + 4, ("spot is bay 42",))
+    assert [c.memory for c in latest_screens([Candidate(short), Candidate(longer)])] == [
+        short,
+        longer,
+    ]
+
+
+def test_a_reading_stays_when_what_continues_it_is_more_than_two_minutes_on():
+    """Each reading continues the one before, 100 s apart: the middle one gives way to the last,
+    the first stays (nothing kept within two minutes of it continues it)."""
+    a = _screen(1, T0, ("log", "one"))
+    b = _screen(2, T0 + 100, ("log", "one", "two"))
+    c = _screen(3, T0 + 200, ("log", "one", "two", "three"))
+    kept = latest_screens([Candidate(a, score=1), Candidate(b, score=5), Candidate(c, score=2)])
+    assert [(k.memory, k.score) for k in kept] == [(a, 1), (c, 5)]
 
 
 def test_three_readings_of_one_line_leave_the_last_with_the_best_score():
