@@ -2,10 +2,11 @@
 
 Each tick reads the focused window before and after the grab and drops the grab when focus moved
 in between (the pixels and the metadata would disagree); before a chosen frame is written it looks
-again for a locker, so a lock that comes up during the grab stores nothing. Exclusions fail closed: if the focused
-window cannot be read, or is excluded, nothing of its monitor is stored. A frame is kept when the
-app or window changed, when enough of the screen changed, or when any (non-volatile) tile changed
-while the user typed or moved the mouse; a static screen writes only a heartbeat line now and then.
+again for a locker, so a lock that comes up during the grab stores nothing. Exclusions fail closed:
+if the focused window cannot be read, or is excluded, nothing of its monitor is stored. A frame is
+kept when the app or window changed, when enough of the screen changed, or when any (non-volatile)
+tile changed while the user typed or moved the mouse; a static screen writes only a heartbeat line
+now and then.
 The loop grabs slower when the user is idle and stops grabbing while the screen saver is on, the
 screen is locked, the user paused it, or the disk is nearly full.
 """
