@@ -21,9 +21,7 @@ from memorize.writer_offline import screen_lines
 if TYPE_CHECKING:
     from control.planner import Candidate
 
-CONTINUED_S = (
-    120.0  # a later reading that begins this long after the earlier one still continues it
-)
+CONTINUED_S = 120.0  # a reading that begins this long after another's start still continues it
 
 
 def continues(later: tuple[str, ...], earlier: tuple[str, ...]) -> bool:

@@ -14,10 +14,16 @@ from perception import onnx_models
 TENSORS = [bytes([i + 1]) * 1000 for i in range(4)]
 
 
-def test_two_builds_at_once_do_not_write_into_each_others_weights(tmp_path, monkeypatch):
+@pytest.fixture
+def source(tmp_path, monkeypatch):
+    """Weights to build from, and a cache of the test's own."""
     monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
-    source = tmp_path / "weights.bin"
-    source.write_bytes(b"weights")
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"weights")
+    return weights
+
+
+def test_two_builds_at_once_do_not_write_into_each_others_weights(source):
     both = threading.Barrier(2, timeout=20)
 
     def build(path: str) -> None:
@@ -66,11 +72,8 @@ def _never(path: str) -> None:
 
 
 def test_a_killed_builds_folder_is_cleared_by_the_next_build_and_a_running_ones_is_not(
-    tmp_path, monkeypatch
+    source, tmp_path
 ):
-    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
-    source = tmp_path / "weights.bin"
-    source.write_bytes(b"weights")
     folder = tmp_path / "cache" / "models" / "onnx" / "left"
     killed, running = folder / ".build-killed", folder / ".build-running"
     for f in (killed, running):
@@ -85,10 +88,7 @@ def test_a_killed_builds_folder_is_cleared_by_the_next_build_and_a_running_ones_
     assert not killed.exists() and not older.exists() and running.is_dir()
 
 
-def test_a_build_that_leaves_out_a_file_it_promised_fails_and_leaves_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
-    source = tmp_path / "weights.bin"
-    source.write_bytes(b"weights")
+def test_a_build_that_leaves_out_a_file_it_promised_fails_and_leaves_nothing(source, tmp_path):
     with pytest.raises(RuntimeError, match="building short's ONNX graph failed: .*no weights.data"):
         onnx_models.cached_export("short", source, _graph, version="test", beside=("weights.data",))
     assert not list((tmp_path / "cache" / "models" / "onnx" / "short").iterdir())
