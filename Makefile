@@ -22,7 +22,7 @@ XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-d
 	xserver-xorg-core xserver-xorg-video-dummy iproute2 \
 	sway grim foot wtype swayidle swaylock weston xwayland
 
-.PHONY: demo test test-fast install xtools clean docs lint
+.PHONY: demo test test-fast install install-dev xtools clean docs lint
 
 install: $(STAMP)
 
@@ -70,19 +70,26 @@ xtools:
 	  else echo "note: missing$$missing; the capture (X11 and sway), page, spoken-bench and OCR CPU tests need: sudo apt-get install $(XPKGS)"; fi; \
 	fi
 
-# then the tests marked cpu_kind (their outcome hangs on whether the CPU has bfloat16) again as on the
-# other kind of CPU (MNEMO_CPU_BF16), so that a green run on an AVX2 CPU says something of an
-# AVX512-BF16 one and the other way round
+# the suite side by side in TEST_JOBS processes (pytest-xdist; default: twice the CPUs, as most
+# tests wait on an X server, a child process or a clock more than they compute), each taking the
+# next test as it frees up, longest first where a test says so; then the tests marked serial
+# (they measure the machine, or want it to themselves) one at a time; then the tests marked
+# cpu_kind (their outcome hangs on whether the CPU has bfloat16) again as on the other kind of CPU
+# (MNEMO_CPU_BF16), so that a green run on an AVX2 CPU says something of an AVX512-BF16 one and
+# the other way round
+TEST_JOBS ?= $(shell echo $$(( 2 * $$(nproc) )))
+PYTEST := HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
 test: $(TEST_STAMP) xtools
-	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q --durations=15
+	$(PYTEST) -n $(TEST_JOBS) --dist worksteal -m "not serial" --durations=15
+	$(PYTEST) -m serial --durations=5
 	other=$$($(VENV)/bin/python -c "from perception.weights import cpu_has_bf16; print(int(not cpu_has_bf16()))") && \
 	  echo "the cpu_kind tests again with MNEMO_CPU_BF16=$$other" && \
-	  HF_HUB_OFFLINE=1 MNEMO_CPU_BF16=$$other $(VENV)/bin/python -m pytest -q -m cpu_kind
+	  MNEMO_CPU_BF16=$$other $(PYTEST) -n $(TEST_JOBS) -m cpu_kind
 
-# the tests not marked slow, on the light install (no torch, Ray or bench extras); CI runs it on
-# the two Pythons that `make test` does not use
+# the tests not marked slow, on the light install (no torch, Ray or bench extras), side by side;
+# CI runs it on the newest Python that `make test` does not use
 test-fast: $(FAST_STAMP)
-	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -m "not slow"
+	$(PYTEST) -n $(TEST_JOBS) -m "not slow"
 
 # the documentation site (mkdocs.yml, pages under docs/) into site/; strict: a warning, a broken link
 # or anchor, or a page left out of the nav fails it
@@ -107,6 +114,10 @@ lint: $(LINT_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/python -m mypy
+
+# everything `make lint`, `make docs` and `make test` install, in one step (CI times it apart from
+# what it installs for)
+install-dev: $(LINT_STAMP) $(DOCS_STAMP) xtools
 
 # the virtual environments only: never a store (./mnemo-data is the default one, a person's memory)
 clean:

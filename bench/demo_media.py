@@ -9,6 +9,7 @@ by side in silence, so the recording spans two 30 s clips.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +82,7 @@ def build_demo_recording(dest: Path | None = None) -> Path:
     frames = [face_frame(faces, visible_at(turns, i / FPS)) for i in range(int(DURATION_S * FPS))]
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_suffix(".part.mp4")
+    part = dest.with_suffix(f".{os.getpid()}.part.mp4")  # one per process: two may build it at once
     video = ffmpeg.input(
         "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS
     )

@@ -120,7 +120,7 @@ def _place(data_path: Path, out: Path, origin: str) -> None:
             f"{out.name} from {origin} has SHA-256 {got}, pinned {FIXTURE_SHA256[out.name]}; "
             "the package changed: check the new file, then update FIXTURE_SHA256 in bench/fixtures.py"
         )
-    part = out.with_name(out.name + ".part")
+    part = out.with_name(f"{out.name}.{os.getpid()}.part")  # one per process: two may fetch at once
     shutil.copyfile(data_path, part)
     part.replace(out)  # atomic: a killed fetch leaves no half file
 

@@ -212,6 +212,6 @@ def add_arguments(parser) -> None:
         "--cpus",
         metavar="CPU,...",
         help="also read bands of the screens under QEMU's emulation of these x86-64 CPU models, "
-        "comma-separated (Haswell: AVX2, no AVX-512; Nehalem: no AVX), and compare the text "
+        "comma-separated (Haswell: AVX2, no AVX-512; SandyBridge: AVX, no AVX2), and compare the text "
         "with the native reading (needs qemu-user; about 150 times slower than native)",
     )

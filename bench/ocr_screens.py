@@ -162,7 +162,6 @@ def render(screen: Screen, size: str = "1280x800"):
     """One screen rendered on a desktop of ``size`` (``WxH``) and grabbed, as an RGB array."""
     import tempfile
 
-    import mss
     import numpy as np
 
     from bench.xdesktop import Desktop
@@ -173,13 +172,10 @@ def render(screen: Screen, size: str = "1280x800"):
         desk = Desktop(Path(tmp), size=size)
         try:
             _open(desk, screen, Path(tmp))
-            with mss.MSS(display=desk.display) as grab:
-                shot = grab.grab(grab.monitors[1])
-                return (
-                    np.frombuffer(shot.rgb, dtype=np.uint8)
-                    .reshape(shot.height, shot.width, 3)
-                    .copy()
-                )
+            shot = _settled_grab(desk.display)
+            return (
+                np.frombuffer(shot.rgb, dtype=np.uint8).reshape(shot.height, shot.width, 3).copy()
+            )
         finally:
             desk.close()
 
@@ -207,14 +203,31 @@ def _render_all(root: Path, tmp: Path) -> None:
     try:
         for screen in screens():
             proc = _open(desk, screen, tmp)
-            with mss.MSS(display=desk.display) as grab:
-                shot = grab.grab(grab.monitors[1])
-                mss.tools.to_png(shot.rgb, shot.size, output=str(root / f"{screen.name}.png"))
+            shot = _settled_grab(desk.display)
+            mss.tools.to_png(shot.rgb, shot.size, output=str(root / f"{screen.name}.png"))
             proc.terminate()
             proc.wait(timeout=20)
             time.sleep(0.3)
     finally:
         desk.close()
+
+
+def _settled_grab(display: str, every_s: float = 0.3, timeout_s: float = 30.0):
+    """The screen once two grabs ``every_s`` apart are the same: a program drawn on a machine busy
+    with other work can still be painting after the wait in ``_open`` (a grab then held half a
+    terminal's lines). The last grab when it never settles."""
+    import mss
+
+    with mss.MSS(display=display) as grab:
+        shot = grab.grab(grab.monitors[1])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            time.sleep(every_s)
+            again = grab.grab(grab.monitors[1])
+            if again.rgb == shot.rgb:
+                break
+            shot = again
+    return shot
 
 
 def _open(desk, screen: Screen, tmp: Path) -> subprocess.Popen:

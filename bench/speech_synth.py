@@ -270,7 +270,9 @@ def _render(
         w.setsampwidth(2)
         w.setframerate(rate)
         w.writeframes(np.concatenate(parts).tobytes())
-    part = wav.with_name(wav.name + ".part")
+    part = wav.with_name(
+        f"{wav.name}.{os.getpid()}.part"
+    )  # one per process: two may speak it at once
     try:  # -D: no dither, which is random, so the same text gives the same file (and clip ids)
         subprocess.run(
             [
@@ -348,7 +350,7 @@ def render_session(
             "voices": {k: asdict(v) for k, v in voices.items()},
             "turns": [asdict(s) for s in spans],
         }
-        part = spans_path.with_name(spans_path.name + ".part")
+        part = spans_path.with_name(f"{spans_path.name}.{os.getpid()}.part")
         part.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
         part.replace(spans_path)
     else:

@@ -12,6 +12,7 @@ It is built once with ffmpeg (H.264 + AAC) and cached beside the other fixtures.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def encode(
     from perception.sources.media import ffmpeg_exe
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_suffix(".part.mp4")
+    part = dest.with_suffix(f".{os.getpid()}.part.mp4")  # one per process: two may build it at once
     video = ffmpeg.input(
         "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=fps
     )

@@ -30,6 +30,29 @@ SLOW_FIXTURES = {
 }
 
 
+_OWN_FOLDERS = pytest.StashKey[tuple[str, ...]]()
+
+
+def pytest_configure(config) -> None:
+    """Each test process (each pytest-xdist worker, or the one process of a plain run) gets a
+    runtime folder of its own: the capture daemon's control socket and ``mnemo serve``'s token live
+    there, so two workers never share one, and no test reaches the user's own running daemon. Ray's
+    local clusters get a temp folder per process for the same reason (short: it holds sockets)."""
+    import tempfile
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix=f"mnemo-test-{worker}-")
+    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix=f"ray-{worker}-", dir="/tmp")
+    config.stash[_OWN_FOLDERS] = (os.environ["XDG_RUNTIME_DIR"], os.environ["RAY_TMPDIR"])
+
+
+def pytest_unconfigure(config) -> None:
+    import shutil
+
+    for folder in config.stash.get(_OWN_FOLDERS, ()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Refuse a run in which a test uses one of ``SLOW_FIXTURES`` without the slow mark."""
     unmarked = []
@@ -166,17 +189,47 @@ def people_store(hash_store):
     return build_people_store(hash_store)
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder ``build(folder)`` fills, built once in this test run by whichever process asks
+    first: pytest-xdist's workers share one temp root per run (their base temps' parent, a new
+    ``pytest-N`` each run), where the first builds under a lock while the others wait, then use
+    what it built. A plain run builds in its own base temp. Nothing outlives the run, so a change
+    to the code that builds it is always built anew. Read it, or copy it to change it."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / f"once-{name}", root / f"once-{name}.done"
+    with open(root / f"once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed midway
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
-    """The demo recording ingested once, with the real text embedder."""
+    """The demo recording ingested with the real text embedder, once per test run (``built_once``);
+    each test process opens a copy of its own."""
+    import shutil
+
     from embeddings.base import build_text_embedder
     from graph.store import Store
     from pipeline.ingest import ingest
 
-    store = Store(tmp_path_factory.mktemp("demo") / "store", build_text_embedder("minilm"))
-    report = ingest([str(demo_recording)], store, perceivers, policies, progress=lambda _m: None)
-    assert report.ok and report.clips_new == 2
-    return store
+    def build(folder: Path) -> None:
+        store = Store(folder, build_text_embedder("minilm"))
+        report = ingest(
+            [str(demo_recording)], store, perceivers, policies, progress=lambda _m: None
+        )
+        assert report.ok and report.clips_new == 2
+
+    copy = tmp_path_factory.mktemp("demo") / "store"
+    shutil.copytree(built_once(tmp_path_factory, "demo-store", build), copy, symlinks=True)
+    return Store(copy, build_text_embedder("minilm"))
 
 
 def disk_full_on_commit(store, n: int) -> list[str]:
@@ -201,20 +254,32 @@ LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "l
 
 
 @pytest.fixture
-def talk_store(hash_store, policies, monkeypatch):
+def talk_store(tmp_path_factory, tmp_path, policies, monkeypatch):
     """The first three sessions of LoCoMo's first dev conversation (8 May, 25 May, 9 June 2023;
-    Caroline and Melanie, enrolled by name), in a store of hash embeddings."""
+    Caroline and Melanie, enrolled by name), in a store of hash embeddings: memorized once per test
+    run (``built_once``), a copy of its own for each test, which may change it."""
+    import shutil
+
     from bench.datasets.locomo import Conversation, load
     from bench.locomo import ingest_conversation
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
 
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")  # what the commands open it with
     if not LOCOMO.is_file():
         unavailable(f"{LOCOMO} not present (the shared evaluation data beside the repository)")
-    conv = load(LOCOMO)[0]
-    ingest_conversation(
-        Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()), hash_store, policies
-    )
-    return hash_store
+
+    def build(folder: Path) -> None:
+        conv = load(LOCOMO)[0]
+        ingest_conversation(
+            Conversation(conv.sample_id, conv.speakers, conv.sessions[:3], ()),
+            Store(folder, build_text_embedder("hash")),
+            policies,
+        )
+
+    copy = tmp_path / "store"
+    shutil.copytree(built_once(tmp_path_factory, "talk-store", build), copy, symlinks=True)
+    return Store(copy, build_text_embedder("hash"))
 
 
 def files_holding(root: Path, needle: str) -> list[str]:

@@ -94,6 +94,7 @@ def test_a_run_here_passes_and_lists_each_check(tmp_path):
     assert "ffmpeg version" in checks["ffmpeg"]["detail"]
 
 
+@pytest.mark.serial  # a time limit: another test beside it would add to the time
 def test_it_imports_no_model_library_and_is_quick():
     """No torch, no ONNX Runtime, no CTranslate2, no LanceDB: doctor finds them, never loads them."""
     code = (

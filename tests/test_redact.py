@@ -382,6 +382,7 @@ ADVERSARIAL = [
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a ratio of two timings: another test beside it would skew one of them
 def test_every_rule_takes_time_linear_in_the_line():
     """50,000 and 200,000 characters of one repeated unit: 4 times the text must cost about 4 times
     the time (a quadratic rule costs 16 times: detect-secrets' npm one took 8 s on 50,000)."""

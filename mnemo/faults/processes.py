@@ -268,7 +268,7 @@ def _watcher_try(
             except psutil.NoSuchProcess:
                 return []
             tree.update(k.pid for k in kids)
-            return [k for k in kids if "watch" in k.cmdline()]
+            return [k for k in kids if "watch" in _cmdline(k)]
 
         def said(text: str) -> bool:
             return text in log_path.read_text(errors="replace")
@@ -371,6 +371,15 @@ def _watcher_try(
             daemon.kill()
             daemon.wait()
         _kill(_alive(sorted(tree)))
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    """``p``'s command line, or none once it has exited: a killed watcher is a zombie until the
+    daemon reaps it, and psutil refuses a zombie's command line."""
+    try:
+        return p.cmdline()
+    except psutil.NoSuchProcess:  # ZombieProcess too
+        return []
 
 
 def _describe(pid: int) -> str:
