@@ -24,7 +24,39 @@ def _mnemo(desktop: Desktop, *args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "mnemo", *args], env=env, **kw)
 
 
+def _files(folder) -> set[str]:
+    """Every path under ``folder`` (capture's day folders, YYYY/MM/DD), quickly: polled in a busy
+    loop to catch a write of a few milliseconds."""
+    import os
+
+    names: set[str] = set()
+    try:
+        for entry in os.scandir(folder):
+            names.add(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                names |= _files(entry.path)
+    except FileNotFoundError:  # not made yet, or a folder removed by the capture's retention
+        pass
+    return names
+
+
+def _kill_at_a_write(p: subprocess.Popen, out, give_up_s: float) -> None:
+    """SIGKILL ``p`` the moment a new file shows in ``out``: a frame or sidecar half written (its
+    temp file; with a writer that is not atomic, the frame itself), or after ``give_up_s``."""
+    seen, deadline = _files(out), time.monotonic() + give_up_s
+    while time.monotonic() < deadline and not _files(out) - seen:
+        pass  # no sleep: a frame is written in a few milliseconds
+    p.send_signal(signal.SIGKILL)
+
+
+KILLS = 24  # half at a random moment, half as a file is being written
+
+
 def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
+    """Capture SIGKILLed again and again while text is typed: at random moments (before, during
+    and between writes), and the moment a file is being written, which leaves its temp file for the
+    next start to clear (a start that leaves them turns this red: 50 random kills alone left one
+    temp file, these leave several)."""
     term = desktop.xterm("typing under fire", geometry="100x30+0+0")
     desktop.focus(term)
     out = tmp_path / "out"
@@ -33,7 +65,7 @@ def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
     )
     rng = random.Random(7)
     try:
-        for _ in range(50):
+        for k in range(KILLS):
             p = _mnemo(
                 desktop,
                 "capture",
@@ -44,10 +76,12 @@ def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            time.sleep(
-                rng.uniform(1.2, 2.5)
-            )  # start-up takes ~1 s; kills land before, during and between writes
-            p.send_signal(signal.SIGKILL)
+            if k % 2:
+                time.sleep(1.0)  # start-up takes ~1 s: the next new file is a frame's
+                _kill_at_a_write(p, out, give_up_s=5.0)
+            else:
+                time.sleep(rng.uniform(1.2, 2.5))  # before, during and between writes
+                p.send_signal(signal.SIGKILL)
             p.wait()
         # the state a kill leaves, before any restart cleans up: only temp files and at most one
         # image without its sidecar (killed between the two renames) may be there
@@ -60,7 +94,7 @@ def test_random_sigkills_leave_no_torn_frames(desktop, tmp_path):
     finally:
         typist.kill()
     frames = sorted(out.rglob("*.jpg"))
-    assert len(frames) >= 50, "too few frames were written for the kills to prove anything"
+    assert len(frames) >= KILLS, "too few frames were written for the kills to prove anything"
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")], "temp files left"
     assert all(p.with_name(p.name + ".json").is_file() for p in frames), (
         "an image without a sidecar"
