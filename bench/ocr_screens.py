@@ -285,7 +285,9 @@ def _open(desk, screen: Screen, tmp: Path) -> subprocess.Popen:
         cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp
     )
     desk.procs.append(proc)
-    desk.wait_window(cls)
+    desk.focus(
+        desk.wait_window(cls)
+    )  # focused, as a person reads it: its frame and cursor drawn so
     time.sleep(
         4.0 if cls == "Chromium" else 1.5
     )  # drawn: Chromium lays out and paints after mapping

@@ -92,10 +92,14 @@ class Desktop:
         self.env.pop("WAYLAND_DISPLAY", None)
         (tmp / "run").mkdir(mode=0o700, exist_ok=True)
         self.spawn(["openbox"])
-        deadline = time.time() + 10
-        while time.time() < deadline and "_NET_SUPPORTING_WM_CHECK" not in self.run(
-            ["xprop", "-root"], check=False
-        ):
+        # the window manager up before any window: without it windows have no frame and no focus,
+        # and a screen grabbed then differs from one grabbed with it (on a busy machine openbox
+        # once took over 10 s, and a test compared a frameless window with a framed one)
+        deadline = time.time() + 60
+        while "_NET_SUPPORTING_WM_CHECK" not in self.run(["xprop", "-root"], check=False):
+            if time.time() > deadline:
+                self.close()
+                raise RuntimeError(f"openbox did not start on {self.display} in 60 s")
             time.sleep(0.1)
         self.run(["xset", "s", "off"], check=False)  # tests turn the screen saver on themselves
 

@@ -168,6 +168,7 @@ def static_then_typed(cap, type_text, settle_timeout: float = 10.0) -> None:
     assert typed >= 5, f"only {typed} of 5 typed words kept"
 
 
+@pytest.mark.serial  # times the grab against the typing: tests beside it slow the daemon's ticks
 @pytest.mark.parametrize("pause_grab_s", [0.5, 0.0])
 def test_a_burst_of_typing_is_grabbed_when_it_pauses_not_at_the_next_tick(
     desktop, tmp_path, pause_grab_s

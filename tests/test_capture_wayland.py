@@ -133,6 +133,7 @@ def test_static_screen_with_a_clock_writes_almost_nothing_but_typing_is_kept(swa
         static_then_typed(cap, sway.type, settle_timeout=20)
 
 
+@pytest.mark.serial  # times the grab against the typing: tests beside it slow the daemon's ticks
 def test_a_burst_of_typing_is_grabbed_when_it_pauses_not_at_the_next_tick(sway, tmp_path):
     sway.foot("notes", "Notes")
     with capturing(sway, tmp_path / "out", interval_s=10.0) as cap:
