@@ -211,11 +211,9 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
-    """The demo recording ingested with the real text embedder, once per test run (``built_once``);
-    each test process opens a copy of its own."""
-    import shutil
-
+def demo_store_built(tmp_path_factory, demo_recording, perceivers, policies) -> Path:
+    """The folder of the demo recording ingested with the real text embedder, built once per test
+    run (``built_once``): never opened in place, only copied."""
     from embeddings.base import build_text_embedder
     from graph.store import Store
     from pipeline.ingest import ingest
@@ -227,9 +225,29 @@ def demo_store(tmp_path_factory, demo_recording, perceivers, policies):
         )
         assert report.ok and report.clips_new == 2
 
-    copy = tmp_path_factory.mktemp("demo") / "store"
-    shutil.copytree(built_once(tmp_path_factory, "demo-store", build), copy, symlinks=True)
-    return Store(copy, build_text_embedder("minilm"))
+    return built_once(tmp_path_factory, "demo-store", build)
+
+
+def _demo_copy(built: Path, folder: Path):
+    import shutil
+
+    from embeddings.base import build_text_embedder
+    from graph.store import Store
+
+    shutil.copytree(built, folder, symlinks=True)
+    return Store(folder, build_text_embedder("minilm"))
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory, demo_store_built):
+    """A copy of ``demo_store_built`` that the tests of one test process share: tests read it."""
+    return _demo_copy(demo_store_built, tmp_path_factory.mktemp("demo") / "store")
+
+
+@pytest.fixture
+def fresh_demo_store(tmp_path, demo_store_built):
+    """A copy of ``demo_store_built`` for one test alone, as the ingest left it."""
+    return _demo_copy(demo_store_built, tmp_path / "demo-store")
 
 
 def disk_full_on_commit(store, n: int) -> list[str]:

@@ -181,8 +181,11 @@ def test_reembed_embeds_the_texts_again(tmp_path, capsys, people_store, hash_emb
 
 @pytest.mark.slow
 def test_the_demo_store_round_trips_with_its_media(
-    tmp_path, capsys, monkeypatch, demo_store, demo_recording
+    tmp_path, capsys, monkeypatch, fresh_demo_store, demo_recording
 ):
+    """The demo store as the ingest left it (the shared one holds what other tests did to it: a
+    run side by side once asked it after test_agent's tests and got other search steps)."""
+    demo_store = fresh_demo_store
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "minilm")
     from mnemo.demo import QUESTIONS as DEMO_QUESTIONS
 
