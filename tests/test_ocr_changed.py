@@ -47,6 +47,10 @@ def screens() -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.slow
+# run alone: side by side (pytest-xdist) it failed the same way in three runs (strips 44 and 80 px
+# high instead of about 20) and passes alone and under CPU load; some state another test leaves in
+# the same process, not yet found
+@pytest.mark.serial
 def test_two_edits_far_apart_are_read_as_two_small_parts(screens):
     """A word typed on the fourth line and another on the tenth: two strips are read, not the
     box around both (on a desktop, a typed word and a ticking clock in a corner)."""
