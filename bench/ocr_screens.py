@@ -213,9 +213,9 @@ def _render_all(root: Path, tmp: Path) -> None:
 
 
 def _settled_grab(display: str, every_s: float = 0.3, timeout_s: float = 30.0):
-    """The screen once two grabs ``every_s`` apart are the same: a program drawn on a machine busy
-    with other work can still be painting after the wait in ``_open`` (a grab then held half a
-    terminal's lines). The last grab when it never settles."""
+    """The screen once two grabs ``every_s`` apart are the same: a program on a machine busy with
+    other work may still be painting after the fixed wait in ``_open``. The last grab when it never
+    settles."""
     import mss
 
     with mss.MSS(display=display) as grab:
@@ -285,9 +285,8 @@ def _open(desk, screen: Screen, tmp: Path) -> subprocess.Popen:
         cmd, env=desk.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp
     )
     desk.procs.append(proc)
-    desk.focus(
-        desk.wait_window(cls)
-    )  # focused, as a person reads it: its frame and cursor drawn so
+    # focused, as a person reads it (the frame and the cursor are drawn as for a focused window)
+    desk.focus(desk.wait_window(cls))
     time.sleep(
         4.0 if cls == "Chromium" else 1.5
     )  # drawn: Chromium lays out and paints after mapping

@@ -92,9 +92,8 @@ class Desktop:
         self.env.pop("WAYLAND_DISPLAY", None)
         (tmp / "run").mkdir(mode=0o700, exist_ok=True)
         self.spawn(["openbox"])
-        # the window manager up before any window: without it windows have no frame and no focus,
-        # and a screen grabbed then differs from one grabbed with it (on a busy machine openbox
-        # once took over 10 s, and a test compared a frameless window with a framed one)
+        # the window manager up before any window: without it windows have no frame and no focus
+        # (this went on regardless after 10 s; a busy machine may take longer)
         deadline = time.time() + 60
         while "_NET_SUPPORTING_WM_CHECK" not in self.run(["xprop", "-root"], check=False):
             if time.time() > deadline:

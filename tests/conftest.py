@@ -228,26 +228,27 @@ def demo_store_built(tmp_path_factory, demo_recording, perceivers, policies) -> 
     return built_once(tmp_path_factory, "demo-store", build)
 
 
-def _demo_copy(built: Path, folder: Path):
+def store_copy(built: Path, folder: Path, embedder: str):
+    """A store opened on a copy, in ``folder``, of the store folder ``built`` (``built_once``)."""
     import shutil
 
     from embeddings.base import build_text_embedder
     from graph.store import Store
 
     shutil.copytree(built, folder, symlinks=True)
-    return Store(folder, build_text_embedder("minilm"))
+    return Store(folder, build_text_embedder(embedder))
 
 
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory, demo_store_built):
     """A copy of ``demo_store_built`` that the tests of one test process share: tests read it."""
-    return _demo_copy(demo_store_built, tmp_path_factory.mktemp("demo") / "store")
+    return store_copy(demo_store_built, tmp_path_factory.mktemp("demo") / "store", "minilm")
 
 
 @pytest.fixture
 def fresh_demo_store(tmp_path, demo_store_built):
     """A copy of ``demo_store_built`` for one test alone, as the ingest left it."""
-    return _demo_copy(demo_store_built, tmp_path / "demo-store")
+    return store_copy(demo_store_built, tmp_path / "demo-store", "minilm")
 
 
 def disk_full_on_commit(store, n: int) -> list[str]:
@@ -276,8 +277,6 @@ def talk_store(tmp_path_factory, tmp_path, policies, monkeypatch):
     """The first three sessions of LoCoMo's first dev conversation (8 May, 25 May, 9 June 2023;
     Caroline and Melanie, enrolled by name), in a store of hash embeddings: memorized once per test
     run (``built_once``), a copy of its own for each test, which may change it."""
-    import shutil
-
     from bench.datasets.locomo import Conversation, load
     from bench.locomo import ingest_conversation
     from embeddings.base import build_text_embedder
@@ -295,9 +294,8 @@ def talk_store(tmp_path_factory, tmp_path, policies, monkeypatch):
             policies,
         )
 
-    copy = tmp_path / "store"
-    shutil.copytree(built_once(tmp_path_factory, "talk-store", build), copy, symlinks=True)
-    return Store(copy, build_text_embedder("hash"))
+    built = built_once(tmp_path_factory, "talk-store", build)
+    return store_copy(built, tmp_path / "store", "hash")
 
 
 def files_holding(root: Path, needle: str) -> list[str]:
