@@ -18,6 +18,13 @@ def add_parser(sub) -> None:
         metavar="TIME",
         help="use only what was known before this time (ISO 8601; no offset: local time)",
     )
+    p.add_argument(
+        "--reason",
+        action="store_true",
+        help="after the quick answer, a reasoned one: the packaged model ([control] reason_model) "
+        "reads the memories found and answers in a few words, citing them, or says 'not in "
+        "memory' (a configured [llm] endpoint is used instead)",
+    )
     add_json(p)
     set_handler(p, cmd_ask)
 
@@ -41,7 +48,33 @@ def cmd_ask(args, cfg) -> int:
             file=sys.stderr,
         )
         return 1
-    answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
     before = args.before.timestamp() if args.before else None
+    if args.reason or cfg.control.agent == "local":
+        return _reasoned(args, cfg, store, before)
+    answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
     print_answer(answerer.ask(args.question, before_ts=before), args.json)
+    return 0
+
+
+def _reasoned(args, cfg, store, before: float | None) -> int:
+    """The quick offline answer at once, then the reasoned one (``control.reason``)."""
+    from control.answer import known_names, render
+    from mnemo.wiring import build_answerers, build_reasoner
+
+    say = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    offline, _ = build_answerers(cfg.control, store, None, cfg.people.me)
+    if not args.json:
+        quick = offline.ask(args.question, before_ts=before)
+        print(f"quick: {quick.answer}", flush=True)
+    reasoner = build_reasoner(cfg.control, cfg.llm, store, cfg.people.me, progress=say)
+    answer = reasoner.ask(args.question, before_ts=before, on_step=say)
+    print_answer(answer, args.json)
+    if not args.json:
+        for step in answer.steps[1:]:
+            print(f"   ({step})")
+        if not answer.citations and answer.evidence:
+            print("   closest memories:")
+            names = known_names(offline.planner.people(before))
+            for m in answer.evidence[:3]:
+                print(f"   - clip {m.clip_id}: {render(m.text, names)[:120]}")
     return 0

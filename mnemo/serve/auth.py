@@ -87,15 +87,28 @@ def check_token_file(port: int) -> Path:
 def write_token_file(port: int, token: str) -> Path:
     """``token`` in the port's token file (0600, in a 0700 folder), replacing a stale one of the
     user's (a server that was killed); ``UnsafeTokenFile`` when what is there is not theirs alone."""
-    path = check_token_file(port)
+    return write_private(check_token_file(port), token + "\n")
+
+
+def write_private(path: Path, text: str) -> Path:
+    """``text`` in ``path`` (0600, in a 0700 folder of the runtime dir), replacing a stale file of
+    the user's; ``UnsafeTokenFile`` when what is there is not theirs alone."""
+    if _private(path.parent, "folder"):
+        _private(path, "file")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     _private(path.parent, "folder")  # made by someone else between the check and mkdir
     temporary = path.parent / f".{path.name}.{os.getpid()}"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
+        f.write(text)
     os.replace(temporary, path)
     return path
+
+
+def is_private(path: Path) -> bool:
+    """Whether ``path`` and its folder exist and are the user's alone (``UnsafeTokenFile`` when
+    they exist and are not)."""
+    return _private(path.parent, "folder") and _private(path, "file")
 
 
 def remove_token_file(path: Path, token: str) -> None:

