@@ -337,7 +337,25 @@ def add_arguments(parser) -> None:
         help="the LLM control loop beside the offline answerer on the same questions, judged (the "
         "[llm] endpoint, or without one the packaged model served here)",
     )
-    parser.add_argument("--limit", type=int, metavar="N", help="--llm: only the first N questions")
+    parser.add_argument(
+        "--qa",
+        action="store_true",
+        help="answers scored by LoCoMo's own metric (token F1; adversarial: answered 'not in "
+        "memory'): the offline answer beside the packaged 0.5B and 1.5B reasoning (and the [llm] "
+        "endpoint when one is configured), each served here",
+    )
+    parser.add_argument(
+        "--answerers",
+        metavar="LIST",
+        help="--qa: which, comma-separated, of offline, 0.5b, 1.5b, endpoint (default: all there are)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="--llm: only the first N questions; --qa: N questions per conversation, a sample "
+        "stratified by category",
+    )
     add_spoken_arguments(parser)
     parser.add_argument(
         "--contacts",

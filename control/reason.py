@@ -157,7 +157,8 @@ def memory_line(m: Memory, names: dict[str, str]) -> str:
 def shown_memories(
     found: list[Memory], names: dict[str, str], budget_tokens: int = BUDGET_TOKENS
 ) -> list[tuple[Memory, str]]:
-    """The best-ranked memories whose lines fit ``budget_tokens``, one per text, in time order."""
+    """The memories whose lines fit ``budget_tokens``, taken best-ranked first (one that does not
+    fit is passed over), one per text, in time order."""
     kept: list[tuple[Memory, str]] = []
     seen: set[str] = set()
     spent = 0
@@ -167,9 +168,7 @@ def shown_memories(
         if key in seen:
             continue
         cost = _tokens(line) + 3
-        if spent + cost > budget_tokens:
-            if kept:
-                break
+        if spent + cost > budget_tokens:  # a shorter, lower-ranked one may still fit
             continue
         seen.add(key)
         spent += cost
@@ -193,12 +192,16 @@ _FUNCTION = frozenset(
 )
 
 
+def _possessive(word: str) -> str:
+    return re.sub(r"['’]s?$", "", word)
+
+
 def must_be_said(answer: str) -> set[str]:
     """The answer's words that a memory must say: numbers, dates (months, weekdays) and names
     (capitalised words, the first word included unless it is a plain function word)."""
     out: set[str] = set()
     for i, w in enumerate(_WORD.findall(answer)):
-        low = w.lower().strip("'’")
+        low = _possessive(w.lower())
         if w[0].isdigit() or low in _MONTHS:
             out.add(low)
         elif w[0].isupper() and low not in _FUNCTION and not (i == 0 and low in _FUNCTION):
@@ -208,14 +211,41 @@ def must_be_said(answer: str) -> set[str]:
 
 def unsupported(answer: str, cited: list[str], question: str) -> set[str]:
     """The words of ``must_be_said(answer)`` that neither the cited lines nor the question say."""
-    said = {w.lower().strip("'’") for w in _WORD.findall(" ".join([*cited, question]))}
+    said = {_possessive(w.lower()) for w in _WORD.findall(" ".join([*cited, question]))}
     said |= {w.replace(",", "") for w in said}
     return {w for w in must_be_said(answer) if w not in said and w.replace(",", "") not in said}
+
+
+_RELATIVE_DATED = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|(?:(?:last|next|this|this past) \w+)|"
+    r"(?:\w+ (?:days?|weeks?|months?|years?) ago))\s*\[([^\]]+)\]",
+    re.IGNORECASE,
+)
+
+
+def plain_dates(answer: str) -> str:
+    """A copied "yesterday [7 May 2023]" as the date alone, and no square brackets left."""
+    answer = _RELATIVE_DATED.sub(r"\1", answer)
+    return " ".join(re.sub(r"\[([^\]]*)\]", r"\1", answer).split())
 
 
 def named_in(question: str, people: set[str]) -> list[str]:
     """The known people's names the question says (a name in a memory or a question is a word)."""
     return [p for p in sorted(people) if re.search(rf"\b{re.escape(p)}\b", question)]
+
+
+_SPEAKER = re.compile(r"^[^:]*: (.+?) said:")
+
+
+def about(line: str, person: str) -> bool:
+    """Whether a memory line is ``person``'s: said by them, or, where nobody speaks (a screen, a
+    scene), naming them. A line someone else says that names them is not: "Thanks, Melanie!" is
+    Caroline's, and the question about Melanie that it answers is a trap (LoCoMo's adversarial
+    questions ask about the other person)."""
+    speaker = _SPEAKER.match(line)
+    if speaker:
+        return speaker.group(1) == person
+    return re.search(rf"\b{re.escape(person)}\b", line) is not None
 
 
 def is_abstention(answer: str) -> bool:
@@ -284,7 +314,7 @@ class Reasoner:
             cited = obj.get("memories") or []
             if not isinstance(cited, list) or not all(isinstance(n, int) for n in cited):
                 raise ValueError('"memories" is not a list of numbers')
-            answer = " ".join(obj["answer"].split())
+            answer = plain_dates(obj["answer"])
             if not answer:
                 raise ValueError('"answer" is empty')
             return _Reply(tuple(dict.fromkeys(cited)), answer)
@@ -320,11 +350,11 @@ class Reasoner:
             steps.append("the reply cited no memory it was shown: not given")
             return Answer(question, ABSTAIN, (), evidence, tuple(steps))
         lines = [shown[n - 1][1] for n in cited]
-        absent = [p for p in named_in(question, people) if not any(p in line for line in lines)]
-        if absent:
+        asked = named_in(question, people)
+        if asked and not any(about(line, p) for line in lines for p in asked):
             steps.append(
-                f"the question is about {', '.join(absent)}, whom the memories it cites do not "
-                "name: not given"
+                f"the question is about {' or '.join(asked)}, and none of the memories it cites is "
+                "theirs: not given"
             )
             return Answer(question, ABSTAIN, (), evidence, tuple(steps))
         missing = unsupported(reply.answer, lines, question)

@@ -133,6 +133,17 @@ def run_locomo(args, cfg, progress) -> tuple[dict, int]:
     from mnemo.wiring import match_policies, text_embedder
 
     _spoken_only(args, "locomo")
+    if args.qa:
+        if args.llm or args.spoken or args.baselines:
+            raise ValueError("--qa runs on its own: without --llm, --spoken or --baselines")
+        from mnemo.bench_qa import run_locomo_qa
+
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-qa-") as tmp:
+            text, figures = run_locomo_qa(args, cfg, Path(tmp), progress)
+        print(text)
+        return figures, 0
+    if args.answerers:
+        raise ValueError("--answerers applies to --qa")
     if args.llm:
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-llm-") as tmp:
             text, figures = llm_bench(args, cfg, Path(tmp), progress)

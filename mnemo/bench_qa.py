@@ -253,3 +253,66 @@ def _combined(runs: dict[str, dict], judged: bool) -> dict:
         ingest_s=round(sum(r["ingest_s"] for r in runs.values()), 1),
     )
     return _last_line(pooled) | {"splits": {split: _last_line(r) for split, r in runs.items()}}
+
+
+QA_MODELS = {"0.5b": "qwen2.5-coder-0.5b-instruct", "1.5b": "qwen2.5-coder-1.5b-instruct"}
+
+
+def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
+    """``bench locomo --qa``: LoCoMo's answer metric for the offline answer and the reasoned ones
+    (``bench.locomo_qa``); each packaged model is served here once for the run."""
+    from bench import locomo_qa
+    from control.reason import Reasoner
+    from graph.store import Store
+    from llm.client import ChatClient
+    from llm.local import LocalServer
+    from mnemo.llm_cli import model_file
+    from mnemo.wiring import build_answerers, chat_client, match_policies, text_embedder
+
+    names = [n.strip() for n in args.answerers.split(",")] if args.answerers else None
+    names = names or ["offline", *QA_MODELS, *(["endpoint"] if cfg.llm.base_url else [])]
+    unknown = [n for n in names if n not in locomo_qa.ANSWERERS]
+    if unknown:
+        raise ValueError(
+            f"--answerers: unknown {', '.join(unknown)}; choose from {', '.join(locomo_qa.ANSWERERS)}"
+        )
+    if "endpoint" in names and not cfg.llm.base_url:
+        raise ValueError("--answerers endpoint: no [llm] base_url is configured")
+    clients: dict[str, ChatClient] = {}
+    servers = []
+    models: dict[str, str] = {}
+    for name in names:
+        if name in QA_MODELS:
+            server = LocalServer(model_file(QA_MODELS[name], progress))
+            servers.append(server)
+            clients[name] = ChatClient(server.base_url, server.name, server.api_key, 600.0, 1)
+        elif name == "endpoint":
+            clients[name] = chat_client(cfg.llm)
+        if name in clients:
+            models[name] = clients[name].model
+            progress(f"{name}: {models[name]}")
+    embedder = text_embedder(cfg.graph)
+
+    def answerers(store):
+        offline, _ = build_answerers(cfg.control, store)
+        out = {}
+        for name in names:
+            if name == "offline":
+                out[name] = (offline, None)
+            else:
+                out[name] = (Reasoner(offline.planner, clients[name]), clients[name])
+        return out
+
+    try:
+        figures = locomo_qa.run(
+            args.data,
+            lambda sid: Store(tmp / sid, embedder),
+            match_policies(cfg.memorize, "dlib"),
+            answerers,
+            args.limit,
+            progress,
+        )
+    finally:
+        for server in servers:
+            server.close()
+    return locomo_qa.format_report(figures, models), figures

@@ -1,0 +1,172 @@
+"""``control.reason`` without a model: dates resolved before the model reads them, the memories shown
+within their budget, and the checks that turn an unsupported answer into "not in memory"; LoCoMo's
+answer metric (``bench.locomo_f1``) and the stratified sample of ``bench locomo --qa``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bench.datasets.locomo import Question
+from bench.locomo_f1 import score, token_f1
+from bench.locomo_qa import stratified
+from control.reason import (
+    ABSTAIN,
+    Reasoner,
+    _Reply,
+    plain_dates,
+    resolve_dates,
+    shown_memories,
+    unsupported,
+)
+from graph.rows import Memory
+
+SAID_AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("I went to a support group yesterday.", "yesterday [7 May 2023]"),
+        ("I painted that lake sunrise last year!", "last year [2022]"),
+        ("Here's one I did last week.", "last week [the week of 1 May 2023]"),
+        ("We met last Friday, two days ago too", "last Friday [5 May 2023]"),
+        ("and two days ago too", "two days ago [6 May 2023]"),
+        ("I'm going camping next month.", "next month [June 2023]"),
+        ("The studio opens tomorrow!", "tomorrow [9 May 2023]"),
+        ("In May 2022 I moved.", "In May 2022 I moved."),  # names its year: left alone
+    ],
+)
+def test_relative_times_are_followed_by_their_date(text, shown):
+    assert shown in resolve_dates(text, SAID_AT)
+
+
+def test_a_copied_relative_time_is_answered_as_its_date():
+    assert plain_dates("tomorrow [20 June 2023]") == "20 June 2023"
+    assert plain_dates("last year [2022]") == "2022"
+    assert plain_dates("in [May 2023]") == "in May 2023"
+
+
+def _memory(i: int, text: str, day: int) -> Memory:
+    ts = datetime(2023, 5, day, 12, tzinfo=UTC).timestamp()
+    return Memory(f"m{i}", "episodic", text, f"clip{i}", "rec.mp4", ts, ts + 5, ("voice_1",))
+
+
+def test_the_best_memories_that_fit_the_budget_are_shown_in_time_order_once_each():
+    ranked = [
+        _memory(1, '<voice_1> said: "We adopted a beagle called Rex."', 20),
+        _memory(2, '<voice_1> said: "We adopted a beagle called Rex."', 21),  # the same words
+        _memory(3, '<voice_1> said: "I went to the support group yesterday."', 9),
+        _memory(4, "x " * 400, 2),  # does not fit what is left
+        _memory(5, '<voice_1> said: "Short."', 3),
+    ]
+    shown = shown_memories(ranked, {"voice_1": "Caroline"}, budget_tokens=60)
+    assert [m.memory_id for m, _ in shown] == [
+        "m5",
+        "m3",
+        "m1",
+    ]  # by time, m2 a duplicate, m4 too long
+    assert shown[1][1] == (
+        '9 May 2023: Caroline said: "I went to the support group yesterday [8 May 2023]."'
+    )
+
+
+def test_what_an_answer_names_must_be_in_the_memories_it_cites_or_the_question():
+    line = '8 May 2023: Caroline said: "I went to a support group yesterday [7 May 2023]."'
+    assert unsupported("7 May 2023", [line], "When did Caroline go?") == set()
+    assert unsupported("6 May 2023", [line], "When did Caroline go?") == {"6"}
+    assert unsupported("Melanie's group", [line], "When did Caroline go?") == {"melanie"}
+    assert unsupported("Caroline's support group", [line], "Where did she go?") == set()
+    assert unsupported("Likely yes", [line], "Would Caroline go again?") == set()
+    assert unsupported("in June", [line], "When?") == {"june"}
+
+
+class _Store:
+    def clip_offset(self, clip_id):
+        return 0.0
+
+
+class _Tools:
+    store = _Store()
+
+
+class _Planner:
+    tools = _Tools()
+    k = 10
+
+
+def _checked(reply: _Reply, question: str, people=frozenset({"Caroline", "Melanie"})):
+    shown = [
+        (
+            _memory(1, "Caroline said: I went to a support group yesterday.", 8),
+            '8 May 2023: Caroline said: "I went to a support group yesterday [7 May 2023]."',
+        ),
+        (
+            _memory(2, "Caroline said: my grandma gave me this necklace.", 9),
+            '9 May 2023: Caroline said: "My grandma gave me this necklace."',
+        ),
+        (
+            _memory(3, "Caroline said: thanks Melanie, I love the necklace.", 10),
+            '10 May 2023: Caroline said: "Thanks, Melanie! I love the necklace."',
+        ),
+    ]
+    reasoner = Reasoner(_Planner(), client=None)  # type: ignore[arg-type]
+    return reasoner._checked(question, reply, shown, (), [], set(people))
+
+
+def test_a_grounded_answer_cites_its_memories_clips():
+    answer = _checked(_Reply((1,), "7 May 2023"), "When did Caroline go to the support group?")
+    assert answer.answer == "7 May 2023"
+    assert [c.clip_id for c in answer.citations] == ["clip1"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "why"),
+    [
+        (_Reply((1,), "5 May 2023"), "When did Caroline go to the group?", "do not say"),
+        (_Reply((), "7 May 2023"), "When did Caroline go to the group?", "cited no memory"),
+        (_Reply((7,), "7 May 2023"), "When did Caroline go to the group?", "cited no memory"),
+        # the adversarial kind: the memory is Caroline's, the question asks about Melanie
+        (_Reply((2,), "necklace"), "What was grandma's gift to Melanie?", "about Melanie"),
+        # a line that names her is not hers: Caroline thanking Melanie
+        (_Reply((3,), "a necklace"), "What did Melanie give?", "none of the memories"),
+        (_Reply((1,), "Not in memory."), "What is Caroline's job?", "found no answer"),
+    ],
+)
+def test_an_answer_its_memories_do_not_support_is_not_given(reply, question, why):
+    answer = _checked(reply, question)
+    assert answer.answer == ABSTAIN and answer.citations == ()
+    assert why in answer.steps[-1]
+
+
+def test_locomo_answer_metric_as_locomo_scores_it():
+    assert token_f1("The clarinet and the violin!", "clarinet, violin") == 1.0  # normalised
+    assert token_f1("paintings", "painting") == 1.0  # Porter stems
+    assert token_f1("7 May 2023", "7 May, 2023") == 1.0
+    precision, recall = 2 / 5, 2 / 3  # "7" and "may" of five words said, of three wanted
+    assert token_f1("she went on 7 May", "7 May 2023") == pytest.approx(
+        2 * precision * recall / (precision + recall)
+    )
+    # multi-hop: each gold part's best match, averaged
+    assert score("clarinet", "clarinet, violin", 1) == 0.5
+    assert score("violin, clarinet", "clarinet, violin", 1) == 1.0
+    # open-domain: the gold answer's part before ";"
+    assert score("likely no", "Likely no; she prefers the city", 3) == 1.0
+    # adversarial: only an abstention scores
+    assert score("not in memory", "necklace", 5) == 1.0
+    assert score("necklace", "necklace", 5) == 0.0
+    assert score("No information available.", None, 5) == 1.0
+
+
+def test_a_limited_run_samples_each_category_in_proportion():
+    qs = [Question(f"q{i}", "a", (), 4) for i in range(60)]
+    qs += [Question(f"t{i}", "a", (), 2) for i in range(30)]
+    qs += [Question(f"a{i}", "a", (), 5) for i in range(9)]
+    qs += [Question("m0", "a", (), 1)]
+    picked = stratified(qs, 10, "conv")
+    cats = sorted(q.category for q in picked)
+    assert len(picked) == 10 and cats.count(4) >= 5 and cats.count(2) >= 2
+    assert {1, 2, 4, 5} <= set(cats)  # every category, the rare one too
+    assert picked == stratified(qs, 10, "conv")  # the same sample each run
+    assert stratified(qs, None, "conv") == qs
