@@ -295,7 +295,7 @@ def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
 
     def answerers(store):
         offline, _ = build_answerers(cfg.control, store)
-        out = {}
+        out: dict[str, tuple[object, ChatClient | None]] = {}
         for name in names:
             if name == "offline":
                 out[name] = (offline, None)
