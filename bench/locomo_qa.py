@@ -121,7 +121,9 @@ def run(
         progress(f"{conv.key}: {len(chosen)} of {len(conv.questions)} questions")
         for name, (answerer, client) in answerers(store).items():
             tally = tallies.setdefault(name, Tally())
-            for q in chosen:
+            for i, q in enumerate(chosen, 1):
+                if i % 10 == 0:
+                    progress(f"{conv.key}: {name} {i}/{len(chosen)}")
                 before = client.tokens["prompt_tokens"] if client else None
                 t0 = time.perf_counter()
                 answer = answerer.ask(q.question)

