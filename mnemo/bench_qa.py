@@ -265,7 +265,7 @@ def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
     from control.reason import Reasoner
     from graph.store import Store
     from llm.client import ChatClient
-    from llm.local import LocalServer
+    from llm.local import LocalServer, reasoning_threads
     from mnemo.llm_cli import model_file
     from mnemo.wiring import build_answerers, chat_client, match_policies, text_embedder
 
@@ -283,7 +283,7 @@ def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
     models: dict[str, str] = {}
     for name in names:
         if name in QA_MODELS:
-            server = LocalServer(model_file(QA_MODELS[name], progress))
+            server = LocalServer(model_file(QA_MODELS[name], progress), threads=reasoning_threads())
             servers.append(server)
             clients[name] = ChatClient(server.base_url, server.name, server.api_key, 600.0, 1)
         elif name == "endpoint":

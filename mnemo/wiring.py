@@ -247,7 +247,7 @@ def reasoning_client(
     dropped."""
     if llm.base_url:
         return chat_client(llm), None
-    from llm.local import LocalServer
+    from llm.local import LocalServer, reasoning_threads
     from mnemo.llm_cli import model_file, running_server
 
     timeout = max(llm.timeout_s, 300.0)  # a CPU reads a 1,300-token prompt in tens of seconds
@@ -255,7 +255,7 @@ def reasoning_client(
     if note is not None:
         progress(f"reasoning with {note['model']} at {note['base_url']} (mnemo llm serve)")
         return ChatClient(note["base_url"], note["model"], note["api_key"], timeout, 1), None
-    server = LocalServer(model_file(cfg.reason_model, progress))
+    server = LocalServer(model_file(cfg.reason_model, progress), threads=reasoning_threads())
     progress(f"reasoning with {server.name}, served here at {server.base_url}")
     return ChatClient(server.base_url, server.name, server.api_key, timeout, 1), server
 
