@@ -35,6 +35,8 @@ ANSWERERS = ("offline", "0.5b", "1.5b", "endpoint")
 
 def stratified(questions: Sequence[Question], limit: int | None, seed: str) -> list[Question]:
     """Up to ``limit`` of ``questions``, each category in proportion (see the module's note)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit {limit}: give at least 1 question per conversation")
     if limit is None or limit >= len(questions):
         return list(questions)
     by_cat: dict[int, list[Question]] = {}
@@ -48,7 +50,7 @@ def stratified(questions: Sequence[Question], limit: int | None, seed: str) -> l
         for c in take:
             take[c] = max(take[c], 1)
     left = limit - sum(take.values())
-    for c in sorted(exact, key=lambda c: exact[c] - int(exact[c]), reverse=True):
+    for c in sorted(exact, key=lambda c: exact[c] - take[c], reverse=True):
         if left <= 0:
             break
         if take[c] < len(by_cat[c]):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 ABSTAIN = "not in memory"
 BUDGET_TOKENS = 1000  # for the memories shown: about 1,300 tokens a question with the rest
 MAX_MEMORY_CHARS = 360  # a long transcript line is cut: its start says what it is about
-MAX_ANSWER_TOKENS = 80
+MAX_ANSWER_TOKENS = 120  # the schema holds the answer to 150 characters: it fits, with its numbers
 
 SYSTEM = f"""You answer one question about a person's life from their memories: numbered lines of \
 what was said, seen and done, each starting with its date.
@@ -69,7 +69,7 @@ def reply_schema(shown: int) -> dict:
                 "items": {"type": "integer", "minimum": 1, "maximum": max(1, shown)},
                 "maxItems": 6,
             },
-            "answer": {"type": "string", "minLength": 1, "maxLength": 200},
+            "answer": {"type": "string", "minLength": 1, "maxLength": 150},
         },
     }
 
@@ -180,40 +180,67 @@ def shown_memories(
 # grounding
 
 
-_MONTHS = (
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
-    "saturday sunday"
-).split()
-_WORD = re.compile(r"[A-Za-z][\w'’-]*|\d+(?:[.,:]\d+)*")
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+)
+_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? "
+    rf"\d{{4}}|{_MONTH},? \d{{4}})\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_][\w'’-]*|\d+(?:[.,:]\d+)*")
 _FUNCTION = frozenset(
     "yes no not likely probably maybe she he they her his their it its i you we a an the and or "
     "in on at of to for with by from as".split()
 )
 
 
-def _possessive(word: str) -> str:
-    return re.sub(r"['’]s?$", "", word)
+def _norm(word: str) -> str:
+    """A word as the checks compare it: lower case, no possessive, no plural "s"."""
+    word = re.sub(r"['’]s?$", "", word.lower())
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-def must_be_said(answer: str) -> set[str]:
-    """The answer's words that a memory must say: numbers, dates (months, weekdays) and names
-    (capitalised words, the first word included unless it is a plain function word)."""
-    out: set[str] = set()
-    for i, w in enumerate(_WORD.findall(answer)):
-        low = _possessive(w.lower())
-        if w[0].isdigit() or low in _MONTHS:
-            out.add(low)
-        elif w[0].isupper() and low not in _FUNCTION and not (i == 0 and low in _FUNCTION):
-            out.add(low)
+def _date_key(date: str) -> str:
+    return " ".join(re.sub(r"(?<=\d)(?:st|nd|rd|th)\b|,|\bof\b", " ", date.lower()).split())
+
+
+def must_be_said(answer: str, proper: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The answer's words that a memory must say, compared as ``_norm`` makes them, each with its
+    own spelling: numbers and names (capitalised words but plain function words, and words that
+    ``proper``, the shown lines' capitalised words, says are names even in lower case)."""
+    out: dict[str, str] = {}
+    for w in _WORD.findall(_DATE.sub(" ", answer)):
+        low = _norm(w)
+        if w[0].isdigit() or low in proper or (w[0].isupper() and low not in _FUNCTION):
+            out[low] = w.lower()
     return out
 
 
-def unsupported(answer: str, cited: list[str], question: str) -> set[str]:
-    """The words of ``must_be_said(answer)`` that neither the cited lines nor the question say."""
-    said = {_possessive(w.lower()) for w in _WORD.findall(" ".join([*cited, question]))}
+def unsupported(
+    answer: str,
+    cited: Sequence[str],
+    people: frozenset[str] = frozenset(),
+    shown: Sequence[str] = (),
+) -> set[str]:
+    """What the answer says that the cited lines do not: each date it gives (as a whole: "7 May
+    2023" needs "7 May 2023", not a 7 somewhere and a May elsewhere), each number and each name
+    (``must_be_said``). ``people``: the names known to the store, which the question may supply."""
+    text = " ".join(cited)
+    dates = {_date_key(d) for d in _DATE.findall(text)}
+    missing = {d for d in (_date_key(x) for x in _DATE.findall(answer)) if d not in dates}
+    said = {_norm(w) for w in _WORD.findall(text)} | {_norm(p) for p in people}
     said |= {w.replace(",", "") for w in said}
-    return {w for w in must_be_said(answer) if w not in said and w.replace(",", "") not in said}
+    proper = (
+        frozenset(_norm(w) for line in shown for w in _WORD.findall(line) if w[0].isupper())
+        - _FUNCTION
+    )
+    return missing | {
+        word
+        for norm, word in must_be_said(answer, proper).items()
+        if norm not in said and norm.replace(",", "") not in said
+    }
 
 
 _RELATIVE_DATED = re.compile(
@@ -230,22 +257,22 @@ def plain_dates(answer: str) -> str:
 
 
 def named_in(question: str, people: set[str]) -> list[str]:
-    """The known people's names the question says (a name in a memory or a question is a word)."""
-    return [p for p in sorted(people) if re.search(rf"\b{re.escape(p)}\b", question)]
+    """The known people's names the question says, in any case."""
+    return [p for p in sorted(people) if re.search(rf"\b{re.escape(p)}\b", question, re.IGNORECASE)]
 
 
-_SPEAKER = re.compile(r"^[^:]*: (.+?) said:")
+_SPEAKER = re.compile(r"<((?:voice|character|face)_\d+)> said:")
 
 
-def about(line: str, person: str) -> bool:
-    """Whether a memory line is ``person``'s: said by them, or, where nobody speaks (a screen, a
-    scene), naming them. A line someone else says that names them is not: "Thanks, Melanie!" is
-    Caroline's, and the question about Melanie that it answers is a trap (LoCoMo's adversarial
-    questions ask about the other person)."""
-    speaker = _SPEAKER.match(line)
+def about(memory: Memory, line: str, person: str, names: dict[str, str]) -> bool:
+    """Whether a memory is ``person``'s: said by them (its speaker's id, not its text, says who),
+    or, where nobody speaks (a screen, a scene), naming them. A line someone else says that names
+    them is not: "Thanks, Melanie!" is Caroline's, and the question about Melanie that it answers
+    is a trap (LoCoMo's adversarial questions ask about the other person)."""
+    speaker = _SPEAKER.match(memory.text)
     if speaker:
-        return speaker.group(1) == person
-    return re.search(rf"\b{re.escape(person)}\b", line) is not None
+        return names.get(speaker.group(1), "").lower() == person.lower()
+    return re.search(rf"\b{re.escape(person)}\b", line, re.IGNORECASE) is not None
 
 
 def is_abstention(answer: str) -> bool:
@@ -328,7 +355,7 @@ class Reasoner:
             steps.append(f"the model failed ({e}); answered offline")
             offline = OfflineAnswerer(self.store, self.planner).ask(question, before_ts)
             return replace(offline, steps=tuple(steps) + offline.steps)
-        return self._checked(question, reply, shown, evidence, steps, set(names.values()))
+        return self._checked(question, reply, shown, evidence, steps, names)
 
     def _checked(
         self,
@@ -337,34 +364,41 @@ class Reasoner:
         shown: list[tuple[Memory, str]],
         evidence: tuple[Memory, ...],
         steps: list[str],
-        people: set[str],
+        names: dict[str, str],
     ) -> Answer:
-        if is_abstention(reply.answer):
-            steps.append("the model found no answer in the memories shown")
+        """The reply given as the answer only where its memories support it (the module's note)."""
+
+        def none(why: str) -> Answer:
+            steps.append(why)
             return Answer(question, ABSTAIN, (), evidence, tuple(steps))
+
+        if is_abstention(reply.answer):
+            return none("the model found no answer in the memories shown")
         foreign = [n for n in reply.cited if not 1 <= n <= len(shown)]
-        cited = [n for n in reply.cited if 1 <= n <= len(shown)]
+        cited = [shown[n - 1] for n in reply.cited if 1 <= n <= len(shown)]
         if foreign:
             steps.append(f"the reply cited memories it was not shown ({foreign}); left out")
         if not cited:
-            steps.append("the reply cited no memory it was shown: not given")
-            return Answer(question, ABSTAIN, (), evidence, tuple(steps))
-        lines = [shown[n - 1][1] for n in cited]
-        asked = named_in(question, people)
-        if asked and not any(about(line, p) for line in lines for p in asked):
-            steps.append(
-                f"the question is about {' or '.join(asked)}, and none of the memories it cites is "
-                "theirs: not given"
-            )
-            return Answer(question, ABSTAIN, (), evidence, tuple(steps))
-        missing = unsupported(reply.answer, lines, question)
+            return none("the reply cited no memory it was shown: not given")
+        people = frozenset(names.values())
+        asked = named_in(question, set(people))
+        if asked:  # the answer must rest on the memories of the person asked about
+            cited = [(m, line) for m, line in cited if any(about(m, line, p, names) for p in asked)]
+            if not cited:
+                return none(
+                    f"the question is about {' or '.join(asked)}, and none of the memories it "
+                    "cites is theirs: not given"
+                )
+        missing = unsupported(
+            reply.answer, [line for _, line in cited], people, [line for _, line in shown]
+        )
         if missing:
-            steps.append(
+            return none(
                 f"the answer names {', '.join(sorted(missing))}, which its memories do not say: "
                 "not given"
             )
-            return Answer(question, ABSTAIN, (), evidence, tuple(steps))
-        used = [shown[n - 1][0] for n in cited]
+        used = [m for m, _ in cited]
         citations = tuple(dict.fromkeys(c for c in (cite(self.store, m) for m in used) if c))
-        steps.append(f"answered from memories {', '.join(map(str, cited))}")
-        return Answer(question, reply.answer, citations, tuple(used) + evidence, tuple(steps))
+        numbers = [str(i) for i, item in enumerate(shown, 1) if item in cited]
+        steps.append(f"answered from memories {', '.join(numbers)}")
+        return Answer(question, reply.answer, citations, evidence, tuple(steps))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -76,33 +77,47 @@ def model_file(name_or_path: str, progress=print) -> Path:
     return path
 
 
-def server_file() -> Path:
+def server_file(model: str) -> Path:
+    """The note of a `mnemo llm serve` of ``model``: one per model, in the runtime folder."""
     from mnemo.serve.auth import runtime_dir
 
-    return runtime_dir() / "llm-server.json"
+    return runtime_dir() / f"llm-server-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.json"
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (``/proc/PID/stat`` field 22, in clock ticks since boot): a
+    note's pid is that server's only while this matches (pids are reused, boots reset them)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 def write_server_file(server) -> Path:
     """Where ``server`` listens, its model name and key, for this user's other mnemo commands."""
     from mnemo.serve.auth import write_private
 
-    note = {"base_url": server.base_url, "model": server.name, "pid": os.getpid()}
-    return write_private(server_file(), json.dumps({**note, "api_key": server.api_key}))
+    pid = os.getpid()
+    note = {"base_url": server.base_url, "model": server.name, "pid": pid, "started": _started(pid)}
+    return write_private(server_file(server.name), json.dumps({**note, "api_key": server.api_key}))
 
 
 def running_server(model: str) -> dict | None:
-    """The note of a `mnemo llm serve` of this user's that serves ``model`` and is still running;
-    None when there is none, or the note is not this user's alone."""
+    """The note of a `mnemo llm serve` of this user's that serves ``model`` and is still running
+    (the same process: its pid and start time); None when there is none, or the note is not this
+    user's alone."""
     from mnemo.serve.auth import UnsafeTokenFile, is_private
 
-    path = server_file()
+    path = server_file(model)
     try:
         if not is_private(path):
             return None
         note = json.loads(path.read_text())
-        os.kill(int(note["pid"]), 0)
+        pid = int(note["pid"])
     except (UnsafeTokenFile, OSError, ValueError, KeyError, TypeError):
         return None
+    if note.get("started") is None or _started(pid) != note["started"]:
+        return None  # that server is gone (killed, or before a reboot)
     if note.get("model") != model or not str(note.get("base_url", "")).startswith(
         "http://127.0.0.1:"
     ):

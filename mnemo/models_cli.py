@@ -54,9 +54,8 @@ def cmd_models(args, cfg) -> int:
     if args.models_command == "fetch":
         if args.source is not None and not args.source.is_dir():
             raise ValueError(f"--from {args.source}: no such folder")
-        joined = [j for j in JOINED if j.name in (args.names or [])] or (
-            list(JOINED) if args.all else []
-        )
+        asked = [find_joined(n) for n in args.names or []]
+        joined = [j for j in asked if j is not None] or (list(JOINED) if args.all else [])
         names = [n for n in args.names if find_joined(n) is None] if args.names else None
         ok = True
         if names or not args.names:
@@ -92,14 +91,12 @@ def cmd_models(args, cfg) -> int:
 
 def _fetch_joined(j, source: Path | None, force: bool) -> bool:
     """A model published in parts: its parts fetched and joined (``perception.joined``)."""
-    from perception.joined import ensure_joined, joined_path
+    from perception.joined import ensure_joined
     from perception.model_fetch import FetchError
     from perception.weights import WeightsError
 
-    if force:
-        joined_path(j).unlink(missing_ok=True)  # ours: joined by mnemo
-    try:
-        path = ensure_joined(j, progress=print, source_dir=source)
+    try:  # with --force the parts are fetched again and joined over the old file
+        path = ensure_joined(j, progress=print, source_dir=source, force=force)
     except (FetchError, WeightsError) as e:
         print(f"error: {j.name}: {e}", file=sys.stderr)
         return False

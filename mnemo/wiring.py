@@ -245,7 +245,8 @@ def reasoning_client(
     configured [llm] endpoint; else a running `mnemo llm serve` of ``reason_model``; else
     ``reason_model`` served here (fetched and joined on first use), until the returned server is
     dropped."""
-    if llm.base_url:
+    if llm.base_url:  # memories go where the user configured: say where
+        progress(f"reasoning with the [llm] endpoint {llm.base_url} (model {llm.model})")
         return chat_client(llm), None
     from llm.local import LocalServer, reasoning_threads
     from mnemo.llm_cli import model_file, running_server

