@@ -234,7 +234,7 @@ def test_a_reply_that_breaks_the_schema_is_asked_again_once_then_answered_offlin
     good = json.dumps({"memories": [1], "answer": "never"})
     for replies, repaired in ((["the group, I think", good], True), (["no", "still no"], False)):
         script = iter(replies)
-        with LoopbackOpenAI(lambda body: next(script)) as llm:
+        with LoopbackOpenAI(lambda body, script=script: next(script)) as llm:
             client = ChatClient(llm.base_url, "scripted", timeout_s=10.0, max_retries=1)
             answer = Reasoner(OfflinePlanner(MemoryTools(talk_store)), client).ask(question)
             assert len(llm.requests) == 2  # the first ask and one repair, no more
