@@ -270,5 +270,10 @@ def add_arguments(parser) -> None:
         "[llm] endpoint, or without one the packaged model served here)",
     )
     parser.add_argument(
+        "--reason",
+        action="store_true",
+        help="as --llm, written by the packaged reasoning model ([control] reason_model) served here",
+    )
+    parser.add_argument(
         "--limit", type=int, metavar="N", help="--llm: the LLM writes only the first N days"
     )

@@ -240,11 +240,16 @@ def run_digest(args, cfg, progress) -> tuple[dict, int]:
 
     with ExitStack() as stack:
         extra = {}
-        if args.llm:
+        if args.llm or args.reason:
             from control.digest_llm import write
-            from mnemo.wiring import llm_or_packaged
+            from mnemo.wiring import llm_or_packaged, reasoning_client
 
-            client = llm_or_packaged(cfg.llm, stack, progress)
+            if args.reason:
+                client, server = reasoning_client(cfg.control, cfg.llm, progress)
+                if server is not None:
+                    stack.callback(server.close)
+            else:
+                client = llm_or_packaged(cfg.llm, stack, progress)
             extra = {"writer": lambda digest: write(digest, client), "writer_days": args.limit}
         return _conversations("digest", args, cfg, progress, **extra), 0
 

@@ -28,6 +28,12 @@ def add_parsers(sub) -> None:
             "here for the command) from the digest's cited moments; a sentence not grounded in "
             "the moments it cites is dropped",
         )
+        p.add_argument(
+            "--reason",
+            action="store_true",
+            help="as --llm, written by the packaged reasoning model ([control] reason_model; a "
+            "running `mnemo llm serve` of it is used, else it is served here for the command)",
+        )
         set_handler(p, cmd_digest)
 
 
@@ -43,7 +49,8 @@ def cmd_digest(args, cfg) -> int:
     )  # this machine's zone on that day
     digest = build(store, *bounds, args.command, cfg.people.me)
     print("\n".join(digest.lines()))
-    written = _written(digest, cfg) if args.llm and not digest.empty else None
+    wanted = args.llm or args.reason
+    written = _written(digest, cfg, args.reason) if wanted and not digest.empty else None
     out = digest.to_json()
     if written is not None:
         print(
@@ -65,20 +72,28 @@ def cmd_digest(args, cfg) -> int:
     return 0
 
 
-def _written(digest, cfg):
-    """The digest's account written by the LLM; None (said on stderr) when no usable reply came back."""
+def _written(digest, cfg, reason: bool = False):
+    """The digest's account written by the LLM (``reason``: the reasoning model); None (said on
+    stderr) when no usable reply came back."""
     import sys
     from contextlib import ExitStack
 
     from control.digest_llm import write
     from llm.client import LLMError
-    from mnemo.wiring import llm_or_packaged
+    from mnemo.wiring import llm_or_packaged, reasoning_client
+
+    def say(m: str) -> None:
+        print(m, file=sys.stderr)
 
     with ExitStack() as stack:
         try:
-            return write(
-                digest, llm_or_packaged(cfg.llm, stack, lambda m: print(m, file=sys.stderr))
-            )
+            if reason:
+                client, server = reasoning_client(cfg.control, cfg.llm, say)
+                if server is not None:
+                    stack.callback(server.close)
+            else:
+                client = llm_or_packaged(cfg.llm, stack, say)
+            return write(digest, client)
         except LLMError as e:
             print(f"warning: no written account: {e}; the digest above stands", file=sys.stderr)
             return None

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from embeddings.base import build_text_embedder
 from graph.store import Store
@@ -29,6 +30,9 @@ from perception.speech.second_pass import SecondPass
 from perception.weights import installed, usable_cpus
 
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from llm.local import LocalServer
 
 
 def faces_backend_name(cfg: PerceptionConfig) -> str:
@@ -240,7 +244,7 @@ def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store, me: str = ""):
 
 def reasoning_client(
     cfg: ControlConfig, llm: LLMConfig, progress: Callable[[str], None] = log.info
-) -> tuple[ChatClient, object | None]:
+) -> tuple[ChatClient, LocalServer | None]:
     """Who reasons, and the server to keep alive while it does (None when it is not ours): the
     configured [llm] endpoint; else a running `mnemo llm serve` of ``reason_model``; else
     ``reason_model`` served here (fetched and joined on first use), until the returned server is

