@@ -54,16 +54,6 @@ def check_gguf(path: Path) -> None:
         )
 
 
-def _served_name(model: Path) -> str:
-    """The name a packaged model answers to (``smollm2-135m-instruct``, a joined model's name),
-    else the file's stem."""
-    from perception.model_files import JOINED
-
-    if model.name == PACKAGED_FILE:
-        return PACKAGED_NAME
-    return next((j.name for j in JOINED if j.file == model.name), model.stem)
-
-
 def default_threads() -> int:
     """Generation threads: the CPUs this process may use, less one left to the caller (at least 1)."""
     return max(1, len(os.sched_getaffinity(0)) - 1)
@@ -95,7 +85,7 @@ class LocalServer:
             raise LocalModelError(f"serving a model needs xllamacpp ({e}): {INSTALL}") from None
         self.model = Path(model)
         check_gguf(self.model)
-        self.name = name or _served_name(self.model)
+        self.name = name or (PACKAGED_NAME if self.model.name == PACKAGED_FILE else self.model.stem)
         p = xllamacpp.CommonParams()
         p.model.path = str(self.model)
         p.model_alias = {self.name}

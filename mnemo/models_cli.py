@@ -48,6 +48,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_models(args, cfg) -> int:
+    from perception.joined import describe_joined
     from perception.model_fetch import describe, fetch
     from perception.model_files import JOINED, find_joined, models_root
 
@@ -68,7 +69,7 @@ def cmd_models(args, cfg) -> int:
         for j in joined:
             ok = _fetch_joined(j, args.source, args.force) and ok
         return 0 if ok else 1
-    rows = describe()
+    rows = describe() + describe_joined()
     if args.json:
         print(json.dumps({"root": str(models_root()), "models": rows}))
         return 0

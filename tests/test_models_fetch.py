@@ -376,14 +376,21 @@ def test_the_manifest_pins_the_weights_mnemo_checked_when_they_were_installed():
 
 
 def test_the_fetched_files_on_this_machine_are_the_manifest_s(capsys):
-    """Every model `mnemo models fetch --all` put here (make test runs it first), file by file."""
-    missing = [d.name for d in model_files.MANIFEST if not present(d)]
+    """Every model `mnemo models fetch --all` put here (make test runs it first), file by file; a
+    model published in parts as its joined file (the parts are removed once it is joined)."""
+    from perception.joined import checked, is_joined
+
+    whole = [d for d in model_files.MANIFEST if d not in model_files.JOINED_PARTS]
+    missing = [d.name for d in whole if not present(d)]
+    missing += [j.name for j in model_files.JOINED if not is_joined(j)]
     if missing:
         unavailable(
             f"models not fetched into {model_files.models_root()}: {', '.join(missing)}; "
             "run `mnemo models fetch --all`"
         )
-    for d in model_files.MANIFEST:
+    for j in model_files.JOINED:
+        checked(j)  # its size and SHA-256, or WeightsError
+    for d in whole:
         for f in d.files:
             path = file_path(d, f)
             h = hashlib.sha256()
@@ -394,4 +401,6 @@ def test_the_fetched_files_on_this_machine_are_the_manifest_s(capsys):
     code, out, _ = run_cli(capsys, "models", "list", "--json")
     listing = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and all(m["present"] for m in listing["models"])
-    assert {m["name"] for m in listing["models"]} == {d.name for d in model_files.MANIFEST}
+    assert {m["name"] for m in listing["models"]} == {d.name for d in whole} | {
+        j.name for j in model_files.JOINED
+    }
