@@ -291,7 +291,8 @@ class _Reply:
 
 class Reasoner:
     """``ask`` like ``OfflineAnswerer.ask``: the planner's retrieval, then the model's short answer.
-    ``client`` talks to the local server (``llm.serve_local``) or a configured ``[llm]`` endpoint."""
+    ``client`` talks to the reasoning model (``mnemo.wiring.reasoning_client``) or a configured
+    ``[llm]`` endpoint."""
 
     def __init__(
         self,
