@@ -12,6 +12,13 @@ from perception.ocr.ocr_rapidocr import RapidOCRReader
 from perception.ocr.stage import LastRead, _grown, read_changed, read_screens
 from perception.records import TextLine
 
+# The whole module runs alone (the serial group). Side by side (pytest-xdist), the two-edits test
+# failed the same way in three runs (strips 44 and 80 px high instead of about 20), and in a later
+# fresh run two others of these tests did (three changed parts where two were typed); they pass
+# alone and under CPU load. All of them read the screens one fixture renders under Xvfb: the cause
+# is not found, the renders under a loaded machine are the likeliest.
+pytestmark = pytest.mark.serial
+
 LINES = TERMINAL_LINES[:10]
 TYPED = " walnut"  # typed at the end of the fourth line
 
@@ -47,10 +54,6 @@ def screens() -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.slow
-# run alone: side by side (pytest-xdist) it failed the same way in three runs (strips 44 and 80 px
-# high instead of about 20) and passes alone and under CPU load; some state another test leaves in
-# the same process, not yet found
-@pytest.mark.serial
 def test_two_edits_far_apart_are_read_as_two_small_parts(screens):
     """A word typed on the fourth line and another on the tenth: two strips are read, not the
     box around both (on a desktop, a typed word and a ticking clock in a corner)."""
