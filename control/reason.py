@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 
 from control.answer import Answer, OfflineAnswerer, cite, known_names, render
 from control.planner import OfflinePlanner
+from control.when import _MONTH as MONTH
 from control.when import time_windows
 from graph.rows import Memory
 from llm.client import ChatClient, LLMError
@@ -180,13 +181,10 @@ def shown_memories(
 # grounding
 
 
-_MONTH = (
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
-)
+# control.when's month names (a capturing group: the dates are read with finditer, whole)
 _DATE = re.compile(
-    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? "
-    rf"\d{{4}}|{_MONTH},? \d{{4}})\b",
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{MONTH},? \d{{4}}|{MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? "
+    rf"\d{{4}}|{MONTH},? \d{{4}})\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’-]*|\d+(?:[.,:]\d+)*")
@@ -228,8 +226,8 @@ def unsupported(
     2023" needs "7 May 2023", not a 7 somewhere and a May elsewhere), each number and each name
     (``must_be_said``). ``people``: the names known to the store, which the question may supply."""
     text = " ".join(cited)
-    dates = {_date_key(d) for d in _DATE.findall(text)}
-    missing = {d for d in (_date_key(x) for x in _DATE.findall(answer)) if d not in dates}
+    dates = {_date_key(m.group(0)) for m in _DATE.finditer(text)}
+    missing = {_date_key(m.group(0)) for m in _DATE.finditer(answer)} - dates
     said = {_norm(w) for w in _WORD.findall(text)} | {_norm(p) for p in people}
     said |= {w.replace(",", "") for w in said}
     proper = (
