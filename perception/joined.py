@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perception import model_files
 from perception.model_files import JoinedModel
-from perception.weights import WeightsError, sha256_file
+from perception.weights import WeightsError, join_parts, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +100,7 @@ def _join(j: JoinedModel, out: Path, progress: Callable[[str], None]) -> None:
     progress(f"joining {len(parts)} parts into {out} ({j.size / 1e9:.1f} GB, once)")
     tmp = out.with_name(f"{out.name}.part{os.getpid()}")
     try:
-        with tmp.open("wb") as dst:
-            for part in parts:
-                with part.open("rb") as src:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+        join_parts(parts, tmp)  # the whole file is checked before it gets its name
         got = sha256_file(tmp)
         if got != j.sha256:
             raise WeightsError(
