@@ -350,6 +350,12 @@ def add_arguments(parser) -> None:
         help="--qa: which, comma-separated, of offline, 0.5b, 1.5b, endpoint (default: all there are)",
     )
     parser.add_argument(
+        "--details",
+        metavar="FILE",
+        help="--qa: write every question, each answerer's answer, score, seconds and steps to this "
+        "JSON file",
+    )
+    parser.add_argument(
         "--limit",
         type=int,
         metavar="N",

@@ -113,17 +113,30 @@ def run(
     progress: Callable[[str], None] = lambda m: None,
 ) -> dict:
     """``answerers(store)`` gives {name: (answerer, its ChatClient or None)} for one store.
-    ``limit``: questions per conversation (a stratified sample)."""
+    ``limit``: questions per conversation (a stratified sample). The figures' ``asked`` lists every
+    question with each answerer's answer, score, seconds and steps (``--details``)."""
     tallies: dict[str, Tally] = {}
     asked = 0
+    records: list[dict] = []
     for conv in load(path):
         store = make_store(conv.key)
         ingest_conversation(conv, store, policies)
         chosen = stratified(conv.questions, limit, conv.key)
         progress(f"{conv.key}: {len(chosen)} of {len(conv.questions)} questions")
+        rows = [
+            {
+                "conversation": conv.key,
+                "category": q.category,
+                "question": q.question,
+                "gold": q.answer,
+                "answers": {},
+            }
+            for q in chosen
+        ]
+        records += rows
         for name, (answerer, client) in answerers(store).items():
             tally = tallies.setdefault(name, Tally())
-            for i, q in enumerate(chosen, 1):
+            for i, (q, row) in enumerate(zip(chosen, rows, strict=True), 1):
                 if i % 10 == 0:
                     progress(f"{conv.key}: {name} {i}/{len(chosen)}")
                 before = client.tokens["prompt_tokens"] if client else None
@@ -131,12 +144,22 @@ def run(
                 answer = answerer.ask(q.question)
                 seconds = time.perf_counter() - t0
                 tokens = client.tokens["prompt_tokens"] - before if client else None
-                tally.add(
-                    q.category, score(answer.answer, q.answer, q.category), answer, seconds, tokens
-                )
+                f1 = score(answer.answer, q.answer, q.category)
+                tally.add(q.category, f1, answer, seconds, tokens)
+                row["answers"][name] = {
+                    "answer": answer.answer,
+                    "f1": round(f1, 4),
+                    "seconds": round(seconds, 2),
+                    "citations": [c.clip_id for c in answer.citations],
+                    "steps": list(answer.steps),
+                }
             progress(f"{conv.key}: {name} answered {len(chosen)}")
         asked += len(chosen)
-    return {"questions": asked, "qa": {name: t.figures() for name, t in tallies.items()}}
+    return {
+        "questions": asked,
+        "qa": {name: t.figures() for name, t in tallies.items()},
+        "asked": records,
+    }
 
 
 def format_report(figures: dict, models: dict[str, str]) -> str:

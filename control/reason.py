@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from control.answer import Answer, OfflineAnswerer, cite, known_names, render
+from control.digest import content_words
 from control.planner import OfflinePlanner
 from control.when import _MONTH as MONTH
 from control.when import time_windows
@@ -273,6 +274,153 @@ def about(memory: Memory, line: str, person: str, names: dict[str, str]) -> bool
     return re.search(rf"\b{re.escape(person)}\b", line, re.IGNORECASE) is not None
 
 
+# ------------------------------------------------------------------------------------------------
+# the answer as it is written
+
+_ANSWER_OPENS = re.compile(r'"answer"\s*:\s*"')
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def answer_so_far(reply: str) -> str:
+    """The "answer" string of a JSON reply still being written, as far as it goes (escapes read;
+    one cut in half waits for its end)."""
+    start = _ANSWER_OPENS.search(reply)
+    if not start:
+        return ""
+    out, i = [], start.end()
+    while i < len(reply):
+        c = reply[i]
+        if c == '"':
+            break
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= len(reply):
+            break
+        e = reply[i + 1]
+        if e == "u":
+            digits = reply[i + 2 : i + 6]
+            if len(digits) < 4:
+                break
+            try:
+                out.append(chr(int(digits, 16)))
+            except ValueError:
+                break
+            i += 6
+            continue
+        out.append(_ESCAPES.get(e, e))
+        i += 2
+    return "".join(out)
+
+
+class Streamed:
+    """Passes each new piece of the answer being written to ``show``; a reply written again (the
+    schema repaired) starts on a new line."""
+
+    def __init__(self, show: Callable[[str], None]) -> None:
+        self.show = show
+        self.shown = ""
+
+    def __call__(self, reply: str) -> None:
+        answer = answer_so_far(reply)
+        if not answer.startswith(self.shown):
+            self.show("\n")
+            self.shown = ""
+        if len(answer) > len(self.shown):
+            self.show(answer[len(self.shown) :])
+            self.shown = answer
+
+
+# ------------------------------------------------------------------------------------------------
+# what the answer rests on: its words in the memories, and whose they are
+
+_SENTENCE = re.compile(r"[^.!?…]+[.!?…]*")
+_SECOND = re.compile(
+    r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|ya)\b", re.IGNORECASE
+)
+_FIRST = re.compile(
+    r"\b(?:i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're|we've|our|ours|us)\b", re.IGNORECASE
+)
+_HEDGES = frozenset("likely unlikely probably maybe possibly".split())
+MIN_COVERED = 0.5  # of the answer's content words, the share its memories must say
+
+
+def _stem(word: str) -> str:
+    """A word's first six letters after ``_norm``: "designed", "designs", "design" alike."""
+    return _norm(word)[:6]
+
+
+def answer_words(answer: str) -> set[str]:
+    """The answer's content words (``control.digest.content_words``) as ``_stem`` compares them,
+    hedges ("likely") left out."""
+    return {_stem(w) for w in content_words(answer) if w not in _HEDGES and not w.isdigit()}
+
+
+def uncovered(answer: str, cited: Sequence[str]) -> tuple[int, int]:
+    """(how many of the answer's content words its cited lines do not say, how many it has)."""
+    want = answer_words(answer)
+    said = {_stem(w) for w in _WORD.findall(" ".join(cited))}
+    return len(want - said), len(want)
+
+
+def _spoken(line: str) -> str:
+    """What a memory line says, its date and "X said:" left off."""
+    text = line.split(": ", 1)[-1]
+    said = re.match(r'[^"“]{0,60}?\bsaid:\s*["“](.*)', text, re.DOTALL)
+    return said.group(1) if said else text
+
+
+def told_of_others(answer: str, lines: Sequence[str]) -> bool:
+    """Whether every sentence of ``lines`` (each said by the person asked about) that says one of
+    the answer's words asks a question or speaks to someone else ("your store looks great", "What
+    dance were you doing?") rather than of the speaker: what the answer rests on is then the
+    listener's, not the speaker's (LoCoMo's adversarial questions ask about the wrong one)."""
+    want = answer_words(answer)
+    holding = [
+        sentence
+        for line in lines
+        for sentence in _SENTENCE.findall(_spoken(line))
+        if want & {_stem(w) for w in _WORD.findall(sentence)}
+    ]
+    if not holding:
+        return False
+    return all(
+        sentence.rstrip().rstrip('"”').endswith("?")
+        or (_SECOND.search(sentence) and not _FIRST.search(sentence))
+        for sentence in holding
+    )
+
+
+_QUESTION_WORDS = frozenset(
+    "what when where who whom whose which why how did do does is are was were has have had can "
+    "could would should will".split()
+)
+
+
+def premise_names(question: str, people: set[str]) -> set[str]:
+    """The question's names other than people's (places, titles, things: "Barcelona", "HR"),
+    which the memories an answer rests on must say: capitalised words after the first, not months
+    or days."""
+    words = _WORD.findall(_DATE.sub(" ", question))
+    known = {p.lower() for p in people}
+    return {
+        _norm(w)
+        for w in words[1:]
+        if w[0].isupper()
+        and _norm(w) not in known
+        and w.lower() not in _FUNCTION | _QUESTION_WORDS
+        and not re.fullmatch(
+            rf"{MONTH}|monday|tuesday|wednesday|thursday|friday|saturday|sunday", w, re.IGNORECASE
+        )
+    }
+
+
+def _said_by(memory: Memory, person: str, names: dict[str, str]) -> bool:
+    speaker = _SPEAKER.match(memory.text)
+    return bool(speaker) and names.get(speaker.group(1), "").lower() == person.lower()
+
+
 def is_abstention(answer: str) -> bool:
     low = answer.lower()
     return ABSTAIN in low or "not mentioned" in low or "no information" in low
@@ -312,7 +460,10 @@ class Reasoner:
         question: str,
         before_ts: float | None = None,
         on_step: Callable[[str], None] = lambda s: None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Answer:
+        """``on_text``: called with each new piece of the answer as the model writes it (before
+        it is checked: the returned ``Answer`` is what stands)."""
         names = known_names(self.planner.people(before_ts))
         found = self.planner.retrieve(question, before_ts)
         memories = list(found.memories[: max(self.planner.k, 12)])
@@ -346,8 +497,13 @@ class Reasoner:
             return _Reply(tuple(dict.fromkeys(cited)), answer)
 
         try:
+            stream = {"on_text": Streamed(on_text)} if on_text else {}
             reply = self.client.chat_json(
-                messages, validate, schema=reply_schema(len(shown)), max_tokens=self.max_tokens
+                messages,
+                validate,
+                schema=reply_schema(len(shown)),
+                max_tokens=self.max_tokens,
+                **stream,
             )
         except LLMError as e:
             log.warning("reasoning: %s; answering offline", e)
@@ -388,13 +544,30 @@ class Reasoner:
                     f"the question is about {' or '.join(asked)}, and none of the memories it "
                     "cites is theirs: not given"
                 )
-        missing = unsupported(
-            reply.answer, [line for _, line in cited], people, [line for _, line in shown]
-        )
+        lines = [line for _, line in cited]
+        missing = unsupported(reply.answer, lines, people, [line for _, line in shown])
         if missing:
             return none(
                 f"the answer names {', '.join(sorted(missing))}, which its memories do not say: "
                 "not given"
+            )
+        absent = premise_names(question, set(people)) - {
+            _norm(w) for w in _WORD.findall(" ".join(lines))
+        }
+        if absent:
+            return none(
+                f"the question speaks of {', '.join(sorted(absent))}, which the memories the answer "
+                "cites do not: not given"
+            )
+        left, total = uncovered(reply.answer, lines)
+        if total and left > total * (1 - MIN_COVERED):
+            return none(
+                f"{left} of the answer's {total} words are not in the memories it cites: not given"
+            )
+        own = [line for m, line in cited if any(_said_by(m, p, names) for p in asked)]
+        if asked and own and len(own) == len(cited) and told_of_others(reply.answer, own):
+            return none(
+                f"where {' or '.join(asked)} says it, they ask it or say it of someone else: not given"
             )
         used = [m for m, _ in cited]
         citations = tuple(dict.fromkeys(c for c in (cite(self.store, m) for m in used) if c))

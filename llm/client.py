@@ -217,36 +217,91 @@ class ChatClient:
         backoff = self.backoff_s * 2 ** (state.attempt_number - 1)
         return min(backoff * (1 + 0.25 * random.random()), self.max_wait_s)
 
-    def _post(self, body: dict) -> str:
+    def _post(self, body: dict, on_text: Callable[[str], None] | None = None) -> str:
         import httpx
 
         try:
+            if on_text is not None:
+                return self._stream(body, on_text)
             resp = self._client().post(self.url, json=body)
         except httpx.TimeoutException as e:
             raise _Transient(f"no reply within {self.timeout_s:g} s") from e
         except httpx.TransportError as e:
             raise _Transient(f"cannot reach {self.url}: {e}") from e
+        self._check_status(resp, resp.text)
+        return self._content(resp)
+
+    def _check_status(self, resp, text: str) -> None:
         if resp.status_code in _TRANSIENT_STATUS:
             raise _Transient(
-                f"HTTP {resp.status_code}: {resp.text[:200]}",
+                f"HTTP {resp.status_code}: {text[:200]}",
                 retry_after_s(resp.headers.get("Retry-After")),
             )
         if resp.status_code >= 400:
             raise LLMRejected(
-                f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}; "
+                f"{self.url} answered HTTP {resp.status_code}: {text[:300]}; "
                 "check the model name, the API key and the request size",
                 resp.status_code,
             )
-        return self._content(resp)
+
+    def _stream(self, body: dict, on_text: Callable[[str], None]) -> str:
+        """The reply read as server-sent events, ``on_text`` called with the whole reply so far
+        at each piece. A stream cut short after its first piece is not retried (what was shown
+        would be shown twice): it fails."""
+        import httpx
+
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        text = ""
+        with self._client().stream("POST", self.url, json=body) as resp:
+            if resp.status_code >= 400:
+                self._check_status(resp, resp.read().decode("utf-8", "replace"))
+            try:
+                for line in resp.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    piece = self._piece(data)
+                    if piece:
+                        text += piece
+                        on_text(text)
+            except httpx.HTTPError as e:
+                if not text:
+                    raise
+                raise LLMError(
+                    f"{self.url}: the reply stopped after {len(text)} characters ({e})"
+                ) from None
+        if self.log_content:
+            log.debug("LLM reply: %s", text[:2000])
+        return text
+
+    def _piece(self, data: str) -> str:
+        """One event's new text; its token counts (the last event's ``usage``) added up."""
+        try:
+            event = json.loads(data)
+            usage = event.get("usage") or {}
+            for key in ("prompt_tokens", "completion_tokens"):
+                if isinstance(usage.get(key), int):
+                    self.tokens[key] += usage[key]
+            choices = event.get("choices") or []
+            return (choices[0].get("delta") or {}).get("content") or "" if choices else ""
+        except (ValueError, AttributeError, IndexError, TypeError) as e:
+            raise LLMError(
+                f"{self.url} sent an event that is not an OpenAI chat completion chunk: {data[:200]!r}"
+            ) from e
 
     def chat(
         self,
         messages: list[dict],
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
         **extra: Any,
     ) -> str:
-        """The assistant's reply text. Raises ``LLMError`` after the retries are spent."""
+        """The assistant's reply text. Raises ``LLMError`` after the retries are spent.
+        ``on_text``: the reply is streamed, and ``on_text`` called with all of it so far as each
+        piece arrives."""
         import tenacity
 
         body = {"model": self.model, "messages": messages, "temperature": temperature, **extra}
@@ -271,7 +326,7 @@ class ChatClient:
             reraise=True,
         )
         try:
-            return retrying(self._post, body)
+            return retrying(self._post, body, on_text)
         except _Transient as e:
             raise LLMError(
                 f"{self.url}: {e} (after {self.max_retries + 1} attempts); "

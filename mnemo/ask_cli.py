@@ -67,7 +67,19 @@ def _reasoned(args, cfg, store, before: float | None) -> int:
         quick = offline.ask(args.question, before_ts=before)
         print(f"quick: {quick.answer}", flush=True)
     reasoner = build_reasoner(cfg.control, cfg.llm, store, cfg.people.me, progress=say)
-    answer = reasoner.ask(args.question, before_ts=before, on_step=say)
+    streamed: list[str] = []
+
+    def show(piece: str) -> None:  # the model's answer as it writes it, before it is checked
+        if not streamed:
+            print("reasoning: ", end="")
+        streamed.append(piece)
+        print(piece, end="", flush=True)
+
+    answer = reasoner.ask(
+        args.question, before_ts=before, on_step=say, on_text=None if args.json else show
+    )
+    if streamed:
+        print()
     print_answer(answer, args.json)
     if not args.json:
         for step in answer.steps[1:]:

@@ -142,8 +142,8 @@ def run_locomo(args, cfg, progress) -> tuple[dict, int]:
             text, figures = run_locomo_qa(args, cfg, Path(tmp), progress)
         print(text)
         return figures, 0
-    if args.answerers:
-        raise ValueError("--answerers applies to --qa")
+    if args.answerers or args.details:
+        raise ValueError("--answerers and --details apply to --qa")
     if args.llm:
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-locomo-llm-") as tmp:
             text, figures = llm_bench(args, cfg, Path(tmp), progress)

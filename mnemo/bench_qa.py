@@ -315,4 +315,10 @@ def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
     finally:
         for server in servers:
             server.close()
+    asked = figures.pop("asked")
+    if args.details:
+        Path(args.details).write_text(
+            json.dumps(asked, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
+        progress(f"every question, answer and score: {args.details}")
     return locomo_qa.format_report(figures, models), figures

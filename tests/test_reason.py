@@ -14,7 +14,9 @@ from bench.locomo_qa import stratified
 from control.reason import (
     ABSTAIN,
     Reasoner,
+    Streamed,
     _Reply,
+    answer_so_far,
     plain_dates,
     resolve_dates,
     shown_memories,
@@ -196,3 +198,77 @@ def test_a_limited_run_samples_each_category_in_proportion():
     assert sorted(q.category for q in stratified(few, 8, "conv")).count(5) == 1
     with pytest.raises(ValueError, match="at least 1"):
         stratified(qs, -1, "conv")
+
+
+def _store_check(reply: _Reply, question: str):
+    """Jon's lines about Gina's store, Gina's about her own (LoCoMo conv-30, shortened)."""
+    names = {"voice_1": "Jon", "voice_2": "Gina"}
+    said = [
+        ("voice_1", "Whoa, your store looks great! All your hard work really paid off.", 1),
+        ("voice_1", "What made you pick out the furniture and decor?", 2),
+        ("voice_2", "I chose furniture that looks great and is comfy too.", 3),
+        ("voice_1", "I'm on the hunt for the ideal spot for my dance studio in Paris.", 4),
+    ]
+    shown = [
+        (
+            _memory(n, f'<{who}> said: "{text}"', n),
+            f'{n} May 2023: {names[who]} said: "{text}"',
+        )
+        for who, text, n in said
+    ]
+    reasoner = Reasoner(_Planner(), client=None)  # type: ignore[arg-type]
+    return reasoner._checked(question, reply, shown, (), [], names)
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "why"),
+    [
+        # the words are Jon's, but he says them of Gina's store (LoCoMo's adversarial kind)
+        (_Reply((1,), "looks great"), "How is Jon's store doing?", "of someone else"),
+        (_Reply((2,), "furniture and decor"), "What did Jon pick for his store?", "ask it"),
+        # a word the memories do not say: not an answer from them
+        (_Reply((1,), "good"), "How is Jon's store doing?", "not in the memories"),
+        # the question's own name (a place) is in no memory the answer cites
+        (_Reply((4,), "Paris"), "Why did Jon go to Barcelona?", "barcelona"),
+    ],
+)
+def test_an_answer_resting_on_what_was_said_of_another_is_not_given(reply, question, why):
+    answer = _store_check(reply, question)
+    assert answer.answer == ABSTAIN and answer.citations == (), answer
+    assert why in answer.steps[-1]
+
+
+def test_what_a_person_says_of_their_own_answers_for_them():
+    answer = _store_check(
+        _Reply((3,), "furniture that is comfy"), "What furniture did Gina choose?"
+    )
+    assert answer.answer == "furniture that is comfy"
+    answer = _store_check(_Reply((4,), "the ideal spot"), "What is Jon looking for in Paris?")
+    assert answer.answer == "the ideal spot"
+
+
+@pytest.mark.parametrize(
+    ("reply", "so_far"),
+    [
+        ('{"memories": [1, 2], "ans', ""),
+        ('{"memories": [1], "answer": "7 May', "7 May"),
+        ('{"memories": [1], "answer": "a \\"big\\" caf\\u00e9", "x', 'a "big" café'),
+        ('{"memories": [1], "answer": "caf\\u00', "caf"),  # an escape cut in half waits
+    ],
+)
+def test_the_answer_is_read_from_a_reply_still_being_written(reply, so_far):
+    assert answer_so_far(reply) == so_far
+
+
+def test_a_streamed_answer_shows_each_new_piece_once_and_a_rewrite_on_a_new_line():
+    pieces: list[str] = []
+    stream = Streamed(pieces.append)
+    for reply in (
+        '{"answer": "7',
+        '{"answer": "7 Ma',
+        '{"answer": "7 May"}',
+        '{"ans',
+        '{"answer": "8',
+    ):
+        stream(reply)
+    assert "".join(pieces) == "7 May\n8"

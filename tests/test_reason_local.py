@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import run_cli, unavailable
-from control.reason import ABSTAIN, Reasoner
+from control.reason import ABSTAIN, Reasoner, plain_dates
 from control.tools import MemoryTools
 from llm.client import ChatClient
 
@@ -131,6 +131,11 @@ def test_ask_reason_prints_the_quick_answer_then_reuses_a_running_server(
     answer = next(line for line in lines if line.startswith("A: "))
     assert "7 May 2023" in answer or ABSTAIN in answer, out  # the date, worked out; or none
     assert "8 May" not in answer, out  # never the day it was said, for "yesterday"
+    # the model's answer was streamed as it wrote it, before the checked one
+    streamed = next(line for line in lines if line.startswith("reasoning: "))
+    assert lines.index(streamed) < lines.index(answer), out
+    if ABSTAIN not in answer:
+        assert plain_dates(streamed.removeprefix("reasoning: ")) == answer.removeprefix("A: ")
 
 
 def test_a_cut_short_or_changed_model_file_is_refused_with_the_command_that_fetches_it(
