@@ -37,7 +37,7 @@ from control.planner import OfflinePlanner
 from control.when import _MONTH as MONTH
 from control.when import time_windows
 from graph.rows import Memory
-from llm.client import ChatClient, LLMError
+from llm.client import JsonChat, LLMError
 from llm.quoting import quote_data
 
 log = logging.getLogger(__name__)
@@ -443,17 +443,22 @@ class Reasoner:
     def __init__(
         self,
         planner: OfflinePlanner,
-        client: ChatClient,
+        client: JsonChat,
         budget_tokens: int = BUDGET_TOKENS,
         max_tokens: int = MAX_ANSWER_TOKENS,
-        keep: object | None = None,
+        keep=None,
     ) -> None:
-        self._keep = keep  # the local server ``client`` talks to: it lives as long as this does
+        self._keep = keep  # the local server ``client`` talks to: stopped by ``close``
         self.planner = planner
         self.store = planner.tools.store
         self.client = client
         self.budget_tokens = budget_tokens
         self.max_tokens = max_tokens
+
+    def close(self) -> None:
+        """Stops the local server this reasoner started (nothing when it talks to another's)."""
+        if self._keep is not None:
+            self._keep.close()
 
     def ask(
         self,

@@ -75,9 +75,12 @@ def _reasoned(args, cfg, store, before: float | None) -> int:
         streamed.append(piece)
         print(piece, end="", flush=True)
 
-    answer = reasoner.ask(
-        args.question, before_ts=before, on_step=say, on_text=None if args.json else show
-    )
+    try:
+        answer = reasoner.ask(
+            args.question, before_ts=before, on_step=say, on_text=None if args.json else show
+        )
+    finally:
+        reasoner.close()
     if streamed:
         print()
     print_answer(answer, args.json)

@@ -485,6 +485,15 @@ class ControlConfig(BaseModel):
             "1.5B (1.1 GB, about 10 s a question on 2 cores) or the 0.5B (0.5 GB, faster, weaker)."
         ),
     )
+    reason_idle_s: float = Field(
+        600.0,
+        gt=0,
+        description=(
+            "The reasoning model served here (no [llm] endpoint, no `mnemo llm serve` running) is "
+            "started by the first question and stopped after this many seconds without one, so "
+            "`mnemo serve` and `mnemo mcp` hold its memory only while questions come."
+        ),
+    )
     top_k: int = Field(
         10, ge=1, description=("Memories ranked by the planner per search (and shown to the LLM).")
     )

@@ -32,7 +32,8 @@ from perception.weights import installed, usable_cpus
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from llm.local import LocalServer
+    from llm.client import JsonChat
+    from llm.on_demand import OnDemandServer
 
 
 def faces_backend_name(cfg: PerceptionConfig) -> str:
@@ -244,15 +245,16 @@ def build_agent(cfg: ControlConfig, llm: LLMConfig, store: Store, me: str = ""):
 
 def reasoning_client(
     cfg: ControlConfig, llm: LLMConfig, progress: Callable[[str], None] = log.info
-) -> tuple[ChatClient, LocalServer | None]:
-    """Who reasons, and the server to keep alive while it does (None when it is not ours): the
+) -> tuple[JsonChat, OnDemandServer | None]:
+    """Who reasons, and what to close when done (None when the server is not ours): the
     configured [llm] endpoint; else a running `mnemo llm serve` of ``reason_model``; else
-    ``reason_model`` served here (fetched and joined on first use), until the returned server is
-    dropped."""
+    ``reason_model`` served here (fetched and joined now, on first use) from the first question
+    until ``reason_idle_s`` without one."""
     if llm.base_url:  # memories go where the user configured: say where
         progress(f"reasoning with the [llm] endpoint {llm.base_url} (model {llm.model})")
         return chat_client(llm), None
-    from llm.local import LocalServer, reasoning_threads
+    from llm.local import reasoning_threads
+    from llm.on_demand import OnDemandServer
     from mnemo.llm_cli import model_file, running_server
 
     timeout = max(llm.timeout_s, 300.0)  # a CPU reads a 1,300-token prompt in tens of seconds
@@ -260,9 +262,14 @@ def reasoning_client(
     if note is not None:
         progress(f"reasoning with {note['model']} at {note['base_url']} (mnemo llm serve)")
         return ChatClient(note["base_url"], note["model"], note["api_key"], timeout, 1), None
-    server = LocalServer(model_file(cfg.reason_model, progress), threads=reasoning_threads())
-    progress(f"reasoning with {server.name}, served here at {server.base_url}")
-    return ChatClient(server.base_url, server.name, server.api_key, timeout, 1), server
+    served = OnDemandServer(
+        model_file(cfg.reason_model, progress),
+        threads=reasoning_threads(),
+        timeout_s=timeout,
+        idle_s=cfg.reason_idle_s,
+        progress=progress,
+    )
+    return served, served
 
 
 def build_reasoner(

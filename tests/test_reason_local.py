@@ -291,3 +291,33 @@ def test_day_reason_writes_the_account_with_the_reasoning_model(
     assert written["model"] == SMALL
     for sentence in written["sentences"]:
         assert sentence["text"] and sentence["clip_ids"]
+
+
+@pytest.mark.slow
+def test_the_model_served_on_demand_stops_when_idle_and_starts_again_for_a_question(
+    reason_server, chat_store
+):
+    """What `mnemo serve` and `mnemo mcp` reason with when no server runs: the model's server is
+    started by the first question, stopped after ``idle_s`` without one, and started again by the
+    next question."""
+    import time
+
+    from llm.on_demand import OnDemandServer
+
+    served = OnDemandServer(reason_server.model, idle_s=1.0, timeout_s=300.0)
+    try:
+        assert not served.running and served.starts == 0  # nothing is loaded before a question
+        reasoner = _reasoner(chat_store, served)
+        first = reasoner.ask("What breed is Ann's puppy?")
+        assert served.running and served.starts == 1
+        assert not any("the model failed" in s for s in first.steps), first
+        deadline = time.monotonic() + 30
+        while served.running:
+            assert time.monotonic() < deadline, "the idle server was not stopped"
+            time.sleep(0.2)
+        again = reasoner.ask("Which mountain did Bo climb?")
+        assert served.starts == 2 and not any("the model failed" in s for s in again.steps)
+        assert served.tokens["prompt_tokens"] > 0
+    finally:
+        served.close()
+    assert not served.running
