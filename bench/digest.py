@@ -36,15 +36,8 @@ import numpy as np
 COVER = 0.5  # share of an event's content words one digest sentence must hold
 
 
-def stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def words_of(text: str, names: set[str]) -> set[str]:
-    from control.digest import content_words
+    from control.digest import content_words, stem
 
     return {stem(w) for w in content_words(text) if w not in names}
 
@@ -134,6 +127,7 @@ def run(
         "days": 0,
         "offline_hits": [],
         "offline_rouge": [],
+        "ungrounded": 0,
     }
     days = 0
     digest_s = 0.0
@@ -154,7 +148,8 @@ def run(
                 if way == "digest":
                     digest_s += time.perf_counter() - t0
                     if writer is not None and (writer_days is None or llm["days"] < writer_days):
-                        _write(writer, d, events, summary, names, llm)
+                        said = " ".join(t.text for s in sessions for t in s.turns)
+                        _write(writer, d, events, summary, names, llm, said)
                         moments = [m.text for m in d.moments]
                         llm["offline_hits"] += [covered(e, moments, names) for e in events]
                         if summary:
@@ -175,7 +170,7 @@ def run(
         "ms_per_day": round(1000 * digest_s / max(days, 1), 1),
     }
     if writer is not None:
-        figures["llm"] = {
+        figures["written"] = {
             "model": llm["model"],
             "days": llm["days"],
             "event_recall": _mean(llm["hits"]),
@@ -187,6 +182,7 @@ def run(
             "failed_days": llm["failed"],
             "sentences": llm["sentences"],
             "dropped_sentences": llm["dropped"],
+            "ungrounded_kept": llm["ungrounded"],
         }
     figures["matcher_recall"], figures["matcher_precision"] = (
         round(x, 4) for x in matcher_check(conversations, gold)
@@ -203,9 +199,13 @@ def _mean(xs: list) -> float | None:
     return round(float(np.mean(xs)), 4) if xs else None
 
 
-def _write(writer, digest, events: list[str], summary: str, names: set[str], out: dict) -> None:
+def _write(
+    writer, digest, events: list[str], summary: str, names: set[str], out: dict, said: str
+) -> None:
     """One day's LLM-written account, scored as the digest is; a day the model gave nothing usable
-    for counts as stating nothing."""
+    for counts as stating nothing. ``ungrounded``: kept sentences that what was ``said`` that day
+    (every turn, not only the notes they cite) does not support."""
+    from control.digest_llm import grounded
     from llm.client import LLMError
 
     t0 = time.perf_counter()
@@ -218,6 +218,7 @@ def _write(writer, digest, events: list[str], summary: str, names: set[str], out
         out["failed"] += 1
         sentences = []
     out["s"] += time.perf_counter() - t0
+    out["ungrounded"] += sum(not grounded(t, [said], frozenset(names)) for t in sentences)
     out["sentences"] += len(sentences)
     out["words"].append(sum(len(t.split()) for t in sentences))
     out["hits"] += [covered(e, sentences, names) for e in events]
@@ -241,14 +242,14 @@ def format_report(f: dict) -> str:
             f"{f['all_words_per_day']:>11}",
             *(
                 [
-                    f"on the first {f['llm']['days']} day(s), written by {f['llm']['model']} ({f['llm']['s_per_day']} s a day; "
-                    f"{f['llm']['sentences']} sentence(s) kept, {f['llm']['dropped_sentences']} dropped as not grounded, "
-                    f"{f['llm']['failed_days']} day(s) with no usable reply):",
-                    f"  LLM-written     {pct(f['llm']['event_recall']):>12}   {pct(f['llm']['rouge_l']):>7}   "
-                    f"{f['llm']['words_per_day']:>11}",
-                    f"  digest          {pct(f['llm']['offline_event_recall']):>12}   {pct(f['llm']['offline_rouge_l']):>7}",
+                    f"on the first {f['written']['days']} day(s), written by {f['written']['model']} ({f['written']['s_per_day']} s a day; "
+                    f"{f['written']['sentences']} sentence(s) kept, {f['written']['dropped_sentences']} dropped as not grounded, "
+                    f"{f['written']['failed_days']} day(s) with no usable reply, {f['written']['ungrounded_kept']} kept that the day's turns do not support):",
+                    f"  LLM-written     {pct(f['written']['event_recall']):>12}   {pct(f['written']['rouge_l']):>7}   "
+                    f"{f['written']['words_per_day']:>11}",
+                    f"  digest          {pct(f['written']['offline_event_recall']):>12}   {pct(f['written']['offline_rouge_l']):>7}",
                 ]
-                if "llm" in f
+                if "written" in f
                 else []
             ),
             f"an event counts as stated when one digest sentence holds {COVER:.0%} of its content words; that "

@@ -32,10 +32,18 @@ def score(profile, facts: list[str], names: set[str]) -> list[bool]:
 
 
 def run(
-    path: str | Path, make_store, policies, progress=lambda m: None, ingest: bool = True
+    path: str | Path,
+    make_store,
+    policies,
+    progress=lambda m: None,
+    ingest: bool = True,
+    writer=None,
+    writer_people: int | None = None,
 ) -> dict:
     """Ingest each conversation into ``make_store(key)`` (``ingest=False``: the stores already hold
-    them) and score each speaker's profile."""
+    them) and score each speaker's profile; with ``writer`` (a profile ->
+    ``control.digest_llm.Written``), the written profile of each person (of the first
+    ``writer_people`` only, when given) beside the profile on the same people."""
     from bench.datasets.locomo import load, load_gold
     from bench.digest import matcher_check
     from bench.locomo import ingest_conversation
@@ -53,6 +61,8 @@ def run(
     per_person: list[dict[str, object]] = []
     people = 0
     build_s = 0.0
+    written = {"hits": [], "offline_hits": [], "people": 0, "failed": 0, "sentences": 0}
+    written |= {"dropped": 0, "words": [], "s": 0.0, "model": ""}
     for conv in conversations:
         store = make_store(conv.key)
         if ingest:
@@ -87,6 +97,11 @@ def run(
                 words[way].append(sum(len(t.split()) for t in profile.sentences()))
                 if way == "profile":
                     per_person[-1]["fact_recall"] = round(float(np.mean(got)), 4)
+                    if writer is not None and (
+                        writer_people is None or written["people"] < writer_people
+                    ):
+                        _write(writer, profile, facts, names, written)
+                        written["offline_hits"] += got
         progress(f"{conv.sample_id}: fact recall so far {np.mean(hits['profile'] or [False]):.3f}")
     figures: dict[str, object] = {
         "people": people,
@@ -100,11 +115,48 @@ def run(
         figures[f"{way}_words_per_profile"] = (
             round(float(np.mean(words[way])), 1) if people else None
         )
+    if writer is not None:
+        figures["written"] = {
+            "model": written["model"],
+            "people": written["people"],
+            "fact_recall": _mean(written["hits"]),
+            "offline_fact_recall": _mean(written["offline_hits"]),
+            "words_per_profile": _mean(written["words"], 1),
+            "s_per_profile": round(written["s"] / max(written["people"], 1), 2),
+            "failed_people": written["failed"],
+            "sentences": written["sentences"],
+            "dropped_sentences": written["dropped"],
+        }
     figures["matcher_recall"], figures["matcher_precision"] = (
         round(x, 4) for x in matcher_check(conversations, gold)
     )
     figures["per_person"] = per_person
     return figures
+
+
+def _mean(xs: list, digits: int = 4) -> float | None:
+    return round(float(np.mean(xs)), digits) if xs else None
+
+
+def _write(writer, profile, facts: list[str], names: set[str], out: dict) -> None:
+    """One person's written profile, scored as the profile is; a person the model gave nothing
+    usable for counts as stating nothing."""
+    from bench.digest import covered
+    from llm.client import LLMError
+
+    t0 = time.perf_counter()
+    out["people"] += 1
+    try:
+        written = writer(profile)
+        sentences = [s.text for s in written.sentences]
+        out["model"], out["dropped"] = written.model, out["dropped"] + written.dropped
+    except LLMError:
+        out["failed"] += 1
+        sentences = []
+    out["s"] += time.perf_counter() - t0
+    out["sentences"] += len(sentences)
+    out["words"].append(sum(len(t.split()) for t in sentences))
+    out["hits"] += [covered(f, sentences, names) for f in facts]
 
 
 def format_report(f: dict) -> str:
@@ -124,6 +176,15 @@ def format_report(f: dict) -> str:
         f"{p['statements']} statement(s) of {p['candidates']}"
         for p in f["per_person"]
     ]
+    if "written" in f:
+        w = f["written"]
+        lines += [
+            f"on the first {w['people']} person(s), written by {w['model']} ({w['s_per_profile']} s "
+            f"a profile; {w['sentences']} sentence(s) kept, {w['dropped_sentences']} dropped as not "
+            f"grounded, {w['failed_people']} with no usable reply):",
+            f"  written             {pct(w['fact_recall']):>11}   {w['words_per_profile']!s:>15}",
+            f"  profile             {pct(w['offline_fact_recall']):>11}",
+        ]
     lines.append(
         f"a fact counts as stated when one profile sentence holds half of its content words; that rule, "
         f"on the dataset's observation facts against the turns they cite: recall {pct(f['matcher_recall'])}, "
@@ -138,3 +199,12 @@ def add_arguments(parser) -> None:
 
     add_data_argument(parser)
     add_spoken_arguments(parser)
+    parser.add_argument(
+        "--reason",
+        action="store_true",
+        help="also each profile written by the packaged reasoning model ([control] reason_model; "
+        "a configured [llm] endpoint is used instead), scored beside the profile",
+    )
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="--reason: the model writes only the first N people"
+    )

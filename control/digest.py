@@ -71,6 +71,14 @@ said says say get got can could should about all any some very much more most th
 )
 
 
+def stem(word: str) -> str:
+    """A crude stem: "painting", "painted", "paints" -> "paint" (a suffix off, three letters left)."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def content_words(text: str) -> list[str]:
     """Lower-case words of ``text`` that are not stopwords (``<voice_1>`` and the like left out)."""
     return [

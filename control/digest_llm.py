@@ -19,14 +19,15 @@ written when asked for, so a forgotten clip or a renamed person changes it at on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
 from control.answer import Citation
-from control.digest import Digest, content_words
-from llm.client import ChatClient
+from control.digest import Digest, content_words, stem
+from llm.client import JsonChat
 from llm.quoting import quote_data
 
 GROUNDED = 0.6
@@ -86,34 +87,46 @@ _NOT_CONTENT = frozenset("day week today talked talk told tell mon tue wed thu f
 
 
 def grounded(text: str, cited: list[str], names: frozenset[str] = frozenset()) -> bool:
-    """Whether ``GROUNDED`` of the sentence's content words are in the notes it cites, and it says
-    something beyond who and when (a copied "Mon 13:56: Melanie said:" says nothing)."""
-    words = {w for w in content_words(text) if not w.isdigit()} - _NOT_CONTENT
-    if len(words - names) < MIN_WORDS:
+    """Whether ``GROUNDED`` of the sentence's content words are in the notes it cites (compared
+    by crude stems: "She paints" is grounded in "I painted"), and it says something beyond who
+    and when (a copied "Mon 13:56: Melanie said:" says nothing)."""
+    words = {stem(w) for w in content_words(text) if not w.isdigit() and w not in _NOT_CONTENT}
+    if len(words - {stem(n) for n in names}) < MIN_WORDS:
         return False
-    said = set(content_words(" ".join(cited)))
+    said = {stem(w) for w in content_words(" ".join(cited))}
     return len(words & said) >= GROUNDED * len(words)
 
 
-def write(digest: Digest, client: ChatClient, max_tokens: int = 600) -> Written:
+def write(digest: Digest, client: JsonChat, max_tokens: int = 600) -> Written:
     """The digest's account, written by ``client``'s model from ``notes_of(digest)``; raises
     ``llm.LLMError`` when no usable reply came back."""
-    notes = notes_of(digest)
+    names = frozenset(w for name, _ in digest.people for w in content_words(name))
+    people = ", ".join(name for name, _ in digest.people[:5])
+    heading = f"The {digest.period} of {digest.title}" + (f", with {people}" if people else "")
+    return write_notes(notes_of(digest), names, SYSTEM, heading, INSTRUCTIONS, client, max_tokens)
+
+
+def write_notes(
+    notes: list[tuple[str, Citation]],
+    names: frozenset[str],
+    system: str,
+    heading: str,
+    instructions: str,
+    client: JsonChat,
+    max_tokens: int = 600,
+    keep: Callable[[str], bool] = lambda text: True,
+) -> Written:
+    """Sentences written by ``client``'s model from numbered ``notes``, each kept only where it
+    cites notes that exist, is ``grounded`` in them (``names``: the people's names, which do
+    not count as saying something) and ``keep`` accepts its text."""
     if not notes:
         return Written((), 0, client.model)
-    names = frozenset(w for name, _ in digest.people for w in content_words(name))
     listing = "\n".join(f"[{i}] {text}" for i, (text, _) in enumerate(notes, start=1))
-    people = ", ".join(name for name, _ in digest.people[:5])
     messages = [
-        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": system},
         {
             "role": "user",
-            "content": f"The {digest.period} of {digest.title}"
-            + (f", with {people}" if people else "")
-            + ".\n"
-            + quote_data(listing, "notes")
-            + "\n"
-            + INSTRUCTIONS,
+            "content": f"{heading}.\n" + quote_data(listing, "notes") + "\n" + instructions,
         },
     ]
 
@@ -126,7 +139,11 @@ def write(digest: Digest, client: ChatClient, max_tokens: int = 600) -> Written:
         kept: list[Sentence] = []
         for s in reply.sentences:
             cited = sorted({n for n in s.notes if 1 <= n <= len(notes)})
-            if not cited or not grounded(s.text, [notes[n - 1][0] for n in cited], names):
+            if (
+                not cited
+                or not grounded(s.text, [notes[n - 1][0] for n in cited], names)
+                or not keep(s.text)
+            ):
                 continue
             kept.append(
                 Sentence(

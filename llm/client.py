@@ -125,6 +125,8 @@ def key_allowed(url: str) -> bool:
 class JsonChat(Protocol):
     """What asks a model for validated JSON: a ``ChatClient``, or a stand-in with a fixed reply."""
 
+    model: str
+
     def chat_json(
         self,
         messages: list[dict],

@@ -231,8 +231,22 @@ def _conversations(bench: str, args, cfg, progress, **extra) -> dict:
 def run_profile(args, cfg, progress) -> tuple[dict, int]:
     _spoken_only(args, "profile")
     if args.spoken:
+        if args.reason:
+            raise ValueError("--reason writes the text bench's profiles; run it without --spoken")
         return _spoken(args, cfg, progress, "profile"), 0
-    return _conversations("profile", args, cfg, progress), 0
+    if not args.reason:
+        return _conversations("profile", args, cfg, progress), 0
+    from contextlib import ExitStack
+
+    from control.profile_llm import write
+    from mnemo.wiring import reasoning_client
+
+    with ExitStack() as stack:
+        client, server = reasoning_client(cfg.control, cfg.llm, progress)
+        if server is not None:
+            stack.callback(server.close)
+        extra = {"writer": lambda p: write(p, client), "writer_people": args.limit}
+        return _conversations("profile", args, cfg, progress, **extra), 0
 
 
 def run_digest(args, cfg, progress) -> tuple[dict, int]:

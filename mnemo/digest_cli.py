@@ -50,35 +50,43 @@ def cmd_digest(args, cfg) -> int:
     digest = build(store, *bounds, args.command, cfg.people.me)
     print("\n".join(digest.lines()))
     wanted = args.llm or args.reason
-    written = _written(digest, cfg, args.reason) if wanted and not digest.empty else None
     out = digest.to_json()
-    if written is not None:
-        print(
-            f"  written by {written.model}:"
-            + ("" if written.sentences else " nothing the moments support")
-        )
-        for s in written.sentences:
-            print(f"    {s.text}  [clip {', '.join(c.clip_id for c in s.citations)}]")
-        out["written"] = {
-            "model": written.model,
-            "dropped": written.dropped,
-            "sentences": [
-                {"text": s.text, "clip_ids": [c.clip_id for c in s.citations]}
-                for s in written.sentences
-            ],
-        }
+    if wanted and not digest.empty:
+        from control.digest_llm import write
+
+        written = written_by(lambda client: write(digest, client), cfg, args.reason)
+        show_written(written, out, "the moments")
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     return 0
 
 
-def _written(digest, cfg, reason: bool = False):
-    """The digest's account written by the LLM (``reason``: the reasoning model); None (said on
-    stderr) when no usable reply came back."""
+def show_written(written, out: dict, what: str) -> None:
+    """Prints the written account (``control.digest_llm.Written``, or None: nothing to print) and
+    adds it to ``out`` (the --json object)."""
+    if written is None:
+        return
+    print(
+        f"  written by {written.model}:" + ("" if written.sentences else f" nothing {what} support")
+    )
+    for s in written.sentences:
+        print(f"    {s.text}  [clip {', '.join(c.clip_id for c in s.citations)}]")
+    out["written"] = {
+        "model": written.model,
+        "dropped": written.dropped,
+        "sentences": [
+            {"text": s.text, "clip_ids": [c.clip_id for c in s.citations]}
+            for s in written.sentences
+        ],
+    }
+
+
+def written_by(write, cfg, reason: bool = False):
+    """``write(client)`` with the LLM (``reason``: the reasoning model); None (said on stderr)
+    when no usable reply came back."""
     import sys
     from contextlib import ExitStack
 
-    from control.digest_llm import write
     from llm.client import LLMError
     from mnemo.wiring import llm_or_packaged, reasoning_client
 
@@ -93,7 +101,7 @@ def _written(digest, cfg, reason: bool = False):
                     stack.callback(server.close)
             else:
                 client = llm_or_packaged(cfg.llm, stack, say)
-            return write(digest, client)
+            return write(client)
         except LLMError as e:
-            print(f"warning: no written account: {e}; the digest above stands", file=sys.stderr)
+            print(f"warning: no written account: {e}; what is above stands", file=sys.stderr)
             return None

@@ -69,6 +69,13 @@ def add_parsers(sub) -> None:
     show.add_argument(
         "who", nargs="?", metavar="ID", help="the person: their id, any member id or their name"
     )
+    show.add_argument(
+        "--reason",
+        action="store_true",
+        help="also a profile written by the packaged reasoning model ([control] reason_model; a "
+        "configured [llm] endpoint is used instead) from the facts and their own words shown; a "
+        "sentence not grounded in the notes it cites is dropped",
+    )
     actions.add_parser("undo", parents=[common], help="reverse the latest change still in force")
     actions.add_parser("history", parents=[common], help="every change, oldest first")
 
@@ -147,8 +154,15 @@ def cmd_people(args, cfg) -> int:
 
         profile = build(store, args.who, cfg.people.me)
         print("\n".join(profile.lines()))
+        out = profile.to_json()
+        if args.reason and (profile.facts or profile.statements):
+            from control.profile_llm import write
+            from mnemo.digest_cli import show_written, written_by
+
+            written = written_by(lambda client: write(profile, client), cfg, reason=True)
+            show_written(written, out, "the notes")
         if args.json:
-            print(json.dumps(profile.to_json(), ensure_ascii=False))
+            print(json.dumps(out, ensure_ascii=False))
         return 0
     if action == "name":
         change = edit_people.name(store, args.who, " ".join(args.name))

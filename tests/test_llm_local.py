@@ -301,4 +301,4 @@ def test_mnemo_day_llm_on_the_packaged_model_cites_only_the_days_moments(
             set(s["clip_ids"]) <= cited and s["clip_ids"] for s in digest["written"]["sentences"]
         )
     else:
-        assert "warning: no written account" in err and "the digest above stands" in err
+        assert "warning: no written account" in err and "what is above stands" in err

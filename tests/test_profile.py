@@ -197,8 +197,9 @@ def test_rest_gives_a_profile_and_says_who_exists_when_nobody_matches(talk_store
     assert nobody.status_code == 404 and "known: " in nobody.json()["error"]
 
 
-@pytest.mark.slow  # the configured text embedder
-def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_path, capsys):
+def tiny_locomo(path):
+    """A LoCoMo file of one short conversation: Ann's puppy and Bo's pottery said in the first
+    person, Ann's bees not said of herself (its observation facts say all three)."""
     filler = [
         ("Bo", "The weather was grey all week here."),
         ("Ann", "The film about bees was long."),
@@ -232,7 +233,13 @@ def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_pat
             "qa": [],
         }
     ]
-    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.slow  # the configured text embedder
+def test_bench_profile_scores_profiles_against_the_datasets_observations(tmp_path, capsys):
+    tiny_locomo(tmp_path / "tiny.json")
     code, out, _ = run_cli(
         capsys, "bench", "profile", "--data", str(tmp_path / "tiny.json"), "--json"
     )

@@ -5,6 +5,7 @@ models; and the model file refused when it is cut short or changed."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -321,3 +322,70 @@ def test_the_model_served_on_demand_stops_when_idle_and_starts_again_for_a_quest
     finally:
         served.close()
     assert not served.running
+
+
+@pytest.mark.slow
+def test_people_show_reason_writes_the_profile_from_its_notes_each_sentence_cited(
+    reason_server, talk_store, capsys, monkeypatch
+):
+    """``mnemo people show Caroline --reason``: the profile, then the one the reasoning model wrote
+    from its facts and her own words, each sentence kept citing the clips it rests on, or, where it
+    wrote nothing its notes support (the 0.5B mostly invents), a warning and the profile alone."""
+    from mnemo.llm_cli import write_server_file
+
+    monkeypatch.setenv("MNEMO_CONTROL__REASON_MODEL", SMALL)
+    note = write_server_file(reason_server)
+    try:
+        code, out, err = run_cli(
+            capsys, "people", "show", "Caroline", "--store", talk_store.uri, "--reason", "--json"
+        )
+    finally:
+        note.unlink()
+    assert code == 0, err
+    assert "(mnemo llm serve)" in err
+    shown = json.loads(out.strip().splitlines()[-1])
+    quoted = {s["clip_id"] for s in shown["statements"]} | {
+        c["clip_id"] for f in shown["facts"] for c in f["citations"]
+    }
+    assert shown["statements"]  # the profile stands either way
+    if "written" not in shown:
+        assert "warning: no written account" in err and "what is above stands" in err
+        return
+    written = shown["written"]
+    assert written["model"] == SMALL and "written by" in out
+    for sentence in written["sentences"]:
+        assert sentence["text"] and set(sentence["clip_ids"]) <= quoted, sentence
+        assert not re.search(r"\b(?:I|my|me)\b", sentence["text"]), sentence  # about her
+
+
+@pytest.mark.slow
+def test_bench_profile_reason_scores_the_written_profiles_beside_the_profiles(
+    reason_server, tmp_path, capsys, monkeypatch
+):
+    from test_profile import tiny_locomo
+
+    from mnemo.llm_cli import write_server_file
+
+    monkeypatch.setenv("MNEMO_CONTROL__REASON_MODEL", SMALL)
+    note = write_server_file(reason_server)
+    try:
+        code, out, err = run_cli(
+            capsys,
+            "bench",
+            "profile",
+            "--data",
+            str(tiny_locomo(tmp_path / "tiny.json")),
+            "--reason",
+            "--limit",
+            "1",
+            "--json",
+        )
+    finally:
+        note.unlink()
+    assert code == 0, err
+    written = json.loads(out.strip().splitlines()[-1])["written"]
+    assert written["people"] == 1  # --limit 1: Ann only
+    assert written["sentences"] > 0 or written["failed_people"] == 1
+    assert written["offline_fact_recall"] == pytest.approx(0.5)  # the puppy, not the bees
+    assert written["fact_recall"] is not None and 0 <= written["fact_recall"] <= 1
+    assert "written by" in out and "  profile  " in out
