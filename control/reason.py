@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from control.answer import Answer, OfflineAnswerer, cite, known_names, render
-from control.digest import content_words
+from control.digest import content_words, stem
 from control.planner import OfflinePlanner
 from control.when import _MONTH as MONTH
 from control.when import time_windows
@@ -347,8 +347,9 @@ MIN_COVERED = 0.5  # of the answer's content words, the share its memories must 
 
 
 def _stem(word: str) -> str:
-    """A word's first six letters after ``_norm``: "designed", "designs", "design" alike."""
-    return _norm(word)[:6]
+    """A word as ``_norm`` and ``control.digest.stem`` make it: "designed", "designs", "design"
+    alike."""
+    return stem(_norm(word))
 
 
 def answer_words(answer: str) -> set[str]:
@@ -414,6 +415,64 @@ def premise_names(question: str, people: set[str]) -> set[str]:
             rf"{MONTH}|monday|tuesday|wednesday|thursday|friday|saturday|sunday", w, re.IGNORECASE
         )
     }
+
+
+def not_resting_on(
+    question: str,
+    answer: str,
+    lines: Sequence[str],
+    people: frozenset[str],
+    shown: Sequence[tuple[Memory, str]],
+) -> str:
+    """Why ``answer`` does not rest on ``lines`` ("" where it does): a name, number or date they
+    do not say (``unsupported``), a name of the question's they do not say (``premise_names``),
+    or too few of its words (``uncovered``)."""
+    missing = unsupported(answer, lines, people, [line for _, line in shown])
+    if missing:
+        return (
+            f"the answer names {', '.join(sorted(missing))}, which its memories do not say: "
+            "not given"
+        )
+    absent = premise_names(question, set(people)) - {
+        _norm(w) for w in _WORD.findall(" ".join(lines))
+    }
+    if absent:
+        return (
+            f"the question speaks of {', '.join(sorted(absent))}, which the memories the answer "
+            "cites do not: not given"
+        )
+    left, total = uncovered(answer, lines)
+    if total and left > total * (1 - MIN_COVERED):
+        return f"{left} of the answer's {total} words are not in the memories it cites: not given"
+    return ""
+
+
+def recited(
+    question: str, answer: str, pool: Sequence[tuple[Memory, str]], people: frozenset[str]
+) -> list[tuple[Memory, str]]:
+    """The one line of ``pool`` the answer may rest on instead of the ones its reply cited (a
+    small model that picked the right words or date often cites the wrong number): a line that
+    says every word and date of the answer and speaks of what the question asks, the one sharing
+    the most of the question's words besides people's names: at least one for a date, two for
+    other answers (with one, a re-cited answer was more often the other person's, LoCoMo's
+    adversarial questions, than right)."""
+    dates = {_date_key(m.group(0)) for m in _DATE.finditer(answer)}
+    need = 1 if dates else 2
+    want = answer_words(answer)
+    asked = answer_words(question) - {_stem(p) for p in people}
+    best: tuple[int, int] | None = None
+    for i, (_, line) in enumerate(pool):
+        words = {_stem(w) for w in _WORD.findall(line)}
+        if not want <= words or not dates <= {_date_key(m.group(0)) for m in _DATE.finditer(line)}:
+            continue
+        shared = len(asked & words)
+        if shared >= need and (best is None or shared > best[0]):
+            best = (shared, i)
+    return [pool[best[1]]] if best else []
+
+
+def _numbers(shown: Sequence[tuple[Memory, str]], items: Sequence[tuple[Memory, str]]) -> list[str]:
+    return [str(i) for i, item in enumerate(shown, 1) if item in items]
 
 
 def _said_by(memory: Memory, person: str, names: dict[str, str]) -> bool:
@@ -534,6 +593,8 @@ class Reasoner:
 
         if is_abstention(reply.answer):
             return none("the model found no answer in the memories shown")
+        if answer_words(reply.answer) and answer_words(reply.answer) <= answer_words(question):
+            return none("the answer only repeats the question's words: not given")
         foreign = [n for n in reply.cited if not 1 <= n <= len(shown)]
         cited = [shown[n - 1] for n in reply.cited if 1 <= n <= len(shown)]
         if foreign:
@@ -549,33 +610,27 @@ class Reasoner:
                     f"the question is about {' or '.join(asked)}, and none of the memories it "
                     "cites is theirs: not given"
                 )
-        lines = [line for _, line in cited]
-        missing = unsupported(reply.answer, lines, people, [line for _, line in shown])
-        if missing:
-            return none(
-                f"the answer names {', '.join(sorted(missing))}, which its memories do not say: "
-                "not given"
+        why = not_resting_on(question, reply.answer, [line for _, line in cited], people, shown)
+        if why:  # the model may have cited the wrong numbers: the asked person's lines that say it
+            pool = [
+                item for item in shown if not asked or any(about(*item, p, names) for p in asked)
+            ]
+            holding = recited(question, reply.answer, pool, people)
+            if not holding or holding == cited:
+                return none(why)
+            if not_resting_on(question, reply.answer, [line for _, line in holding], people, shown):
+                return none(why)
+            steps.append(
+                f"the reply cited memories {', '.join(_numbers(shown, cited))}; what it says is in "
+                f"memories {', '.join(_numbers(shown, holding))}: those are cited"
             )
-        absent = premise_names(question, set(people)) - {
-            _norm(w) for w in _WORD.findall(" ".join(lines))
-        }
-        if absent:
-            return none(
-                f"the question speaks of {', '.join(sorted(absent))}, which the memories the answer "
-                "cites do not: not given"
-            )
-        left, total = uncovered(reply.answer, lines)
-        if total and left > total * (1 - MIN_COVERED):
-            return none(
-                f"{left} of the answer's {total} words are not in the memories it cites: not given"
-            )
+            cited = holding
         own = [line for m, line in cited if any(_said_by(m, p, names) for p in asked)]
-        if asked and own and len(own) == len(cited) and told_of_others(reply.answer, own):
+        if len(asked) == 1 and own and len(own) == len(cited) and told_of_others(reply.answer, own):
             return none(
                 f"where {' or '.join(asked)} says it, they ask it or say it of someone else: not given"
             )
         used = [m for m, _ in cited]
         citations = tuple(dict.fromkeys(c for c in (cite(self.store, m) for m in used) if c))
-        numbers = [str(i) for i, item in enumerate(shown, 1) if item in cited]
-        steps.append(f"answered from memories {', '.join(numbers)}")
+        steps.append(f"answered from memories {', '.join(_numbers(shown, cited))}")
         return Answer(question, reply.answer, citations, evidence, tuple(steps))

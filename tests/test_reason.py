@@ -272,3 +272,21 @@ def test_a_streamed_answer_shows_each_new_piece_once_and_a_rewrite_on_a_new_line
     ):
         stream(reply)
     assert "".join(pieces) == "7 May\n8"
+
+
+def test_an_answer_citing_the_wrong_number_rests_on_the_one_line_that_says_it():
+    """A small model often picks the right words and cites the wrong memory: the one line that
+    says every word of the answer and two of the question's is cited instead, and the steps say so."""
+    answer = _store_check(_Reply((1,), "the ideal spot"), "What is Jon hunting for for his studio?")
+    assert answer.answer == "the ideal spot" and [c.clip_id for c in answer.citations] == ["clip4"]
+    assert "the reply cited memories 1; what it says is in memories 4" in answer.steps[-2]
+    # a line sharing only one of the question's words does not take the answer
+    answer = _store_check(_Reply((1,), "the ideal spot"), "What did Jon look for in Paris?")
+    assert answer.answer == ABSTAIN
+
+
+def test_an_answer_that_only_repeats_the_question_is_not_given():
+    answer = _store_check(
+        _Reply((4,), "a dance studio"), "What did Jon say about his dance studio?"
+    )
+    assert answer.answer == ABSTAIN and "repeats the question" in answer.steps[-1]
