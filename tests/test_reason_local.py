@@ -9,30 +9,12 @@ import re
 
 import pytest
 
-from conftest import run_cli, unavailable
+from conftest import run_cli
 from control.reason import ABSTAIN, Reasoner, plain_dates
 from control.tools import MemoryTools
 from llm.client import ChatClient
 
 SMALL = "qwen2.5-coder-0.5b-instruct"
-
-
-@pytest.fixture(scope="module")
-def reason_server():
-    from llm.local import LocalModelError, LocalServer
-    from perception.joined import ensure_joined
-    from perception.model_fetch import FetchError
-    from perception.model_files import find_joined
-    from perception.weights import WeightsError
-
-    joined = find_joined(SMALL)
-    assert joined is not None
-    try:
-        server = LocalServer(ensure_joined(joined))
-    except (LocalModelError, WeightsError, FetchError) as e:
-        unavailable(f"the reasoning model cannot be served: {e}")
-    yield server
-    server.close()
 
 
 def _client(server) -> ChatClient:

@@ -433,3 +433,62 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
         assert status_of(browser, "/thumb/pic-screen") == 404
         assert status_of(browser, "/thumb/pic-video") == 200
         assert _refused_by_the_csp(browser) == []
+
+
+def test_the_page_shows_the_quick_answer_then_the_reasoned_one_and_writes_the_day(
+    talk_store, reason_server, browser, tmp_path
+):
+    """Where answers are reasoned (the packaged 0.5B here, on its own loopback server), the page
+    shows the quick offline answer at once, then the model's, with its citations as links to the
+    clips (or "not in memory" with the closest memories); the day can be written up by the same
+    model, each sentence kept linking the clips it cites."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from control.planner import OfflinePlanner
+    from control.reason import ABSTAIN, Reasoner
+    from control.tools import MemoryTools
+    from llm.client import ChatClient
+    from mnemo.serve.service import MemoryService
+
+    client = ChatClient(reason_server.base_url, reason_server.name, reason_server.api_key, 300.0, 1)
+    reasoner = Reasoner(OfflinePlanner(MemoryTools(talk_store)), client)
+    with serving(talk_store, service=MemoryService(talk_store, reasoner, writer=client)) as served:
+        _sign_in_on_the_form(browser, served)
+        wait = WebDriverWait(browser, 240)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#digest-moments li a"))
+        browser.find_element(By.ID, "ask-input").send_keys(
+            "When did Caroline go to the LGBTQ support group?"
+        )
+        browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
+        wait.until(lambda d: d.find_element(By.ID, "answer-title").text == "Quick answer")
+        assert browser.find_element(By.ID, "answer-text").text.startswith("Caroline said")
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "Answered.")
+        reasoned = browser.find_element(By.ID, "reasoned-text").text
+        links = browser.find_elements(By.CSS_SELECTOR, "#reasoned-citations a")
+        assert reasoned and "reading the memories" not in reasoned
+        assert links, "neither citations nor the closest memories are linked"
+        if reasoned != ABSTAIN:
+            assert "May 2023" in reasoned  # the date it worked out
+        else:
+            assert "closest memories" in browser.find_element(By.ID, "reasoned-citations").text
+        browser.execute_script("document.getElementById('answer').scrollIntoView()")
+        _screenshot(browser, tmp_path, "reasoned-answer")
+        links[0].click()  # a citation opens its clip
+        wait.until(lambda d: d.find_element(By.ID, "clip-title").text.startswith("Clip "))
+
+        write = browser.find_element(By.ID, "digest-write")
+        assert write.is_displayed()
+        browser.execute_script("arguments[0].click()", write)
+        wait.until(
+            lambda d: d.find_element(By.ID, "digest-write-status").text.startswith(
+                ("Written by", "Not written", "qwen")
+            )
+        )
+        status = browser.find_element(By.ID, "digest-write-status").text
+        written = browser.find_elements(By.CSS_SELECTOR, "#digest-written li")
+        if status.startswith("Written by"):
+            assert written and all(li.find_elements(By.TAG_NAME, "a") for li in written)
+        browser.execute_script("document.getElementById('digest-section').scrollIntoView()")
+        _screenshot(browser, tmp_path, "written-day")
+        assert _refused_by_the_csp(browser) == []

@@ -62,6 +62,11 @@ class AskIn(BaseModel):
     before: datetime | None = Field(
         None, description="use only what was known before this time (ISO 8601)"
     )
+    quick: bool = Field(
+        False,
+        description="the quick offline answer (a quotation, at once) even where answers are "
+        "reasoned (health's reasoning: true)",
+    )
 
 
 class NameIn(BaseModel):
@@ -233,7 +238,7 @@ def create_app(
         dependencies=[Depends(json_only)],
     )
     def ask(body: Annotated[AskIn, Body()]):
-        return service.ask(body.question, body.before)
+        return service.ask(body.question, body.before, quick=body.quick)
 
     @app.get(
         "/search",

@@ -83,12 +83,11 @@ def open_service(cfg, store_dir: str | None):
             "or pass --store DIR"
         )
     store = Store(where, BatchingEmbedder(text_embedder(cfg.graph)))
-    return MemoryService(
-        store,
-        build_agent(cfg.control, cfg.llm, store, cfg.people.me),
-        cfg.people.me,
-        chat_client(cfg.llm) if cfg.llm.base_url else None,
-    )
+    answerer = build_agent(cfg.control, cfg.llm, store, cfg.people.me)
+    writer = chat_client(cfg.llm) if cfg.llm.base_url else None
+    if writer is None and cfg.control.agent == "local":  # the reasoning model writes digests too
+        writer = answerer.client
+    return MemoryService(store, answerer, cfg.people.me, writer)
 
 
 def _bind(host: str, port: int) -> socket.socket:

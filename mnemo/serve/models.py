@@ -20,6 +20,11 @@ class AskOut(BaseModel):
     answer: str
     citations: list[CitationOut]
     steps: list[str] = Field(description="what the agent did, round by round")
+    reasoned: bool = Field(False, description="written by the reasoning model (`ask --reason`)")
+    closest: list[CitationOut] = Field(
+        default_factory=list,
+        description="where a reasoned answer is 'not in memory': the clips of the closest memories",
+    )
 
 
 class MemoryOut(BaseModel):
@@ -275,6 +280,10 @@ class HealthOut(BaseModel):
     memories: int
     entities: int
     newest_ts: float | None
+    reasoning: bool = Field(
+        False, description="answers are reasoned by a model ([control] agent local): slower"
+    )
+    writes: bool = Field(False, description="a digest can be written up (digest ?written=true)")
 
 
 class ForgetIn(BaseModel):

@@ -26,6 +26,7 @@ from mnemo.serve.errors import BadRequest, NotFound
 from mnemo.serve.models import (
     AskOut,
     ChangeOut,
+    CitationOut,
     ClipOut,
     DigestOut,
     ForgetIn,
@@ -76,15 +77,48 @@ class MemoryService:
             memories=counts["memories"],
             entities=counts["entities"],
             newest_ts=self.store.newest_ts(),
+            reasoning=self.reasons,
+            writes=self.writer is not None,
         )
 
-    def ask(self, question: str, before: datetime | float | None = None) -> AskOut:
+    @property
+    def reasons(self) -> bool:
+        from control.reason import Reasoner
+
+        return isinstance(self.answerer, Reasoner)
+
+    def ask(
+        self, question: str, before: datetime | float | None = None, quick: bool = False
+    ) -> AskOut:
+        """``quick``: the offline answer even where answers are reasoned (the page shows it while
+        the reasoned one is written)."""
         question = question.strip()
         if not question:
             raise BadRequest("the question is empty")
-        return AskOut.model_validate(
-            self.answerer.ask(question, before_ts=timestamp(before)).to_json()
-        )
+        answerer = self.answerer
+        if quick and self.reasons:
+            from control.answer import OfflineAnswerer
+
+            answerer = OfflineAnswerer(self.store, self.answerer.planner)
+        answer = answerer.ask(question, before_ts=timestamp(before))
+        out = AskOut.model_validate(answer.to_json())
+        if answerer is self.answerer and self.reasons:
+            out.reasoned = True
+            if not answer.citations:
+                from control.answer import cite
+
+                closest = (cite(self.store, m) for m in answer.evidence[:3])
+                out.closest = [
+                    CitationOut(
+                        clip_id=c.clip_id,
+                        source=c.source,
+                        start_s=round(c.start_s, 2),
+                        end_s=round(c.end_s, 2),
+                    )
+                    for c in closest
+                    if c is not None
+                ]
+        return out
 
     def search(
         self,
@@ -304,8 +338,9 @@ class MemoryService:
         day = day or datetime.now(zone).date()  # zone None: local time
         if written and self.writer is None:
             raise BadRequest(
-                "no [llm] endpoint is configured: a digest is written up only by one (set [llm] "
-                "base_url); the extractive digest needs none"
+                "no model writes here: a digest is written up by the [llm] endpoint (set [llm] "
+                'base_url) or the reasoning model ([control] agent = "local"); the extractive '
+                "digest needs none"
             )
         d = build(
             self.store,

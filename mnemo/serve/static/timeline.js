@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 // clip shown below it and the moment shown, so a change to people can redraw both with new names
 // focus: the clip the keyboard is on
 const state = { clips: [], from: 0, to: 0, cited: new Set(), range: undefined, open: undefined, forgetNonce: undefined,
-                profile: undefined, focus: undefined };
+                profile: undefined, focus: undefined, reasoning: false, writes: false };
 const SOURCES = { user: "named by you", introduced: "introduced themselves", addressed: "called so by others",
                   enrolled: "enrolled", "": "unnamed" };
 
@@ -151,6 +151,29 @@ async function loadDigest(day) {
     li.append(clipLink(clock(Date.parse(m.at) / 1000), m.clip_id, m.start_s), el("span", " "), el("span", m.text));
     return li;
   }));
+  $("digest-write").hidden = !state.writes;
+  $("digest-write-status").textContent = "";
+  $("digest-written").replaceChildren();
+}
+
+// the day retold by the model (health's writes): each sentence kept cites its clips
+async function writeDay() {
+  const day = $("day").value;
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  $("digest-write-status").textContent = "The model is writing…";
+  try {
+    const d = await api(`/digest/day?date=${day}&written=true` + (zone ? `&tz=${encodeURIComponent(zone)}` : ""));
+    if ($("day").value !== day) return;
+    const w = d.written;
+    if (!w) { $("digest-write-status").textContent = "Nothing to write up."; return; }
+    $("digest-write-status").textContent = w.error ? `Not written: ${w.error.replace(/^https?:\/\/\S+: /, "")}`
+      : w.sentences.length ? `Written by ${w.model}` : `${w.model} wrote nothing the moments support`;
+    $("digest-written").replaceChildren(...w.sentences.map((s) => {
+      const li = el("li", `${s.text} `);
+      for (const id of new Set(s.clip_ids)) li.append(clipLink(`[${id.slice(0, 8)}…]`, id));
+      return li;
+    }));
+  } catch (e) { $("digest-write-status").textContent = `Not written: ${e.message}`; }
 }
 
 async function loadPeople() {
@@ -376,26 +399,51 @@ async function forgetClip(confirm) {
   } catch (e) { $("forget-status").textContent = `Not forgotten: ${e.message}`; }
 }
 
+function citationItems(citations) {
+  return citations.map((c) => {
+    const li = el("li");
+    const link = el("a", `clip ${c.clip_id.slice(0, 12)}… at ${c.start_s.toFixed(1)}–${c.end_s.toFixed(1)} s of ${c.source.split("/").pop()}`);
+    link.addEventListener("click", () => showClip(c.clip_id, c.start_s));
+    li.append(link);
+    return li;
+  });
+}
+
+// where answers are reasoned (health's reasoning), the quick offline answer is shown at once and
+// the model's follows, with its citations, or "not in memory" with the closest memories
 async function ask(event) {
   event.preventDefault();
   const question = $("ask-input").value.trim();
   if (!question) return;
   status("Thinking…");
+  const post = (body) => api("/ask", { method: "POST", headers: { "Content-Type": "application/json" },
+                                       body: JSON.stringify(body) });
   try {
-    const a = await api("/ask", { method: "POST", headers: { "Content-Type": "application/json" },
-                                  body: JSON.stringify({ question }) });
+    const a = await post({ question, quick: state.reasoning });
     $("answer").hidden = false;
+    $("answer-title").textContent = state.reasoning ? "Quick answer" : "Answer";
     $("answer-text").textContent = a.answer;
+    $("reasoned").hidden = !state.reasoning;
     state.cited = new Set(a.citations.map((c) => c.clip_id));
-    $("citations").replaceChildren(...a.citations.map((c) => {
-      const li = el("li");
-      const link = el("a", `clip ${c.clip_id.slice(0, 12)}… at ${c.start_s.toFixed(1)}–${c.end_s.toFixed(1)} s of ${c.source.split("/").pop()}`);
-      link.addEventListener("click", () => showClip(c.clip_id, c.start_s));
-      li.append(link);
-      return li;
-    }));
+    $("citations").replaceChildren(...citationItems(a.citations));
     drawTimeline();
     if (a.citations.length) await showClip(a.citations[0].clip_id, a.citations[0].start_s);
+    if (!state.reasoning) { status("Answered."); return; }
+    $("reasoned-text").textContent = "The model is reading the memories found…";
+    $("reasoned-citations").replaceChildren();
+    $("reasoned-steps").textContent = "";
+    const r = await post({ question });
+    if ($("ask-input").value.trim() !== question) return;  // another question was asked meanwhile
+    $("reasoned-text").textContent = r.answer;
+    $("reasoned-citations").replaceChildren(...citationItems(r.citations));
+    if (!r.citations.length && r.closest.length) {
+      $("reasoned-citations").replaceChildren(el("li", "closest memories:", "muted"), ...citationItems(r.closest));
+    }
+    $("reasoned-steps").textContent = r.steps.slice(1).join("; ");
+    if (r.citations.length) {
+      state.cited = new Set(r.citations.map((c) => c.clip_id));
+      drawTimeline();
+    }
     status("Answered.");
   } catch (e) { status(`Ask failed: ${e.message}`); }
 }
@@ -437,4 +485,8 @@ $("clip-frame").addEventListener("error", () => { $("clip").classList.add("no-pi
 $("clip-close").addEventListener("click", closeClip);
 $("track").addEventListener("keydown", timelineKeys);
 document.addEventListener("keydown", pageKeys);
-Promise.all([loadPeople(), loadTimeline()]).catch((e) => status(`Loading failed: ${e.message}`));
+$("digest-write").addEventListener("click", writeDay);
+api("/health").then((h) => { state.reasoning = h.reasoning; state.writes = h.writes; })
+  .catch(() => {})
+  .then(() => Promise.all([loadPeople(), loadTimeline()]))
+  .catch((e) => status(`Loading failed: ${e.message}`));
