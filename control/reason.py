@@ -249,9 +249,19 @@ _RELATIVE_DATED = re.compile(
 )
 
 
+_ISO_DATE = re.compile(r"\b((?:19|20)\d\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b")
+
+
+def _written_date(m: re.Match) -> str:
+    at = datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return f"{at.day} {at:%B %Y}"
+
+
 def plain_dates(answer: str) -> str:
-    """A copied "yesterday [7 May 2023]" as the date alone, and no square brackets left."""
+    """A copied "yesterday [7 May 2023]" as the date alone, no square brackets left, and an ISO
+    date ("2023-05-07") written as the memories write dates ("7 May 2023")."""
     answer = _RELATIVE_DATED.sub(r"\1", answer)
+    answer = _ISO_DATE.sub(_written_date, answer)
     return " ".join(re.sub(r"\[([^\]]*)\]", r"\1", answer).split())
 
 

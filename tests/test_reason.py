@@ -51,6 +51,8 @@ def test_a_copied_relative_time_is_answered_as_its_date():
     assert plain_dates("tomorrow [20 June 2023]") == "20 June 2023"
     assert plain_dates("last year [2022]") == "2022"
     assert plain_dates("in [May 2023]") == "in May 2023"
+    assert plain_dates("on 2023-05-07") == "on 7 May 2023"  # as the memories write dates
+    assert plain_dates("2023-13-07, v2023-05-07") == "2023-13-07, v2023-05-07"  # no date
 
 
 def _memory(i: int, text: str, day: int) -> Memory:
