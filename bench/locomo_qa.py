@@ -162,10 +162,29 @@ def run(
     }
 
 
-def format_report(figures: dict, models: dict[str, str]) -> str:
+def format_report(figures: dict, models: dict[str, str], title: str | None = None) -> str:
+    """LoCoMo's table per answerer; with ``title`` (another set, its questions not in LoCoMo's
+    categories: ``bench m3 --mini --qa``), F1 over all its questions."""
+
     def f(x, fmt=".3f"):
         return "n/a" if x is None else format(x, fmt)
 
+    def tail(q) -> str:
+        return (
+            f"  {f(q['wrong'], '.2f'):>5}  {q['foreign_citations']:>7}  {f(q['s_p50'], '.1f'):>5}"
+            f"  {f(q['s_p90'], '.1f'):>5}  {f(q['prompt_tokens'], '.0f'):>10}"
+        )
+
+    used = "Models: " + ", ".join(f"{k} = {v}" for k, v in models.items())
+    if title:
+        lines = [
+            f"{title}: answers scored by LoCoMo's token F1 against the annotated answer: "
+            f"{figures['questions']} question(s)",
+            "answerer   F1     wrong  foreign  s p50  s p90  prompt tok",
+            *(f"{name:9} {f(q['f1']):>5} {tail(q)}" for name, q in figures["qa"].items()),
+            "wrong: F1 < 0.1 without abstaining. " + used,
+        ]
+        return "\n".join(lines)
     lines = [
         f"LoCoMo answers scored as LoCoMo scores them (token F1, Porter stems): {figures['questions']} "
         "question(s)",
@@ -176,11 +195,10 @@ def format_report(figures: dict, models: dict[str, str]) -> str:
         c = q["f1_by_category"]
         lines.append(
             f"{name:9} {f(q['f1']):>5}  {f(c['1']):>8} {f(c['2']):>8} {f(c['3']):>8} {f(c['4']):>10}"
-            f"  {f(q['abstained_adversarial']):>11}  {f(q['wrong'], '.2f'):>5}  {q['foreign_citations']:>7}"
-            f"  {f(q['s_p50'], '.1f'):>5}  {f(q['s_p90'], '.1f'):>5}  {f(q['prompt_tokens'], '.0f'):>10}"
+            f"  {f(q['abstained_adversarial']):>11}{tail(q)}"
         )
     lines.append(
         "F1 over categories 1-4; adversarial: the share answered 'not in memory'; wrong: F1 < 0.1 "
-        "without abstaining. Models: " + ", ".join(f"{k} = {v}" for k, v in models.items())
+        "without abstaining. " + used
     )
     return "\n".join(lines)

@@ -185,6 +185,17 @@ def add_arguments(parser) -> None:
         "default [llm] model)",
     )
     parser.add_argument(
+        "--qa",
+        action="store_true",
+        help="--mini: the questions asked of the offline answer and of the packaged 0.5B and 1.5B "
+        "reasoning (and the [llm] endpoint when one is configured), scored by LoCoMo's token F1",
+    )
+    parser.add_argument(
+        "--answerers",
+        metavar="LIST",
+        help="--qa: which, comma-separated, of offline, 0.5b, 1.5b, endpoint (default: all there are)",
+    )
+    parser.add_argument(
         "--llm",
         action="store_true",
         help="--mini: the LLM control loop beside the offline answerer on the same questions, judged "

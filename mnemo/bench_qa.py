@@ -166,6 +166,10 @@ def run(args, cfg, progress) -> tuple[str, dict, int]:
         if args.name != "m3":
             raise ValueError("--llm applies to bench locomo and bench m3 --mini")
         return run_m3_llm(args, cfg, progress)
+    if getattr(args, "qa", False):
+        if getattr(args, "llm", False) or args.judge:
+            raise ValueError("--qa runs on its own: without --llm or --judge")
+        return run_m3_qa(args, cfg, progress)
 
     judge = build_judge(cfg, progress) if args.judge else None
     root = Path(args.store) if args.store else cache_dir() / "bench-stores" / args.name
@@ -258,16 +262,15 @@ def _combined(runs: dict[str, dict], judged: bool) -> dict:
 QA_MODELS = {"0.5b": "qwen2.5-coder-0.5b-instruct", "1.5b": "qwen2.5-coder-1.5b-instruct"}
 
 
-def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
-    """``bench locomo --qa``: LoCoMo's answer metric for the offline answer and the reasoned ones
-    (``bench.locomo_qa``); each packaged model is served here once for the run."""
+def qa_clients(args, cfg, progress):
+    """The ``--answerers`` of a ``--qa`` run (default: offline, the packaged 0.5B and 1.5B, and the
+    [llm] endpoint when one is configured): (names, {name: client}, the servers started here,
+    {name: model})."""
     from bench import locomo_qa
-    from control.reason import Reasoner
-    from graph.store import Store
     from llm.client import ChatClient
     from llm.local import LocalServer, reasoning_threads
     from mnemo.llm_cli import model_file
-    from mnemo.wiring import build_answerers, chat_client, match_policies, text_embedder
+    from mnemo.wiring import chat_client
 
     names = [n.strip() for n in args.answerers.split(",")] if args.answerers else None
     names = names or ["offline", *QA_MODELS, *(["endpoint"] if cfg.llm.base_url else [])]
@@ -291,17 +294,36 @@ def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
         if name in clients:
             models[name] = clients[name].model
             progress(f"{name}: {models[name]}")
+    return names, clients, servers, models
+
+
+def _answerer(name: str, offline, clients: dict):
+    from control.reason import Reasoner
+
+    return offline if name == "offline" else Reasoner(offline.planner, clients[name])
+
+
+def _write_details(args, asked: list, progress) -> None:
+    if args.details:
+        Path(args.details).write_text(
+            json.dumps(asked, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
+        progress(f"every question, answer and score: {args.details}")
+
+
+def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
+    """``bench locomo --qa``: LoCoMo's answer metric for the offline answer and the reasoned ones
+    (``bench.locomo_qa``); each packaged model is served here once for the run."""
+    from bench import locomo_qa
+    from graph.store import Store
+    from mnemo.wiring import build_answerers, match_policies, text_embedder
+
+    names, clients, servers, models = qa_clients(args, cfg, progress)
     embedder = text_embedder(cfg.graph)
 
     def answerers(store):
         offline, _ = build_answerers(cfg.control, store)
-        out: dict[str, tuple[object, ChatClient | None]] = {}
-        for name in names:
-            if name == "offline":
-                out[name] = (offline, None)
-            else:
-                out[name] = (Reasoner(offline.planner, clients[name]), clients[name])
-        return out
+        return {name: (_answerer(name, offline, clients), clients.get(name)) for name in names}
 
     try:
         figures = locomo_qa.run(
@@ -315,10 +337,86 @@ def run_locomo_qa(args, cfg, tmp: Path, progress) -> tuple[str, dict]:
     finally:
         for server in servers:
             server.close()
-    asked = figures.pop("asked")
-    if args.details:
-        Path(args.details).write_text(
-            json.dumps(asked, indent=1, ensure_ascii=False), encoding="utf-8"
-        )
-        progress(f"every question, answer and score: {args.details}")
+    _write_details(args, figures.pop("asked"), progress)
     return locomo_qa.format_report(figures, models), figures
+
+
+class _Recorded:
+    """An answerer whose every answer is kept by question, with its seconds and prompt tokens, for
+    a runner (``bench.m3``) that keeps only the answer's text."""
+
+    def __init__(self, answerer, client, sink: dict) -> None:
+        self.answerer, self.client, self.sink = answerer, client, sink
+
+    def ask(self, question: str, before_ts: float | None = None):
+        import time
+
+        before = self.client.tokens["prompt_tokens"] if self.client else None
+        t0 = time.perf_counter()
+        answer = self.answerer.ask(question, before_ts=before_ts)
+        tokens = self.client.tokens["prompt_tokens"] - before if self.client else None
+        self.sink[question] = (answer, time.perf_counter() - t0, tokens)
+        return answer
+
+
+def run_m3_qa(args, cfg, progress) -> tuple[str, dict, int]:
+    """``bench m3 --mini --qa``: the mini set's questions asked of the offline answer and of the
+    reasoned ones, each scored by LoCoMo's token F1 against the annotated answer (no judge)."""
+    from dataclasses import replace
+
+    from bench import locomo_qa, m3
+    from bench.locomo_f1 import score
+    from bench.mini_sets import build_m3_mini
+    from mnemo.wiring import build_answerers
+
+    if not args.mini:
+        raise ValueError("--qa runs on the mini set: bench m3 --mini --qa")
+    data = build_m3_mini()
+    root = Path(args.store) if args.store else cache_dir() / "bench-stores" / args.name
+    names, clients, servers, models = qa_clients(args, cfg, progress)
+    wired = harness(cfg, root, progress)
+    tallies: dict[str, locomo_qa.Tally] = {}
+    rows: dict[str, dict] = {}
+    try:
+        for name in names:
+            kept: dict[str, tuple] = {}
+
+            def agent(store, name=name, kept=kept):
+                offline, _ = build_answerers(cfg.control, store, None, cfg.people.me)
+                return _Recorded(_answerer(name, offline, clients), clients.get(name), kept)
+
+            tally = tallies.setdefault(name, locomo_qa.Tally())
+            for split in ("robot", "web"):
+                progress(f"{name}: the {split} split …")
+                figures = m3.run(
+                    data / f"{split}.json",
+                    data,
+                    replace(wired, agent=agent),
+                    split,
+                    args.limit,
+                    None,
+                    progress,
+                )
+                for a in figures["asked"]:
+                    answer, seconds, tokens = kept[a.question]
+                    f1 = score(a.answer, a.gold, 4)  # a free answer: LoCoMo's single-hop rule
+                    tally.add(4, f1, answer, seconds, tokens)
+                    row = rows.setdefault(
+                        a.question_id,
+                        {"split": split, "question": a.question, "gold": a.gold, "answers": {}},
+                    )
+                    row["answers"][name] = {
+                        "answer": a.answer,
+                        "f1": round(f1, 4),
+                        "seconds": round(seconds, 2),
+                        "steps": list(answer.steps),
+                    }
+    finally:
+        for server in servers:
+            server.close()
+    out = {
+        "questions": len(rows),
+        "qa": {name: t.figures() for name, t in tallies.items()},
+    }
+    _write_details(args, list(rows.values()), progress)
+    return locomo_qa.format_report(out, models, "M3-Bench mini (robot and web)"), out, 0

@@ -54,6 +54,39 @@ def test_m3_mini_offline_never_leaks_and_finds_the_answers(m3_mini, stores, caps
 
 
 @pytest.mark.slow
+def test_m3_mini_qa_scores_the_offline_and_the_reasoned_answers_side_by_side(
+    m3_mini, stores, tmp_path, capsys
+):
+    """``bench m3 --mini --qa``: every question of both splits asked of the offline answer and of
+    the packaged 0.5B (served here), each scored by LoCoMo's token F1; the reasoned answers are
+    short, and every question and answer is in ``--details``."""
+    details = tmp_path / "qa.json"
+    code, f, text = _bench(
+        capsys,
+        "m3",
+        "--mini",
+        "--qa",
+        "--answerers",
+        "offline,0.5b",
+        "--store",
+        str(stores),
+        "--details",
+        str(details),
+    )
+    assert code == 0, text
+    assert f["questions"] == 16 and set(f["qa"]) == {"offline", "0.5b"}, text
+    for name in ("offline", "0.5b"):
+        q = f["qa"][name]
+        assert q["questions"] == 16 and 0 <= q["f1"] <= 1 and q["foreign_citations"] == 0, text
+    assert f["qa"]["0.5b"]["prompt_tokens"] > 0 and f["qa"]["offline"]["prompt_tokens"] is None
+    assert "M3-Bench mini (robot and web)" in text and "qwen2.5-coder-0.5b-instruct" in text
+    rows = json.loads(details.read_text())
+    assert len(rows) == 16 and all(set(r["answers"]) == {"offline", "0.5b"} for r in rows)
+    reasoned = [r["answers"]["0.5b"]["answer"] for r in rows]
+    assert all(len(a) <= 150 for a in reasoned)  # a short answer or "not in memory"
+
+
+@pytest.mark.slow
 def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(
     m3_mini, stores, tmp_path, capsys
 ):
