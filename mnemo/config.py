@@ -664,7 +664,14 @@ PROJECT_RULES: dict[str, Rule] = {
     "control.agent": only("offline"),  # "llm" sends questions and memories to the endpoint
     **{
         f"control.{k}": FREE
-        for k in ("top_k", "max_rounds", "planner_rounds", "expand", "reason_model")
+        for k in (
+            "top_k",
+            "max_rounds",
+            "planner_rounds",
+            "expand",
+            "reason_model",
+            "reason_idle_s",
+        )
     },
     "capture.out": TRUSTED,  # where screenshots are written, and old ones deleted
     "people.me": TRUSTED,

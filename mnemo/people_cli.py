@@ -157,7 +157,7 @@ def cmd_people(args, cfg) -> int:
         out = profile.to_json()
         if args.reason and (profile.facts or profile.statements):
             from control.profile_llm import write
-            from mnemo.digest_cli import show_written, written_by
+            from mnemo.written import show_written, written_by
 
             written = written_by(lambda client: write(profile, client), cfg, reason=True)
             show_written(written, out, "the notes")
