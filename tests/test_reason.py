@@ -11,16 +11,14 @@ import pytest
 from bench.datasets.locomo import Question
 from bench.locomo_f1 import score, token_f1
 from bench.locomo_qa import stratified
+from control.grounding import ABSTAIN, plain_dates, unsupported
 from control.reason import (
-    ABSTAIN,
     Reasoner,
     Streamed,
     _Reply,
     answer_so_far,
-    plain_dates,
     resolve_dates,
     shown_memories,
-    unsupported,
 )
 from graph.rows import Memory
 

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from conftest import run_cli
-from control.reason import ABSTAIN, Reasoner, plain_dates
+from control.grounding import ABSTAIN, plain_dates
+from control.reason import Reasoner
 from control.tools import MemoryTools
 from llm.client import ChatClient
 

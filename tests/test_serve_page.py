@@ -445,8 +445,9 @@ def test_the_page_shows_the_quick_answer_then_the_reasoned_one_and_writes_the_da
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from control.grounding import ABSTAIN
     from control.planner import OfflinePlanner
-    from control.reason import ABSTAIN, Reasoner
+    from control.reason import Reasoner
     from control.tools import MemoryTools
     from llm.client import ChatClient
     from mnemo.serve.service import MemoryService
