@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.datasets.locomo import Question, load
 from bench.locomo import ingest_conversation
@@ -123,7 +124,7 @@ def run(
         ingest_conversation(conv, store, policies)
         chosen = stratified(conv.questions, limit, conv.key)
         progress(f"{conv.key}: {len(chosen)} of {len(conv.questions)} questions")
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "conversation": conv.key,
                 "category": q.category,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,8 +62,8 @@ def run(
     per_person: list[dict[str, object]] = []
     people = 0
     build_s = 0.0
-    written = {"hits": [], "offline_hits": [], "people": 0, "failed": 0, "sentences": 0}
-    written |= {"dropped": 0, "words": [], "s": 0.0, "model": ""}
+    written: dict[str, Any] = {"hits": [], "offline_hits": [], "people": 0, "failed": 0}
+    written |= {"sentences": 0, "dropped": 0, "words": [], "s": 0.0, "model": ""}
     for conv in conversations:
         store = make_store(conv.key)
         if ingest:

@@ -70,6 +70,8 @@ class _Reply:
     """The model's side of ``LLMWriter.write``: a reply that quotes what the clip showed and said
     (as a model reading the frames would), validated and turned into memories by the writer itself."""
 
+    model = "scripted"
+
     def __init__(self, obj: dict) -> None:
         self.obj = obj
 

@@ -267,7 +267,7 @@ def recited(
 def said_by(memory: Memory, person: str, names: dict[str, str]) -> bool:
     """Whether ``person`` said the memory (its speaker's id says who)."""
     speaker = _SPEAKER.match(memory.text)
-    return bool(speaker) and names.get(speaker.group(1), "").lower() == person.lower()
+    return speaker is not None and names.get(speaker.group(1), "").lower() == person.lower()
 
 
 def is_abstention(answer: str) -> bool:

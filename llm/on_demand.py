@@ -14,9 +14,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llm.client import ChatClient
+
+if TYPE_CHECKING:
+    from llm.local import LocalServer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,7 +45,7 @@ class OnDemandServer:
         self.tokens = {"prompt_tokens": 0, "completion_tokens": 0}
         self.starts = 0  # how many times the server was started (for status and tests)
         self._lock = threading.Lock()
-        self._server = None
+        self._server: LocalServer | None = None
         self._client: ChatClient | None = None
         self._last = 0.0
         self._timer: threading.Timer | None = None

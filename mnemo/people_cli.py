@@ -154,15 +154,15 @@ def cmd_people(args, cfg) -> int:
 
         profile = build(store, args.who, cfg.people.me)
         print("\n".join(profile.lines()))
-        out = profile.to_json()
+        shown = profile.to_json()
         if args.reason and (profile.facts or profile.statements):
             from control.profile_llm import write
             from mnemo.written import show_written, written_by
 
             written = written_by(lambda client: write(profile, client), cfg, reason=True)
-            show_written(written, out, "the notes")
+            show_written(written, shown, "the notes")
         if args.json:
-            print(json.dumps(out, ensure_ascii=False))
+            print(json.dumps(shown, ensure_ascii=False))
         return 0
     if action == "name":
         change = edit_people.name(store, args.who, " ".join(args.name))
