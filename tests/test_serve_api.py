@@ -51,7 +51,10 @@ def test_health_people_and_ask(client):
     reply = client.post("/ask", json={"question": "Where is Sheila from?"})
     assert reply.status_code == 200
     body = reply.json()
-    assert set(body) == {"answer", "citations", "steps"}  # what `mnemo ask --json` prints
+    # what `mnemo ask --json` prints, and whether the reasoning model wrote it (here: offline)
+    assert set(body) == {"answer", "citations", "steps", "reasoned", "closest"}
+    assert body["reasoned"] is False and body["closest"] == []
+    assert health["reasoning"] is False and health["writes"] is False
     assert "Chicago" in body["answer"] and body["citations"]
     cited = body["citations"][0]
     assert client.get(f"/clips/{cited['clip_id']}").status_code == 200
