@@ -199,6 +199,25 @@ def _mean(xs: list) -> float | None:
     return round(float(np.mean(xs)), 4) if xs else None
 
 
+def written_sentences(writer, what, out: dict) -> list[str]:
+    """The sentences ``writer`` wrote of ``what`` (none when the model gave nothing usable),
+    added to ``out``'s tallies: model, dropped, failed, seconds, sentences, words."""
+    from llm.client import LLMError
+
+    t0 = time.perf_counter()
+    try:
+        written = writer(what)
+        sentences = [s.text for s in written.sentences]
+        out["model"], out["dropped"] = written.model, out["dropped"] + written.dropped
+    except LLMError:
+        out["failed"] += 1
+        sentences = []
+    out["s"] += time.perf_counter() - t0
+    out["sentences"] += len(sentences)
+    out["words"].append(sum(len(t.split()) for t in sentences))
+    return sentences
+
+
 def _write(
     writer, digest, events: list[str], summary: str, names: set[str], out: dict, said: str
 ) -> None:
@@ -206,21 +225,10 @@ def _write(
     for counts as stating nothing. ``ungrounded``: kept sentences that what was ``said`` that day
     (every turn, not only the notes they cite) does not support."""
     from control.digest_llm import grounded
-    from llm.client import LLMError
 
-    t0 = time.perf_counter()
     out["days"] += 1
-    try:
-        written = writer(digest)
-        sentences = [s.text for s in written.sentences]
-        out["model"], out["dropped"] = written.model, out["dropped"] + written.dropped
-    except LLMError:
-        out["failed"] += 1
-        sentences = []
-    out["s"] += time.perf_counter() - t0
+    sentences = written_sentences(writer, digest, out)
     out["ungrounded"] += sum(not grounded(t, [said], frozenset(names)) for t in sentences)
-    out["sentences"] += len(sentences)
-    out["words"].append(sum(len(t.split()) for t in sentences))
     out["hits"] += [covered(e, sentences, names) for e in events]
     if summary:
         out["rouge"].append(rouge_l(" ".join(sentences), summary))

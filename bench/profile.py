@@ -142,21 +142,10 @@ def _mean(xs: list, digits: int = 4) -> float | None:
 def _write(writer, profile, facts: list[str], names: set[str], out: dict) -> None:
     """One person's written profile, scored as the profile is; a person the model gave nothing
     usable for counts as stating nothing."""
-    from bench.digest import covered
-    from llm.client import LLMError
+    from bench.digest import covered, written_sentences
 
-    t0 = time.perf_counter()
     out["people"] += 1
-    try:
-        written = writer(profile)
-        sentences = [s.text for s in written.sentences]
-        out["model"], out["dropped"] = written.model, out["dropped"] + written.dropped
-    except LLMError:
-        out["failed"] += 1
-        sentences = []
-    out["s"] += time.perf_counter() - t0
-    out["sentences"] += len(sentences)
-    out["words"].append(sum(len(t.split()) for t in sentences))
+    sentences = written_sentences(writer, profile, out)
     out["hits"] += [covered(f, sentences, names) for f in facts]
 
 
