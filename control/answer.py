@@ -28,6 +28,14 @@ class Citation:
     start_s: float  # offset in the source recording
     end_s: float
 
+    def to_json(self) -> dict:
+        return {
+            "clip_id": self.clip_id,
+            "source": self.source,
+            "start_s": round(self.start_s, 2),
+            "end_s": round(self.end_s, 2),
+        }
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -40,15 +48,7 @@ class Answer:
     def to_json(self) -> dict:
         return {
             "answer": self.answer,
-            "citations": [
-                {
-                    "clip_id": c.clip_id,
-                    "source": c.source,
-                    "start_s": round(c.start_s, 2),
-                    "end_s": round(c.end_s, 2),
-                }
-                for c in self.citations
-            ],
+            "citations": [c.to_json() for c in self.citations],
             "steps": list(self.steps),
         }
 

@@ -189,14 +189,6 @@ class Profile:
         def iso(ts: float | None) -> str | None:
             return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
 
-        def cited(c) -> dict:
-            return {
-                "clip_id": c.clip_id,
-                "source": c.source,
-                "start_s": round(c.start_s, 2),
-                "end_s": round(c.end_s, 2),
-            }
-
         p = self.person
         return {
             "id": p.person_id,
@@ -217,13 +209,13 @@ class Profile:
                     "value": f.value,
                     "since": iso(f.since_ts),
                     "confirmed": iso(f.confirmed_ts),
-                    "citations": [cited(c) for c in f.citations],
+                    "citations": [c.to_json() for c in f.citations],
                     "before": [{"value": v, "until": iso(t)} for v, t in f.before],
                 }
                 for f in self.facts
             ],
             "statements": [
-                {"topic": s.topic, "text": s.text, "at": iso(s.at_ts), **cited(s.citation)}
+                {"topic": s.topic, "text": s.text, "at": iso(s.at_ts), **s.citation.to_json()}
                 for s in self.statements
             ],
         }

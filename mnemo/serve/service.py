@@ -108,16 +108,7 @@ class MemoryService:
                 from control.answer import cite
 
                 closest = (cite(self.store, m) for m in answer.evidence[:3])
-                out.closest = [
-                    CitationOut(
-                        clip_id=c.clip_id,
-                        source=c.source,
-                        start_s=round(c.start_s, 2),
-                        end_s=round(c.end_s, 2),
-                    )
-                    for c in closest
-                    if c is not None
-                ]
+                out.closest = [CitationOut(**c.to_json()) for c in closest if c is not None]
         return out
 
     def search(
