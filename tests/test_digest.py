@@ -401,7 +401,9 @@ def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
     ("sentence", "is_copy"),
     [
         ('Caroline said: "I went to a support group."', True),  # a quotation
-        ("You heard that she went to a support group yesterday and it was so powerful", True),
+        ("I went to a support group and it was powerful.", True),  # the speaker's own words
+        ("You heard she went to a LGBTQ support group yesterday and it was so powerful", True),
+        ("Caroline went to a LGBTQ support group yesterday and found it powerful.", False),
         ("You heard Caroline found the support group powerful.", False),
     ],
 )
@@ -410,3 +412,68 @@ def test_a_written_sentence_retells_its_notes_rather_than_copying_them(sentence,
 
     note = 'Mon 13:56: Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful."'
     assert copied(sentence, [note]) is is_copy
+
+
+_NOTES = [
+    "Fri 16:04: Jon said: \"I'm starting a dance studio because I'm passionate about dancing.\"",
+    'Fri 16:05: Gina said: "I used to compete in dance competitions and my team won first place."',
+    'Fri 16:06: Jon said: "I\'m looking downtown for the right spot for my studio."',
+]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "cited", "wrong"),
+    [
+        ("Jon is starting a dance studio.", [_NOTES[0]], False),
+        ("Gina is starting a dance studio.", [_NOTES[0]], True),  # Jon's words, Gina's name
+        ("Jon's team won first place.", [_NOTES[1]], True),
+        ("Jon said Gina found the right spot downtown.", [_NOTES[2]], True),  # reported speech
+        ("Gina asked Jon about his studio.", [_NOTES[1]], True),
+        ("Gina's team won first place at a competition.", [_NOTES[1]], False),
+    ],
+)
+def test_a_written_sentence_that_swaps_two_speakers_is_caught(sentence, cited, wrong):
+    from control.digest_llm import misattributed
+
+    assert misattributed(sentence, cited, _NOTES) is wrong
+
+
+def test_a_written_sentence_is_cited_by_the_note_that_supports_it():
+    from control.digest_llm import recited
+
+    names = frozenset({"jon", "gina"})
+    # cites the note next to the one it retells, as a small model often does
+    assert recited("Jon looks downtown for a studio spot.", [2], _NOTES, names) == [3]
+    assert recited("Gina's team won first place.", [2], _NOTES, names) == [2]
+    assert recited("Jon flew to Mars with a parrot.", [1], _NOTES, names) == []
+
+
+def test_written_notes_keep_each_sentence_once_with_its_true_citation():
+    from control.answer import Citation
+    from control.digest_llm import write_notes
+    from fake_openai import FakeOpenAI
+    from llm.client import ChatClient
+
+    notes = [(t, Citation(f"clip-{i}", "talk.wav", 0.0, 30.0)) for i, t in enumerate(_NOTES)]
+    reply = {
+        "sentences": [
+            {"text": "Jon looks downtown for a studio spot.", "notes": [2]},  # note 3's
+            {"text": "Jon looks downtown for a studio spot.", "notes": [3]},  # the same again
+            {"text": "Gina is starting a dance studio.", "notes": [1]},  # Jon's, not Gina's
+            {"text": "Gina's team won first place at a competition.", "notes": [2]},
+        ]
+    }
+    with FakeOpenAI([json.dumps(reply)]) as fake:
+        written = write_notes(
+            notes,
+            frozenset({"jon", "gina"}),
+            "system",
+            "The day",
+            "write",
+            ChatClient(fake.base_url, "scripted"),
+        )
+    assert [(s.text, [c.clip_id for c in s.citations]) for s in written.sentences] == [
+        ("Jon looks downtown for a studio spot.", ["clip-2"]),
+        ("Gina's team won first place at a competition.", ["clip-1"]),
+    ]
+    assert written.dropped == 2
