@@ -340,15 +340,13 @@ def forget(store, p: ForgetPlan, f: Filter, now: float | None = None) -> dict:
         # part-way is finished by the next one (``finish_unfinished``)
         seq = _log(store, now, f, p)
         step("remove")
-        counts = _remove(store, p, (f.query or "").lower())
+        counts, gone = _remove(store, p, (f.query or "").lower())
         step("purge")
         purge(store)
         # done only once no old version or index holds what was forgotten: a forget killed in the
         # purge is finished by the next one, not taken as done
         step("done")
-        store.forget_log.update(
-            where=f"ts = {seq!r}", values={"counts": json.dumps(counts), "done": True}
-        )
+        _done(store, seq, counts, p.entity_ids, gone)
     return counts
 
 
@@ -382,12 +380,20 @@ def _finish(store, rows: list[dict]) -> None:
             .to_list()
         ]
         # which data files lost rows before the kill is not known: every table is written anew
-        done[row["ts"]] = _remove(store, p, "", everything=True)
+        done[row["ts"]] = (*_remove(store, p, "", everything=True), p.entity_ids)
     purge(store)
-    for ts, counts in done.items():  # after the purge, as ``forget`` does
-        store.forget_log.update(
-            where=f"ts = {ts!r}", values={"counts": json.dumps(counts), "done": True}
-        )
+    for ts, (counts, gone, planned) in done.items():  # after the purge, as ``forget`` does
+        _done(store, ts, counts, planned, gone)
+
+
+def _done(store, seq: float, counts: dict, planned: list[str], gone: set[str]) -> None:
+    """Mark the forget's log row done, with every entity it removed among its ``entity_ids``
+    (those of a forgotten person, and those seen only in forgotten clips): their numbers are never
+    given again (``graph.entity_ids``)."""
+    values: dict = {"counts": json.dumps(counts), "done": True}
+    if gone - set(planned):  # (LanceDB cannot set a list column to an empty list)
+        values["entity_ids"] = sorted(set(planned) | gone)
+    store.forget_log.update(where=f"ts = {seq!r}", values=values)
 
 
 def _log(store, now: float, f: Filter, p: ForgetPlan) -> float:
@@ -412,9 +418,10 @@ def _log(store, now: float, f: Filter, p: ForgetPlan) -> float:
     return now
 
 
-def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
+def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> tuple[dict, set[str]]:
     """Steps 1 to 5 of the module doc; each may run again after a kill (what is gone stays gone).
-    ``everything``: write every table anew, not only the data files that lose rows now."""
+    ``everything``: write every table anew, not only the data files that lose rows now. Returns
+    the counts removed and the ids of the entities removed."""
     erase = _Eraser(store)
     if everything:
         for name in _Eraser.KEYS:
@@ -598,7 +605,7 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
     derived = retract_derived(store, erase)
     step("rewrite")
     erase.rewrite()
-    return {
+    counts = {
         "clips": len(clips),
         "memories": len(forgotten),
         "entities": len(entities),
@@ -607,6 +614,7 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> dict:
         "edges_changed": len(edges_changed),
         **derived,
     }
+    return counts, entities
 
 
 _COUNTED = ("introduced_as", "addressed_as", "says_name")  # weight = the clips that gave it

@@ -32,6 +32,7 @@ class People:
     member_of: dict[str, str] = field(default_factory=dict)  # face/voice entity id -> character id
     min_frames: int = 3
     min_share: float = 0.6
+    issued: int = 0  # the highest character number the store ever gave (graph.entity_ids)
 
     @classmethod
     def load(cls, characters: list[Entity], groups: list[tuple[str, ...]], **kw) -> People:
@@ -64,8 +65,9 @@ class People:
         touched[keep] = self.characters[keep]
 
     def _new(self, ts: float) -> Entity:
-        n = max((int(c.rsplit("_", 1)[-1]) for c in self.characters), default=0) + 1
-        entity = Entity(f"character_{n}", "character", ts, ts)
+        taken = (int(c.rsplit("_", 1)[-1]) for c in self.characters)
+        self.issued = max(self.issued, *taken, 0) + 1  # never a forgotten character's number
+        entity = Entity(f"character_{self.issued}", "character", ts, ts)
         self.characters[entity.entity_id] = entity
         return entity
 

@@ -33,9 +33,16 @@ class MatchPolicy:
 
 class EntityMatcher:
     def __init__(
-        self, kind: str, policy: MatchPolicy, entities: list[Entity] | None = None
+        self,
+        kind: str,
+        policy: MatchPolicy,
+        entities: list[Entity] | None = None,
+        issued: int = 0,
     ) -> None:
+        """``issued``: the highest number the store ever gave an entity of ``kind``
+        (``graph.entity_ids.highest_issued``): a new entity never takes a forgotten one's id."""
         self.kind = kind
+        self.issued = issued
         self.policy = policy
         self.entities = list(entities or [])
         self.touched: dict[str, Entity] = {}
@@ -43,7 +50,8 @@ class EntityMatcher:
 
     def _next_id(self) -> str:
         taken = [int(e.entity_id.rsplit("_", 1)[-1]) for e in self.entities]
-        return f"{self.kind}_{max(taken, default=0) + 1}"
+        self.issued = max([self.issued, *taken]) + 1
+        return f"{self.kind}_{self.issued}"
 
     def match(self, embedding: np.ndarray, ts: float) -> Entity:
         """The entity this embedding belongs to (created if none is close enough); updates it."""

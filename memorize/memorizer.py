@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from graph import sql
+from graph.entity_ids import highest_issued
 from graph.resolve_people import active_ops
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id, sources_of
 from graph.store import Store
@@ -71,10 +72,18 @@ class Memorizer:
             redactor or Redactor()
         )  # what the writer redacts before memorizing (default kinds)
         self.store = store
-        self.faces = EntityMatcher("face", face_policy, store.load_entities("face"))
-        self.voices = EntityMatcher("voice", voice_policy, store.load_entities("voice"))
+        self.faces = EntityMatcher(
+            "face", face_policy, store.load_entities("face"), highest_issued(store, "face")
+        )
+        self.voices = EntityMatcher(
+            "voice", voice_policy, store.load_entities("voice"), highest_issued(store, "voice")
+        )
         people = store.people()  # the user's merges, splits and names included
-        self.people = People.load(store.load_entities("character"), [p.ids for p in people])
+        self.people = People.load(
+            store.load_entities("character"),
+            [p.ids for p in people],
+            issued=highest_issued(store, "character"),
+        )
         # entities a user split off: never merged again by voice similarity
         self.kept_apart = {
             m

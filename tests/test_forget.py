@@ -122,6 +122,42 @@ def test_forgetting_a_person_takes_their_words_ids_and_the_names_given_to_them(s
     assert any("tomatoes" in m.text for m in store.memories_where("true"))
 
 
+@pytest.mark.parametrize("named", [True, False])
+def test_a_newcomer_never_takes_a_forgotten_persons_id_nor_the_name_given_to_it(store, named):
+    """Forget every clip of the highest-numbered person: the user's name for them stays in the
+    people log, and the next new voice must not get their id and with it that name (``named``
+    False: the forget's log row alone keeps the numbers)."""
+    if named:
+        assert main(["people", "--store", store.uri, "name", "voice_2", "Quillon"]) == 0
+    store.catch_up()
+    gone = store.people()
+    end = datetime.fromtimestamp(T0.timestamp() + 90, UTC)
+    assert forget_cli(store, "--from", T0.isoformat(), "--to", end.isoformat(), "--yes")[0] == 0
+    assert store.people() == [] and store.load_entities() == []
+    c, d = unit([0, 1, 0, 0.2]), unit([0.2, 0, 0, 1])
+    memorize(
+        store,
+        [
+            _clip(
+                5,
+                [("s0", "We moved to Lisbon last spring.", c), ("s1", "The ferry is at noon.", d)],
+            )
+        ],
+        FACES,
+        BY_PROFILE,
+    )
+    store.catch_up()
+    people = store.people()
+    assert len(people) == 2 and all(p.name == "" for p in people)  # nobody is Quillon
+    assert not {i for p in people for i in p.ids} & {i for p in gone for i in p.ids}
+    # and an ingest after that one goes on from there, not from the numbers it holds
+    memorize(
+        store, [_clip(6, [("s0", "Ferries again today.", unit([1, 1, 1, 1]))])], FACES, BY_PROFILE
+    )
+    store.catch_up()
+    assert "voice_5" in {i for p in store.people() for i in p.ids}
+
+
 def test_forgetting_a_person_takes_a_name_said_to_them_or_someone_beside_them(store):
     memorize(
         store,
