@@ -2,7 +2,8 @@
 to a real uvicorn on loopback: no request answered without the token, a page whose DNS name was
 rebound to 127.0.0.1 (a forged Host), a change posted from another origin or from a frame, a CORS
 client that carries the token, signing in (a session cookie that is not the token, expires, and a
-limit on guesses), a body too large, malformed input, the token file, and HTTPS."""
+limit on wrong guesses that another account cannot turn on the owner), a body too large,
+malformed input, the token file, and HTTPS."""
 
 from __future__ import annotations
 
@@ -244,17 +245,78 @@ def test_wrong_tokens_are_limited_per_address(people_store):
     )  # counts too
     for attempt in (
         client.post("/login", json={"token": "guess-5"}),
-        client.post("/login", json={"token": "tok-limit"}),
-        client.get("/health", headers={"Authorization": "Bearer tok-limit"}),
-        client.get("/", params={"token": "tok-limit"}),
+        client.get("/health", headers={"Authorization": "Bearer guess-6"}),
+        client.get("/", params={"token": "guess-7"}),
     ):
-        # limited: even the right token waits, or the limit would be a hint
         assert attempt.status_code == 429 and 0 < int(attempt.headers["retry-after"]) <= 60, (
             attempt.text
         )
         assert "too many wrong tokens" in attempt.json()["error"]
-    now[0] += 61
+    # the right token is never held up: only wrong ones are limited, or they would lock it out
+    assert client.get("/health", headers={"Authorization": "Bearer tok-limit"}).status_code == 200
+    assert client.get("/", params={"token": "tok-limit"}).status_code == 200
+    client.cookies.clear()
     assert client.post("/login", json={"token": "tok-limit"}).status_code == 200
+    assert client.post("/login", json={"token": "guess-8"}).status_code == 429
+    now[0] += 61
+    assert client.post("/login", json={"token": "guess-9"}).status_code == 401
+
+
+_GUESSER = """
+import sys, httpx
+with httpx.Client(base_url=sys.argv[1], timeout=30) as client:
+    for i in range(1_000_000):
+        reply = client.post("/login", json={"token": f"guess-{i}"})
+        print(reply.status_code, flush=True)
+"""
+
+
+def test_another_account_guessing_cannot_lock_the_owner_out(people_store) -> None:
+    """Another process on the machine (127.0.0.1, like the owner) posts wrong tokens to /login
+    without pause: they are refused with 429 past the limit, while the owner's right token, on
+    the page and as a bearer, still signs in at once, again and again during the attack."""
+    from mnemo.serve.auth import MAX_FAILURES
+
+    with serving(people_store, token="tok-owner-7") as served:
+        guesser = subprocess.Popen(
+            [sys.executable, "-c", _GUESSER, served.url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            codes: list[int] = []
+
+            def read(n: int) -> None:  # the guesser's answers, in order
+                assert guesser.stdout is not None
+                while len(codes) < n:
+                    line = guesser.stdout.readline()
+                    assert line, f"the guessing process stopped: {codes[-5:]}"
+                    codes.append(int(line))
+
+            read(MAX_FAILURES + 20)  # past the limit: the owner's address is limited now
+            with httpx.Client(base_url=served.url, timeout=30) as owner:
+                for _ in range(3):
+                    started = time.monotonic()
+                    signed = owner.post("/login", json={"token": "tok-owner-7"})
+                    took = time.monotonic() - started
+                    assert signed.status_code == 200, signed.text
+                    assert took < 2.0, f"the right token waited {took:.2f} s"
+                    assert owner.get("/people").status_code == 200  # the session it set
+                    owner.cookies.clear()
+                    bearer = {"Authorization": "Bearer tok-owner-7"}
+                    assert owner.get("/people", headers=bearer).status_code == 200
+                    wrong = owner.post("/login", json={"token": "tok-owner-8"})
+                    assert wrong.status_code == 429 and int(wrong.headers["retry-after"]) > 0
+                    seen = len(codes)
+                    read(seen + 10)  # the attack goes on between the owner's sign-ins
+            assert guesser.poll() is None
+        finally:
+            guesser.terminate()
+            guesser.wait(10)
+    assert 200 not in codes
+    assert codes[:MAX_FAILURES] == [401] * MAX_FAILURES, codes[: MAX_FAILURES + 1]
+    assert set(codes[MAX_FAILURES:]) == {429}, "wrong tokens past the limit must be refused"
 
 
 def test_security_headers_on_every_answer(people_store):

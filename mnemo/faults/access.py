@@ -465,8 +465,9 @@ def _walk(server: Server, walked, credentials, run: int, wrong: list[str]) -> in
 
 def guess_limit(server: Server, wrong: list[str]) -> int:
     """Wrong tokens from one process, each claiming another client address (X-Forwarded-For, as a
-    proxy would write it): past the limit they must be refused unjudged (429), whatever they claim.
-    Counted: the guesses past the limit that were judged."""
+    proxy would write it): past the limit they must be refused (429), whatever address they claim
+    (only the right token passes the limit, so a wrong one past it gets nothing but 429). Counted:
+    the guesses past the limit answered otherwise."""
     import httpx
 
     from mnemo.serve.auth import MAX_FAILURES
@@ -489,7 +490,7 @@ def guess_limit(server: Server, wrong: list[str]) -> int:
     judged = sum(code != 429 for code in codes[MAX_FAILURES:])
     if judged:
         wrong.append(
-            f"{judged} wrong tokens past the limit of {MAX_FAILURES} were judged, each claiming another "
+            f"{judged} wrong tokens past the limit of {MAX_FAILURES} were not refused, each claiming another "
             f"address in X-Forwarded-For ({codes})"
         )
     return judged

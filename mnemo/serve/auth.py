@@ -175,7 +175,8 @@ class Credentials:
         return hmac.new(self._key, payload.encode(), hashlib.sha256).hexdigest()
 
     def retry_after(self, who: str) -> int | None:
-        """Seconds until ``who`` may try a token again; None while under the limit."""
+        """Seconds until a wrong token from ``who`` is answered 401 again instead of 429; None
+        while under the limit. The right token is never held up (see ``Guard._try_token``)."""
         now = self.clock()
         tries = self._failures.get(who)
         while tries and tries[0] <= now - self.failure_window_s:

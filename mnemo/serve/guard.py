@@ -235,7 +235,7 @@ class Guard:
 
     def _credential(self, scope: Scope, cookie: list[str]) -> Response | None:
         """None when the request carries the token or a live session; else 401 (the sign-in form
-        at ``/``) or 429 after too many wrong tokens from this address."""
+        at ``/``), or 429 for a wrong token after too many from this address."""
         if (
             self.cors_origins
             and scope["method"] == "OPTIONS"
@@ -274,6 +274,12 @@ class Guard:
         )
 
     def _try_token(self, scope: Scope, given: str) -> Response | None:
+        """None for the token, however many wrong ones came before: every local account connects
+        from 127.0.0.1, so a limit that held up the right token would let any of them lock the
+        owner out. A wrong token is 401, or 429 once its address has sent too many: failures
+        slow down only further failures, and the token's length is what defeats guessing."""
+        if self.credentials.is_token(given):  # constant time
+            return None
         who = (scope.get("client") or ("unknown",))[0]
         wait = self.credentials.retry_after(who)
         if wait is not None:
@@ -282,8 +288,6 @@ class Guard:
                 f"too many wrong tokens from {who}: try again in {wait} s",
                 headers={"Retry-After": str(wait)},
             )
-        if self.credentials.is_token(given):
-            return None
         self.credentials.failed(who)
         return error_response(401, "wrong token")
 
