@@ -35,7 +35,12 @@ from perception.malloc import give_back_freed_memory
 from perception.observe import Perceivers, observe_clip, observe_screen_clip
 from perception.records import Clip, ClipObservations, TrackSegment
 from perception.sources.media import expand_paths, missing_streams, plan_clips, probe
-from perception.sources.screenshots import ScreenClip, folders_with_screenshots, plan_screen_clips
+from perception.sources.screenshots import (
+    ScreenClip,
+    folders_with_screenshots,
+    plan_screen_clips,
+    stored_under_legacy_ids,
+)
 from perception.sources.tracks import TRACK_SUFFIXES, dropped_note, plan_track_clips
 from perception.speech.hints import SpeechHints
 from pipeline.hints import HintBook
@@ -131,6 +136,7 @@ def plan(
     jobs: list[ClipJob] = []
     clips_of: dict[str, int] = {}
     forgotten = forgotten_clip_ids(store)  # `mnemo forget` took them back: not stored again
+    stored_before: set[str] = set()  # screenshot clips a store stored under their old id
 
     def add(
         path: Path,
@@ -139,10 +145,11 @@ def plan(
         screens: ScreenClip | None = None,
         track: TrackSegment | None = None,
     ) -> None:
-        if clip.clip_id in forgotten:
+        # A forgotten old (content-only) id says no time: the pictures stay forgotten at any time.
+        if clip.clip_id in forgotten or (screens is not None and screens.legacy_id in forgotten):
             report.clips_skipped += 1
             progress(f"{label} was forgotten, skipped")
-        elif store.has_clip(clip.clip_id):
+        elif clip.clip_id in stored_before or store.has_clip(clip.clip_id):
             report.clips_skipped += 1
             progress(f"{label} already stored, skipped")
         else:
@@ -196,6 +203,11 @@ def plan(
             )
     for n, folder in enumerate(folders, start=len(files) + 1):
         screen_clips = plan_screen_clips(folder, clip_s, screens_closed_before, screens_since)
+        stored_before.update(
+            stored_under_legacy_ids(
+                screen_clips, store.get_clips(sorted({sc.legacy_id for sc in screen_clips}))
+            )
+        )
         clips_of[str(folder)] = len(screen_clips)
         progress(
             f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s) in "

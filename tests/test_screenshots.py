@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from perception.sources.media import file_sha256
 from perception.sources.screenshots import plan_screen_clips
 from pipeline.ingest import ingest
 
@@ -72,6 +75,111 @@ def test_a_screenshot_folder_becomes_screen_text_and_app_memories(
     assert again.clips_new == 0 and again.clips_skipped == 2  # resumable
 
 
+def _capture(folder, src, name, when):
+    """``src`` copied into ``folder`` as ``name``, captured at ``when`` (its sidecar)."""
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(src, folder / name)
+    (folder / f"{name}.json").write_text(json.dumps({"captured_at": when, "app": "Viewer"}))
+    return folder / name
+
+
+def _old_id(*images):
+    """The id an earlier version gave a clip of these images: their contents only."""
+    digest = hashlib.sha256()
+    for image in images:
+        digest.update(file_sha256(image).encode())
+    return f"screen-{digest.hexdigest()[:20]}"
+
+
+def _as_before_issue_68(monkeypatch):
+    """Ingest plans screenshot clips under their old content-only ids, as the earlier version did."""
+    import pipeline.ingest
+
+    def old_plan(*args, **kwargs):
+        return [
+            replace(sc, clip=replace(sc.clip, clip_id=_old_id(*(s.path for s in sc.shots))))
+            for sc in plan_screen_clips(*args, **kwargs)
+        ]
+
+    monkeypatch.setattr(pipeline.ingest, "plan_screen_clips", old_plan)
+
+
+def test_the_same_picture_at_another_time_is_another_clip(
+    tmp_path, opencv_dir, hash_store, perceivers, policies
+):
+    """An unchanged screen an hour later, and the same screenshot copied into another day's folder:
+    the same bytes, other clips."""
+    src = opencv_dir / "qtgui.png"
+    day = tmp_path / "day1"
+    _capture(day, src, "at9.png", "2026-11-20T09:00:20+00:00")
+    _capture(day, src, "at10.png", "2026-11-20T10:00:20+00:00")
+    clips = plan_screen_clips(day, 30.0)
+    assert len(clips) == 2 and clips[0].clip.source.sha256 == clips[1].clip.source.sha256
+    assert clips[0].clip.clip_id != clips[1].clip.clip_id
+    report = ingest([str(day)], hash_store, perceivers, policies, progress=lambda _m: None)
+    assert report.clips_new == 2
+    copied = _capture(tmp_path / "day2", day / "at9.png", "at9.png", "2026-11-21T09:00:20+00:00")
+    report = ingest(
+        [str(copied.parent)], hash_store, perceivers, policies, progress=lambda _m: None
+    )
+    assert report.clips_new == 1 and hash_store.count()["clips"] == 3
+
+
+def test_reingesting_a_folder_with_a_repeated_picture_adds_nothing(
+    tmp_path, opencv_dir, hash_store, perceivers, policies
+):
+    folder = tmp_path / "screens"
+    _capture(folder, opencv_dir / "qtgui.png", "at9.png", "2026-11-20T09:00:20+00:00")
+    _capture(folder, opencv_dir / "qtgui.png", "at10.png", "2026-11-20T10:00:20+00:00")
+    first = ingest([str(folder)], hash_store, perceivers, policies, progress=lambda _m: None)
+    assert first.clips_new == 2
+    lines = []
+    again = ingest([str(folder)], hash_store, perceivers, policies, progress=lines.append)
+    assert again.clips_new == 0 and again.clips_skipped == 2
+    assert sum("already stored, skipped" in line for line in lines) == 2
+    assert hash_store.count()["clips"] == 2
+
+
+def test_clips_stored_under_the_old_id_are_not_stored_again(
+    tmp_path, opencv_dir, hash_store, perceivers, policies, monkeypatch
+):
+    """A store an earlier version wrote holds screenshot clips under their content-only id: a
+    re-ingest knows them (same slot), and still takes the same picture at another time."""
+    folder = tmp_path / "screens"
+    at9 = _capture(folder, opencv_dir / "qtgui.png", "at9.png", "2026-11-20T09:00:20+00:00")
+    with monkeypatch.context() as m:
+        _as_before_issue_68(m)
+        old = ingest([str(folder)], hash_store, perceivers, policies, progress=lambda _m: None)
+    assert old.clips_new == 1 and hash_store.has_clip(_old_id(at9))
+    again = ingest([str(folder)], hash_store, perceivers, policies, progress=lambda _m: None)
+    assert again.clips_new == 0 and again.clips_skipped == 1
+    _capture(folder, opencv_dir / "qtgui.png", "at10.png", "2026-11-20T10:00:20+00:00")
+    later = ingest([str(folder)], hash_store, perceivers, policies, progress=lambda _m: None)
+    assert later.clips_new == 1 and later.clips_skipped == 1
+    assert hash_store.count()["clips"] == 2
+
+
+def test_a_clip_forgotten_under_the_old_id_stays_forgotten(
+    tmp_path, opencv_dir, hash_store, perceivers, policies, monkeypatch
+):
+    """The forget log keeps the old id only, which says no time: those pictures are not stored
+    again under the new id."""
+    from graph.forget_store import Filter, forget
+    from graph.forget_store import plan as forget_plan
+
+    folder = tmp_path / "screens"
+    at9 = _capture(folder, opencv_dir / "qtgui.png", "at9.png", "2026-11-20T09:00:20+00:00")
+    with monkeypatch.context() as m:
+        _as_before_issue_68(m)
+        ingest([str(folder)], hash_store, perceivers, policies, progress=lambda _m: None)
+    f = Filter(clip_id=_old_id(at9))
+    forget(hash_store, forget_plan(hash_store, f), f)
+    lines = []
+    again = ingest([str(folder)], hash_store, perceivers, policies, progress=lines.append)
+    assert again.clips_new == 0 and any("was forgotten, skipped" in line for line in lines)
+    assert hash_store.count()["clips"] == 0
+
+
 class CountingFaces:
     """The real face analyzer, counting the frames it is asked to look at."""
 
@@ -102,8 +210,6 @@ def test_faces_and_tags_on_screenshots_are_for_the_frames_read(tmp_path, opencv_
     first of a clip always is); the photo's faces are found, at its time, and no earlier. Image
     tags are worked out for the last edit and the photo, and the edited frames take the last
     edit's."""
-    from dataclasses import replace
-
     import cv2
 
     from bench.fixtures import group_photo

@@ -8,8 +8,10 @@ and GPS position are kept. Failing both, the time comes from a ``YYYYmmdd?HHMMSS
 file name, and failing that from the file's modification time (said once per folder).
 
 Clips are aligned to multiples of ``clip_s`` since the epoch, so a screenshot lands in the same clip
-whichever run ingests it, and a clip's id is the hash of its images' contents: re-ingesting a folder
-skips the clips it already stored, and a clip that gained a screenshot is stored anew.
+whichever run ingests it, and a clip's id is the hash of its grid slot (start and length) and its
+images' contents: re-ingesting a folder skips the clips it already stored, a clip that gained a
+screenshot is stored anew, and the same pictures at another time (an unchanged screen an hour
+later, a screenshot copied into another day) are another clip.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from perception.records import Clip, SourceInfo
 from perception.sources.frames import is_image_file
-from perception.sources.media import file_sha256
+from perception.sources.media import clip_id, file_sha256
 from perception.sources.photos import photo_info
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,12 @@ class Screenshot:
 class ScreenClip:
     clip: Clip
     shots: tuple[Screenshot, ...]
+
+    @property
+    def legacy_id(self) -> str:
+        """The id that earlier versions gave this clip: its images' contents only, so the
+        same pictures at any time had one id (see ``stored_under_legacy_ids``)."""
+        return f"screen-{self.clip.source.sha256[:20]}"
 
 
 def _sidecar(path: Path) -> dict:
@@ -186,7 +195,25 @@ def plan_screen_clips(
         source = SourceInfo(
             str(folder.resolve()), sha, clip_s, False, True, start, shots[0].time_origin
         )
-        clips.append(
-            ScreenClip(Clip(f"screen-{sha[:20]}", source, index, 0.0, clip_s), tuple(shots))
-        )
+        slot_id = f"screen-{clip_id(sha, index, clip_s)[:20]}"  # time and content, as a video's
+        clips.append(ScreenClip(Clip(slot_id, source, index, 0.0, clip_s), tuple(shots)))
     return clips
+
+
+def stored_under_legacy_ids(clips: Sequence[ScreenClip], rows: Iterable[dict]) -> set[str]:
+    """The ids of those ``clips`` that an earlier version already stored under their
+    ``legacy_id``, given the stored clip rows of those legacy ids (``clip_id``, ``start_ts``,
+    ``duration_s``).
+
+    A store written by an earlier version holds screenshot clips under a content-only id, which says
+    nothing about when; a clip's id now also names its grid slot, so re-ingesting an old folder
+    would otherwise store every clip again. A stored row under the legacy id is this clip when it
+    covers the same slot (same start and length): a legacy id alone is not enough, since it is also
+    the id of the same pictures at any other time, which are other clips now. Rows are compared
+    to the millisecond: both starts are the slot's grid time."""
+    slots = {(r["clip_id"], round(r["start_ts"], 3), round(r["duration_s"], 3)) for r in rows}
+    return {
+        c.clip.clip_id
+        for c in clips
+        if (c.legacy_id, round(c.clip.start_ts, 3), round(c.clip.duration_s, 3)) in slots
+    }
