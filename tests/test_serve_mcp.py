@@ -254,3 +254,55 @@ def test_mcp_forget_needs_a_preview_and_its_nonce(people_store, tmp_path):
     assert not out["confirmed"].is_error and confirmed["forgotten"] and confirmed["clips"] == 1
     assert held(people_store) == (1, 2)
     assert not people_store.has_clip("people-clip-0") and people_store.has_clip("people-clip-1")
+
+
+async def _asking_session(store_uri: str, cwd: str, answers: list[dict | None], calls) -> dict:
+    """A client that can ask its person (elicitation): each question the server puts is kept under
+    "asked" and answered with the next of ``answers`` ({"forget": true} accepts; None declines)."""
+    from mcp import Client
+    from mcp.types import ElicitResult
+
+    out: dict[str, Any] = {"asked": []}
+
+    async def person(context, params):
+        out["asked"].append(params.message)
+        given = answers[len(out["asked"]) - 1]
+        if given is None:
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content=given)
+
+    async with Client(
+        _server(store_uri, cwd, "hash"), read_timeout_seconds=120, elicitation_callback=person
+    ) as client:
+        out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+        for label, args in calls:
+            out[label] = await client.call_tool("forget", args)
+    return out
+
+
+def test_mcp_forget_asks_the_person_and_forgets_only_on_their_yes(people_store, tmp_path):
+    """No --allow-forget: a client that can ask its person gets forget, and the person decides;
+    the agent's own nonce or confirm decides nothing, and it never sees a nonce."""
+    clip0, clip1 = {"clip": "people-clip-0"}, {"clip": "people-clip-1"}
+    calls = [
+        ("declined", {"request": {**clip0, "confirm": True, "nonce": "made-up"}}),
+        ("said_no", {"request": clip0}),
+        ("yes", {"request": clip1}),
+    ]
+    answers = [None, {"forget": False}, {"forget": True}]
+    out = asyncio.run(
+        asyncio.wait_for(_asking_session(people_store.uri, str(tmp_path), answers, calls), 120)
+    )
+    assert set(out["tools"]) == TOOLS | {"forget"}
+    assert len(out["asked"]) == 3
+    assert "1 clip(s)" in out["asked"][0] and "clip people-clip-0" in out["asked"][0]
+    assert "for good" in out["asked"][0] and "2027-01-15 08:00 UTC" in out["asked"][0]
+    for label in ("declined", "said_no"):
+        said = out[label].structured_content
+        assert not out[label].is_error and not said["forgotten"] and said["nonce"] is None, label
+        assert "nothing was forgotten" in said["next_step"], label
+    assert (
+        out["yes"].structured_content["forgotten"] and out["yes"].structured_content["clips"] == 1
+    )
+    people_store.catch_up()
+    assert people_store.has_clip("people-clip-0") and not people_store.has_clip("people-clip-1")

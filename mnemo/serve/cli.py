@@ -53,18 +53,21 @@ def add_parsers(sub) -> None:
     mcp = sub.add_parser(
         "mcp",
         help="MCP server over stdio: ask, search, list_people, profile, read_clip, timeline, "
-        "digest, name_person, merge_people, split_person, undo_people_change (forget with --allow-forget)",
+        "digest, name_person, merge_people, split_person, undo_people_change, and forget where the "
+        "client can ask its user to confirm (or with --allow-forget)",
     )
     add_store(mcp)
     set_handler(mcp, cmd_mcp)
     mcp.add_argument(
         "--allow-forget",
         action="store_true",
-        help="offer the forget tool, which deletes memory for good. Off by default: recorded text (a "
-        "page on screen, a transcript) is written by others and could tell an agent to delete "
-        "memory. Even with it, forget takes two calls: a preview that returns a nonce, and the "
-        f"same filter with that nonce (good once, for {NONCE_LIFETIME_S:.0f} s) after the user "
-        "agreed. Without it, forget with `mnemo forget` in a terminal",
+        help="offer the forget tool, which deletes memory for good, also to a client that cannot "
+        "ask its user (MCP elicitation); a client that can always gets it, and the server asks the "
+        "user to confirm. Off by default: recorded text (a page on screen, a transcript) is "
+        "written by others and could tell an agent to delete memory. With it, such a client's "
+        "forget takes two calls: a preview that returns a nonce, and the same filter with that "
+        f"nonce (good once, for {NONCE_LIFETIME_S:.0f} s) after the user agreed. Without it, "
+        "forget with `mnemo forget` in a terminal",
     )
 
 
