@@ -5,11 +5,13 @@ line say how it went. Each scenario's own tries are tested in tests/test_faults_
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
 from mnemo import faults
 from mnemo.cli import main
+from mnemo.doctor import pip_install
 
 NAMED = {  # issue 42 item 8 and the hardening issue before it
     "kill_commit",
@@ -99,3 +101,35 @@ def test_a_run_where_every_try_survived_exits_0(monkeypatch, capsys):
     _fake(monkeypatch, fine=lambda ctx, tally: [tally.run() for _ in range(ctx.runs)])
     assert main(["bench", "faults", "--json", "--runs", "2"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["survived"] == 2
+
+
+def test_a_scenario_whose_extra_is_missing_is_not_run_names_its_install_and_does_not_fail(
+    monkeypatch, capsys
+):
+    # Ray hidden as Python itself hides a module: a None in sys.modules makes `import ray` fail and
+    # importlib.util.find_spec("ray") answer None (the light install of `make demo` has no Ray)
+    monkeypatch.setitem(sys.modules, "ray", None)
+    real = faults.scenarios()["killed_ray_worker"]
+    _fake(monkeypatch, fine=lambda ctx, tally: tally.run(), killed_ray_worker=real)
+    assert main(["bench", "faults", "--json", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    last = json.loads(out.strip().splitlines()[-1])
+    install = pip_install("ray")
+    assert {k: last[k] for k in ("scenarios", "runs", "survived")} == {
+        "scenarios": 1,
+        "runs": 1,
+        "survived": 1,
+    }
+    assert [s["scenario"] for s in last["per_scenario"]] == ["fine"]
+    assert last["not_run"] == [
+        {
+            "scenario": "killed_ray_worker",
+            "extra": "ray",
+            "reason": "the extra mnemo[ray] is not installed (ray not found)",
+            "install": install,
+        }
+    ]
+    assert (
+        f"killed_ray_worker: the extra mnemo[ray] is not installed (ray not found); "
+        f"install it with: {install}" in out
+    )

@@ -15,7 +15,9 @@ where one try says all there is to say) and records each try with ``tally.run(..
 
 A try survived when it lost, orphaned and leaked nothing and ended as the scenario expects (a
 clear error, a refusal, a finished rerun). A scenario that itself fails with an exception counts
-one try that did not survive, with the error in its notes, and the bench goes on.
+one try that did not survive, with the error in its notes, and the bench goes on. A scenario marked
+``@needs(extra)`` is not run where that optional extra is not installed: the report names the extra
+and the command that installs it, and it counts as no try at all (neither survived nor failed).
 
 Scenarios live in the modules named in ``MODULES``; each module has a ``SCENARIOS`` dict from name
 to function. They run under the composition root because most need the whole pipeline wired.
@@ -24,12 +26,14 @@ to function. They run under the composition root because most need the whole pip
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +44,9 @@ MODULES = (
     "mnemo.faults.processes",
 )
 TOTALS = ("runs", "survived", "lost", "orphans", "leaks")
+Scenario = TypeVar("Scenario", bound=Callable[..., None])
+# scenario function -> the optional extra it needs (a key of mnemo.doctor.EXTRAS); see needs()
+_NEEDS: dict[object, str] = {}
 
 
 @dataclass
@@ -64,6 +71,8 @@ class Tally:
     notes: list[str] = field(
         default_factory=list
     )  # one line per thing that went wrong, for the report
+    # set when the scenario was not run: {"extra", "reason", "install"} (see missing_extra)
+    not_run: dict[str, str] = field(default_factory=dict)
 
     def run(
         self, *, lost: int = 0, orphans: int = 0, leaks: int = 0, ok: bool = True, note: str = ""
@@ -87,6 +96,36 @@ class Tally:
             **{k: getattr(self, k) for k in TOTALS},
             "seconds": round(self.seconds, 1),
         }
+
+
+def needs(extra: str) -> Callable[[Scenario], Scenario]:
+    """Mark a scenario as needing the optional extra ``extra`` (a key of ``mnemo.doctor.EXTRAS``):
+    where it is not installed the bench does not run the scenario and says so."""
+
+    def mark(fn: Scenario) -> Scenario:
+        _NEEDS[fn] = extra
+        return fn
+
+    return mark
+
+
+def _found(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it (a dotted name: its parents
+    are imported, as finding it needs)."""
+    parent = module.rpartition(".")[0]
+    return (not parent or _found(parent)) and importlib.util.find_spec(module) is not None
+
+
+def missing_extra(extra: str) -> dict[str, str]:
+    """Empty when the optional extra ``extra`` is installed; otherwise the extra, why, and the
+    command that installs it (``mnemo doctor``'s)."""
+    from mnemo.doctor import EXTRAS, pip_install
+
+    absent = [m for m in EXTRAS[extra][0] if not _found(m)]
+    if not absent:
+        return {}
+    why = f"the extra mnemo[{extra}] is not installed ({', '.join(absent)} not found)"
+    return {"extra": extra, "reason": why, "install": pip_install(extra)}
 
 
 def scenarios() -> dict[str, Callable[[Context, Tally], None]]:
@@ -127,6 +166,12 @@ def run(
     tallies = []
     for name, fn in pick(names).items():
         tally = Tally(name)
+        if extra := _NEEDS.get(fn):
+            tally.not_run = missing_extra(extra)
+        if tally.not_run:
+            progress(f"faults: {name}: not run: {_not_run_line(tally)}")
+            tallies.append(tally)
+            continue
         folder = workdir / name
         folder.mkdir(parents=True, exist_ok=False)
         progress(f"faults: {name} ...")
@@ -151,18 +196,26 @@ def run(
     return tallies
 
 
+def _not_run_line(t: Tally) -> str:
+    return f"{t.not_run['reason']}; install it with: {t.not_run['install']}"
+
+
 def summary(tallies: list[Tally]) -> dict:
+    """The totals over the scenarios that ran; those not run (an extra missing) apart, in
+    ``not_run``."""
+    ran = [t for t in tallies if not t.not_run]
     return {
-        "scenarios": len(tallies),
-        **{k: sum(getattr(t, k) for t in tallies) for k in TOTALS},
-        "per_scenario": [t.figures for t in tallies],
+        "scenarios": len(ran),
+        **{k: sum(getattr(t, k) for t in ran) for k in TOTALS},
+        "per_scenario": [t.figures for t in ran],
+        "not_run": [{"scenario": t.scenario, **t.not_run} for t in tallies if t.not_run],
     }
 
 
 def format_report(tallies: list[Tally]) -> str:
     width = max([len(t.scenario) for t in tallies] + [8])
     lines = [f"{'scenario':<{width}}  runs  survived  lost  orphans  leaks  seconds"]
-    for t in tallies:
+    for t in (t for t in tallies if not t.not_run):
         lines.append(
             f"{t.scenario:<{width}}  {t.runs:>4}  {t.survived:>8}  {t.lost:>4}  {t.orphans:>7}  {t.leaks:>5}"
             f"  {t.seconds:>7.1f}"
@@ -172,6 +225,9 @@ def format_report(tallies: list[Tally]) -> str:
         f"{'all':<{width}}  {s['runs']:>4}  {s['survived']:>8}  {s['lost']:>4}  {s['orphans']:>7}  "
         f"{s['leaks']:>5}"
     )
+    if not_run := [t for t in tallies if t.not_run]:
+        lines.append("\nnot run (an optional extra is missing; not counted as a failure):")
+        lines.extend(f"  {t.scenario}: {_not_run_line(t)}" for t in not_run)
     notes = [(t.scenario, n) for t in tallies for n in t.notes]
     if notes:
         lines.append("\nwhat went wrong:")

@@ -9,7 +9,7 @@
   is SIGKILLed from outside mid-ingest. The ingest must finish with every clip stored once and the
   store equal to a sequential ingest; once this run's Ray processes are stopped as ``ray stop`` does
   (SIGTERM, SIGKILL after 16 s; never ``ray stop`` itself, which ends every Ray of the user's) none
-  may be left.
+  may be left. Not run without the ``[ray]`` extra.
 - ``capture_foreign_folder``: ``mnemo capture --out`` on a folder of the user's refuses and changes
   nothing; in a marked capture folder, the recovery the daemon runs at start deletes only its own
   leftovers, never the user's files beside them.
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import psutil
 
-from mnemo.faults import Context, Tally
+from mnemo.faults import Context, Tally, needs
 
 log = logging.getLogger(__name__)
 
@@ -401,6 +401,7 @@ def _describe(pid: int) -> str:
 RAY_CLIP_S = 15.0
 
 
+@needs("ray")
 def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: int = 42) -> None:
     from bench.fixtures import cache_dir, pyannote_sample
     from embeddings.base import build_text_embedder
@@ -408,14 +409,7 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
     from graph.store import Store
 
     ray_bin = Path(sys.executable).parent / "ray"
-    try:
-        import ray  # noqa: F401  (the [ray] extra)
-    except ImportError as e:
-        tally.run(
-            ok=False, note=_missing_in_ci(f"Ray is not installed ({e}): pip install 'mnemo[ray]'")
-        )
-        return
-    if not ray_bin.exists():
+    if not ray_bin.exists():  # the ray package is there (faults.run checks the extra)
         tally.run(
             ok=False,
             note=_missing_in_ci(
