@@ -1,5 +1,13 @@
 """``mnemo bench redact``: how many planted secrets the redaction keeps out of memory, and how much
-ordinary text it takes by mistake.
+ordinary text it takes by mistake, on three corpora reported apart:
+
+- **own**: the generated corpus mnemo's rules were written beside (bench/redact_corpus.py), its
+  secrets and its benign items;
+- **outside**: secrets written by others, Kingfisher's examples of its own rules, read from the
+  installed package at run time (bench/redact_outside.py); absent, with the command that installs
+  it, where that package is not installed;
+- **look-alikes**: ordinary text that looks like a secret (commits, digests, parcels, ISBNs,
+  addresses, versions, image data, URLs, sentences about passwords: bench/redact_lookalikes.py).
 
 Each item of the generated corpus (bench/redact_corpus.py) goes through the points where ingest
 redacts, as ingest builds their records: ``Redactor.observations`` on a clip whose spoken turn
@@ -179,7 +187,7 @@ def run(
     from memorize.redact import Redactor
 
     if items is None or benign_items is None:
-        items, benign_items = corpus()
+        items, benign_items = corpus()  # the own corpus
     redactor = redactor or Redactor()
     redactor.spans("warm up")  # loads detect-secrets' plugins outside the timing
     report = RedactReport()
@@ -225,16 +233,84 @@ def run(
     return report
 
 
-def format_report(report: RedactReport) -> str:
-    f = report.figures
-    lines = [
-        f"secrets caught: {report.caught} of {report.secrets} (recall {f['recall']:.4f}), every channel "
-        f"({', '.join(CHANNELS)})",
-        f"benign items changed: {report.false_redactions} of {report.benign} "
-        f"(false-redaction rate {f['false_redaction_rate']:.4f})",
-        f"time: {f['ms_per_kb']:.3f} ms per KB of text redacted",
+def run_all(redactor=None, progress=lambda _m: None) -> dict:
+    """The three corpora (module doc): ``{"own", "outside", "look_alikes"}`` reports, and under
+    ``"outside_corpus"`` what the outside one is made of (or why it is missing)."""
+    from bench import redact_lookalikes, redact_outside
+    from memorize.redact import Redactor
+
+    redactor = redactor or Redactor()
+    out: dict = {"own": run(redactor=redactor, progress=progress)}
+    try:
+        outside, about = redact_outside.items()
+    except redact_outside.OutsideUnavailable as e:
+        out["outside"], out["outside_corpus"] = None, {"missing": str(e)}
+    else:
+        progress(
+            f"outside corpus: {about['items']} secrets of {about['package']} {about['version']}"
+        )
+        out["outside"], out["outside_corpus"] = run(outside, [], redactor, progress), about
+    out["look_alikes"] = run([], redact_lookalikes.items(), redactor, progress)
+    return out
+
+
+def figures_of(reports: dict) -> dict:
+    """One JSON object: the own corpus's figures at the top (as before), the other two beside."""
+    own = reports["own"].figures
+    outside = reports["outside"]
+    look = reports["look_alikes"].figures
+    return {
+        **own,
+        "outside": {
+            **reports["outside_corpus"],
+            **(
+                {k: outside.figures[k] for k in ("secrets", "caught", "recall", "ms_per_kb")}
+                if outside is not None
+                else {}
+            ),
+        },
+        "look_alikes": {k: look[k] for k in ("benign", "false_redactions", "false_redaction_rate")},
+    }
+
+
+def format_all(reports: dict) -> str:
+    """The report of each corpus, headed by its name."""
+    about = reports["outside_corpus"]
+    parts = ["own corpus (written beside mnemo's rules):", format_report(reports["own"])]
+    if reports["outside"] is None:
+        parts += ["\noutside corpus: not measured: " + about["missing"]]
+    else:
+        parts += [
+            f"\noutside corpus ({about['package']} {about['version']}: {about['rules']} rules, "
+            f"{about['examples']} positive examples, {about['items']} with a secret of visible rules):",
+            format_report(reports["outside"], list_missed=40),
+        ]
+    parts += [
+        "\nlook-alikes (ordinary text that looks like a secret):",
+        format_report(reports["look_alikes"]),
     ]
-    if report.missed:
+    return "\n".join(parts)
+
+
+def format_report(report: RedactReport, list_missed: int = 0) -> str:
+    f = report.figures
+    lines = []
+    if report.secrets:
+        lines.append(
+            f"secrets caught: {report.caught} of {report.secrets} (recall {f['recall']:.4f}), every "
+            f"channel ({', '.join(CHANNELS)})"
+        )
+    if report.benign:
+        lines.append(
+            f"benign items changed: {report.false_redactions} of {report.benign} "
+            f"(false-redaction rate {f['false_redaction_rate']:.4f})"
+        )
+    lines.append(f"time: {f['ms_per_kb']:.3f} ms per KB of text redacted")
+    if report.missed and list_missed:  # many forms of one item each: the items themselves
+        lines.append(f"\nmissed (the first {list_missed}):")
+        for item, channels, stayed in report.missed[:list_missed]:
+            lines.append(f"  {item.form}: {item.text[:100]!r} -> {stayed[channels[0]]!r}")
+    elif report.missed:
         lines.append("\nmissed, by form (misses/items):")
         for form, n in report.misses_by_form.most_common():
             lines.append(f"  {form}: {n}/{report.forms[form]}")

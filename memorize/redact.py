@@ -36,6 +36,8 @@ from collections import Counter
 from dataclasses import replace
 from functools import cached_property
 
+from memorize.token_rules import keyword_spans, token_spans
+
 KINDS = ("secrets", "cards", "ibans", "passwords", "emails", "phones")
 DEFAULT_KINDS = ("secrets", "cards", "ibans", "passwords")
 
@@ -750,6 +752,7 @@ class Redactor:
                         for start, end in [m.span(1 if value_group and m.group(1) else 0)]
                     ]
             found += [(a, b, "secret") for a, b in _split_keys(text, self._secrets)]
+            found += [(a, b, "secret") for a, b in token_spans(text) + keyword_spans(text)]
             found += [(m.start(), m.end(), "secret") for m in _KEY_BLOCK.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _URL_PASSWORD.finditer(text)]
             found += [

@@ -281,9 +281,9 @@ def run_redact(args, cfg, progress) -> tuple[dict, int]:
     from bench import redact
     from mnemo.wiring import build_redactor
 
-    report = redact.run(redactor=build_redactor(cfg.memorize), progress=progress)
-    print(redact.format_report(report))
-    return report.figures, 0
+    reports = redact.run_all(redactor=build_redactor(cfg.memorize), progress=progress)
+    print(redact.format_all(reports))
+    return redact.figures_of(reports), 0
 
 
 def run_faults(args, cfg, progress) -> tuple[dict, int]:

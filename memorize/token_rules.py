@@ -1,0 +1,135 @@
+"""Token and key formats from a maintained rule set, and the credentials a keyword or a flag names.
+
+mnemo's own rules (``memorize.redact``) were written beside their own corpus. For the formats of
+keys and tokens, which services add and change every month, mnemo uses a maintained rule set:
+Betterleaks' rules (the gitleaks lineage, some 460 services, each rule with its own entropy floor
+and allow-lists), compiled and run by Kingfisher's SDK (``kingfisher-secret-scanner``, pinned; a
+Rust engine that scans at well under a millisecond a kilobyte). The rules are read once a process,
+on the first text that needs them.
+
+``keyword_spans`` adds what scanners only do for a service they know: a value that a credential
+keyword or a command-line flag names, whatever the service ("scaleway token 56bd4fd9-…",
+``-Password VMware1!``, ``wechat.key = 9bdae…``, ``TOLGEE_PAT=tgpat_…``), with or without ``=`` or
+``:``. The value must look like a secret (``_secret_like``: long enough, and of mixed kinds of
+characters or high entropy), so "the key to the house" or "token ring" stays readable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def _scanner():
+    from kingfisher_sdk import Rules, Scanner
+
+    # cache=False: nothing written outside the store (the rules compile in about 3 s, once a
+    # process); base64=False: findings inside decoded base64 have no place in the text to redact
+    return Scanner(Rules(confidence="low", cache=False), base64=False)
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each secret value Betterleaks' rules find in ``text`` (the secret itself,
+    not the name or keyword around it)."""
+    data = text.encode("utf-8", "surrogatepass")
+    out = []
+    for f in _scanner().scan(data):
+        start, end = f.location["start_offset"], f.location["end_offset"]
+        secret = f.secret.encode("utf-8", "surrogatepass") if f.secret else b""
+        at = data.find(secret, start, end) if secret else -1
+        if at >= 0:
+            start, end = at, at + len(secret)
+        out.append(
+            (
+                len(data[:start].decode("utf-8", "replace")),
+                len(data[:end].decode("utf-8", "replace")),
+            )
+        )
+    return out
+
+
+# a credential's name as a word or as the last part of an identifier (DB_PASSWORD, apiKey,
+# wechat.key, TOLGEE_PAT), then what may stand between it and the value
+_KEYWORD = re.compile(
+    r"(?i)(?:(?<=[\w.-])[_.-]|(?<![\w])|(?<=[a-z0-9])(?=(?-i:[A-Z])))"
+    r"(?P<name>pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_-]?key|key|pat|auth|credentials?"
+    r"|private[_-]?key|access[_-]?key|client[_-]?secret)"
+    r"(?![a-z])[\w.-]{0,12}?"  # a suffix: _id, 1, .value
+    r"\\?[\"']?\s{0,3}(?:[:=]{1,2}>?|=>|\s)\s{0,3}\\?[\"'`]?"
+    r"(?P<value>[^\s\"'`,;]{6,200})"
+)
+# a service's token that the rule set does not know: a short lower-case prefix, "_" or "-", and a
+# long random body ("jina_c1758c6f…", "org_9ce0e9…", "secret-test-IJ7z…"); not a publishable key
+# (pk_live_…, pub-…), which is meant to be seen
+_PREFIXED = re.compile(
+    r"(?<![\w-])(?!pk[_-]|pub)[a-z][a-z0-9]{1,11}(?:[_-][a-z0-9]{1,11}){0,3}[_-]"
+    r"(?P<body>[A-Za-z0-9]{20,300}={0,2})(?![\w+/=-])"
+)
+# a password's hash in crypt(3) form ($2a$12$…, $5$rounds=5000$…, $6$salt$…): a password can be
+# found again from it
+_CRYPT = re.compile(r"(?<![\w$])\$(?:1|2[abxy]?|5|6|y|argon2(?:id|i|d))\$[^\s\"']{8,200}")
+_BASIC = re.compile(r"(?<![\w-])(?i:basic)\s+(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")
+_URL_TOKEN = re.compile(r"://(?P<value>[A-Za-z0-9_-]{16,200}):?@")
+_FLAG = re.compile(
+    r"(?i)(?<![\w-])(?:--?(?:password|passwd|pass|pwd|token|secret|api-?key|auth-token|key)"
+    r"|-p)(?:=|\s+)[\"']?(?P<value>[^\s\"']{4,200})"
+    r"|(?<![\w-])-p(?P<attached>[^\s\"'-][^\s\"']{3,199})"  # mysql -pSECRET
+)
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    return -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
+
+
+def _secret_like(value: str, flagged: bool = False) -> bool:
+    """Whether ``value`` reads as a secret rather than a word: at least 8 characters (4 after a
+    password flag) of letters with digits or symbols, or 16 and more of high entropy."""
+    if value.lower() in {"true", "false", "null", "none", "required", "optional", "<redacted>"}:
+        return False
+    # a path (PWD=/home/ana), an address, a placeholder (${TOKEN}, %s, <your-key>), a mask (****)
+    if re.match(r"(?:[/~.]*/|[a-z]+://|[$%<{*])", value) or set(value) <= set("*x•#."):
+        return False
+    kinds = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[^A-Za-z0-9]"))
+    if flagged and len(value) >= 4 and kinds >= 2:
+        return True
+    if len(value) >= 8 and re.search(r"\d", value) and re.search(r"[A-Za-z]", value):
+        return kinds >= 2 and _entropy(value) >= 2.5
+    return len(value) >= 16 and _entropy(value) >= 3.5
+
+
+def keyword_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each secret-like value a credential keyword or flag names (module doc), and
+    of the forms no rule set names a service for: a prefixed random token, a password's hash, HTTP
+    Basic credentials and a token as a URL's user."""
+    out = [m.span() for m in _CRYPT.finditer(text)]
+    out += [
+        m.span("value")
+        for p in (_BASIC, _URL_TOKEN)
+        for m in p.finditer(text)
+        if _secret_like(m.group("value"))
+    ]
+    out += [
+        m.span()
+        for m in _PREFIXED.finditer(text)
+        if _secret_like(m.group("body")) and _entropy(m.group("body")) >= 3.5
+    ]
+    for m in _FLAG.finditer(text):
+        group = "value" if m.group("value") else "attached"
+        if _secret_like(m.group(group).rstrip(".,;)"), flagged=True):
+            out.append(m.span(group))
+    for m in _KEYWORD.finditer(text):
+        if (
+            text[max(0, m.start("name") - 7) : m.start("name")]
+            .lower()
+            .rstrip(" _-")
+            .endswith("public")
+        ):
+            continue  # a public key is meant to be seen
+        value = m.group("value").rstrip(".,;)")
+        if _secret_like(value):
+            out.append((m.start("value"), m.start("value") + len(value)))
+    return out
