@@ -20,6 +20,7 @@ every channel; a benign item is falsely redacted when any channel changes it.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from datetime import UTC, datetime
 from bench.redact_corpus import Item, corpus
 
 MIN_PART = 6
+_MARKER = re.compile(r"\[(?:secret|password|code|card|iban|email|phone)\]")
 CHANNELS = (
     "transcript",
     "words",
@@ -172,6 +174,7 @@ def _left(secret: str, before: str, after: str) -> str:
     """A part of ``secret`` found more often in ``after`` than the text around the secret held it
     (so a "2026" of the template does not count as a PIN's); "" when none."""
     around = before.replace(secret, "\0")
+    after = _MARKER.sub("\0", after)  # "[secret]" is mnemo's word, not a part of the secret left
     for part in _parts(secret):
         if part.strip() and after.count(part) > around.count(part):
             return part

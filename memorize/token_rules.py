@@ -54,23 +54,34 @@ def token_spans(text: str) -> list[tuple[int, int]]:
 # a credential's name as a word or as the last part of an identifier (DB_PASSWORD, apiKey,
 # wechat.key, TOLGEE_PAT), then what may stand between it and the value
 _KEYWORD = re.compile(
-    r"(?i)(?:(?<=[\w.-])[_.-]|(?<![\w])|(?<=[a-z0-9])(?=(?-i:[A-Z])))"
+    r"(?i)(?:(?<=[\w.-])[_.-]|(?<![\w])|(?<=[a-z0-9])(?=(?-i:[A-Z]))"
+    r"|(?<=[a-z])(?=(?:key|token|secret)(?![a-z])))"  # a compound: secretkey, seckey, authtoken
     r"(?P<name>pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_-]?key|key|pat|auth|credentials?"
-    r"|private[_-]?key|access[_-]?key|client[_-]?secret)"
+    r"|private[_-]?key|access[_-]?key|client[_-]?secret|certificate)"
     r"(?![a-z])[\w.-]{0,12}?"  # a suffix: _id, 1, .value
     r"\\?[\"']?\s{0,3}(?:[:=]{1,2}>?|=>|\s)\s{0,3}\\?[\"'`]?"
     r"(?P<value>[^\s\"'`,;]{6,200})"
 )
+_PASSWORD_NAME = re.compile(r"(?i)pass(?:word|wd|phrase|code)?|pwd")
 # a service's token that the rule set does not know: a short lower-case prefix, "_" or "-", and a
 # long random body ("jina_c1758c6f…", "org_9ce0e9…", "secret-test-IJ7z…"); not a publishable key
 # (pk_live_…, pub-…), which is meant to be seen
 _PREFIXED = re.compile(
-    r"(?<![\w-])(?!pk[_-]|pub)[a-z][a-z0-9]{1,11}(?:[_-][a-z0-9]{1,11}){0,3}[_-]"
-    r"(?P<body>[A-Za-z0-9]{20,300}={0,2})(?![\w+/=-])"
+    r"(?<![\w.-])(?!pk[_-]|pub)[A-Za-z][A-Za-z0-9]{1,11}(?:[._-][A-Za-z0-9]{1,11}){0,3}[._-]"
+    r"(?P<body>[A-Za-z0-9]{16,300}(?:[_-]+[A-Za-z0-9]+)*={0,2})(?![\w+/=.-])"
 )
 # a password's hash in crypt(3) form ($2a$12$…, $5$rounds=5000$…, $6$salt$…): a password can be
 # found again from it
 _CRYPT = re.compile(r"(?<![\w$])\$(?:1|2[abxy]?|5|6|y|argon2(?:id|i|d))\$[^\s\"']{8,200}")
+# a password in code and commands: PowerShell's SecureString and credential, SQL's IDENTIFIED BY,
+# schtasks' /rp, and an XML element named for a password (<password>…</password>, unattend.xml's
+# <AdministratorPassword><Value>…</Value>)
+_IN_CODE = re.compile(
+    r"(?i)(?:ConvertTo-SecureString\s+(?:-String\s+)?|NetworkCredential\]?::new\(\s*[\"'][^\"']*[\"']\s*,\s*"
+    r"|NetworkCredential\(\s*[\"'][^\"']*[\"']\s*,\s*|IDENTIFIED\s+BY\s+)[\"'](?P<value>[^\"'\s]{4,200})[\"']"
+    r"|(?<![\w-])/rp\s+(?P<rp>[^\s\"']{4,200})"
+    r"|<(?P<tag>\w*password\w*)>\s*(?:<value>)?(?P<xml>[^<\s]{4,200})\s*<"
+)
 _BASIC = re.compile(r"(?<![\w-])(?i:basic)\s+(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")
 _URL_TOKEN = re.compile(r"://(?P<value>[A-Za-z0-9_-]{16,200}):?@")
 _FLAG = re.compile(
@@ -106,6 +117,10 @@ def keyword_spans(text: str) -> list[tuple[int, int]]:
     of the forms no rule set names a service for: a prefixed random token, a password's hash, HTTP
     Basic credentials and a token as a URL's user."""
     out = [m.span() for m in _CRYPT.finditer(text)]
+    for m in _IN_CODE.finditer(text):
+        group = next(g for g in ("value", "rp", "xml") if m.group(g))
+        if _secret_like(m.group(group), flagged=True):
+            out.append(m.span(group))
     out += [
         m.span("value")
         for p in (_BASIC, _URL_TOKEN)
@@ -115,7 +130,10 @@ def keyword_spans(text: str) -> list[tuple[int, int]]:
     out += [
         m.span()
         for m in _PREFIXED.finditer(text)
-        if _secret_like(m.group("body")) and _entropy(m.group("body")) >= 3.5
+        if _secret_like(m.group("body"))
+        and _entropy(m.group("body")) >= 3.5
+        and re.search(r"\d", m.group("body"))
+        and re.search(r"[A-Za-z]", m.group("body"))
     ]
     for m in _FLAG.finditer(text):
         group = "value" if m.group("value") else "attached"

@@ -48,6 +48,12 @@ from memorize.redact import Redactor
             "WnVtemZzcjptdWxtIHhyenJ6aQ==",
         ),
         ("GEMFURY_URL=https://Toqq8z53AbKDYmGcTgRb:@pypi.fury.io/myorg", "Toqq8z53AbKDYmGcTgRb"),
+        # a password in code and commands
+        ('$pw = ConvertTo-SecureString "P@ssw0rd123" -AsPlainText -Force', "P@ssw0rd123"),
+        ("CREATE USER 'admin'@'%' IDENTIFIED BY 'secret123'", "secret123"),
+        ("schtasks /create /tn Backup /ru admin /rp P@ssw0rd", "P@ssw0rd"),
+        ("<AdministratorPassword><Value>MyPlainTextPassword</Value>", "MyPlainTextPassword"),
+        ("<password>Pr0d_D3pl0y!</password>", "Pr0d_D3pl0y!"),
     ],
 )
 def test_a_secret_in_a_form_no_one_listed_is_redacted(text, secret):
@@ -69,6 +75,8 @@ def test_a_secret_in_a_form_no_one_listed_is_redacted(text, secret):
         "trace_id=9f0d4ff3c060db71e5752b4b1dfc5b3a span_id=7399f9860c691ef1",
         "Our order_number_2026 is pending",
         "I changed my password yesterday and the token expired",
+        "<password>required</password>",
+        "self.getUserProfileSettingsManager().refresh()",
     ],
 )
 def test_a_look_alike_stays_as_it_was(text):
