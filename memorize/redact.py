@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import replace
 from functools import cached_property
 
-from memorize.token_rules import keyword_spans, token_spans
+from memorize.token_rules import keyword_spans, seed_phrase_spans, token_spans
 
 KINDS = ("secrets", "cards", "ibans", "passwords", "emails", "phones")
 DEFAULT_KINDS = ("secrets", "cards", "ibans", "passwords")
@@ -753,6 +753,7 @@ class Redactor:
                     ]
             found += [(a, b, "secret") for a, b in _split_keys(text, self._secrets)]
             found += [(a, b, "secret") for a, b in token_spans(text) + keyword_spans(text)]
+            found += [(a, b, "secret") for a, b in seed_phrase_spans(text)]
             found += [(m.start(), m.end(), "secret") for m in _KEY_BLOCK.finditer(text)]
             found += [(*m.span("value"), "secret") for m in _URL_PASSWORD.finditer(text)]
             found += [

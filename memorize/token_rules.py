@@ -10,7 +10,9 @@ on the first text that needs them.
 ``keyword_spans`` adds what scanners only do for a service they know: a value that a credential
 keyword or a command-line flag names, whatever the service ("scaleway token 56bd4fd9-…",
 ``-Password VMware1!``, ``wechat.key = 9bdae…``, ``TOLGEE_PAT=tgpat_…``), with or without ``=`` or
-``:``. The value must look like a secret (``_secret_like``: long enough, and of mixed kinds of
+``:``; the line formats of credential files (``.pgpass``; ``.netrc``, ``.my.cnf``, ``.pypirc``,
+AWS credentials and kubeconfig name theirs by keyword); and a wallet's recovery phrase
+(``seed_phrase_spans``). The value must look like a secret (``_secret_like``: long enough, and of mixed kinds of
 characters or high entropy), so "the key to the house" or "token ring" stays readable.
 """
 
@@ -82,6 +84,8 @@ _IN_CODE = re.compile(
     r"|(?<![\w-])/rp\s+(?P<rp>[^\s\"']{4,200})"
     r"|<(?P<tag>\w*password\w*)>\s*(?:<value>)?(?P<xml>[^<\s]{4,200})\s*<"
 )
+# a .pgpass line: host:port:database:user:password
+_PGPASS = re.compile(r"(?m)^[^\s:]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:(?P<value>\S{4,200})$")
 _BASIC = re.compile(r"(?<![\w-])(?i:basic)\s+(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")
 _URL_TOKEN = re.compile(r"://(?P<value>[A-Za-z0-9_-]{16,200}):?@")
 _FLAG = re.compile(
@@ -112,11 +116,51 @@ def _secret_like(value: str, flagged: bool = False) -> bool:
     return len(value) >= 16 and _entropy(value) >= 3.5
 
 
+SEED_WORDS = 12  # the shortest BIP-39 recovery phrase
+_WORD = re.compile(r"[A-Za-z]+")
+_BETWEEN_SEED = re.compile(
+    r"[\s,;.:)(\d-]*"
+)  # spaces, line breaks, numbering ("1. abandon 2. ability")
+
+
+@lru_cache(maxsize=1)
+def _bip39() -> frozenset[str]:
+    from mnemonic import Mnemonic
+
+    return frozenset(Mnemonic("english").wordlist)
+
+
+def seed_phrase_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each wallet recovery phrase: ``SEED_WORDS`` or more words of BIP-39's English
+    list in a row (its 2,048 words hold no "the", "a", "and", "of" or "is", so ordinary prose does
+    not run twelve of them together)."""
+    words = _bip39()
+    out, run = [], []
+    last_end = 0
+    for m in _WORD.finditer(text):
+        joined = _BETWEEN_SEED.fullmatch(text[last_end : m.start()]) is not None
+        if m.group().lower() in words and (not run or joined):
+            run.append(m.span())
+        else:
+            if len(run) >= SEED_WORDS:
+                out.append((run[0][0], run[-1][1]))
+            run = [m.span()] if m.group().lower() in words else []
+        last_end = m.end()
+    if len(run) >= SEED_WORDS:
+        out.append((run[0][0], run[-1][1]))
+    return out
+
+
 def keyword_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each secret-like value a credential keyword or flag names (module doc), and
     of the forms no rule set names a service for: a prefixed random token, a password's hash, HTTP
     Basic credentials and a token as a URL's user."""
     out = [m.span() for m in _CRYPT.finditer(text)]
+    out += [
+        m.span("value")
+        for m in _PGPASS.finditer(text)
+        if _secret_like(m.group("value"), flagged=True)
+    ]
     for m in _IN_CODE.finditer(text):
         group = next(g for g in ("value", "rp", "xml") if m.group(g))
         if _secret_like(m.group(group), flagged=True):

@@ -54,6 +54,26 @@ from memorize.redact import Redactor
         ("schtasks /create /tn Backup /ru admin /rp P@ssw0rd", "P@ssw0rd"),
         ("<AdministratorPassword><Value>MyPlainTextPassword</Value>", "MyPlainTextPassword"),
         ("<password>Pr0d_D3pl0y!</password>", "Pr0d_D3pl0y!"),
+        # credential files' lines and a wallet's recovery phrase
+        ("db.example.com:5432:orders:app:Xk9mP2qR8s", "Xk9mP2qR8s"),
+        ("machine api.example.com login ana password 7cc938e45e63", "7cc938e45e63"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Y4mNb2L",
+            "wJalrXUtnFEMI/K7MDENG",
+        ),
+        (
+            "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJ",
+            "LS0tLS1CRUdJTiBSU0EgUFJJ",
+        ),
+        (
+            "backup words: glass quote struggle head robot exclude people suggest script meadow truth marriage",
+            "struggle head robot exclude people suggest",
+        ),
+        (
+            "1. glass 2. quote 3. struggle 4. head 5. robot 6. exclude 7. people 8. suggest 9. script "
+            "10. meadow 11. truth 12. marriage",
+            "robot 6. exclude 7. people",
+        ),
     ],
 )
 def test_a_secret_in_a_form_no_one_listed_is_redacted(text, secret):
@@ -76,6 +96,8 @@ def test_a_secret_in_a_form_no_one_listed_is_redacted(text, secret):
         "Our order_number_2026 is pending",
         "I changed my password yesterday and the token expired",
         "<password>required</password>",
+        "We walked along the river and found a small wooden boat near the old bridge today",
+        "glass quote struggle head robot exclude people",
         "self.getUserProfileSettingsManager().refresh()",
     ],
 )
