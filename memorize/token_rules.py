@@ -135,7 +135,8 @@ def seed_phrase_spans(text: str) -> list[tuple[int, int]]:
     list in a row (its 2,048 words hold no "the", "a", "and", "of" or "is", so ordinary prose does
     not run twelve of them together)."""
     words = _bip39()
-    out, run = [], []
+    out: list[tuple[int, int]] = []
+    run: list[tuple[int, int]] = []
     last_end = 0
     for m in _WORD.finditer(text):
         joined = _BETWEEN_SEED.fullmatch(text[last_end : m.start()]) is not None
