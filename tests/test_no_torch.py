@@ -107,7 +107,9 @@ client = TestClient(app, base_url="http://127.0.0.1", headers={"Authorization": 
 reply = client.post("/ask", json={"question": "Where does Diane live?"})
 out["rest"] = {"status": reply.status_code, "body": reply.json()}
 out["rest_search"] = client.get("/search", params={"q": "Build Finished console"}).json()
-out["mcp_tools"] = sorted(t.name for t in asyncio.run(build_server(service).list_tools()))
+mcp = build_server(service)
+out["mcp_tools"] = sorted(t.name for t in asyncio.run(mcp.list_tools()))
+out["mcp_forget_offered"] = mcp.forget_on(None)  # to a client that cannot ask its user
 
 out["capture_help"] = cli("capture", "--help")["code"]
 out["watch_help"] = cli("watch", "--help")["code"]
@@ -201,7 +203,7 @@ def _assert_answers(result: dict) -> None:
     assert result["rest"]["body"]["citations"]
     assert result["rest_search"] and "Build Finished" in result["rest_search"][0]["text"]
     assert {"ask", "search", "list_people", "read_clip", "timeline"} <= set(result["mcp_tools"])
-    assert "forget" not in result["mcp_tools"]
+    assert result["mcp_forget_offered"] is False  # forget asks the user, or needs --allow-forget
     assert result["capture_help"] == 0 and result["watch_help"] == 0
     # without torch, "auto" runs mpnet in float32 in ONNX Runtime on either kind of CPU
     assert result["text"] == ["all-mpnet-base-v2", "float32", "onnx"]
