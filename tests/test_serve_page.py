@@ -88,11 +88,12 @@ def _refused_by_the_csp(browser) -> list[str]:
 def _sign_in_on_the_form(browser, served) -> None:
     """Open the page without a credential: its sign-in form (an inline script, allowed by its
     hash); a wrong token is refused, the right one opens the timeline."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(served.url + "/")
-    wait = WebDriverWait(browser, 30)
+    wait = WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
     browser.find_element(By.ID, "token").send_keys("not the token")
     browser.find_element(By.CSS_SELECTOR, "#login button").click()
     wait.until(lambda d: d.find_element(By.ID, "status").text == "Wrong token.")
@@ -105,11 +106,12 @@ def _sign_in_on_the_form(browser, served) -> None:
 
 def test_timeline_page_shows_people_clips_and_an_answer(demo_server, browser, tmp_path):
     import cv2
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(demo_server.signin)  # the link `mnemo serve` prints
-    wait = WebDriverWait(browser, 60)
+    wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
     assert (
         browser.current_url == demo_server.url + "/"
@@ -236,6 +238,7 @@ def _framing_site(html: str):
 def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
     """Rename a person in the People panel: the panel, the timeline and the open clip's memories
     show the new name at once; a bad name is refused with the server's reason; Undo reverts."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -251,7 +254,7 @@ def test_people_panel_renames_and_undoes(people_store, browser, tmp_path):
 
     with serving(people_store) as served:
         _sign_in_on_the_form(browser, served)
-        wait = WebDriverWait(browser, 60)
+        wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(
             lambda d: (
                 len(d.find_elements(By.CSS_SELECTOR, "#people .person")) == 2
@@ -312,12 +315,13 @@ def test_a_clip_is_forgotten_from_the_page_after_a_preview(people_store, browser
     button forgets it, and the timeline shows the one clip left."""
     from pathlib import Path
 
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     with serving(people_store) as served:
         browser.get(served.signin)
-        wait = WebDriverWait(browser, 60)
+        wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 2)
         browser.find_elements(By.CSS_SELECTOR, "#track .clip")[0].click()
         wait.until(lambda d: "Lisbon was lovely" in d.find_element(By.ID, "clip-memories").text)
@@ -343,6 +347,7 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
     """A screenshot clip and a video clip show their keyframes, a sound clip a neutral tile; the
     arrows move along the timeline, Enter opens a clip (its frames beside its words), Escape closes
     it, / goes to search; a forgotten clip's picture is gone."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -355,7 +360,7 @@ def test_pictures_and_the_keyboard(picture_store, browser, tmp_path):
 
     with serving(picture_store) as served:
         browser.get(served.signin)
-        wait = WebDriverWait(browser, 60)
+        wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#track .clip")) == 3)
         for clip_id in ("pic-screen", "pic-video"):  # keyframes, as many as fit the tile
             thumbs = f'#track .clip[data-clip-id="{clip_id}"] img.thumb'
@@ -442,6 +447,7 @@ def test_the_page_shows_the_quick_answer_then_the_reasoned_one_and_writes_the_da
     shows the quick offline answer at once, then the model's, with its citations as links to the
     clips (or "not in memory" with the closest memories); the day can be written up by the same
     model, each sentence kept linking the clips it cites."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -456,7 +462,7 @@ def test_the_page_shows_the_quick_answer_then_the_reasoned_one_and_writes_the_da
     reasoner = Reasoner(OfflinePlanner(MemoryTools(talk_store)), client)
     with serving(talk_store, service=MemoryService(talk_store, reasoner, writer=client)) as served:
         _sign_in_on_the_form(browser, served)
-        wait = WebDriverWait(browser, 240)
+        wait = WebDriverWait(browser, 240, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#digest-moments li a"))
         browser.find_element(By.ID, "ask-input").send_keys(
             "When did Caroline go to the LGBTQ support group?"
