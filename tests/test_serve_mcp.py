@@ -284,7 +284,9 @@ def test_mcp_forget_asks_the_person_and_forgets_only_on_their_yes(people_store, 
     """No --allow-forget: a client that can ask its person gets forget, and the person decides;
     the agent's own nonce or confirm decides nothing, and it never sees a nonce."""
     clip0, clip1 = {"clip": "people-clip-0"}, {"clip": "people-clip-1"}
+    nothing = {"from": "2001-01-01T00:00:00Z", "to": "2001-01-02T00:00:00Z", "nonce": "made-up"}
     calls = [
+        ("nothing", {"request": nothing}),  # selects nothing: no one is asked, no nonce given
         ("declined", {"request": {**clip0, "confirm": True, "nonce": "made-up"}}),
         ("said_no", {"request": clip0}),
         ("yes", {"request": clip1}),
@@ -294,6 +296,9 @@ def test_mcp_forget_asks_the_person_and_forgets_only_on_their_yes(people_store, 
         asyncio.wait_for(_asking_session(people_store.uri, str(tmp_path), answers, calls), 120)
     )
     assert set(out["tools"]) == TOOLS | {"forget"}
+    assert not out["nothing"].is_error, out["nothing"]
+    said = out["nothing"].structured_content
+    assert not said["forgotten"] and said["clips"] == 0 and said["nonce"] is None
     assert len(out["asked"]) == 3
     assert "1 clip(s)" in out["asked"][0] and "clip people-clip-0" in out["asked"][0]
     assert "for good" in out["asked"][0] and "2027-01-15 08:00 UTC" in out["asked"][0]

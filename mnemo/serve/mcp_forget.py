@@ -72,22 +72,28 @@ def ask_the_person(request: ForgetIn, ctx: Context) -> Elicit[ForgetAnswer] | No
     return Elicit(question(preview, _filters(request)), ForgetAnswer) if preview.nonce else None
 
 
-async def decide(service: MemoryService, request: ForgetIn, answer) -> ForgetOut:
+def _unconfirmed(preview: ForgetOut, why: str) -> ForgetOut:
+    """``preview`` as the agent may see it: without its nonce."""
+    return preview.model_copy(update={"nonce": None, "nonce_expires_in_s": None, "next_step": why})
+
+
+async def decide(
+    service: MemoryService, request: ForgetIn, answer, can_ask_user: bool
+) -> ForgetOut:
     """``forget``'s outcome: where the person was asked (``answer``, from ``ask_the_person``), what
     they said; where no one was asked, the agent's own preview-and-nonce flow
-    (``MemoryService.forget``, offered only with ``--allow-forget`` to a client that cannot ask)."""
+    (``MemoryService.forget``, offered only with ``--allow-forget`` to a client that cannot ask).
+    To a client that can ask (``can_ask_user``) no nonce is ever given, nor one it sends used:
+    when the filter selected nothing as the question was to be put, it gets a preview only."""
     if isinstance(answer, AcceptedElicitation) and answer.data is None:  # no one was asked
-        return await anyio.to_thread.run_sync(service.forget, request)
+        if not can_ask_user:
+            return await anyio.to_thread.run_sync(service.forget, request)
+        preview = await anyio.to_thread.run_sync(service.forget, _filters(request))
+        return _unconfirmed(preview, "Nothing was forgotten: ask again to put it to the user.")
     preview = await anyio.to_thread.run_sync(service.forget, _filters(request))
     if not isinstance(answer, AcceptedElicitation) or not answer.data.forget:
         said = "declined" if answer.action == "decline" else "did not say yes"
-        return preview.model_copy(
-            update={
-                "nonce": None,
-                "nonce_expires_in_s": None,
-                "next_step": f"The user {said}: nothing was forgotten.",
-            }
-        )
+        return _unconfirmed(preview, f"The user {said}: nothing was forgotten.")
     if not preview.nonce:  # gone meanwhile
         return preview
     confirmed = _filters(request).model_copy(update={"nonce": preview.nonce})

@@ -19,7 +19,7 @@ from datetime import date, datetime
 from typing import Annotated, Literal
 
 # module level: the SDK reads the tools' annotations
-from mcp.server.mcpserver import ElicitationResult, Resolve
+from mcp.server.mcpserver import Context, ElicitationResult, Resolve
 from pydantic import BaseModel, Field
 
 from graph.rows import MemoryKind
@@ -258,9 +258,10 @@ def build_server(service: MemoryService, allow_forget: bool = False):
     async def forget(
         request: ForgetIn,
         answer: Annotated[ElicitationResult[ForgetAnswer], Resolve(ask_the_person)],
+        ctx: Context,
     ) -> ForgetOut:
         with _told():
-            return await decide(service, request, answer)
+            return await decide(service, request, answer, can_ask(ctx.client_capabilities))
 
     @server.tool(
         description="One clip: transcript, on-screen text, caption, people and memories.",
