@@ -41,19 +41,29 @@ def token_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each secret value Betterleaks' rules find in ``text`` (the secret itself,
     not the name or keyword around it)."""
     data = text.encode("utf-8", "surrogatepass")
+    findings = _scanner().scan(data)
+    if not findings:
+        return []
+    # the engine counts bytes, the text characters: one table for all findings (linear in the text)
+    if len(data) == len(text):
+        char_at = None
+    else:
+        char_at = [0] * (len(data) + 1)
+        at = 0
+        for i, ch in enumerate(text):
+            n = len(ch.encode("utf-8", "surrogatepass"))
+            for b in range(at, at + n):
+                char_at[b] = i
+            at += n
+        char_at[at] = len(text)
     out = []
-    for f in _scanner().scan(data):
+    for f in findings:
         start, end = f.location["start_offset"], f.location["end_offset"]
         secret = f.secret.encode("utf-8", "surrogatepass") if f.secret else b""
-        at = data.find(secret, start, end) if secret else -1
-        if at >= 0:
-            start, end = at, at + len(secret)
-        out.append(
-            (
-                len(data[:start].decode("utf-8", "replace")),
-                len(data[:end].decode("utf-8", "replace")),
-            )
-        )
+        found = data.find(secret, start, end) if secret else -1
+        if found >= 0:
+            start, end = found, found + len(secret)
+        out.append((start, end) if char_at is None else (char_at[start], char_at[end]))
     return out
 
 

@@ -11,9 +11,14 @@ from memorize.redact import Redactor
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
-        # a maintained rule's format: a Stripe live key
+        # a maintained rule's format: a Stripe live key, in ASCII and after accents and an emoji
+        # (the engine counts bytes, the text characters)
         (
             "charge with sk_live_51HqLyjWDarjtT1zdp7dcXGyS4Xa1Yb2Zc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm3",
+            "sk_live_51HqLyjWDarjtT1zdp7dcXGyS4Xa1Y",
+        ),
+        (
+            "Zürich 🙂 clé: sk_live_51HqLyjWDarjtT1zdp7dcXGyS4Xa1Yb2Zc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm3 ünd",
             "sk_live_51HqLyjWDarjtT1zdp7dcXGyS4Xa1Y",
         ),
         # a keyword and a value, without "=" or ":"
@@ -120,3 +125,9 @@ def test_bench_redact_measures_the_outside_corpus_and_the_look_alikes():
     assert figures["look_alikes"]["benign"] >= 100
     assert figures["look_alikes"]["false_redaction_rate"] <= 0.01, redact.format_all(reports)
     assert figures["recall"] >= 0.99 and figures["false_redaction_rate"] <= 0.01
+
+
+def test_a_key_after_accents_and_an_emoji_is_cut_at_its_own_characters():
+    """The engine reports byte offsets; the text around the key must stay whole."""
+    text = "Zürich 🙂 clé: sk_live_51HqLyjWDarjtT1zdp7dcXGyS4Xa1Yb2Zc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm3 ünd"
+    assert Redactor().text(text) == "Zürich 🙂 clé: [secret] ünd"
