@@ -13,13 +13,7 @@ import random
 import string
 import uuid
 
-from bench.redact_corpus import Item
-
-HEX = "0123456789abcdef"
-
-
-def _s(rng: random.Random, alphabet: str, n: int) -> str:
-    return "".join(rng.choice(alphabet) for _ in range(n))
+from bench.redact_corpus import Item, _hex, _s
 
 
 def _isbn13(rng: random.Random) -> str:
@@ -35,10 +29,10 @@ def _png(rng: random.Random) -> str:
 
 
 FORMS = (
-    ("git SHA", lambda r: f"Merge commit {_s(r, HEX, 40)} into main"),
-    ("short SHA", lambda r: f"fixed in {_s(r, HEX, 7)}, see the changelog"),
+    ("git SHA", lambda r: f"Merge commit {_hex(r, 40)} into main"),
+    ("short SHA", lambda r: f"fixed in {_hex(r, 7)}, see the changelog"),
     ("UUID", lambda r: f"request {uuid.UUID(int=r.getrandbits(128), version=4)} failed with 502"),
-    ("image digest", lambda r: f"docker pull nginx@sha256:{_s(r, HEX, 64)}"),
+    ("image digest", lambda r: f"docker pull nginx@sha256:{_hex(r, 64)}"),
     (
         "UPS tracking",
         lambda r: (
@@ -52,10 +46,10 @@ FORMS = (
         ),
     ),
     ("ISBN", lambda r: f"ISBN {_isbn13(r)}, paperback, 320 pages"),
-    ("MAC address", lambda r: "Wi-Fi adapter " + ":".join(_s(r, HEX, 2) for _ in range(6))),
+    ("MAC address", lambda r: "Wi-Fi adapter " + ":".join(_hex(r, 2) for _ in range(6))),
     (
         "IPv6 address",
-        lambda r: "inet6 fe80::" + ":".join(_s(r, HEX, 4) for _ in range(4)) + "/64 scope link",
+        lambda r: "inet6 fe80::" + ":".join(_hex(r, 4) for _ in range(4)) + "/64 scope link",
     ),
     (
         "version string",

@@ -11,27 +11,22 @@ from __future__ import annotations
 
 import re
 
-from graph import sql
-
 _ID = re.compile(r"\b(voice|face|character)_(\d+)\b")
 
 
-def highest_issued(store, kind: str) -> int:
-    """The highest number of an entity of ``kind`` the store holds or held (0 for none)."""
-    numbers = [
-        int(r["entity_id"].rsplit("_", 1)[-1])
-        for r in store.entities.search()
-        .where(f"kind = {sql.quote(kind)}")
-        .select(["entity_id"])
-        .limit(None)
-        .to_list()
-    ]
+def highest_issued(store) -> dict[str, int]:
+    """The highest number the store holds or held for each kind (``voice``, ``face``,
+    ``character``; 0 for none), read in one pass over the entities and the two logs."""
+    highest = dict.fromkeys(("voice", "face", "character"), 0)
+
+    def seen(text: str) -> None:
+        for kind, n in _ID.findall(text):
+            highest[kind] = max(highest[kind], int(n))
+
+    for r in store.entities.search().select(["entity_id"]).limit(None).to_list():
+        seen(r["entity_id"])
     for r in store.forget_log.search().select(["entity_ids"]).limit(None).to_list():
-        numbers += _numbers(" ".join(r["entity_ids"] or ()), kind)
+        seen(" ".join(r["entity_ids"] or ()))
     for r in store.people_log.search().select(["person", "args"]).limit(None).to_list():
-        numbers += _numbers(f"{r['person']} {r['args']}", kind)
-    return max(numbers, default=0)
-
-
-def _numbers(text: str, kind: str) -> list[int]:
-    return [int(n) for k, n in _ID.findall(text) if k == kind]
+        seen(f"{r['person']} {r['args']}")
+    return highest

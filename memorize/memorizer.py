@@ -72,17 +72,16 @@ class Memorizer:
             redactor or Redactor()
         )  # what the writer redacts before memorizing (default kinds)
         self.store = store
-        self.faces = EntityMatcher(
-            "face", face_policy, store.load_entities("face"), highest_issued(store, "face")
-        )
+        issued = highest_issued(store)
+        self.faces = EntityMatcher("face", face_policy, store.load_entities("face"), issued["face"])
         self.voices = EntityMatcher(
-            "voice", voice_policy, store.load_entities("voice"), highest_issued(store, "voice")
+            "voice", voice_policy, store.load_entities("voice"), issued["voice"]
         )
         people = store.people()  # the user's merges, splits and names included
         self.people = People.load(
             store.load_entities("character"),
             [p.ids for p in people],
-            issued=highest_issued(store, "character"),
+            issued=issued["character"],
         )
         # entities a user split off: never merged again by voice similarity
         self.kept_apart = {
