@@ -77,6 +77,12 @@ def add_parsers(sub) -> None:
     )
     add_store(cap, help="--ingest: " + STORE_HELP)
     cap.add_argument(
+        "--audio",
+        action="store_true",
+        help="start: also record the microphone and what the computer plays (PulseAudio or "
+        "pipewire-pulse), in the same 30 s clips; pause/resume: the sound alone",
+    )
+    cap.add_argument(
         "--encrypt",
         action="store_true",
         help="encrypt stored images (key: MNEMO_CAPTURE_KEY or key file)",
@@ -222,6 +228,8 @@ def _client(args) -> int:
     msg = {"cmd": args.action}
     if args.action == "pause" and args.for_:
         msg["for_s"] = args.for_
+    if args.action in ("pause", "resume") and args.audio:
+        msg["audio"] = True
     if args.action in ("exclude", "include"):
         if not (args.window_class or args.title):
             print(
@@ -256,7 +264,23 @@ def _client(args) -> int:
             f"{reply['state']}{why}: {reply['written']} frame(s) written of {reply['ticks']} grab(s), "
             f"{reply['bytes_stored'] / 1e6:.1f} MB stored in {reply['out']}"
         )
+        if reply.get("audio"):
+            print(_sound_line(reply["audio"]))
     return 0
+
+
+def _sound_line(audio: dict) -> str:
+    """``status``'s line on the sound: each stream's state, device and slots."""
+    parts = []
+    for name, s in audio["streams"].items():
+        label = {"mic": "microphone", "out": "computer sound"}.get(name, name)
+        where = f" {s['device']}" if s["device"] else ""
+        why = f" ({s['why']})" if s["why"] else ""
+        parts.append(
+            f"{label} {s['state']}{why}{where}: {s['slots_stored']} slot(s) with speech stored, "
+            f"{s['slots_silent']} silent"
+        )
+    return "sound: " + "; ".join(parts) + (f"; {audio['error']}" if audio.get("error") else "")
 
 
 def cmd_capture(args, cfg) -> int:
@@ -298,6 +322,7 @@ def _run_daemon(args, cfg) -> int:
                 "interval_s": args.interval,
                 "encrypt": args.encrypt or None,
                 "budget_mb": args.budget_mb,
+                "audio": args.audio or None,
             }.items()
             if v is not None
         }
@@ -314,7 +339,12 @@ def _run_daemon(args, cfg) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     store = CaptureStore(
-        c.out, int(c.budget_mb * 1e6), c.max_age_days, int(c.min_free_mb * 1e6), cipher
+        c.out,
+        int(c.budget_mb * 1e6),
+        c.max_age_days,
+        int(c.min_free_mb * 1e6),
+        cipher,
+        keep_audio_days=c.keep_audio,
     )
     try:
         if args.adopt:
@@ -331,14 +361,27 @@ def _run_daemon(args, cfg) -> int:
     except CaptureFolderBusy as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    audio = None
+    if c.audio:
+        from perception.capture.audio import AudioRecorder
+        from perception.capture.pulse import INSTALL, tools_missing
+
+        if missing := tools_missing():
+            print(f"error: --audio needs {', '.join(missing)}; {INSTALL}", file=sys.stderr)
+            return 2
+        audio = AudioRecorder(
+            store, clip_s=cfg.perception.clip_s, min_speech_s=c.audio_min_speech_s
+        )
     try:
-        capturer = Capturer(c, store)
+        capturer = Capturer(c, store, audio=audio)
     except Unsupported as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (DesktopLost, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    if audio is not None:
+        audio.gate = capturer.sound_gate
     try:
         server = ControlServer(capturer.handle)
     except RuntimeError as e:

@@ -139,7 +139,7 @@ def cmd_forget(args, cfg) -> int:
     if not args.yes:
         print(f"would forget {what}")
         print(
-            f"would delete {len(doomed)} file(s) mnemo captured (screenshots and their sidecars)"
+            f"would delete {len(doomed)} file(s) mnemo captured (screenshots, sound and their sidecars)"
             + (f" in {', '.join(folders)}" if folders else "")
             + "; no other file is touched"
         )
@@ -153,7 +153,7 @@ def cmd_forget(args, cfg) -> int:
     images = counts["screenshots_deleted"]
     print(
         f"forgot {what}; {counts['edges']} edge(s) and {counts['entities']} entities removed, "
-        f"{counts['memories_changed']} other memories lost evidence; {images} screenshot(s) mnemo captured "
+        f"{counts['memories_changed']} other memories lost evidence; {images} screenshot(s) and sound file(s) mnemo captured "
         f"deleted" + (f" from {', '.join(folders)}" if folders else "")
     )
     for path in kept:

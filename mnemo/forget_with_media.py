@@ -79,10 +79,10 @@ def _note_screenshots(store, clips: list[dict]) -> str | None:
 def screenshots_to_delete(clips: list[dict]) -> list[Path]:
     """The files forgetting ``clips`` (rows with ``source_path``, ``start_ts``, ``end_ts``) deletes:
     for each clip whose source is a day folder of a marked capture folder, the daemon's frames
-    captured within the clip's span ``[start_ts, end_ts)`` (the time their names carry) and their
-    sidecars. Nothing of any other folder. For previews: ``forget_screenshots`` deletes exactly
-    this list."""
-    from perception.capture.owned import capture_root_of, frame_time, is_frame_name, sidecar_of
+    captured within the clip's span ``[start_ts, end_ts)`` and the sound of the slots starting in
+    it (the time their names carry), and their sidecars. Nothing of any other folder. For
+    previews: ``forget_screenshots`` deletes exactly this list."""
+    from perception.capture.owned import audio_of, capture_root_of, frame_time, sidecar_of
 
     spans: dict[Path, list[tuple[float, float]]] = {}
     for c in clips:
@@ -92,10 +92,11 @@ def screenshots_to_delete(clips: list[dict]) -> list[Path]:
     out = []
     for folder, windows in sorted(spans.items()):
         for path in sorted(folder.iterdir()):
-            if not is_frame_name(path.name) or path.is_symlink() or not path.is_file():
+            if path.is_symlink() or not path.is_file():
                 continue
-            taken = frame_time(path.name)
-            if taken is None:  # is_frame_name said it carries one
+            sound = audio_of(path.name)
+            taken = frame_time(path.name) or (sound[0] if sound else None)
+            if taken is None:  # neither a frame nor a sound of the daemon's
                 continue
             t = taken.timestamp()
             if any(start <= t < end for start, end in windows):
@@ -114,16 +115,16 @@ def capture_folders(paths: list[Path]) -> list[str]:
 
 def forget_screenshots(clips: list[dict]) -> int:
     """Delete ``screenshots_to_delete(clips)``, the sidecars first as the capture budget does (a crash
-    between leaves images without sidecars, which the next capture start removes); returns how many
-    images went."""
-    from perception.capture.owned import is_frame_name
+    between leaves files without sidecars, which the next capture start removes); returns how many
+    images and sounds went."""
+    from perception.capture.owned import is_media_name
 
     paths = screenshots_to_delete(clips)
     for path in sorted(paths, key=lambda p: not p.name.endswith(".json")):
         if not path.name.endswith(".json"):
             forget_steps.step("images")  # the sidecars are gone, the images not yet
         path.unlink(missing_ok=True)
-    return sum(1 for p in paths if is_frame_name(p.name))
+    return sum(1 for p in paths if is_media_name(p.name))
 
 
 def apply_retention(

@@ -245,7 +245,7 @@ def test_forget_deletes_the_captured_frames_of_forgotten_clips_and_the_preview_c
         and preview["delete_in"] == [str(root.resolve())]
     )
     assert (
-        f"would delete 8 file(s) mnemo captured (screenshots and their sidecars) in {root.resolve()}"
+        f"would delete 8 file(s) mnemo captured (screenshots, sound and their sidecars) in {root.resolve()}"
         in out
     )
     rest = _service(store).forget(

@@ -108,6 +108,30 @@ class CaptureConfig(BaseModel):
             "The encryption key's file, readable by the user alone; empty: ~/.config/mnemo/capture.key."
         ),
     )
+    audio: bool = Field(
+        False,
+        description=(
+            "Also record sound: the microphone (the default source) and what the computer plays (the default "
+            "sink's monitor), through PulseAudio or pipewire-pulse, in the screen's 30 s clips; only the slots "
+            "with speech are stored."
+        ),
+    )
+    audio_min_speech_s: float = Field(
+        1.0,
+        ge=0,
+        description=(
+            "A 30 s slot of one stream is stored only when voice-activity detection finds at least this many "
+            "seconds of speech in it; silence, hum and music store nothing."
+        ),
+    )
+    keep_audio: float = Field(
+        7.0,
+        ge=0,
+        description=(
+            "Days the recorded sound is kept (frames keep to max_age_days); 0: only until its clip is ingested, "
+            "then only the transcript stays."
+        ),
+    )
     ingest_poll_s: float = Field(
         5.0,
         gt=0,

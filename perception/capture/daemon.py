@@ -9,6 +9,11 @@ tile changed while the user typed or moved the mouse; a static screen writes onl
 now and then.
 The loop grabs slower when the user is idle and stops grabbing while the screen saver is on, the
 screen is locked, the user paused it, or the disk is nearly full.
+
+With sound (``audio``, ``perception/capture/audio.py``), each tick also decides whether the
+microphone and the computer's sound may be recorded until the next one (``sound_gate``): not while
+the screen is locked, an excluded window has focus, the user paused capture or the sound, the disk
+is full or the desktop cannot be read, nor when no tick has said so lately (fail closed).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +33,9 @@ from perception.capture.privacy import Exclusions, blackout
 from perception.capture.storage import CaptureStore
 from perception.capture.tiles import TileTracker
 from perception.capture.windows import DesktopLost, DesktopSession, Rect, Unreadable, WindowInfo
+
+if TYPE_CHECKING:
+    from perception.capture.audio import AudioRecorder
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +95,7 @@ class Capturer:
         display_name: str | None = None,
         on_frame=None,
         desktop: DesktopSession | None = None,
+        audio: AudioRecorder | None = None,
     ) -> None:
         """``desktop``: the session to read (default: the one this process runs in, or the X
         display ``display_name``; ``perception.capture.session.open_desktop``)."""
@@ -114,11 +124,17 @@ class Capturer:
         self.error = ""
         self.unreadable = ""  # why the desktop could not be read, while it cannot
         self.disk_full = False  # the last write failed for want of space: wait for RESUME_FREE_B
+        self.audio = audio  # an AudioRecorder, started and stopped with the loop; None: no sound
+        self._sound_why = "capture is starting"  # why sound may not be recorded now ("": it may)
+        self._sound_at = 0.0  # when a tick last decided it
 
     # control (called from the socket thread)
     def handle(self, req: dict) -> dict:
         cmd = req.get("cmd")
         with self._lock:
+            sound_only = req.get("audio") is True
+            if sound_only and cmd in ("pause", "resume") and self.audio is None:
+                return {"error": "this daemon records no sound (start it with --audio)"}
             if cmd == "pause":
                 for_s = req.get("for_s")
                 if for_s is not None and not (
@@ -128,9 +144,15 @@ class Capturer:
                         "error": f"for_s is seconds to pause, more than 0 and at most {MAX_PAUSE_S:g}; "
                         f"not {for_s!r}"[:300]
                     }
-                self._user_pause_until = time.time() + for_s if for_s else float("inf")
+                if sound_only and self.audio is not None:
+                    self.audio.pause(for_s)
+                else:
+                    self._user_pause_until = time.time() + for_s if for_s else float("inf")
             elif cmd == "resume":
-                self._user_pause_until = None
+                if sound_only and self.audio is not None:
+                    self.audio.resume()
+                else:
+                    self._user_pause_until = None
             elif cmd == "stop":
                 self._stop.set()
             elif cmd in ("exclude", "include"):
@@ -174,7 +196,18 @@ class Capturer:
             "paused_until": self._user_pause_until
             if self._user_pause_until not in (None, float("inf"))
             else None,
+            "audio": self.audio.status() if self.audio is not None else None,
         }
+
+    def sound_gate(self) -> str:
+        """Why sound may not be recorded now; "" when it may (called for each chunk of sound)."""
+        stale = max(self.cfg.interval_s, self.cfg.idle_interval_s) * 3 + 5
+        if time.time() - self._sound_at > stale:
+            return "the screen's state is not known (capture is not looking)"
+        return self._sound_why
+
+    def _sound(self, why: str) -> None:
+        self._sound_why, self._sound_at = why, time.time()
 
     def stop(self) -> None:
         self._stop.set()
@@ -183,6 +216,8 @@ class Capturer:
     def run(self, duration_s: float | None = None) -> Counters:
         self.store.recover()
         end = time.monotonic() + duration_s if duration_s else float("inf")
+        if self.audio is not None:
+            self.audio.start()
         try:
             while not self._stop.is_set() and time.monotonic() < end:
                 try:
@@ -200,6 +235,9 @@ class Capturer:
                 self._sleep(min(wait, end - time.monotonic()))
         finally:
             self.state, self.why = "stopped", self.error or "stopped"
+            self._sound("capture stopped")
+            if self.audio is not None:
+                self.audio.stop()  # the slot in progress is finished and stored
             self.x.close()
         return self.counters
 
@@ -232,6 +270,8 @@ class Capturer:
         if say and (self.state != "paused" or self.why != why):
             (log.warning if warn else log.info)("capture paused: %s", why)
         self.state, self.why = "paused", why
+        if why != "the screen saver is on":  # a call goes on under a screen saver (tick)
+            self._sound(why)
         for m in self.monitors:
             m.tiles.reset()  # the first grab after a pause is kept
         self.last_tick = time.time()
@@ -256,6 +296,12 @@ class Capturer:
             )
         saver_on, idle = self.x.saver()
         if saver_on:
+            if self.audio is not None:  # a locker behind the saver stops the sound too
+                self._sound(
+                    "the screen is locked"
+                    if self.x.locked(self.x.stacking(), self.x.focused())
+                    else ""
+                )
             return self._pause("the screen saver is on", 1.0)
         if self.disk_full and self.store.free_bytes() < RESUME_FREE_B:
             return self._pause(
@@ -277,6 +323,10 @@ class Capturer:
         windows = self.x.stacking()
         if self.x.locked(windows, focused):
             return self._pause("the screen is locked", 1.0)
+        top = focused or next((w for w in reversed(windows) if w.rect is not None), None)
+        self._sound(
+            "an excluded window has focus" if top is not None and self.exclusions.why(top) else ""
+        )
         if self.state != "capturing" and not self.unreadable:
             log.info("capture resumed")
         self.state, self.why = "capturing", ""

@@ -6,8 +6,11 @@ it writes, all defined here:
 
 - frames ``YYYY/MM/DD/<YYYYmmddTHHMMSS.mmm>Z_m<monitor>.jpg`` (``.jpg.enc`` when encrypted), the
   time in UTC, the day folder in local time;
-- their sidecars, the frame's name plus ``.json``;
-- temp files ``.<frame or sidecar name>.tmp`` (storage's atomic writes), in a day folder;
+- sound ``YYYY/MM/DD/<YYYYmmddTHHMMSS.mmm>Z_a<stream>.ogg`` (``.ogg.enc``): one 30 s clip slot of
+  one audio stream (``mic``: the microphone; ``out``: what the computer played), Opus in Ogg, the
+  time the slot's start on the clip grid (``perception/capture/audio_store.py``);
+- their sidecars, the frame's or sound's name plus ``.json``;
+- temp files ``.<frame, sound or sidecar name>.tmp`` (storage's atomic writes), in a day folder;
 - ``heartbeat.jsonl`` in a day folder; ``.capture.lock`` and the marker (and its temp) in the root.
 
 Crash recovery, the age limit, the byte budget and ``mnemo forget`` delete only such files, and only
@@ -37,6 +40,8 @@ TMP_SUFFIX = ".tmp"
 SIDECAR_SUFFIX = ".json"
 
 _FRAME = re.compile(r"(\d{8}T\d{6}\.\d{3})Z_m(\d+)\.jpg(?:\.enc)?")
+AUDIO_STREAMS = ("mic", "out")  # the microphone; what the computer played (the sink's monitor)
+_AUDIO = re.compile(r"(\d{8}T\d{6}\.\d{3})Z_a(mic|out)\.ogg(?:\.enc)?")
 _DAY_PARTS = (re.compile(r"\d{4}"), re.compile(r"\d{2}"), re.compile(r"\d{2}"))
 
 
@@ -62,6 +67,33 @@ def frame_time(name: str) -> datetime | None:
     return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC) if m else None
 
 
+def audio_name(slot_start: datetime, stream: str, encrypted: bool) -> str:
+    """The name of ``stream``'s sound of the clip slot starting at ``slot_start``."""
+    if stream not in AUDIO_STREAMS:
+        raise ValueError(f"audio stream {stream!r} is not one of {', '.join(AUDIO_STREAMS)}")
+    utc = slot_start.astimezone(UTC)
+    return f"{utc:%Y%m%dT%H%M%S}.{utc.microsecond // 1000:03d}Z_a{stream}.ogg" + (
+        ".enc" if encrypted else ""
+    )
+
+
+def is_audio_name(name: str) -> bool:
+    return _AUDIO.fullmatch(name) is not None
+
+
+def audio_of(name: str) -> tuple[datetime, str] | None:
+    """The slot start (UTC) and the stream a sound's name carries; None for other names."""
+    m = _AUDIO.fullmatch(name)
+    if m is None:
+        return None
+    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC), m.group(2)
+
+
+def is_media_name(name: str) -> bool:
+    """A frame's or a sound's name: what the daemon stores with a sidecar."""
+    return is_frame_name(name) or is_audio_name(name)
+
+
 def sidecar_of(frame: Path) -> Path:
     return frame.with_name(frame.name + SIDECAR_SUFFIX)
 
@@ -72,14 +104,14 @@ def temp_name(name: str) -> str:
 
 
 def _is_sidecar_name(name: str) -> bool:
-    return name.endswith(SIDECAR_SUFFIX) and is_frame_name(name[: -len(SIDECAR_SUFFIX)])
+    return name.endswith(SIDECAR_SUFFIX) and is_media_name(name[: -len(SIDECAR_SUFFIX)])
 
 
 def _is_temp_name(name: str) -> bool:
     if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
         return False
     inner = name[1 : -len(TMP_SUFFIX)]
-    return is_frame_name(inner) or _is_sidecar_name(inner)
+    return is_media_name(inner) or _is_sidecar_name(inner)
 
 
 def is_day_folder(root: Path, folder: Path) -> bool:
@@ -92,8 +124,8 @@ def is_day_folder(root: Path, folder: Path) -> bool:
 
 
 def kind(root: Path, path: Path) -> str | None:
-    """What a file in capture folder ``root`` is to the daemon: ``frame``, ``sidecar``, ``temp`` or
-    ``heartbeat`` (in a day folder), ``marker`` or ``lock`` (in the root); None: not the daemon's."""
+    """What a file in capture folder ``root`` is to the daemon: ``frame``, ``audio``, ``sidecar``,
+    ``temp`` or ``heartbeat`` (in a day folder), ``marker`` or ``lock`` (in the root); None: not the daemon's."""
     name = path.name
     if path.parent == root:
         if name == MARKER or name == temp_name(MARKER):
@@ -103,6 +135,8 @@ def kind(root: Path, path: Path) -> str | None:
         return None
     if is_frame_name(name):
         return "frame"
+    if is_audio_name(name):
+        return "audio"
     if _is_sidecar_name(name):
         return "sidecar"
     if _is_temp_name(name):
@@ -194,7 +228,8 @@ def _write_marker(root: Path, adopted: bool) -> None:
             "written_by": "mnemo capture",
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "adopted": adopted,
-            "owns": "YYYY/MM/DD/<UTC>Z_m<monitor>.jpg[.enc] with <image>.json, heartbeat.jsonl",
+            "owns": "YYYY/MM/DD/<UTC>Z_m<monitor>.jpg[.enc] and <UTC>Z_a<stream>.ogg[.enc] with "
+            "<file>.json, heartbeat.jsonl",
         }
     )
     tmp = root / temp_name(MARKER)

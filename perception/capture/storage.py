@@ -1,5 +1,7 @@
 """Where captured screenshots go: ``YYYY/MM/DD/<UTC time>Z_m<monitor>.jpg`` with a sidecar
-``<image>.json``, private to the user, within a byte budget and a maximum age.
+``<image>.json``, private to the user, within a byte budget and a maximum age; and the sound of a
+clip slot, ``<UTC slot start>Z_a<stream>.ogg`` with its sidecar, counted in the same budget and
+age limit, and deleted sooner where ``keep_audio_days`` says so.
 
 The folder is marked as mnemo's (``perception/capture/owned.py``) before anything is written; one
 that holds files and no marker is refused. Recovery, the budget and the age limit delete only the
@@ -17,6 +19,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -26,10 +29,12 @@ from pathlib import Path
 from perception.capture.owned import (
     HEARTBEATS,
     LOCK,
+    audio_name,
     claim,
     day_folder,
     day_folders,
     frame_name,
+    is_audio_name,
     kind,
     sidecar_of,
     temp_name,
@@ -82,16 +87,19 @@ class CaptureStore:
         max_age_days: float = 0,
         min_free_bytes: int = 0,
         cipher=None,
+        keep_audio_days: float = 0,
     ) -> None:
         self.root = Path(root).expanduser()
+        self.keep_audio_days = keep_audio_days  # 0: sound is kept as long as frames are
         self.budget_bytes = budget_bytes  # 0: no budget
         self.max_age_days = max_age_days  # 0: keep forever
         self.min_free_bytes = min_free_bytes
         self.cipher = cipher  # a cryptography Fernet, or None to store plain JPEG
-        self._frames: deque[tuple[Path, int]] = deque()  # oldest first
+        self._frames: deque[tuple[Path, int]] = deque()  # frames and sound, oldest first
         self.total_bytes = 0
         self.deleted = 0
         self._claimed = False
+        self._lock = threading.Lock()  # frames come from the grab loop, sound from its own thread
 
     def claim(self) -> None:
         """Mark a new or empty folder as the capture's, or raise ``NotACaptureFolder`` (before
@@ -111,7 +119,11 @@ class CaptureStore:
         for day in day_folders(self.root):
             for path in sorted(day.iterdir()):
                 what = kind(self.root, path)
-                if what not in ("temp", "frame") or not path.is_file() or path.is_symlink():
+                if (
+                    what not in ("temp", "frame", "audio")
+                    or not path.is_file()
+                    or path.is_symlink()
+                ):
                     continue
                 if what == "temp":
                     path.unlink(missing_ok=True)
@@ -143,32 +155,39 @@ class CaptureStore:
 
     def write(self, jpeg: bytes, meta: dict, captured_at: datetime, monitor: int) -> Written:
         """Store one frame and its sidecar (``meta`` plus ``captured_at`` and ``monitor``)."""
+        name = frame_name(captured_at, monitor, self.cipher is not None)
+        return self._write(name, jpeg, {"monitor": monitor, **meta}, captured_at)
+
+    def write_audio(self, ogg: bytes, meta: dict, slot_start: datetime, stream: str) -> Written:
+        """Store the sound of one clip slot of ``stream`` and its sidecar (``meta`` plus
+        ``captured_at``, the slot's start)."""
+        name = audio_name(slot_start, stream, self.cipher is not None)
+        return self._write(name, ogg, meta, slot_start)
+
+    def _write(self, name: str, body: bytes, meta: dict, captured_at: datetime) -> Written:
         self.claim()
         day = day_folder(self.root, captured_at)
-        data = self.cipher.encrypt(jpeg) if self.cipher is not None else jpeg
-        image = day / frame_name(captured_at, monitor, self.cipher is not None)
+        data = self.cipher.encrypt(body) if self.cipher is not None else body
+        path = day / name
         side = json.dumps(
-            {
-                "captured_at": captured_at.astimezone(UTC).isoformat(timespec="milliseconds"),
-                "monitor": monitor,
-                **meta,
-            },
+            {"captured_at": captured_at.astimezone(UTC).isoformat(timespec="milliseconds"), **meta},
             ensure_ascii=False,
         ).encode()
         if self.cipher is not None:  # the window title is as private as the pixels
             side = self.cipher.encrypt(side)
         size = len(data) + len(side)
-        self._make_room(size)
-        _atomic_write(image, data)
-        try:
-            _atomic_write(sidecar_of(image), side)
-        except BaseException:  # a full disk between the two: no image without its sidecar
-            image.unlink(missing_ok=True)
-            raise
-        _fsync_dir(day)
-        self._frames.append((image, size))
-        self.total_bytes += size
-        return Written(image, size)
+        with self._lock:
+            self._make_room(size)
+            _atomic_write(path, data)
+            try:
+                _atomic_write(sidecar_of(path), side)
+            except BaseException:  # a full disk between the two: no file without its sidecar
+                path.unlink(missing_ok=True)
+                raise
+            _fsync_dir(day)
+            self._frames.append((path, size))
+            self.total_bytes += size
+        return Written(path, size)
 
     def heartbeat(self, record: dict) -> None:
         """A line in the day's heartbeat log: the daemon ran and the screen had not changed."""
@@ -188,31 +207,52 @@ class CaptureStore:
             return
         if size > self.budget_bytes:
             raise OSError(
-                f"one frame ({size} bytes) is larger than the capture budget ({self.budget_bytes} bytes); "
+                f"one frame or sound ({size} bytes) is larger than the capture budget ({self.budget_bytes} bytes); "
                 "raise [capture] budget_mb"
             )
         while self._frames and self.total_bytes + size > self.budget_bytes:
             self._delete_oldest()
 
+    def _expire_audio(self, now: float) -> int:
+        stamp = datetime.fromtimestamp(now - self.keep_audio_days * 86400, tz=UTC).strftime(
+            "%Y%m%dT%H%M%S"
+        )
+        with self._lock:
+            old = [
+                (p, size)
+                for p, size in self._frames
+                if is_audio_name(p.name) and p.name[:15] < stamp
+            ]
+            for path, size in old:
+                self._frames.remove((path, size))
+                self._delete(path, size)
+        return len(old)
+
     def _delete_oldest(self) -> None:
         path, size = (
             self._frames.popleft()
-        )  # only frames recover() found or write() wrote: the daemon's
+        )  # only files recover() found or write() wrote: the daemon's
+        self._delete(path, size)
+
+    def _delete(self, path: Path, size: int) -> None:
         sidecar_of(path).unlink(missing_ok=True)  # sidecar first: never a sidecar-less image
         path.unlink(missing_ok=True)
         self.total_bytes -= size
         self.deleted += 1
 
     def expire(self, now: float | None = None) -> int:
-        """Delete frames (and heartbeat logs) older than ``max_age_days``; returns frames deleted."""
+        """Delete frames and sound (and heartbeat logs) older than ``max_age_days``, and sound older
+        than ``keep_audio_days``; returns the files deleted (sidecars not counted)."""
+        now = now or time.time()
+        n = self._expire_audio(now) if self.keep_audio_days else 0
         if not self.max_age_days:
-            return 0
-        cutoff = datetime.fromtimestamp((now or time.time()) - self.max_age_days * 86400, tz=UTC)
+            return n
+        cutoff = datetime.fromtimestamp(now - self.max_age_days * 86400, tz=UTC)
         stamp = cutoff.strftime("%Y%m%dT%H%M%S")
-        n = 0
-        while self._frames and self._frames[0][0].name[:15] < stamp:
-            self._delete_oldest()
-            n += 1
+        with self._lock:
+            while self._frames and self._frames[0][0].name[:15] < stamp:
+                self._delete_oldest()
+                n += 1
         for day in reversed(day_folders(self.root)):
             log_file = day / HEARTBEATS
             if (
