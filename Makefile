@@ -20,7 +20,7 @@ FAST_STAMP := $(VENV)/.installed-fast
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2 \
-	sway grim foot wtype swayidle swaylock weston xwayland
+	sway grim foot wtype swayidle swaylock weston xwayland pulseaudio pulseaudio-utils
 
 .PHONY: demo test test-fast install install-dev xtools clean docs lint
 
@@ -58,12 +58,12 @@ $(FAST_STAMP): $(STAMP)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/mnemo demo
 
-# the capture daemon's tests need a real X server and X clients, the timeline page's test a real
-# Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox, bench ocr's CPU
+# the capture daemon's tests need a real X server and X clients (its sound a PulseAudio server and
+# Pulse's tools), the timeline page's test a real Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox, bench ocr's CPU
 # comparison QEMU's user-mode emulator, the two-node Ray test iproute2 (Debian packages); as root
 # they are installed here, otherwise those tests skip locally (and fail in CI) saying what to install
 xtools:
-	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock ip sway grim foot wtype swayidle swaylock weston Xwayland; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock ip sway grim foot wtype swayidle swaylock weston Xwayland pulseaudio pactl parec paplay; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(XPKGS); \

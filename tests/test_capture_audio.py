@@ -1,0 +1,271 @@
+"""The daemon's sound against a real PulseAudio server (``bench/pulse_server.py``): a null sink as
+the far side of a call, a virtual microphone, speech from espeak-ng, noise and music."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from bench.pulse_server import CALL_SINK, MIC, MIC_FEED, PulseServer, missing_tools
+from conftest import unavailable
+from perception.capture.audio import AudioRecorder
+from perception.capture.owned import audio_of, is_audio_name, sidecar_of
+from perception.capture.storage import CaptureStore
+
+CLIP_S = 4.0  # a short grid: the recorder cuts on any; ingest uses the clips' 30 s
+OWNER = "I will send the budget to Sam on Friday morning, after the review."
+
+
+@pytest.fixture
+def pulse(tmp_path, monkeypatch):
+    if why := missing_tools():
+        unavailable(why)
+    server = PulseServer(tmp_path / "pulse")
+    for key in ("PULSE_SERVER", "PULSE_RUNTIME_PATH", "PULSE_STATE_PATH", "PULSE_COOKIE"):
+        monkeypatch.setenv(key, server.env[key])
+    yield server
+    server.close()
+
+
+def _espeak(path: Path, text: str, voice: str = "en-us") -> Path:
+    subprocess.run(["espeak-ng", "-v", voice, "-w", str(path), text], check=True)
+    return path
+
+
+def _wav(path: Path, samples: np.ndarray, rate: int = 16000) -> Path:
+    sf.write(path, samples.astype(np.float32), rate)
+    return path
+
+
+def _sounds(root: Path) -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = {"mic": [], "out": []}
+    for p in sorted(root.rglob("*")):
+        if is_audio_name(p.name):
+            found = audio_of(p.name)
+            assert found is not None
+            out[found[1]].append(p)
+    return out
+
+
+def _until(check, timeout_s: float = 20.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s:g} s: {what}")
+        time.sleep(0.2)
+
+
+def _recorder(tmp_path: Path, gate=lambda: "", cipher=None) -> AudioRecorder:
+    store = CaptureStore(tmp_path / "out", cipher=cipher)
+    store.recover()
+    return AudioRecorder(store, gate, clip_s=CLIP_S, min_speech_s=1.0)
+
+
+def _recording(rec: AudioRecorder) -> bool:
+    streams = rec.status()["streams"]
+    return all(s["state"] == "recording" for s in streams.values())
+
+
+def _finished(rec: AudioRecorder) -> None:
+    """Wait until the slots holding what was played are finished (stored or found silent)."""
+    time.sleep(CLIP_S + 1.5)
+
+
+def test_each_stream_keeps_its_own_speech(pulse, tmp_path):
+    """What the microphone hears is stored as ``mic``, what the computer plays as ``out``: each
+    slot with speech once, on the grid, with a sidecar that says its stream, device and speech."""
+    owner = _espeak(tmp_path / "owner.wav", OWNER)
+    far = _espeak(tmp_path / "far.wav", "Thanks, the numbers look good to me.", "en-gb")
+    rec = _recorder(tmp_path).start()
+    try:
+        _until(lambda: _recording(rec), what="both streams recording")
+        pulse.play(owner, MIC_FEED)
+        _finished(rec)
+        mid = _sounds(tmp_path / "out")
+        assert mid["mic"] and not mid["out"]
+        pulse.play(far, CALL_SINK)
+        _finished(rec)
+    finally:
+        rec.stop()
+    found = _sounds(tmp_path / "out")
+    assert found["mic"] == mid["mic"] and found["out"]
+    for stream, paths in found.items():
+        for p in paths:
+            side = json.loads(sidecar_of(p).read_text())
+            start, _ = audio_of(p.name)  # type: ignore[misc]
+            assert start.timestamp() % CLIP_S == 0
+            assert side["stream"] == stream and side["codec"] == "opus"
+            assert side["device"] == (MIC if stream == "mic" else f"{CALL_SINK}.monitor")
+            samples, rate = sf.read(p)
+            assert rate == 16000 and len(samples) == CLIP_S * 16000
+            assert side["speech_s"] >= 1.0 and side["speech"]
+    status = rec.status()["streams"]
+    assert status["mic"]["slots_stored"] == len(found["mic"])
+    assert status["out"]["slots_stored"] == len(found["out"])
+    assert status["mic"]["slots_silent"] > 0  # the slots before anyone spoke stored nothing
+
+
+def test_silence_noise_and_music_store_nothing(pulse, tmp_path):
+    """No speech, no sound kept: silence, white noise and music (chords over a beat) played into
+    both streams leave no file at all."""
+    rate = 16000
+    t = np.arange(int(rate * 9)) / rate
+    rng = np.random.default_rng(7)
+    noise = _wav(tmp_path / "noise.wav", 0.3 * rng.standard_normal(t.size))
+    chords = sum(
+        np.sin(2 * np.pi * f * t) * (np.floor(t * 2) % 2 == k % 2)
+        for k, f in enumerate((220.0, 277.2, 329.6, 440.0, 554.4))
+    )
+    beat = np.sin(2 * np.pi * 60 * t) * np.exp(-((t * 4) % 1) * 8)
+    music = _wav(tmp_path / "music.wav", 0.15 * np.asarray(chords) + 0.3 * beat)
+    rec = _recorder(tmp_path).start()
+    try:
+        _until(lambda: _recording(rec), what="both streams recording")
+        for wav in (noise, music):
+            a = pulse.play(wav, CALL_SINK, wait=False)
+            b = pulse.play(wav, MIC_FEED, wait=False)
+            a.wait(30)
+            b.wait(30)
+        _finished(rec)
+    finally:
+        rec.stop()
+    assert _sounds(tmp_path / "out") == {"mic": [], "out": []}
+    status = rec.status()["streams"]
+    assert status["out"]["slots_silent"] >= 4 and status["mic"]["slots_silent"] >= 4
+
+
+def test_a_closed_gate_keeps_nothing_and_says_why(pulse, tmp_path):
+    """While the gate names a reason (the screen locked, an excluded window focused) sound is
+    dropped, not held: speech then is never stored; the status says why; a user's pause of the
+    sound alone does the same."""
+    why = ["the screen is locked"]
+    speech = _espeak(tmp_path / "s.wav", OWNER)
+    rec = _recorder(tmp_path, gate=lambda: why[0]).start()
+    try:
+        _until(lambda: rec.status()["streams"]["mic"]["device"] == MIC, what="mic found")
+        status = rec.status()
+        assert not status["recording"]
+        assert status["streams"]["mic"] == {
+            "state": "paused",
+            "why": "the screen is locked",
+            "device": MIC,
+            "slots_stored": 0,
+            "slots_silent": 0,
+        }
+        pulse.play(speech, MIC_FEED)
+        pulse.play(speech, CALL_SINK)
+        _finished(rec)
+        assert _sounds(tmp_path / "out") == {"mic": [], "out": []}
+        why[0] = ""
+        rec.pause()
+        assert "sound paused by the user" in rec.status()["streams"]["out"]["why"]
+        pulse.play(speech, CALL_SINK)
+        _finished(rec)
+        assert _sounds(tmp_path / "out") == {"mic": [], "out": []}
+        rec.resume()
+        assert rec.status()["recording"]
+        pulse.play(speech, CALL_SINK)
+        _finished(rec)
+    finally:
+        rec.stop()
+    assert _sounds(tmp_path / "out")["out"]
+
+
+def test_it_follows_the_default_and_waits_for_a_device_that_went(pulse, tmp_path):
+    """A new default sink is followed; a microphone that goes away pauses its stream saying so,
+    and it records again once a microphone is back; the other stream goes on meanwhile."""
+    rec = _recorder(tmp_path).start()
+    try:
+        _until(lambda: _recording(rec), what="both streams recording")
+        pulse.pactl("load-module", "module-null-sink", "sink_name=headset")
+        pulse.pactl("set-default-sink", "headset")
+        _until(
+            lambda: rec.status()["streams"]["out"]["device"] == "headset.monitor",
+            what="out follows the new default sink",
+        )
+        pulse.pactl("unload-module", pulse.module_of(MIC))
+        pulse.pactl("unload-module", pulse.module_of(MIC_FEED))
+        _until(
+            lambda: rec.status()["streams"]["mic"]["state"] == "paused",
+            what="mic paused without a microphone",
+        )
+        assert "no microphone" in rec.status()["streams"]["mic"]["why"]
+        assert rec.status()["streams"]["out"]["state"] == "recording"
+        pulse.add_microphone()
+        _until(lambda: _recording(rec), what="the microphone is back")
+        speech = _espeak(tmp_path / "s.wav", OWNER)
+        pulse.play(speech, MIC_FEED)
+        _finished(rec)
+    finally:
+        rec.stop()
+    assert _sounds(tmp_path / "out")["mic"]
+
+
+def test_a_server_restart_pauses_then_resumes(pulse, tmp_path):
+    speech = _espeak(tmp_path / "s.wav", OWNER)
+    rec = _recorder(tmp_path).start()
+    try:
+        _until(lambda: _recording(rec), what="both streams recording")
+        pulse.kill()
+        _until(
+            lambda: rec.status()["streams"]["out"]["state"] == "paused",
+            what="paused without a server",
+        )
+        assert "sound server" in rec.status()["streams"]["out"]["why"]
+        pulse.start()
+        _until(lambda: _recording(rec), timeout_s=30, what="recording again")
+        pulse.play(speech, CALL_SINK)
+        _finished(rec)
+    finally:
+        rec.stop()
+    assert _sounds(tmp_path / "out")["out"]
+
+
+def test_encrypted_sound_and_sidecar(pulse, tmp_path):
+    from cryptography.fernet import Fernet
+
+    cipher = Fernet(Fernet.generate_key())
+    rec = _recorder(tmp_path, cipher=cipher).start()
+    try:
+        _until(lambda: _recording(rec), what="both streams recording")
+        pulse.play(_espeak(tmp_path / "s.wav", OWNER), CALL_SINK)
+        _finished(rec)
+    finally:
+        rec.stop()
+    (path, *_) = _sounds(tmp_path / "out")["out"]
+    assert path.name.endswith(".ogg.enc")
+    assert b"OggS" not in path.read_bytes()[:64] and b"opus" not in sidecar_of(path).read_bytes()
+    import io
+
+    samples, rate = sf.read(io.BytesIO(cipher.decrypt(path.read_bytes())))
+    assert rate == 16000 and np.abs(samples).max() > 0.05
+    assert json.loads(cipher.decrypt(sidecar_of(path).read_bytes()))["stream"] == "out"
+
+
+def test_no_microphone_is_not_taken_for_one(tmp_path, monkeypatch):
+    """A computer without a microphone has a monitor as its default source: recording it as the
+    microphone would make everything the computer plays the owner's words."""
+    if why := missing_tools():
+        unavailable(why)
+    server = PulseServer(tmp_path / "pulse", microphone=False)
+    try:
+        for key in ("PULSE_SERVER", "PULSE_RUNTIME_PATH", "PULSE_STATE_PATH", "PULSE_COOKIE"):
+            monkeypatch.setenv(key, server.env[key])
+        assert server.pactl("get-default-source").endswith(".monitor")
+        rec = _recorder(tmp_path).start()
+        try:
+            _until(
+                lambda: rec.status()["streams"]["out"]["state"] == "recording", what="out records"
+            )
+            _until(lambda: rec.status()["streams"]["mic"]["state"] == "paused", what="mic paused")
+            assert rec.status()["streams"]["mic"]["why"].startswith("no microphone")
+        finally:
+            rec.stop()
+    finally:
+        server.close()
