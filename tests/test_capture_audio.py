@@ -98,8 +98,8 @@ def test_each_stream_keeps_its_own_speech(pulse, tmp_path):
     for stream, paths in found.items():
         for p in paths:
             side = json.loads(sidecar_of(p).read_text())
-            start, _ = audio_of(p.name)  # type: ignore[misc]
-            assert start.timestamp() % CLIP_S == 0
+            named = audio_of(p.name)
+            assert named is not None and named[0].timestamp() % CLIP_S == 0
             assert side["stream"] == stream and side["codec"] == "opus"
             assert side["device"] == (MIC if stream == "mic" else f"{CALL_SINK}.monitor")
             samples, rate = sf.read(p)
