@@ -269,3 +269,72 @@ def test_no_microphone_is_not_taken_for_one(tmp_path, monkeypatch):
             rec.stop()
     finally:
         server.close()
+
+
+@pytest.mark.slow
+def test_the_daemon_stops_the_sound_while_locked_or_excluded(desktop, pulse, tmp_path):
+    """The capture daemon on a real X desktop decides for its recorder: a real locker (i3lock)
+    and a focused excluded window each stop the sound, said in ``status``; speech then is never
+    stored; ``pause`` with ``audio`` stops the sound alone, the frames go on."""
+    import shutil
+    import threading
+
+    from perception.capture.config import CaptureConfig
+    from perception.capture.daemon import Capturer
+
+    if shutil.which("i3lock") is None:
+        unavailable("no i3lock: apt-get install i3lock (make xtools does it as root)")
+    speech = _espeak(tmp_path / "s.wav", OWNER)
+    out = tmp_path / "out"
+    store = CaptureStore(out)
+    rec = AudioRecorder(store, clip_s=CLIP_S, min_speech_s=1.0)
+    cfg = CaptureConfig(
+        out=str(out), interval_s=0.5, idle_after_s=3600.0, exclude_classes=["SecretApp"]
+    )
+    cap = Capturer(cfg, store, display_name=desktop.display, audio=rec)
+    rec.gate = cap.sound_gate
+    term = desktop.xterm("notes")
+    desktop.focus(term)
+    thread = threading.Thread(target=cap.run)
+    thread.start()
+
+    def sound() -> dict:
+        return cap.handle({"cmd": "status"})["audio"]
+
+    try:
+        _until(lambda: sound()["recording"], what="the sound records")
+        locker = desktop.spawn(["i3lock", "-n", "-c", "000000"])
+        try:
+            _until(lambda: not sound()["recording"], what="the lock stops the sound")
+            assert sound()["streams"]["mic"]["why"] == "the screen is locked"
+            pulse.play(speech, MIC_FEED)
+            _finished(rec)
+        finally:
+            locker.kill()
+            locker.wait()
+        _until(lambda: sound()["recording"], what="the sound again after the lock")
+        assert _sounds(out) == {"mic": [], "out": []}, "sound was stored under the lock"
+
+        secret = desktop.xterm("payroll", cls="SecretApp")
+        desktop.focus(secret)
+        _until(lambda: not sound()["recording"], what="the excluded window stops the sound")
+        assert sound()["streams"]["out"]["why"] == "an excluded window has focus"
+        pulse.play(speech, CALL_SINK)
+        _finished(rec)
+        assert _sounds(out) == {"mic": [], "out": []}, "sound was stored while excluded"
+        desktop.focus(term)
+        _until(lambda: sound()["recording"], what="the sound again after the excluded window")
+
+        assert cap.handle({"cmd": "pause", "audio": True})["state"] == "capturing"
+        assert "sound paused by the user" in sound()["streams"]["mic"]["why"]
+        pulse.play(speech, MIC_FEED)
+        _finished(rec)
+        assert _sounds(out) == {"mic": [], "out": []}, "sound was stored while paused"
+        cap.handle({"cmd": "resume", "audio": True})
+        assert sound()["recording"]
+        pulse.play(speech, MIC_FEED)
+        _finished(rec)
+    finally:
+        cap.stop()
+        thread.join(timeout=30)
+    assert _sounds(out)["mic"], "nothing stored once the sound was resumed"
