@@ -423,3 +423,66 @@ def test_a_sway_socket_that_answers_garbage_is_unreadable(tmp_path):
     path.unlink()
     with pytest.raises(Unreadable, match="cannot be read"):
         SwayIPC(path).request(GET_TREE)
+
+
+def _ogg(seconds: float = 30.0) -> bytes:
+    from perception.capture.audio import encode_opus
+
+    t = np.arange(int(16000 * seconds)) / 16000
+    return encode_opus((0.2 * np.sin(2 * np.pi * 300 * t)).astype(np.float32))
+
+
+def test_sound_shares_the_budget_the_recovery_and_its_own_age(tmp_path):
+    """A slot's sound is the daemon's file as a frame is: within the byte budget (the oldest of
+    either goes first), cleared of crash leftovers on start, deleted after ``keep_audio_days`` while
+    the frames of the same time stay, and only the daemon's names are ever touched."""
+    from perception.capture.owned import kind
+
+    ogg = _ogg()
+    store = CaptureStore(tmp_path / "screens", budget_bytes=len(ogg) * 3)
+    store.recover()
+    t = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+    for i in range(5):
+        store.write_audio(ogg, {"stream": "out"}, t + timedelta(seconds=30 * i), "out")
+        store.write(_jpeg(i), {"app": "a"}, t + timedelta(seconds=30 * i + 2), 1)
+        on_disk = sum(p.stat().st_size for p in store.root.rglob("*") if p.is_file())
+        assert on_disk <= store.budget_bytes
+    day = next(store.root.rglob("*.ogg")).parent
+    sounds = sorted(p.name for p in day.glob("*.ogg"))
+    assert sounds and sounds[0] > "20261120T090000.000Z_aout.ogg"  # the oldest went first
+    assert kind(store.root, day / sounds[0]) == "audio"
+    side = json.loads((day / (sounds[-1] + ".json")).read_text())
+    assert side == {"captured_at": "2026-11-20T09:02:00.000+00:00", "stream": "out"}
+
+    (day / ".20261120T090300.000Z_amic.ogg.tmp").write_bytes(b"half")
+    (day / "20261120T090300.000Z_amic.ogg").write_bytes(ogg)  # killed before its sidecar
+    (day / "notes.ogg").write_bytes(b"the user's")  # not a name the daemon writes
+    again = CaptureStore(tmp_path / "screens", keep_audio_days=1)
+    found = again.recover()
+    assert found["temps"] == 1 and found["orphans"] == 1
+    frames = sorted(p.name for p in day.glob("*.jpg"))
+    assert again.expire(now=(t + timedelta(days=2)).timestamp()) == len(sounds)
+    assert not list(day.glob("*Z_a*")), "sound past keep_audio_days stayed"
+    assert sorted(p.name for p in day.glob("*.jpg")) == frames  # frames keep to max_age_days
+    assert (day / "notes.ogg").read_bytes() == b"the user's"
+
+
+def test_forgetting_a_clip_deletes_its_sound(tmp_path):
+    """``forget`` deletes the sound of the slots a forgotten clip covers, with their sidecars,
+    and nothing of the slots beside it."""
+    from mnemo.forget_with_media import forget_screenshots, screenshots_to_delete
+
+    store = CaptureStore(tmp_path / "screens")
+    store.recover()
+    t = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+    for i in range(3):
+        store.write_audio(_ogg(1.0), {"stream": "mic"}, t + timedelta(seconds=30 * i), "mic")
+    day = next(store.root.rglob("*.ogg")).parent
+    clip = {"source_path": str(day), "start_ts": t.timestamp() + 30, "end_ts": t.timestamp() + 60}
+    doomed = sorted(p.name for p in screenshots_to_delete([clip]))
+    assert doomed == ["20261120T090030.000Z_amic.ogg", "20261120T090030.000Z_amic.ogg.json"]
+    assert forget_screenshots([clip]) == 1
+    assert sorted(p.name for p in day.glob("*.ogg")) == [
+        "20261120T090000.000Z_amic.ogg",
+        "20261120T090100.000Z_amic.ogg",
+    ]
