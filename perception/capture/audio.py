@@ -171,16 +171,19 @@ class AudioRecorder:
         self._look.set()
         if self._events is not None:
             self._events.stop()
+        for t in self._threads[:1]:  # the supervisor: no stream is started or halted after this
+            t.join(5.0)
         for s in self.streams.values():
             if s.rec is not None:
                 s.rec.stop()
                 s.rec = None
+            s.status.state, s.status.why = "off", "capture stopped"
         with self._lock:
             for s in self.streams.values():
                 for index in sorted(s.slots):
                     self._finished.put((s.name, index, s.slots.pop(index)))
         self._finished.put(None)
-        for t in self._threads:
+        for t in self._threads[1:]:
             t.join(30.0)
 
     def _supervise(self) -> None:
@@ -196,6 +199,8 @@ class AudioRecorder:
                 self._follow_defaults()
             self._finish_slots(now)
             self._look.wait(0.5)
+            if self._stop.is_set():
+                return
 
     def _follow_defaults(self) -> None:
         """Each stream on its default device; a stream that cannot be is paused saying why."""
@@ -242,6 +247,8 @@ class AudioRecorder:
         s.status.state, s.status.why, s.status.device = "recording", "", device
 
     def _halt(self, s: _Stream, why: str) -> None:
+        if self._stop.is_set():  # its recording was ended by stop, not lost
+            return
         if s.rec is not None:
             s.rec.stop()
             s.rec = None
