@@ -315,8 +315,11 @@ _NOT_SAID = {
     "lost",
     "locked",
 }
+_SPOKEN_DIGIT = r"(?:\d|zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+# a PIN in figures or, as speech recognition writes one said aloud, in words ("one two three four")
 _PIN = re.compile(
-    r"(?i)\bpin(?:\s+(?:code|number))?(?:\s*[:=]\s*|\s+(?:is|was)\s+)(?P<value>\d(?:[\s-]?\d){2,11})\b"
+    r"(?i)\bpin(?:\s+(?:code|number))?(?:\s*[:=]\s*|\s+(?:is|was)\s+)"
+    rf"(?P<value>\d(?:[\s-]?\d){{2,11}}|{_SPOKEN_DIGIT}(?:(?:,?\s+|-){_SPOKEN_DIGIT}){{2,11}})\b"
 )
 # one-time codes, labelled ("verification code 123456", "CVV: 123") or after the fact
 # ("123456 is your login code"); "error code 404", "zip code 94107" have no such label

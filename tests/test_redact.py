@@ -41,6 +41,14 @@ ALL = Redactor(KINDS)
         ("slack xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx", "slack [secret]"),
         ("my password is hunter2, don't tell", "my password is [password], don't tell"),
         ("PIN: 4821", "PIN: [password]"),
+        # said aloud and transcribed: a PIN and a card in words
+        ("the pin is one two three four", "the pin is [password]"),
+        ("my pin was nine, eight, seven, six and then", "my pin was [password] and then"),
+        ("pin is one of the things", None),
+        (
+            "the card is four one one one, one one one one, one one one one, one one one one",
+            "the card is [card]",
+        ),
         ("my password was correct horse battery staple.", "my password was [password]."),
         ("passcode: 1234", "passcode: [password]"),
         ("4111 1111 1111 1111 12/27", "[card] 12/27"),
