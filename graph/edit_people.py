@@ -1,4 +1,5 @@
-"""The user's changes to people: name, merge, split and undo, each checked first, then recorded.
+"""The user's changes to people: name, merge, split, me and undo, each checked first, then
+recorded; and the one change inference records, the owner heard on the microphone (``heard_owner``).
 
 Every change is one row appended to the ``people_log`` table (``graph.resolve_people.PeopleOp``) and
 replayed when people are read, so nothing else is rewritten: a rename or a merge shows everywhere
@@ -28,7 +29,15 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Protocol
 
-from graph.resolve_people import PeopleError, PeopleOp, Person, find_person, last_undoable
+from graph.resolve_people import (
+    MICROPHONE,
+    PeopleError,
+    PeopleOp,
+    Person,
+    find_person,
+    last_undoable,
+    may_hear_owner,
+)
 from graph.sidefiles import SideFiles
 
 MAX_NAME_CHARS = 80
@@ -240,7 +249,7 @@ def _record(store: PeopleLog, check, *args) -> Change:
     if (
         undone or op
     ).op == "me":  # the owner before it is touched too: no longer (or again) the owner
-        ids += [i for p in before if p.owner for i in p.ids]
+        ids += [i for p in before if p.owner or p.owner_heard for i in p.ids]
     return Change(op, _touched(ids, store.people()), undone)
 
 
@@ -269,3 +278,25 @@ def me(store: PeopleLog, who: str) -> Change:
 def undo(store: PeopleLog) -> Change:
     """Reverse the latest change still in force (an undo of an undo is not offered: change again)."""
     return _record(store, _check_undo)
+
+
+def heard_owner(store: PeopleLog, voice: str, clip_id: str) -> Change | None:
+    """Mark ``voice``, heard alone on the capture daemon's microphone in clip ``clip_id``, as the
+    owner, if the owner may still be inferred (``graph.resolve_people.may_hear_owner``: nobody is
+    the owner and the user never said who is); None, with nothing written, otherwise. Called once
+    the clip is committed, so the voice is in the store when the mark is read. Checked and
+    appended under the people lock, as the user's changes are, so a ``mnemo people me`` made
+    meanwhile wins."""
+    with _locked(store):
+        ops = store.people_ops()
+        if not may_hear_owner(ops, store.people()):
+            return None
+        op = PeopleOp(
+            max((o.seq for o in ops), default=0) + 1,
+            "me",
+            voice,
+            {"source": MICROPHONE, "clip": clip_id},
+            time.time(),
+        )
+        store.append_people_op(op)
+    return Change(op, _touched([voice], store.people()))

@@ -9,8 +9,12 @@ everywhere at once.
 
 The user's own changes (``name``, ``merge``, ``split``, and ``me``: whose memory this is) are a log
 in the ``people_log`` table, replayed in order over what inference wrote, so inference can never
-overwrite them (the writers never touch that table) and ``undo`` is one more row: the latest change
-not undone is skipped from then on.
+overwrite them and ``undo`` is one more row: the latest change not undone is skipped from then on.
+The writers never touch that table but once: while nobody is the owner and the user never said who
+is, the voice first heard alone on the capture daemon's microphone is marked as the owner by a ``me``
+row whose ``source`` is ``microphone`` (``graph.edit_people.heard_owner``). Such an owner is
+``owner_heard``, not ``owner``: the user's own ``me`` (or ``[people] me`` in the config) wins
+over it (``owner_of``), and once the user has marked anyone, or undone a mark, none is inferred again.
 
 A person's id is the lowest-numbered character in the group (``character_2``), else its lowest
 voice or face id; any member id finds the person too.
@@ -27,6 +31,7 @@ from graph.rows import Edge, Entity, sources_of
 
 # where an inferred name came from, strongest first (the edge kinds that carry its evidence)
 NAME_EVIDENCE = ("introduced_as", "addressed_as")
+MICROPHONE = "microphone"  # a ``me`` row's source when the owner was heard on the microphone
 _ID = re.compile(r"^(character|voice|face)_(\d+)$")
 
 
@@ -46,7 +51,8 @@ def id_order(entity_id: str) -> tuple[int, int, str]:
 class PeopleOp:
     """One change the user made: ``name`` (person, name), ``merge`` (person, other), ``split``
     (person, members: the entities that leave it), ``me`` (person: the entity id the owner was
-    marked by), ``undo`` (target: the seq it undoes)."""
+    marked by; ``source`` ``microphone`` and ``clip`` when the memorizer inferred it, see the
+    module's docstring), ``undo`` (target: the seq it undoes)."""
 
     seq: int
     op: str
@@ -73,6 +79,11 @@ class PeopleOp:
             float(row["ts"]),
         )
 
+    @property
+    def heard(self) -> bool:
+        """A ``me`` the memorizer inferred from the microphone, not the user's."""
+        return self.op == "me" and self.args.get("source") == MICROPHONE
+
     def describe(self) -> str:
         if self.op == "name":
             return f"name {self.person} {self.args.get('name', '')!r}"
@@ -81,7 +92,7 @@ class PeopleOp:
         if self.op == "split":
             return f"split {self.person} {' '.join(self.args.get('members', []))}"
         if self.op == "me":
-            return f"me {self.person}"
+            return f"me {self.person}" + (" (heard on the microphone)" if self.heard else "")
         return f"undo #{self.args.get('target')}"
 
 
@@ -94,6 +105,9 @@ class Person:
     first_seen_ts: float = 0.0
     last_seen_ts: float = 0.0
     owner: bool = False  # the person whose memory this is ("I" in a question), as the user marked
+    # the owner as inferred: the voice first heard alone on the microphone, while the user marked
+    # nobody (``owner_of`` prefers the user's mark and the config's)
+    owner_heard: bool = False
 
     @property
     def label(self) -> str:
@@ -180,7 +194,8 @@ def resolve(
     user_names: dict[
         str, str
     ] = {}  # entity id (the person's id when named) -> name, later ones win
-    owner = ""  # the entity the owner was last marked by
+    # the entity the owner was last marked by, and whether that mark was inferred (the microphone)
+    owner, by_mic = "", False
     for op in active_ops(list(ops)):
         if op.op == "merge":
             groups.links.append((op.person, op.args["other"]))
@@ -201,7 +216,7 @@ def resolve(
             user_names.pop(op.person, None)  # to the end: the latest name given in a group wins
             user_names[op.person] = op.args["name"]
         elif op.op == "me":
-            owner = op.person
+            owner, by_mic = op.person, op.heard
     sources = _name_sources(list(name_edges))
     people = []
     for group in groups.components():
@@ -236,7 +251,8 @@ def resolve(
                 tuple(ids[1:]),
                 min((e.first_seen_ts for e in seen), default=0.0),
                 max((e.last_seen_ts for e in seen), default=0.0),
-                owner in group,
+                owner in group and not by_mic,
+                owner in group and by_mic,
             )
         )
     return sorted(people, key=lambda p: id_order(p.person_id))
@@ -244,14 +260,35 @@ def resolve(
 
 def owner_of(people: list[Person], configured: str = "") -> Person | None:
     """The owner: the person the user marked (``mnemo people me``), else the one ``configured``
-    names (``[people] me``: an id or a name), else None. A configured owner nobody matches is none."""
+    names (``[people] me``: an id or a name), else the one heard on the microphone
+    (``Person.owner_heard``), else None. A configured owner nobody matches is none."""
+    return owner_how(people, configured)[0]
+
+
+def owner_how(people: list[Person], configured: str = "") -> tuple[Person | None, str]:
+    """``owner_of``, and how the owner is known: ``user`` (marked), ``config`` or ``microphone``;
+    "" with no owner."""
     marked = next((p for p in people if p.owner), None)
-    if marked is not None or not configured.strip():
-        return marked
-    try:
-        return find_person(people, configured)
-    except PeopleError:
-        return None
+    if marked is not None:
+        return marked, "user"
+    if configured.strip():
+        try:
+            return find_person(people, configured), "config"
+        except PeopleError:
+            return None, ""
+    heard = next((p for p in people if p.owner_heard), None)
+    return (heard, MICROPHONE) if heard is not None else (None, "")
+
+
+def may_hear_owner(ops: Sequence[PeopleOp], people: Sequence[Person]) -> bool:
+    """Whether the owner may still be inferred from the microphone: nobody is the owner, the user
+    never marked anyone (even a mark undone since), and never undid an inferred one."""
+    me = {o.seq for o in ops if o.op == "me"}
+    if any(o.op == "me" and not o.heard for o in ops):
+        return False
+    if any(o.op == "undo" and int(o.args.get("target", -1)) in me for o in ops):
+        return False
+    return not any(p.owner or p.owner_heard for p in people)
 
 
 def find_person(people: list[Person], who: str) -> Person:

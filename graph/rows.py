@@ -31,6 +31,9 @@ EDGE_KINDS = (
 # in a memory's provenance: made from screens captured while the user typed or moved the mouse, so
 # the owner ("I", ``mnemo people me``) is the one who wrote or read it
 BY_OWNER = "owner:at-the-keyboard"
+# in a memory's provenance: speech heard on the capture daemon's microphone (the owner's side of a
+# call, not what the computer played), so most likely the owner's own words
+HEARD_ON_MIC = "owner:microphone"
 
 
 def sources_of(src_id: str) -> list[str]:

@@ -2,6 +2,11 @@
 
 Holds the state that spans clips (entity matchers, characters, current facts), loaded from the
 store when it starts, so a later ``ingest`` continues where the last one stopped.
+
+Captured sound tells whose side a voice is on: while nobody is the owner and the user never said
+who is, the one voice heard on the microphone in a clip is proposed as the owner
+(``ClipWrite.owner_heard``; the ingest writes it to the people log once the clip is committed, see
+``graph.edit_people.heard_owner``). Two voices on the microphone in one clip propose nobody.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from graph import sql
 from graph.entity_ids import highest_issued
-from graph.resolve_people import active_ops
+from graph.resolve_people import active_ops, may_hear_owner
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id, sources_of
 from graph.store import Store
 from llm.client import LLMError
@@ -56,6 +61,9 @@ class ClipWrite:
     edges: list[Edge]
     updated: list[Memory]  # memories of earlier clips changed by consolidation
     notes: list[str]  # what went wrong (kept with the clip row)
+    # the voice heard alone on the microphone while nobody is the owner: to be marked the owner
+    # once the clip is committed (``graph.edit_people.heard_owner``); "" for none
+    owner_heard: str = ""
 
 
 class Memorizer:
@@ -120,6 +128,8 @@ class Memorizer:
         self.source_of_clip: dict[
             str, str
         ] = {}  # clip id -> its recording (name rivals must have met)
+        # the owner is known, or the user said who is: the microphone proposes nobody (again)
+        self.owner_settled = not may_hear_owner(store.people_ops(), people)
         self._pending_edges: list[Edge] = []  # from enrol(), written with the next clip
         self._pending_people: dict[str, Entity] = {}
 
@@ -234,7 +244,32 @@ class Memorizer:
             self.last_event[clip.source.path] = events[-1].memory_id
         entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
         edges = list({e.edge_id: e for e in edges}.values())  # one row an edge: its latest state
-        return ClipWrite(memories, entities, edges, list(updated.values()), notes)
+        return ClipWrite(
+            memories,
+            entities,
+            edges,
+            list(updated.values()),
+            notes,
+            self._owner_heard(obs, written),
+        )
+
+    def _owner_heard(self, obs: ClipObservations, written) -> str:
+        """The voice to mark as the owner: while nobody is, the one voice heard on the microphone in
+        this clip. Two voices there (someone beside the owner, a diarization split) or a fragment
+        too short to found a voice prove nothing: a later clip may."""
+        if self.owner_settled:
+            return ""
+        mic = {
+            written.voice_of[t.speaker]
+            for t in obs.speech
+            if t.channel == "mic" and t.speaker in written.voice_of
+        }
+        if len(mic) != 1 or any(
+            t.channel == "mic" and t.speaker not in written.voice_of for t in obs.speech
+        ):
+            return ""
+        self.owner_settled = True  # proposed once: the people log decides (heard_owner)
+        return mic.pop()
 
     def _last_event(self, clip) -> str | None:
         """The latest episodic memory of this clip's recording before it: remembered from earlier

@@ -4,7 +4,8 @@ episodic and semantic memories.
 The request, sent to an OpenAI-compatible endpoint through ``llm/``:
 - the clip's distinct frames, sized for Qwen-VL (as ``qwen_vl_utils`` sizes them: ``llm.images``), as JPEG data URLs;
 - one face crop per face entity, labelled with its id (``<face_2>``);
-- the transcript, one line per turn with the speaker's id (``<voice_1>``) and time;
+- the transcript, one line per turn with the speaker's id (``<voice_1>``) and time (and for captured
+  sound the stream: the owner's microphone, or what the computer played);
 - on-screen text.
 
 The reply must be one JSON object that the ``ClipMemories`` schema accepts (the schema is also sent
@@ -56,6 +57,9 @@ INSTRUCTIONS = """Write this clip's memories as JSON:
   they fit: {relations}.
 - same_person: a face and a voice you are confident belong to one person (the face visibly speaking); may be empty.
 Use only these ids: {ids}.""".replace("{relations}", _RELATIONS)
+
+# captured sound: the stream a turn was heard on (``SpeechTurn.channel``)
+_HEARD = {"mic": " (on the microphone)", "out": " (played by the computer)"}
 
 
 def _phrase(text: str) -> str:
@@ -160,9 +164,9 @@ class LLMWriter:
                     {"type": "image_url", "image_url": {"url": jpeg_data_url(face.crop_jpeg)}}
                 )
         lines = [
-            f"[{_clock(clip.start_ts + t.start_s, tz)}] <{voice_of[t.speaker]}>: {t.text}"
+            f"[{_clock(clip.start_ts + t.start_s, tz)}] <{voice_of[t.speaker]}>{_HEARD.get(t.channel, '')}: {t.text}"
             if t.speaker in voice_of
-            else f"[{_clock(clip.start_ts + t.start_s, tz)}] someone: {t.text}"
+            else f"[{_clock(clip.start_ts + t.start_s, tz)}] someone{_HEARD.get(t.channel, '')}: {t.text}"
             for t in obs.speech
         ]
         transcript = quote_data("\n".join(lines) or "(no speech)", "recorded")

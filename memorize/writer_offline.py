@@ -1,7 +1,8 @@
 """The offline memory writer: deterministic episodic memories from one clip's observations.
 
 - one memory per speaker turn: ``<voice_2> said: "…"``, the consecutive sentences of one voice
-  (ASR and diarization give sentences; a turn keeps what someone said together)
+  (ASR and diarization give sentences; a turn keeps what someone said together); speech captured
+  on the microphone carries ``HEARD_ON_MIC`` in its provenance (the owner's side)
 - one memory per face entity seen in the clip (perception's clip-local face clusters are matched to
   entities one-to-one): ``<face_1> is visible from 10:00:07 to 10:00:29``
 - what was on screen: one ``resource`` memory per distinct text shown (OCR), with its times, and
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from graph.rows import BY_OWNER, Memory, content_id
+from graph.rows import BY_OWNER, HEARD_ON_MIC, Memory, content_id
 from memorize.identity import EntityMatcher
 from perception.records import ClipObservations
 
@@ -70,6 +71,7 @@ def offline_memories(
         )
         text = f'{speaker} said: "{" ".join(t.text for t in turns)}"'
         ids = tuple(t.segment_id for t in turns)
+        mic = (HEARD_ON_MIC,) if any(t.channel == "mic" for t in turns) else ()
         memories.append(
             Memory(
                 content_id(clip.clip_id, "speech", *ids, text),
@@ -80,7 +82,7 @@ def offline_memories(
                 start,
                 end,
                 entity_ids,
-                ids,
+                ids + mic,
             )
         )
 
@@ -147,6 +149,7 @@ def _speaker_turns(
             last is not None
             and entity_of.get(last.speaker) is not None
             and entity_of.get(last.speaker) == entity_of.get(turn.speaker)
+            and last.channel == turn.channel
             and turn.start_s - last.end_s <= max_gap_s
             and turn.end_s - groups[-1][0].start_s <= max_s
         ):

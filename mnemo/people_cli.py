@@ -96,8 +96,10 @@ def _cell(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def format_people(people) -> str:
-    """``PersonOut`` records as a table, one line each, with the quote on the line below."""
+def format_people(people, heard_owner: str = "") -> str:
+    """``PersonOut`` records as a table, one line each, with the quote on the line below.
+    ``heard_owner``: the id of the owner known only by the microphone, shown as "you
+    (microphone)" while unnamed."""
     if not people:
         return "nobody in memory yet"
     lines = [
@@ -105,7 +107,10 @@ def format_people(people) -> str:
         "LAST SEEN"
     ]
     for p in people:
-        name = (p.name or "-") + (" (me)" if p.owner else "")
+        if p.id == heard_owner:
+            name = f"{p.name} (me, microphone)" if p.name else "you (microphone)"
+        else:
+            name = (p.name or "-") + (" (me)" if p.owner else "")
         lines.append(
             f"{p.id:<14} {_cell(name, 22):<22} {p.name_source or '-':<10} "
             f"{_cell(','.join(p.voices) or '-', 18):<18} {_cell(','.join(p.faces) or '-', 14):<14} "
@@ -124,15 +129,15 @@ def cmd_people(args, cfg) -> int:
     store = _open(cfg, args.store)
     action = args.people_action or "list"
     if action == "list":
-        from graph.resolve_people import owner_of
+        from graph.resolve_people import MICROPHONE, owner_how
 
         everyone = store.people()
-        owner = owner_of(everyone, cfg.people.me)
+        owner, how = owner_how(everyone, cfg.people.me)
         people = [
             person_out(s, owner.person_id if owner else None)
             for s in summarize_people(store, everyone)
         ]
-        print(format_people(people))
+        print(format_people(people, owner.person_id if owner and how == MICROPHONE else ""))
         if args.json:
             print(json.dumps([p.model_dump() for p in people], ensure_ascii=False))
         return 0
@@ -176,29 +181,46 @@ def cmd_people(args, cfg) -> int:
         change = edit_people.undo(store)
     out = change_out(change, store)
     print(change.describe())
-    print(format_people(out.people))
+    print(format_people(out.people, _heard_owner(store, cfg)))
     if args.json:
         print(json.dumps(out.model_dump(), ensure_ascii=False))
     return 0
 
 
+def _heard_owner(store, cfg) -> str:
+    """The id of the owner known only by the microphone; "" when the owner is marked, configured
+    or nobody."""
+    from graph.resolve_people import MICROPHONE, owner_how
+
+    owner, how = owner_how(store.people(), cfg.people.me)
+    return owner.person_id if owner is not None and how == MICROPHONE else ""
+
+
 def _show_owner(store, cfg, as_json: bool) -> int:
     """Who is marked as the owner; with nobody marked, whom mnemo proposes, with its evidence."""
     from control.people import propose_owner
-    from graph.resolve_people import owner_of
+    from graph.resolve_people import MICROPHONE, owner_how
 
     people = store.people()
-    owner = owner_of(people, cfg.people.me)
+    owner, source = owner_how(people, cfg.people.me)
     if owner is not None:
         how = (
             "marked with `mnemo people me`"
-            if owner.owner
+            if source == "user"
+            else "the voice first heard alone on the microphone (if that is not you: "
+            "`mnemo people me ID`)"
+            if source == MICROPHONE
             else f"[people] me = {cfg.people.me!r} in the config"
         )
         print(
             f"you are {owner.person_id}" + (f" ({owner.name})" if owner.name else "") + f", {how}"
         )
-        out = {"owner": owner.person_id, "name": owner.name, "marked": owner.owner}
+        out = {
+            "owner": owner.person_id,
+            "name": owner.name,
+            "marked": owner.owner,
+            "heard_on_microphone": source == MICROPHONE,
+        }
     else:
         proposal = propose_owner(store, people)
         if proposal is None:

@@ -1,11 +1,15 @@
 """Live ingestion of a capture folder: each 30 s screenshot clip is ingested once it has closed,
-so what was on screen a minute ago can be asked about while capture runs.
+so what was on screen and said a minute ago can be asked about while capture runs.
 
 The models load once. The first look plans the whole folder (a restart resumes there); from then
 on the watcher follows file events (inotify, through watchfiles) and plans only the day folders
-that gained a frame, once that frame's 30 s window has closed: an idle folder is never read again,
-however many days it holds. Clips still open are left for later and clips older than the last one
-looked at are skipped without hashing. Where file events cannot be had, it looks every ``poll_s``
+that gained a frame or a sound file, once that file's 30 s window has closed and ``settle_s`` more
+have passed: the daemon stores a window's sound up to about 3 s after the window ends
+(``perception.capture.audio``), so the default waits 4 s, and a window is ingested with its
+frames and its sound together. A sound file names its window, so a window heard in front of a
+still screen (sound, no frame) is due as soon as its sound is there. An idle folder is never read
+again, however many days it holds. Clips still open are left for later and clips older than the
+last one looked at are skipped without hashing. Where file events cannot be had, it looks every ``poll_s``
 instead, and says so. A clip that fails (a broken image) is reported and not retried in this run;
 committed clips are skipped on a restart.
 """
@@ -24,11 +28,17 @@ from embeddings.base import TextEmbedder
 from graph.store import Store
 from memorize.identity import MatchPolicy
 from mnemo.forget_with_media import apply_retention
+from perception.capture.owned import audio_of
 from perception.observe import Perceivers
 from perception.sources.frames import is_image_file
+from perception.sources.screenshots import is_capture_audio
 from pipeline.ingest import ingest
 
 log = logging.getLogger(__name__)
+
+# after a window closes, how long its files may still be coming: the daemon stores a window's sound
+# within about 3 s of its end (it finds the speech in it first)
+SETTLE_S = 4.0
 
 
 @dataclass
@@ -49,7 +59,7 @@ def watch(
     policies: tuple[MatchPolicy, MatchPolicy],
     clip_s: float = 30.0,
     poll_s: float = 5.0,
-    settle_s: float = 1.0,
+    settle_s: float = SETTLE_S,
     duration_s: float | None = None,
     stop: threading.Event | None = None,
     say: Callable[[str], None] = print,
@@ -60,8 +70,9 @@ def watch(
     release_after_s: float = 0.0,
     fresh: Callable[[], tuple[Perceivers, TextEmbedder]] | None = None,
 ) -> WatchReport:
-    """Ingest closed screenshot clips under ``folder`` until ``stop`` is set or ``duration_s`` passed;
-    after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten.
+    """Ingest closed screenshot clips (with their sound) under ``folder`` until ``stop`` is set or
+    ``duration_s`` passed, each ``settle_s`` after its window closed (its sound is written after the
+    window ends; see the module's docstring); after each ingest, clips past ``retention_days`` or beyond ``max_store_gb`` are forgotten.
     ``events=False`` looks every ``poll_s`` instead of following file events. After
     ``release_after_s`` without a clip to ingest (0: never), the models loaded so far are let go:
     ``fresh()`` gives perceivers and a text embedder that load again on first use, in place of
@@ -92,18 +103,21 @@ def watch(
             due[folder] = (0.0, 0.0)
         window_end = (now // clip_s + 1) * clip_s + settle_s
         for path in changed or ():
-            # a frame or its sidecar was written: its folder; a new folder (a new day): the folder
-            # itself, as frames written into it before its watch was set up raise no event
+            # a frame, a sound or a sidecar was written: its folder; a new folder (a new day): the
+            # folder itself, as frames written into it before its watch was set up raise no event
             where = (
                 path.parent
-                if is_image_file(path) or path.name.endswith(".json")
+                if is_image_file(path) or is_capture_audio(path) or path.name.endswith(".json")
                 else path
                 if path.is_dir()
                 else None
             )
+            # a sound is written after its window closed, and names it: due once it has settled
+            heard = audio_of(path.name)
+            ends = (heard[0].timestamp() // clip_s + 1) * clip_s + settle_s if heard else window_end
             if where is not None:
-                earliest, latest = due.get(where, (window_end, window_end))
-                due[where] = (min(earliest, window_end), max(latest, window_end))
+                earliest, latest = due.get(where, (ends, ends))
+                due[where] = (min(earliest, ends), max(latest, ends))
         ready = sorted(p for p, (earliest, _) in due.items() if earliest <= now)
         if ready and folder.is_dir():
             closed = datetime.fromtimestamp(now - settle_s, UTC)

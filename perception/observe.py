@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
+
+import numpy as np
 
 from llm.images import jpeg_bytes
 from perception.errors import MediaError, stage_errors
@@ -39,11 +42,17 @@ from perception.sources.frames import (
     to_rgb8,
 )
 from perception.sources.media import load_media
-from perception.sources.screenshots import ScreenClip, Screenshot
+from perception.sources.screenshots import (
+    AUDIO_RATE,
+    ScreenClip,
+    Screenshot,
+    read_audio_piece,
+)
 from perception.speech.base import SpeakerEmbedder, SpeechRecognizer
 from perception.speech.hints import SpeechHints
 from perception.speech.second_pass import SecondPass
 from perception.speech.stage import transcribe_clip
+from perception.speech.two_streams import heard_once, on_channel
 from perception.vision.base import Captioner, ImageAnalyzer
 
 log = logging.getLogger(__name__)
@@ -240,6 +249,9 @@ def observe_clip(clip: Clip, p: Perceivers, hints: SpeechHints | None = None) ->
     return observe_media(clip, media, p, notes, timings, hints)
 
 
+Heard = tuple[list[SpeechTurn], str, list[SpeakerSegment]]  # turns, language, speaker timeline
+
+
 def observe_media(
     clip: Clip,
     media: ClipMedia,
@@ -247,8 +259,11 @@ def observe_media(
     notes: list[str] | None = None,
     timings: dict[str, float] | None = None,
     hints: SpeechHints | None = None,
+    listen: Callable[[list[str], dict[str, float]], Heard] | None = None,
 ) -> ClipObservations:
-    """``observe_clip`` on media already decoded (screenshots, tests, other decoders)."""
+    """``observe_clip`` on media already decoded (screenshots, tests, other decoders). ``listen``
+    (given the notes and timings) hears the clip in place of the speech stage on ``media.audio``
+    (captured sound: two streams, ``_two_streams``)."""
     notes = list(notes or [])
     timings = dict(timings or {})
     frames, times = [], []
@@ -286,7 +301,11 @@ def observe_media(
         else nullcontext() as pool
     ):
         beside = pool.submit(faces_stage) if pool is not None else None
-        speech, language, timeline = _speech(clip, media, p, notes, timings, hints)
+        speech, language, timeline = (
+            listen(notes, timings)
+            if listen is not None
+            else _speech(clip, media, p, notes, timings, hints)
+        )
         frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns, shown)
         faces = beside.result() if beside is not None else faces_stage()
     notes += face_notes
@@ -319,12 +338,15 @@ def observe_media(
 
 
 def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
-    """One clip of screenshots or photos: every readable image is a frame at its capture time.
+    """One clip of screenshots or photos, and of the sound captured beside them: every readable
+    image is a frame at its capture time.
     Screenshots are read by OCR in full (no text gate), with their app and window from the sidecar;
     photos (a clip of photos only) as video frames are, OCR only where text covers enough of the
     picture, with their camera and place. Unreadable images are skipped with a note, but a photo
     whose pixels are broken keeps what its EXIF says (a frame without pixels: when, where, with
-    what); ``MediaError`` when nothing of the clip can be read."""
+    what). Captured sound is heard stream by stream (``_two_streams``), each piece at its place in
+    the clip; an unreadable piece is skipped with a note. ``MediaError`` when nothing of the clip
+    can be read."""
     t0 = time.perf_counter()
     frames, times, notes = [], [], []
     shot_at: dict[float, Screenshot] = {}
@@ -349,16 +371,19 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
             continue
         times.append(at(shot))
         shot_at[times[-1]] = shot
-    if not frames and not unreadable:
+    sounds = _sounds(sc, notes)
+    if not frames and not unreadable and not sounds:
+        what = f"{len(sc.shots)} picture(s)" + (
+            f" and {len(sc.audio)} sound file(s)" if sc.audio else ""
+        )
         raise MediaError(
             sc.clip.source.path,
-            f"none of the {len(sc.shots)} picture(s) of this clip could be read "
-            f"({'; '.join(notes)})",
+            f"none of the {what} of this clip could be read ({'; '.join(notes)})",
         )
     timings = {"decode_s": time.perf_counter() - t0}
-    if not frames:
+    if not frames and not sounds:
         return ClipObservations(sc.clip, (), (), tuple(notes), timings, tuple(unreadable))
-    if all(s.photo for s in sc.shots):  # holiday pictures: no OCR unless there is text to read
+    if sc.shots and all(s.photo for s in sc.shots):  # holiday pictures: no OCR unless there is text
         seen = replace(p, ocr_every_s=0.0, duplicate_max_diff=0.0)
     else:  # the capture daemon keeps a frame for a typed word, a change whole-frame dedup calls a repeat
         seen = replace(
@@ -369,7 +394,12 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
             ocr_last_of_edits=True,
         )
     obs = observe_media(
-        sc.clip, ClipMedia(None, 16000, tuple(frames), tuple(times)), seen, notes, timings
+        sc.clip,
+        ClipMedia(None, AUDIO_RATE, tuple(frames), tuple(times)),
+        seen,
+        notes,
+        timings,
+        listen=partial(_two_streams, sc.clip, sounds, seen) if sounds else None,
     )
     described = []
     for f in obs.frames:
@@ -385,3 +415,56 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
             )
         described.append(f)
     return replace(obs, frames=tuple(sorted(described + unreadable, key=lambda f: f.frame_time_s)))
+
+
+def _sounds(sc: ScreenClip, notes: list[str]) -> dict[str, np.ndarray]:
+    """Each stream's sound over the whole clip (16 kHz mono; silence where nothing was stored),
+    its pieces placed at their start; a piece that cannot be read is skipped with a note."""
+    n = int(round(sc.clip.duration_s * AUDIO_RATE))
+    out: dict[str, np.ndarray] = {}
+    for piece in sc.audio:
+        try:
+            samples = read_audio_piece(piece)
+        except MediaError as e:
+            notes.append(f"sound skipped: {e}")
+            continue
+        samples = samples[: int(round(piece.duration_s * AUDIO_RATE))]  # what the sidecar covers
+        at = int(round((piece.start.timestamp() - sc.clip.start_ts) * AUDIO_RATE))
+        if at < 0:
+            samples, at = samples[-at:], 0
+        samples = samples[: max(n - at, 0)]
+        track = out.setdefault(piece.stream, np.zeros(n, dtype=np.float32))
+        track[at : at + len(samples)] = samples
+    return out
+
+
+def _two_streams(
+    clip: Clip,
+    sounds: dict[str, np.ndarray],
+    p: Perceivers,
+    notes: list[str],
+    timings: dict[str, float],
+) -> Heard:
+    """The captured streams heard one by one (``mic``, ``out``), their speakers told apart by the
+    stream's letter and each turn marked with its channel; a sound heard on both is kept once
+    (``perception.speech.two_streams``). The language is the one of the stream that spoke most."""
+    heard: dict[str, tuple[list[SpeechTurn], list[SpeakerSegment], np.ndarray]] = {}
+    languages: dict[str, tuple[float, str]] = {}
+    for channel in sorted(sounds, key=lambda c: (c != "mic", c)):
+        spent: dict[str, float] = {}
+        turns, language, timeline = _speech(
+            clip, ClipMedia(sounds[channel], AUDIO_RATE, (), ()), p, notes, spent
+        )
+        for key, seconds in spent.items():
+            timings[key] = timings.get(key, 0.0) + seconds
+        turns, timeline = on_channel(turns, timeline, channel, clip.clip_id)
+        heard[channel] = (turns, timeline, sounds[channel])
+        languages[channel] = (sum(t.end_s - t.start_s for t in turns), language)
+    language = max(languages.values())[1] if languages else ""
+    if "mic" in heard and "out" in heard:
+        once = heard_once(heard["mic"], heard["out"], AUDIO_RATE)
+        if once.twice:
+            notes.append(f"{once.twice} turn(s) heard on both streams kept once")
+        return once.turns, language, once.timeline
+    turns, timeline, _ = next(iter(heard.values()), ([], [], None))
+    return turns, language, timeline

@@ -77,13 +77,17 @@ class SpeechTurn:
         None  # the speaker's voice; None when it could not be embedded
     )
     speaker: str = ""  # clip-local speaker label from diarization ("s0", "s1", …); "" when unknown
+    # the stream it was heard on: "mic" (the microphone: the owner's side) or "out" (what the
+    # computer played) for captured sound, whose labels are then "m0", "o0", …; "" for a
+    # recording's single track
+    channel: str = ""
 
 
 @dataclass(frozen=True)
 class SpeakerSegment:
     """A stretch of the clip's speech attributed to one clip-local speaker (diarization)."""
 
-    speaker: str  # "s0", "s1", … as on the speech turns
+    speaker: str  # "s0", "s1", … (captured sound: "m0", "o0", …) as on the speech turns
     start_s: float  # offset within the clip
     end_s: float
 

@@ -2,12 +2,14 @@
 
 Three parts, shared by the sequential path here (``ingest``) and the Ray path (``ray_jobs/ingest.py``):
 
-- ``plan``: probe the files, cut clips and group screenshots, skip committed clips, and number the
-  rest in the order they are memorized (files first, then folders; clips in time order);
+- ``plan``: probe the files, cut clips and group screenshots (with the capture daemon's sound, whose
+  files are never recordings of their own), skip committed clips, and number the rest in the order
+  they are memorized (files first, then folders; clips in time order);
 - ``observe_job``: one clip's perception, a pure function of the job (any process may run it);
 - ``ClipWriter``: memorize and commit clips strictly in plan order (identity and consolidation
   depend on the past). Each clip commits on its own, so a crash loses at most the clip in flight,
-  and a rerun skips committed clips.
+  and a rerun skips committed clips. After a clip whose microphone made its voice the owner
+  (``ClipWrite.owner_heard``) commits, that is written to the people log.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from perception.sources.media import expand_paths, missing_streams, plan_clips, 
 from perception.sources.screenshots import (
     ScreenClip,
     folders_with_screenshots,
+    is_capture_audio,
     plan_screen_clips,
     stored_under_legacy_ids,
 )
@@ -130,7 +133,9 @@ def plan(
     screenshot clips still open at ``screens_closed_before`` wait, and those that started before
     ``screens_since`` are not looked at."""
     report = report if report is not None else IngestReport()
-    files = list(expand_paths(paths))
+    # a capture daemon's sound files found in a folder are part of its screen clips, not recordings
+    given = {str(Path(p)) for p in paths}
+    files = [f for f in expand_paths(paths) if str(f) in given or not is_capture_audio(f)]
     folders = folders_with_screenshots(paths)
     total = len(files) + len(folders)
     jobs: list[ClipJob] = []
@@ -209,16 +214,19 @@ def plan(
             )
         )
         clips_of[str(folder)] = len(screen_clips)
+        sounds = sum(len(c.audio) for c in screen_clips)
         progress(
-            f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s) in "
-            f"{len(screen_clips)} clip(s) of {clip_s:g} s"
+            f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s)"
+            + (f" and {sounds} sound file(s)" if sounds else "")
+            + f" in {len(screen_clips)} clip(s) of {clip_s:g} s"
         )
         for k, sc in enumerate(screen_clips, start=1):
             add(
                 folder,
                 sc.clip,
                 f"  {folder.name} clip {k}/{len(screen_clips)} "
-                f"[{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)]",
+                f"[{sc.clip.source.recorded_at.isoformat()}, {len(sc.shots)} shot(s)"
+                + (f", {len(sc.audio)} sound(s)]" if sc.audio else "]"),
                 sc,
             )
     return IngestPlan(jobs, clips_of)
@@ -338,6 +346,8 @@ class ClipWriter:
                 written.updated,
                 vectors=vectors,
             )
+            if written.owner_heard:  # its voice is stored now: the people log may name it
+                self._mark_owner(written.owner_heard, job.clip.clip_id)
         except OSError as e:
             self._broken = True
             raise OSError(
@@ -350,6 +360,22 @@ class ClipWriter:
             self._broken = True
             raise
         return t1 - t0, time.perf_counter() - t1
+
+    def _mark_owner(self, voice: str, clip_id: str) -> None:
+        """Mark the voice heard alone on the microphone as the owner, unless someone is by now
+        (``graph.edit_people.heard_owner``); a failure to write the mark costs only the mark."""
+        from graph.edit_people import heard_owner
+
+        try:
+            change = heard_owner(self.store, voice, clip_id)
+        except OSError as e:
+            log.warning("the owner heard on the microphone (%s) was not marked: %s", voice, e)
+            return
+        if change is not None:
+            self.progress(
+                f"{voice}, heard on the microphone, is taken to be you (the owner): if not, "
+                "mark yourself with `mnemo people me ID`"
+            )
 
     def _settle(self, keep: int) -> None:
         """Account for committed clips in order, waiting until at most ``keep`` are pending; a

@@ -12,11 +12,21 @@ whichever run ingests it, and a clip's id is the hash of its grid slot (start an
 images' contents: re-ingesting a folder skips the clips it already stored, a clip that gained a
 screenshot is stored anew, and the same pictures at another time (an unchanged screen an hour
 later, a screenshot copied into another day) are another clip.
+
+A capture folder may also hold sound (``mnemo capture --audio``): for each 30 s slot of the grid and
+each stream that had speech, one ``<slot start>Z_a<stream>.ogg`` (``.ogg.enc`` encrypted; the names
+are ``perception.capture.owned``'s), the microphone (``mic``) or what the computer played
+(``out``), with a sidecar like a frame's (``duration_s``, ``device``, ``speech_s``). Each such
+``AudioPiece`` goes into the clip of the slot it starts in, beside that slot's frames; a slot with
+sound and no frame is a clip too (a call in front of a still screen). The pieces' contents count in
+the clip's id as the pictures' do, and a folder that holds only sound is found as one holding
+pictures is.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import re
@@ -25,6 +35,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
+from perception.capture.owned import audio_of
+from perception.errors import MediaError
 from perception.records import Clip, SourceInfo
 from perception.sources.frames import is_image_file
 from perception.sources.media import clip_id, file_sha256
@@ -60,9 +74,22 @@ class Screenshot:
 
 
 @dataclass(frozen=True)
+class AudioPiece:
+    """One stream's sound of one clip slot, as the capture daemon stored it."""
+
+    path: Path
+    stream: str  # "mic" (the microphone: the owner speaking) or "out" (what the computer played)
+    start: datetime  # the slot's start (UTC), from the file's name
+    duration_s: float  # what it covers from ``start`` (the sidecar's; the default slot if none)
+    device: str = ""  # the PulseAudio device it was recorded from
+    speech_s: float = 0.0  # seconds of speech the daemon's VAD found in it
+
+
+@dataclass(frozen=True)
 class ScreenClip:
     clip: Clip
     shots: tuple[Screenshot, ...]
+    audio: tuple[AudioPiece, ...] = ()  # the sound of the slot, one piece per stream
 
     @property
     def legacy_id(self) -> str:
@@ -151,14 +178,84 @@ def scan(folder: Path) -> list[Screenshot]:
     return sorted(shots, key=lambda s: (s.captured_at, s.path.name))
 
 
+def is_capture_audio(path: Path) -> bool:
+    """A capture daemon's sound file (``<slot start>Z_a<stream>.ogg[.enc]``): part of its folder's
+    screen clips, never a recording of its own."""
+    return audio_of(path.name) is not None
+
+
+def scan_audio(folder: Path, default_s: float = 30.0) -> list[AudioPiece]:
+    """The capture daemon's sound files in the folder (not recursive), by slot and stream. A piece
+    whose sidecar is missing or unreadable is kept (its name says when and which stream), covering
+    ``default_s``."""
+    pieces = []
+    for path in sorted(folder.iterdir()):
+        named = audio_of(path.name)
+        if named is None or not path.is_file():
+            continue
+        meta = _sidecar(path)
+        start, stream = named
+        try:
+            duration = float(meta.get("duration_s", default_s))
+            speech = float(meta.get("speech_s", 0.0))
+        except (TypeError, ValueError):
+            log.warning("%s: duration_s or speech_s in the sidecar is not a number", path)
+            duration, speech = default_s, 0.0
+        if not duration > 0:
+            duration = default_s
+        pieces.append(
+            AudioPiece(path, stream, start, duration, str(meta.get("device", "")), speech)
+        )
+    return sorted(pieces, key=lambda a: (a.start, a.stream))
+
+
+AUDIO_RATE = 16000  # what the daemon records and what speech recognition takes
+
+
+def read_audio_piece(piece: AudioPiece) -> np.ndarray:
+    """A piece's sound as 16 kHz mono float32 (decrypted first when it is ``.enc``); ``MediaError``
+    naming the file when it cannot be read. Another rate is resampled (linearly: speech only)."""
+    import soundfile
+
+    try:
+        data = piece.path.read_bytes()
+    except OSError as e:
+        raise MediaError(
+            piece.path, f"cannot read the file ({e.strerror or e}); check that it exists"
+        ) from e
+    if piece.path.suffix == ".enc":  # written by `mnemo capture` with encryption at rest
+        from perception.capture.crypto import CaptureKeyError, decrypt_file
+
+        try:
+            data = decrypt_file(piece.path)
+        except (CaptureKeyError, ValueError) as e:
+            raise MediaError(piece.path, f"cannot decrypt the sound: {e}") from e
+    try:
+        samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except (soundfile.LibsndfileError, RuntimeError, ValueError, TypeError) as e:
+        raise MediaError(
+            piece.path, f"not a sound soundfile can read (Ogg/Opus expected): {e}"
+        ) from e
+    mono = samples.mean(axis=1).astype(np.float32)
+    if rate != AUDIO_RATE and mono.size:
+        n = int(round(mono.size * AUDIO_RATE / rate))
+        mono = np.interp(np.arange(n) * (rate / AUDIO_RATE), np.arange(mono.size), mono).astype(
+            np.float32
+        )
+    return mono
+
+
 def folders_with_screenshots(paths: list[str]) -> list[Path]:
-    """Folders among ``paths`` (searched recursively) that hold screenshots."""
+    """Folders among ``paths`` (searched recursively) that hold screenshots or a capture daemon's
+    sound."""
     out = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             for d in [p, *sorted(x for x in p.rglob("*") if x.is_dir())]:
-                if any(c.is_file() and is_image_file(c) for c in d.iterdir()):
+                if any(
+                    c.is_file() and (is_image_file(c) or is_capture_audio(c)) for c in d.iterdir()
+                ):
                     out.append(d)
     return out
 
@@ -169,34 +266,47 @@ def plan_screen_clips(
     closed_before: datetime | None = None,
     since: datetime | None = None,
 ) -> list[ScreenClip]:
-    """One clip per ``clip_s`` window that holds screenshots; unreadable files are left to decoding.
-    With ``closed_before`` (a folder still being captured), only windows that ended by then: a
-    window that gains a screenshot later would become a second clip. With ``since``, only windows
-    that start then or later (a watcher that already looked at the earlier ones)."""
+    """One clip per ``clip_s`` window that holds screenshots or sound (a sound file goes to the window
+    its slot starts in); unreadable files are left to decoding. With ``closed_before`` (a folder
+    still being captured), only windows that ended by then: a window that gains a screenshot or its
+    sound later would become a second clip. With ``since``, only windows that start then or later (a
+    watcher that already looked at the earlier ones)."""
     windows: dict[int, list[Screenshot]] = {}
+    sounds: dict[int, list[AudioPiece]] = {}
     for shot in scan(folder):
         windows.setdefault(int(shot.captured_at.timestamp() // clip_s), []).append(shot)
+    for piece in scan_audio(folder, clip_s):
+        sounds.setdefault(int(piece.start.timestamp() // clip_s), []).append(piece)
+    slots = set(windows) | set(sounds)
     if closed_before is not None:
-        windows = {
-            i: s for i, s in windows.items() if (i + 1) * clip_s <= closed_before.timestamp()
-        }
+        slots = {i for i in slots if (i + 1) * clip_s <= closed_before.timestamp()}
     if since is not None:
-        windows = {i: s for i, s in windows.items() if i * clip_s >= since.timestamp()}
+        slots = {i for i in slots if i * clip_s >= since.timestamp()}
     clips = []
-    for index, shots in sorted(windows.items()):
-        start = datetime.fromtimestamp(index * clip_s, tz=shots[0].captured_at.tzinfo or UTC)
+    for index in sorted(slots):
+        shots, audio = windows.get(index, []), sounds.get(index, [])
+        tz = shots[0].captured_at.tzinfo if shots else UTC
+        start = datetime.fromtimestamp(index * clip_s, tz=tz or UTC)
         digest = hashlib.sha256()
-        for s in shots:
+        for path in [s.path for s in shots] + [a.path for a in audio]:
             try:
-                digest.update(file_sha256(s.path).encode())
+                digest.update(file_sha256(path).encode())
             except OSError:
-                digest.update(str(s.path).encode())  # unreadable: decoding will say so
+                digest.update(str(path).encode())  # unreadable: decoding will say so
         sha = digest.hexdigest()
         source = SourceInfo(
-            str(folder.resolve()), sha, clip_s, False, True, start, shots[0].time_origin
+            str(folder.resolve()),
+            sha,
+            clip_s,
+            bool(audio),
+            bool(shots),
+            start,
+            shots[0].time_origin if shots else "filename",
         )
         slot_id = f"screen-{clip_id(sha, index, clip_s)[:20]}"  # time and content, as a video's
-        clips.append(ScreenClip(Clip(slot_id, source, index, 0.0, clip_s), tuple(shots)))
+        clips.append(
+            ScreenClip(Clip(slot_id, source, index, 0.0, clip_s), tuple(shots), tuple(audio))
+        )
     return clips
 
 
