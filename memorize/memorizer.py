@@ -158,7 +158,13 @@ class Memorizer:
             self.people.ensure(
                 voice, clip.start_ts, clip.clip_id, (clip_evidence(clip.clip_id),), edges, touched
             )
-        self._merge_alike_voices(written.voice_of.values(), clip.clip_id, edges, touched)
+        # captured sound: the stream each voice of this clip was heard on (mic, out)
+        streams = {
+            written.voice_of[t.speaker]: t.channel
+            for t in obs.speech
+            if t.channel and t.speaker in written.voice_of
+        }
+        self._merge_alike_voices(written.voice_of.values(), clip.clip_id, edges, touched, streams)
         self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
         llm: LLMClipMemories | None = None
         notes: list[str] = []
@@ -255,8 +261,9 @@ class Memorizer:
 
     def _owner_heard(self, obs: ClipObservations, written) -> str:
         """The voice to mark as the owner: while nobody is, the one voice heard on the microphone in
-        this clip. Two voices there (someone beside the owner, a diarization split) or a fragment
-        too short to found a voice prove nothing: a later clip may."""
+        this clip. Two voices there (someone beside the owner, a diarization split) prove nothing:
+        a later clip may. A fragment too short to found a voice (a word of the loudspeakers' echo
+        the two streams heard differently) is no voice and does not count."""
         if self.owner_settled:
             return ""
         mic = {
@@ -264,9 +271,7 @@ class Memorizer:
             for t in obs.speech
             if t.channel == "mic" and t.speaker in written.voice_of
         }
-        if len(mic) != 1 or any(
-            t.channel == "mic" and t.speaker not in written.voice_of for t in obs.speech
-        ):
+        if len(mic) != 1:
             return ""
         self.owner_settled = True  # proposed once: the people log decides (heard_owner)
         return mic.pop()
@@ -425,14 +430,23 @@ class Memorizer:
         recent[mine] = (voice, end)
 
     def _merge_alike_voices(
-        self, voices, clip_id: str, edges: list[Edge], touched: dict[str, Entity]
+        self,
+        voices,
+        clip_id: str,
+        edges: list[Edge],
+        touched: dict[str, Entity],
+        streams: dict[str, str] | None = None,
     ) -> None:
         """Voices heard now that are as alike as one voice's own clips (``merge_similarity``) become
         one person: identities are reconsidered as evidence grows, and each merge is an edge
-        carrying its similarity. Never two differently named people, nor what a user split off."""
+        carrying its similarity. Never two differently named people, nor what a user split off,
+        nor two voices heard in this clip on the two streams of captured sound (``streams``:
+        voice -> ``mic`` or ``out``): the owner at the microphone and the far side of the call are
+        two people, however alike their voices (a diarization split within one stream may merge)."""
         threshold = self.voices.policy.merge_similarity
         if threshold is None:
             return
+        streams = streams or {}
         for voice_id in dict.fromkeys(voices):
             entity = next(e for e in self.voices.entities if e.entity_id == voice_id)
             if voice_id in self.kept_apart or voice_id in self.voices.absorbed:
@@ -445,6 +459,7 @@ class Memorizer:
                     a is None
                     or b is None
                     or a is b
+                    or {streams.get(voice_id), streams.get(other.entity_id)} == {"mic", "out"}
                     or other.entity_id in self.kept_apart
                     or voice_id in self.voices.absorbed
                 ):

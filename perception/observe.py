@@ -464,7 +464,7 @@ def _two_streams(
     if "mic" in heard and "out" in heard:
         once = heard_once(heard["mic"], heard["out"], AUDIO_RATE)
         if once.twice:
-            notes.append(f"{once.twice} turn(s) heard on both streams kept once")
+            notes.append(f"{once.twice} stretch(es) of speech heard on both streams kept once")
         return once.turns, language, once.timeline
     turns, timeline, _ = next(iter(heard.values()), ([], [], None))
     return turns, language, timeline

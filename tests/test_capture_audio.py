@@ -338,3 +338,75 @@ def test_the_daemon_stops_the_sound_while_locked_or_excluded(desktop, pulse, tmp
         cap.stop()
         thread.join(timeout=30)
     assert _sounds(out)["mic"], "nothing stored once the sound was resumed"
+
+
+@pytest.mark.slow
+def test_a_call_recorded_live_is_heard_once_and_attributed(
+    pulse, tmp_path, hash_store, perceivers, policies, sample_wav
+):
+    """The whole way, for real, with a real recorded call (Diane and Sheila): Diane, the owner,
+    speaks into the microphone while the call plays her voice back into the sink 150 ms later;
+    then Sheila, the far side, plays through the sink and the microphone hears the loudspeakers
+    150 ms later (the server's own loopback module makes each echo). Recorded by the daemon's recorder, ingested from the capture folder: each
+    sentence once, Diane's heard on the microphone and taken for the owner, Sheila another
+    person."""
+    from graph.resolve_people import owner_of
+    from graph.rows import HEARD_ON_MIC
+    from pipeline.ingest import ingest
+
+    grid = 15.0
+    call, rate = sf.read(sample_wav, dtype="float32")
+    owner = _wav(tmp_path / "diane.wav", call[int(10.78 * rate) : int(14.19 * rate)], rate)
+    far = _wav(tmp_path / "sheila.wav", call[int(21.93 * rate) : int(28.43 * rate)], rate)
+    store = CaptureStore(tmp_path / "out")
+    store.recover()
+    rec = AudioRecorder(store, clip_s=grid, min_speech_s=1.0).start()
+
+    def echoed(wav: Path, into: str, source: str, sink: str) -> None:
+        """``wav`` played into ``into`` while the server loops ``source`` into ``sink`` 150 ms
+        late (module-loopback): the call playing the owner back, or the loudspeakers heard by the
+        microphone. One loop at a time: both at once would ring."""
+        loop = pulse.pactl(
+            "load-module",
+            "module-loopback",
+            f"source={source}",
+            f"sink={sink}",
+            "latency_msec=150",
+            "source_dont_move=true",
+            "sink_dont_move=true",
+        )
+        try:
+            time.sleep(0.5)  # the loop runs
+            pulse.play(wav, into)
+            time.sleep(0.5)  # its tail
+        finally:
+            pulse.pactl("unload-module", loop)
+
+    try:
+        _until(lambda: _recording(rec), what="both streams recording")
+        _until(lambda: 0.3 < time.time() % grid < 0.6, what="a slot starts")  # all in one slot
+        echoed(owner, MIC_FEED, MIC, CALL_SINK)  # the owner, played back into the call
+        echoed(far, CALL_SINK, f"{CALL_SINK}.monitor", MIC_FEED)  # the far side, heard again
+        time.sleep(grid + 1.5)
+    finally:
+        rec.stop()
+    sounds = _sounds(tmp_path / "out")
+    assert sounds["mic"] and sounds["out"], "each stream heard both sides"
+    report = ingest(
+        [str(tmp_path / "out")],
+        hash_store,
+        perceivers,
+        policies,
+        clip_s=grid,
+        progress=lambda m: None,
+    )
+    assert report.clips_failed == [] and report.clips_new >= 1
+    speech = hash_store.memories_where("kind = 'episodic'")
+    said = [m.text.lower() for m in speech]
+    mine = [m for m in speech if "jersey" in m.text.lower()]
+    theirs = [m for m in speech if "yankee" in m.text.lower()]
+    assert len(mine) == 1 and len(theirs) == 1, said
+    assert HEARD_ON_MIC in mine[0].provenance and HEARD_ON_MIC not in theirs[0].provenance
+    me = owner_of(hash_store.people())
+    assert me is not None and set(mine[0].entity_ids) <= set(me.ids), said
+    assert not set(theirs[0].entity_ids) & set(me.ids)

@@ -26,6 +26,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -41,7 +42,8 @@ log = logging.getLogger(__name__)
 FINISH_AFTER_S = 1.0  # a slot is finished this long after it ends (the last chunk in flight)
 LOOK_EVERY_S = 10.0  # the defaults are read again this often even without an event
 RETRY_S = 2.0  # a stream without its device tries again this often
-CONTIGUOUS_S = 0.25  # a chunk arriving within this of where the last one ended continues it
+GAP_S = 0.5  # a chunk arriving this much later than its samples say starts the clock anew
+ANCHOR_S = 30.0  # the stream's clock is the earliest arrival over this long (see _Clock)
 
 
 @dataclass
@@ -61,12 +63,41 @@ class _Slot:
     heard: int = 0  # samples placed
 
 
+class _Clock:
+    """When a stream's samples were heard, from when its chunks arrived. A chunk never arrives
+    before its samples were heard, only later (the pipe, the scheduler), so the sample count's
+    time is the earliest ``arrival - samples read / rate`` seen over the last ``ANCHOR_S``: one
+    late chunk moves nothing, and the window follows a sound card's clock drifting from the
+    system's. A chunk later than ``GAP_S`` behind (the stream stalled, a device was suspended)
+    starts it anew. Each stream has its own pipeline latency, which this does not remove."""
+
+    def __init__(self) -> None:
+        self.read = 0  # samples since the clock started
+        self.starts: deque[tuple[float, float]] = deque()  # (arrival, arrival - read / rate)
+
+    def place(self, n: int, arrived: float) -> float:
+        """The time of the first of ``n`` samples that arrived at ``arrived``."""
+        start = arrived - (self.read + n) / SAMPLE_RATE
+        if self.starts and start - self.starts[0][1] > GAP_S:  # the head is the earliest
+            self.starts.clear()
+            self.read = 0
+            start = arrived - n / SAMPLE_RATE
+        while self.starts and self.starts[0][0] < arrived - ANCHOR_S:
+            self.starts.popleft()
+        while self.starts and self.starts[-1][1] >= start:  # a monotone queue: its head is the min
+            self.starts.pop()
+        self.starts.append((arrived, start))
+        at = self.starts[0][1] + self.read / SAMPLE_RATE
+        self.read += n
+        return at
+
+
 @dataclass
 class _Stream:
     name: str
     status: StreamStatus = field(default_factory=StreamStatus)
     rec: pulse.Recording | None = None
-    next_at: float | None = None  # where the next chunk continues (wall clock), None after a gap
+    clock: _Clock = field(default_factory=lambda: _Clock())
     slots: dict[int, _Slot] = field(default_factory=dict)
     retry_at: float = 0.0
 
@@ -236,7 +267,7 @@ class AudioRecorder:
     def _record(self, s: _Stream, device: str) -> None:
         if s.status.device and s.status.device != device:
             log.info("audio %s: the default moved from %s to %s", s.name, s.status.device, device)
-        s.next_at = None
+        s.clock = _Clock()
         try:
             s.rec = pulse.Recording(device, s.name, partial(self._feed, s))
         except OSError as e:
@@ -261,10 +292,7 @@ class AudioRecorder:
         """Place a chunk that arrived at ``arrived`` in its slot(s), unless the gate is closed."""
         samples = np.frombuffer(chunk, dtype="<i2")
         n = samples.size
-        start = arrived - n / SAMPLE_RATE
-        if s.next_at is not None and abs(start - s.next_at) <= CONTIGUOUS_S:
-            start = s.next_at
-        s.next_at = start + n / SAMPLE_RATE
+        start = s.clock.place(n, arrived)
         why = self.paused_by_user() or self.gate()
         if why:
             s.status.gated_s += n / SAMPLE_RATE

@@ -133,7 +133,7 @@ class Recording:
     called from its thread for each chunk read, ``at`` the wall-clock time it arrived. When the
     child ends (the device went away, the server stopped) ``ended`` holds why."""
 
-    CHUNK = SAMPLE_RATE // 10  # samples a read: 100 ms
+    CHUNK = SAMPLE_RATE // 50  # samples a read: 20 ms (when they arrive says when they were heard)
 
     def __init__(self, device: str, name: str, on_chunk: Callable[[bytes, float], None]) -> None:
         import time
@@ -152,7 +152,7 @@ class Recording:
                 f"--device={device}",
                 "--client-name=mnemo capture",
                 f"--stream-name={name}",
-                "--latency-msec=100",
+                "--latency-msec=20",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
