@@ -4,7 +4,7 @@ each bench run with the configured models.
 
 The benches themselves live in ``bench/``; those that need the whole pipeline wired are run from
 here (``mnemo.bench_qa``, ``mnemo.bench_serve``, ``mnemo.bench_speed``), so ``bench/`` never
-imports the composition root.
+imports the composition root, but for ``bench/faults/``, which attacks mnemo as a person runs it.
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def run_redact(args, cfg, progress) -> tuple[dict, int]:
 def run_faults(args, cfg, progress) -> tuple[dict, int]:
     import tempfile
 
-    from mnemo import faults
+    from bench import faults
 
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-faults-") as tmp:
         tallies = faults.run(cfg, Path(tmp), args.runs, args.scenarios, progress=progress)
@@ -525,6 +525,6 @@ BENCHES = (
         "faults",
         "kills, full disks, bad input and attacks, and what each lost, orphaned or leaked",
         run_faults,
-        "mnemo.faults:add_arguments",
+        "bench.faults:add_arguments",
     ),
 )

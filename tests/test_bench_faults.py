@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mnemo import faults
+from bench import faults
 from mnemo.cli import main
 from mnemo.doctor import pip_install
 

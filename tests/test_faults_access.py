@@ -1,4 +1,4 @@
-"""``mnemo bench faults``' access scenarios (mnemo/faults/access.py): each survives against the real
+"""``mnemo bench faults``' access scenarios (bench/faults/access.py and its access_* modules): each survives against the real
 servers and the real config loading, and each reports the attack once the guard it checks is broken
 inside the child that serves (the scenarios' ``prelude``)."""
 
@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.faults import Context, Tally
-from mnemo.faults.access import SCENARIOS, hostile_values
-from mnemo.faults.access_kit import MARKERS, carries_data
+from bench.faults import Context, Tally
+from bench.faults.access import SCENARIOS
+from bench.faults.access_config import hostile_values
+from bench.faults.access_kit import MARKERS, carries_data
 
 pytestmark = (
     pytest.mark.slow
@@ -174,8 +175,8 @@ def test_no_credential_reports_wrong_tokens_that_escape_the_limit_by_claiming_ad
     wrong token could claim a new address and the limit of 5 per address never held. `mnemo serve`
     now ignores proxy headers (test_each_access_scenario_survives[no_credential] holds it); with them
     trusted again, the check reports every guess past 5."""
-    from mnemo.faults.access import guess_limit
-    from mnemo.faults.access_kit import build_store, start_serve
+    from bench.faults.access_credentials import guess_limit
+    from bench.faults.access_kit import build_store, start_serve
 
     build_store(tmp_path / "store")
     server = start_serve(tmp_path, tmp_path / "store", prelude=PROXY_HEADERS_TRUSTED)

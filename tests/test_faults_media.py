@@ -1,4 +1,4 @@
-"""``mnemo bench faults``, the media scenarios (``mnemo.faults.media``): each survives on this
+"""``mnemo bench faults``, the media scenarios (``bench.faults.media``): each survives on this
 checkout, and each reports the failure when the guard it checks is broken (in the child ``mnemo``
 through the scenario's ``mnemo_cmd``, or in this process)."""
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mnemo.faults import Context, Tally, media
+from bench.faults import Context, Tally, media
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from typing import cast
 
 import pytest
 
-from mnemo.faults import Context, Tally, processes
+from bench.faults import Context, Tally, processes, processes_folders, processes_kit
 
 
 def _run(name: str, tmp_path, **kw) -> Tally:
@@ -153,8 +153,10 @@ def test_an_ingest_told_to_stop_ends_after_the_clip_in_hand_and_a_rerun_resumes(
     from pipeline.ingest import ingest
 
     photos = tmp_path / "photos"
-    for name, which in processes.PHOTOS:  # four photos in three 30 s windows
-        processes._user_file(photos / name, processes._photo(which, 64), processes.OLD)
+    for name, which in processes_folders.PHOTOS:  # four photos in three 30 s windows
+        processes_kit.user_file(
+            photos / name, processes_kit.jpeg_photo(which, 64), processes_kit.OLD
+        )
     store = Store(tmp_path / "store", build_text_embedder("hash"))
 
     class ArrivesWithTheFirstClip(threading.Event):

@@ -16,13 +16,13 @@ from typing import cast
 
 import pytest
 
+from bench.faults import Context, Tally, store_kills, store_kit
+from bench.faults import store as faults
 from embeddings.base import build_text_embedder
 from graph import commit
 from graph.rows import ClipRow, Memory, content_id
 from graph.store import Store
 from mnemo.config import load_config
-from mnemo.faults import Context, Tally
-from mnemo.faults import store as faults
 
 
 def _run(tmp_path, name: str, **seams) -> Tally:
@@ -45,7 +45,7 @@ def _clean(tally: Tally, runs: int) -> None:
 
 @pytest.mark.slow
 def test_a_writer_killed_at_each_step_of_a_commit_loses_and_leaves_nothing(tmp_path):
-    _clean(_run(tmp_path, "kill_commit"), len(faults.COMMIT_STEPS))
+    _clean(_run(tmp_path, "kill_commit"), len(store_kit.COMMIT_STEPS))
 
 
 def test_kill_commit_reports_a_recovery_that_does_not_undo_the_journal(tmp_path, monkeypatch):
@@ -62,7 +62,7 @@ def test_kill_commit_reports_a_recovery_that_does_not_undo_the_journal(tmp_path,
 
 @pytest.mark.slow
 def test_a_forget_killed_at_each_step_is_finished_by_the_next(tmp_path):
-    _clean(_run(tmp_path, "kill_forget"), len(faults.FORGET_STEPS))
+    _clean(_run(tmp_path, "kill_forget"), len(store_kit.FORGET_STEPS))
 
 
 def test_kill_forget_reports_screenshots_a_forget_did_not_delete(tmp_path, monkeypatch):
@@ -139,10 +139,11 @@ def test_a_note_of_screenshots_whose_forget_never_began_deletes_nothing(tmp_path
     finisher must leave those clips' screenshots (and the note, for when they are forgotten)."""
     from mnemo.forget_with_media import PENDING, _note_screenshots, finish_unfinished
 
-    frames, _ = faults._capture(tmp_path / "screens", faults.T0.timestamp())
-    store = faults._open(tmp_path / "store")
-    faults.write_clips(store, faults.FORGET_CLIPS, str(frames[0][0].parent), faults.T0.timestamp())
-    rows = [store.get_clip(faults.clip_id(i)) for i in faults.FORGOTTEN]
+    t0 = store_kit.T0.timestamp()
+    frames, _ = store_kills._capture(tmp_path / "screens", t0)
+    store = store_kit.open_store(tmp_path / "store")
+    store_kit.write_clips(store, store_kills.FORGET_CLIPS, str(frames[0][0].parent), t0)
+    rows = [store.get_clip(store_kit.clip_id(i)) for i in store_kills.FORGOTTEN]
     note = _note_screenshots(store, rows)
     assert note is not None and (tmp_path / "store" / note).parent == tmp_path / "store" / PENDING
     assert finish_unfinished(store) == 0

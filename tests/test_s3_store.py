@@ -173,8 +173,8 @@ def test_one_writer_at_a_time_on_s3_and_a_dead_holders_lease_is_taken_over(s3, m
 
 
 def test_a_writer_that_lost_its_lease_stops_before_the_next_commit(s3, monkeypatch):
+    from bench.faults.store_kit import _clip, clip_id
     from graph import sidefiles
-    from mnemo.faults.store import _clip, clip_id
 
     monkeypatch.setattr(sidefiles, "RENEW_S", 0.3)
     store = _store("lost")
@@ -202,8 +202,7 @@ def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(
     mid-journal; the next writer takes the lease over, undoes the commit, and the rerun completes."""
     import multiprocessing
 
-    from graph import commit, sidefiles
-    from mnemo.faults.store import (
+    from bench.faults.store_kit import (
         COMMIT_STEPS,
         clip_id,
         finished,
@@ -212,6 +211,7 @@ def test_a_writer_killed_at_each_step_of_a_commit_on_s3_is_undone_by_the_next(
         write,
         write_clips,
     )
+    from graph import commit, sidefiles
 
     monkeypatch.setattr(sidefiles, "LEASE_S", 1.0)
     monkeypatch.setattr(sidefiles, "RENEW_S", 0.3)

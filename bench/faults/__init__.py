@@ -19,8 +19,12 @@ one try that did not survive, with the error in its notes, and the bench goes on
 ``@needs(extra)`` is not run where that optional extra is not installed: the report names the extra
 and the command that installs it, and it counts as no try at all (neither survived nor failed).
 
-Scenarios live in the modules named in ``MODULES``; each module has a ``SCENARIOS`` dict from name
-to function. They run under the composition root because most need the whole pipeline wired.
+Scenarios live in the modules named in ``MODULES``, one a family (store, media, access, processes);
+each has a ``SCENARIOS`` dict from name to function, and the scenarios' code is in the family's
+modules of one job each (``store_kills``, ``store_disk``, ..., with what they share in
+``store_kit``, ``media_kit``, ``access_kit``, ``processes_kit``). Unlike the other benches they
+import ``mnemo`` (its CLI, server and config), the one exception to ``bench/`` never importing the
+composition root (``tests/test_layers.py``): what they attack is mnemo as a person runs it.
 """
 
 from __future__ import annotations
@@ -38,10 +42,10 @@ from typing import TypeVar
 log = logging.getLogger(__name__)
 
 MODULES = (
-    "mnemo.faults.store",
-    "mnemo.faults.media",
-    "mnemo.faults.access",
-    "mnemo.faults.processes",
+    "bench.faults.store",
+    "bench.faults.media",
+    "bench.faults.access",
+    "bench.faults.processes",
 )
 TOTALS = ("runs", "survived", "lost", "orphans", "leaks")
 Scenario = TypeVar("Scenario", bound=Callable[..., None])

@@ -1,4 +1,5 @@
-"""What the access fault scenarios (``mnemo.faults.access``) share: a small store of people and
+"""What the access fault scenarios (``bench.faults.access``: ``access_origins``,
+``access_credentials``, ``access_mcp``, ``access_config``) share: a small store of people and
 memories whose data a leak would carry, a reader that fingerprints it, and the real ``mnemo`` CLI
 in a child (``mnemo serve`` on a free loopback port), with an optional ``prelude``: Python source
 the child runs first, which tests use to break a guard inside the server they attack."""
