@@ -215,6 +215,7 @@ def cmd_watch(args, cfg) -> int:
         redactor=build_redactor(cfg.memorize),
         release_after_s=cfg.capture.ingest_release_s,
         fresh=lambda: (perceivers_for_watch(), text_embedder(graph, lean=True)),
+        keep_sound=cfg.capture.keep_audio > 0,
     )
     print(
         f"watch: {report.clips_new} clip(s) ingested, {report.clips_failed} failed, in {report.polls} look(s)"

@@ -106,6 +106,36 @@ def screenshots_to_delete(clips: list[dict]) -> list[Path]:
     return out
 
 
+def drop_ingested_sound(store, folders: list[Path]) -> int:
+    """``[capture] keep_audio = 0``: delete the capture daemon's sound files (their sidecars first)
+    in ``folders`` whose clip ``store`` has committed: the transcript stays, the raw sound goes. A
+    sound whose clip failed or is not ingested yet stays. Only a marked capture folder's own
+    sound files are touched; returns how many went. (A running daemon still counts their bytes in
+    its budget until it restarts: it deletes them with ``missing_ok``.)"""
+    from perception.capture.owned import audio_of, capture_root_of, sidecar_of
+
+    gone = 0
+    for folder in folders:
+        if not folder.is_dir() or capture_root_of(folder) is None:
+            continue
+        sounds = [
+            (p, heard[0].timestamp())
+            for p in sorted(folder.iterdir())
+            if (heard := audio_of(p.name)) is not None and p.is_file() and not p.is_symlink()
+        ]
+        if not sounds:
+            continue
+        here = str(folder.resolve())
+        rows = store.clips_in_range(min(t for _, t in sounds), max(t for _, t in sounds), None)
+        slots = {round(r["start_ts"], 3) for r in rows if r["source_path"] == here}
+        for path, start in sounds:
+            if round(start, 3) in slots:
+                sidecar_of(path).unlink(missing_ok=True)
+                path.unlink(missing_ok=True)
+                gone += 1
+    return gone
+
+
 def capture_folders(paths: list[Path]) -> list[str]:
     """The capture folders (marked roots) that ``paths`` (from ``screenshots_to_delete``) lie in."""
     from perception.capture.owned import capture_root_of

@@ -27,7 +27,7 @@ from pathlib import Path
 from embeddings.base import TextEmbedder
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from mnemo.forget_with_media import apply_retention
+from mnemo.forget_with_media import apply_retention, drop_ingested_sound
 from perception.capture.owned import audio_of
 from perception.observe import Perceivers
 from perception.sources.frames import is_image_file
@@ -69,6 +69,7 @@ def watch(
     events: bool = True,
     release_after_s: float = 0.0,
     fresh: Callable[[], tuple[Perceivers, TextEmbedder]] | None = None,
+    keep_sound: bool = True,
 ) -> WatchReport:
     """Ingest closed screenshot clips (with their sound) under ``folder`` until ``stop`` is set or
     ``duration_s`` passed, each ``settle_s`` after its window closed (its sound is written after the
@@ -76,7 +77,9 @@ def watch(
     ``events=False`` looks every ``poll_s`` instead of following file events. After
     ``release_after_s`` without a clip to ingest (0: never), the models loaded so far are let go:
     ``fresh()`` gives perceivers and a text embedder that load again on first use, in place of
-    those used so far, whose memory goes back to the system."""
+    those used so far, whose memory goes back to the system. ``keep_sound=False`` (``[capture]
+    keep_audio = 0``): the capture daemon's sound of each clip committed is deleted, its
+    transcript kept."""
     stop = stop or threading.Event()
     folder = Path(folder)
     report = WatchReport()
@@ -147,6 +150,7 @@ def watch(
                 max_store_gb,
                 redactor,
                 stop,
+                keep_sound,
             )
             if looked_at:  # perception ran: models are loaded, and its garbage can go back
                 last_ingest = time.monotonic()
@@ -211,6 +215,7 @@ def _ingest(
     max_store_gb: float,
     redactor,
     stop: threading.Event | None = None,
+    keep_sound: bool = True,
 ) -> int:
     """Ingest what closed in ``folders``; returns how many clips perception ran on."""
     run = ingest(
@@ -240,6 +245,10 @@ def _ingest(
             f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
             f"{lag:.0f} s ago"
         )
+    if run.clips_new and not keep_sound:
+        dropped = drop_ingested_sound(store, folders)
+        if dropped:
+            say(f"watch: {dropped} sound file(s) ingested and deleted (keep_audio = 0)")
     if run.clips_new and (retention_days or max_store_gb):
         gone = apply_retention(store, retention_days, max_store_gb)
         if any(gone.values()):

@@ -374,3 +374,27 @@ def test_encrypted_sound_is_ingested_once_and_a_broken_one_leaves_a_note(
     again = ingest([str(capture)], hash_store, perceivers, policies, progress=lambda m: None)
     assert again.clips_new == 0 and again.clips_skipped == 2
     assert len(hash_store.memories_where("kind != ''")) == memories
+
+
+@pytest.mark.slow
+def test_keep_audio_zero_keeps_the_transcript_and_drops_the_ingested_sound(
+    capture, spoken, hash_store, perceivers, policies
+):
+    """``[capture] keep_audio = 0``: once a clip is committed its sound files go, its transcript
+    and frames stay; a slot not ingested yet keeps its sound, as do files that are not the
+    daemon's."""
+    from mnemo.forget_with_media import drop_ingested_sound
+    from pipeline.ingest import ingest
+
+    heard = write_sound(capture, SLOT, "out", placed((1.0, spoken["other"])))
+    frame = write_frame(capture, SLOT + timedelta(seconds=3), "Weekly call")
+    ingest([str(capture)], hash_store, perceivers, policies, progress=lambda m: None)
+    later = write_sound(
+        capture, SLOT + timedelta(seconds=60), "mic", placed((1.0, spoken["owner"]))
+    )
+    mine = heard.parent / "call.ogg"
+    mine.write_bytes(b"the user's")
+    assert drop_ingested_sound(hash_store, [heard.parent]) == 1
+    assert not heard.exists() and not owned.sidecar_of(heard).exists()
+    assert later.exists() and frame.exists() and mine.exists()
+    assert [m for m in hash_store.memories_where("kind = 'episodic'") if "whole team" in m.text]
