@@ -436,11 +436,14 @@ def run(
     wayland: bool = False,
     minutes: float | None = None,
     keep: Path | None = None,
+    sound=None,
 ) -> dict:
     """The session (or with ``minutes`` the ordinary hour scaled to that) and its figures, on X11
     or (``wayland``) sway; ``ocr`` (a ``perception.ocr`` ``TextReader``) reads the stored frames
     for ``typing_kept``, which is None without one. ``keep``: a folder to copy the stored frames
-    into, with what was typed when and the text read in each frame (``_keep``)."""
+    into, with what was typed when and the text read in each frame (``_keep``). ``sound``: a
+    ``bench.capture_sound.CallSound``: the daemon also records sound, and the call is heard
+    (its figures join these)."""
     out, store = workdir / "screens", workdir / "store"
     # the call's frames, where the desktop's user can read them (sway runs as a user of its own)
     from bench.fixtures import group_photo
@@ -457,10 +460,11 @@ def run(
         )
         desk.clock()
         desk.focus(notes)
-        env = {**desk.env, "HF_HUB_OFFLINE": "1"}
+        env = {**desk.env, "HF_HUB_OFFLINE": "1", **(sound.env if sound is not None else {})}
         cap = subprocess.Popen(
             [sys.executable, "-m", "mnemo", "capture", "--out", str(out)]
-            + ["--interval", f"{interval_s:g}s", "--ingest", "--store", str(store)],
+            + ["--interval", f"{interval_s:g}s", "--ingest", "--store", str(store)]
+            + (["--audio"] if sound is not None else []),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -487,6 +491,8 @@ def run(
 
         poller = threading.Thread(target=poll_store, daemon=True)
         poller.start()
+        if sound is not None:
+            sound.watch_store(store)
         minutes_log = _PerMinute(meter).start()
         typed: list[tuple[str, float]] = []  # (word, typing began)
         typing: list[tuple[float, float]] = []  # stretches of typing (start, end)
@@ -514,7 +520,10 @@ def run(
             elif what == "call":  # a window with a moving face, over the others, then hung up
                 call = desk.term("call - Meet", "Call", CALL_AT, call_command(faces), sixel=True)
                 desk.focus(call)
-                time.sleep(seconds)
+                if sound is not None:  # the call is heard: its sound at least once through
+                    sound.play(seconds)
+                else:
+                    time.sleep(seconds)
                 desk.close_window(call)
                 calls.append((begin, time.time()))
             elif what == "idle":
@@ -595,6 +604,8 @@ def run(
         "typing_events": len(typed),
         "interval_s": interval_s,
     }
+    if sound is not None:
+        figures |= sound.figures(store, out, wall_s)
     progress(log[-2000:])
     if keep is not None:
         _keep(keep / desk.kind, out, figures, log, typed, typing, ts, texts)
@@ -740,7 +751,25 @@ def format_report(f: dict) -> str:
         )
     if f.get("typing_missed"):
         lines.append(f"  typed words not in a stored frame's OCR: {', '.join(f['typing_missed'])}")
+    if "wer_mic" in f:
+        lines += [f"  {label:<42} {f.get(key)}" for label, key in SOUND_ROWS if key in f]
     return "\n".join(lines)
+
+
+# the call heard (``--audio``): report lines, and with the targets of issue 66 where it sets one
+SOUND_ROWS = (
+    ("the call played (times)", "call_plays"),
+    ("WER of the microphone's stream", "wer_mic"),
+    ("  the same track ingested as a file", "wer_mic_file"),
+    ("WER of the computer's sound", "wer_out"),
+    ("  the same track ingested as a file", "wer_out_file"),
+    ("owner attribution (target >= 0.95)", "owner_attribution"),
+    ("sentences stored twice (target 0)", "duplicated_sentences"),
+    ("sound stored, MB an hour", "audio_mb_per_hour"),
+    ("lag from speech to memory, s (target <= 60)", "speech_lag_s"),
+    ("CPU % of a core the sound adds (target <= 15)", "audio_cpu_pct_added"),
+    ("peak RSS the sound adds, MB (target <= 200)", "audio_rss_mb_added"),
+)
 
 
 def compare(x11: dict, sway: dict) -> str:
@@ -758,22 +787,21 @@ def compare(x11: dict, sway: dict) -> str:
 
 
 def summary(f: dict) -> dict:
-    return {
-        k: f.get(k)
-        for k in (
-            "desktop",
-            "cpu_pct",
-            "cpu_pct_peak_minute",
-            "rss_mb",
-            "rss_mb_steady",
-            "pss_mb",
-            "mb_per_hour",
-            "mb_per_hour_active",
-            "static_dedup",
-            "typing_kept",
-            "ingest_lag_s",
-        )
-    }
+    base = (
+        "desktop",
+        "cpu_pct",
+        "cpu_pct_peak_minute",
+        "rss_mb",
+        "rss_mb_steady",
+        "pss_mb",
+        "mb_per_hour",
+        "mb_per_hour_active",
+        "static_dedup",
+        "typing_kept",
+        "ingest_lag_s",
+    )
+    heard = [key for _, key in SOUND_ROWS if key in f]  # with --audio
+    return {k: f.get(k) for k in (*base, *heard)}
 
 
 def add_arguments(parser) -> None:
@@ -789,6 +817,13 @@ def add_arguments(parser) -> None:
         metavar="N",
         help="an ordinary hour (reading, typing, idle, locked) scaled to N minutes, against the "
         "hour's targets (60: the whole hour)",
+    )
+    parser.add_argument(
+        "--audio",
+        action="store_true",
+        help="the hour's call is heard (a real recorded call through a PulseAudio server the bench "
+        "starts); the session runs twice, without and with `capture --audio`, and reports what "
+        "the sound adds, each stream's WER, owner attribution, duplicates and lag",
     )
     parser.add_argument(
         "--keep",

@@ -338,6 +338,48 @@ def run_day(args, cfg, progress) -> tuple[dict, int]:
     return day.summary(figures), 0
 
 
+def _capture_with_sound(args, cfg, ocr, progress) -> tuple[dict, int]:
+    """``bench capture --audio``: the session without sound, then with the call heard; what the
+    sound adds (CPU, peak RSS) is the difference of the two runs on this machine."""
+    import tempfile
+
+    from bench import capture
+    from bench.capture_sound import CallSound, file_wer
+    from bench.pulse_server import missing_tools
+    from mnemo.wiring import build_perceivers
+
+    if args.wayland:
+        raise ValueError("--audio runs on X11 only; leave out --wayland")
+    if why := missing_tools():
+        raise ValueError(f"--audio needs a PulseAudio server here: {why}")
+    runs = {}
+    for heard in (False, True):
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:
+            sound = CallSound(Path(tmp)) if heard else None
+            try:
+                runs[heard] = capture.run(
+                    Path(tmp),
+                    ocr=ocr,
+                    progress=progress,
+                    minutes=args.minutes,
+                    keep=args.keep,
+                    sound=sound,
+                )
+                if sound is not None:
+                    asr = build_perceivers(cfg.perception, cfg.llm).asr
+                    runs[heard] |= file_wer(sound, asr)
+            finally:
+                if sound is not None:
+                    sound.close()
+    figures = runs[True] | {
+        "audio_cpu_pct_added": round(runs[True]["cpu_pct"] - runs[False]["cpu_pct"], 2),
+        "audio_rss_mb_added": round(runs[True]["rss_mb"] - runs[False]["rss_mb"], 1),
+        "cpu_pct_without_audio": runs[False]["cpu_pct"],
+    }
+    print(capture.format_report(figures), flush=True)
+    return capture.summary(figures) | {"cpu_pct_without_audio": runs[False]["cpu_pct"]}, 0
+
+
 def run_capture(args, cfg, progress) -> tuple[dict, int]:
     import tempfile
 
@@ -347,6 +389,8 @@ def run_capture(args, cfg, progress) -> tuple[dict, int]:
     if args.minutes is not None and args.minutes <= 0:
         raise ValueError(f"--minutes must be more than 0 (got {args.minutes:g})")
     ocr = build_ocr(cfg.perception)  # reads the stored frames
+    if args.audio:
+        return _capture_with_sound(args, cfg, ocr, progress)
     runs = {}
     for wayland in (False, True) if args.wayland else (False,):
         with tempfile.TemporaryDirectory(prefix="mnemo-bench-capture-") as tmp:
