@@ -701,6 +701,9 @@ PROJECT_RULES: dict[str, Rule] = {
     "capture.max_age_days": LOWER_CAP,
     "capture.min_free_mb": RAISE,
     "capture.encrypt": only(True),
+    "capture.audio": only(False),  # a folder may keep the microphone off, never switch it on
+    "capture.audio_min_speech_s": RAISE,  # stores less sound
+    "capture.keep_audio": LOWER,  # 0 (only until ingested) is the strictest
     "capture.key_file": TRUSTED,  # which key encrypts the screenshots
 }
 

@@ -134,6 +134,9 @@ LOOSER = {
     "capture.max_age_days": (None, 0.0),
     "capture.min_free_mb": (None, 0.0),
     "capture.encrypt": (True, False),
+    "capture.audio": (False, True),
+    "capture.audio_min_speech_s": (None, 0.0),
+    "capture.keep_audio": (None, 30.0),
     "capture.key_file": (None, "/tmp/their.key"),
 }
 GUARDED = [k for k, rule in PROJECT_RULES.items() if rule is not FREE]
