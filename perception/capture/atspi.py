@@ -1,0 +1,606 @@
+"""Screen text from the accessibility tree (AT-SPI2 over D-Bus), read where applications expose it.
+
+GTK, Qt, VTE, Chromium/Electron and Firefox publish their widgets on the session's accessibility
+bus (``org.a11y.Bus``): each window is a tree of nodes with a role ("label", "text", "document
+web", "password text", ...), a box on screen and, for text, the exact characters. Reading that tree
+costs milliseconds where OCR of the same page costs seconds, and gives the words as they are.
+
+The client is jeepney (pure Python, no C library to crash the daemon, blocking calls with a
+deadline): one connection to the accessibility bus, calls sent a tree level at a time and their
+replies gathered until a deadline, so a window costs a few round trips, not one per node.
+
+Everything an application says is hostile input: a tree that never ends, a node with megabytes of
+text, a peer that never answers. A window's read is bounded (``Limits``: nodes, depth, characters,
+time); a read cut short keeps what it got and says so (``complete`` false), and an application that
+times out is logged once, not once a frame. Password fields ("password text") are never read, and
+the caller never asks for an excluded window.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from perception.capture.windows import Rect, WindowInfo
+
+log = logging.getLogger(__name__)
+
+ACCESSIBLE = "org.a11y.atspi.Accessible"
+TEXT = "org.a11y.atspi.Text"
+COMPONENT = "org.a11y.atspi.Component"
+DOCUMENT = "org.a11y.atspi.Document"
+REGISTRY = "org.a11y.atspi.Registry"
+ROOT = "/org/a11y/atspi/accessible/root"
+PROPS = "org.freedesktop.DBus.Properties"
+
+# AtspiStateType bits (at-spi2-core's atspi-constants.h)
+STATE_ACTIVE = 1
+STATE_SHOWING = 25
+STATE_VISIBLE = 30
+# AtspiCoordType
+SCREEN, WINDOW = 0, 1
+
+# roles whose text is never read (what a password field holds is the password, whatever it shows)
+SECRET_ROLES = frozenset({"password text"})
+# roles that show pixels, not text the tree holds: OCR reads inside their box
+PICTURE_ROLES = frozenset({"image", "canvas", "animation", "video", "embedded", "drawing area"})
+# a childless node without text this large (a share of its window) is drawn, not described: a
+# shared screen in a call, a page of a document viewer, a canvas app's surface; OCR reads it
+PICTURE_SHARE = 0.1
+# roles whose own text is a summary of their children (reading both would say each line twice)
+CONTAINER_ROLES = frozenset(
+    {"application", "frame", "window", "dialog", "filler", "panel", "scroll pane", "viewport"}
+)
+# fewer characters than this from a window (an Electron app with accessibility off shows its title
+# bar and nothing else) and the tree does not speak for it: OCR reads it
+MIN_RICH_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one window's read may cost (screenpipe bounds its walk the same way: depth 30, 5,000
+    nodes, 250 ms)."""
+
+    nodes: int = 5000
+    depth: int = 30
+    chars: int = 200_000  # of text over the window
+    node_chars: int = 20_000  # of text from one node (a huge document is read where it is shown)
+    time_s: float = 0.25
+
+
+@dataclass(frozen=True)
+class TreeLine:
+    text: str
+    role: str
+    box: tuple[int, int, int, int]  # x0, y0, x1, y1 on screen
+
+
+@dataclass
+class WindowText:
+    """What the tree says of one window."""
+
+    app: str  # the toolkit's name for the application
+    lines: list[TreeLine] = field(default_factory=list)
+    pictures: list[tuple[int, int, int, int]] = field(default_factory=list)  # OCR reads these
+    url: str = ""  # a browser's address, where the tree has it
+    nodes: int = 0
+    complete: bool = True  # False: a limit cut the read short
+    seconds: float = 0.0
+
+    @property
+    def chars(self) -> int:
+        return sum(len(line.text) for line in self.lines)
+
+    @property
+    def rich(self) -> bool:
+        """The tree speaks for the window: OCR need not read it (but for ``pictures``)."""
+        return self.chars >= MIN_RICH_CHARS
+
+
+class Unanswered(Exception):
+    """The deadline passed before every reply came."""
+
+
+@dataclass
+class _Node:
+    name: str  # D-Bus bus name of the application
+    path: str
+    key: tuple[int, ...]  # child indices from the window: document order
+    depth: int
+    role: str = ""
+    label: str = ""
+    ifaces: tuple[str, ...] = ()
+    states: int = 0
+    box: tuple[int, int, int, int] | None = None
+    children: int = 0
+
+
+class AccessibilityReader:
+    """Reads windows' text from the session's accessibility bus; ``available`` says whether there
+    is one. Not thread-safe: one reader per capture loop."""
+
+    RETRY_S = 30.0  # a bus that could not be reached is looked for again this often
+
+    def __init__(self, limits: Limits | None = None, coords: int = SCREEN) -> None:
+        """``coords``: SCREEN (X11: applications know where their windows are) or WINDOW (Wayland:
+        boxes relative to the window, placed at its rectangle)."""
+        self.limits = limits or Limits()
+        self.coords = coords
+        self._conn: Any = None
+        self._next_try = 0.0
+        self._pids: dict[str, int | None] = {}
+        self._said: set[str] = set()  # what was logged once
+        self.why = ""  # why the tree cannot be read, while it cannot
+
+    # connection
+    def available(self) -> bool:
+        if self._conn is not None:
+            return True
+        if time.monotonic() < self._next_try:
+            return False
+        self._next_try = time.monotonic() + self.RETRY_S
+        try:
+            self._conn = _open_a11y_bus()
+        except Exception as e:  # no session bus, no at-spi bus launcher, a refused connection
+            self._say("bus", f"the accessibility tree cannot be read ({e}); screen text is OCR's")
+            self.why = str(e)
+            return False
+        self.why = ""
+        return True
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:
+                pass
+            self._conn = None
+
+    def _lost(self, e: Exception) -> None:
+        self._say(
+            "lost", f"the accessibility bus went away ({e}); trying again in {self.RETRY_S:g} s"
+        )
+        self.close()
+        self._next_try = time.monotonic() + self.RETRY_S
+
+    def _say(self, key: str, message: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            log.warning("%s", message)
+
+    # calls
+    def _batch(self, calls: list[tuple], deadline: float) -> list[Any]:
+        """Send every call, then gather replies until ``deadline``: a list of reply bodies, an
+        Exception where the peer said no. ``Unanswered`` when the deadline passes first."""
+        from jeepney import DBusAddress, MessageType, new_method_call
+        from jeepney.low_level import HeaderFields
+
+        waiting: dict[int, int] = {}
+        out: list[Any] = [None] * len(calls)
+        for i, (name, path, iface, method, sig, body) in enumerate(calls):
+            msg = new_method_call(
+                DBusAddress(path, bus_name=name, interface=iface), method, sig, body
+            )
+            serial = next(self._conn.outgoing_serial)
+            self._conn.send(msg, serial=serial)
+            waiting[serial] = i
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Unanswered(f"{len(waiting)} of {len(calls)} calls unanswered")
+            try:
+                reply = self._conn.receive(timeout=left)
+            except TimeoutError:
+                raise Unanswered(f"{len(waiting)} of {len(calls)} calls unanswered") from None
+            i = waiting.pop(reply.header.fields.get(HeaderFields.reply_serial, -1), -1)
+            if i < 0:
+                continue  # a signal, or a reply to a call given up on
+            if reply.header.message_type == MessageType.error:
+                out[i] = RuntimeError(str(reply.header.fields.get(HeaderFields.error_name)))
+            else:
+                out[i] = reply.body
+        return out
+
+    def _pid(self, name: str, deadline: float) -> int | None:
+        if name not in self._pids:
+            (got,) = self._batch(
+                [
+                    (
+                        "org.freedesktop.DBus",
+                        "/org/freedesktop/DBus",
+                        "org.freedesktop.DBus",
+                        "GetConnectionUnixProcessID",
+                        "s",
+                        (name,),
+                    )
+                ],
+                deadline,
+            )
+            self._pids[name] = got[0] if isinstance(got, tuple) and _is_int(got[0]) else None
+        return self._pids[name]
+
+    # reading
+    def window_text(self, window: WindowInfo, focused: bool = False) -> WindowText | None:
+        """The text the tree shows of ``window``; None when no application on the bus owns it
+        (an application without accessibility, a terminal like xterm) or the bus is gone."""
+        if not self.available():
+            return None
+        t0 = time.monotonic()
+        try:
+            frame = self._frame_of(window, focused, t0 + self.limits.time_s)
+            if frame is None:
+                return None
+            app, node = frame
+            text = WindowText(app=app)
+            self._walk(node, window, text, t0 + self.limits.time_s)
+        except Unanswered as e:
+            self._say(
+                f"slow:{window.app}",
+                f"{window.app or 'an application'}'s accessibility "
+                f"tree did not answer within {self.limits.time_s:g} s ({e}); its windows "
+                "are read by OCR when that happens",
+            )
+            return None
+        except (OSError, ConnectionError, EOFError) as e:
+            self._lost(e)
+            return None
+        text.seconds = time.monotonic() - t0
+        return text
+
+    def _frame_of(
+        self, window: WindowInfo, focused: bool, deadline: float
+    ) -> tuple[str, _Node] | None:
+        """The application's top node for ``window``: among the applications of its process (any
+        application when its process is unknown), the frame titled as the window, else the active
+        one when it has focus, else an application's only frame."""
+        (apps,) = self._batch([(REGISTRY, ROOT, ACCESSIBLE, "GetChildren", None, ())], deadline)
+        refs = _refs(apps)
+        mine = [
+            r for r in refs if window.pid is not None and self._pid(r[0], deadline) == window.pid
+        ]
+        refs = mine or refs
+        heads = self._batch(
+            [(n, p, ACCESSIBLE, "GetChildren", None, ()) for n, p in refs]
+            + [(n, p, PROPS, "Get", "ss", (ACCESSIBLE, "Name")) for n, p in refs],
+            deadline,
+        )
+        frames: list[tuple[str, str, str]] = []  # app name, bus name, path
+        for (name, _), kids, app_name in zip(refs, heads[: len(refs)], heads[len(refs) :]):
+            label = _variant_str(app_name)
+            frames += [(label, n, p) for n, p in _refs(kids) if n == name]
+        if not frames:
+            return None
+        info = self._batch(
+            [(n, p, PROPS, "Get", "ss", (ACCESSIBLE, "Name")) for _, n, p in frames]
+            + [(n, p, ACCESSIBLE, "GetState", None, ()) for _, n, p in frames],
+            deadline,
+        )
+        names = [_variant_str(b) for b in info[: len(frames)]]
+        states = [_states(b) for b in info[len(frames) :]]
+        pick = next((i for i, nm in enumerate(names) if nm and nm == window.title), None)
+        if pick is None and focused:
+            pick = next((i for i, s in enumerate(states) if s >> STATE_ACTIVE & 1), None)
+        if pick is None and mine and len(frames) == 1:
+            pick = 0  # the window's process has one frame (its title differs: a toolkit's own)
+        if pick is None:
+            return None
+        app, name, path = frames[pick]
+        return app, _Node(name, path, (), 0)
+
+    def _walk(self, top: _Node, window: WindowInfo, out: WindowText, deadline: float) -> None:
+        """Breadth first, a level per round of calls; lines sorted back into document order."""
+        lim = self.limits
+        level, found = [top], []
+        win_box = _rect_box(window.rect)
+        chars = 0
+        while level:
+            if out.nodes + len(level) > lim.nodes:
+                level = level[: max(0, lim.nodes - out.nodes)]
+                out.complete = False
+            if not level:
+                break
+            out.nodes += len(level)
+            self._describe(level, window, deadline)
+            texts = [
+                n
+                for n in level
+                if TEXT in n.ifaces
+                and n.role not in SECRET_ROLES
+                and n.role not in CONTAINER_ROLES
+                and _shown(n)
+            ]
+            for n, got in zip(texts, self._texts(texts, win_box, deadline)):
+                if n.box is None:
+                    continue
+                shown = (
+                    n.box if win_box is None or _inside(n.box, win_box) else _clip(n.box, win_box)
+                )
+                for k, line in enumerate(got.split("\n")):
+                    line = line.strip()
+                    if line and chars < lim.chars:
+                        line = line[: lim.chars - chars]
+                        chars += len(line)
+                        found.append(
+                            ((*n.key, k), TreeLine(line, n.role, _line_box(shown, k, got)))
+                        )
+                if chars >= lim.chars:
+                    out.complete = False
+            for n in level:
+                if n.role in PICTURE_ROLES and n.box is not None and _shown(n):
+                    out.pictures.append(n.box)
+                elif (
+                    not n.children
+                    and n.box is not None
+                    and TEXT not in n.ifaces
+                    and not n.label
+                    and _shown(n)
+                    and win_box is not None
+                    and _area(n.box) >= PICTURE_SHARE * _area(win_box)
+                ):
+                    out.pictures.append(n.box)  # drawn, not described
+            if not out.url:
+                out.url = self._url([n for n in level if DOCUMENT in n.ifaces], deadline)
+            parents = [
+                n for n in level if n.children and n.role not in SECRET_ROLES and _shown(n, top)
+            ]
+            if parents and parents[0].depth + 1 > lim.depth:
+                out.complete = False
+                break
+            level = self._children(parents, lim.nodes - out.nodes, deadline)
+            if len(level) < sum(min(p.children, lim.nodes) for p in parents):
+                out.complete = False
+        out.lines = [line for _, line in sorted(found, key=lambda kv: kv[0])]
+        if win_box is not None:  # what lies outside the window is not shown (scrolled away)
+            out.lines = [ln for ln in out.lines if _center_in(ln.box, win_box)]
+            out.pictures = [_clip(b, win_box) for b in out.pictures if _overlap(b, win_box)]
+
+    def _describe(self, nodes: list[_Node], window: WindowInfo, deadline: float) -> None:
+        calls = []
+        for n in nodes:
+            calls += [
+                (n.name, n.path, ACCESSIBLE, "GetRoleName", None, ()),
+                (n.name, n.path, PROPS, "Get", "ss", (ACCESSIBLE, "Name")),
+                (n.name, n.path, ACCESSIBLE, "GetInterfaces", None, ()),
+                (n.name, n.path, ACCESSIBLE, "GetState", None, ()),
+                (n.name, n.path, COMPONENT, "GetExtents", "u", (self.coords,)),
+                (n.name, n.path, PROPS, "Get", "ss", (ACCESSIBLE, "ChildCount")),
+            ]
+        got = self._batch(calls, deadline)
+        for i, n in enumerate(nodes):
+            role, name, ifaces, states, extents, count = got[6 * i : 6 * i + 6]
+            n.role = _str(role)
+            n.label = _variant_str(name)
+            n.ifaces = tuple(
+                x
+                for x in (ifaces[0] if isinstance(ifaces, tuple) and ifaces else ())
+                if isinstance(x, str)
+            )
+            n.states = _states(states)
+            n.box = self._box(extents, window)
+            c = (
+                count[0][1]
+                if isinstance(count, tuple) and count and isinstance(count[0], tuple)
+                else 0
+            )
+            n.children = c if _is_int(c) and c > 0 else 0
+
+    def _box(self, extents: Any, window: WindowInfo) -> tuple[int, int, int, int] | None:
+        if not (isinstance(extents, tuple) and extents and isinstance(extents[0], tuple)):
+            return None
+        vals = extents[0]
+        if len(vals) != 4 or not all(_is_int(v) for v in vals):
+            return None
+        x, y, w, h = vals
+        if w <= 0 or h <= 0:
+            return None
+        if self.coords == WINDOW and window.rect is not None:
+            x, y = x + window.rect.x, y + window.rect.y
+        return (x, y, x + w, y + h)
+
+    def _texts(
+        self, nodes: list[_Node], win_box: tuple[int, int, int, int] | None, deadline: float
+    ) -> list[str]:
+        """Each node's text where it is shown: a node larger than the window (a long document in a
+        scrolled view) is read from the offset at the window's top left to the one at its bottom
+        right, at most ``node_chars``."""
+        if not nodes:
+            return []
+        cap = self.limits.node_chars
+        counts = self._batch(
+            [(n.name, n.path, PROPS, "Get", "ss", (TEXT, "CharacterCount")) for n in nodes],
+            deadline,
+        )
+        spans: list[tuple[int, int]] = []
+        probe: list[tuple] = []
+        for n, c in zip(nodes, counts):
+            total = c[0][1] if isinstance(c, tuple) and c and isinstance(c[0], tuple) else 0
+            total = total if _is_int(total) and total > 0 else 0
+            spans.append((0, total))
+            if total and win_box is not None and n.box is not None and not _inside(n.box, win_box):
+                x0, y0, x1, y1 = _clip(n.box, win_box)
+                probe += [
+                    (n.name, n.path, TEXT, "GetOffsetAtPoint", "iiu", (x0, y0, self.coords)),
+                    (
+                        n.name,
+                        n.path,
+                        TEXT,
+                        "GetOffsetAtPoint",
+                        "iiu",
+                        (x1 - 1, y1 - 1, self.coords),
+                    ),
+                ]
+        offsets = iter(self._batch(probe, deadline)) if probe else iter(())
+        for i, (n, (_, total)) in enumerate(zip(nodes, spans)):
+            if total and win_box is not None and n.box is not None and not _inside(n.box, win_box):
+                a, b = next(offsets), next(offsets)
+                start = a[0] if isinstance(a, tuple) and a and _is_int(a[0]) and a[0] >= 0 else 0
+                end = (
+                    b[0] + 1
+                    if isinstance(b, tuple) and b and _is_int(b[0]) and b[0] >= 0
+                    else total
+                )
+                spans[i] = (min(start, total), min(max(end, start), total))
+        spans = [(a, min(b, a + cap)) for a, b in spans]
+        got = self._batch(
+            [
+                (n.name, n.path, TEXT, "GetText", "ii", (a, b))
+                for n, (a, b) in zip(nodes, spans)
+                if b > a
+            ],
+            deadline,
+        )
+        texts = iter(got)
+        out = []
+        for a, b in spans:
+            body = next(texts) if b > a else ()
+            out.append(
+                body[0][:cap]
+                if isinstance(body, tuple) and body and isinstance(body[0], str)
+                else ""
+            )
+        return out
+
+    def _children(self, parents: list[_Node], room: int, deadline: float) -> list[_Node]:
+        """The next level: each parent's children, at most ``room`` in all. A parent with more
+        children than there is room for is asked for the first few by index, never for a list an
+        application could make as long as it likes."""
+        calls: list[tuple] = []
+        whose: list[tuple[_Node, int | None]] = []
+        for p in parents:
+            if p.children <= room:
+                calls.append((p.name, p.path, ACCESSIBLE, "GetChildren", None, ()))
+                whose.append((p, None))
+            else:
+                for k in range(max(0, min(room, 64))):
+                    calls.append((p.name, p.path, ACCESSIBLE, "GetChildAtIndex", "i", (k,)))
+                    whose.append((p, k))
+        got = self._batch(calls, deadline) if calls else []
+        out: list[_Node] = []
+        for (p, at), body in zip(whose, got):
+            refs = (
+                _refs(body)
+                if at is None
+                else _refs(((body[0],),) if isinstance(body, tuple) and body else ())
+            )
+            for j, (name, path) in enumerate(refs[: p.children]):
+                if name != p.name or len(out) >= room:
+                    continue  # a child in another process (an embedded plug) is not followed
+                out.append(_Node(name, path, (*p.key, j if at is None else at), p.depth + 1))
+        return out
+
+    def _url(self, docs: list[_Node], deadline: float) -> str:
+        if not docs:
+            return ""
+        got = self._batch(
+            [(n.name, n.path, DOCUMENT, "GetAttributes", None, ()) for n in docs], deadline
+        )
+        for body in got:
+            attrs = (
+                body[0] if isinstance(body, tuple) and body and isinstance(body[0], dict) else {}
+            )
+            for key in ("DocURL", "URI", "URL", "url"):
+                url = attrs.get(key)
+                if isinstance(url, str) and url.startswith(("http://", "https://", "file://")):
+                    return url[:2048]
+        return ""
+
+
+def _open_a11y_bus() -> Any:
+    """A connection to the accessibility bus the session bus names (``org.a11y.Bus``)."""
+    from jeepney import DBusAddress, new_method_call
+    from jeepney.io.blocking import open_dbus_connection
+
+    with open_dbus_connection("SESSION") as session:
+        reply = session.send_and_get_reply(
+            new_method_call(
+                DBusAddress("/org/a11y/bus", bus_name="org.a11y.Bus", interface="org.a11y.Bus"),
+                "GetAddress",
+            ),
+            timeout=2.0,
+        )
+    address = reply.body[0] if reply.body and isinstance(reply.body[0], str) else ""
+    if not address:
+        raise ConnectionError("the session bus names no accessibility bus")
+    return open_dbus_connection(address)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _str(body: Any) -> str:
+    return body[0] if isinstance(body, tuple) and body and isinstance(body[0], str) else ""
+
+
+def _variant_str(body: Any) -> str:
+    """A Properties.Get reply holding a string."""
+    if isinstance(body, tuple) and body and isinstance(body[0], tuple) and len(body[0]) == 2:
+        v = body[0][1]
+        return v[:1000] if isinstance(v, str) else ""
+    return ""
+
+
+def _states(body: Any) -> int:
+    words = body[0] if isinstance(body, tuple) and body and isinstance(body[0], list) else []
+    if len(words) >= 2 and _is_int(words[0]) and _is_int(words[1]):
+        return words[0] | words[1] << 32
+    return 0
+
+
+def _refs(body: Any) -> list[tuple[str, str]]:
+    """Object references ``(so)`` of a GetChildren-like reply."""
+    items = (
+        body[0] if isinstance(body, tuple) and body and isinstance(body[0], (list, tuple)) else []
+    )
+    return [
+        (r[0], r[1])
+        for r in items
+        if isinstance(r, tuple)
+        and len(r) == 2
+        and isinstance(r[0], str)
+        and isinstance(r[1], str)
+        and r[1] != "/org/a11y/atspi/null"
+    ]
+
+
+def _shown(n: _Node, top: _Node | None = None) -> bool:
+    """On screen: SHOWING and VISIBLE (the window's own node is followed whatever it says: some
+    toolkits leave a frame's SHOWING unset without a window manager)."""
+    if top is not None and n is top:
+        return True
+    return bool(n.states >> STATE_SHOWING & 1 and n.states >> STATE_VISIBLE & 1)
+
+
+def _rect_box(r: Rect | None) -> tuple[int, int, int, int] | None:
+    return None if r is None else (r.x, r.y, r.x + r.width, r.y + r.height)
+
+
+def _area(b: tuple[int, int, int, int]) -> int:
+    return max(0, b[2] - b[0]) * max(0, b[3] - b[1])
+
+
+def _inside(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> bool:
+    return b[0] >= w[0] and b[1] >= w[1] and b[2] <= w[2] and b[3] <= w[3]
+
+
+def _overlap(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> bool:
+    return b[0] < w[2] and w[0] < b[2] and b[1] < w[3] and w[1] < b[3]
+
+
+def _clip(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    return (max(b[0], w[0]), max(b[1], w[1]), min(b[2], w[2]), min(b[3], w[3]))
+
+
+def _center_in(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> bool:
+    cx, cy = (b[0] + b[2]) // 2, (b[1] + b[3]) // 2
+    return w[0] <= cx < w[2] and w[1] <= cy < w[3]
+
+
+def _line_box(box: tuple[int, int, int, int], k: int, text: str) -> tuple[int, int, int, int]:
+    """Line ``k`` of a node's text: its share of the node's height (the lines of a text view are
+    of one height; the box is where the line is, for the mask OCR reads around)."""
+    n = text.count("\n") + 1
+    h = (box[3] - box[1]) / n
+    return (box[0], int(box[1] + k * h), box[2], int(box[1] + (k + 1) * h))
