@@ -133,6 +133,7 @@ class AccessibilityReader:
         self._pids: dict[str, int | None] = {}
         self._said: set[str] = set()  # what was logged once
         self.why = ""  # why the tree cannot be read, while it cannot
+        self.seen = False  # the bus was reached at least once
 
     # connection
     def available(self) -> bool:
@@ -147,7 +148,7 @@ class AccessibilityReader:
             self._say("bus", f"the accessibility tree cannot be read ({e}); screen text is OCR's")
             self.why = str(e)
             return False
-        self.why = ""
+        self.why, self.seen = "", True
         return True
 
     def close(self) -> None:

@@ -108,6 +108,14 @@ class CaptureConfig(BaseModel):
             "The encryption key's file, readable by the user alone; empty: ~/.config/mnemo/capture.key."
         ),
     )
+    read_tree: bool = Field(
+        True,
+        description=(
+            "Read screen text from the accessibility tree (AT-SPI2) of the windows that publish one: exact "
+            "words in milliseconds, where OCR takes seconds a page; OCR reads the rest (terminals like xterm, "
+            "canvases, pictures). Password fields and excluded windows are never read."
+        ),
+    )
     audio: bool = Field(
         False,
         description=(

@@ -10,6 +10,11 @@ now and then.
 The loop grabs slower when the user is idle and stops grabbing while the screen saver is on, the
 screen is locked, the user paused it, or the disk is nearly full.
 
+Each kept frame's sidecar also holds the screen text the accessibility tree gives for the windows
+on its monitor (``screen_text``, ``_screen_text``): the lines with their role and box, and in paint
+order the boxes the tree speaks for (OCR leaves them alone at ingest) and those OCR still reads
+(pictures in an accessible window, windows without a tree). Excluded windows are never asked.
+
 With sound (``audio``, ``perception/capture/audio.py``), each tick also decides whether the
 microphone and the computer's sound may be recorded until the next one (``sound_gate``): not while
 the screen is locked, an excluded window has focus, the user paused capture or the sound, the disk
@@ -24,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +40,7 @@ from perception.capture.tiles import TileTracker
 from perception.capture.windows import DesktopLost, DesktopSession, Rect, Unreadable, WindowInfo
 
 if TYPE_CHECKING:
+    from perception.capture.atspi import AccessibilityReader, WindowText
     from perception.capture.audio import AudioRecorder
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,7 @@ MAX_PAUSE_S = (
 )  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
 PAUSE_POLL_S = 0.2  # how often, between grabs, the daemon looks whether a burst of input has ended
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
+TREE_WINDOWS = 4  # the top windows of a monitor whose accessibility tree a kept frame reads
 
 
 @dataclass
@@ -61,6 +68,8 @@ class Counters:
     blacked_out: int = 0  # excluded windows painted black in stored frames
     heartbeats: int = 0
     layout_changes: int = 0  # monitors plugged in, unplugged or moved while capturing
+    tree_frames: int = 0  # kept frames with screen text from the accessibility tree
+    tree_s: float = 0.0  # seconds spent reading trees
     reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -96,9 +105,11 @@ class Capturer:
         on_frame=None,
         desktop: DesktopSession | None = None,
         audio: AudioRecorder | None = None,
+        tree: AccessibilityReader | None = None,
     ) -> None:
         """``desktop``: the session to read (default: the one this process runs in, or the X
-        display ``display_name``; ``perception.capture.session.open_desktop``)."""
+        display ``display_name``; ``perception.capture.session.open_desktop``). ``tree``: the
+        accessibility reader (default: one for this desktop when ``read_tree``)."""
         self.cfg = cfg
         self.store = store
         self.exclusions = Exclusions(
@@ -125,6 +136,11 @@ class Capturer:
         self.unreadable = ""  # why the desktop could not be read, while it cannot
         self.disk_full = False  # the last write failed for want of space: wait for RESUME_FREE_B
         self.audio = audio  # an AudioRecorder, started and stopped with the loop; None: no sound
+        if tree is None and cfg.read_tree:
+            from perception.capture.atspi import SCREEN, WINDOW, AccessibilityReader
+
+            tree = AccessibilityReader(coords=SCREEN if desktop.kind == "x11" else WINDOW)
+        self.tree = tree  # None: screen text is OCR's alone
         self._sound_why = "capture is starting"  # why sound may not be recorded now ("": it may)
         self._sound_at = 0.0  # when a tick last decided it
 
@@ -197,6 +213,14 @@ class Capturer:
             if self._user_pause_until not in (None, float("inf"))
             else None,
             "audio": self.audio.status() if self.audio is not None else None,
+            "tree": None
+            if self.tree is None
+            else {
+                "readable": self.tree.why == "" and self.tree.seen,
+                "why": self.tree.why,
+                "frames": c.tree_frames,
+                "seconds": round(c.tree_s, 3),
+            },
         }
 
     def sound_gate(self) -> str:
@@ -239,6 +263,8 @@ class Capturer:
             if self.audio is not None:
                 self.audio.stop()  # the slot in progress is finished and stored
             self.x.close()
+            if self.tree is not None:
+                self.tree.close()
         return self.counters
 
     def _sleep(self, seconds: float) -> None:
@@ -461,7 +487,7 @@ class Capturer:
                 self.last_heartbeat = now
                 self.counters.heartbeats += 1
             return None
-        side = {
+        side: dict[str, Any] = {
             "app": meta[0],
             "window": meta[1],
             "pid": top.pid if top is not None else None,
@@ -469,7 +495,75 @@ class Capturer:
             "changed_tiles": change.changed,
             "input": bool(had_input) and reason != "start",
         }  # the first grab is no sign of anyone typing
+        if self.tree is not None:
+            text = self._screen_text(m, focused_here, windows, set(excluded))
+            if text is not None:
+                side["screen_text"] = text
         return _Kept(m, frame, gray, meta, side, now)
+
+    def _screen_text(
+        self,
+        m: _Monitor,
+        focused: WindowInfo | None,
+        windows: list[WindowInfo],
+        excluded: set[int],
+    ) -> dict | None:
+        """What the accessibility tree says of monitor ``m``'s windows (the top ``TREE_WINDOWS``
+        not excluded), in the frame's pixels: ``lines`` ([text, role, x0, y0, x1, y1, window]; a
+        line under a window above it is not shown, so not kept), ``paint`` ([x0, y0, x1, y1, 1 the
+        tree speaks for it / 0 OCR reads it], bottom window first) and ``windows``. None when no
+        window's tree is rich enough: OCR reads the frame."""
+        assert self.tree is not None
+        t0 = time.perf_counter()
+        on = [w for w in windows if w.rect is not None and w.rect.intersects(m.rect)]
+        read: dict[int, WindowText] = {}
+        for w in [w for w in reversed(on) if w.wid not in excluded][:TREE_WINDOWS]:
+            got = self.tree.window_text(w, focused=focused is not None and w.wid == focused.wid)
+            if got is not None and got.rich:
+                read[w.wid] = got
+        self.counters.tree_s += time.perf_counter() - t0
+        if not read:
+            return None
+
+        def rel(b: tuple[int, int, int, int]) -> list[int]:
+            r = m.rect
+            return [
+                min(max(b[0] - r.x, 0), r.width),
+                min(max(b[1] - r.y, 0), r.height),
+                min(max(b[2] - r.x, 0), r.width),
+                min(max(b[3] - r.y, 0), r.height),
+            ]
+
+        lines: list[list] = []
+        paint: list[list[int]] = []
+        about: list[dict] = []
+        for i, w in enumerate(on):
+            assert w.rect is not None
+            box = (w.rect.x, w.rect.y, w.rect.x + w.rect.width, w.rect.y + w.rect.height)
+            t = read.get(w.wid)
+            if t is None:
+                paint.append([*rel(box), 0])
+                continue
+            paint.append([*rel(box), 1])
+            paint += [[*rel(p), 0] for p in t.pictures]
+            above = [a.rect for a in on[i + 1 :] if a.rect is not None]
+            k = len(about)
+            about.append(
+                {
+                    "app": t.app,
+                    "title": w.title,
+                    "url": t.url,
+                    "nodes": t.nodes,
+                    "complete": t.complete,
+                    "ms": round(t.seconds * 1000, 1),
+                }
+            )
+            for ln in t.lines:
+                cx, cy = (ln.box[0] + ln.box[2]) // 2, (ln.box[1] + ln.box[3]) // 2
+                if m.rect.contains(cx, cy) and not any(a.contains(cx, cy) for a in above):
+                    lines.append([ln.text, ln.role, *rel(ln.box), k])
+        self.counters.tree_frames += 1
+        return {"source": "atspi", "lines": lines, "paint": paint, "windows": about}
 
     def _keep(self, k: _Kept) -> None:
         """Encode and store a frame ``_consider`` chose."""

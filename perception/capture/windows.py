@@ -68,6 +68,9 @@ class Rect:
             and other.y < self.y + self.height
         )
 
+    def contains(self, x: int, y: int) -> bool:
+        return self.x <= x < self.x + self.width and self.y <= y < self.y + self.height
+
     def center_in(self, other: Rect) -> bool:
         cx, cy = self.x + self.width // 2, self.y + self.height // 2
         return other.x <= cx < other.x + other.width and other.y <= cy < other.y + other.height
