@@ -243,7 +243,7 @@ def _ingest(
         report.lag_s.append(lag)
         say(
             f"watch: {run.clips_new} clip(s), {run.memories_new} memories ingested; the newest closed "
-            f"{lag:.0f} s ago"
+            f"{lag:.0f} s ago; OCR {run.stage_s.get('ocr_s', 0.0):.1f} s"
         )
     if run.clips_new and not keep_sound:
         dropped = drop_ingested_sound(store, folders)

@@ -53,9 +53,12 @@ PICTURE_SHARE = 0.1
 CONTAINER_ROLES = frozenset(
     {"application", "frame", "window", "dialog", "filler", "panel", "scroll pane", "viewport"}
 )
-# fewer characters than this from a window (an Electron app with accessibility off shows its title
-# bar and nothing else) and the tree does not speak for it: OCR reads it
-MIN_RICH_CHARS = 16
+# fewer characters than this from a window (an Electron app with accessibility off shows a frame and
+# nothing else) and the tree does not speak for it: OCR reads it; a window that shows some text and
+# an empty page (a browser whose page is not published) has that page's box in ``pictures``
+MIN_RICH_CHARS = 1
+# what a node's text holds in place of each child object (a link, an image inside a paragraph)
+EMBEDDED = "\ufffc"
 
 
 @dataclass(frozen=True)
@@ -319,7 +322,7 @@ class AccessibilityReader:
                     n.box if win_box is None or _inside(n.box, win_box) else _clip(n.box, win_box)
                 )
                 for k, line in enumerate(got.split("\n")):
-                    line = line.strip()
+                    line = line.replace(EMBEDDED, "").strip()
                     if line and chars < lim.chars:
                         line = line[: lim.chars - chars]
                         chars += len(line)
