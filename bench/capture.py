@@ -17,6 +17,7 @@ a stored memory.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import statistics
@@ -27,9 +28,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.call import SIXEL_COLOURS, call_command, call_frames
 from bench.metrics import meets
+
+if TYPE_CHECKING:
+    from bench.capture_apps import AppDesk
 
 TARGETS = {
     "cpu_pct": ("<=", 3.0),
@@ -44,6 +49,7 @@ HOUR_TARGETS = {  # the ordinary hour: the daemon and its ingest together
     "static_dedup": (">=", 0.95),
     "typing_kept": ("==", 1.0),
     "ingest_lag_s": ("<=", 60.0),
+    "pages_found": (">=", 0.98),
 }
 SWAY_OVER_X11 = 1.5  # the daemon's CPU and memory on sway, at most this times X11's in one run
 # the ordinary hour, in minutes: (what, minutes); scaled to --minutes
@@ -338,6 +344,7 @@ class Desk:
             self.x = Desktop(workdir)
             self.env = dict(self.x.env)
         self.kind = "sway" if wayland else "x11"
+        self.apps: AppDesk | None = None  # when the session runs real apps
 
     def term(
         self,
@@ -393,6 +400,8 @@ class Desk:
             self.x.spawn(["i3lock", "-n", "-c", "000000"])
 
     def close(self) -> None:
+        if self.apps is not None:
+            self.apps.close()
         (self.sway if self.wayland else self.x).close()
 
 
@@ -408,6 +417,10 @@ SCREEN = (1920, 1080)
 NOTES_AT = (100, 30, 80, 80)
 SHELL_AT = (100, 22, 580, 420)
 READER_AT = (100, 34, 300, 100)
+# the apps' windows (x, y, width, height), where the terminals are
+EDITOR_BOX = (80, 80, 1300, 800)
+SHELL_BOX = (580, 420, 1300, 600)
+BROWSER_BOX = (300, 100, 1300, 900)
 CALL_AT = (38, 20, 1400, 480)  # the call's window: its 360 px frames fit xterm's cells and foot's
 WORD_S = 3.0  # a typed word every this many seconds
 READING = (
@@ -437,13 +450,16 @@ def run(
     minutes: float | None = None,
     keep: Path | None = None,
     sound=None,
+    apps: bool = True,
 ) -> dict:
     """The session (or with ``minutes`` the ordinary hour scaled to that) and its figures, on X11
     or (``wayland``) sway; ``ocr`` (a ``perception.ocr`` ``TextReader``) reads the stored frames
     for ``typing_kept``, which is None without one. ``keep``: a folder to copy the stored frames
     into, with what was typed when and the text read in each frame (``_keep``). ``sound``: a
     ``bench.capture_sound.CallSound``: the daemon also records sound, and the call is heard
-    (its figures join these)."""
+    (its figures join these). ``apps``: the hour on X11 reads a page in Chromium and types in
+    Mousepad and xfce4-terminal, whose text the accessibility tree gives (``bench.capture_apps``);
+    else, and on sway, in terminals (OCR only)."""
     out, store = workdir / "screens", workdir / "store"
     # the call's frames, where the desktop's user can read them (sway runs as a user of its own)
     from bench.fixtures import group_photo
@@ -452,15 +468,36 @@ def run(
     faces = call_frames(group_photo(), call_dir) if minutes else []
     desk = Desk(workdir, wayland)
     sock = Path(desk.env["XDG_RUNTIME_DIR"]) / "mnemo" / "capture.sock"
+    app_desk = None
+    markers: list[str] = []  # the reading page's marker sentences (apps)
+    page = 0  # the page of it shown
+    pages: set[int] = set()  # the pages read
+    reader: str | None = None
     try:
-        notes = desk.term("notes.txt - editor", "Editor", NOTES_AT)
-        shell = desk.term("build shell", "Shell", SHELL_AT)
-        reader = (
-            desk.term("GPL-3 - less", "Reader", READER_AT, ["less", READING]) if minutes else None
-        )
+        if apps and minutes and not wayland:
+            from bench import capture_apps
+
+            app_desk = desk.apps = capture_apps.AppDesk(desk.x, workdir)
+            reading, markers = capture_apps.reading_page(workdir, 200)
+            notes = app_desk.editor(workdir / "notes.txt", EDITOR_BOX)
+            shell = app_desk.terminal("build shell", SHELL_BOX, f"{SHELL_AT[0]}x{SHELL_AT[1]}")
+            reader = app_desk.browser(reading, BROWSER_BOX)
+        else:
+            notes = desk.term("notes.txt - editor", "Editor", NOTES_AT)
+            shell = desk.term("build shell", "Shell", SHELL_AT)
+            reader = (
+                desk.term("GPL-3 - less", "Reader", READER_AT, ["less", READING])
+                if minutes
+                else None
+            )
         desk.clock()
         desk.focus(notes)
-        env = {**desk.env, "HF_HUB_OFFLINE": "1", **(sound.env if sound is not None else {})}
+        env = {
+            **desk.env,
+            "HF_HUB_OFFLINE": "1",
+            **(sound.env if sound is not None else {}),
+            **(app_desk.env if app_desk is not None else {}),
+        }
         cap = subprocess.Popen(
             [sys.executable, "-m", "mnemo", "capture", "--out", str(out)]
             + ["--interval", f"{interval_s:g}s", "--ingest", "--store", str(store)]
@@ -512,11 +549,16 @@ def run(
             if what == "type":
                 unended = _typing(desk, (notes, shell), seconds, typed, unended)
                 typing.append((begin, time.time()))
-            elif what == "read":
+            elif what == "read":  # a page every 20 s, each shown for at least 5 s
                 desk.focus(reader)
-                while time.time() - begin < seconds:
+                pages.add(page)
+                while (left := seconds - (time.time() - begin)) > 0:
+                    time.sleep(min(20.0, left))
+                    if seconds - (time.time() - begin) < 5.0:
+                        break
                     desk.type(" ")  # a page down
-                    time.sleep(min(20.0, max(0.0, seconds - (time.time() - begin))))
+                    page += 1
+                    pages.add(page)
             elif what == "call":  # a window with a moving face, over the others, then hung up
                 call = desk.term("call - Meet", "Call", CALL_AT, call_command(faces), sixel=True)
                 desk.focus(call)
@@ -541,6 +583,7 @@ def run(
         rss_mb, own_rss_mb, pss_mb = meter.peak_rss_mb, meter.root_peak_rss_mb(), meter.peak_pss_mb
         poller.join(timeout=max(0.0, 240 - (time.time() - typed_at)))
         lag = found[0] if found else None
+        tree = (request({"cmd": "status"}, sock) or {}).get("tree") or {}
         cap.send_signal(signal.SIGTERM)
         log, _ = cap.communicate(timeout=180)
     finally:
@@ -604,6 +647,20 @@ def run(
         "typing_events": len(typed),
         "interval_s": interval_s,
     }
+    ocr_s = sum(float(s) for s in re.findall(r"; OCR ([0-9.]+) s", log))
+    figures |= {  # the CPU each source of screen text costs, % of one core over the session
+        "text_tree_pct": round(100 * float(tree.get("seconds") or 0.0) / wall_s, 2),
+        "text_ocr_pct": round(100 * ocr_s / wall_s, 2),
+        "frames_from_tree": tree.get("frames"),
+        "apps": app_desk is not None,
+    }
+    if app_desk is not None:
+        from bench.capture_apps import pages_found
+
+        progress(f"bench capture: searching the store for each of the {len(pages)} pages read")
+        figures["pages_found"], figures["pages_missed"] = pages_found(
+            store, {k + 1: markers[k] for k in sorted(pages)}
+        )
     if sound is not None:
         figures |= sound.figures(store, out, wall_s)
     progress(log[-2000:])
@@ -724,7 +781,12 @@ def format_report(f: dict) -> str:
         ("static ticks that wrote nothing", f["static_dedup"], "static_dedup"),
         ("typed words in a stored frame's OCR", f["typing_kept"], "typing_kept"),
         ("live-ingest lag, s (typed → in memory)", f["ingest_lag_s"], "ingest_lag_s"),
+        ("screen text from the tree, % of a core", f.get("text_tree_pct"), None),
+        ("  frames with text from the tree", f.get("frames_from_tree"), None),
+        ("screen text by OCR, % of a core", f.get("text_ocr_pct"), None),
     ]
+    if f.get("apps"):
+        rows.append(("pages read found by search", f.get("pages_found"), "pages_found"))
     what = (
         f"an ordinary hour in {f['minutes']:g} min"
         if f.get("minutes")
@@ -749,6 +811,8 @@ def format_report(f: dict) -> str:
             f"  {'the video call: frames stored, faces in the store':<42} "
             f"{f['frames_call']:>4}, {f['faces_stored']}"
         )
+    if f.get("pages_missed"):
+        lines.append(f"  pages read that search did not find: {f['pages_missed']}")
     if f.get("typing_missed"):
         lines.append(f"  typed words not in a stored frame's OCR: {', '.join(f['typing_missed'])}")
     if "wer_mic" in f:
@@ -799,6 +863,10 @@ def summary(f: dict) -> dict:
         "static_dedup",
         "typing_kept",
         "ingest_lag_s",
+        "text_tree_pct",
+        "text_ocr_pct",
+        "frames_from_tree",
+        "pages_found",
     )
     heard = [key for _, key in SOUND_ROWS if key in f]  # with --audio
     return {k: f.get(k) for k in (*base, *heard)}
@@ -824,6 +892,13 @@ def add_arguments(parser) -> None:
         help="the hour's call is heard (a real recorded call through a PulseAudio server the bench "
         "starts); the session runs twice, without and with `capture --audio`, and reports what "
         "the sound adds, each stream's WER, owner attribution, duplicates and lag",
+    )
+    parser.add_argument(
+        "--terminals",
+        action="store_true",
+        help="the hour on X11 in xterms and less, as before the apps (OCR alone); by default it "
+        "reads a page in Chromium and types in Mousepad and xfce4-terminal, their text from the "
+        "accessibility tree",
     )
     parser.add_argument(
         "--keep",

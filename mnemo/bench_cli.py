@@ -364,6 +364,7 @@ def _capture_with_sound(args, cfg, ocr, progress) -> tuple[dict, int]:
                     minutes=args.minutes,
                     keep=args.keep,
                     sound=sound,
+                    apps=not args.terminals,
                 )
                 if sound is not None:
                     asr = build_perceivers(cfg.perception, cfg.llm).asr
@@ -401,6 +402,7 @@ def run_capture(args, cfg, progress) -> tuple[dict, int]:
                 wayland=wayland,
                 minutes=args.minutes,
                 keep=args.keep,
+                apps=not args.terminals,
             )
         print(capture.format_report(figures), flush=True)
         runs[figures["desktop"]] = figures

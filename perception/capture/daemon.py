@@ -53,6 +53,9 @@ MAX_PAUSE_S = (
 PAUSE_POLL_S = 0.2  # how often, between grabs, the daemon looks whether a burst of input has ended
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
 TREE_WINDOWS = 4  # the top windows of a monitor whose accessibility tree a kept frame reads
+# a window whose pixels changed by no more than this (mean grey level in any 8 px block) since its
+# tree was last read shows the same text: what was read is used again, not asked for
+TREE_SAME_DIFF = 2.0
 
 
 @dataclass
@@ -141,6 +144,8 @@ class Capturer:
 
             tree = AccessibilityReader(coords=SCREEN if desktop.kind == "x11" else WINDOW)
         self.tree = tree  # None: screen text is OCR's alone
+        # window id -> (title, rect, its pixels at 1/8 scale, what its tree said then)
+        self._trees: dict[int, tuple[str, Rect, np.ndarray, WindowText]] = {}
         self._sound_why = "capture is starting"  # why sound may not be recorded now ("": it may)
         self._sound_at = 0.0  # when a tick last decided it
 
@@ -496,7 +501,7 @@ class Capturer:
             "input": bool(had_input) and reason != "start",
         }  # the first grab is no sign of anyone typing
         if self.tree is not None:
-            text = self._screen_text(m, focused_here, windows, set(excluded))
+            text = self._screen_text(m, focused_here, windows, set(excluded), gray)
             if text is not None:
                 side["screen_text"] = text
         return _Kept(m, frame, gray, meta, side, now)
@@ -507,6 +512,7 @@ class Capturer:
         focused: WindowInfo | None,
         windows: list[WindowInfo],
         excluded: set[int],
+        gray: np.ndarray,
     ) -> dict | None:
         """What the accessibility tree says of monitor ``m``'s windows (the top ``TREE_WINDOWS``
         not excluded), in the frame's pixels: ``lines`` ([text, role, x0, y0, x1, y1, window]; a
@@ -518,9 +524,11 @@ class Capturer:
         on = [w for w in windows if w.rect is not None and w.rect.intersects(m.rect)]
         read: dict[int, WindowText] = {}
         for w in [w for w in reversed(on) if w.wid not in excluded][:TREE_WINDOWS]:
-            got = self.tree.window_text(w, focused=focused is not None and w.wid == focused.wid)
+            got = self._window_text(m, w, focused, gray)
             if got is not None and got.rich:
                 read[w.wid] = got
+        for wid in set(self._trees) - {w.wid for w in windows}:
+            del self._trees[wid]  # closed
         self.counters.tree_s += time.perf_counter() - t0
         if not read:
             return None
@@ -564,6 +572,40 @@ class Capturer:
                     lines.append([ln.text, ln.role, *rel(ln.box), k])
         self.counters.tree_frames += 1
         return {"source": "atspi", "lines": lines, "paint": paint, "windows": about}
+
+    def _window_text(
+        self, m: _Monitor, w: WindowInfo, focused: WindowInfo | None, gray: np.ndarray
+    ) -> WindowText | None:
+        """``w``'s text from its tree, or as read before when its pixels on ``m`` are the same
+        (``TREE_SAME_DIFF``): a window under the one typed in is not asked again each frame."""
+        import cv2
+
+        assert self.tree is not None and w.rect is not None
+        r = w.rect
+        x0, y0 = max(r.x - m.rect.x, 0), max(r.y - m.rect.y, 0)
+        x1 = min(r.x + r.width - m.rect.x, gray.shape[1])
+        y1 = min(r.y + r.height - m.rect.y, gray.shape[0])
+        small = None
+        if x1 - x0 >= 8 and y1 - y0 >= 8:
+            crop = gray[y0:y1, x0:x1]
+            small = cv2.resize(
+                crop, ((x1 - x0) // 8, (y1 - y0) // 8), interpolation=cv2.INTER_AREA
+            ).astype(np.int16)
+        was = self._trees.get(w.wid)
+        if (
+            was is not None
+            and small is not None
+            and was[:2] == (w.title, r)
+            and was[2].shape == small.shape
+            and int(np.abs(was[2] - small).max()) <= TREE_SAME_DIFF
+        ):
+            return was[3]
+        got = self.tree.window_text(w, focused=focused is not None and w.wid == focused.wid)
+        if got is not None and got.complete and small is not None:
+            self._trees[w.wid] = (w.title, r, small, got)
+        else:
+            self._trees.pop(w.wid, None)
+        return got
 
     def _keep(self, k: _Kept) -> None:
         """Encode and store a frame ``_consider`` chose."""
