@@ -649,7 +649,8 @@ def run(
     }
     ocr_s = sum(float(s) for s in re.findall(r"; OCR ([0-9.]+) s", log))
     figures |= {  # the CPU each source of screen text costs, % of one core over the session
-        "text_tree_pct": round(100 * float(tree.get("seconds") or 0.0) / wall_s, 2),
+        "text_tree_pct": round(100 * float(tree.get("cpu_s") or 0.0) / wall_s, 2),
+        "text_tree_wait_pct": round(100 * float(tree.get("seconds") or 0.0) / wall_s, 2),
         "text_ocr_pct": round(100 * ocr_s / wall_s, 2),
         "frames_from_tree": tree.get("frames"),
         "apps": app_desk is not None,
@@ -782,6 +783,7 @@ def format_report(f: dict) -> str:
         ("typed words in a stored frame's OCR", f["typing_kept"], "typing_kept"),
         ("live-ingest lag, s (typed → in memory)", f["ingest_lag_s"], "ingest_lag_s"),
         ("screen text from the tree, % of a core", f.get("text_tree_pct"), None),
+        ("  the daemon waiting on the apps, % of the time", f.get("text_tree_wait_pct"), None),
         ("  frames with text from the tree", f.get("frames_from_tree"), None),
         ("screen text by OCR, % of a core", f.get("text_ocr_pct"), None),
     ]

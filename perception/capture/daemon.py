@@ -72,7 +72,8 @@ class Counters:
     heartbeats: int = 0
     layout_changes: int = 0  # monitors plugged in, unplugged or moved while capturing
     tree_frames: int = 0  # kept frames with screen text from the accessibility tree
-    tree_s: float = 0.0  # seconds spent reading trees
+    tree_s: float = 0.0  # seconds spent reading trees (waiting on applications included)
+    tree_cpu_s: float = 0.0  # of this process's CPU
     reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -225,6 +226,7 @@ class Capturer:
                 "why": self.tree.why,
                 "frames": c.tree_frames,
                 "seconds": round(c.tree_s, 3),
+                "cpu_s": round(c.tree_cpu_s, 3),
             },
         }
 
@@ -520,7 +522,7 @@ class Capturer:
         tree speaks for it / 0 OCR reads it], bottom window first) and ``windows``. None when no
         window's tree is rich enough: OCR reads the frame."""
         assert self.tree is not None
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         on = [w for w in windows if w.rect is not None and w.rect.intersects(m.rect)]
         read: dict[int, WindowText] = {}
         for w in [w for w in reversed(on) if w.wid not in excluded][:TREE_WINDOWS]:
@@ -530,6 +532,7 @@ class Capturer:
         for wid in set(self._trees) - {w.wid for w in windows}:
             del self._trees[wid]  # closed
         self.counters.tree_s += time.perf_counter() - t0
+        self.counters.tree_cpu_s += time.thread_time() - c0
         if not read:
             return None
 
