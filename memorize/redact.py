@@ -828,8 +828,9 @@ class Redactor:
         return out
 
     def observations(self, obs):
-        """The clip's observations with speech, words, screen text, window titles and captions
-        redacted, and the counts by kind. Words that held a redacted span become its marker."""
+        """The clip's observations with speech, words, screen text (OCR's and the accessibility
+        tree's lines alike), window titles, addresses and captions redacted, and the counts by
+        kind. Words that held a redacted span become its marker."""
         counts: Counter = Counter()
         speech = []
         for turn in obs.speech:
@@ -839,15 +840,21 @@ class Redactor:
                 words = self._words(words)
             speech.append(replace(turn, text=text, words=words) if text != turn.text else turn)
         frames = []
-        for frame in obs.frames:  # its text lines, its caption and (screenshots) its window title
+        for frame in obs.frames:  # its text lines, caption and (screenshots) window title, address
             texts = self.lines([line.text for line in frame.text_lines], counts)
             lines = tuple(
                 replace(line, text=t) if t != line.text else line
                 for line, t in zip(frame.text_lines, texts)
             )
             caption, window = self.text(frame.caption, counts), self.text(frame.window, counts)
-            if lines != frame.text_lines or caption != frame.caption or window != frame.window:
-                frame = replace(frame, text_lines=lines, caption=caption, window=window)
+            url = self.text(frame.url, counts)
+            if (
+                lines != frame.text_lines
+                or caption != frame.caption
+                or window != frame.window
+                or url != frame.url
+            ):
+                frame = replace(frame, text_lines=lines, caption=caption, window=window, url=url)
             frames.append(frame)
         caption = self.text(obs.caption, counts)
         if not counts:

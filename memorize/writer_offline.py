@@ -5,8 +5,9 @@
   on the microphone carries ``HEARD_ON_MIC`` in its provenance (the owner's side)
 - one memory per face entity seen in the clip (perception's clip-local face clusters are matched to
   entities one-to-one): ``<face_1> is visible from 10:00:07 to 10:00:29``
-- what was on screen: one ``resource`` memory per distinct text shown (OCR), with its times, and
-  for screenshots one memory per application window in front
+- what was on screen: one ``resource`` memory per distinct text shown, with its times, where it
+  was read from (the apps' accessibility tree, OCR or both) and the browser's address where the
+  tree gave one, and for screenshots one memory per application window in front
 - what the scene showed: one memory with the confident object/scene tags of the clip
 Every memory carries its clip, absolute time span, entity ids and the observation ids it came from.
 """
@@ -174,8 +175,12 @@ def _span(obs: ClipObservations, frames: list) -> tuple[float, float, tuple[str,
     )
 
 
-SCREEN_AT = "On screen at "  # how a screen memory begins: "On screen at 09:26:00: line | line"
+# how a screen memory begins: "On screen at 09:26:00: line | line" (read by OCR), or where the
+# apps' accessibility tree gave some of it, with the address it gave, "On screen at 09:26:00
+# (accessibility tree; https://…): …"
+SCREEN_AT = "On screen at "
 LINE_JOIN = " | "
+READ_FROM = {"atspi": "accessibility tree", "ocr": "OCR"}  # a text line's source, as said
 
 
 def screen_lines(memory: Memory) -> tuple[str, ...] | None:
@@ -183,7 +188,9 @@ def screen_lines(memory: Memory) -> tuple[str, ...] | None:
     None for any other memory."""
     if memory.kind != "resource" or not memory.text.startswith(SCREEN_AT):
         return None
-    body = memory.text.partition(": ")[2]  # after the clock, which has no ": " in it
+    # after the clock and where it was read from, which have no ": " in them (an address holds
+    # no space)
+    body = memory.text.partition(": ")[2]
     return tuple(line.strip() for line in body.split(LINE_JOIN) if line.strip())
 
 
@@ -197,7 +204,11 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
     out = []
     for text, frames in shown.items():
         start, end, provenance = _span(obs, frames)
-        body = f"{SCREEN_AT}{_clock(start, tz)}: {text.replace(chr(10), LINE_JOIN)}"
+        source = _read_from(frames)
+        body = (
+            f"{SCREEN_AT}{_clock(start, tz)}{f' ({source})' if source else ''}: "
+            f"{text.replace(chr(10), LINE_JOIN)}"
+        )
         out.append(
             Memory(
                 content_id(clip.clip_id, "screen", text),
@@ -212,6 +223,21 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
             )
         )
     return out
+
+
+def _read_from(frames: list) -> str:
+    """Where the frames' text was read when the accessibility tree gave some of it ("accessibility
+    tree", or "accessibility tree and OCR"), and the addresses the tree gave, each once:
+    "accessibility tree; https://…"; "" for text OCR read alone (every screen memory before the
+    tree, and every video's), which says nothing more."""
+    sources = {line.source for f in frames for line in f.text_lines}
+    if sources <= {"ocr"} and not any(f.url for f in frames):
+        return ""
+    said = " and ".join(
+        READ_FROM.get(s, s) for s in sorted(sources, key=lambda s: (s != "atspi", s))
+    )
+    urls = list(dict.fromkeys(f.url for f in frames if f.url))
+    return "; ".join([said, *urls])
 
 
 def _by_owner(frames: list) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -24,7 +24,14 @@ from perception.errors import MediaError, stage_errors
 from perception.faces.base import FaceAnalyzer
 from perception.faces.stage import FacePolicy, detect_faces
 from perception.ocr.base import TextReader
-from perception.ocr.stage import LastRead, last_of_edits, read_frames, read_screens
+from perception.ocr.stage import (
+    LastRead,
+    TreeText,
+    last_of_edits,
+    read_frames,
+    read_screens,
+    tree_text,
+)
 from perception.records import (
     Clip,
     ClipMedia,
@@ -108,10 +115,12 @@ def _frames(
     timings: dict[str, float],
     returns: dict[int, int] | None = None,
     shown: list[int] | None = None,
+    trees: Sequence[TreeText | None] = (),
 ) -> list[FrameObservation]:
     """Tags, embedding and on-screen text of the distinct frames (``returns``: those showing again
     what an earlier one showed, whose tags and text they get; ``shown``: screenshots, the last of
-    each run of small edits, the ones read); a failing backend leaves a note."""
+    each run of small edits, the ones read; ``trees``: screenshots, what accessibility trees said
+    of each, ``read_screens``); a failing backend leaves a note."""
     tagged: list = [((), None)] * len(frames)
     returns = returns or {}
     t0 = time.perf_counter()
@@ -127,8 +136,10 @@ def _frames(
     timings["image_s"] = time.perf_counter() - t0
     texts: list = [()] * len(frames)
     t0 = time.perf_counter()
-    if p.ocr is not None and p.ocr_last_of_edits:
-        texts = read_screens(frames, times, p.ocr, notes, last=p.last_read, shown=shown)
+    if p.ocr_last_of_edits and (p.ocr is not None or any(t is not None for t in trees)):
+        texts = read_screens(
+            frames, times, p.ocr, notes, last=p.last_read, shown=shown, trees=trees
+        )
     elif p.ocr is not None:
         texts = read_frames(
             frames,
@@ -260,17 +271,21 @@ def observe_media(
     timings: dict[str, float] | None = None,
     hints: SpeechHints | None = None,
     listen: Callable[[list[str], dict[str, float]], Heard] | None = None,
+    trees: Sequence[TreeText | None] = (),
 ) -> ClipObservations:
     """``observe_clip`` on media already decoded (screenshots, tests, other decoders). ``listen``
     (given the notes and timings) hears the clip in place of the speech stage on ``media.audio``
-    (captured sound: two streams, ``_two_streams``)."""
+    (captured sound: two streams, ``_two_streams``). ``trees``: per frame of ``media``, what
+    accessibility trees said of it (screenshots, in its pixels at most ``max_frame_side`` long;
+    None for a frame they did not read)."""
     notes = list(notes or [])
     timings = dict(timings or {})
-    frames, times = [], []
-    for frame, t in zip(media.frames, media.frame_times_s):
+    frames, times, frame_trees = [], [], []
+    for k, (frame, t) in enumerate(zip(media.frames, media.frame_times_s)):
         try:
             frames.append(limit_size(to_rgb8(frame), p.max_frame_side)[0])
             times.append(t)
+            frame_trees.append(trees[k] if k < len(trees) else None)
         except stage_errors() as e:
             notes.append(f"frame at {t:.1f} s skipped: {e}")
 
@@ -306,7 +321,16 @@ def observe_media(
             if listen is not None
             else _speech(clip, media, p, notes, timings, hints)
         )
-        frame_obs = _frames(distinct, distinct_times, p, notes, timings, returns, shown)
+        frame_obs = _frames(
+            distinct,
+            distinct_times,
+            p,
+            notes,
+            timings,
+            returns,
+            shown,
+            [frame_trees[i] for i in keep],
+        )
         faces = beside.result() if beside is not None else faces_stage()
     notes += face_notes
 
@@ -341,14 +365,17 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
     """One clip of screenshots or photos, and of the sound captured beside them: every readable
     image is a frame at its capture time.
     Screenshots are read by OCR in full (no text gate), with their app and window from the sidecar;
-    photos (a clip of photos only) as video frames are, OCR only where text covers enough of the
-    picture, with their camera and place. Unreadable images are skipped with a note, but a photo
+    where the capture read the apps' accessibility trees (``Screenshot.screen_text``), their lines
+    are taken as they are and OCR reads only the rest of the screen (``read_beside``); photos (a
+    clip of photos only) as video frames are, OCR only where text covers enough of the picture,
+    with their camera and place. Unreadable images are skipped with a note, but a photo
     whose pixels are broken keeps what its EXIF says (a frame without pixels: when, where, with
     what). Captured sound is heard stream by stream (``_two_streams``), each piece at its place in
     the clip; an unreadable piece is skipped with a note. ``MediaError`` when nothing of the clip
     can be read."""
     t0 = time.perf_counter()
     frames, times, notes = [], [], []
+    trees: list[TreeText | None] = []  # what the accessibility trees said of each frame
     shot_at: dict[float, Screenshot] = {}
     unreadable: list[FrameObservation] = []  # photos known only by their EXIF
 
@@ -357,7 +384,7 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
 
     for shot in sc.shots:
         try:
-            frames.append(read_image(shot.path))
+            frame = read_image(shot.path)
         except MediaError as e:
             if shot.photo and (shot.place is not None or shot.camera):
                 notes.append(f"photo's pixels unreadable, its time and place kept: {e}")
@@ -369,6 +396,12 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
             else:
                 notes.append(f"{'photo' if shot.photo else 'screenshot'} skipped: {e}")
             continue
+        tree = None
+        if shot.screen_text is not None:  # its boxes in the pixels analysed: downscaled here
+            frame, scale = limit_size(frame, p.max_frame_side)
+            tree = tree_text(shot.screen_text.lines, shot.screen_text.paint, frame.shape, scale)
+        frames.append(frame)
+        trees.append(tree)
         times.append(at(shot))
         shot_at[times[-1]] = shot
     sounds = _sounds(sc, notes)
@@ -400,6 +433,7 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
         notes,
         timings,
         listen=partial(_two_streams, sc.clip, sounds, seen) if sounds else None,
+        trees=trees,
     )
     described = []
     for f in obs.frames:
@@ -412,6 +446,7 @@ def observe_screen_clip(sc: ScreenClip, p: Perceivers) -> ClipObservations:
                 camera=taken.camera,
                 place=taken.place,
                 input=taken.input,
+                url=taken.screen_text.url if taken.screen_text is not None else "",
             )
         described.append(f)
     return replace(obs, frames=tuple(sorted(described + unreadable, key=lambda f: f.frame_time_s)))

@@ -111,6 +111,9 @@ class TextLine:
     text: str
     box_xyxy: tuple[int, int, int, int]  # axis-aligned bounds of the detected quadrilateral
     confidence: float
+    # where it was read: "ocr" (the pixels) or "atspi" (the app's accessibility tree, as the
+    # capture daemon wrote it in the frame's sidecar; its text exact, confidence 1.0)
+    source: str = "ocr"
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ class FrameObservation:
         None  # photos: where it was taken (EXIF GPS), latitude and longitude
     )
     input: bool = False  # captured screens: kept while the user typed or moved the mouse
+    url: str = ""  # captured screens: the browser's address, where the accessibility tree gave it
 
     @property
     def text(self) -> str:

@@ -1,8 +1,13 @@
-"""The OCR stage: on-screen text of a clip's distinct frames, gated by time and text coverage."""
+"""The OCR stage: on-screen text of a clip's distinct frames, gated by time and text coverage.
+
+A captured screen whose apps' accessibility trees were read (``TreeText``) takes their lines as
+they are, and OCR reads only the rest of it: the boxes the trees speak for are painted over with
+one flat colour first (``read_beside``)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 
@@ -36,8 +41,83 @@ PART_PAD_PX = 8
 # the screens read last that a frame is compared with (a window switched back to is compared with
 # how it looked before the switch); each is kept as grey levels, 2 MB for a 1080p screen
 SCREENS_KEPT = 4
+# what the boxes an accessibility tree speaks for are painted over with before OCR: one flat colour,
+# the same in every frame, so OCR finds no text there, and a change under it (a page scrolled) is
+# no change to read again (``LastRead`` compares the painted frames)
+TREE_FILL = (128, 128, 128)
+# a frame the trees speak for in this share of it or more is not given to OCR at all
+TREE_WHOLE_SHARE = 0.98
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
+
+
+@dataclass(frozen=True, eq=False)  # an array inside: compared by identity
+class TreeText:
+    """What the apps' accessibility trees said of one frame, in the frame's pixels: their lines
+    (source "atspi") and where they speak for the screen (``mask``: OCR must not read there)."""
+
+    lines: tuple[TextLine, ...]
+    mask: np.ndarray  # bool (h, w)
+
+    @property
+    def share(self) -> float:
+        return float(self.mask.mean()) if self.mask.size else 0.0
+
+
+def tree_text(
+    lines: Sequence[TextLine],
+    paint: Sequence[tuple[int, int, int, int, bool]],
+    shape: tuple[int, ...],
+    scale: float = 1.0,
+) -> TreeText:
+    """A frame's ``TreeText`` from the capture's lines and paint boxes (in the captured frame's
+    pixels; ``scale``: how much smaller the frame analysed is). The boxes are painted in order onto
+    the mask, a later one over an earlier one: True where the tree speaks for the box, False where
+    OCR reads it (a picture inside an accessible window). Lines are clipped to the frame; a line
+    wholly outside it is not on the screen and is left out."""
+    h, w = shape[:2]
+
+    def scaled(box) -> Box:
+        x0, y0, x1, y1 = (round(v * scale) for v in box[:4])
+        return min(max(x0, 0), w), min(max(y0, 0), h), min(max(x1, 0), w), min(max(y1, 0), h)
+
+    mask = np.zeros((h, w), dtype=bool)
+    for box in paint:
+        x0, y0, x1, y1 = scaled(box)
+        mask[y0:y1, x0:x1] = bool(box[4])
+    shown = []
+    for line in lines:
+        x0, y0, x1, y1 = scaled(line.box_xyxy)
+        if x1 > x0 and y1 > y0:
+            shown.append(replace(line, box_xyxy=(x0, y0, x1, y1)))
+    return TreeText(tuple(shown), mask)
+
+
+def read_beside(
+    ocr: TextReader | None,
+    frame: np.ndarray,
+    tree: TreeText,
+    last: LastRead,
+    at_s: float,
+    notes: list[str],
+) -> tuple[TextLine, ...]:
+    """The tree's lines and, in reading order among them, OCR's lines of the rest of the frame:
+    read (``read_changed``, against the screens of ``last``) on a copy with the mask painted
+    ``TREE_FILL``, and an OCR line whose middle lies in the mask left out (one source per line).
+    A frame the trees speak for in ``TREE_WHOLE_SHARE`` of it or more is not read by OCR."""
+    lines = tree.lines
+    if ocr is not None and tree.share < TREE_WHOLE_SHARE:
+        painted = frame.copy()
+        painted[tree.mask] = TREE_FILL
+        read = read_changed(ocr, painted, last, at_s, notes)
+        lines += tuple(ln for ln in read if not _middle_masked(ln.box_xyxy, tree.mask))
+    return tuple(sorted(lines, key=_reading_order))
+
+
+def _middle_masked(box: Box, mask: np.ndarray) -> bool:
+    h, w = mask.shape
+    cx, cy = (box[0] + box[2]) // 2, (box[1] + box[3]) // 2
+    return bool(mask[min(max(cy, 0), h - 1), min(max(cx, 0), w - 1)]) if mask.size else False
 
 
 def read_frames(
@@ -250,31 +330,42 @@ def last_of_edits(frames: list[np.ndarray], small_edit: float = 0.25) -> list[in
 def read_screens(
     frames: list[np.ndarray],
     times_s: list[float],
-    ocr: TextReader,
+    ocr: TextReader | None,
     notes: list[str],
     small_edit: float = 0.25,
     last: LastRead | None = None,
     shown: list[int] | None = None,
+    trees: Sequence[TreeText | None] = (),
 ) -> list[tuple[TextLine, ...]]:
     """Text lines of consecutive screenshots of one screen, reading only the last frame of each run
     of small edits: a frame that the next one changes in at most ``small_edit`` of its rows (a typed
     word, a ticking clock, nothing) is superseded by it and gets no lines of its own. Typing keeps a
     frame every few seconds; its text is read once, in its final state of the clip (text typed and
     deleted within one run is not read). A frame is read only where it differs from the last one
-    read (``read_changed``). ``shown``: those last frames (``last_of_edits``), where known."""
+    read (``read_changed``). ``shown``: those last frames (``last_of_edits``), where known.
+    ``trees``: per frame, what accessibility trees said of it (None: nothing), whose lines it takes
+    and whose boxes OCR leaves alone (``read_beside``); without ``ocr`` only those lines."""
     last = last if last is not None else LastRead()
     read = set(shown if shown is not None else last_of_edits(frames, small_edit))
     texts: list[tuple[TextLine, ...]] = []
     for i, frame in enumerate(frames):
+        tree = trees[i] if i < len(trees) else None
+        if tree is not None and tree.mask.shape != frame.shape[:2]:
+            tree = None  # not this frame's (it was resized after): OCR reads it all, as before
         if i not in read:
             texts.append(())
             continue
         try:
-            texts.append(read_changed(ocr, frame, last, times_s[i], notes))
+            if tree is not None:
+                texts.append(read_beside(ocr, frame, tree, last, times_s[i], notes))
+            else:
+                texts.append(
+                    read_changed(ocr, frame, last, times_s[i], notes) if ocr is not None else ()
+                )
         except (RuntimeError, ValueError) as e:
             notes.append(f"OCR failed on the frame at {times_s[i]:.1f} s: {e}")
             log.warning("OCR failed on the frame at %.1f s: %s", times_s[i], e)
-            texts.append(())
+            texts.append(tree.lines if tree is not None else ())
     return texts
 
 

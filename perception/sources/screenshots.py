@@ -2,10 +2,13 @@
 captured or taken.
 
 Each screenshot may have a sidecar ``<image>.json`` (written by a capture daemon) with
-``captured_at`` (ISO 8601), ``app`` and ``window``. A picture without one whose EXIF names a camera
-or a time taken is a photo (``perception.sources.photos``): its time is the EXIF time, its camera
-and GPS position are kept. Failing both, the time comes from a ``YYYYmmdd?HHMMSS`` stamp in the
-file name, and failing that from the file's modification time (said once per folder).
+``captured_at`` (ISO 8601), ``app`` and ``window``, and where an app's accessibility tree was rich
+enough, ``screen_text``: the tree's lines with their boxes, the boxes it speaks for (OCR reads the
+rest) and the windows read (``ScreenText``, ``_screen_text``; checked as untrusted input). A
+picture without one whose EXIF names a camera or a time taken is a photo
+(``perception.sources.photos``): its time is the EXIF time, its camera and GPS position are kept.
+Failing both, the time comes from a ``YYYYmmdd?HHMMSS`` stamp in the file name, and failing that
+from the file's modification time (said once per folder).
 
 Clips are aligned to multiples of ``clip_s`` since the epoch, so a screenshot lands in the same clip
 whichever run ingests it, and a clip's id is the hash of its grid slot (start and length) and its
@@ -29,6 +32,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,7 +43,7 @@ import numpy as np
 
 from perception.capture.owned import audio_of
 from perception.errors import MediaError
-from perception.records import Clip, SourceInfo
+from perception.records import Clip, SourceInfo, TextLine
 from perception.sources.frames import is_image_file
 from perception.sources.media import clip_id, file_sha256
 from perception.sources.photos import photo_info
@@ -57,6 +61,30 @@ PHOTO_SUFFIXES = {
 }  # where cameras write EXIF
 _STAMP = re.compile(r"(20\d{2})-?(\d{2})-?(\d{2})[ _T-]?(\d{2})[-_.:h]?(\d{2})[-_.:m]?(\d{2})")
 
+# what a sidecar's ``screen_text`` may hold; more is not a screen but a broken or hostile file, and
+# the frame is then read by OCR alone (a tree cut short would leave the boxes it speaks for unread)
+MAX_TREE_LINES = 5000
+MAX_TREE_CHARS = 200_000  # all lines together
+MAX_LINE_CHARS = 4000
+MAX_PAINT_BOXES = 256
+MAX_TREE_WINDOWS = 64
+MAX_ROLE_CHARS = 64
+MAX_URL_CHARS = 2048  # a longer address is not kept (the text still is)
+MAX_COORD = 32768  # boxes are clipped to [0, MAX_COORD], then to the frame when it is read
+
+
+@dataclass(frozen=True)
+class ScreenText:
+    """A frame's text from the apps' accessibility trees (the sidecar's ``screen_text``),
+    checked."""
+
+    lines: tuple[TextLine, ...]  # source "atspi", confidence 1.0, boxes in the frame's pixels
+    # boxes in paint order (later ones over earlier ones); True: the tree speaks for the box, OCR
+    # must not read it; False: OCR reads it (a picture in an accessible window, a window without
+    # a tree on top). Pixels under no box are read by OCR
+    paint: tuple[tuple[int, int, int, int, bool], ...]
+    url: str = ""  # the browser's address, where the tree had one ("" otherwise)
+
 
 @dataclass(frozen=True)
 class Screenshot:
@@ -71,6 +99,7 @@ class Screenshot:
     input: bool = (
         False  # kept while the user typed or moved the mouse (the capture sidecar's "input")
     )
+    screen_text: ScreenText | None = None  # the accessibility tree's text, where the capture had it
 
 
 @dataclass(frozen=True)
@@ -98,8 +127,12 @@ class ScreenClip:
         return f"screen-{self.clip.source.sha256[:20]}"
 
 
+def _sidecar_path(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
 def _sidecar(path: Path) -> dict:
-    side = path.with_name(path.name + ".json")
+    side = _sidecar_path(path)
     if not side.is_file():
         return {}
     try:
@@ -116,6 +149,121 @@ def _sidecar(path: Path) -> dict:
     except (OSError, ValueError) as e:
         log.warning("%s: unreadable sidecar (%s); using the file name or mtime instead", side, e)
         return {}
+
+
+class _Malformed(ValueError):
+    """Why a sidecar's ``screen_text`` is not used (said once, without the screen's text)."""
+
+
+def _coord(v: object) -> int:
+    """A box coordinate: an integer or a finite number, clipped to [0, MAX_COORD]."""
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | float)
+        or (isinstance(v, float) and not math.isfinite(v))
+    ):
+        raise _Malformed(f"a box coordinate is {type(v).__name__}, not a finite number")
+    return min(max(round(v), 0), MAX_COORD)
+
+
+def _box(values: list) -> tuple[int, int, int, int] | None:
+    """x0, y0, x1, y1 clipped; None when nothing is left of it."""
+    x0, y0, x1, y1 = (_coord(v) for v in values)
+    return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else None
+
+
+def _url(window: dict) -> str:
+    """A window's address when it is a plausible one: a string without spaces or control
+    characters, at most ``MAX_URL_CHARS`` long; "" otherwise."""
+    url = window.get("url", "")
+    if not isinstance(url, str):
+        raise _Malformed(f"a window's url is {type(url).__name__}, not a string")
+    url = url.strip()
+    if len(url) > MAX_URL_CHARS or any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        return ""
+    return url
+
+
+def _parse_screen_text(raw: object, front: str) -> ScreenText:
+    """``screen_text`` as ``ScreenText``; ``_Malformed`` when any of it has the wrong type or shape
+    or it holds more than the caps allow. Boxes out of range are clipped, and lines and boxes left
+    empty are dropped (they show nothing). ``front``: the sidecar's window title, whose window's
+    address is preferred."""
+    if not isinstance(raw, dict):
+        raise _Malformed(f"it is {type(raw).__name__}, not an object")
+    if raw.get("source") != "atspi":
+        raise _Malformed('its source is not "atspi"')
+    lines, paint, windows = raw.get("lines", []), raw.get("paint", []), raw.get("windows", [])
+    for name, value, cap in (
+        ("lines", lines, MAX_TREE_LINES),
+        ("paint", paint, MAX_PAINT_BOXES),
+        ("windows", windows, MAX_TREE_WINDOWS),
+    ):
+        if not isinstance(value, list):
+            raise _Malformed(f"its {name} is {type(value).__name__}, not a list")
+        if len(value) > cap:
+            raise _Malformed(f"{len(value)} {name}, more than {cap}")
+    if not all(isinstance(w, dict) for w in windows):
+        raise _Malformed("a window is not an object")
+    for w in windows:
+        for key in ("app", "title"):
+            if not isinstance(w.get(key, ""), str):
+                raise _Malformed(f"a window's {key} is not a string")
+    urls = [_url(w) for w in windows]
+    kept: list[TextLine] = []
+    chars = 0
+    used: list[int] = []  # the windows whose lines are kept, in order
+    for k, entry in enumerate(lines):
+        if not isinstance(entry, list) or len(entry) != 7:
+            raise _Malformed(f"line {k} is not [text, role, x0, y0, x1, y1, window]")
+        text, role, *box, window = entry
+        if not isinstance(text, str) or not isinstance(role, str):
+            raise _Malformed(f"line {k}: its text or role is not a string")
+        if len(text) > MAX_LINE_CHARS or len(role) > MAX_ROLE_CHARS:
+            raise _Malformed(f"line {k}: longer than {MAX_LINE_CHARS} characters (or its role)")
+        chars += len(text)
+        if chars > MAX_TREE_CHARS:
+            raise _Malformed(f"more than {MAX_TREE_CHARS} characters of text")
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int)
+            or not 0 <= window < len(windows)
+        ):
+            raise _Malformed(f"line {k}: its window is not an index into the windows")
+        xyxy = _box(box)
+        if xyxy is not None and text.strip():
+            kept.append(TextLine(text, xyxy, 1.0, "atspi"))
+            used.append(window)
+    boxes = []
+    for k, entry in enumerate(paint):
+        if not isinstance(entry, list) or len(entry) != 5:
+            raise _Malformed(f"paint box {k} is not [x0, y0, x1, y1, flag]")
+        *box, flag = entry
+        if flag not in (0, 1) or not isinstance(flag, int):
+            raise _Malformed(f"paint box {k}: its flag is not 0 or 1")
+        xyxy = _box(box)
+        if xyxy is not None:
+            boxes.append((*xyxy, bool(flag)))
+    # the address of the window in front, else of the first window whose text is kept
+    order = [i for i, w in enumerate(windows) if w.get("title") == front and front] + used
+    url = next((urls[i] for i in order if urls[i]), "")
+    return ScreenText(tuple(kept), tuple(boxes), url)
+
+
+def _screen_text(path: Path, meta: dict) -> ScreenText | None:
+    """The sidecar's ``screen_text`` (None without one); a malformed one is ignored, said once
+    naming the sidecar, and the frame is read by OCR as if the capture had not had it."""
+    if "screen_text" not in meta:
+        return None
+    try:
+        return _parse_screen_text(meta["screen_text"], str(meta.get("window", "")))
+    except _Malformed as e:
+        log.warning(
+            "%s: screen_text ignored (%s); the frame is read by OCR instead",
+            _sidecar_path(path),
+            e,
+        )
+        return None
 
 
 def _when(path: Path, meta: dict) -> tuple[datetime, str]:
@@ -165,6 +313,7 @@ def scan(folder: Path) -> list[Screenshot]:
                         str(meta.get("app", "")),
                         str(meta.get("window", "")),
                         input=meta.get("input") is True or meta.get("reason") == "input",
+                        screen_text=_screen_text(path, meta),
                     )
                 )
     if by_mtime:
