@@ -477,6 +477,8 @@ def run(
         if apps and minutes and not wayland:
             from bench import capture_apps
 
+            if why := capture_apps.missing():
+                raise RuntimeError(f"bench capture: {why} (or run it with --terminals)")
             app_desk = desk.apps = capture_apps.AppDesk(desk.x, workdir)
             reading, markers = capture_apps.reading_page(workdir, 200)
             notes = app_desk.editor(workdir / "notes.txt", EDITOR_BOX)

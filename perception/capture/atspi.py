@@ -37,6 +37,7 @@ PROPS = "org.freedesktop.DBus.Properties"
 
 # AtspiStateType bits (at-spi2-core's atspi-constants.h)
 STATE_ACTIVE = 1
+STATE_MULTI_LINE = 17
 STATE_SHOWING = 25
 STATE_VISIBLE = 30
 # AtspiCoordType
@@ -49,6 +50,32 @@ PICTURE_ROLES = frozenset({"image", "canvas", "animation", "video", "embedded", 
 # a childless node without text this large (a share of its window) is drawn, not described: a
 # shared screen in a call, a page of a document viewer, a canvas app's surface; OCR reads it
 PICTURE_SHARE = 0.1
+# roles whose words are their name where they have no text (Qt's labels, buttons, tabs)
+NAMED_ROLES = frozenset(
+    {
+        "label",
+        "static",
+        "push button",
+        "toggle button",
+        "check box",
+        "radio button",
+        "heading",
+        "link",
+        "list item",
+        "menu item",
+        "page tab",
+        "table cell",
+        "column header",
+        "row header",
+    }
+)
+# calls sent before their replies are read: a level of thousands of nodes goes out in parts, the
+# deadline looked at between them
+BATCH = 256
+# an application whose window took this many times the time limit (or never answered) is not asked
+# again for SHUN_S: one slow read a minute, not one a frame
+SHUN_OVER = 2.0
+SHUN_S = 60.0
 # roles whose own text is a summary of their children (reading both would say each line twice)
 CONTAINER_ROLES = frozenset(
     {"application", "frame", "window", "dialog", "filler", "panel", "scroll pane", "viewport"}
@@ -118,6 +145,7 @@ class _Node:
     states: int = 0
     box: tuple[int, int, int, int] | None = None
     children: int = 0
+    quiet: bool = False  # an ancestor's text said what this one holds (Chromium: a paragraph's)
 
 
 class AccessibilityReader:
@@ -134,6 +162,8 @@ class AccessibilityReader:
         self._conn: Any = None
         self._next_try = 0.0
         self._pids: dict[str, int | None] = {}
+        self._shunned: dict[str, float] = {}  # bus name -> until when it is not asked
+        self._asked: list[str] = []  # the applications of the window being read, by its process
         self._said: set[str] = set()  # what was logged once
         self.why = ""  # why the tree cannot be read, while it cannot
         self.seen = False  # the bus was reached at least once
@@ -176,14 +206,23 @@ class AccessibilityReader:
 
     # calls
     def _batch(self, calls: list[tuple], deadline: float) -> list[Any]:
-        """Send every call, then gather replies until ``deadline``: a list of reply bodies, an
-        Exception where the peer said no. ``Unanswered`` when the deadline passes first."""
+        """Send the calls (``BATCH`` at a time) and gather their replies until ``deadline``: a list
+        of reply bodies, an Exception where the peer said no. ``Unanswered`` when the deadline
+        passes first."""
+        out: list[Any] = [None] * len(calls)
+        for start in range(0, len(calls), BATCH):
+            if time.monotonic() >= deadline:
+                raise Unanswered(f"{len(calls) - start} of {len(calls)} calls not sent in time")
+            self._part(calls, start, out, deadline)
+        return out
+
+    def _part(self, calls: list[tuple], start: int, out: list[Any], deadline: float) -> None:
         from jeepney import DBusAddress, MessageType, new_method_call
         from jeepney.low_level import HeaderFields
 
         waiting: dict[int, int] = {}
-        out: list[Any] = [None] * len(calls)
-        for i, (name, path, iface, method, sig, body) in enumerate(calls):
+        for i in range(start, min(start + BATCH, len(calls))):
+            name, path, iface, method, sig, body = calls[i]
             msg = new_method_call(
                 DBusAddress(path, bus_name=name, interface=iface), method, sig, body
             )
@@ -205,7 +244,6 @@ class AccessibilityReader:
                 out[i] = RuntimeError(str(reply.header.fields.get(HeaderFields.error_name)))
             else:
                 out[i] = reply.body
-        return out
 
     def _pid(self, name: str, deadline: float) -> int | None:
         if name not in self._pids:
@@ -232,6 +270,8 @@ class AccessibilityReader:
         if not self.available():
             return None
         t0 = time.monotonic()
+        node = None
+        self._asked = []
         try:
             frame = self._frame_of(window, focused, t0 + self.limits.time_s)
             if frame is None:
@@ -240,6 +280,9 @@ class AccessibilityReader:
             text = WindowText(app=app)
             self._walk(node, window, text, t0 + self.limits.time_s)
         except Unanswered as e:
+            # the application asked (its window's, known by its process), not asked for a while
+            for name in [node.name] if node is not None else self._asked:
+                self._shunned[name] = time.monotonic() + SHUN_S
             self._say(
                 f"slow:{window.app}",
                 f"{window.app or 'an application'}'s accessibility "
@@ -251,6 +294,13 @@ class AccessibilityReader:
             self._lost(e)
             return None
         text.seconds = time.monotonic() - t0
+        if text.seconds > SHUN_OVER * self.limits.time_s:  # a reply too large to read in time
+            self._shunned[node.name] = time.monotonic() + SHUN_S
+            self._say(
+                f"big:{window.app}",
+                f"{window.app or 'an application'}'s accessibility tree took "
+                f"{text.seconds:.2f} s to read; it is read by OCR for {SHUN_S:g} s after that",
+            )
         return text
 
     def _frame_of(
@@ -260,10 +310,14 @@ class AccessibilityReader:
         application when its process is unknown), the frame titled as the window, else the active
         one when it has focus, else an application's only frame."""
         (apps,) = self._batch([(REGISTRY, ROOT, ACCESSIBLE, "GetChildren", None, ())], deadline)
-        refs = _refs(apps)
+        now = time.monotonic()
+        refs = [r for r in _refs(apps) if self._shunned.get(r[0], 0.0) <= now]
         mine = [
             r for r in refs if window.pid is not None and self._pid(r[0], deadline) == window.pid
         ]
+        if window.pid is not None and not mine:
+            return None  # its process publishes no tree: never another window's
+        self._asked = [r[0] for r in mine]
         refs = mine or refs
         heads = self._batch(
             [(n, p, ACCESSIBLE, "GetChildren", None, ()) for n, p in refs]
@@ -313,14 +367,20 @@ class AccessibilityReader:
                 if TEXT in n.ifaces
                 and n.role not in SECRET_ROLES
                 and n.role not in CONTAINER_ROLES
+                and not n.quiet
                 and _shown(n)
             ]
+            spoke: set[tuple[int, ...]] = set()  # nodes whose text was kept: their children's is it
             for n, got in zip(texts, self._texts(texts, win_box, deadline)):
                 if n.box is None:
                     continue
+                if len(got) >= lim.node_chars:
+                    out.complete = False
                 shown = (
                     n.box if win_box is None or _inside(n.box, win_box) else _clip(n.box, win_box)
                 )
+                if got.replace(EMBEDDED, "").strip():
+                    spoke.add(n.key)
                 for k, line in enumerate(got.split("\n")):
                     line = line.replace(EMBEDDED, "").strip()
                     if line and chars < lim.chars:
@@ -331,6 +391,20 @@ class AccessibilityReader:
                         )
                 if chars >= lim.chars:
                     out.complete = False
+            for n in level:  # a label or button without text: its name is what it shows
+                if (
+                    n.role in NAMED_ROLES
+                    and TEXT not in n.ifaces
+                    and n.label.strip()
+                    and n.box is not None
+                    and not n.quiet
+                    and _shown(n)
+                    and chars < lim.chars
+                ):
+                    line = n.label.strip()[: lim.chars - chars]
+                    chars += len(line)
+                    spoke.add(n.key)
+                    found.append(((*n.key, 0), TreeLine(line, n.role, n.box)))
             for n in level:
                 if n.role in PICTURE_ROLES and n.box is not None and _shown(n):
                     out.pictures.append(n.box)
@@ -353,6 +427,10 @@ class AccessibilityReader:
                 out.complete = False
                 break
             level = self._children(parents, lim.nodes - out.nodes, deadline)
+            for c in level:
+                c.quiet = c.key[:-1] in spoke or any(
+                    p.quiet for p in parents if p.key == c.key[:-1]
+                )
             if len(level) < sum(min(p.children, lim.nodes) for p in parents):
                 out.complete = False
         out.lines = [line for _, line in sorted(found, key=lambda kv: kv[0])]
@@ -422,8 +500,8 @@ class AccessibilityReader:
             total = c[0][1] if isinstance(c, tuple) and c and isinstance(c[0], tuple) else 0
             total = total if _is_int(total) and total > 0 else 0
             spans.append((0, total))
-            if total and win_box is not None and n.box is not None and not _inside(n.box, win_box):
-                x0, y0, x1, y1 = _clip(n.box, win_box)
+            if total and n.box is not None and _narrowed(n, win_box):
+                x0, y0, x1, y1 = _clip(n.box, win_box) if win_box is not None else n.box
                 probe += [
                     (n.name, n.path, TEXT, "GetOffsetAtPoint", "iiu", (x0, y0, self.coords)),
                     (
@@ -437,7 +515,7 @@ class AccessibilityReader:
                 ]
         offsets = iter(self._batch(probe, deadline)) if probe else iter(())
         for i, (n, (_, total)) in enumerate(zip(nodes, spans)):
-            if total and win_box is not None and n.box is not None and not _inside(n.box, win_box):
+            if total and n.box is not None and _narrowed(n, win_box):
                 a, b = next(offsets), next(offsets)
                 start = a[0] if isinstance(a, tuple) and a and _is_int(a[0]) and a[0] >= 0 else 0
                 end = (
@@ -575,6 +653,16 @@ def _shown(n: _Node, top: _Node | None = None) -> bool:
     if top is not None and n is top:
         return True
     return bool(n.states >> STATE_SHOWING & 1 and n.states >> STATE_VISIBLE & 1)
+
+
+def _narrowed(n: _Node, win_box: tuple[int, int, int, int] | None) -> bool:
+    """Whether only part of ``n``'s text may be in view: it runs past the window, or it holds
+    lines a scrolled view shows some of (a text view's box is its viewport's, inside the window)."""
+    if n.box is None:
+        return False
+    if win_box is not None and not _inside(n.box, win_box):
+        return True
+    return bool(n.states >> STATE_MULTI_LINE & 1)
 
 
 def _rect_box(r: Rect | None) -> tuple[int, int, int, int] | None:

@@ -1,0 +1,66 @@
+"""A VTE terminal (GTK 3, Vte 2.91) for the accessibility tests: runs a shell that prints the given
+lines and then waits, so the terminal shows them. Run by Debian's python (python3-gi,
+gir1.2-vte-2.91); prints ``ready`` once every line is on the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+
+# imported by name: mnemo's venv (and its type checker) has no GObject bindings, Debian's python has
+gi = importlib.import_module("gi")
+gi.require_version("Gtk", "3.0")
+gi.require_version("Vte", "2.91")
+Gtk = importlib.import_module("gi.repository.Gtk")
+GLib = importlib.import_module("gi.repository.GLib")
+Vte = importlib.import_module("gi.repository.Vte")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--title", required=True)
+    p.add_argument("--line", action="append", default=[], help="a line the shell prints")
+    p.add_argument("--geometry", default="640x400+80+80", help="WxH+X+Y")
+    args = p.parse_args()
+
+    win = Gtk.Window(title=args.title)
+    size, _, place = args.geometry.partition("+")
+    w, h = (int(v) for v in size.split("x"))
+    x, y = (int(v) for v in place.split("+"))
+    win.set_default_size(w, h)
+    win.move(x, y)
+    win.connect("destroy", Gtk.main_quit)
+    term = Vte.Terminal()
+    win.add(term)
+    # no prompt, no echo: the terminal shows the lines and nothing else
+    script = "printf '%s\\n' " + " ".join(shlex.quote(t) for t in args.line) + "; exec sleep 100000"
+    term.spawn_async(
+        Vte.PtyFlags.DEFAULT,
+        None,
+        ["/bin/sh", "-c", script],
+        None,
+        GLib.SpawnFlags.DEFAULT,
+        None,
+        None,
+        -1,
+        None,
+        None,
+    )
+    win.show_all()
+
+    def shown() -> bool:
+        """Every line printed: the cursor is on the row below the last (the text is read from
+        the terminal's own buffer, so it is on the terminal when the cursor has passed it)."""
+        _, row = term.get_cursor_position()
+        if row >= len(args.line):
+            print("ready", flush=True)
+            return False
+        return True
+
+    GLib.timeout_add(50, shown)
+    Gtk.main()
+
+
+if __name__ == "__main__":
+    main()
