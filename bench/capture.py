@@ -657,13 +657,9 @@ def run(
         "frames_from_tree": tree.get("frames"),
         "apps": app_desk is not None,
     }
-    if app_desk is not None:
-        from bench.capture_apps import pages_found
-
-        progress(f"bench capture: searching the store for each of the {len(pages)} pages read")
-        figures["pages_found"], figures["pages_missed"] = pages_found(
-            store, {k + 1: markers[k] for k in sorted(pages)}
-        )
+    if app_desk is not None:  # the store's search looks for them (``capture_apps.pages_found``)
+        figures["pages_read"] = {k + 1: markers[k] for k in sorted(pages)}
+        figures["store"] = str(store)
     if sound is not None:
         figures |= sound.figures(store, out, wall_s)
     progress(log[-2000:])

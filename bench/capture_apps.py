@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.xdesktop import Desktop
@@ -129,19 +130,17 @@ class AppDesk:
         self.session.close()
 
 
-def pages_found(store: Path, sentences: dict[int, str], k: int = 10) -> tuple[float, list[int]]:
-    """Of the pages read (page number: its marker sentence), the share whose marker word is in one
-    of the first ``k`` memories the store's search gives for the sentence, and the pages missed."""
-    from mnemo.config import GraphConfig
-    from mnemo.wiring import open_store
-
+def pages_found(
+    search: Callable[[str], list[str]], sentences: dict[int, str]
+) -> tuple[float, list[int]]:
+    """Of the pages read (page number: its marker sentence), the share whose marker word is in a
+    memory ``search`` gives for the sentence (the store's search, its first memories' texts), and
+    the pages missed."""
     if not sentences:
         return 1.0, []
-    s = open_store(GraphConfig(), store)
-    missed = []
-    for n, sentence in sentences.items():
-        word = sentence.rsplit(" ", 1)[-1].rstrip(".")
-        hits = s.search(sentence, k=k)
-        if not any(word in h.memory.text for h in hits):
-            missed.append(n)
+    missed = [
+        n
+        for n, sentence in sentences.items()
+        if not any(sentence.rsplit(" ", 1)[-1].rstrip(".") in text for text in search(sentence))
+    ]
     return round(1 - len(missed) / len(sentences), 4), missed

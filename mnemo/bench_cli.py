@@ -366,6 +366,7 @@ def _capture_with_sound(args, cfg, ocr, progress) -> tuple[dict, int]:
                     sound=sound,
                     apps=not args.terminals,
                 )
+                runs[heard] |= _pages_found(cfg, runs[heard])
                 if sound is not None:
                     asr = build_perceivers(cfg.perception, cfg.llm).asr
                     runs[heard] |= file_wer(sound, asr)
@@ -379,6 +380,20 @@ def _capture_with_sound(args, cfg, ocr, progress) -> tuple[dict, int]:
     }
     print(capture.format_report(figures), flush=True)
     return capture.summary(figures) | {"cpu_pct_without_audio": runs[False]["cpu_pct"]}, 0
+
+
+def _pages_found(cfg, figures: dict) -> dict:
+    """``bench capture`` on the apps' desktop: whether the store's search finds each page read."""
+    from bench.capture_apps import pages_found
+    from mnemo.wiring import open_store
+
+    if not figures.get("pages_read"):
+        return {}
+    store = open_store(cfg.graph, figures.pop("store"))
+    found, missed = pages_found(
+        lambda q: [h.memory.text for h in store.search(q, k=10)], figures.pop("pages_read")
+    )
+    return {"pages_found": found, "pages_missed": missed}
 
 
 def run_capture(args, cfg, progress) -> tuple[dict, int]:
@@ -404,6 +419,7 @@ def run_capture(args, cfg, progress) -> tuple[dict, int]:
                 keep=args.keep,
                 apps=not args.terminals,
             )
+            figures |= _pages_found(cfg, figures)
         print(capture.format_report(figures), flush=True)
         runs[figures["desktop"]] = figures
     if args.wayland:

@@ -692,6 +692,9 @@ PROJECT_RULES: dict[str, Rule] = {
             "ingest_poll_s",
             "ingest_release_s",
             "pause_grab_s",
+            # the tree gives the text of what frames show anyway (never a password field, never
+            # an excluded window): on, exact words cheaply; off, OCR reads the same
+            "read_tree",
         )
     },
     "capture.exclude_classes": ADD,
