@@ -1,5 +1,5 @@
-"""``mnemo capture`` and ``mnemo watch``: the screenshot daemon, its control commands, and live
-ingestion of what it captures."""
+"""``mnemo capture`` and ``mnemo watch``: the screenshot daemon, its control commands, the
+session's accessibility switch (``capture a11y``), and live ingestion of what it captures."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ ACTIONS = (
     "exclusions",
     "exclude",
     "include",
+    "a11y",
 )
+A11Y = ("on", "off", "status")
 
 
 def add_parsers(sub) -> None:
@@ -43,7 +45,18 @@ def add_parsers(sub) -> None:
         choices=ACTIONS,
         help="start (default) runs the daemon in the foreground; pause/resume/status/stop talk to a "
         "running one; exclusions lists what it never stores, exclude/include add or take out a "
-        "--class or --title from the next frame on; keygen writes a key for --encrypt",
+        "--class or --title from the next frame on; keygen writes a key for --encrypt; a11y "
+        "on|off|status switches the session's accessibility on for the applications that wait "
+        "for it (Qt, Chromium/Electron, Firefox), or says whether their text can be read",
+    )
+    cap.add_argument(
+        "a11y",
+        nargs="?",
+        choices=A11Y,
+        metavar="on|off|status",
+        help="a11y: on (org.a11y.Status IsEnabled on the session bus, and GNOME's "
+        "toolkit-accessibility), off, or status (default): whether the accessibility tree is "
+        "readable and which applications publish one (exit 3 when it is not readable)",
     )
     cap.add_argument(
         "--out",
@@ -102,7 +115,7 @@ def add_parsers(sub) -> None:
     add_duration(
         cap, "--for", "pause: resume by itself after this long (e.g. 15m, 1h)", dest="for_"
     )
-    add_json(cap, "status, exclusions: print the reply as one JSON object on the last line")
+    add_json(cap, "status, exclusions, a11y: print the reply as one JSON object on the last line")
     cap.add_argument(
         "--class",
         dest="window_class",
@@ -284,7 +297,69 @@ def _sound_line(audio: dict) -> str:
     return "sound: " + "; ".join(parts) + (f"; {audio['error']}" if audio.get("error") else "")
 
 
+def _word(flag: bool | None) -> str:
+    return "unknown" if flag is None else str(flag).lower()
+
+
+def _a11y(what: str, as_json: bool) -> int:
+    """``capture a11y on|off|status``: the session's accessibility switch
+    (perception/capture/a11y_switch.py). status exits 3 when the tree cannot be read."""
+    from perception.capture.a11y_switch import A11yError, status, switch
+
+    if what == "status":
+        st = status()
+        if st.readable:
+            print(
+                f"accessibility tree: readable; {len(st.apps)} application(s) publish one"
+                + (f": {', '.join(st.apps)}" if st.apps else "")
+            )
+            flag = {True: "on", False: "off", None: "unknown"}[st.is_enabled]
+            print(
+                f"switch: {flag} (org.a11y.Status IsEnabled {_word(st.is_enabled)}, "
+                f"ScreenReaderEnabled {_word(st.screen_reader_enabled)})"
+            )
+            if st.is_enabled is not True:
+                print(
+                    "while it is off, Qt, Chromium/Electron and Firefox applications publish no "
+                    "tree (GTK applications and VTE terminals do): mnemo capture a11y on"
+                )
+        else:
+            print(f"accessibility tree: not readable: {st.why}")
+            print(f"fix: {st.fix}")
+        if as_json:
+            print(json.dumps(st.as_json()))
+        return 0 if st.readable else 3
+    try:
+        done = switch(what == "on")
+    except A11yError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(
+        f"accessibility {what}: org.a11y.Status IsEnabled is {str(done.on).lower()} on the "
+        "session bus (read back)"
+    )
+    print(f"gsettings: {done.gsettings}")
+    if not done.gsettings_done:
+        print(f"warning: {done.gsettings}", file=sys.stderr)
+    apps = done.status.apps
+    print(
+        f"{len(apps)} application(s) publish a tree now" + (f": {', '.join(apps)}" if apps else "")
+    )
+    print(done.restart)
+    if as_json:
+        print(json.dumps(done.as_json()))
+    return 0
+
+
 def cmd_capture(args, cfg) -> int:
+    if args.a11y is not None and args.action != "a11y":
+        print(
+            f"error: {args.a11y!r} goes with `capture a11y` only (capture a11y {args.a11y})",
+            file=sys.stderr,
+        )
+        return 2
+    if args.action == "a11y":
+        return _a11y(args.a11y or "status", args.json)
     if args.action == "keygen":
         from perception.capture.crypto import CaptureKeyError, default_key_file, generate_key
 

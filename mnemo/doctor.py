@@ -511,6 +511,41 @@ def _x11_unreachable(name: str) -> str | None:
     return None
 
 
+def accessibility_check(env: Mapping[str, str]) -> Check:
+    """Whether ``mnemo capture`` can read screen text from the accessibility tree (else OCR reads
+    all of it). No desktop here (no display, no session bus): a note, not a warning."""
+    from perception.capture.a11y_switch import TURN_ON, status
+
+    name = "accessibility tree"
+    st = status(env)
+    if not st.desktop and not st.apps:  # a server: no windows, nothing to publish a tree
+        why = st.why or f"{len(st.apps)} application(s) on its accessibility bus"
+        return Check(
+            name,
+            "ok",
+            "no desktop session here (no display): nothing to read; where mnemo capture runs, "
+            f"`mnemo capture a11y status` says whether it can ({why})",
+        )
+    if not st.readable:
+        return Check(
+            name,
+            "warn",
+            f"not readable ({st.desktop}): {st.why}; capture reads all screen text by OCR",
+            st.fix,
+        )
+    apps = f": {', '.join(st.apps[:8])}{', ...' if len(st.apps) > 8 else ''}" if st.apps else ""
+    said = f"readable, {len(st.apps)} application(s) publish a tree{apps}"
+    if st.is_enabled is not True:
+        return Check(
+            name,
+            "warn",
+            f"{said}; but the session's accessibility flag is off (org.a11y.Status IsEnabled), "
+            "so Qt, Chromium/Electron and Firefox applications publish none (OCR reads them)",
+            TURN_ON,
+        )
+    return Check(name, "ok", f"{said}; accessibility on (org.a11y.Status IsEnabled)")
+
+
 def cpu_check(threads: int = 0) -> Check:
     from perception.weights import BF16_SWITCH, cpu_flags, cpu_has_bf16, usable_cpus
 
@@ -731,6 +766,7 @@ def run_checks(
     checks += [
         ffmpeg_check(),
         display_check(os.environ),
+        accessibility_check(os.environ),
         cpu_check(cfg.perception.threads if cfg else 0),
     ]
     default_store = cfg.graph.store if cfg is not None else "./mnemo-data"
@@ -757,7 +793,8 @@ def run_checks(
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "doctor",
-        help="check this machine for mnemo: Python, models, ffmpeg, display, extras, store",
+        help="check this machine for mnemo: Python, models, ffmpeg, display, accessibility, "
+        "extras, store",
         description="One line per check (ok, warn, fail) with what to do about each one that is not "
         "ok. Exit 1 when a check failed. Imports no model library, loads no model, "
         "uses no network.",

@@ -19,7 +19,9 @@ the caller never asks for an excluded window.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -311,7 +313,7 @@ class AccessibilityReader:
         one when it has focus, else an application's only frame."""
         (apps,) = self._batch([(REGISTRY, ROOT, ACCESSIBLE, "GetChildren", None, ())], deadline)
         now = time.monotonic()
-        refs = [r for r in _refs(apps) if self._shunned.get(r[0], 0.0) <= now]
+        refs = [r for r in object_refs(apps) if self._shunned.get(r[0], 0.0) <= now]
         mine = [
             r for r in refs if window.pid is not None and self._pid(r[0], deadline) == window.pid
         ]
@@ -327,7 +329,7 @@ class AccessibilityReader:
         frames: list[tuple[str, str, str]] = []  # app name, bus name, path
         for (name, _), kids, app_name in zip(refs, heads[: len(refs)], heads[len(refs) :]):
             label = _variant_str(app_name)
-            frames += [(label, n, p) for n, p in _refs(kids) if n == name]
+            frames += [(label, n, p) for n, p in object_refs(kids) if n == name]
         if not frames:
             return None
         info = self._batch(
@@ -562,9 +564,9 @@ class AccessibilityReader:
         out: list[_Node] = []
         for (p, at), body in zip(whose, got):
             refs = (
-                _refs(body)
+                object_refs(body)
                 if at is None
-                else _refs(((body[0],),) if isinstance(body, tuple) and body else ())
+                else object_refs(((body[0],),) if isinstance(body, tuple) and body else ())
             )
             for j, (name, path) in enumerate(refs[: p.children]):
                 if name != p.name or len(out) >= room:
@@ -589,12 +591,27 @@ class AccessibilityReader:
         return ""
 
 
+def session_bus_address(env: Mapping[str, str] | None = None) -> str:
+    """The session bus's address as libdbus finds it: ``DBUS_SESSION_BUS_ADDRESS``, else the
+    socket systemd's user session keeps in ``$XDG_RUNTIME_DIR/bus``; "" when neither is there."""
+    env = os.environ if env is None else env
+    if addr := env.get("DBUS_SESSION_BUS_ADDRESS", "").strip():
+        return addr
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.exists(os.path.join(runtime, "bus")):
+        return f"unix:path={os.path.join(runtime, 'bus')}"
+    return ""
+
+
 def _open_a11y_bus() -> Any:
     """A connection to the accessibility bus the session bus names (``org.a11y.Bus``)."""
     from jeepney import DBusAddress, new_method_call
     from jeepney.io.blocking import open_dbus_connection
 
-    with open_dbus_connection("SESSION") as session:
+    session_address = session_bus_address()
+    if not session_address:
+        raise ConnectionError("there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
+    with open_dbus_connection(session_address) as session:
         reply = session.send_and_get_reply(
             new_method_call(
                 DBusAddress("/org/a11y/bus", bus_name="org.a11y.Bus", interface="org.a11y.Bus"),
@@ -631,7 +648,7 @@ def _states(body: Any) -> int:
     return 0
 
 
-def _refs(body: Any) -> list[tuple[str, str]]:
+def object_refs(body: Any) -> list[tuple[str, str]]:
     """Object references ``(so)`` of a GetChildren-like reply."""
     items = (
         body[0] if isinstance(body, tuple) and body and isinstance(body[0], (list, tuple)) else []
