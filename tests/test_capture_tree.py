@@ -114,3 +114,35 @@ def test_without_an_accessibility_bus_the_frames_are_kept_for_ocr(desktop, tmp_p
     sides = _sidecars(out)
     assert sides and not any("screen_text" in s for s in sides)
     assert cap.status()["tree"]["why"], "the status should say why the tree cannot be read"
+
+
+def test_words_typed_into_an_accessible_window_are_kept_from_its_tree(desktop, session, tmp_path):
+    """Typing: each word, typed a second apart into a GTK entry, is in the tree text of a frame
+    the daemon kept while it was the latest word (the daemon grabs when a burst of typing pauses)."""
+    import threading
+
+    _gtk(session, "Typing pad", "520x200+200+150", "Type here")
+    desktop.run(["xdotool", "search", "--sync", "--name", "^Typing pad$", "windowactivate"])
+    time.sleep(0.5)
+    out = tmp_path / "out"
+    words = ["amber", "birch", "cedar", "dune", "ember", "fjord"]
+    typed: list[tuple[str, float]] = []
+
+    def type_words() -> None:
+        time.sleep(1.0)
+        for w in words:
+            typed.append((w, time.time()))
+            desktop.type(w + " ")
+            time.sleep(1.2)
+
+    typist = threading.Thread(target=type_words)
+    typist.start()
+    _capture(desktop, out, 1.5 + 1.2 * len(words) + 1.0, pause_grab_s=0.3)
+    typist.join()
+    kept = [
+        (p, json.loads(p.read_text()).get("screen_text", {}).get("lines", []))
+        for p in sorted(out.rglob("*.jpg.json"))
+    ]
+    entry_texts = [" ".join(ln[0] for ln in lines if ln[1] == "text") for _, lines in kept]
+    for w, _ in typed:
+        assert any(w in t.split() for t in entry_texts), (w, entry_texts)
