@@ -78,6 +78,7 @@ BATCH = 256
 # again for SHUN_S: one slow read a minute, not one a frame
 SHUN_OVER = 2.0
 SHUN_S = 60.0
+WIRE_KEPT = 50_000  # calls kept ready to send (about 150 bytes each); past it, all are built anew
 # roles whose own text is a summary of their children (reading both would say each line twice)
 CONTAINER_ROLES = frozenset(
     {"application", "frame", "window", "dialog", "filler", "panel", "scroll pane", "viewport"}
@@ -166,6 +167,7 @@ class AccessibilityReader:
         self._pids: dict[str, int | None] = {}
         self._shunned: dict[str, float] = {}  # bus name -> until when it is not asked
         self._asked: list[str] = []  # the applications of the window being read, by its process
+        self._wire: dict[tuple, bytes] = {}  # a call -> its message, serial aside (``_part``)
         self._said: set[str] = set()  # what was logged once
         self.why = ""  # why the tree cannot be read, while it cannot
         self.seen = False  # the bus was reached at least once
@@ -223,14 +225,24 @@ class AccessibilityReader:
         from jeepney.low_level import HeaderFields
 
         waiting: dict[int, int] = {}
+        wire = []
         for i in range(start, min(start + BATCH, len(calls))):
-            name, path, iface, method, sig, body = calls[i]
-            msg = new_method_call(
-                DBusAddress(path, bus_name=name, interface=iface), method, sig, body
-            )
+            call = calls[i]
+            made = self._wire.get(call)
+            if made is None:  # the same calls are made frame after frame: each built once
+                name, path, iface, method, sig, body = call
+                msg = new_method_call(
+                    DBusAddress(path, bus_name=name, interface=iface), method, sig, body
+                )
+                made = msg.serialise(serial=1)
+                if len(self._wire) >= WIRE_KEPT:
+                    self._wire.clear()
+                self._wire[call] = made
             serial = next(self._conn.outgoing_serial)
-            self._conn.send(msg, serial=serial)
+            # a message's serial is the header's third word (jeepney writes little-endian)
+            wire.append(made[:8] + serial.to_bytes(4, "little") + made[12:])
             waiting[serial] = i
+        self._conn.sock.sendall(b"".join(wire))
         while waiting:
             left = deadline - time.monotonic()
             if left <= 0:
