@@ -72,7 +72,7 @@ def _recording(rec: AudioRecorder) -> bool:
     return all(s["state"] == "recording" for s in streams.values())
 
 
-def _finished(rec: AudioRecorder) -> None:
+def _finished(_rec: AudioRecorder) -> None:
     """Wait until the slots holding what was played are finished (stored or found silent)."""
     time.sleep(CLIP_S + 1.5)
 
@@ -151,7 +151,9 @@ def test_a_closed_gate_keeps_nothing_and_says_why(pulse, tmp_path):
         _until(lambda: rec.status()["streams"]["mic"]["device"] == MIC, what="mic found")
         status = rec.status()
         assert not status["recording"]
-        assert status["streams"]["mic"] == {
+        mic = dict(status["streams"]["mic"])
+        dropped = mic.pop("unrecorded_s")
+        assert mic == {
             "state": "paused",
             "why": "the screen is locked",
             "device": MIC,
@@ -162,6 +164,8 @@ def test_a_closed_gate_keeps_nothing_and_says_why(pulse, tmp_path):
         pulse.play(speech, CALL_SINK)
         _finished(rec)
         assert _sounds(tmp_path / "out") == {"mic": [], "out": []}
+        # what the microphone heard while locked is counted as not recorded
+        assert rec.status()["streams"]["mic"]["unrecorded_s"] >= dropped + CLIP_S
         why[0] = ""
         rec.pause()
         assert "sound paused by the user" in rec.status()["streams"]["out"]["why"]

@@ -184,6 +184,7 @@ class AudioRecorder:
                 "device": st.device,
                 "slots_stored": st.stored,
                 "slots_silent": st.silent,
+                "unrecorded_s": round(st.gated_s, 1),  # sound dropped while paused or locked
             }
         recording = any(v["state"] == "recording" for v in out.values())
         return {"recording": recording, "streams": out, "error": self.error}

@@ -18,6 +18,7 @@ import logging
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -136,8 +137,6 @@ class Recording:
     CHUNK = SAMPLE_RATE // 50  # samples a read: 20 ms (when they arrive says when they were heard)
 
     def __init__(self, device: str, name: str, on_chunk: Callable[[bytes, float], None]) -> None:
-        import time
-
         self.device = device
         self._clock = time.time
         self.on_chunk = on_chunk
