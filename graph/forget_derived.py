@@ -38,7 +38,7 @@ _MIN_SHORT_FORM = 3
 
 def retract_derived(store, erase) -> dict:
     """Take back what only forgotten clips supported (see the module doc); ``erase`` is the
-    forget's ``_Eraser``, told of every row changed so that no file keeps the old one. Returns the
+    ``graph.forget_erase.Eraser``, told of every row changed so that no file keeps the old one. Returns the
     counts changed."""
     memories = (
         store.memories.search()

@@ -2,7 +2,7 @@
 
 A filter selects whole clips (a time range, a recording, a clip id, an app or window in front, a
 text, an age) or one person (their memories, entities and the user's changes to them). ``plan``
-says what would go without touching anything; ``forget`` removes it:
+(``graph.forget_plan``) says what would go without touching anything; ``forget`` removes it:
 
 1. the selected memories, and what only they supported: a semantic memory whose every clip of
    evidence is forgotten goes, one with other evidence keeps it without the forgotten items;
@@ -14,9 +14,9 @@ says what would go without touching anything; ``forget`` removes it:
 4. the clip rows, last, so that no memory is left pointing to a deleted clip;
 5. what was concluded from them (``graph.forget_derived``): inferred names no remaining evidence
    gives, face links seen only there, first and last seen times that fall in no remaining clip;
-6. the rows left in every data file that lost one are written anew (``_Eraser``), every table
-   compacted, the full-text and vector indexes rebuilt from the remaining rows, and every old table
-   version deleted: the forgotten bytes are in no file under the store.
+6. the rows left in every data file that lost one are written anew, every table compacted, the
+   full-text and vector indexes rebuilt from the remaining rows, and every old table version
+   deleted (``graph.forget_erase``): the forgotten bytes are in no file under the store.
 
 Before step 1 a row in ``forget_log`` records the filters by name, the counts and span (never the
 content) and the ids involved (opaque hashes and entity ids): ``mnemo ingest`` skips the clip ids
@@ -32,234 +32,36 @@ are deleted has them deleted by the next, and leaves a user's own recordings whe
 from __future__ import annotations
 
 import json
-import re
 import time
-import warnings
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from dataclasses import replace
 
 import pyarrow as pa
 
 from graph import sql
 from graph.forget_derived import retract_derived
-from graph.resolve_people import PeopleError, find_person
+from graph.forget_erase import Eraser, chunks, purge
+from graph.forget_plan import Filter, ForgetError, ForgetPlan, plan
 from graph.rows import Edge, Memory, sources_of
 from graph.schema import edge_row, edge_schema, memory_row
 
-_USING = re.compile(r"^Using (?:(?P<app>.+?) \((?P<window>.*)\)|(?P<only>.+?)) from \d")
-_IDS = re.compile(r"<[a-z]+_\d+>")
+# what callers use: the plan (graph.forget_plan), its removal here, the purge (graph.forget_erase)
+__all__ = [
+    "Filter",
+    "ForgetError",
+    "ForgetPlan",
+    "finish_unfinished",
+    "forget",
+    "forgotten_clip_ids",
+    "history",
+    "plan",
+    "purge",
+    "step",
+]
 
 
 def step(name: str) -> None:
     """Called between a forget's stages (``name`` says which comes next); does nothing. Tests and
     ``mnemo bench faults`` replace it to kill a forget at each."""
-
-
-class ForgetError(ValueError):
-    """A filter that selects nothing sensible (empty or inverted range, unknown id, no filter)."""
-
-
-@dataclass(frozen=True)
-class Filter:
-    start_ts: float | None = None
-    end_ts: float | None = None
-    source: str | None = None
-    clip_id: str | None = None
-    app: str | None = None
-    window: str | None = None
-    person: str | None = None
-    query: str | None = None
-    older_than_days: float | None = None
-
-    def kinds(self) -> list[str]:
-        """The filters given, by name only (what the audit log records)."""
-        names = {"start_ts": "from", "end_ts": "to", "older_than_days": "older-than"}
-        return [
-            names.get(k, k.replace("_id", "")) for k, v in vars(self).items() if v not in (None, "")
-        ]
-
-
-@dataclass
-class ForgetPlan:
-    """What a forget removes: whole clips, and memories and entities (a person's, or those only
-    forgotten clips supported)."""
-
-    clip_ids: list[str] = field(default_factory=list)
-    clips: list[dict] = field(
-        default_factory=list
-    )  # their rows (source, span), for media and the preview
-    memory_ids: list[str] = field(default_factory=list)
-    memory_kinds: dict[str, int] = field(default_factory=dict)
-    entity_ids: list[str] = field(
-        default_factory=list
-    )  # a person's ids (their entities go even if named elsewhere)
-    people_ops: list[int] = field(default_factory=list)  # the user's changes to a forgotten person
-    transcripts_of: list[str] = field(
-        default_factory=list
-    )  # clips whose transcript held a forgotten person's words
-    span: tuple[float, float] | None = None
-
-    @property
-    def empty(self) -> bool:
-        return not (self.clip_ids or self.memory_ids or self.entity_ids)
-
-    def summary(self) -> dict:
-        return {
-            "clips": len(self.clip_ids),
-            "memories": len(self.memory_ids),
-            "memory_kinds": dict(self.memory_kinds),
-            "entities": len(self.entity_ids),
-            "people_changes": len(self.people_ops),
-            "span": list(self.span) if self.span else None,
-        }
-
-
-def _check(f: Filter, now: float) -> None:
-    given = f.kinds()
-    if not given:
-        raise ForgetError(
-            "say what to forget: --from/--to, --source, --clip, --app, --window, --person, --query "
-            "or --older-than"
-        )
-    if f.person and len(given) > 1:
-        raise ForgetError("--person forgets everything of one person and takes no other filter")
-    if (f.start_ts is None) != (f.end_ts is None):
-        raise ForgetError("a time range needs both --from and --to")
-    if f.start_ts is not None and f.end_ts is not None and f.end_ts <= f.start_ts:
-        raise ForgetError("the time range is empty or inverted: --to must be after --from")
-    if f.older_than_days is not None and f.older_than_days < 0:
-        raise ForgetError("the age to forget from (older_than_days) must be 0 or more")
-    for name in ("app", "window", "query", "source", "clip_id"):
-        value = getattr(f, name)
-        if value is not None and not value.strip():
-            raise ForgetError(f"--{name.replace('_id', '')} is empty")
-
-
-def _clip_rows(store, where: str) -> list[dict]:
-    return (
-        store.clips.search()
-        .where(where)
-        .select(["clip_id", "source_path", "start_ts", "end_ts", "duration_s"])
-        .limit(None)
-        .to_list()
-    )
-
-
-def _memory_clips(store, where: str) -> set[str]:
-    return {
-        r["clip_id"]
-        for r in store.memories.search().where(where).select(["clip_id"]).limit(None).to_list()
-    }
-
-
-def _clips_in(clip_ids: set[str]) -> str:
-    return sql.in_list("clip_id", sorted(clip_ids)) if clip_ids else "false"
-
-
-def plan(store, f: Filter, now: float | None = None) -> ForgetPlan:
-    """What ``f`` selects in ``store``; nothing is changed. ``ForgetError`` for a filter that
-    cannot be meant (none, an inverted range, an unknown clip or person)."""
-    now = time.time() if now is None else now
-    _check(f, now)
-    store.catch_up()  # another process's forget may have purged the versions this one's handles are on
-    if f.person:
-        return _plan_person(store, f.person)
-    conditions = []
-    if f.start_ts is not None:
-        conditions.append(f"end_ts > {f.start_ts!r} AND start_ts < {f.end_ts!r}")
-    if f.older_than_days is not None:
-        conditions.append(f"end_ts <= {now - f.older_than_days * 86400.0!r}")
-    if f.source:
-        conditions.append(f"source_path = {sql.quote(f.source)}")
-    if f.clip_id:
-        if not store.has_clip(f.clip_id):
-            raise ForgetError(f"no clip {f.clip_id!r} in {store.uri}")
-        conditions.append(f"clip_id = {sql.quote(f.clip_id)}")
-    where = " AND ".join(f"({c})" for c in conditions) or "true"
-    if f.app or f.window:
-        # a screen clip has a memory per window in front: "Using APP (WINDOW) from 09:00 to 09:01"
-        candidates = store.memories_where(
-            "kind = 'episodic' AND "
-            + sql.starts_with("text", "Using ")
-            + "".join(f" AND {sql.contains('text', x)}" for x in (f.app, f.window) if x)
-        )
-        hits = set()
-        for m in candidates:
-            shown = _USING.match(m.text)
-            if shown is None:
-                continue
-            # with only one of them known the memory names that one alone: it may be either
-            app = shown.group("app") or shown.group("only")
-            window = shown.group("window") if shown.group("app") else shown.group("only")
-            if (not f.app or f.app.strip().casefold() == app.casefold()) and (
-                not f.window or f.window.casefold() in window.casefold()
-            ):
-                hits.add(m.clip_id)
-        where += " AND " + _clips_in(hits)
-    if f.query:
-        # the text may be in a memory, or in a clip's transcript or screen text that no memory quotes;
-        # ids in memory text (<voice_1>) are not what a user searches for
-        needle = f.query.casefold()
-        hits = {
-            m.clip_id
-            for m in store.memories_where(sql.contains("text", f.query))
-            if needle in _IDS.sub("", m.text).casefold()
-        }
-        hits |= {
-            r["clip_id"]
-            for r in store.clips.search()
-            .where(
-                " OR ".join(
-                    sql.contains(c, f.query) for c in ("transcript", "screen_text", "caption")
-                )
-            )
-            .select(["clip_id"])
-            .limit(None)
-            .to_list()
-        }
-        where += " AND " + _clips_in(hits)
-    clips = _clip_rows(store, where)
-    out = ForgetPlan(clip_ids=sorted(c["clip_id"] for c in clips), clips=clips)
-    if clips:
-        out.span = (min(c["start_ts"] for c in clips), max(c["end_ts"] for c in clips))
-        memories = store.memories_where(sql.in_list("clip_id", out.clip_ids))
-        out.memory_ids = [m.memory_id for m in memories]
-        for m in memories:
-            out.memory_kinds[m.kind] = out.memory_kinds.get(m.kind, 0) + 1
-    return out
-
-
-def _plan_person(store, who: str) -> ForgetPlan:
-    try:
-        person = find_person(store.people(), who)
-    except PeopleError as e:
-        raise ForgetError(str(e)) from e
-    ids = list(person.ids)
-    memories = store.about(ids, limit=None)
-    out = ForgetPlan(
-        memory_ids=[m.memory_id for m in memories],
-        entity_ids=ids,
-        people_ops=[
-            op.seq
-            for op in store.people_ops()
-            if op.person in ids
-            or set(op.args.get("members", [])) & set(ids)
-            or op.args.get("other") in ids
-        ],
-        # the clips they spoke in (not those where others spoke to or of them)
-        transcripts_of=sorted(
-            {
-                m.clip_id
-                for m in memories
-                if " said: " in m.text and set(m.entity_ids) & set(person.voices)
-            }
-        ),
-    )
-    for m in memories:
-        out.memory_kinds[m.kind] = out.memory_kinds.get(m.kind, 0) + 1
-    if memories:
-        out.span = (min(m.start_ts for m in memories), max(m.end_ts for m in memories))
-    return out
 
 
 def _gone(items, clips: set[str], memories: set[str]) -> bool:
@@ -268,65 +70,6 @@ def _gone(items, clips: set[str], memories: set[str]) -> bool:
     if items.startswith(("clip:", "llm:")):
         return items.split(":", 1)[1] in clips
     return items in memories or items.split(":", 1)[0] in clips
-
-
-class _Eraser:
-    """Deletes and updates rows so that no data file keeps the old ones. A Lance delete only marks
-    rows deleted (and an update is a delete and an append), and compaction rewrites a file only
-    when a tenth of it is deleted: so the rows left in every file that lost one are moved out
-    (``merge_insert`` of themselves, one atomic commit per batch), and the emptied files drop out of
-    the table; ``purge`` then deletes them with the old versions."""
-
-    KEYS = {
-        "memories": "memory_id",
-        "clips": "clip_id",
-        "entities": "entity_id",
-        "edges": "edge_id",
-        "people_log": "seq",
-    }
-
-    def __init__(self, store) -> None:
-        self.store = store
-        self.fragments: dict[str, set[int]] = {}  # table -> fragments that lost rows
-
-    def note(self, table, where: str) -> None:
-        rows = (
-            table.search()
-            .where(where)
-            .with_row_id(True)
-            .select([self.KEYS[table.name]])
-            .limit(None)
-            .to_arrow()
-        )
-        self.fragments.setdefault(table.name, set()).update(
-            r >> 32 for r in rows["_rowid"].to_pylist()
-        )
-
-    def delete(self, table, where: str) -> None:
-        self.note(table, where)
-        table.delete(where)
-
-    def rewrite(self, batch: int = 2000) -> None:
-        for name, fragments in self.fragments.items():
-            if not fragments:
-                continue
-            table, key = getattr(self.store, name), self.KEYS[name]
-            ids = table.search().with_row_id(True).select([key]).limit(None).to_arrow()
-            left = [
-                k
-                for k, r in zip(ids[key].to_pylist(), ids["_rowid"].to_pylist())
-                if r >> 32 in fragments
-            ]
-            for chunk in _chunks(left, batch):
-                where = (
-                    f"{key} IN ({', '.join(str(int(k)) for k in chunk)})"
-                    if key == "seq"
-                    else sql.in_list(key, chunk)
-                )
-                rows = table.search().where(where).limit(None).to_arrow()
-                table.merge_insert(key).when_matched_update_all().execute(
-                    rows.select(table.schema.names)
-                )
 
 
 def forget(store, p: ForgetPlan, f: Filter, now: float | None = None) -> dict:
@@ -422,9 +165,9 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> tuple
     """Steps 1 to 5 of the module doc; each may run again after a kill (what is gone stays gone).
     ``everything``: write every table anew, not only the data files that lose rows now. Returns
     the counts removed and the ids of the entities removed."""
-    erase = _Eraser(store)
+    erase = Eraser(store)
     if everything:
-        for name in _Eraser.KEYS:
+        for name in Eraser.KEYS:
             erase.note(getattr(store, name), "true")
     clips, forgotten = set(p.clip_ids), set(p.memory_ids)
     entities = set(p.entity_ids)
@@ -556,7 +299,7 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> tuple
                 evidence,
             )
             edges_changed.append(edge_row(changed, changed.clip_id, row["created_ts"]))
-    for chunk in _chunks(gone_edges):
+    for chunk in chunks(gone_edges):
         erase.delete(store.edges, sql.in_list("edge_id", chunk))
     if edges_changed:
         erase.note(store.edges, sql.in_list("edge_id", [r["edge_id"] for r in edges_changed]))
@@ -587,7 +330,7 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> tuple
     if entities:
         erase.delete(store.entities, sql.in_list("entity_id", sorted(entities)))
     step("memories")
-    for chunk in _chunks(sorted(forgotten)):
+    for chunk in chunks(sorted(forgotten)):
         erase.delete(store.memories, sql.in_list("memory_id", chunk))
     if p.people_ops:
         erase.delete(store.people_log, f"seq IN ({', '.join(str(int(s)) for s in p.people_ops)})")
@@ -598,7 +341,7 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> tuple
         store.clips.update(where=where, values={"transcript": ""})
     # 4. the clip rows, last
     step("clips")
-    for chunk in _chunks(sorted(clips)):
+    for chunk in chunks(sorted(clips)):
         erase.delete(store.clips, sql.in_list("clip_id", chunk))
     # 5. what was concluded from them: names, face links, when people were seen (read from what is left)
     step("derived")
@@ -636,11 +379,6 @@ def _seen_only_in(store, entity_id: str, clips: set[str], memories: set[str]) ->
     return all(_gone(x, clips, memories) for x in items)
 
 
-def _chunks(items: list[str], n: int = 500):
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
-
-
 def forgotten_clip_ids(store) -> set[str]:
     """Clip ids a forget removed: ingest does not store them again."""
     return {
@@ -670,44 +408,3 @@ def history(store) -> list[dict]:
         ),
         key=lambda r: r["ts"],
     )
-
-
-def purge(store) -> None:
-    """Compact every table, rebuild the indexes from the remaining rows, and delete every old
-    version: deleted rows live on in old data files, deletion files and index files until then."""
-    from lancedb.index import FTS
-
-    from graph.search import FTS_COLUMN
-
-    indexes = {tuple(ix.columns): ix for ix in store.memories.list_indices()}
-    for table in (
-        store.memories,
-        store.edges,
-        store.entities,
-        store.clips,
-        store.people_log,
-        store.forget_log,
-    ):
-        table.optimize()
-    if (FTS_COLUMN,) in indexes and store.memories.count_rows():
-        store.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
-    elif (FTS_COLUMN,) in indexes:
-        store.memories.drop_index(indexes[(FTS_COLUMN,)].name)
-    if (
-        "vector",
-    ) in indexes:  # its codes and row ids include the deleted rows: built again from what is left
-        store.memories.drop_index(indexes[("vector",)].name)
-        store.refresh_indexes(vector_index=True)
-    with (
-        warnings.catch_warnings()
-    ):  # that readers on an old version fail is the point: it must not exist
-        warnings.filterwarnings("ignore", message=".*removes every version except the latest")
-        for table in (
-            store.memories,
-            store.edges,
-            store.entities,
-            store.clips,
-            store.people_log,
-            store.forget_log,
-        ):
-            table.optimize(cleanup_older_than=timedelta(0))
