@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perception.capture.atspi import (
+from perception.capture.a11y_bus import (
     ACCESSIBLE,
     PROPS,
     REGISTRY,

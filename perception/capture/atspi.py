@@ -19,23 +19,30 @@ the caller never asks for an excluded window.
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perception.capture.a11y_bus import (
+    ACCESSIBLE,
+    COMPONENT,
+    DOCUMENT,
+    PROPS,
+    REGISTRY,
+    ROOT,
+    TEXT,
+    Caller,
+    Unanswered,
+    is_int,
+    object_refs,
+    open_a11y_bus,
+    reply_str,
+    states_of,
+    variant_str,
+)
 from perception.capture.windows import Rect, WindowInfo
 
 log = logging.getLogger(__name__)
-
-ACCESSIBLE = "org.a11y.atspi.Accessible"
-TEXT = "org.a11y.atspi.Text"
-COMPONENT = "org.a11y.atspi.Component"
-DOCUMENT = "org.a11y.atspi.Document"
-REGISTRY = "org.a11y.atspi.Registry"
-ROOT = "/org/a11y/atspi/accessible/root"
-PROPS = "org.freedesktop.DBus.Properties"
 
 # AtspiStateType bits (at-spi2-core's atspi-constants.h)
 STATE_ACTIVE = 1
@@ -71,14 +78,10 @@ NAMED_ROLES = frozenset(
         "row header",
     }
 )
-# calls sent before their replies are read: a level of thousands of nodes goes out in parts, the
-# deadline looked at between them
-BATCH = 256
 # an application whose window took this many times the time limit (or never answered) is not asked
 # again for SHUN_S: one slow read a minute, not one a frame
 SHUN_OVER = 2.0
 SHUN_S = 60.0
-WIRE_KEPT = 50_000  # calls kept ready to send (about 150 bytes each); past it, all are built anew
 # roles whose own text is a summary of their children (reading both would say each line twice)
 CONTAINER_ROLES = frozenset(
     {"application", "frame", "window", "dialog", "filler", "panel", "scroll pane", "viewport"}
@@ -132,10 +135,6 @@ class WindowText:
         return self.chars >= MIN_RICH_CHARS
 
 
-class Unanswered(Exception):
-    """The deadline passed before every reply came."""
-
-
 @dataclass
 class _Node:
     name: str  # D-Bus bus name of the application
@@ -162,25 +161,24 @@ class AccessibilityReader:
         boxes relative to the window, placed at its rectangle)."""
         self.limits = limits or Limits()
         self.coords = coords
-        self._conn: Any = None
+        self._bus: Any = None  # a Caller while connected
         self._next_try = 0.0
         self._pids: dict[str, int | None] = {}
         self._shunned: dict[str, float] = {}  # bus name -> until when it is not asked
         self._asked: list[str] = []  # the applications of the window being read, by its process
-        self._wire: dict[tuple, bytes] = {}  # a call -> its message, serial aside (``_part``)
         self._said: set[str] = set()  # what was logged once
         self.why = ""  # why the tree cannot be read, while it cannot
         self.seen = False  # the bus was reached at least once
 
     # connection
     def available(self) -> bool:
-        if self._conn is not None:
+        if self._bus is not None:
             return True
         if time.monotonic() < self._next_try:
             return False
         self._next_try = time.monotonic() + self.RETRY_S
         try:
-            self._conn = _open_a11y_bus()
+            self._bus = Caller(open_a11y_bus())
         except Exception as e:  # no session bus, no at-spi bus launcher, a refused connection
             self._say("bus", f"the accessibility tree cannot be read ({e}); screen text is OCR's")
             self.why = str(e)
@@ -189,12 +187,9 @@ class AccessibilityReader:
         return True
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except OSError:
-                pass
-            self._conn = None
+        if self._bus is not None:
+            self._bus.close()
+            self._bus = None
 
     def _lost(self, e: Exception) -> None:
         self._say(
@@ -208,60 +203,9 @@ class AccessibilityReader:
             self._said.add(key)
             log.warning("%s", message)
 
-    # calls
-    def _batch(self, calls: list[tuple], deadline: float) -> list[Any]:
-        """Send the calls (``BATCH`` at a time) and gather their replies until ``deadline``: a list
-        of reply bodies, an Exception where the peer said no. ``Unanswered`` when the deadline
-        passes first."""
-        out: list[Any] = [None] * len(calls)
-        for start in range(0, len(calls), BATCH):
-            if time.monotonic() >= deadline:
-                raise Unanswered(f"{len(calls) - start} of {len(calls)} calls not sent in time")
-            self._part(calls, start, out, deadline)
-        return out
-
-    def _part(self, calls: list[tuple], start: int, out: list[Any], deadline: float) -> None:
-        from jeepney import DBusAddress, MessageType, new_method_call
-        from jeepney.low_level import HeaderFields
-
-        waiting: dict[int, int] = {}
-        wire = []
-        for i in range(start, min(start + BATCH, len(calls))):
-            call = calls[i]
-            made = self._wire.get(call)
-            if made is None:  # the same calls are made frame after frame: each built once
-                name, path, iface, method, sig, body = call
-                msg = new_method_call(
-                    DBusAddress(path, bus_name=name, interface=iface), method, sig, body
-                )
-                made = msg.serialise(serial=1)
-                if len(self._wire) >= WIRE_KEPT:
-                    self._wire.clear()
-                self._wire[call] = made
-            serial = next(self._conn.outgoing_serial)
-            # a message's serial is the header's third word (jeepney writes little-endian)
-            wire.append(made[:8] + serial.to_bytes(4, "little") + made[12:])
-            waiting[serial] = i
-        self._conn.sock.sendall(b"".join(wire))
-        while waiting:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Unanswered(f"{len(waiting)} of {len(calls)} calls unanswered")
-            try:
-                reply = self._conn.receive(timeout=left)
-            except TimeoutError:
-                raise Unanswered(f"{len(waiting)} of {len(calls)} calls unanswered") from None
-            i = waiting.pop(reply.header.fields.get(HeaderFields.reply_serial, -1), -1)
-            if i < 0:
-                continue  # a signal, or a reply to a call given up on
-            if reply.header.message_type == MessageType.error:
-                out[i] = RuntimeError(str(reply.header.fields.get(HeaderFields.error_name)))
-            else:
-                out[i] = reply.body
-
     def _pid(self, name: str, deadline: float) -> int | None:
         if name not in self._pids:
-            (got,) = self._batch(
+            (got,) = self._bus.batch(
                 [
                     (
                         "org.freedesktop.DBus",
@@ -274,7 +218,7 @@ class AccessibilityReader:
                 ],
                 deadline,
             )
-            self._pids[name] = got[0] if isinstance(got, tuple) and _is_int(got[0]) else None
+            self._pids[name] = got[0] if isinstance(got, tuple) and is_int(got[0]) else None
         return self._pids[name]
 
     # reading
@@ -323,7 +267,7 @@ class AccessibilityReader:
         """The application's top node for ``window``: among the applications of its process (any
         application when its process is unknown), the frame titled as the window, else the active
         one when it has focus, else an application's only frame."""
-        (apps,) = self._batch([(REGISTRY, ROOT, ACCESSIBLE, "GetChildren", None, ())], deadline)
+        (apps,) = self._bus.batch([(REGISTRY, ROOT, ACCESSIBLE, "GetChildren", None, ())], deadline)
         now = time.monotonic()
         refs = [r for r in object_refs(apps) if self._shunned.get(r[0], 0.0) <= now]
         mine = [
@@ -333,24 +277,24 @@ class AccessibilityReader:
             return None  # its process publishes no tree: never another window's
         self._asked = [r[0] for r in mine]
         refs = mine or refs
-        heads = self._batch(
+        heads = self._bus.batch(
             [(n, p, ACCESSIBLE, "GetChildren", None, ()) for n, p in refs]
             + [(n, p, PROPS, "Get", "ss", (ACCESSIBLE, "Name")) for n, p in refs],
             deadline,
         )
         frames: list[tuple[str, str, str]] = []  # app name, bus name, path
         for (name, _), kids, app_name in zip(refs, heads[: len(refs)], heads[len(refs) :]):
-            label = _variant_str(app_name)
+            label = variant_str(app_name)
             frames += [(label, n, p) for n, p in object_refs(kids) if n == name]
         if not frames:
             return None
-        info = self._batch(
+        info = self._bus.batch(
             [(n, p, PROPS, "Get", "ss", (ACCESSIBLE, "Name")) for _, n, p in frames]
             + [(n, p, ACCESSIBLE, "GetState", None, ()) for _, n, p in frames],
             deadline,
         )
-        names = [_variant_str(b) for b in info[: len(frames)]]
-        states = [_states(b) for b in info[len(frames) :]]
+        names = [variant_str(b) for b in info[: len(frames)]]
+        states = [states_of(b) for b in info[len(frames) :]]
         pick = next((i for i, nm in enumerate(names) if nm and nm == window.title), None)
         if pick is None and focused:
             pick = next((i for i, s in enumerate(states) if s >> STATE_ACTIVE & 1), None)
@@ -463,30 +407,30 @@ class AccessibilityReader:
                 (n.name, n.path, COMPONENT, "GetExtents", "u", (self.coords,)),
                 (n.name, n.path, PROPS, "Get", "ss", (ACCESSIBLE, "ChildCount")),
             ]
-        got = self._batch(calls, deadline)
+        got = self._bus.batch(calls, deadline)
         for i, n in enumerate(nodes):
             role, name, ifaces, states, extents, count = got[6 * i : 6 * i + 6]
-            n.role = _str(role)
-            n.label = _variant_str(name)
+            n.role = reply_str(role)
+            n.label = variant_str(name)
             n.ifaces = tuple(
                 x
                 for x in (ifaces[0] if isinstance(ifaces, tuple) and ifaces else ())
                 if isinstance(x, str)
             )
-            n.states = _states(states)
+            n.states = states_of(states)
             n.box = self._box(extents, window)
             c = (
                 count[0][1]
                 if isinstance(count, tuple) and count and isinstance(count[0], tuple)
                 else 0
             )
-            n.children = c if _is_int(c) and c > 0 else 0
+            n.children = c if is_int(c) and c > 0 else 0
 
     def _box(self, extents: Any, window: WindowInfo) -> tuple[int, int, int, int] | None:
         if not (isinstance(extents, tuple) and extents and isinstance(extents[0], tuple)):
             return None
         vals = extents[0]
-        if len(vals) != 4 or not all(_is_int(v) for v in vals):
+        if len(vals) != 4 or not all(is_int(v) for v in vals):
             return None
         x, y, w, h = vals
         if w <= 0 or h <= 0:
@@ -504,7 +448,7 @@ class AccessibilityReader:
         if not nodes:
             return []
         cap = self.limits.node_chars
-        counts = self._batch(
+        counts = self._bus.batch(
             [(n.name, n.path, PROPS, "Get", "ss", (TEXT, "CharacterCount")) for n in nodes],
             deadline,
         )
@@ -512,7 +456,7 @@ class AccessibilityReader:
         probe: list[tuple] = []
         for n, c in zip(nodes, counts):
             total = c[0][1] if isinstance(c, tuple) and c and isinstance(c[0], tuple) else 0
-            total = total if _is_int(total) and total > 0 else 0
+            total = total if is_int(total) and total > 0 else 0
             spans.append((0, total))
             if total and n.box is not None and _narrowed(n, win_box):
                 x0, y0, x1, y1 = _clip(n.box, win_box) if win_box is not None else n.box
@@ -527,19 +471,17 @@ class AccessibilityReader:
                         (x1 - 1, y1 - 1, self.coords),
                     ),
                 ]
-        offsets = iter(self._batch(probe, deadline)) if probe else iter(())
+        offsets = iter(self._bus.batch(probe, deadline)) if probe else iter(())
         for i, (n, (_, total)) in enumerate(zip(nodes, spans)):
             if total and n.box is not None and _narrowed(n, win_box):
                 a, b = next(offsets), next(offsets)
-                start = a[0] if isinstance(a, tuple) and a and _is_int(a[0]) and a[0] >= 0 else 0
+                start = a[0] if isinstance(a, tuple) and a and is_int(a[0]) and a[0] >= 0 else 0
                 end = (
-                    b[0] + 1
-                    if isinstance(b, tuple) and b and _is_int(b[0]) and b[0] >= 0
-                    else total
+                    b[0] + 1 if isinstance(b, tuple) and b and is_int(b[0]) and b[0] >= 0 else total
                 )
                 spans[i] = (min(start, total), min(max(end, start), total))
         spans = [(a, min(b, a + cap)) for a, b in spans]
-        got = self._batch(
+        got = self._bus.batch(
             [
                 (n.name, n.path, TEXT, "GetText", "ii", (a, b))
                 for n, (a, b) in zip(nodes, spans)
@@ -572,7 +514,7 @@ class AccessibilityReader:
                 for k in range(max(0, min(room, 64))):
                     calls.append((p.name, p.path, ACCESSIBLE, "GetChildAtIndex", "i", (k,)))
                     whose.append((p, k))
-        got = self._batch(calls, deadline) if calls else []
+        got = self._bus.batch(calls, deadline) if calls else []
         out: list[_Node] = []
         for (p, at), body in zip(whose, got):
             refs = (
@@ -589,7 +531,7 @@ class AccessibilityReader:
     def _url(self, docs: list[_Node], deadline: float) -> str:
         if not docs:
             return ""
-        got = self._batch(
+        got = self._bus.batch(
             [(n.name, n.path, DOCUMENT, "GetAttributes", None, ()) for n in docs], deadline
         )
         for body in got:
@@ -601,79 +543,6 @@ class AccessibilityReader:
                 if isinstance(url, str) and url.startswith(("http://", "https://", "file://")):
                     return url[:2048]
         return ""
-
-
-def session_bus_address(env: Mapping[str, str] | None = None) -> str:
-    """The session bus's address as libdbus finds it: ``DBUS_SESSION_BUS_ADDRESS``, else the
-    socket systemd's user session keeps in ``$XDG_RUNTIME_DIR/bus``; "" when neither is there."""
-    env = os.environ if env is None else env
-    if addr := env.get("DBUS_SESSION_BUS_ADDRESS", "").strip():
-        return addr
-    runtime = env.get("XDG_RUNTIME_DIR", "")
-    if runtime and os.path.exists(os.path.join(runtime, "bus")):
-        return f"unix:path={os.path.join(runtime, 'bus')}"
-    return ""
-
-
-def _open_a11y_bus() -> Any:
-    """A connection to the accessibility bus the session bus names (``org.a11y.Bus``)."""
-    from jeepney import DBusAddress, new_method_call
-    from jeepney.io.blocking import open_dbus_connection
-
-    session_address = session_bus_address()
-    if not session_address:
-        raise ConnectionError("there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
-    with open_dbus_connection(session_address) as session:
-        reply = session.send_and_get_reply(
-            new_method_call(
-                DBusAddress("/org/a11y/bus", bus_name="org.a11y.Bus", interface="org.a11y.Bus"),
-                "GetAddress",
-            ),
-            timeout=2.0,
-        )
-    address = reply.body[0] if reply.body and isinstance(reply.body[0], str) else ""
-    if not address:
-        raise ConnectionError("the session bus names no accessibility bus")
-    return open_dbus_connection(address)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _str(body: Any) -> str:
-    return body[0] if isinstance(body, tuple) and body and isinstance(body[0], str) else ""
-
-
-def _variant_str(body: Any) -> str:
-    """A Properties.Get reply holding a string."""
-    if isinstance(body, tuple) and body and isinstance(body[0], tuple) and len(body[0]) == 2:
-        v = body[0][1]
-        return v[:1000] if isinstance(v, str) else ""
-    return ""
-
-
-def _states(body: Any) -> int:
-    words = body[0] if isinstance(body, tuple) and body and isinstance(body[0], list) else []
-    if len(words) >= 2 and _is_int(words[0]) and _is_int(words[1]):
-        return words[0] | words[1] << 32
-    return 0
-
-
-def object_refs(body: Any) -> list[tuple[str, str]]:
-    """Object references ``(so)`` of a GetChildren-like reply."""
-    items = (
-        body[0] if isinstance(body, tuple) and body and isinstance(body[0], (list, tuple)) else []
-    )
-    return [
-        (r[0], r[1])
-        for r in items
-        if isinstance(r, tuple)
-        and len(r) == 2
-        and isinstance(r[0], str)
-        and isinstance(r[1], str)
-        and r[1] != "/org/a11y/atspi/null"
-    ]
 
 
 def _shown(n: _Node, top: _Node | None = None) -> bool:
