@@ -11,7 +11,7 @@ The loop grabs slower when the user is idle and stops grabbing while the screen 
 screen is locked, the user paused it, or the disk is nearly full.
 
 Each kept frame's sidecar also holds the screen text the accessibility tree gives for the windows
-on its monitor (``screen_text``, ``_screen_text``): the lines with their role and box, and in paint
+on its monitor (``screen_text``, ``perception/capture/screen_tree.py``): the lines with their role and box, and in paint
 order the boxes the tree speaks for (OCR leaves them alone at ingest) and those OCR still reads
 (pictures in an accessible window, windows without a tree). Excluded windows are never asked.
 
@@ -35,12 +35,13 @@ import numpy as np
 
 from perception.capture.config import CaptureConfig
 from perception.capture.privacy import Exclusions, blackout
+from perception.capture.screen_tree import ScreenText
 from perception.capture.storage import CaptureStore
 from perception.capture.tiles import TileTracker
 from perception.capture.windows import DesktopLost, DesktopSession, Rect, Unreadable, WindowInfo
 
 if TYPE_CHECKING:
-    from perception.capture.atspi import AccessibilityReader, WindowText
+    from perception.capture.atspi import AccessibilityReader
     from perception.capture.audio import AudioRecorder
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,6 @@ MAX_PAUSE_S = (
 )  # a pause "for" longer than a year is a mistake; without for_s it lasts until resumed
 PAUSE_POLL_S = 0.2  # how often, between grabs, the daemon looks whether a burst of input has ended
 LAYOUT_CHECK_S = 5.0  # how often the monitor layout is read again (a monitor plugged in or out)
-TREE_WINDOWS = 4  # the top windows of a monitor whose accessibility tree a kept frame reads
-# a window whose pixels changed by no more than this (mean grey level in any 8 px block) since its
-# tree was last read shows the same text: what was read is used again, not asked for
-TREE_SAME_DIFF = 2.0
 
 
 @dataclass
@@ -71,9 +68,6 @@ class Counters:
     blacked_out: int = 0  # excluded windows painted black in stored frames
     heartbeats: int = 0
     layout_changes: int = 0  # monitors plugged in, unplugged or moved while capturing
-    tree_frames: int = 0  # kept frames with screen text from the accessibility tree
-    tree_s: float = 0.0  # seconds spent reading trees (waiting on applications included)
-    tree_cpu_s: float = 0.0  # of this process's CPU
     reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -145,8 +139,7 @@ class Capturer:
 
             tree = AccessibilityReader(coords=SCREEN if desktop.kind == "x11" else WINDOW)
         self.tree = tree  # None: screen text is OCR's alone
-        # window id -> (title, rect, its pixels at 1/8 scale, what its tree said then)
-        self._trees: dict[int, tuple[str, Rect, np.ndarray, WindowText]] = {}
+        self.screen_text = ScreenText(tree) if tree is not None else None
         self._sound_why = "capture is starting"  # why sound may not be recorded now ("": it may)
         self._sound_at = 0.0  # when a tick last decided it
 
@@ -224,9 +217,9 @@ class Capturer:
             else {
                 "readable": self.tree.why == "" and self.tree.seen,
                 "why": self.tree.why,
-                "frames": c.tree_frames,
-                "seconds": round(c.tree_s, 3),
-                "cpu_s": round(c.tree_cpu_s, 3),
+                "frames": self.screen_text.frames if self.screen_text else 0,
+                "seconds": round(self.screen_text.seconds, 3) if self.screen_text else 0.0,
+                "cpu_s": round(self.screen_text.cpu_s, 3) if self.screen_text else 0.0,
             },
         }
 
@@ -502,113 +495,11 @@ class Capturer:
             "changed_tiles": change.changed,
             "input": bool(had_input) and reason != "start",
         }  # the first grab is no sign of anyone typing
-        if self.tree is not None:
-            text = self._screen_text(m, focused_here, windows, set(excluded), gray)
+        if self.screen_text is not None:
+            text = self.screen_text.of_monitor(m.rect, focused_here, windows, set(excluded), gray)
             if text is not None:
                 side["screen_text"] = text
         return _Kept(m, frame, gray, meta, side, now)
-
-    def _screen_text(
-        self,
-        m: _Monitor,
-        focused: WindowInfo | None,
-        windows: list[WindowInfo],
-        excluded: set[int],
-        gray: np.ndarray,
-    ) -> dict | None:
-        """What the accessibility tree says of monitor ``m``'s windows (the top ``TREE_WINDOWS``
-        not excluded), in the frame's pixels: ``lines`` ([text, role, x0, y0, x1, y1, window]; a
-        line under a window above it is not shown, so not kept), ``paint`` ([x0, y0, x1, y1, 1 the
-        tree speaks for it / 0 OCR reads it], bottom window first) and ``windows``. None when no
-        window's tree is rich enough: OCR reads the frame."""
-        assert self.tree is not None
-        t0, c0 = time.perf_counter(), time.thread_time()
-        on = [w for w in windows if w.rect is not None and w.rect.intersects(m.rect)]
-        read: dict[int, WindowText] = {}
-        for w in [w for w in reversed(on) if w.wid not in excluded][:TREE_WINDOWS]:
-            got = self._window_text(m, w, focused, gray)
-            if got is not None and got.rich:
-                read[w.wid] = got
-        for wid in set(self._trees) - {w.wid for w in windows}:
-            del self._trees[wid]  # closed
-        self.counters.tree_s += time.perf_counter() - t0
-        self.counters.tree_cpu_s += time.thread_time() - c0
-        if not read:
-            return None
-
-        def rel(b: tuple[int, int, int, int]) -> list[int]:
-            r = m.rect
-            return [
-                min(max(b[0] - r.x, 0), r.width),
-                min(max(b[1] - r.y, 0), r.height),
-                min(max(b[2] - r.x, 0), r.width),
-                min(max(b[3] - r.y, 0), r.height),
-            ]
-
-        lines: list[list] = []
-        paint: list[list[int]] = []
-        about: list[dict] = []
-        for i, w in enumerate(on):
-            assert w.rect is not None
-            box = (w.rect.x, w.rect.y, w.rect.x + w.rect.width, w.rect.y + w.rect.height)
-            t = read.get(w.wid)
-            if t is None:
-                paint.append([*rel(box), 0])
-                continue
-            paint.append([*rel(box), 1])
-            paint += [[*rel(p), 0] for p in t.pictures]
-            above = [a.rect for a in on[i + 1 :] if a.rect is not None]
-            k = len(about)
-            about.append(
-                {
-                    "app": t.app,
-                    "title": w.title,
-                    "url": t.url,
-                    "nodes": t.nodes,
-                    "complete": t.complete,
-                    "ms": round(t.seconds * 1000, 1),
-                }
-            )
-            for ln in t.lines:
-                cx, cy = (ln.box[0] + ln.box[2]) // 2, (ln.box[1] + ln.box[3]) // 2
-                if m.rect.contains(cx, cy) and not any(a.contains(cx, cy) for a in above):
-                    lines.append([ln.text, ln.role, *rel(ln.box), k])
-        self.counters.tree_frames += 1
-        return {"source": "atspi", "lines": lines, "paint": paint, "windows": about}
-
-    def _window_text(
-        self, m: _Monitor, w: WindowInfo, focused: WindowInfo | None, gray: np.ndarray
-    ) -> WindowText | None:
-        """``w``'s text from its tree, or as read before when its pixels on ``m`` are the same
-        (``TREE_SAME_DIFF``): a window under the one typed in is not asked again each frame."""
-        import cv2
-
-        assert self.tree is not None and w.rect is not None
-        r = w.rect
-        x0, y0 = max(r.x - m.rect.x, 0), max(r.y - m.rect.y, 0)
-        x1 = min(r.x + r.width - m.rect.x, gray.shape[1])
-        y1 = min(r.y + r.height - m.rect.y, gray.shape[0])
-        small = None
-        if x1 - x0 >= 8 and y1 - y0 >= 8:
-            crop = gray[y0:y1, x0:x1]
-            small = cv2.resize(
-                crop, ((x1 - x0) // 8, (y1 - y0) // 8), interpolation=cv2.INTER_AREA
-            ).astype(np.int16)
-        was = self._trees.get(w.wid)
-        if (
-            was is not None
-            and small is not None
-            and was[:2] == (w.title, r)
-            and was[2].shape == small.shape
-            and int(np.abs(was[2] - small).max()) <= TREE_SAME_DIFF
-        ):
-            return was[3]
-        got = self.tree.window_text(w, focused=focused is not None and w.wid == focused.wid)
-        if got is not None and got.complete and small is not None:
-            self._trees[w.wid] = (w.title, r, small, got)
-        else:
-            self._trees.pop(w.wid, None)
-        return got
 
     def _keep(self, k: _Kept) -> None:
         """Encode and store a frame ``_consider`` chose."""
