@@ -28,30 +28,25 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from bench.call import SIXEL_COLOURS, call_command, call_frames
-from bench.metrics import meets
+from bench.call import call_command, call_frames
+from bench.capture_desk import (
+    BROWSER_BOX,
+    CALL_AT,
+    EDITOR_BOX,
+    NOTES_AT,
+    READER_AT,
+    READING,
+    SHELL_AT,
+    SHELL_BOX,
+    Desk,
+)
+from bench.capture_report import compare, format_report, summary
+from bench.capture_typing import ocr_text, type_stretch, typing_kept
+from bench.tree_meter import PerMinute, TreeMeter
 
-if TYPE_CHECKING:
-    from bench.capture_apps import AppDesk
+__all__ = ["HOUR", "add_arguments", "compare", "format_report", "run", "summary"]
 
-TARGETS = {
-    "cpu_pct": ("<=", 3.0),
-    "rss_mb": ("<=", 150.0),
-    "static_dedup": (">=", 0.95),
-    "typing_kept": ("==", 1.0),
-    "ingest_lag_s": ("<=", 60.0),
-}
-HOUR_TARGETS = {  # the ordinary hour: the daemon and its ingest together
-    "cpu_pct": ("<=", 10.0),
-    "rss_mb": ("<=", 1000.0),
-    "static_dedup": (">=", 0.95),
-    "typing_kept": ("==", 1.0),
-    "ingest_lag_s": ("<=", 60.0),
-    "pages_found": (">=", 0.98),
-}
-SWAY_OVER_X11 = 1.5  # the daemon's CPU and memory on sway, at most this times X11's in one run
 # the ordinary hour, in minutes: (what, minutes); scaled to --minutes
 HOUR = (
     ("read", 10),
@@ -63,241 +58,6 @@ HOUR = (
     ("idle", 6),
     ("lock", 4),
 )
-WORDS = (
-    "apple",
-    "banana",
-    "cherry",
-    "damson",
-    "elder",
-    "fig",
-    "grape",
-    "hazel",
-    "iris",
-    "juniper",
-    "kiwi",
-    "lemon",
-    "mango",
-    "nectar",
-    "olive",
-    "peach",
-    "quince",
-    "rowan",
-    "sloe",
-    "tansy",
-)
-
-
-COLOURS = (
-    "amber",
-    "blue",
-    "coral",
-    "dun",
-    "ebony",
-    "fawn",
-    "gold",
-    "henna",
-    "indigo",
-    "jade",
-    "khaki",
-    "lilac",
-    "mauve",
-    "navy",
-    "ochre",
-    "pink",
-    "rose",
-    "sand",
-    "teal",
-    "umber",
-)
-
-
-class TreeMeter:
-    """CPU seconds and resident memory of a process and every process under it.
-
-    - CPU (``cpu_s``): user and system time of the root and its live descendants, plus the time of
-      the children each of them has waited for (``children_user``/``children_system``: an ingest
-      child, or one it ran, that has exited). A descendant that exits unwaited, orphaned to init, is
-      lost; ``mnemo capture`` waits for its watcher.
-    - Memory: a thread samples the tree every ``every_s`` while the meter runs; ``peak_rss_mb`` is
-      the highest summed RSS of the tree in one sample (a spike shorter than ``every_s`` may be
-      missed), ``root_peak_rss_mb`` the root's own peak as the kernel kept it (VmHWM).
-      ``peak_at`` is when that sample was taken and ``peak_by`` what each process held in it (by
-      ``_label``), so that a peak can be told apart from the steady state and put on one process.
-      ``peak_pss_mb`` is the same of the summed PSS (proportional set size: a page shared by n
-      processes counts 1/n in each), where the RSS counts the libraries the daemon and its watcher
-      both map twice.
-    """
-
-    def __init__(self, pid: int, every_s: float = 0.25) -> None:
-        import psutil
-
-        self.root = psutil.Process(pid)
-        self.every_s = every_s
-        self.peak_rss_mb = 0.0
-        self.peak_at: float | None = None  # time.time() of the sample with the peak RSS
-        self.peak_by: dict[str, float] = {}  # MB each process held in it
-        self.peak_pss_mb = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def members(self) -> list:
-        import psutil
-
-        try:
-            return [self.root, *self.root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-
-    def _each(self, what: Callable) -> float:
-        import psutil
-
-        total = 0.0
-        for p in self.members():
-            try:
-                total += what(p)
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):  # gone between listing and reading
-                pass
-        return total
-
-    def cpu_s(self) -> float:
-        """The tree's CPU seconds so far."""
-        return self._each(
-            lambda p: sum(p.cpu_times()[:4])
-        )  # user, system, children_user, children_system
-
-    def root_cpu_s(self) -> float:
-        """The root's own CPU seconds so far (its children apart)."""
-        t = self.root.cpu_times()
-        return t.user + t.system
-
-    def rss_mb(self) -> float:
-        """The tree's summed resident memory now."""
-        return sum(self._rss_by().values())
-
-    def pss_mb(self) -> float:
-        """The tree's summed proportional set size now (0 where the kernel does not give it)."""
-        return self._each(lambda p: _pss_kb(p.pid)) / 1024
-
-    def root_peak_rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.root.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
-
-    def _rss_by(self) -> dict:
-        """Each live process of the tree (a ``psutil.Process``) -> its resident memory now, MB."""
-        import psutil
-
-        out = {}
-        for p in self.members():
-            try:
-                out[p] = p.memory_info().rss / 2**20
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                pass
-        return out
-
-    def _sample(self) -> None:
-        while True:
-            by = self._rss_by()
-            total = sum(by.values())
-            if total > self.peak_rss_mb:  # labelled only here: a new peak is rare, samples are not
-                self.peak_rss_mb, self.peak_at = total, time.time()
-                self.peak_by = {_label(p): round(mb, 1) for p, mb in by.items()}
-            self.peak_pss_mb = max(self.peak_pss_mb, self.pss_mb())
-            if self._stop.wait(self.every_s):
-                return
-
-    def start(self) -> TreeMeter:
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-
-def _label(p) -> str:
-    """A process as a person reads it in a report: its program and first argument ("mnemo watch")
-    and its pid."""
-    import psutil
-
-    try:
-        args = p.cmdline() or [p.name()]
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        args = ["gone"]  # exited since the sample that held it
-    # python -m mnemo watch ... -> mnemo watch
-    if len(args) > 2 and args[1] == "-m":
-        args = args[2:]
-    return f"{' '.join(Path(a).name for a in args[:2])} ({p.pid})"
-
-
-def _pss_kb(pid: int) -> float:
-    try:
-        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:  # gone, or a kernel without it
-        return 0.0
-    return next(
-        (float(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0.0
-    )
-
-
-def _normal(text: str) -> str:
-    return "".join(text.lower().split())  # OCR's word spacing may differ from what was typed
-
-
-def typing_kept(
-    typed: list[tuple[str, float]],
-    end: float,
-    frames: list[tuple[float, Path]],
-    read_text: Callable[[Path], str],
-    slack_s: float = 0.5,
-    texts: dict[Path, str] | None = None,
-) -> list[bool]:
-    """For each typed ``(word, typing began)``, in order: whether a frame stored from the moment its
-    typing began until the next word's began (the last word: ``end``), plus ``slack_s``, shows the
-    word: the frame's OCR (``read_text``), lower-cased and without spaces, contains it. A frame
-    stored in that time that does not show the word (grabbed mid-word, or of another window) does
-    not count. Each frame is read at most once: its text is kept in ``texts``."""
-    texts = {} if texts is None else texts
-    kept = []
-    for i, (word, begin) in enumerate(typed):
-        until = (typed[i + 1][1] if i + 1 < len(typed) else end) + slack_s
-        want = _normal(word)
-        found = False
-        for t, path in frames:
-            if begin <= t <= until:
-                if path not in texts:
-                    texts[path] = _normal(read_text(path))
-                if want in texts[path]:
-                    found = True
-                    break
-        kept.append(found)
-    return kept
-
-
-def ocr_text(ocr) -> Callable[[Path], str]:
-    """A stored frame's on-screen text, read by ``ocr`` (a ``perception.ocr`` ``TextReader``)."""
-
-    def read(path: Path) -> str:
-        import cv2
-
-        bgr = cv2.imread(str(path))
-        if bgr is None:
-            return ""
-        return "\n".join(line.text for line in ocr.read(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
-
-    return read
-
-
-def _word(k: int) -> str:
-    """The k-th typed word: each one different, so that no earlier one on screen stands in for it;
-    letters only, as words are (a digit appended to a word is read as a letter as often as not:
-    "banana1" as "bananal"). Past ``WORDS``, a word with a colour after it: never typed alone, so
-    two words typed one after the other never spell one of these."""
-    first = WORDS[k % len(WORDS)]
-    return first if k < len(WORDS) else first + COLOURS[(k // len(WORDS) - 1) % len(COLOURS)]
 
 
 def _frames(out: Path) -> list[dict]:
@@ -325,118 +85,6 @@ def _memory_has(store: Path, token: str) -> bool:
         return False
     texts = lancedb.connect(str(store)).open_table("memories").to_arrow().column("text").to_pylist()
     return any(token in t for t in texts)
-
-
-class Desk:
-    """What a scripted session needs of a desktop, X11 or sway: terminals, a clock, focus,
-    typing, a locker, and the environment mnemo runs in."""
-
-    def __init__(self, workdir: Path, wayland: bool) -> None:
-        self.wayland = wayland
-        if wayland:
-            from bench.waydesktop import Sway
-
-            self.sway = Sway()
-            self.env = self.sway.client_env()
-        else:
-            from bench.xdesktop import Desktop
-
-            self.x = Desktop(workdir)
-            self.env = dict(self.x.env)
-        self.kind = "sway" if wayland else "x11"
-        self.apps: AppDesk | None = None  # when the session runs real apps
-
-    def term(
-        self,
-        title: str,
-        cls: str,
-        at: tuple[int, int, int, int],
-        command: list[str] | None = None,
-        sixel: bool = False,
-    ):
-        """A terminal at ``at`` (columns, rows, x, y; on sway a floating window of about that
-        size, as on X11) running ``command``, else a shell whose prompt is ``$``: the same width on
-        every machine, whatever its host name and folder, so that a line of typed words fits.
-        ``sixel``: one that draws sixel pictures (xterm as a VT340; foot always does)."""
-        cols, rows, x, y = at
-        command = command or ["env", "PS1=$ ", "bash", "--norc", "--noprofile"]
-        if self.wayland:
-            view = self.sway.foot(title, cls, command, font_pt=12)
-            self.sway.floating(view, x, y, cols * FOOT_CELL[0], rows * FOOT_CELL[1])
-            _whole_on_screen(title, self.sway.rect(view))
-            return view
-        geometry = f"{cols}x{rows}+{x}+{y}"
-        options = (
-            ("-ti", "vt340", "-xrm", f"XTerm*numColorRegisters: {SIXEL_COLOURS}") if sixel else ()
-        )
-        window = self.x.xterm(
-            title, cls=cls, geometry=geometry, font_px=16, command=command, options=options
-        )
-        _whole_on_screen(title, self.x.geometry(window))
-        return window
-
-    def close_window(self, window) -> None:
-        if self.wayland:
-            self.sway.msg(f"[con_id={window}]", "kill")
-        else:
-            self.x.run(["xdotool", "windowclose", window])
-
-    def clock(self) -> None:
-        if self.wayland:
-            self.sway.floating(self.sway.clock(), 1710, 10, 200, 60)
-        else:
-            self.x.xclock("200x200-10+10")
-
-    def focus(self, window) -> None:
-        (self.sway if self.wayland else self.x).focus(window)
-
-    def type(self, text: str) -> None:
-        (self.sway if self.wayland else self.x).type(text)
-
-    def lock(self) -> None:
-        if self.wayland:
-            self.sway.lock()
-        else:
-            self.x.spawn(["i3lock", "-n", "-c", "000000"])
-
-    def close(self) -> None:
-        if self.apps is not None:
-            self.apps.close()
-        (self.sway if self.wayland else self.x).close()
-
-
-# a foot cell at 12 pt in pixels (width, height), about; xterm's at -fs 16 (DejaVu Sans Mono) is
-# 13 by 27 under Xvfb (1304x814 px for 100x30), so that the terminals below, 100 columns wide, fit
-# a 1920 px screen side by side where they overlap
-FOOT_CELL = (10, 20)
-SCREEN = (1920, 1080)
-# where the session's terminals are: (columns, rows, x, y); a line of five typed words and the
-# prompt is under 80 columns, so none wraps, and every window is whole on a 1920x1080 screen in
-# xterm's taller cells too (``Desk.term`` checks it): a shell or reader whose last rows ran off the
-# bottom hid the words typed there once its output reached them (an hour's typing did, on X11)
-NOTES_AT = (100, 30, 80, 80)
-SHELL_AT = (100, 22, 580, 420)
-READER_AT = (100, 34, 300, 100)
-# the apps' windows (x, y, width, height), where the terminals are
-EDITOR_BOX = (80, 80, 1300, 800)
-SHELL_BOX = (580, 420, 1300, 600)
-BROWSER_BOX = (300, 100, 1300, 900)
-CALL_AT = (38, 20, 1400, 480)  # the call's window: its 360 px frames fit xterm's cells and foot's
-WORD_S = 3.0  # a typed word every this many seconds
-READING = (
-    "/usr/share/common-licenses/GPL-3"  # a long text every Debian has, paged through with less
-)
-
-
-def _whole_on_screen(title: str, rect: tuple[int, int, int, int]) -> None:
-    """Refuse a session window (x, y, width, height) that runs off the screen: what is typed in its
-    hidden rows is in no frame, and the bench would count it as lost by the daemon."""
-    x, y, width, height = rect
-    if x < 0 or y < 0 or x + width > SCREEN[0] or y + height > SCREEN[1]:
-        raise RuntimeError(
-            f"bench capture: the window {title!r} ({width}x{height} at {x},{y}) is not whole on "
-            f"the {SCREEN[0]}x{SCREEN[1]} screen; make it fewer rows or columns"
-        )
 
 
 def run(
@@ -532,7 +180,7 @@ def run(
         poller.start()
         if sound is not None:
             sound.watch_store(store)
-        minutes_log = _PerMinute(meter).start()
+        minutes_log = PerMinute(meter).start()
         typed: list[tuple[str, float]] = []  # (word, typing began)
         typing: list[tuple[float, float]] = []  # stretches of typing (start, end)
         static: list[tuple[dict, dict]] = []  # status before and after each static stretch
@@ -549,7 +197,7 @@ def run(
             progress(f"bench capture on {desk.kind}: {what} for {seconds:.0f} s")
             begin = time.time()
             if what == "type":
-                unended = _typing(desk, (notes, shell), seconds, typed, unended)
+                unended = type_stretch(desk, (notes, shell), seconds, typed, unended)
                 typing.append((begin, time.time()))
             elif what == "read":  # a page every 20 s, each shown for at least 5 s
                 desk.focus(reader)
@@ -700,176 +348,10 @@ def _keep(
     (to / "session.json").write_text(json.dumps(session, indent=1))
 
 
-def _typing(
-    desk: Desk,
-    windows: tuple,
-    seconds: float,
-    typed: list[tuple[str, float]],
-    unended=None,
-):
-    """A word every ``WORD_S`` into the focused terminal, and a switch between ``windows`` after
-    five words and Enter: lines a person ends, not one line the terminal wraps inside words. A line
-    the last stretch left open (``unended``) is ended first. Each word is given its whole
-    ``WORD_S``: none is begun in the stretch's last moment. Returns the window whose line this
-    stretch leaves open, if any."""
-    start, k, focus = time.time(), 0, windows[0]
-    if unended is not None:
-        desk.focus(unended)
-        desk.type("\n")
-    desk.focus(focus)
-    while time.time() - start + WORD_S <= seconds:
-        if k and k % 5 == 0:
-            desk.type("\n")  # the line ends before the switch (never as a stretch ends: its
-            # output would land in the idle stretch that follows)
-            focus = windows[1] if focus == windows[0] else windows[0]
-            desk.focus(focus)
-        word, begin = _word(len(typed)), time.time()
-        desk.type(word + " ")
-        typed.append((word, begin))
-        k += 1
-        time.sleep(max(0.0, WORD_S - (time.time() - begin)))
-    return focus if k % 5 else None
-
-
-class _PerMinute:
-    """Each minute: the tree's CPU over it (% of one core) and its resident memory at its end."""
-
-    def __init__(self, meter: TreeMeter) -> None:
-        self.meter = meter
-        self.cpu_pct: list[float] = []
-        self.rss_mb: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> _PerMinute:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        last, at = self.meter.cpu_s(), time.time()
-        while not self._stop.wait(60.0):
-            now, cpu = time.time(), self.meter.cpu_s()
-            self.cpu_pct.append(round(100 * (cpu - last) / (now - at), 2))
-            self.rss_mb.append(round(self.meter.rss_mb(), 1))
-            last, at = cpu, now
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def _epoch(iso: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(iso).timestamp()
-
-
-def format_report(f: dict) -> str:
-    targets = HOUR_TARGETS if f.get("minutes") else TARGETS
-    rows = [
-        ("capture + ingest CPU, % of one core", f["cpu_pct"], "cpu_pct"),
-        ("  its busiest minute", f.get("cpu_pct_peak_minute"), None),
-        ("  of which the daemon itself", f["cpu_pct_daemon"], None),
-        ("capture + ingest peak RSS, MB", f["rss_mb"], "rss_mb"),
-        ("  steady (median at each minute's end)", f.get("rss_mb_steady"), None),
-        ("  peak PSS (shared pages split), MB", f.get("pss_mb"), None),
-        ("  the daemon's own peak RSS, MB", f["rss_mb_daemon"], None),
-        ("MB stored per hour", f.get("mb_per_hour"), None),
-        ("  while typing", f["mb_per_hour_active"], None),
-        ("  static", f["mb_per_hour_static"], None),
-        ("static ticks that wrote nothing", f["static_dedup"], "static_dedup"),
-        ("typed words in a stored frame's OCR", f["typing_kept"], "typing_kept"),
-        ("live-ingest lag, s (typed → in memory)", f["ingest_lag_s"], "ingest_lag_s"),
-        ("screen text from the tree, % of a core", f.get("text_tree_pct"), None),
-        ("  the daemon waiting on the apps, % of the time", f.get("text_tree_wait_pct"), None),
-        ("  frames with text from the tree", f.get("frames_from_tree"), None),
-        ("screen text by OCR, % of a core", f.get("text_ocr_pct"), None),
-    ]
-    if f.get("apps"):
-        rows.append(("pages read found by search", f.get("pages_found"), "pages_found"))
-    what = (
-        f"an ordinary hour in {f['minutes']:g} min"
-        if f.get("minutes")
-        else f"{f['frames_active']} frames while typing"
-    )
-    screen = "headless sway 1920x1080" if f.get("desktop") == "sway" else "Xvfb 1920x1080"
-    lines = [
-        f"capture every {f['interval_s']:g} s under {screen}: {what}, {f['frames']} frames, "
-        f"{f['frames_static']} in {f['static_ticks']} static ticks, {f['typing_events']} typing events"
-    ]
-    for label, value, key in rows:
-        target = ""
-        if key:
-            op, bound = targets[key]
-            target = f"target {op} {bound:g}: {'met' if value is not None and meets(value, op, bound) else 'MISSED'}"
-        lines.append(f"  {label:<42} {value if value is not None else 'n/a':>10}  {target}")
-    if f.get("rss_peak_by"):
-        held = ", ".join(f"{who} {mb:g}" for who, mb in f["rss_peak_by"].items())
-        lines.append(f"  the peak of RSS, {f['rss_peak_at_s']} s into the session: {held} MB")
-    if f.get("frames_call") is not None:
-        lines.append(
-            f"  {'the video call: frames stored, faces in the store':<42} "
-            f"{f['frames_call']:>4}, {f['faces_stored']}"
-        )
-    if f.get("pages_missed"):
-        lines.append(f"  pages read that search did not find: {f['pages_missed']}")
-    if f.get("typing_missed"):
-        lines.append(f"  typed words not in a stored frame's OCR: {', '.join(f['typing_missed'])}")
-    if "wer_mic" in f:
-        lines += [f"  {label:<42} {f.get(key)}" for label, key in SOUND_ROWS if key in f]
-    return "\n".join(lines)
-
-
-# the call heard (``--audio``): report lines, and with the targets of issue 66 where it sets one
-SOUND_ROWS = (
-    ("the call played (times)", "call_plays"),
-    ("WER of the microphone's stream", "wer_mic"),
-    ("  the same track ingested as a file", "wer_mic_file"),
-    ("WER of the computer's sound", "wer_out"),
-    ("  the same track ingested as a file", "wer_out_file"),
-    ("owner attribution (target >= 0.95)", "owner_attribution"),
-    ("sentences stored twice (target 0)", "duplicated_sentences"),
-    ("sound stored, MB an hour", "audio_mb_per_hour"),
-    ("lag from speech to memory, s (target <= 60)", "speech_lag_s"),
-    ("CPU % of a core the sound adds (target <= 15)", "audio_cpu_pct_added"),
-    ("peak RSS the sound adds, MB (target <= 200)", "audio_rss_mb_added"),
-)
-
-
-def compare(x11: dict, sway: dict) -> str:
-    """The daemon on sway against X11 in the same run."""
-    lines = ["sway against X11 in this run (the daemon itself):"]
-    for key, label in (("cpu_pct_daemon", "CPU"), ("rss_mb_daemon", "peak RSS")):
-        ratio = sway[key] / x11[key] if x11[key] else None
-        ok = ratio is not None and ratio <= SWAY_OVER_X11
-        lines.append(
-            f"  {label:<10} {x11[key]:>8} on X11, {sway[key]:>8} on sway: "
-            f"{'n/a' if ratio is None else f'{ratio:.2f}x'}  target <= {SWAY_OVER_X11:g}x: "
-            f"{'met' if ok else 'MISSED'}"
-        )
-    return "\n".join(lines)
-
-
-def summary(f: dict) -> dict:
-    base = (
-        "desktop",
-        "cpu_pct",
-        "cpu_pct_peak_minute",
-        "rss_mb",
-        "rss_mb_steady",
-        "pss_mb",
-        "mb_per_hour",
-        "mb_per_hour_active",
-        "static_dedup",
-        "typing_kept",
-        "ingest_lag_s",
-        "text_tree_pct",
-        "text_ocr_pct",
-        "frames_from_tree",
-        "pages_found",
-    )
-    heard = [key for _, key in SOUND_ROWS if key in f]  # with --audio
-    return {k: f.get(k) for k in (*base, *heard)}
 
 
 def add_arguments(parser) -> None:

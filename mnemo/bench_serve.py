@@ -142,8 +142,8 @@ def _serve(
 
 def run(cfg, memories: int, root: Path | None, progress) -> dict:
     from bench import serve
-    from bench.capture import TreeMeter
     from bench.store import queries
+    from bench.tree_meter import TreeMeter
     from mnemo.demo import QUESTIONS
     from mnemo.wiring import text_embedder
 

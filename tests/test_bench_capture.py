@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.capture import TreeMeter, ocr_text, typing_kept
+from bench.capture_typing import ocr_text, typing_kept
+from bench.tree_meter import TreeMeter
 
 # a child that holds 150 MiB (touched) and burns 0.6 s of CPU, then exits
 CHILD = """
@@ -127,7 +128,7 @@ def test_a_typed_word_is_kept_only_when_a_frame_stored_while_it_was_the_latest_s
 def test_typed_words_are_letters_each_different_and_none_is_two_earlier_ones_run_together():
     """An hour types about 360 words; OCR drops the spaces between words (``_normal``), so no word
     may be two words typed one after the other, nor carry a digit that reads as a letter."""
-    from bench.capture import _normal, _word
+    from bench.capture_typing import _normal, _word
 
     words = [_word(k) for k in range(420)]
     assert len(set(words)) == len(words)
@@ -142,7 +143,8 @@ def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_scree
     first 60-minute hour a third of its words below the bottom of the shell (30 rows of xterm's 27
     px from y = 460). ``Desk.term`` also checks each window on the desktop itself."""
     from bench.call import CALL_PX
-    from bench.capture import CALL_AT, FOOT_CELL, NOTES_AT, READER_AT, SHELL_AT, _word
+    from bench.capture_desk import CALL_AT, FOOT_CELL, NOTES_AT, READER_AT, SHELL_AT
+    from bench.capture_typing import _word
 
     longest = max(len(_word(k)) for k in range(420))
     line = len("$ ") + 5 * (longest + 1)  # the prompt and five words, each with its space
@@ -159,16 +161,17 @@ def test_a_line_of_typed_words_fits_its_terminal_and_the_terminals_fit_the_scree
 
 
 def test_a_window_off_the_screen_is_refused_before_the_session():
-    from bench.capture import _whole_on_screen
+    from bench.capture_desk import whole_on_screen
 
-    _whole_on_screen("notes", (82, 120, 1304, 814))
+    whole_on_screen("notes", (82, 120, 1304, 814))
     for rect in ((582, 460, 1304, 814), (1000, 100, 1000, 500), (-5, 0, 100, 100)):
         with pytest.raises(RuntimeError, match="not whole on the 1920x1080 screen"):
-            _whole_on_screen("shell", rect)
+            whole_on_screen("shell", rect)
 
 
 def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
-    from bench.capture import HOUR, compare, format_report
+    from bench.capture import HOUR
+    from bench.capture_report import compare, format_report
 
     assert sum(m for _, m in HOUR) == 60 and HOUR[-1][0] == "lock"
     assert {what for what, _ in HOUR} == {"read", "type", "call", "idle", "lock"}

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def test_load_phases_on_the_demo_server(demo_server):
     import os
 
-    from bench.capture import TreeMeter
+    from bench.tree_meter import TreeMeter
 
     # the demo server runs in this process (its clients too): its CPU seconds are this process's
     figures = serve.run(
