@@ -27,6 +27,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -389,6 +390,57 @@ def _merge(into, scores) -> None:
             into[c][k] += scores[c][k]
 
 
+def variant_figures(
+    store: Store,
+    report: IngestReport,
+    ingest_s: float,
+    chosen: Sequence[Conversation],
+    spoken: dict,
+) -> dict:
+    """The figures of a store that the spoken sessions of ``chosen`` went into another way
+    (``bench.spoken_names.variant``, which hands it the store, its ingest's report and seconds):
+    speakers named, wrong and unnamed, ASR WER, name words, audio decoded twice, speed, recall@10."""
+    from control.planner import OfflinePlanner
+    from control.tools import MemoryTools
+
+    audio_s = sum(s.duration_s for _, rendered in spoken.values() for s in rendered)
+    tools = MemoryTools(store)
+    planner = OfflinePlanner(tools)
+    people = tools.list_people()
+    rows, scores = [], _scores()
+    edits = words = right = said = asked = 0
+    spent = 0.0
+    for conv in chosen:
+        _, rendered = spoken[conv.key]
+        turns_by_path = {str(s.path): absolute_turns(s) for s in rendered}
+        spent += _ask(
+            planner,
+            conv,
+            lambda ms, turns_by_path=turns_by_path: ranked_turns_by_time(ms, turns_by_path),
+            scores,
+        )
+        asked += len(conv.questions)
+        rows.append(speaker_figures(conv, rendered, store, people))
+        e, w = asr_errors(rendered, store)
+        r, s = spoken_names.name_words(conv.speakers, rendered, store)
+        edits, words, right, said = edits + e, words + w, right + r, said + s
+    attribute(rows)
+    return {
+        **{
+            f"speakers_{v}": sum(r[f"speakers_{v}"] for r in rows)
+            for v in ("named", "wrong", "unnamed")
+        },
+        "speakers_total": sum(r["speakers_total"] for r in rows),
+        "asr_wer": round(edits / max(1, words), 4),
+        "name_word_accuracy": round(right / said, 4) if said else None,
+        "name_words": said,
+        "second_pass_audio_share": spoken_names.second_pass_share(report, audio_s),
+        "ingest_x_realtime": round(audio_s / ingest_s, 2) if ingest_s else None,
+        "recall@10": recall_table(scores)["recall@10"],
+        "ms_per_query": round(1000 * spent / max(1, asked), 1),
+    }
+
+
 # ---- the owner's questions, and profiles ------------------------------------------------------
 
 
@@ -662,8 +714,11 @@ def run(
     if profiles:
         extra["profiles"] = pool_profiles(profile_rows)
     if variants:
+        measure = partial(variant_figures, chosen=chosen, spoken=spoken)
         extra["variants"] = [
-            spoken_names.variant(v, wired.ingest, chosen, spoken, workdir, embedder, progress)
+            spoken_names.variant(
+                v, wired.ingest, chosen, spoken, workdir, embedder, progress, measure
+            )
             for v in variants
         ]
     said = sum(r["name_words"] for r in per_conv)

@@ -15,9 +15,14 @@ import time
 from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.metrics import normalize_words
 from bench.speech_synth import SpokenSession
+
+if TYPE_CHECKING:
+    from graph.store import Store
+    from pipeline.ingest import IngestReport
 
 VARIANTS = ("contacts", "one_pass")
 
@@ -64,24 +69,14 @@ def variant(
     workdir: Path,
     embedder,
     progress: Callable[[str], None],
+    measure: Callable[[Store, IngestReport, float], dict],
 ) -> dict:
-    """The spoken sessions ingested into ``workdir/spoken-<kind>`` the ``kind`` way; its figures."""
-    from bench.locomo_spoken import (
-        _ask,
-        _scores,
-        absolute_turns,
-        asr_errors,
-        attribute,
-        ranked_turns_by_time,
-        recall_table,
-        speaker_figures,
-    )
-    from control.planner import OfflinePlanner
-    from control.tools import MemoryTools
+    """The spoken sessions ingested into ``workdir/spoken-<kind>`` the ``kind`` way; its figures,
+    as ``measure`` (``bench.locomo_spoken.variant_figures``, handed in by its run) takes them from
+    the store, the ingest's report and its seconds."""
     from graph.store import Store
 
     paths = [str(s.path) for _, rendered in spoken.values() for s in rendered]
-    audio_s = sum(s.duration_s for _, rendered in spoken.values() for s in rendered)
     contacts = tuple(dict.fromkeys(n for c in chosen for n in c.speakers))
     kwargs = {"contacts": contacts} if kind == "contacts" else {"one_pass": True}
     store = Store(workdir / f"spoken-{kind.replace('_', '-')}", embedder)
@@ -92,42 +87,7 @@ def variant(
     t0 = time.perf_counter()
     report = ingest(paths, store, progress, **kwargs)
     ingest_s = time.perf_counter() - t0
-    tools = MemoryTools(store)
-    planner = OfflinePlanner(tools)
-    people = tools.list_people()
-    rows, scores = [], _scores()
-    edits = words = right = said = asked = 0
-    spent = 0.0
-    for conv in chosen:
-        _, rendered = spoken[conv.key]
-        turns_by_path = {str(s.path): absolute_turns(s) for s in rendered}
-        spent += _ask(
-            planner,
-            conv,
-            lambda ms, turns_by_path=turns_by_path: ranked_turns_by_time(ms, turns_by_path),
-            scores,
-        )
-        asked += len(conv.questions)
-        rows.append(speaker_figures(conv, rendered, store, people))
-        e, w = asr_errors(rendered, store)
-        r, s = name_words(conv.speakers, rendered, store)
-        edits, words, right, said = edits + e, words + w, right + r, said + s
-    attribute(rows)
-    return {
-        "variant": kind,
-        **{
-            f"speakers_{v}": sum(r[f"speakers_{v}"] for r in rows)
-            for v in ("named", "wrong", "unnamed")
-        },
-        "speakers_total": sum(r["speakers_total"] for r in rows),
-        "asr_wer": round(edits / max(1, words), 4),
-        "name_word_accuracy": round(right / said, 4) if said else None,
-        "name_words": said,
-        "second_pass_audio_share": second_pass_share(report, audio_s),
-        "ingest_x_realtime": round(audio_s / ingest_s, 2) if ingest_s else None,
-        "recall@10": recall_table(scores)["recall@10"],
-        "ms_per_query": round(1000 * spent / max(1, asked), 1),
-    }
+    return {"variant": kind, **measure(store, report, ingest_s)}
 
 
 def report_lines(f: dict) -> list[str]:

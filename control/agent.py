@@ -25,7 +25,8 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
-from control.answer import Answer, OfflineAnswerer, cite, known_names, render, utc_time
+from control.answer import Answer, OfflineAnswerer, utc_time
+from control.citations import cite, known_names, render
 from control.planner import OfflinePlanner
 from control.tools import Person
 from graph.rows import Memory

@@ -1,4 +1,4 @@
-"""Answers with citations: the records both agents return, name rendering, and the offline answerer.
+"""Answers with citations: the record both agents return, and the offline answerer.
 
 The offline answerer is deterministic and model-free (beyond the store's text embedder): the
 planner's retrieval, then the best memory quoted. It cites exactly the memory its answer quotes,
@@ -12,29 +12,14 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from control.citations import Citation, cite, known_names, render
 from control.planner import OfflinePlanner
-from control.tools import MemoryTools, Person
+from control.tools import MemoryTools
 from graph.rows import Memory
 from graph.store import Store
 from memorize.places import MOVE, PHOTO, STAY, begins_as, is_place_memory, places_in
 
 WHERE_MEMORIES = 8  # positions quoted in an answer about where the owner was
-
-
-@dataclass(frozen=True)
-class Citation:
-    clip_id: str
-    source: str
-    start_s: float  # offset in the source recording
-    end_s: float
-
-    def to_json(self) -> dict:
-        return {
-            "clip_id": self.clip_id,
-            "source": self.source,
-            "start_s": round(self.start_s, 2),
-            "end_s": round(self.end_s, 2),
-        }
 
 
 @dataclass(frozen=True)
@@ -51,33 +36,6 @@ class Answer:
             "citations": [c.to_json() for c in self.citations],
             "steps": list(self.steps),
         }
-
-
-_NAMED = re.compile(r"(\b[A-Z][\w-]*) \(<(?:face|voice|character)_\d+>\)")
-_ID = re.compile(r"<((?:face|voice|character)_\d+)>")
-
-
-def known_names(people: list[Person]) -> dict[str, str]:
-    """Entity id -> person's name, for named people: their character and linked faces and voices."""
-    return {e: p.name for p in people if p.name for e in p.ids}
-
-
-def render(text: str, names: dict[str, str]) -> str:
-    """Memory text for people: "Sheila (<character_1>)" -> "Sheila", "<voice_1>" -> "Sheila" when
-    known; ids stay where no name is known."""
-    text = _NAMED.sub(r"\1", text)
-    return _ID.sub(lambda m: names.get(m.group(1), m.group(0)), text)
-
-
-def cite(store: Store, memory: Memory) -> Citation | None:
-    """Where a memory can be checked: its clip and its span in the source recording (None while
-    the clip is not committed: the clip row is written last)."""
-    offset = store.clip_offset(memory.clip_id)
-    if offset is None:
-        return None
-    return Citation(
-        memory.clip_id, memory.source_path, memory.start_ts + offset, memory.end_ts + offset
-    )
 
 
 def utc_time(ts: float) -> str:

@@ -38,7 +38,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 import numpy as np
 
-from control.answer import Citation, cite, known_names, render
+from control.citations import Citation, cite, known_names, render
 from graph.resolve_people import Person, owner_of
 from graph.rows import Memory
 from graph.store import Store

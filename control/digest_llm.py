@@ -33,7 +33,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from control.answer import Citation
+from control.citations import Citation
 from control.digest import Digest, content_words, stem
 from llm.client import JsonChat
 from llm.quoting import quote_data

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from control.answer import known_names, render
+from control.citations import known_names, render
 from graph.resolve_people import Person
 from graph.store import Store
 

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from control.candidates import Candidate
 from control.screens import latest_screens
 from control.tools import MemoryTools, Person
 from control.when import TimeWindow, asks_when, says_when, time_windows
@@ -50,17 +51,6 @@ TIME_BONUS = 0.3  # ... and to memories inside a time window the question names
 WHEN_BONUS = 0.2  # ... and to memories that say when, if the question asks when
 # the owner in a question; "I" matched in any case ("what did i say"), as people type
 FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b", re.IGNORECASE)
-
-
-@dataclass
-class Candidate:
-    memory: Memory
-    similarity: float | None = None
-    bm25: float | None = None
-    found_by: set[str] = field(
-        default_factory=set
-    )  # "search", "person:<id>", "time:<text>", "neighbour"
-    score: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from control.answer import Citation, cite, known_names, render
+from control.citations import Citation, cite, known_names, render
 from control.digest import MIN_WORDS, content_words, select_moments, shorter
 from control.people import SAID
 from graph import sql

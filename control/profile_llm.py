@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from control.answer import Citation
+from control.citations import Citation
 from control.digest import content_words
 from control.digest_llm import Written, write_notes
 from control.profile import Profile

@@ -32,7 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from control.answer import Answer, OfflineAnswerer, cite, known_names, render
+from control.answer import Answer, OfflineAnswerer
+from control.citations import cite, known_names, render
 from control.grounding import (
     ABSTAIN,
     about,

@@ -14,12 +14,8 @@ it stands for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from control.candidates import Candidate
 from memorize.writer_offline import screen_lines
-
-if TYPE_CHECKING:
-    from control.planner import Candidate
 
 CONTINUED_S = 120.0  # a reading that begins this long after another's start still continues it
 

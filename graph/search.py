@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from graph import sql
+from graph.embedder import Embedder
 from graph.rows import Hit, Memory
 from graph.schema import MEMORY_COLUMNS, memory_from_row
 from graph.spelling import full_text_terms
@@ -18,8 +19,6 @@ from graph.spelling import full_text_terms
 if TYPE_CHECKING:
     from lancedb.query import LanceVectorQueryBuilder
     from lancedb.table import Table
-
-    from graph.store import Embedder
 
 RRF_K = 60
 FTS_COLUMN = (

@@ -8,49 +8,46 @@ superseded), edges, entities, and last the clip row. The clip row is the commit 
 ``has_clip`` is true only once everything of the clip is stored, and reads return only memories
 whose clip row exists, so the memories of a commit in progress are never answered with (the
 earlier rows it updates are seen as written). A journal (``graph/commit.py``) lets the next writer
-undo a commit that died part-way. LanceDB commits each table write as a new version, so readers in
+undo a commit that died part-way; the writes themselves are ``graph/writes.py``'s, the searches
+``graph/search.py``'s. LanceDB commits each table write as a new version, so readers in
 other processes see either the old or the new rows of a table, never half a write.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from graph import commit, sql
+from graph.embedder import Embedder
 from graph.resolve_people import NAME_EVIDENCE, PeopleOp, Person, resolve
-from graph.rows import ClipRow, Edge, Entity, Memory
+from graph.rows import Edge, Entity, Memory
 from graph.schema import (
     MEMORY_COLUMNS,
     SCHEMA_VERSION,
-    clip_row_dict,
     clip_schema,
     edge_from_row,
-    edge_row,
     edge_schema,
     entity_from_row,
-    entity_row,
     entity_schema,
     forget_log_schema,
     memory_from_row,
-    memory_row,
     memory_schema,
     people_log_schema,
 )
 from graph.search import FTS_COLUMN, HybridSearch
 from graph.sidefiles import Lease, LockBusy, SideFilesError, side_files
-from graph.spelling import search_text
+from graph.writes import ClipWrites, disk_full
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -65,13 +62,6 @@ ALL_CLIPS_EVERY_S = 10.0  # and reads them again at most this often when another
 VECTOR_INDEX_MIN_ROWS = 100_000  # below this an exact scan is fast enough (LanceDB's own guidance)
 
 
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
 class StoreBusy(RuntimeError):
     """Another process writes the store and did not finish within the wait given."""
 
@@ -80,24 +70,7 @@ class StoreError(RuntimeError):
     pass
 
 
-def disk_full(uri: str, e: BaseException, doing: str) -> OSError | None:
-    """``e`` as an error a person can act on when it says the disk is full (LanceDB raises a
-    RuntimeError naming only its own source file); None for any other error."""
-    if not (
-        (isinstance(e, OSError) and e.errno == errno.ENOSPC)
-        or "os error 28" in str(e)
-        or "No space left on device" in str(e)
-    ):
-        return None
-    return OSError(
-        errno.ENOSPC,
-        f"No space left on the disk that holds the store {uri} while {doing}: free space "
-        "there and run again (what was committed before is kept, and the next writer "
-        "undoes the unfinished commit)",
-    )
-
-
-class Store(HybridSearch):
+class Store(HybridSearch, ClipWrites):
     """Open (or create) a memory store at ``uri``; ``embedder`` embeds memories and queries."""
 
     def __init__(
@@ -463,120 +436,6 @@ class Store(HybridSearch):
             .execute(pa.Table.from_pylist([op.to_row()], schema=people_log_schema()))
         )
 
-    # ---- writes ------------------------------------------------------------------------------
-
-    def commit_clip(
-        self,
-        clip: ClipRow,
-        memories: list[Memory],
-        entities: list[Entity],
-        edges: Sequence[Edge] = (),
-        updated: Sequence[Memory] = (),
-        vectors: np.ndarray | None = None,
-    ) -> None:
-        """Store one clip's memories, edges and touched entities, then the clip row that commits them.
-
-        ``updated`` are memories of earlier clips this clip changed (reinforced or superseded); they
-        keep their ids and vectors. Memories and edges left by an earlier attempt at this clip that
-        died before its commit are dropped first: entity ids, and so memory texts, may differ on the
-        retry. ``vectors`` are the memories' text embeddings when the caller computed them already.
-        What the commit will change is journaled first (``graph.commit``): an error part-way undoes
-        it at once, a killed writer's is undone by the next ``writing``.
-        """
-        if vectors is not None and len(vectors) != len(memories):
-            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories")
-        if memories and vectors is None:
-            vectors = self.embedder.embed([m.text for m in memories])
-        if self._lease is not None:
-            self._lease.check()  # a bucket's lease lost: another writer may have the store now
-        try:
-            commit.begin(self, clip.clip_id, memories, updated, entities, edges)
-            try:
-                self._write_clip(clip, memories, entities, edges, updated, vectors)
-            except BaseException:
-                try:
-                    commit.recover(self)
-                except Exception as e:  # the journal stays: the next writer undoes the commit
-                    log.error(
-                        "%s: could not undo the unfinished commit of clip %s: %s",
-                        self.uri,
-                        clip.clip_id,
-                        e,
-                    )
-                raise
-            commit.end(self)
-        except Exception as e:
-            full = disk_full(self.uri, e, f"committing clip {clip.clip_id}")
-            if full is None:
-                raise
-            raise full from e
-        self._known_clips[clip.clip_id] = clip.offset_s - clip.start_ts
-
-    def _write_clip(
-        self,
-        clip: ClipRow,
-        memories: list[Memory],
-        entities: list[Entity],
-        edges: Sequence[Edge],
-        updated: Sequence[Memory],
-        vectors: np.ndarray | None,
-    ) -> None:
-        self.memories.delete(f"clip_id = {sql.quote(clip.clip_id)}")
-        self.edges.delete(f"clip_id = {sql.quote(clip.clip_id)}")
-        self._wrote(list(memories) + list(updated))
-        commit.step("memories")
-        if memories:
-            assert vectors is not None  # commit_clip embeds memories that came without vectors
-            rows = [memory_row(m, v) for m, v in zip(memories, vectors)]
-            (
-                self.memories.merge_insert("memory_id")
-                .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(rows, schema=self.memories.schema))
-            )
-        commit.step("updated")
-        if updated:
-            stored = {
-                r["memory_id"]: r["vector"]
-                for r in self.memories.search()
-                .where(sql.in_list("memory_id", [m.memory_id for m in updated]))
-                .select(["memory_id", "vector"])
-                .limit(None)
-                .to_list()
-            }
-            rows = [memory_row(m, stored[m.memory_id]) for m in updated if m.memory_id in stored]
-            if rows:
-                (
-                    self.memories.merge_insert("memory_id")
-                    .when_matched_update_all()
-                    .execute(pa.Table.from_pylist(rows, schema=self.memories.schema))
-                )
-        commit.step("edges")
-        if edges:
-            now = time.time()
-            rows = [edge_row(e, clip.clip_id, now) for e in edges]
-            (
-                self.edges.merge_insert("edge_id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(rows, schema=edge_schema()))
-            )
-        commit.step("entities")
-        if entities:
-            rows = [entity_row(e) for e in entities]
-            (
-                self.entities.merge_insert("entity_id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(rows, schema=entity_schema()))
-            )
-        commit.step("clip")
-        (
-            self.clips.merge_insert("clip_id")
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist([clip_row_dict(clip, time.time())], schema=clip_schema()))
-        )
-        commit.step("end")
-
     def longest_memory_s(self) -> float:
         """How long the longest memory lasts (at least ``MIN_SPAN_S``): read from the store once,
         then raised by this handle's writes. Memories lie within their clip, so a memory written by
@@ -591,67 +450,7 @@ class Store(HybridSearch):
             self._longest_s = max(MIN_SPAN_S, longest or 0.0)
         return self._longest_s
 
-    def _wrote(self, memories: list[Memory]) -> None:
-        if self._longest_s is not None and memories:
-            self._longest_s = max(self._longest_s, max(m.end_ts - m.start_ts for m in memories))
-
-    def insert_memories(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
-        """Append memories in bulk (imports, benchmarks): no per-clip commit and no dedup by id, so
-        callers must not insert an id twice; their clips get bare rows (span only), which commit
-        them. ``vectors`` skips embedding."""
-        if not memories:
-            return
-        self._wrote(memories)
-        if vectors is None:
-            vectors = self.embedder.embed([m.text for m in memories])
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        schema = self.memories.schema
-        columns = {
-            "memory_id": [m.memory_id for m in memories],
-            "kind": [m.kind for m in memories],
-            "text": [m.text for m in memories],
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.ravel()), vectors.shape[1]
-            ),
-            "clip_id": [m.clip_id for m in memories],
-            "source_path": [m.source_path for m in memories],
-            "start_ts": [m.start_ts for m in memories],
-            "end_ts": [m.end_ts for m in memories],
-            "entity_ids": [list(m.entity_ids) for m in memories],
-            "provenance": [list(m.provenance) for m in memories],
-            "weight": [m.weight for m in memories],
-            "valid_from_ts": [
-                m.start_ts if m.valid_from_ts is None else m.valid_from_ts for m in memories
-            ],
-            "valid_to_ts": [m.valid_to_ts for m in memories],
-            "fact": [m.fact for m in memories],
-            "search_text": [search_text(m.kind, m.text) for m in memories],
-        }
-        self.memories.add(
-            pa.table(
-                [
-                    pa.array(columns[f.name], type=f.type)
-                    if f.name != "vector"
-                    else columns[f.name]
-                    for f in schema
-                ],
-                schema=schema,
-            )
-        )
-        spans: dict[str, list] = {}
-        for m in memories:
-            span = spans.setdefault(m.clip_id, [m.source_path, m.start_ts, m.end_ts])
-            span[1], span[2] = min(span[1], m.start_ts), max(span[2], m.end_ts)
-        now = time.time()
-        rows = [
-            clip_row_dict(ClipRow(c, path, "", 0, 0.0, end - start, start, end, ""), now)
-            for c, (path, start, end) in spans.items()
-        ]
-        (
-            self.clips.merge_insert("clip_id")
-            .when_not_matched_insert_all()
-            .execute(pa.Table.from_pylist(rows, schema=clip_schema()))
-        )
+    # ---- index upkeep (the writes are ``graph.writes.ClipWrites``') ---------------------------
 
     def refresh_indexes(self, vector_index: bool | None = None) -> None:
         """Bring the indexes up to date after a batch of writes: the full-text index over memory

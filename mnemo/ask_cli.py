@@ -58,7 +58,7 @@ def cmd_ask(args, cfg) -> int:
 
 def _reasoned(args, cfg, store, before: float | None) -> int:
     """The quick offline answer at once, then the reasoned one (``control.reason``)."""
-    from control.answer import known_names, render
+    from control.citations import known_names, render
     from mnemo.wiring import build_answerers, build_reasoner
 
     say = (lambda m: print(m, file=sys.stderr)) if args.json else print

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perception import model_files
+from perception.model_cache import WeightsError, sha256_file
 from perception.model_files import MODELS_ENV, Distribution, find, location, models_root, present
-from perception.weights import WeightsError, sha256_file
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perception import model_parts
+from perception.model_cache import cache_root
 
 MODELS_ENV = "MNEMO_MODELS"
 
@@ -483,8 +484,6 @@ MANIFEST: tuple[Distribution, ...] = (
 def models_root() -> Path:
     """Where fetched model files live: ``$MNEMO_MODELS``, else ``models/fetched`` in the cache
     (``$MNEMO_CACHE`` or ``~/.cache/mnemo``)."""
-    from perception.weights import cache_root
-
     return Path(os.environ.get(MODELS_ENV) or cache_root() / "models" / "fetched")
 
 

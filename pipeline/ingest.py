@@ -45,8 +45,8 @@ from perception.sources.screenshots import (
     stored_under_legacy_ids,
 )
 from perception.sources.tracks import TRACK_SUFFIXES, dropped_note, plan_track_clips
-from perception.speech.hints import SpeechHints
 from pipeline.hints import HintBook
+from pipeline.jobs import ClipJob
 
 log = logging.getLogger(__name__)
 
@@ -90,19 +90,6 @@ class IngestReport:
     def ok(self) -> bool:
         """False only when nothing could be ingested (already-stored files count as ingested)."""
         return bool(self.files_ingested) or not self.files_failed
-
-
-@dataclass(frozen=True)
-class ClipJob:
-    """One clip to observe and memorize; ``seq`` is its place in the memorizing order."""
-
-    seq: int
-    path: str  # the file or screenshot folder it comes from
-    label: str  # for progress lines
-    clip: Clip
-    screens: ScreenClip | None = None  # a clip of screenshots
-    track: TrackSegment | None = None  # a stay or a move of a GPS track
-    hints: SpeechHints | None = None  # the names its speech may hold (``pipeline.hints``)
 
 
 @dataclass

@@ -119,7 +119,7 @@ DAY = SourceInfo(
 def day_jobs(n: int = 3) -> list:
     """The first ``n`` 30 s clips of ``DAY``, one voice's turn each ("This is the turn of clip k."),
     as the ingest hands them to its writer: (``ClipJob``, ``ClipObservations``) pairs."""
-    from pipeline.ingest import ClipJob
+    from pipeline.jobs import ClipJob
 
     voice = np.eye(8, dtype=np.float32)[0]
     jobs = []

@@ -2,7 +2,8 @@
 
 import pytest
 
-from control.answer import OfflineAnswerer, known_names, render
+from control.answer import OfflineAnswerer
+from control.citations import known_names, render
 
 pytestmark = pytest.mark.slow
 

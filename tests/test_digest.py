@@ -449,7 +449,7 @@ def test_a_written_sentence_is_cited_by_the_note_that_supports_it():
 
 
 def test_written_notes_keep_each_sentence_once_with_its_true_citation():
-    from control.answer import Citation
+    from control.citations import Citation
     from control.digest_llm import write_notes
     from fake_openai import FakeOpenAI
     from llm.client import ChatClient

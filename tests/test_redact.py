@@ -22,7 +22,8 @@ from perception.records import (
     TextLine,
     Word,
 )
-from pipeline.ingest import ClipJob, ClipWriter, IngestPlan, IngestReport
+from pipeline.ingest import ClipWriter, IngestPlan, IngestReport
+from pipeline.jobs import ClipJob
 
 ALL = Redactor(KINDS)
 

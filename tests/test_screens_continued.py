@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from control.answer import OfflineAnswerer
-from control.planner import Candidate
+from control.candidates import Candidate
 from control.screens import CONTINUED_S, continues, latest_screens
 from graph.rows import ClipRow, Memory, content_id
 

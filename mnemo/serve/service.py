@@ -14,7 +14,7 @@ import re
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from control.answer import known_names, render
+from control.citations import known_names, render
 from control.people import PersonSummary, summarize_people
 from control.tools import MemoryTools, Person
 from graph import edit_people
@@ -105,7 +105,7 @@ class MemoryService:
         if answerer is self.answerer and self.reasons:
             out.reasoned = True
             if not answer.citations:
-                from control.answer import cite
+                from control.citations import cite
 
                 closest = (cite(self.store, m) for m in answer.evidence[:3])
                 out.closest = [CitationOut(**c.to_json()) for c in closest if c is not None]
