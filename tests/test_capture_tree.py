@@ -46,9 +46,9 @@ def _gtk(session, title: str, geometry: str, *labels: str, password: str = "", e
     return session.python_app("gtk_window", *args)
 
 
-def _capture(desktop, out: Path, seconds: float, **cfg) -> Capturer:
+def _capture(desktop, out: Path, seconds: float, cipher=None, **cfg) -> Capturer:
     c = CaptureConfig(out=str(out), interval_s=0.5, **cfg)
-    cap = Capturer(c, CaptureStore(out), display_name=desktop.display)
+    cap = Capturer(c, CaptureStore(out, cipher=cipher), display_name=desktop.display)
     cap.run(duration_s=seconds)
     return cap
 
@@ -146,3 +146,26 @@ def test_words_typed_into_an_accessible_window_are_kept_from_its_tree(desktop, s
     entry_texts = [" ".join(ln[0] for ln in lines if ln[1] == "text") for _, lines in kept]
     for w, _ in typed:
         assert any(w in t.split() for t in entry_texts), (w, entry_texts)
+
+
+def test_with_encryption_the_tree_text_is_in_no_file_in_clear(
+    desktop, session, tmp_path, monkeypatch
+):
+    """The sidecar is encrypted with the frame: the words the tree gave are stored, never in clear."""
+    from cryptography.fernet import Fernet
+
+    from perception.capture.crypto import load_cipher
+    from perception.sources.screenshots import _sidecar
+
+    monkeypatch.setenv("MNEMO_CAPTURE_KEY", Fernet.generate_key().decode())
+    _gtk(session, "Budget notes", "520x300+200+150", LABEL, entry=ENTRY)
+    desktop.run(["xdotool", "search", "--sync", "--name", "^Budget notes$", "windowactivate"])
+    time.sleep(0.5)
+    out = tmp_path / "out"
+    _capture(desktop, out, 2.0, cipher=load_cipher())
+    frames = sorted(out.rglob("*.jpg.enc"))
+    assert frames, "no frame was kept"
+    every = _every_byte(out)
+    assert LABEL.encode() not in every and ENTRY.encode() not in every
+    lines = [ln[0] for f in frames for ln in _sidecar(f).get("screen_text", {}).get("lines", [])]
+    assert LABEL in lines and ENTRY in lines
