@@ -290,6 +290,20 @@ def test_cors_closed_by_default(service):
     assert opened.headers["access-control-allow-origin"] == "http://evil.example"
 
 
+@pytest.mark.parametrize(
+    "token, why",
+    [("hunter2", "7 characters long"), ("ab" * 20, "only 2 different characters")],
+)
+def test_a_token_set_by_hand_that_is_easy_to_guess_is_refused(
+    capsys, monkeypatch, tmp_path, token, why
+):
+    monkeypatch.setenv("MNEMO_SERVE_TOKEN", token)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    code, _, err = run_cli(capsys, "serve", "--store", str(tmp_path))
+    assert code == 2 and "too easy to guess" in err and why in err and token not in err
+    assert not (tmp_path / "run").exists()  # nothing was written
+
+
 def test_serve_off_loopback_needs_a_token(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("MNEMO_SERVE_TOKEN", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))

@@ -33,8 +33,27 @@ class UnsafeTokenFile(PermissionError):
     """The token file, or its folder, could be read or replaced by someone else."""
 
 
+# what a token set by hand must have at least: as many characters as the 256-bit one made at start
+# (43), less a margin; and more than a handful of different characters ("aaaa…", "12341234…")
+MIN_TOKEN_CHARS = 32
+MIN_TOKEN_SYMBOLS = 10
+
+
 def new_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+def weak_token(token: str) -> str:
+    """Why ``token`` (``$MNEMO_SERVE_TOKEN``) is too easy to guess, or "": wrong guesses are only
+    slowed (never locked out, so that the owner never is), so its length is what defeats them."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"it is {len(token)} characters long; it needs at least {MIN_TOKEN_CHARS}"
+    if len(set(token)) < MIN_TOKEN_SYMBOLS:
+        return (
+            f"it uses only {len(set(token))} different characters; it needs at least "
+            f"{MIN_TOKEN_SYMBOLS}"
+        )
+    return ""
 
 
 def runtime_dir() -> Path:

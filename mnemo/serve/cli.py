@@ -135,11 +135,19 @@ def cmd_serve(args, cfg) -> int:
         check_token_file,
         new_token,
         remove_token_file,
+        weak_token,
         write_token_file,
     )
     from mnemo.serve.guard import normalise_origin
 
     configured = os.environ.get(TOKEN_ENV, "").strip() or None
+    if configured is not None and (why := weak_token(configured)):
+        print(
+            f"error: ${TOKEN_ENV} is too easy to guess: {why} (make one with: python -c "
+            "\"import secrets; print(secrets.token_urlsafe(32))\"); nothing was started",
+            file=sys.stderr,
+        )
+        return 2
     if not is_loopback(args.host) and configured is None:
         print(
             f"error: --host {args.host} is reachable from other machines; set {TOKEN_ENV} to a secret token "
