@@ -12,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from bench.datasets.locomo import Conversation, Question, Session, Turn
-from bench.locomo_spoken import (
-    _scores,
-    attribution,
-    names_heard,
-    naming,
+from bench.locomo_spoken import select
+from bench.locomo_spoken_recall import (
+    empty_scores,
     ranked_turns_by_time,
     recall_table,
-    select,
     turns_of_memory,
 )
+from bench.locomo_spoken_speakers import attribution, names_heard, naming
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -114,7 +112,7 @@ def test_attribution_maps_speakers_to_persons_one_to_one_and_counts_heard_time()
 
 
 def test_one_person_heard_in_two_conversations_is_attributed_to_one_speaker_only():
-    from bench.locomo_spoken import attribute
+    from bench.locomo_spoken_speakers import attribute
 
     rows = [
         {"overlap_s": {("c1/Ann", "p1"): 6.0, ("c1/Bo", "p2"): 4.0}, "heard_s": 10.0},
@@ -232,7 +230,7 @@ def test_select_keeps_the_first_sessions_and_only_questions_answerable_from_them
 
 
 def test_recall_table_pools_categories_1_to_4_and_says_none_where_nothing_was_asked():
-    scores = _scores()
+    scores = empty_scores()
     scores[1][10] += [0.0, 1.0]
     scores[4][10] += [1.0]
     scores[5][10] += [0.0]

@@ -144,7 +144,7 @@ def cmd_serve(args, cfg) -> int:
     if configured is not None and (why := weak_token(configured)):
         print(
             f"error: ${TOKEN_ENV} is too easy to guess: {why} (make one with: python -c "
-            "\"import secrets; print(secrets.token_urlsafe(32))\"); nothing was started",
+            '"import secrets; print(secrets.token_urlsafe(32))"); nothing was started',
             file=sys.stderr,
         )
         return 2
