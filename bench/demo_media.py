@@ -67,6 +67,43 @@ def face_frame(
     return frame
 
 
+def h264_aac(
+    size: tuple[int, int],
+    fps: int,
+    audio,
+    part: Path,
+    seconds: float,
+    recorded_at: str,
+    **options,
+):
+    """The ffmpeg-python output that writes RGB frames of ``size`` at ``fps`` read from stdin and
+    ``audio`` (an audio stream) to ``part`` as H.264 + 16 kHz AAC, ``seconds`` long, its creation
+    time ``recorded_at``; ``options``: more of the output's (``preset``)."""
+    import ffmpeg
+
+    width, height = size
+    video = ffmpeg.input(
+        "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{width}x{height}", framerate=fps
+    )
+    return (
+        ffmpeg.output(
+            video,
+            audio,
+            str(part),
+            t=seconds,
+            vcodec="libx264",
+            pix_fmt="yuv420p",
+            acodec="aac",
+            ar=16000,
+            movflags="+faststart",
+            **options,
+            **{"metadata": f"creation_time={recorded_at}"},
+        )
+        .global_args("-nostdin", "-loglevel", "error")
+        .overwrite_output()
+    )
+
+
 def build_demo_recording(dest: Path | None = None) -> Path:
     """Write (once) and return the demo mp4; it is cached beside the fetched fixtures."""
     import ffmpeg
@@ -83,31 +120,12 @@ def build_demo_recording(dest: Path | None = None) -> Path:
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(f".{os.getpid()}.part.mp4")  # one per process: two may build it at once
-    video = ffmpeg.input(
-        "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=FPS
-    )
     audio = ffmpeg.input(str(sample / "sample.wav")).audio.filter("apad")
-    (
-        ffmpeg.output(
-            video,
-            audio,
-            str(part),
-            t=DURATION_S,
-            vcodec="libx264",
-            pix_fmt="yuv420p",
-            acodec="aac",
-            ar=16000,
-            movflags="+faststart",
-            **{"metadata": f"creation_time={RECORDED_AT}"},
-        )
-        .global_args("-nostdin", "-loglevel", "error")
-        .overwrite_output()
-        .run(
-            cmd=ffmpeg_exe(),
-            input=np.stack(frames).tobytes(),
-            capture_stdout=True,
-            capture_stderr=True,
-        )
+    h264_aac((WIDTH, HEIGHT), FPS, audio, part, DURATION_S, RECORDED_AT).run(
+        cmd=ffmpeg_exe(),
+        input=np.stack(frames).tobytes(),
+        capture_stdout=True,
+        capture_stderr=True,
     )
     part.replace(dest)
     return dest

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,16 @@ def matcher_check(conversations, gold) -> tuple[float, float]:
     return (tp / (tp + fn) if tp + fn else 0.0), (tp / (tp + fp) if tp + fp else 0.0)
 
 
+def compared_ways(name: str, how_many: Callable[[int, int], int]) -> dict[str, Any]:
+    """The selections a bench compares, each a ``select`` for ``build``: ``name``'s own (None),
+    the first ``how_many(candidates, limit)`` candidates ("lead"), and every candidate ("all")."""
+    return {
+        name: None,
+        "lead": lambda v, texts, limit: list(range(how_many(len(v), limit))),
+        "all": lambda v, texts, limit: list(range(len(v))),
+    }
+
+
 def rouge_l(candidate: str, reference: str) -> float:
     """ROUGE-L F-measure over lower-case words."""
     a = re.findall(r"[a-z0-9']+", candidate.lower())
@@ -107,11 +118,7 @@ def run(
 
     conversations = load(path)
     gold = load_gold(path)
-    ways = {
-        "digest": None,
-        "lead": lambda v, texts, limit: list(range(moments_for(len(v), limit))),
-        "all": lambda v, texts, limit: list(range(len(v))),
-    }
+    ways = compared_ways("digest", moments_for)
     words: dict[str, list[int]] = {w: [] for w in ways}  # words of the moments, a day
     hits: dict[str, list[bool]] = {w: [] for w in ways}
     rouge: dict[str, list[float]] = {w: [] for w in ways}

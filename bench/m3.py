@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.datasets import m3bench
 from bench.judge import Judge
-from bench.qa import Asked, Harness, ask, format_table, size_mb, summarise
+from bench.qa import Asked, Harness, add_flag, ask, format_table, size_mb, summarise
 
 # every video is ingested as if recorded from this instant, so clip i starts at ORIGIN + 30 i
 ORIGIN = datetime(2025, 1, 1, tzinfo=UTC)
@@ -172,18 +172,9 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--split", choices=["robot", "web"], help="the split (default: from the file name)"
     )
-    parser.add_argument(
-        "--mini",
-        action="store_true",
-        help="the small set built from real media, with hand-written questions",
-    )
+    add_flag(parser, "--mini")
     parser.add_argument("--limit", type=int, metavar="N", help="only the first N videos found")
-    parser.add_argument(
-        "--judge",
-        action="store_true",
-        help="score answers with the paper's judge prompt on the [llm] endpoint ([llm] judge_model, "
-        "default [llm] model)",
-    )
+    add_flag(parser, "--judge")
     parser.add_argument(
         "--qa",
         action="store_true",

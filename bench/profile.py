@@ -46,17 +46,13 @@ def run(
     ``control.digest_llm.Written``), the written profile of each person (of the first
     ``writer_people`` only, when given) beside the profile on the same people."""
     from bench.datasets.locomo import load, load_gold
-    from bench.digest import matcher_check
+    from bench.digest import compared_ways, matcher_check
     from bench.locomo import ingest_conversation
     from control.profile import build, statements_for
 
     conversations = load(path)
     gold = load_gold(path)
-    ways = {
-        "profile": None,
-        "lead": lambda v, texts, limit: list(range(statements_for(len(v), limit))),
-        "all": lambda v, texts, limit: list(range(len(v))),
-    }
+    ways = compared_ways("profile", statements_for)
     hits: dict[str, list[bool]] = {w: [] for w in ways}
     words: dict[str, list[int]] = {w: [] for w in ways}
     per_person: list[dict[str, object]] = []

@@ -226,3 +226,16 @@ def pct(v: float | None) -> str:
 
 def _num(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}" if v < 10 else f"{v:.1f}"
+
+
+# the flags the M3-Bench and ScreenshotVQA benches share, as they say them
+FLAGS = {
+    "--mini": "the small set built from real media, with hand-written questions",
+    "--judge": "score answers with the paper's judge prompt on the [llm] endpoint ([llm] "
+    "judge_model, default [llm] model)",
+}
+
+
+def add_flag(parser, name: str) -> None:
+    """One of ``FLAGS`` (a switch) on the bench's ``parser``."""
+    parser.add_argument(name, action="store_true", help=FLAGS[name])

@@ -122,12 +122,10 @@ def _clip(item: Item):
     return ClipObservations(clip, (turn,), (), frames=(frame,), caption=item.text)
 
 
-def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
-    """(channel -> what went in, channel -> what would be stored)."""
-    from memorize.writer_llm import LLMWriter
-
-    obs = _clip(item)
-    before = {
+def _channels(obs) -> dict[str, str]:
+    """Channel -> its text in ``_clip``'s observations: the speech, its words, the screen, the
+    window's title and the captions."""
+    return {
         "transcript": obs.speech[0].text,
         "words": " ".join(w.text for w in obs.speech[0].words),
         "screen": obs.screen_text,
@@ -135,15 +133,16 @@ def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
         "frame caption": obs.frames[0].caption,
         "caption": obs.caption,
     }
+
+
+def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
+    """(channel -> what went in, channel -> what would be stored)."""
+    from memorize.writer_llm import LLMWriter
+
+    obs = _clip(item)
+    before = _channels(obs)
     red, _ = redactor.observations(obs)
-    after = {
-        "transcript": red.speech[0].text,
-        "words": " ".join(w.text for w in red.speech[0].words),
-        "screen": red.screen_text,
-        "window": red.frames[0].window,
-        "frame caption": red.frames[0].caption,
-        "caption": red.caption,
-    }
+    after = _channels(red)
     sentence = "<voice_1> reads out: " + " ".join(item.lines)
     reply = {
         "episodic": [sentence[:590]],

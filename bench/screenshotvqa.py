@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.datasets import screenshotvqa
 from bench.judge import Judge
-from bench.qa import Asked, Harness, ask, format_table, pct, size_mb, summarise
+from bench.qa import Asked, Harness, add_flag, ask, format_table, pct, size_mb, summarise
 
 
 def _stage(user: screenshotvqa.User, dest: Path) -> Path:
@@ -124,17 +124,8 @@ def add_arguments(parser) -> None:
         metavar="DIR",
         help="a folder with qa_pairs.json and one folder of screenshots per user",
     )
-    parser.add_argument(
-        "--mini",
-        action="store_true",
-        help="the small set built from real media, with hand-written questions",
-    )
-    parser.add_argument(
-        "--judge",
-        action="store_true",
-        help="score answers with the paper's judge prompt on the [llm] endpoint ([llm] judge_model, "
-        "default [llm] model)",
-    )
+    add_flag(parser, "--mini")
+    add_flag(parser, "--judge")
     parser.add_argument(
         "--details", metavar="FILE", help="write every question, answer and score to this JSON file"
     )

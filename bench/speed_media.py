@@ -125,33 +125,13 @@ def encode(
 ) -> Path:
     """Write ``frames`` (RGB, WIDTH x HEIGHT at ``fps``) with ``audio`` (an ffmpeg-python audio stream)
     as H.264 + AAC, atomically (a part file renamed when complete)."""
-    import ffmpeg
-
+    from bench.demo_media import h264_aac
     from perception.sources.media import ffmpeg_exe
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(f".{os.getpid()}.part.mp4")  # one per process: two may build it at once
-    video = ffmpeg.input(
-        "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{WIDTH}x{HEIGHT}", framerate=fps
-    )
-    proc = (
-        ffmpeg.output(
-            video,
-            audio,
-            str(part),
-            t=seconds,
-            vcodec="libx264",
-            preset="veryfast",
-            pix_fmt="yuv420p",
-            acodec="aac",
-            ar=16000,
-            movflags="+faststart",
-            **{"metadata": f"creation_time={recorded_at}"},
-        )
-        .global_args("-nostdin", "-loglevel", "error")
-        .overwrite_output()
-        .run_async(cmd=ffmpeg_exe(), pipe_stdin=True)
-    )
+    output = h264_aac((WIDTH, HEIGHT), fps, audio, part, seconds, recorded_at, preset="veryfast")
+    proc = output.run_async(cmd=ffmpeg_exe(), pipe_stdin=True)
     try:
         for frame in frames:
             proc.stdin.write(frame.tobytes())

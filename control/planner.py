@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -74,25 +74,17 @@ class Retrieval:
         return [c.memory for c in self.ranked]
 
 
+@dataclass(eq=False)  # one planner is one planner: compared and hashed by identity
 class OfflinePlanner:
-    def __init__(
-        self,
-        tools: MemoryTools,
-        k: int = 10,
-        candidates: int = 50,
-        expand: int = 8,
-        rounds: int = 2,
-        window_s: float = 30.0,
-    ) -> None:
-        self.tools = tools
-        self.k = k
-        self.candidates = candidates
-        self.expand = expand
-        self.rounds = rounds
-        self.window_s = window_s
-        self._people: list[Person] | None = None
-        self._newest: datetime | None = None
-        self._executor: ThreadPoolExecutor | None = None
+    tools: MemoryTools
+    k: int = 10
+    candidates: int = 50
+    expand: int = 8
+    rounds: int = 2
+    window_s: float = 30.0
+    _people: list[Person] | None = field(default=None, init=False, repr=False)
+    _newest: datetime | None = field(default=None, init=False, repr=False)
+    _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:

@@ -219,6 +219,22 @@ def _additive_mask(g: _Graph, attention_mask: str) -> str:
     return g.op("Unsqueeze", scaled, g.const([1, 2], dtype=np.int64), hint="mask")
 
 
+def _layer_norm(
+    g: _Graph, w: _Weights, x: str, norm: str, shape: TransformerShape, **names: str
+) -> str:
+    """``x`` through the layer norm whose weight and bias are ``norm``'s (``names``: the node's
+    ``hint`` or ``out``)."""
+    return g.op(
+        "LayerNormalization",
+        x,
+        w(f"{norm}.weight"),
+        w(f"{norm}.bias"),
+        axis=-1,
+        epsilon=shape.eps,
+        **names,
+    )
+
+
 def _token_range(g: _Graph) -> str:
     """0, 1, … tokens-1 (int64)."""
     tokens = g.op("Gather", g.op("Shape", "input_ids"), g.const(1, dtype=np.int64), axis=0)
@@ -247,15 +263,7 @@ def _bert_embeddings(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
     summed = g.op(
         "Add", g.op("Gather", g.const(words, "word_and_type_embeddings"), "input_ids"), positions
     )
-    return g.op(
-        "LayerNormalization",
-        summed,
-        w("embeddings.LayerNorm.weight"),
-        w("embeddings.LayerNorm.bias"),
-        axis=-1,
-        epsilon=shape.eps,
-        hint="embeddings",
-    )
+    return _layer_norm(g, w, summed, "embeddings.LayerNorm", shape, hint="embeddings")
 
 
 def _mpnet_embeddings(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
@@ -273,15 +281,7 @@ def _mpnet_embeddings(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
         g.op("Gather", w("embeddings.word_embeddings.weight"), "input_ids"),
         g.op("Gather", w("embeddings.position_embeddings.weight"), positions),
     )
-    return g.op(
-        "LayerNormalization",
-        summed,
-        w("embeddings.LayerNorm.weight"),
-        w("embeddings.LayerNorm.bias"),
-        axis=-1,
-        epsilon=shape.eps,
-        hint="embeddings",
-    )
+    return _layer_norm(g, w, summed, "embeddings.LayerNorm", shape, hint="embeddings")
 
 
 def _mpnet_position_bias(g: _Graph, w: _Weights, shape: TransformerShape) -> str:
@@ -366,14 +366,7 @@ def _layer(
     )
     attended = g.op("Add", w.linear(context, prefix + names["o"], "o"), x)
     norm = prefix + names["attention_norm"]
-    x = g.op(
-        "LayerNormalization",
-        attended,
-        w(f"{norm}.weight"),
-        w(f"{norm}.bias"),
-        axis=-1,
-        epsilon=shape.eps,
-    )
+    x = _layer_norm(g, w, attended, norm, shape)
     inner = w.linear(x, prefix + "intermediate.dense", "intermediate")
     # GELU as torch exports it: x * (erf(x / sqrt 2) + 1) * 0.5, the shape ONNX Runtime fuses with the bias
     gelu = g.op(
@@ -387,12 +380,4 @@ def _layer(
     )
     summed = g.op("Add", w.linear(gelu, prefix + "output.dense", "output"), x)
     norm = prefix + "output.LayerNorm"
-    return g.op(
-        "LayerNormalization",
-        summed,
-        w(f"{norm}.weight"),
-        w(f"{norm}.bias"),
-        axis=-1,
-        epsilon=shape.eps,
-        out=out,
-    )
+    return _layer_norm(g, w, summed, norm, shape, out=out)

@@ -111,6 +111,20 @@ def move_into_place(staging: Path, out: Path) -> None:
 
 
 @contextlib.contextmanager
+def built_in_place(out: Path) -> Iterator[Path]:
+    """A new staging folder for ``out`` (one a killed run left is removed first): renamed to
+    ``out`` when the block ends, removed when it fails, so ``out`` is whole or not there."""
+    staging = staging_for(out)
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        yield staging
+        move_into_place(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
 def quiet_store(store: Store, what: str, wait_s: float | None = None) -> Iterator[None]:
     """Hold ``store``'s writer and people locks (see the module doc): no commit, forget or change to
     people runs meanwhile. A forget a kill left unfinished is finished first, outside the lock,
@@ -246,10 +260,8 @@ def export(
     out = Path(out)
     refuse_existing(out, "mnemo export")
     refuse_inside(out, store.uri)
-    staging = staging_for(out)
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(mode=0o700, parents=True)
-    try:
+    with built_in_place(out) as staging:
+        staging.mkdir(mode=0o700, parents=True)
         with quiet_store(store, "export", wait_s):
             tables = write_tables(store, staging)
         manifest = {
@@ -264,10 +276,6 @@ def export(
         }
         manifest["media"] = add_media(staging) if add_media else None
         manifest = write_manifest(staging, manifest)
-        move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return manifest
 
 
@@ -439,10 +447,8 @@ def import_archive(
                 f"{manifest['tables']['memories']['rows']} rows of {embedder.dim}-d float32; export again"
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = staging_for(out)
-    shutil.rmtree(staging, ignore_errors=True)
     counts: dict[str, int] = {}
-    try:
+    with built_in_place(out) as staging:
         store = Store(staging, embedder, read_consistency_s=None)
         for name in TABLES:
             table = getattr(store, name)
@@ -464,10 +470,6 @@ def import_archive(
             counts[name] = n
         store.refresh_indexes()
         del store
-        move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return counts
 
 
@@ -486,9 +488,7 @@ def backup(store: Store, out: Path, wait_s: float | None = None) -> dict[str, in
         )
     refuse_existing(out, "mnemo backup")
     refuse_inside(out, store.uri)
-    staging = staging_for(out)
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with built_in_place(out) as staging:
         with quiet_store(store, "backup", wait_s):
             shutil.copytree(
                 store.uri,
@@ -500,8 +500,4 @@ def backup(store: Store, out: Path, wait_s: float | None = None) -> dict[str, in
         copy = Store(staging, store.embedder, read_consistency_s=None)
         counts = copy.count()
         del copy
-        move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return counts

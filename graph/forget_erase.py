@@ -83,14 +83,15 @@ def purge(store) -> None:
     from graph.search import FTS_COLUMN
 
     indexes = {tuple(ix.columns): ix for ix in store.memories.list_indices()}
-    for table in (
+    tables = (
         store.memories,
         store.edges,
         store.entities,
         store.clips,
         store.people_log,
         store.forget_log,
-    ):
+    )
+    for table in tables:
         table.optimize()
     if (FTS_COLUMN,) in indexes and store.memories.count_rows():
         store.memories.create_index(FTS_COLUMN, config=FTS(), replace=True)
@@ -105,12 +106,5 @@ def purge(store) -> None:
         warnings.catch_warnings()
     ):  # that readers on an old version fail is the point: it must not exist
         warnings.filterwarnings("ignore", message=".*removes every version except the latest")
-        for table in (
-            store.memories,
-            store.edges,
-            store.entities,
-            store.clips,
-            store.people_log,
-            store.forget_log,
-        ):
+        for table in tables:
             table.optimize(cleanup_older_than=timedelta(0))

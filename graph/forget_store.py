@@ -42,7 +42,7 @@ from graph.forget_derived import retract_derived
 from graph.forget_erase import Eraser, chunks, purge
 from graph.forget_plan import Filter, ForgetError, ForgetPlan, plan
 from graph.rows import Edge, Memory, sources_of
-from graph.schema import edge_row, edge_schema, memory_row
+from graph.schema import edge_from_row, edge_row, edge_schema, memory_row
 
 # what callers use: the plan (graph.forget_plan), its removal here, the purge (graph.forget_erase)
 __all__ = [
@@ -273,14 +273,7 @@ def _remove(store, p: ForgetPlan, query: str, everything: bool = False) -> tuple
     step("edges")
     gone_edges, edges_changed = [], []
     for row in store.edges.search().limit(None).to_list():
-        e = Edge(
-            row["kind"],
-            row["src_id"],
-            row["dst_id"],
-            row["weight"],
-            row["clip_id"],
-            tuple(row["evidence"] or ()),
-        )
+        e = edge_from_row(row)
         evidence = tuple(x for x in e.evidence if not _gone(x, clips, forgotten))
         # a name heard only in forgotten clips goes; who is who (same_person) stays while both ends do
         ends = {*sources_of(e.src_id), e.dst_id}

@@ -340,24 +340,16 @@ class Memorizer:
         """A semantic memory stating ``character relation value``, with the fact consolidation
         compares. "is named" also names a character that has no name yet."""
         clip, cid = obs.clip, character.entity_id
+        key: tuple[str, ...]
         if relation == "is named":
             how = "speaking as" if entity.startswith("voice_") else "seen as"
-            return Memory(
-                content_id(clip.clip_id, "name", cid, value),
-                "semantic",
-                f"{value} (<{cid}>) is the person {how} <{entity}>.",
-                clip.clip_id,
-                clip.source.path,
-                start,
-                end,
-                (cid, entity),
-                evidence,
-                fact=f"{cid}|is named|{value}",
-            )
+            key, text = ("name", cid, value), f"{value} (<{cid}>) is the person {how} <{entity}>."
+        else:
+            key, text = ("fact", cid, relation, value), f"<{cid}> {relation} {value}."
         return Memory(
-            content_id(clip.clip_id, "fact", cid, relation, value),
+            content_id(clip.clip_id, *key),
             "semantic",
-            f"<{cid}> {relation} {value}.",
+            text,
             clip.clip_id,
             clip.source.path,
             start,

@@ -29,6 +29,30 @@ def _clock(ts: float, tz) -> str:
     return datetime.fromtimestamp(ts, tz=tz).strftime("%H:%M:%S")
 
 
+def _clip_memory(
+    obs: ClipObservations,
+    key: tuple[object, ...],
+    kind: str,
+    text: str,
+    span: tuple[float, float],
+    entity_ids: tuple[str, ...],
+    provenance: tuple[str, ...],
+) -> Memory:
+    """A memory of this clip, its id from the clip, ``key`` (what kind of thing, which one)."""
+    clip = obs.clip
+    return Memory(
+        content_id(clip.clip_id, *key),
+        kind,
+        text,
+        clip.clip_id,
+        clip.source.path,
+        span[0],
+        span[1],
+        entity_ids,
+        provenance,
+    )
+
+
 @dataclass(frozen=True)
 class OfflineWrite:
     memories: list[Memory]
@@ -74,16 +98,8 @@ def offline_memories(
         ids = tuple(t.segment_id for t in turns)
         mic = (HEARD_ON_MIC,) if any(t.channel == "mic" for t in turns) else ()
         memories.append(
-            Memory(
-                content_id(clip.clip_id, "speech", *ids, text),
-                "episodic",
-                text,
-                clip.clip_id,
-                clip.source.path,
-                start,
-                end,
-                entity_ids,
-                ids + mic,
+            _clip_memory(
+                obs, ("speech", *ids, text), "episodic", text, (start, end), entity_ids, ids + mic
             )
         )
 
@@ -108,17 +124,10 @@ def offline_memories(
         start = base + min(f.frame_time_s for f in group)
         end = base + max(f.frame_time_s for f in group)
         text = f"<{entity_id}> is visible from {_clock(start, tz)} to {_clock(end, tz)}"
+        faces_seen = tuple(f.face_id for f in group)
         memories.append(
-            Memory(
-                content_id(clip.clip_id, "face", entity_id),
-                "episodic",
-                text,
-                clip.clip_id,
-                clip.source.path,
-                start,
-                end,
-                (entity_id,),
-                tuple(f.face_id for f in group),
+            _clip_memory(
+                obs, ("face", entity_id), "episodic", text, (start, end), (entity_id,), faces_seen
             )
         )
     memories += (
@@ -165,6 +174,13 @@ def _frame_id(obs: ClipObservations, frame) -> str:
     return frame.source_id or f"{obs.clip.clip_id}:frame@{frame.frame_time_s:.2f}"
 
 
+def _frame_memory(obs: ClipObservations, frame, what: str, text: str) -> Memory:
+    """An episodic memory of one frame (an image shown, a photo), at its time, from it alone."""
+    ts = obs.clip.start_ts + frame.frame_time_s
+    frame_id = _frame_id(obs, frame)
+    return _clip_memory(obs, (what, frame_id, text), "episodic", text, (ts, ts), (), (frame_id,))
+
+
 def _span(obs: ClipObservations, frames: list) -> tuple[float, float, tuple[str, ...]]:
     """Absolute start and end of these frames, and their provenance ids."""
     base = obs.clip.start_ts
@@ -196,7 +212,6 @@ def screen_lines(memory: Memory) -> tuple[str, ...] | None:
 
 def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
     """One resource memory per distinct on-screen text, spanning the frames that showed it."""
-    clip = obs.clip
     shown: dict[str, list] = {}
     for frame in obs.frames:
         if frame.text_lines:
@@ -210,14 +225,12 @@ def _screen_memories(obs: ClipObservations, tz) -> list[Memory]:
             f"{text.replace(chr(10), LINE_JOIN)}"
         )
         out.append(
-            Memory(
-                content_id(clip.clip_id, "screen", text),
+            _clip_memory(
+                obs,
+                ("screen", text),
                 "resource",
                 body,
-                clip.clip_id,
-                clip.source.path,
-                start,
-                end,
+                (start, end),
                 (),
                 provenance + _by_owner(frames),
             )
@@ -253,19 +266,7 @@ def _image_memories(obs: ClipObservations, tz) -> list[Memory]:
         if frame.caption:
             ts = clip.start_ts + frame.frame_time_s
             text = f"An image shown at {_clock(ts, tz)}: {frame.caption}"
-            out.append(
-                Memory(
-                    content_id(clip.clip_id, "image", _frame_id(obs, frame), text),
-                    "episodic",
-                    text,
-                    clip.clip_id,
-                    clip.source.path,
-                    ts,
-                    ts,
-                    (),
-                    (_frame_id(obs, frame),),
-                )
-            )
+            out.append(_frame_memory(obs, frame, "image", text))
     return out
 
 
@@ -283,19 +284,7 @@ def _photo_memories(obs: ClipObservations, tz) -> list[Memory]:
                 + (f" {where(*frame.place)}" if frame.place else "")
                 + (f" with a {frame.camera}" if frame.camera else "")
             )
-            out.append(
-                Memory(
-                    content_id(clip.clip_id, "photo", _frame_id(obs, frame), text),
-                    "episodic",
-                    text,
-                    clip.clip_id,
-                    clip.source.path,
-                    ts,
-                    ts,
-                    (),
-                    (_frame_id(obs, frame),),
-                )
-            )
+            out.append(_frame_memory(obs, frame, "photo", text))
     return out
 
 
@@ -319,18 +308,9 @@ def _track_memories(obs: ClipObservations, tz) -> list[Memory]:
             f"Travelled {seg.km:.1f} km {span}, by GPS track, setting out {where(*seg.start)} "
             f"and arriving {where(*seg.end)}"
         )
+    times = (seg.start_ts, seg.end_ts)
     return [
-        Memory(
-            content_id(clip.clip_id, "track", text),
-            "episodic",
-            text,
-            clip.clip_id,
-            clip.source.path,
-            seg.start_ts,
-            seg.end_ts,
-            (),
-            (f"{clip.clip_id}:track",),
-        )
+        _clip_memory(obs, ("track", text), "episodic", text, times, (), (f"{clip.clip_id}:track",))
     ]
 
 
@@ -345,7 +325,6 @@ def _duration(s: float) -> str:
 
 def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
     """Screenshots: one episodic memory per application window in front during the clip."""
-    clip = obs.clip
     used: dict[tuple[str, str], list] = {}
     for frame in obs.frames:
         if frame.app or frame.window:
@@ -356,14 +335,12 @@ def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
         what = f"{app} ({window})" if app and window else app or window
         text = f"Using {what} from {_clock(start, tz)} to {_clock(end, tz)}"
         out.append(
-            Memory(
-                content_id(clip.clip_id, "app", app, window),
+            _clip_memory(
+                obs,
+                ("app", app, window),
                 "episodic",
                 text,
-                clip.clip_id,
-                clip.source.path,
-                start,
-                end,
+                (start, end),
                 (),
                 provenance + _by_owner(frames),
             )
@@ -373,7 +350,6 @@ def _app_memories(obs: ClipObservations, tz) -> list[Memory]:
 
 def _scene_memories(obs: ClipObservations, min_prob: float) -> list[Memory]:
     """The confident object/scene tags of the clip's frames, most frequent first."""
-    clip = obs.clip
     counts: dict[str, int] = defaultdict(int)
     tagged = []
     for frame in obs.frames:
@@ -387,16 +363,4 @@ def _scene_memories(obs: ClipObservations, min_prob: float) -> list[Memory]:
     labels = sorted(counts, key=lambda k: (-counts[k], k))[:8]
     start, end, provenance = _span(obs, tagged)
     text = "The scene shows: " + ", ".join(labels)
-    return [
-        Memory(
-            content_id(clip.clip_id, "scene", text),
-            "episodic",
-            text,
-            clip.clip_id,
-            clip.source.path,
-            start,
-            end,
-            (),
-            provenance,
-        )
-    ]
+    return [_clip_memory(obs, ("scene", text), "episodic", text, (start, end), (), provenance)]

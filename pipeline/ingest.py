@@ -10,6 +10,9 @@ Three parts, shared by the sequential path here (``ingest``) and the Ray path (`
   depend on the past). Each clip commits on its own, so a crash loses at most the clip in flight,
   and a rerun skips committed clips. After a clip whose microphone made its voice the owner
   (``ClipWrite.owner_heard``) commits, that is written to the people log.
+
+``store_writer`` is the one writer both paths write through: it holds the store's writer lock,
+plans, and finishes the ``ClipWriter`` whatever happens.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import takewhile
@@ -438,6 +442,65 @@ def write_in_order(
             after_each()
 
 
+@dataclass(frozen=True)
+class Planning:
+    """What ``plan`` is told besides the paths: the clip length, the start of a recording that
+    says none, and for live capture which screenshot clips wait and which are not looked at."""
+
+    clip_s: float = 30.0
+    start: datetime | None = None
+    screens_closed_before: datetime | None = None
+    screens_since: datetime | None = None
+
+
+@contextmanager
+def store_writer(
+    who: str,
+    paths: list[str],
+    store: Store,
+    policies: tuple[MatchPolicy, MatchPolicy],
+    report: IngestReport,
+    planning: Planning,
+    *,
+    progress: Callable[[str], None] = to_stderr,
+    llm_writer: LLMWriter | None = None,
+    redactor: Redactor | None = None,
+    wait_s: float | None = None,
+    contacts: tuple[str, ...] = (),
+    max_pending: int = 2,
+    learns: bool = True,
+) -> Iterator[tuple[IngestPlan, HintBook, ClipWriter]]:
+    """The one writer of the sequential and the Ray ingest alike: holds the store's writer lock
+    for ``who`` (another writer is waited for, at most ``wait_s``; people are numbered from what
+    this one read), plans what is left of ``paths`` and yields the plan, the hint book (told each
+    memorized clip when ``learns``) and the ``ClipWriter``, which is finished on the way out,
+    after a failure too (what was committed stays searchable by text)."""
+    with store.writing(who, wait_s, say=progress):
+        planned = plan(
+            paths,
+            store,
+            planning.clip_s,
+            planning.start,
+            progress,
+            report,
+            planning.screens_closed_before,
+            planning.screens_since,
+        )
+        book = HintBook(store, contacts)
+        writer = ClipWriter(
+            store,
+            Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
+            report,
+            progress,
+            max_pending=max_pending,
+            learn=book.learn if learns else None,
+        )
+        try:
+            yield planned, book, writer
+        finally:
+            writer.finish(planned)
+
+
 def ingest(
     paths: list[str],
     store: Store,
@@ -465,32 +528,25 @@ def ingest(
     embedded and committed before the next is observed (``ClipWriter``'s ``max_pending`` 0);
     ``after_each`` is called after each clip is handed to the writer (a watcher trims its heap)."""
     report = IngestReport()
-    with store.writing(
-        "mnemo ingest", wait_s, say=progress
-    ):  # one writer a store: people are numbered from what it read
-        planned = plan(
-            paths, store, clip_s, start, progress, report, screens_closed_before, screens_since
+    with store_writer(
+        "mnemo ingest",
+        paths,
+        store,
+        policies,
+        report,
+        Planning(clip_s, start, screens_closed_before, screens_since),
+        progress=progress,
+        llm_writer=llm_writer,
+        redactor=redactor,
+        wait_s=wait_s,
+        contacts=contacts,
+        max_pending=0 if serial else 2,
+        learns=True,
+    ) as (planned, book, writer):
+        jobs = (
+            planned.jobs if stop is None else takewhile(lambda _: not stop.is_set(), planned.jobs)
         )
-        book = HintBook(store, contacts)
-        writer = ClipWriter(
-            store,
-            Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
-            report,
-            progress,
-            max_pending=0 if serial else 2,
-            learn=book.learn,
-        )
-        try:
-            jobs = (
-                planned.jobs
-                if stop is None
-                else takewhile(lambda _: not stop.is_set(), planned.jobs)
-            )
-            # each clip's hints are taken when it is observed: after every earlier clip is memorized
-            hinted = (book.hinted(job) for job in jobs)
-            write_in_order(
-                writer, ((job, *observe_job(job, perceivers)) for job in hinted), after_each
-            )
-        finally:
-            writer.finish(planned)
+        # each clip's hints are taken when it is observed: after every earlier clip is memorized
+        hinted = (book.hinted(job) for job in jobs)
+        write_in_order(writer, ((job, *observe_job(job, perceivers)) for job in hinted), after_each)
     return report

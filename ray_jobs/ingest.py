@@ -24,14 +24,19 @@ from datetime import datetime
 
 from graph.store import Store
 from memorize.identity import MatchPolicy
-from memorize.memorizer import Memorizer
 from memorize.writer_llm import LLMWriter
 from perception.errors import MediaError
 from perception.malloc import limit_malloc
 from perception.observe import Perceivers
 from perception.records import ClipObservations
-from pipeline.hints import HintBook
-from pipeline.ingest import ClipWriter, IngestReport, observe_job, plan, to_stderr, write_in_order
+from pipeline.ingest import (
+    IngestReport,
+    Planning,
+    observe_job,
+    store_writer,
+    to_stderr,
+    write_in_order,
+)
 from ray_jobs.order import in_order
 
 # the caller's recipe for the perceivers (picklable: it travels to every actor), called with the
@@ -170,53 +175,53 @@ def ingest_ray(
     import ray.data
 
     report = IngestReport()
-    with store.writing(
-        "mnemo ingest --ray", wait_s, say=progress
-    ):  # one writer a store (Store.writing)
-        planned = plan(paths, store, clip_s, start, progress, report)
-        book = HintBook(store, contacts)
-        writer = ClipWriter(
-            store,
-            Memorizer(store, *policies, llm_writer=llm_writer, redactor=redactor),
-            report,
-            progress,
-        )
-        try:
-            if planned.jobs:
-                n = min(connect(address, workers), len(planned.jobs))
-                cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
-                progress(
-                    f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order"
-                )
-                ray.data.DataContext.get_current().enable_progress_bars = False
-                items = [
-                    {"seq": job.seq, "job": pickle.dumps(book.hinted(job))} for job in planned.jobs
-                ]
-                # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
-                # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
-                rows = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-                    actor or Perceive,
-                    batch_size=1,
-                    compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
-                    fn_constructor_args=(
-                        perceivers,
-                        cpus,
-                        ray.remote(num_cpus=0)(Attempts).remote(),
-                    ),
-                    num_cpus=cpus,
-                    num_gpus=gpus_per_worker or None,
-                    # a dead worker is restarted and its clip retried (Ray also
-                    # spends retries on a worker still restarting) until the clip
-                    # has killed MAX_DEATHS of them: then Perceive fails it. A
-                    # worker that keeps dying before any clip (its models do not
-                    # load) ends the ingest after MAX_RESTARTS
-                    max_restarts=MAX_RESTARTS,
-                    max_task_retries=-1,
-                )
-                write_in_order(writer, _results(planned.jobs, rows, report))
-        finally:
-            writer.finish(planned)
-            report.peak_rss_mb["driver"] = peak_rss_mb()
+    with store_writer(
+        "mnemo ingest --ray",
+        paths,
+        store,
+        policies,
+        report,
+        Planning(clip_s, start),
+        progress=progress,
+        llm_writer=llm_writer,
+        redactor=redactor,
+        wait_s=wait_s,
+        contacts=contacts,
+        learns=False,  # every clip's hints are taken before the first is memorized
+    ) as (planned, book, writer):
+        if planned.jobs:
+            n = min(connect(address, workers), len(planned.jobs))
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
+            progress(
+                f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order"
+            )
+            ray.data.DataContext.get_current().enable_progress_bars = False
+            items = [
+                {"seq": job.seq, "job": pickle.dumps(book.hinted(job))} for job in planned.jobs
+            ]
+            # one clip in flight per actor: a free actor takes the next clip, instead of clips queued
+            # early behind a busy one (clips differ in cost: the last ones otherwise run on one actor)
+            rows = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+                actor or Perceive,
+                batch_size=1,
+                compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
+                fn_constructor_args=(
+                    perceivers,
+                    cpus,
+                    ray.remote(num_cpus=0)(Attempts).remote(),
+                ),
+                num_cpus=cpus,
+                num_gpus=gpus_per_worker or None,
+                # a dead worker is restarted and its clip retried (Ray also
+                # spends retries on a worker still restarting) until the clip
+                # has killed MAX_DEATHS of them: then Perceive fails it. A
+                # worker that keeps dying before any clip (its models do not
+                # load) ends the ingest after MAX_RESTARTS
+                max_restarts=MAX_RESTARTS,
+                max_task_retries=-1,
+            )
+            write_in_order(writer, _results(planned.jobs, rows, report))
+    report.peak_rss_mb["driver"] = peak_rss_mb()  # after the last commit and index refresh
     return report
 
 

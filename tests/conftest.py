@@ -160,6 +160,25 @@ def build_people_store(store):
     )
 
 
+def third_people_clip(transcript: str):
+    """The row of a third clip of ``build_people_store``'s recording (``people-clip-2``, from
+    ``PEOPLE_T0 + 60``), its transcript ``transcript``."""
+    from graph.rows import ClipRow
+
+    start = PEOPLE_T0 + 60
+    return ClipRow(
+        "people-clip-2",
+        "/recordings/talk.wav",
+        "sha-talk",
+        2,
+        60.0,
+        30.0,
+        start,
+        start + 30,
+        transcript,
+    )
+
+
 def renames_at_once(store, n: int = 8) -> list[Exception]:
     """``n`` renames of ``build_people_store``'s two voices, each from its own thread, all at once;
     the errors they raised."""
@@ -302,6 +321,42 @@ def files_holding(root: Path, needle: str) -> list[str]:
     """The files under ``root`` whose raw bytes hold ``needle`` (what a forget must leave none of)."""
     raw = needle.encode()
     return [str(p) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
+
+
+def run_python(script: str, *args: str, timeout: float = 600, **options):
+    """``script`` run by this Python in a process of its own with ``args``, its output caught as
+    text; ``options`` for ``subprocess.run`` (``cwd``, ``env``)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **options,
+    )
+
+
+def say(text: str, voice: str, work: Path, name: str, rate: int = 16_000) -> Path:
+    """``text`` spoken by espeak-ng's ``voice``, as ``work/<name>.wav``: mono, 16-bit, ``rate``
+    samples a second (sox)."""
+    import shutil
+    import subprocess
+
+    raw, wav = work / f"{name}.raw.wav", work / f"{name}.wav"
+    subprocess.run(
+        [shutil.which("espeak-ng") or "espeak-ng", "-v", voice, "-w", str(raw), "--stdin"],
+        input=text.encode(),
+        check=True,
+        timeout=60,
+    )
+    subprocess.run(
+        ["sox", str(raw), "-r", str(rate), "-c", "1", "-b", "16", str(wav)],
+        check=True,
+        timeout=60,
+    )
+    return wav
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -58,16 +58,17 @@ def memorize(store, clips, faces: MatchPolicy = FACES, voices: MatchPolicy = VOI
     return memorizer
 
 
+def video_source(
+    path: str, sha256: str, recorded_at: datetime, duration_s: float = 30.0
+) -> SourceInfo:
+    """A video with sound, ``duration_s`` long, its recording time read from the file."""
+    return SourceInfo(path, sha256, duration_s, True, True, recorded_at, "option")
+
+
 def media_clip(duration_s: float = 30.0) -> Clip:
     """The first clip, ``duration_s`` long, of a video with sound recorded 20 November 2026 10:00 UTC."""
-    source = SourceInfo(
-        "/recordings/test.mp4",
-        "0" * 64,
-        duration_s,
-        True,
-        True,
-        datetime(2026, 11, 20, 10, tzinfo=UTC),
-        "option",
+    source = video_source(
+        "/recordings/test.mp4", "0" * 64, datetime(2026, 11, 20, 10, tzinfo=UTC), duration_s
     )
     return Clip("c0", source, 0, 0.0, duration_s)
 
@@ -78,15 +79,7 @@ def seen_and_heard() -> ClipObservations:
     from llm.images import jpeg_bytes
     from perception.records import FaceObservation, FrameObservation
 
-    source = SourceInfo(
-        "/r.mp4",
-        "0" * 64,
-        30.0,
-        True,
-        True,
-        datetime(2026, 11, 20, 10, tzinfo=UTC),
-        "option",
-    )
+    source = video_source("/r.mp4", "0" * 64, datetime(2026, 11, 20, 10, tzinfo=UTC))
     clip = Clip("c1", source, 0, 0.0, 30.0)
     voice = np.ones(8, np.float32) / np.sqrt(8)
     face = np.eye(8, dtype=np.float32)[0]
@@ -176,3 +169,31 @@ def held(store) -> tuple[int, int]:
     store.catch_up()
     counts = store.count()
     return counts["clips"], counts["memories"]
+
+
+def locomo_file(path, turns, qa=(), sample_id: str = "c1", **more):
+    """A LoCoMo file at ``path`` of one conversation of Ann and Bo: one session on 1 May 2023 of
+    ``turns`` ((speaker, text), numbered D1:1, D1:2, …), its questions ``qa`` (``locomo_question``)
+    and ``more`` of a sample's keys (``event_summary``, ``observation``…); the path."""
+    import json
+
+    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
+    conversation = {
+        "speaker_a": "Ann",
+        "speaker_b": "Bo",
+        "session_1_date_time": "9:00 am on 1 May, 2023",
+        "session_1": session,
+    }
+    sample = {"sample_id": sample_id, "conversation": conversation, **more, "qa": list(qa)}
+    path.write_text(json.dumps([sample]))
+    return path
+
+
+def locomo_question(question: str, answer: str, *evidence: str, category: int = 4) -> dict:
+    """One of a LoCoMo sample's questions, with the dialogue ids of its evidence."""
+    return {
+        "question": question,
+        "answer": answer,
+        "evidence": list(evidence),
+        "category": category,
+    }

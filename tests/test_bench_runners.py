@@ -95,33 +95,14 @@ def test_m3_on_the_real_annotations_reports_coverage_and_keeps_the_cutoffs(
     (videos / "data" / "videos" / "robot" / "living_room_06.mp4").symlink_to(
         m3_mini / "data" / "videos" / "robot" / "mini_robot_01.mp4"
     )  # one video present, under a real id
-    code, f, text = _bench(
-        capsys,
-        "m3",
-        "--annotations",
-        str(m3_file("robot.json")),
-        "--videos",
-        str(videos),
-        "--store",
-        str(stores),
-    )
+    m3 = ("m3", "--annotations", str(m3_file("robot.json")), "--videos", str(videos))
+    code, f, text = _bench(capsys, *m3, "--store", str(stores))
     assert code == 0, text
     assert f["coverage"]["videos"] == 100 and f["coverage"]["videos_found"] == 1
     assert "1 of 100 videos found" in text
     assert f["questions"] == f["coverage"]["questions_covered"] > 0
     assert f["leakage"] == 0.0  # the release's own before_clip values, enforced in the store query
-    code, again, text = _bench(
-        capsys,
-        "m3",
-        "--annotations",
-        str(m3_file("robot.json")),
-        "--videos",
-        str(videos),
-        "--store",
-        str(stores),
-        "--limit",
-        "1",
-    )
+    code, again, text = _bench(capsys, *m3, "--store", str(stores), "--limit", "1")
     assert (
         code == 0 and "0 new clip(s), 4 already stored" in text
     )  # a later run reuses the video's store

@@ -1,14 +1,14 @@
-import json
 import os
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from bench.faults.access_config import toml_text
 from mnemo.config import FREE, PROJECT_RULES, MnemoConfig, load_config
 from mnemo.wiring import faces_backend_name
 
 
-def test_defaults_env_and_toml(tmp_path, monkeypatch):
+def test_defaults_env_andtoml_text(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = load_config()
     assert cfg.perception.clip_s == 30.0 and cfg.graph.store == "./mnemo-data"
@@ -142,16 +142,6 @@ LOOSER = {
 GUARDED = [k for k, rule in PROJECT_RULES.items() if rule is not FREE]
 
 
-def _toml(settings: dict[str, object]) -> str:
-    sections: dict[str, list[str]] = {}
-    for path, value in settings.items():
-        section, key = path.split(".")
-        sections.setdefault(section, []).append(
-            f"{key} = {json.dumps(value)}"
-        )  # JSON scalars and lists are TOML
-    return "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items())
-
-
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     """mnemo run in a downloaded folder: (the user's own config file, the folder's mnemo.toml), unwritten."""
@@ -178,10 +168,10 @@ def test_a_folders_mnemo_toml_cannot_loosen(key, folder, caplog):
     user, project = folder
     trusted, looser = LOOSER[key]
     if trusted is not None:
-        user.write_text(_toml({key: trusted}))
+        user.write_text(toml_text({key: trusted}))
     expected = _get(load_config(), key)
     assert expected != looser
-    project.write_text(_toml({key: looser, "control.top_k": 7}))
+    project.write_text(toml_text({key: looser, "control.top_k": 7}))
     with caplog.at_level("WARNING", logger="mnemo.config"):
         cfg = load_config()
     assert _get(cfg, key) == expected
@@ -195,7 +185,7 @@ def test_a_folders_mnemo_toml_cannot_loosen(key, folder, caplog):
 def test_a_folders_mnemo_toml_may_tighten(folder, caplog):
     user, project = folder
     user.write_text(
-        _toml(
+        toml_text(
             {
                 "graph.retention_days": 30.0,
                 "capture.exclude_classes": ["KeePassXC"],
@@ -206,7 +196,7 @@ def test_a_folders_mnemo_toml_may_tighten(folder, caplog):
         )
     )
     project.write_text(
-        _toml(
+        toml_text(
             {
                 "memorize.redact": ["secrets", "cards", "ibans", "passwords", "emails"],
                 "graph.retention_days": 7.0,
@@ -248,7 +238,7 @@ def test_additions_are_a_union_and_stricter_values_beat_the_environment(
     folder, monkeypatch, caplog
 ):
     folder[1].write_text(
-        _toml(
+        toml_text(
             {
                 "memorize.redact": ["emails"],
                 "graph.retention_days": 7.0,
@@ -274,7 +264,7 @@ def test_additions_are_a_union_and_stricter_values_beat_the_environment(
 def test_the_users_own_folder_and_a_named_file_may_loosen(folder, monkeypatch, caplog):
     user, project = folder
     user.write_text(
-        _toml({"memorize.redact": [], "capture.builtin_exclusions": False, "graph.store": "/s"})
+        toml_text({"memorize.redact": [], "capture.builtin_exclusions": False, "graph.store": "/s"})
     )
     monkeypatch.chdir(user.parent)  # ./mnemo.toml is the user's own config
     with caplog.at_level("WARNING", logger="mnemo.config"):
@@ -286,9 +276,9 @@ def test_the_users_own_folder_and_a_named_file_may_loosen(folder, monkeypatch, c
     )
     assert caplog.records == []
     named = project.with_name("named.toml")
-    named.write_text(_toml({"graph.retention_days": 0.0, "llm.log_prompts": True}))
+    named.write_text(toml_text({"graph.retention_days": 0.0, "llm.log_prompts": True}))
     monkeypatch.setenv("MNEMO_CONFIG", str(named))
     monkeypatch.chdir(project.parent)
-    project.write_text(_toml({"graph.retention_days": 7.0}))
+    project.write_text(toml_text({"graph.retention_days": 7.0}))
     cfg = load_config()  # MNEMO_CONFIG stands for ./mnemo.toml, which is not read
     assert cfg.graph.retention_days == 0.0 and cfg.llm.log_prompts is True

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import run_cli
 from control.digest import build, day_bounds, parse_day, select_moments, week_bounds
+from factories import locomo_file
 from graph import edit_people
 
 MAY_8 = date(2023, 5, 8)
@@ -215,30 +216,20 @@ def test_bench_digest_scores_day_digests_against_the_datasets_events(tmp_path, c
         *filler,
         ("Bo", "I started pottery classes on Monday evening."),
     ]
-    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
-    data = [
-        {
-            "sample_id": "c1",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bo",
-                "session_1_date_time": "9:00 am on 1 May, 2023",
-                "session_1": session,
-            },
-            "event_summary": {
-                "events_session_1": {
-                    "Ann": ["Ann adopts a beagle puppy named Rex."],
-                    "Bo": ["Bo starts pottery classes."],
-                    "date": "1 May, 2023",
-                }
-            },
-            "session_summary": {
-                "session_1_summary": "Ann tells Bo she adopted a puppy, Rex; Bo started pottery."
-            },
-            "qa": [],
-        }
-    ]
-    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    locomo_file(
+        tmp_path / "tiny.json",
+        turns,
+        event_summary={
+            "events_session_1": {
+                "Ann": ["Ann adopts a beagle puppy named Rex."],
+                "Bo": ["Bo starts pottery classes."],
+                "date": "1 May, 2023",
+            }
+        },
+        session_summary={
+            "session_1_summary": "Ann tells Bo she adopted a puppy, Rex; Bo started pottery."
+        },
+    )
     code, out, _ = run_cli(
         capsys, "bench", "digest", "--data", str(tmp_path / "tiny.json"), "--json"
     )

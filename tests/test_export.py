@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import PEOPLE_T0, build_people_store, run_cli
+from conftest import PEOPLE_T0, build_people_store, run_cli, third_people_clip
 
 QUESTIONS = (
     "What did they say about the custard tarts at the bakery in Lisbon?",
@@ -70,21 +70,11 @@ def snapshot(folder: Path) -> dict[str, tuple[int, float, str]]:
 def fuller_people_store(capsys, store):
     """``build_people_store`` with a third clip, forgotten, and two changes to people, one undone:
     every table holds rows."""
-    from graph.rows import ClipRow, Memory, content_id
+    from graph.rows import Memory, content_id
 
     build_people_store(store)
     start = PEOPLE_T0 + 60
-    clip = ClipRow(
-        "people-clip-2",
-        "/recordings/talk.wav",
-        "sha-talk",
-        2,
-        60.0,
-        30.0,
-        start,
-        start + 30,
-        "Bye.",
-    )
+    clip = third_people_clip("Bye.")
     store.commit_clip(
         clip,
         [

@@ -202,27 +202,16 @@ def test_a_filter_that_cannot_be_meant_is_refused_and_nothing_is_deleted(store, 
 
 @pytest.mark.slow  # real audio (the pyannote call) probed and planned
 def test_ingest_does_not_bring_back_a_forgotten_clip(hash_store, sample_wav, monkeypatch):
-    from graph.rows import ClipRow
+    from dataclasses import replace
+
+    from memorize.memorizer import clip_row
+    from perception.records import ClipObservations
     from pipeline.ingest import IngestReport, plan
 
     monkeypatch.setenv("MNEMO_GRAPH__TEXT_EMBEDDER", "hash")
     (job,) = plan([str(sample_wav)], hash_store, progress=lambda _m: None).jobs
-    c = job.clip
-    hash_store.commit_clip(
-        ClipRow(
-            c.clip_id,
-            c.source.path,
-            c.source.sha256,
-            c.index,
-            c.offset_s,
-            c.duration_s,
-            c.start_ts,
-            c.end_ts,
-            "hello",
-        ),
-        [],
-        [],
-    )
+    row = replace(clip_row(ClipObservations(job.clip, (), ())), transcript="hello")
+    hash_store.commit_clip(row, [], [])
     assert forget_cli(hash_store, "--source", str(sample_wav), "--yes")[0] == 0
     assert sample_wav.is_file()  # the user's recording stays
     report = IngestReport()

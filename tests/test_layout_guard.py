@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from conftest import run_python
 from mnemo import layout_guard
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,14 +62,7 @@ def test_a_shadowing_package_first_on_sys_path_is_reported(tmp_path):
         "quick = g.warn_if_shadowed(); again = g.warn_if_shadowed(); "
         "print(json.dumps([g.check_top_level_packages(), quick, again]))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_python(script, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     exact, quick, again = json.loads(done.stdout.strip().splitlines()[-1])
     assert again == []  # once a process

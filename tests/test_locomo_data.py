@@ -9,6 +9,7 @@ import pytest
 
 from bench.datasets.locomo import load, normalize_evidence, parse_session_time
 from bench.metrics import recall_at_k
+from factories import locomo_file, locomo_question
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 
@@ -105,36 +106,14 @@ def test_bench_locomo_ranks_the_evidence_first_among_other_turns(tmp_path, capsy
         ("Bo", "I started pottery classes on Monday."),
     ]
     turns += [("Ann" if i % 2 else "Bo", t) for i, t in enumerate(FILLER)]
-    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
     beagle, pottery = len(FILLER) + 2, len(FILLER) + 3
-    # an id that is no safe path or table name: it must not choose where the store is written
-    data = [
-        {
-            "sample_id": "../../escape me",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bo",
-                "session_1_date_time": "9:00 am on 1 May, 2023",
-                "session_1": session,
-            },
-            "qa": [
-                {
-                    "question": "What breed is Ann's dog?",
-                    "answer": "beagle",
-                    "evidence": [f"D1:{beagle}"],
-                    "category": 4,
-                },
-                {
-                    "question": "What class did Bo start?",
-                    "answer": "pottery",
-                    "evidence": [f"D:1:{pottery}"],
-                    "category": 4,
-                },
-            ],
-        }
+    qa = [
+        locomo_question("What breed is Ann's dog?", "beagle", f"D1:{beagle}"),
+        locomo_question("What class did Bo start?", "pottery", f"D:1:{pottery}"),
     ]
     (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "tiny.json").write_text(json.dumps(data))
+    # an id that is no safe path or table name: it must not choose where the store is written
+    locomo_file(tmp_path / "work" / "tiny.json", turns, qa, sample_id="../../escape me")
     code, out, _ = run_cli(
         capsys,
         "bench",
@@ -166,31 +145,13 @@ def test_baseline_rankings_rank_bm25_and_dense_and_rerun_in_the_same_folder(tmp_
     from bench.locomo import baseline_rankings
     from embeddings.base import build_text_embedder
 
-    session = [
-        {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle called Rex."},
-        {"speaker": "Bo", "dia_id": "D1:2", "text": "I started pottery classes on Monday."},
-        {"speaker": "Ann", "dia_id": "D1:3", "text": "The weather was grey all week."},
+    turns = [
+        ("Ann", "I adopted a beagle called Rex."),
+        ("Bo", "I started pottery classes on Monday."),
+        ("Ann", "The weather was grey all week."),
     ]
-    data = [
-        {
-            "sample_id": "c1",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bo",
-                "session_1_date_time": "9:00 am on 1 May, 2023",
-                "session_1": session,
-            },
-            "qa": [
-                {
-                    "question": "Which pottery classes did Bo start?",
-                    "answer": "pottery",
-                    "evidence": ["D1:2"],
-                    "category": 4,
-                }
-            ],
-        }
-    ]
-    (tmp_path / "l.json").write_text(json.dumps(data))
+    qa = [locomo_question("Which pottery classes did Bo start?", "pottery", "D1:2")]
+    locomo_file(tmp_path / "l.json", turns, qa)
     (conv,) = load(tmp_path / "l.json")
     embedder = build_text_embedder("hash")
     first = baseline_rankings(conv, embedder, tmp_path / "work")

@@ -3,14 +3,13 @@ an ingest process that never loads torch."""
 
 import json
 import os
-import subprocess
-import sys
 
 import cv2
 import numpy as np
 import pytest
 import soundfile as sf
 
+from conftest import run_python
 from perception import onnx_models
 from perception.speech.speaker_resemblyzer import ResemblyzerSpeaker, mel_frames, window_starts
 from perception.vision.image_efficientnet import EfficientNetLite0Images
@@ -144,13 +143,8 @@ def test_an_ingest_on_the_cpu_never_loads_torch(demo_recording, tmp_path, bf16):
     it (which need torch and sentence-transformers, and so transformers). Both kinds of CPU are run
     on any machine (MNEMO_CPU_BF16; the bfloat16 one is emulated, slowly, where the CPU lacks it)."""
     env = dict(os.environ, MNEMO_CPU_BF16=bf16)
-    done = subprocess.run(
-        [sys.executable, "-c", INGEST_WITHOUT_TORCH, str(demo_recording), str(tmp_path / "store")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=env,
+    done = run_python(
+        INGEST_WITHOUT_TORCH, str(demo_recording), str(tmp_path / "store"), cwd=tmp_path, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])

@@ -10,6 +10,7 @@ from datetime import UTC
 import pytest
 
 from conftest import PEOPLE_T0, run_cli
+from factories import locomo_file, locomo_question
 
 
 def _cli(capsys, store, *argv: str):
@@ -190,34 +191,12 @@ def test_bench_locomo_first_person_asks_the_owners_questions_both_ways(tmp_path,
         ("Bo", "I started pottery classes on Monday."),
         *filler,
     ]
-    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
     beagle, pottery = len(filler) + 2, len(filler) + 3
-    data = [
-        {
-            "sample_id": "c1",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bo",
-                "session_1_date_time": "9:00 am on 1 May, 2023",
-                "session_1": session,
-            },
-            "qa": [
-                {
-                    "question": "What breed is Ann's dog?",
-                    "answer": "beagle",
-                    "evidence": [f"D1:{beagle}"],
-                    "category": 4,
-                },
-                {
-                    "question": "What class did Bo start?",
-                    "answer": "pottery",
-                    "evidence": [f"D1:{pottery}"],
-                    "category": 4,
-                },
-            ],
-        }
+    qa = [
+        locomo_question("What breed is Ann's dog?", "beagle", f"D1:{beagle}"),
+        locomo_question("What class did Bo start?", "pottery", f"D1:{pottery}"),
     ]
-    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    locomo_file(tmp_path / "tiny.json", turns, qa)
     code, out, _ = run_cli(
         capsys, "bench", "locomo", "--first-person", "--data", str(tmp_path / "tiny.json"), "--json"
     )

@@ -10,12 +10,19 @@ import sys
 
 import pytest
 
-from conftest import PEOPLE_T0, api_client, people_cli, renames_at_once, run_cli
+from conftest import (
+    PEOPLE_T0,
+    api_client,
+    people_cli,
+    renames_at_once,
+    run_cli,
+    third_people_clip,
+)
 from control.answer import OfflineAnswerer
 from control.people import summarize_people
 from graph import edit_people
 from graph.resolve_people import PeopleError
-from graph.rows import ClipRow, Edge, Entity
+from graph.rows import Edge, Entity
 from mnemo.serve.api import create_app
 from mnemo.serve.service import MemoryService
 
@@ -121,17 +128,7 @@ def test_a_user_name_wins_over_a_later_inferred_one(people_store):
     edit_people.name(people_store, "voice_2", "Carol")
     # a later clip: inference calls character_2 "Bob", having heard voice_2 introduce itself so
     start = PEOPLE_T0 + 60
-    clip = ClipRow(
-        "people-clip-2",
-        "/recordings/talk.wav",
-        "sha-talk",
-        2,
-        60.0,
-        30.0,
-        start,
-        start + 30,
-        "I'm Bob.",
-    )
+    clip = third_people_clip("I'm Bob.")
     renamed = Entity("character_2", "character", PEOPLE_T0, start + 30, [], 2, name="Bob")
     people_store.commit_clip(clip, [], [renamed], [Edge("introduced_as", "voice_2", "name:Bob")])
     assert [

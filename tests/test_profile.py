@@ -10,6 +10,7 @@ import pytest
 
 from conftest import api_client, run_cli
 from control.profile import OTHER, TOPICS, about_themself, build, statements_for, topic_of
+from factories import locomo_file
 from graph import edit_people
 from graph.resolve_people import PeopleError
 
@@ -211,30 +212,16 @@ def tiny_locomo(path):
         *filler,
         ("Bo", "I started pottery classes on Monday evening."),
     ]
-    session = [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)]
-    data = [
-        {
-            "sample_id": "c1",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bo",
-                "session_1_date_time": "9:00 am on 1 May, 2023",
-                "session_1": session,
-            },
-            "observation": {
-                "session_1_observation": {
-                    "Ann": [
-                        ["Ann adopted a beagle puppy named Rex.", "D1:1"],
-                        ["Ann keeps bees.", "D1:3"],
-                    ],
-                    "Bo": [["Bo takes pottery classes.", "D1:14"]],
-                }
-            },
-            "qa": [],
+    observation = {
+        "session_1_observation": {
+            "Ann": [
+                ["Ann adopted a beagle puppy named Rex.", "D1:1"],
+                ["Ann keeps bees.", "D1:3"],
+            ],
+            "Bo": [["Bo takes pottery classes.", "D1:14"]],
         }
-    ]
-    path.write_text(json.dumps(data))
-    return path
+    }
+    return locomo_file(path, turns, observation=observation)
 
 
 @pytest.mark.slow  # the configured text embedder

@@ -131,30 +131,24 @@ def test_ingest_on_a_two_node_cluster_uses_both_nodes_and_equals_the_sequential_
             )
             assert made.returncode == 0, made.stderr
             store = "s3://life/ray-store"
+
+        def ray_start(*flags: str):
+            """``ray start`` of a node of one CPU on the loopback address."""
+            return _netns(
+                loopback_netns,
+                ray,
+                "start",
+                *flags,
+                "--node-ip-address=127.0.0.1",
+                "--num-cpus=1",
+                "--disable-usage-stats",
+                env=env,
+            )
+
         try:
-            head = _netns(
-                loopback_netns,
-                ray,
-                "start",
-                "--head",
-                "--node-ip-address=127.0.0.1",
-                f"--port={port}",
-                "--num-cpus=1",
-                "--include-dashboard=false",
-                "--disable-usage-stats",
-                env=env,
-            )
+            head = ray_start("--head", f"--port={port}", "--include-dashboard=false")
             assert head.returncode == 0, head.stdout + head.stderr
-            node = _netns(
-                loopback_netns,
-                ray,
-                "start",
-                f"--address={address}",
-                "--node-ip-address=127.0.0.1",
-                "--num-cpus=1",
-                "--disable-usage-stats",
-                env=env,
-            )
+            node = ray_start(f"--address={address}")
             assert node.returncode == 0, node.stdout + node.stderr
             nodes = _netns(
                 loopback_netns,

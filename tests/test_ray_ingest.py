@@ -33,29 +33,43 @@ def local_ray():
     ray.shutdown()
 
 
-def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(
-    local_ray, tmp_path, demo_recording, demo_store, policies
-) -> None:
+def _ray_store(tmp_path):
     from embeddings.base import build_text_embedder
-    from graph.compare import differences, table_rows
     from graph.store import Store
+
+    return Store(tmp_path / "ray-store", build_text_embedder("minilm"))
+
+
+def _ingest_ray(paths: list[str], store, policies, **options):
+    """``ingest_ray`` of ``paths`` on two workers, dlib finding the faces, as each test runs it."""
     from mnemo.config import PerceptionConfig
     from mnemo.wiring import perceivers_factory
     from ray_jobs.ingest import ingest_ray
 
+    perceivers = perceivers_factory(PerceptionConfig(faces_backend="dlib"))
+    return ingest_ray(paths, store, perceivers, policies, workers=2, **options)
+
+
+def _dying_here(actor: type[DyingPerceive | PoisonPerceive], marker, die_on: int) -> type:
+    """``actor`` (``DyingPerceive``, ``PoisonPerceive``) told its marker file and its clip, as Ray
+    builds it: sent to the workers by value (they cannot import this test module)."""
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    init = partialmethod(actor.__init__, str(marker), die_on)
+    return type(f"{actor.__name__}Here", (actor,), {"__init__": init})
+
+
+def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(
+    local_ray, tmp_path, demo_recording, demo_store, policies
+) -> None:
+    from graph.compare import differences, table_rows
+
     broken = tmp_path / "broken.mp4"
     broken.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(4000))
-    store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
+    store = _ray_store(tmp_path)
     lines: list[str] = []
-    perceivers = perceivers_factory(PerceptionConfig(faces_backend="dlib"))
-    report = ingest_ray(
-        [str(demo_recording), str(broken)],
-        store,
-        perceivers,
-        policies,
-        workers=2,
-        progress=lines.append,
-    )
+    report = _ingest_ray([str(demo_recording), str(broken)], store, policies, progress=lines.append)
     assert report.clips_new == 2 and [p for p, _ in report.files_failed] == [str(broken)]
     assert report.files_ingested == [str(demo_recording)]
     assert any("2 Ray worker(s)" in line for line in lines)
@@ -64,9 +78,7 @@ def test_ray_ingest_equals_the_sequential_store_and_names_broken_files(
     ray_rows = table_rows(store)
     assert len(ray_rows["memories"]) > 5
 
-    again = ingest_ray(
-        [str(demo_recording)], store, perceivers, policies, workers=2, progress=lines.append
-    )
+    again = _ingest_ray([str(demo_recording)], store, policies, progress=lines.append)
     assert again.clips_new == 0 and again.clips_skipped == 2 and table_rows(store) == ray_rows
 
 
@@ -90,33 +102,13 @@ class DyingPerceive:
 def test_a_perception_worker_killed_mid_clip_is_restarted_and_the_clip_retried(
     local_ray, tmp_path, demo_recording, demo_store, policies
 ):
-    from ray import cloudpickle
-
-    from embeddings.base import build_text_embedder
     from graph.compare import differences
-    from graph.store import Store
-    from mnemo.config import PerceptionConfig
-    from mnemo.wiring import perceivers_factory
-    from ray_jobs.ingest import ingest_ray
 
-    cloudpickle.register_pickle_by_value(
-        sys.modules[__name__]
-    )  # the workers cannot import this test module
     marker = tmp_path / "died"
-    dying = type(
-        "DyingPerceiveHere",
-        (DyingPerceive,),
-        {"__init__": partialmethod(DyingPerceive.__init__, str(marker), 1)},
-    )
-    store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
-    report = ingest_ray(
-        [str(demo_recording)],
-        store,
-        perceivers_factory(PerceptionConfig(faces_backend="dlib")),
-        policies,
-        workers=2,
-        progress=lambda _m: None,
-        actor=dying,
+    dying = _dying_here(DyingPerceive, marker, 1)
+    store = _ray_store(tmp_path)
+    report = _ingest_ray(
+        [str(demo_recording)], store, policies, progress=lambda _m: None, actor=dying
     )
     assert marker.exists()  # a worker did die in the second clip
     assert report.clips_new == 2 and not report.clips_failed
@@ -150,31 +142,14 @@ class PoisonPerceive:
 def test_a_clip_that_keeps_killing_its_worker_fails_alone_and_the_ingest_finishes(
     local_ray, tmp_path, demo_recording, policies
 ) -> None:
-    from ray import cloudpickle
+    from ray_jobs.ingest import MAX_DEATHS
 
-    from embeddings.base import build_text_embedder
-    from graph.store import Store
-    from mnemo.config import PerceptionConfig
-    from mnemo.wiring import perceivers_factory
-    from ray_jobs.ingest import MAX_DEATHS, ingest_ray
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     deaths = tmp_path / "deaths"
-    poison = type(
-        "PoisonPerceiveHere",
-        (PoisonPerceive,),
-        {"__init__": partialmethod(PoisonPerceive.__init__, str(deaths), 0)},
-    )
-    store = Store(tmp_path / "ray-store", build_text_embedder("minilm"))
+    poison = _dying_here(PoisonPerceive, deaths, 0)
+    store = _ray_store(tmp_path)
     lines: list[str] = []
-    report = ingest_ray(
-        [str(demo_recording)],
-        store,
-        perceivers_factory(PerceptionConfig(faces_backend="dlib")),
-        policies,
-        workers=2,
-        progress=lines.append,
-        actor=poison,
+    report = _ingest_ray(
+        [str(demo_recording)], store, policies, progress=lines.append, actor=poison
     )
     assert (
         deaths.read_text().count("died") == MAX_DEATHS
@@ -184,14 +159,7 @@ def test_a_clip_that_keeps_killing_its_worker_fails_alone_and_the_ingest_finishe
     assert path == str(demo_recording) and f"died {MAX_DEATHS} times" in reason
     assert any("skipped" in line and "died" in line for line in lines)
     assert store.count()["clips"] == 1  # the other clip is stored
-    again = ingest_ray(
-        [str(demo_recording)],
-        store,
-        perceivers_factory(PerceptionConfig(faces_backend="dlib")),
-        policies,
-        workers=2,
-        progress=lines.append,
-    )
+    again = _ingest_ray([str(demo_recording)], store, policies, progress=lines.append)
     assert (
         again.clips_new == 1 and store.count()["clips"] == 2
     )  # not poisoned any more: a rerun ingests it

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from factories import video_source
 from memorize.identity import MatchPolicy
 from memorize.memorizer import Memorizer
 from memorize.redact import DEFAULT_KINDS, KINDS, Redactor
@@ -17,7 +18,6 @@ from perception.records import (
     Clip,
     ClipObservations,
     FrameObservation,
-    SourceInfo,
     SpeechTurn,
     TextLine,
     Word,
@@ -90,15 +90,7 @@ CARD, KEY, IBAN = "4111 1111 1111 1111", "AKIAIOSFODNN7EXAMPLE", "GB82 WEST 1234
 
 
 def test_planted_secrets_in_speech_and_on_screen_reach_no_file_of_the_store(hash_store):
-    source = SourceInfo(
-        "/rec/call.mp4",
-        "3" * 64,
-        30.0,
-        True,
-        True,
-        datetime(2026, 5, 1, tzinfo=UTC),
-        "option",
-    )
+    source = video_source("/rec/call.mp4", "3" * 64, datetime(2026, 5, 1, tzinfo=UTC))
     clip = Clip("redact-clip", source, 0, 0.0, 30.0)
     said = f"Sure, my card number is {CARD} and the password is Tr0ub4dor."
     words = tuple(Word(w, 0.3 * i, 0.3 * i + 0.25, 0.9) for i, w in enumerate(said.split()))
@@ -274,15 +266,7 @@ def test_what_an_llm_writer_returns_is_redacted_before_it_is_memorized(hash_stor
     from llm.client import ChatClient
     from memorize.writer_llm import LLMWriter
 
-    source = SourceInfo(
-        "/rec/desk.mp4",
-        "4" * 64,
-        30.0,
-        True,
-        True,
-        datetime(2026, 5, 1, tzinfo=UTC),
-        "option",
-    )
+    source = video_source("/rec/desk.mp4", "4" * 64, datetime(2026, 5, 1, tzinfo=UTC))
     clip = Clip("llm-redact", source, 0, 0.0, 30.0)
     speech = (
         SpeechTurn(

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -210,26 +208,14 @@ def spoken(tmp_path_factory) -> dict[str, np.ndarray]:
     import soundfile
 
     from bench.speech_synth import Voice, check_voices, require_tools
-    from conftest import _fetched
+    from conftest import _fetched, say
 
     _fetched(require_tools, "espeak-ng and sox (sudo apt-get install espeak-ng sox)")
     check_voices([Voice(v, 50, 165) for v, _ in (OWNER, OTHER)])
     work = tmp_path_factory.mktemp("spoken")
     out = {}
     for who, (voice, text) in (("owner", OWNER), ("other", OTHER)):
-        raw, wav = work / f"{who}.raw.wav", work / f"{who}.wav"
-        subprocess.run(
-            [shutil.which("espeak-ng") or "espeak-ng", "-v", voice, "-w", str(raw), "--stdin"],
-            input=text.encode(),
-            check=True,
-            timeout=60,
-        )
-        subprocess.run(
-            ["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(wav)],
-            check=True,
-            timeout=60,
-        )
-        audio, rate = soundfile.read(wav, dtype="float32")
+        audio, rate = soundfile.read(say(text, voice, work, who, RATE), dtype="float32")
         assert rate == RATE
         out[who] = audio
     return out

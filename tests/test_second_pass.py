@@ -4,8 +4,6 @@ heard once the recogniser expects them, and a hint list of any size or script ne
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -26,28 +24,16 @@ LINES = (
 def names_spoken(tmp_path_factory) -> np.ndarray:
     """The two lines spoken one after the other, 16 kHz mono float32, with a pause between."""
     from bench.speech_synth import Voice, check_voices, require_tools
-    from conftest import _fetched
+    from conftest import _fetched, say
 
     _fetched(require_tools, "espeak-ng and sox (sudo apt-get install espeak-ng sox)")
     check_voices([Voice(v, 50, 165) for v, _ in LINES])  # an unknown variant falls back silently
     work = tmp_path_factory.mktemp("names")
     parts = []
     for n, (voice, text) in enumerate(LINES):
-        raw, wav = work / f"{n}.raw.wav", work / f"{n}.wav"
-        subprocess.run(
-            [shutil.which("espeak-ng") or "espeak-ng", "-v", voice, "-w", str(raw), "--stdin"],
-            input=text.encode(),
-            check=True,
-            timeout=60,
-        )
-        subprocess.run(
-            ["sox", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(wav)],
-            check=True,
-            timeout=60,
-        )
         import soundfile
 
-        audio, rate = soundfile.read(wav, dtype="float32")
+        audio, rate = soundfile.read(say(text, voice, work, str(n)), dtype="float32")
         assert rate == 16000
         parts += [audio, np.zeros(16000, dtype=np.float32)]
     return np.concatenate(parts)

@@ -5,7 +5,6 @@ and run that never imports torch."""
 import json
 import os
 import pickle
-import subprocess
 import sys
 import zipfile
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from conftest import run_python
 from perception.onnx_models import cpu_session
 from perception.speech import speaker_resemblyzer as speaker
 from perception.speech.ge2e_graph import build_encoder
@@ -207,13 +207,8 @@ def test_building_and_running_both_graphs_imports_no_torch(tmp_path, sample_wav,
         MNEMO_CACHE=str(tmp_path / "cache"),
         PYTHONPATH=os.pathsep.join([str(guard.parent), *(p for p in sys.path if p)]),
     )
-    done = subprocess.run(
-        [sys.executable, "-c", BUILD_AND_RUN, str(sample_wav), str(opencv_dir / "qtgui.png")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=env,
+    done = run_python(
+        BUILD_AND_RUN, str(sample_wav), str(opencv_dir / "qtgui.png"), cwd=tmp_path, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert not attempts.exists(), attempts.read_text()[-3000:]

@@ -24,13 +24,9 @@ from bench.faults.access_kit import (
 ALLOWED_ORIGIN = "https://notes.example"  # the one --cors-origin the server is started with
 
 
-def forged_hosts(port: int, run: int) -> list[str]:
-    """Host headers a page whose DNS name was rebound to 127.0.0.1 (or a trick of parsing) sends; a
-    few change with each try (``run``)."""
-    import random
-
-    r = random.Random(run)
-    word = "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
+def rebound_hosts(port: int | str) -> list[str]:
+    """Host headers that a server on 127.0.0.1:``port`` answers for none: another name (a DNS name
+    rebound to 127.0.0.1), or a trick of parsing."""
     return [
         "evil.example",
         f"attacker.example:{port}",
@@ -46,6 +42,18 @@ def forged_hosts(port: int, run: int) -> list[str]:
         f"127.0.0.1:{port}/x",
         f"evil.com#@127.0.0.1:{port}",
         "127.0.0.1 evil.com",
+    ]
+
+
+def forged_hosts(port: int, run: int) -> list[str]:
+    """Host headers a page whose DNS name was rebound to 127.0.0.1 (or a trick of parsing) sends; a
+    few change with each try (``run``)."""
+    import random
+
+    r = random.Random(run)
+    word = "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
+    return [
+        *rebound_hosts(port),
         f"localhost.{word}.example:{port}",
         f"{word}.rebind.network:{port}",
         f"mnemo.lan.{word}.example",

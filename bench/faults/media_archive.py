@@ -15,7 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 from bench.faults import Context, Tally
-from bench.faults.media_kit import changed, open_store, snapshot, table_rows
+from bench.faults.media_kit import changed, open_store, record_try, snapshot, table_rows
 
 # ---- export_import --------------------------------------------------------------------------------
 
@@ -200,5 +200,4 @@ def export_import(ctx: Context, tally: Tally) -> None:
         if moved:
             lost += len(moved)
             notes.append(f"the exported store changed: {moved[:3]}")
-        ctx.progress(f"export_import try {n}: {len(notes)} problem(s)")
-        tally.run(lost=lost, orphans=orphans, ok=not notes, note=f"try {n}: " + "; ".join(notes))
+        record_try(ctx, tally, n, lost, orphans, notes)

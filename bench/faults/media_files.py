@@ -19,6 +19,7 @@ from bench.faults.media_kit import (
     changed,
     child_env,
     consistency,
+    record_try,
     run_mnemo,
     snapshot,
     table_rows,
@@ -161,5 +162,4 @@ def corrupt_media(ctx: Context, tally: Tally, mnemo_cmd: Sequence[str] = MNEMO) 
         if moved:
             lost += len(moved)
             notes.append(f"the user's folder changed: {moved}")
-        ctx.progress(f"corrupt_media try {n}: broken {sorted(broken)}; {len(notes)} problem(s)")
-        tally.run(lost=lost, orphans=orphans, ok=not notes, note=f"try {n}: " + "; ".join(notes))
+        record_try(ctx, tally, n, lost, orphans, notes, said=f"broken {sorted(broken)}; ")

@@ -73,6 +73,15 @@ def changed(before: dict, after: dict) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+def record_try(
+    ctx, tally, n: int, lost: int, orphans: int, notes: list[str], said: str = ""
+) -> None:
+    """Try ``n`` of ``tally``'s scenario told (``said`` first) and recorded: it survived when
+    ``notes`` holds no problem."""
+    ctx.progress(f"{tally.scenario} try {n}: {said}{len(notes)} problem(s)")
+    tally.run(lost=lost, orphans=orphans, ok=not notes, note=f"try {n}: " + "; ".join(notes))
+
+
 def open_store(path: Path):
     from embeddings.base import build_text_embedder
     from graph.store import Store

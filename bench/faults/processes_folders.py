@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from bench.faults.processes_kit import (
     OLD,
     changed_files,
     child_env,
+    finished,
     jpeg_photo,
     mnemo_cmd,
     snapshot_tree,
@@ -50,13 +50,11 @@ def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> 
         _users_tree(mine)
         os.chmod(mine, 0o755)
         before = snapshot_tree(mine)
-        run = subprocess.run(
+        run = finished(
             mnemo_cmd(["capture", "--out", str(mine), "--duration", "1s"], prelude),
-            env=child_env(XDG_RUNTIME_DIR=str(ctx.workdir)),
-            cwd=ctx.workdir,
-            capture_output=True,
-            text=True,
-            timeout=120,
+            child_env(XDG_RUNTIME_DIR=str(ctx.workdir)),
+            ctx.workdir,
+            120,
         )
         lost, added = changed_files(before, snapshot_tree(mine))
         refused = run.returncode != 0 and "not empty" in run.stderr and "--out" in run.stderr
@@ -169,14 +167,7 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
         MNEMO_PERCEPTION__IMAGE_BACKEND="none",
         MNEMO_PERCEPTION__OCR_BACKEND="none",
     )
-    run = subprocess.run(
-        mnemo_cmd(["ingest", str(photos), "--store", str(built)]),
-        env=env,
-        cwd=ctx.workdir,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = finished(mnemo_cmd(["ingest", str(photos), "--store", str(built)]), env, ctx.workdir, 600)
     if run.returncode != 0:
         raise RuntimeError(f"`mnemo ingest {photos}` failed: {run.stderr[-800:]}")
     clips = sorted(
@@ -200,14 +191,7 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
         else:
             start, end, gone = clips[0][0] - 86400, clips[0][0] - 3600, []
         window = ["--from", _iso(start), "--to", _iso(end), "--store", str(store_dir)]
-        preview = subprocess.run(
-            mnemo_cmd(["forget", *window], prelude),
-            env=env,
-            cwd=ctx.workdir,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        preview = finished(mnemo_cmd(["forget", *window], prelude), env, ctx.workdir, 300)
         notes = []
         says_kept = (
             (
@@ -221,14 +205,7 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
             notes.append(
                 f"the preview ({which}) did not say it deletes no file of {photos}: {preview.stdout[-300:]}"
             )
-        done = subprocess.run(
-            mnemo_cmd(["forget", *window, "--yes"], prelude),
-            env=env,
-            cwd=ctx.workdir,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = finished(mnemo_cmd(["forget", *window, "--yes"], prelude), env, ctx.workdir, 300)
         if done.returncode != 0:
             notes.append(
                 f"`mnemo forget --yes` failed (exit {done.returncode}): {done.stderr[-300:]}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -27,6 +28,13 @@ def mnemo_cmd(argv: list[str], prelude: str = "") -> list[str]:
         "-c",
         f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main({argv!r}))",
     ]
+
+
+def finished(
+    cmd: list[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``cmd`` run to its end in ``cwd`` with ``env``, its output caught as text."""
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def child_env(**extra: str) -> dict[str, str]:

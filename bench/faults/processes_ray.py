@@ -26,6 +26,7 @@ from bench.faults import Context, Tally, needs
 from bench.faults.processes_kit import (
     child_env,
     describe_pid,
+    finished,
     kill_pids,
     missing_in_ci,
     mnemo_cmd,
@@ -80,13 +81,8 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
         "MNEMO_PERCEPTION__CLIP_S": f"{RAY_CLIP_S:g}",
     }
     sequential = ctx.workdir / "sequential"
-    run = subprocess.run(
-        mnemo_cmd(["ingest", str(recording), "--store", str(sequential)]),
-        env=env,
-        cwd=ctx.workdir,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    run = finished(
+        mnemo_cmd(["ingest", str(recording), "--store", str(sequential)]), env, ctx.workdir, 600
     )
     if run.returncode != 0:
         raise RuntimeError(f"the sequential ingest of {recording} failed: {run.stderr[-800:]}")
@@ -94,7 +90,7 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
     port = _free_port()
     try:
         t0 = time.monotonic()
-        head = subprocess.run(
+        head = finished(
             [
                 str(ray_bin),
                 "start",
@@ -105,11 +101,9 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
                 "--include-dashboard=false",
                 "--disable-usage-stats",
             ],
-            env=env,
-            cwd=ctx.workdir,
-            capture_output=True,
-            text=True,
-            timeout=180,
+            env,
+            ctx.workdir,
+            180,
         )
         if head.returncode != 0:
             raise RuntimeError(f"`ray start --head` failed: {head.stderr[-800:]}")

@@ -154,13 +154,7 @@ def disk_main() -> None:
                 Path(notes),
             )
     except Exception as e:  # the scenario reports it as a try that did not survive
-        found = {
-            "lost": 0,
-            "orphans": 0,
-            "ok": False,
-            "committed": [],
-            "notes": [f"the driver failed: {type(e).__name__}: {e}"],
-        }
+        found = _failed(0, 0, [], [f"the driver failed: {type(e).__name__}: {e}"])
     print(json.dumps(found), flush=True)
 
 
@@ -171,13 +165,7 @@ def fill_disk(disk: Path, filler: int, clips: int, patch: str, reports: Path) ->
     does, once); their reports and output go to ``reports``."""
     got = os.statvfs(disk)
     if got.f_blocks * got.f_frsize > 2 * DISK_MB * 1024 * 1024:
-        return {
-            "lost": 0,
-            "orphans": 0,
-            "ok": False,
-            "committed": [],
-            "notes": [f"{disk} is not the {DISK_MB} MB disk mounted for the test"],
-        }
+        return _failed(0, 0, [], [f"{disk} is not the {DISK_MB} MB disk mounted for the test"])
     with open(disk / "filler", "wb") as fill:
         fill.write(b"\0" * filler)
         os.fsync(fill.fileno())
@@ -189,13 +177,7 @@ def fill_disk(disk: Path, filler: int, clips: int, patch: str, reports: Path) ->
 
     code, report, out = in_child(reports, "full", write, spec)
     if report is None:
-        return {
-            "lost": 0,
-            "orphans": 0,
-            "ok": False,
-            "committed": [],
-            "notes": [f"the writer ended without a report (exit {code}): {out}"],
-        }
+        return _failed(0, 0, [], [f"the writer ended without a report (exit {code}): {out}"])
     committed = report["committed"]
     error = report["error"]
     if error is None:
@@ -213,13 +195,12 @@ def fill_disk(disk: Path, filler: int, clips: int, patch: str, reports: Path) ->
         reports, "read", _read_full, str(store_dir), committed, half if half < clips else -1
     )
     if read is None:
-        return {
-            "lost": 0,
-            "orphans": 0,
-            "ok": False,
-            "committed": committed,
-            "notes": [*notes, f"a reader could not open or read the store (exit {code}): {out}"],
-        }
+        return _failed(
+            0,
+            0,
+            committed,
+            [*notes, f"a reader could not open or read the store (exit {code}): {out}"],
+        )
     lost += len(read["gone"])
     notes += (
         [f"clips committed before the disk filled lost: {read['gone']}"] if read["gone"] else []
@@ -257,22 +238,17 @@ def fill_disk(disk: Path, filler: int, clips: int, patch: str, reports: Path) ->
     )
     code, report, out = in_child(reports, "rerun", write, spec)
     if report is None or report["error"] is not None:
-        return {
-            "lost": lost,
-            "orphans": orphans,
-            "ok": False,
-            "committed": committed,
-            "notes": [*notes, f"the ingest run again failed: {report['error'] if report else out}"],
-        }
+        return _failed(
+            lost,
+            orphans,
+            committed,
+            [*notes, f"the ingest run again failed: {report['error'] if report else out}"],
+        )
     code, problems, out = in_child(reports, "finished", _read_finished, str(store_dir), clips)
     if problems is None:
-        return {
-            "lost": lost,
-            "orphans": orphans,
-            "ok": False,
-            "committed": committed,
-            "notes": [*notes, f"a reader failed after the rerun: {out}"],
-        }
+        return _failed(
+            lost, orphans, committed, [*notes, f"a reader failed after the rerun: {out}"]
+        )
     return {
         "lost": lost + clips_lost(problems),
         "orphans": orphans + len(problems) - clips_lost(problems),
@@ -311,3 +287,8 @@ def _clear(error: dict, store_dir: Path) -> bool:
     return (
         error["oserror"] and error["errno"] == errno.ENOSPC and str(store_dir) in error["message"]
     )
+
+
+def _failed(lost: int, orphans: int, committed: list, notes: list[str]) -> dict:
+    """A try's result when a step of it failed and the rest could not be run."""
+    return {"lost": lost, "orphans": orphans, "ok": False, "committed": committed, "notes": notes}

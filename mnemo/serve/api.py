@@ -17,7 +17,8 @@ import ipaddress
 import logging
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import date, datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -29,24 +30,11 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.rows import MemoryKind
+from mnemo.serve import models
 from mnemo.serve.auth import TOKEN_ENV, Credentials, new_token
 from mnemo.serve.errors import BadRequest, NotFound
 from mnemo.serve.guard import Guard, error_response, normalise_origin, security_headers
 from mnemo.serve.media import MediaGone, clip_media
-from mnemo.serve.models import (
-    AskOut,
-    ChangeOut,
-    ClipOut,
-    DigestOut,
-    ForgetIn,
-    ForgetOut,
-    HealthOut,
-    MemoryOut,
-    PeopleOpOut,
-    PersonOut,
-    ProfileOut,
-    TimelineOut,
-)
 from mnemo.serve.service import MemoryService
 from mnemo.serve.thumbs import drop_forgotten
 from perception.errors import MediaError
@@ -227,13 +215,17 @@ def create_app(
             headers=dict(security_headers(csp)),
         )
 
-    @app.get("/health", response_model=HealthOut, summary="store counts; 200 while the store opens")
+    @app.get(
+        "/health",
+        response_model=models.HealthOut,
+        summary="store counts; 200 while the store opens",
+    )
     def health():
         return service.health()
 
     @app.post(
         "/ask",
-        response_model=AskOut,
+        response_model=models.AskOut,
         summary="answer a question from memory, with citations",
         dependencies=[Depends(json_only)],
     )
@@ -242,7 +234,7 @@ def create_app(
 
     @app.get(
         "/search",
-        response_model=list[MemoryOut],
+        response_model=list[models.MemoryOut],
         summary="hybrid search (vector + full text) over memories",
     )
     def search(
@@ -264,7 +256,7 @@ def create_app(
 
     @app.get(
         "/people",
-        response_model=list[PersonOut],
+        response_model=list[models.PersonOut],
         summary="the people in memory: names and where they came from, voices, faces, clips, a quote",
     )
     def people():
@@ -272,7 +264,7 @@ def create_app(
 
     @app.get(
         "/people/history",
-        response_model=list[PeopleOpOut],
+        response_model=list[models.PeopleOpOut],
         summary="the user's changes to people, oldest first",
     )
     def people_history():
@@ -280,14 +272,17 @@ def create_app(
 
     @app.get(
         "/people/{person}/profile",
-        response_model=ProfileOut,
+        response_model=models.ProfileOut,
         summary="what memory holds about a person: facts with their clips and what they superseded, and "
         "the salient things they said of themself; `me` for you",
     )
     def profile(person: PersonId):
         return service.profile(None if person == "me" else person)
 
-    change: dict[str, Any] = {"response_model": ChangeOut, "dependencies": [Depends(json_only)]}
+    change: dict[str, Any] = {
+        "response_model": models.ChangeOut,
+        "dependencies": [Depends(json_only)],
+    }
 
     @app.post("/people/merge", summary="make two people one", **change)
     def merge_people(body: Annotated[MergeIn, Body()]):
@@ -327,24 +322,26 @@ def create_app(
 
     @app.post(
         "/forget",
-        response_model=ForgetOut,
+        response_model=models.ForgetOut,
         dependencies=[Depends(json_only)],
         summary="forget clips, a time range, a recording, an app, a person or a text: without a nonce "
         "only what would go and a nonce; with that nonce and the same filter, forget",
     )
-    def forget(body: Annotated[ForgetIn, Body()]):
+    def forget(body: Annotated[models.ForgetIn, Body()]):
         return service.forget(body)
 
     @app.get(
         "/clips/{clip_id}",
-        response_model=ClipOut,
+        response_model=models.ClipOut,
         summary="a clip: transcript, screen text, memories",
     )
     def clip(clip_id: Annotated[str, Path(max_length=200)]):
         return service.clip(clip_id)
 
     @app.get(
-        "/timeline", response_model=TimelineOut, summary="clips and their memories in a time range"
+        "/timeline",
+        response_model=models.TimelineOut,
+        summary="clips and their memories in a time range",
     )
     def timeline(
         start: Annotated[
@@ -359,7 +356,7 @@ def create_app(
 
     @app.get(
         "/digest/{period}",
-        response_model=DigestOut,
+        response_model=models.DigestOut,
         summary="what a day or its week held: when, with whom, windows, the salient moments citing clips",
     )
     def digest(
@@ -396,12 +393,8 @@ def create_app(
         ] = None,
     ):
         row = service.clip_row(clip_id)
-        try:
+        with _media_served():
             out = clip_media(row, kind, at)
-        except MediaGone as e:
-            raise HTTPException(404, str(e)) from e
-        except MediaError as e:
-            raise HTTPException(500, str(e)) from e
         return Response(out.data, media_type=out.media_type, headers=private)
 
     pictures: dict[int | str, dict[str, Any]] = {200: {"content": {"image/jpeg": {}}}}
@@ -418,14 +411,10 @@ def create_app(
             float | None, Query(ge=0, description="seconds into the clip; default its middle")
         ] = None,
     ):
-        try:
+        with _media_served(f"clip {clip_id} has no picture: "):
             return Response(
                 service.thumbnail(clip_id, at), media_type="image/jpeg", headers=private
             )
-        except MediaGone as e:
-            raise HTTPException(404, f"clip {clip_id} has no picture: {e}") from e
-        except MediaError as e:
-            raise HTTPException(500, str(e)) from e
 
     @app.get(
         "/face/{person}",
@@ -434,12 +423,8 @@ def create_app(
         responses=pictures,
     )
     def face(person: PersonId):
-        try:
+        with _media_served(f"no face of {person} to show: "):
             return Response(service.face(person), media_type="image/jpeg", headers=private)
-        except MediaGone as e:
-            raise HTTPException(404, f"no face of {person} to show: {e}") from e
-        except MediaError as e:
-            raise HTTPException(500, str(e)) from e
 
     @app.exception_handler(StarletteHTTPException)  # ours, and the router's own 404 and 405
     async def http_error(_request: Request, exc: StarletteHTTPException):
@@ -457,6 +442,18 @@ def create_app(
         return Response(_static(name), media_type=kind)
 
     return app
+
+
+@contextmanager
+def _media_served(gone: str = "") -> Iterator[None]:
+    """Media that cannot be served: 404 when it is gone (``gone`` before the reason), 500 when it
+    could not be decoded."""
+    try:
+        yield
+    except MediaGone as e:
+        raise HTTPException(404, f"{gone}{e}") from e
+    except MediaError as e:
+        raise HTTPException(500, str(e)) from e
 
 
 def _static(name: str) -> str:
