@@ -504,3 +504,27 @@ def test_the_reader_finds_the_tree_through_the_session_bus(env, gtk, monkeypatch
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={env.tmp}/no-bus")
     reader = AccessibilityReader()
     assert reader.window_text(win) is None and reader.why
+
+
+@pytest.mark.serial
+def test_a_window_missed_while_its_application_was_busy_is_read_at_a_later_tick(env, peer):
+    """The capture loop keeps a frame as a page appears; if the browser is busy then, that frame's
+    text is OCR's, and the tree is asked again on the next ticks (the application put aside for
+    ``SHUN_FIRST_S`` first): once it answers, its words are there."""
+    import numpy as np
+
+    from perception.capture.atspi import SHUN_FIRST_S
+    from perception.capture.screen_tree import ScreenText
+    from perception.capture.windows import Rect
+
+    win = peer("busy", "--busy", "1.0")
+    screen = ScreenText(AccessibilityReader())
+    monitor = Rect(0, 0, 1280, 800)
+    gray = np.zeros((800, 1280), np.uint8)
+    assert screen.of_monitor(monitor, win, [win], set(), gray) is None  # busy: left to OCR
+    assert screen.retry(monitor, win, [win], set(), gray) is None  # put aside: not asked yet
+    time.sleep(SHUN_FIRST_S + 0.2)
+    again = screen.retry(monitor, win, [win], set(), gray)
+    assert again is not None and [ln[0] for ln in again["lines"]] == ["node 0", "node 1", "node 2"]
+    assert screen.recovered == 1
+    assert screen.retry(monitor, win, [win], set(), gray) is None  # nothing missed any more

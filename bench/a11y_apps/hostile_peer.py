@@ -14,12 +14,15 @@ Modes:
   lists ``--count`` of them.
 - ``silent``: embedded, it answers nothing more.
 - ``stall``: it answers for its application and frame, then nothing below the frame.
+- ``busy``: a frame of three labels, as a busy application is: from the first call it gets, it
+  answers nothing for ``--busy`` seconds, then everything.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from jeepney import DBusAddress, MessageType, new_error, new_method_call, new_method_return
 from jeepney.io.blocking import open_dbus_connection
@@ -71,6 +74,7 @@ class Peer:
         self.conn = open_dbus_connection(a11y_address())
         self.me = self.conn.unique_name
         self.lie = b""
+        self.first = 0.0  # busy: when the first call came
         if args.mode == "liar":
             refs = [(self.me, f"{NODE}/{k}") for k in range(args.count)]
             self.lie = parse_signature(list("(a(so))")).serialise((refs,), 0, Endianness.little)
@@ -97,6 +101,10 @@ class Peer:
                 continue
             if self.args.mode == "silent":
                 continue
+            if self.args.mode == "busy" and path_of(msg) != ROOT:
+                self.first = self.first or time.monotonic()
+                if time.monotonic() - self.first < self.args.busy:
+                    continue
             path = str(msg.header.fields.get(HeaderFields.path, ""))
             if self.args.mode == "stall" and path.startswith(NODE):
                 continue
@@ -127,7 +135,7 @@ class Peer:
             return [FRAME]
         if mode == "huge":
             return [f"{NODE}/0"] if path == FRAME else []
-        if mode == "liar":
+        if mode in ("liar", "busy"):
             return [f"{NODE}/{k}" for k in range(3)] if path == FRAME else []
         parent = "" if path == FRAME else path.rsplit("/", 1)[1] + "_"
         return [f"{NODE}/{parent}{k}" for k in range(self.args.fanout)]
@@ -184,14 +192,19 @@ class Peer:
         raise LookupError(f"{iface}.{member}")
 
 
+def path_of(msg) -> str:
+    return str(msg.header.fields.get(HeaderFields.path, ""))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("mode", choices=["endless", "huge", "liar", "silent", "stall"])
+    p.add_argument("mode", choices=["endless", "huge", "liar", "silent", "stall", "busy"])
     p.add_argument("--title", default="Hostile Peer")
     p.add_argument("--box", default="100,100,600,400", help="the frame's x,y,width,height")
     p.add_argument("--fanout", type=int, default=8, help="endless: children of every node")
     p.add_argument("--mb", type=float, default=10.0, help="huge: megabytes of text")
     p.add_argument("--count", type=int, default=400_000, help="liar: children listed")
+    p.add_argument("--busy", type=float, default=1.0, help="busy: seconds without an answer")
     args = p.parse_args()
     peer = Peer(args)
     peer.embed()

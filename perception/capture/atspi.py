@@ -78,10 +78,12 @@ NAMED_ROLES = frozenset(
         "row header",
     }
 )
-# an application whose window took this many times the time limit (or never answered) is not asked
-# again for SHUN_S: one slow read a minute, not one a frame
-SHUN_OVER = 2.0
-SHUN_S = 60.0
+# an application whose window did not answer in time, or took this many times the time limit, is
+# not asked again for SHUN_FIRST_S, twice that after each next failure, at most SHUN_MAX_S: a busy
+# moment costs a few seconds of OCR, a hostile application one slow read a minute
+SHUN_OVER = 3.0
+SHUN_FIRST_S = 5.0
+SHUN_MAX_S = 60.0
 # roles whose own text is a summary of their children (reading both would say each line twice)
 CONTAINER_ROLES = frozenset(
     {"application", "frame", "window", "dialog", "filler", "panel", "scroll pane", "viewport"}
@@ -164,7 +166,9 @@ class AccessibilityReader:
         self._bus: Any = None  # a Caller while connected
         self._next_try = 0.0
         self._pids: dict[str, int | None] = {}
-        self._shunned: dict[str, float] = {}  # bus name -> until when it is not asked
+        # bus name -> (until when it is not asked, for how long it was last put aside)
+        self._shunned: dict[str, tuple[float, float]] = {}
+        self.failed = False  # the last window's application did not answer (or is put aside)
         self._asked: list[str] = []  # the applications of the window being read, by its process
         self._said: set[str] = set()  # what was logged once
         self.why = ""  # why the tree cannot be read, while it cannot
@@ -225,6 +229,7 @@ class AccessibilityReader:
     def window_text(self, window: WindowInfo, focused: bool = False) -> WindowText | None:
         """The text the tree shows of ``window``; None when no application on the bus owns it
         (an application without accessibility, a terminal like xterm) or the bus is gone."""
+        self.failed = False
         if not self.available():
             return None
         t0 = time.monotonic()
@@ -240,7 +245,8 @@ class AccessibilityReader:
         except Unanswered as e:
             # the application asked (its window's, known by its process), not asked for a while
             for name in [node.name] if node is not None else self._asked:
-                self._shunned[name] = time.monotonic() + SHUN_S
+                self._shun(name)
+            self.failed = True
             self._say(
                 f"slow:{window.app}",
                 f"{window.app or 'an application'}'s accessibility "
@@ -253,13 +259,20 @@ class AccessibilityReader:
             return None
         text.seconds = time.monotonic() - t0
         if text.seconds > SHUN_OVER * self.limits.time_s:  # a reply too large to read in time
-            self._shunned[node.name] = time.monotonic() + SHUN_S
+            self._shun(node.name)
             self._say(
                 f"big:{window.app}",
                 f"{window.app or 'an application'}'s accessibility tree took "
-                f"{text.seconds:.2f} s to read; it is read by OCR for {SHUN_S:g} s after that",
+                f"{text.seconds:.2f} s to read; it is read by OCR for a while after that",
             )
+        else:
+            self._shunned.pop(node.name, None)
         return text
+
+    def _shun(self, name: str) -> None:
+        last = self._shunned.get(name, (0.0, 0.0))[1]
+        wait = min(SHUN_MAX_S, 2 * last) if last else SHUN_FIRST_S
+        self._shunned[name] = (time.monotonic() + wait, wait)
 
     def _frame_of(
         self, window: WindowInfo, focused: bool, deadline: float
@@ -269,12 +282,16 @@ class AccessibilityReader:
         one when it has focus, else an application's only frame."""
         (apps,) = self._bus.batch([(REGISTRY, ROOT, ACCESSIBLE, "GetChildren", None, ())], deadline)
         now = time.monotonic()
-        refs = [r for r in object_refs(apps) if self._shunned.get(r[0], 0.0) <= now]
+        every = object_refs(apps)
         mine = [
-            r for r in refs if window.pid is not None and self._pid(r[0], deadline) == window.pid
+            r for r in every if window.pid is not None and self._pid(r[0], deadline) == window.pid
         ]
         if window.pid is not None and not mine:
             return None  # its process publishes no tree: never another window's
+        refs = [r for r in every if self._shunned.get(r[0], (0.0, 0.0))[0] <= now]
+        if mine and not (mine := [r for r in mine if r in refs]):
+            self.failed = True  # its application is put aside for now
+            return None
         self._asked = [r[0] for r in mine]
         refs = mine or refs
         heads = self._bus.batch(

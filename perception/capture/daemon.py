@@ -464,6 +464,7 @@ class Capturer:
             None,
         )
         meta = (top.app, top.title) if top is not None else ("", "")
+        text: dict | None = None  # the screen text from the tree, where a retry read it
         if m.last_meta is None:
             reason = "start"
         elif meta != m.last_meta:
@@ -472,6 +473,12 @@ class Capturer:
             reason = "change"
         elif change.changed and had_input:
             reason = "input"
+        elif (
+            self.screen_text is not None
+            and (text := self.screen_text.retry(m.rect, focused_here, windows, set(excluded), gray))
+            is not None
+        ):
+            reason = "tree"  # the same screen, now with the text its busy application held back
         else:
             self.counters.static_ticks += 1
             if now - self.last_heartbeat >= self.cfg.heartbeat_s:
@@ -496,7 +503,10 @@ class Capturer:
             "input": bool(had_input) and reason != "start",
         }  # the first grab is no sign of anyone typing
         if self.screen_text is not None:
-            text = self.screen_text.of_monitor(m.rect, focused_here, windows, set(excluded), gray)
+            if reason != "tree":
+                text = self.screen_text.of_monitor(
+                    m.rect, focused_here, windows, set(excluded), gray
+                )
             if text is not None:
                 side["screen_text"] = text
         return _Kept(m, frame, gray, meta, side, now)

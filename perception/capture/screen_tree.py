@@ -29,6 +29,31 @@ class ScreenText:
         self.frames = 0  # kept frames with screen text from the tree
         self.seconds = 0.0  # spent reading trees (waiting on applications included)
         self.cpu_s = 0.0  # of this process's CPU
+        # monitor -> windows whose application did not answer when a frame of it was kept: their
+        # text is OCR's in that frame, and the tree is asked again at the next ticks (``retry``)
+        self._missed: dict[Rect, set[int]] = {}
+        self.recovered = 0  # frames kept again because a window missed was then read
+
+    def retry(
+        self,
+        monitor: Rect,
+        focused: WindowInfo | None,
+        windows: list[WindowInfo],
+        excluded: set[int],
+        gray: np.ndarray,
+    ) -> dict | None:
+        """On a tick that keeps nothing: when a window of ``monitor`` was missed in the last kept
+        frame (its application busy), its tree is asked again; the screen text, with that window's
+        now, when it answered (the frame is then kept: a page shown once, while its browser was
+        busy, is not left to OCR), else None."""
+        missed = self._missed.get(monitor)
+        if not missed:
+            return None
+        text = self.of_monitor(monitor, focused, windows, excluded, gray)
+        if missed - self._missed.get(monitor, set()):
+            self.recovered += 1
+            return text
+        return None
 
     def of_monitor(
         self,
@@ -46,10 +71,14 @@ class ScreenText:
         t0, c0 = time.perf_counter(), time.thread_time()
         on = [w for w in windows if w.rect is not None and w.rect.intersects(monitor)]
         read: dict[int, WindowText] = {}
+        missed: set[int] = set()
         for w in [w for w in reversed(on) if w.wid not in excluded][:TREE_WINDOWS]:
             got = self._window_text(monitor, w, focused, gray)
             if got is not None and got.rich:
                 read[w.wid] = got
+            elif got is None and self.tree.failed:
+                missed.add(w.wid)
+        self._missed[monitor] = missed
         for wid in set(self._trees) - {w.wid for w in windows}:
             del self._trees[wid]  # closed
         self.seconds += time.perf_counter() - t0
