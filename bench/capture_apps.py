@@ -131,16 +131,18 @@ class AppDesk:
 
 
 def pages_found(
-    search: Callable[[str], list[str]], sentences: dict[int, str]
+    search: Callable[[str], list[str]], sentences: dict[int, str], by: str = "word"
 ) -> tuple[float, list[int]]:
     """Of the pages read (page number: its marker sentence), the share whose marker word is in a
-    memory ``search`` gives for the sentence (the store's search, its first memories' texts), and
-    the pages missed."""
+    memory ``search`` gives (the store's search, its first memories' texts), and the pages missed.
+    ``by`` "word": searched for the page's own word, as a person looks for what only that page
+    said; "sentence": for the whole marker sentence, which every page shares but for its number
+    and its word (a test of ranking among pages alike, more than of what was kept)."""
     if not sentences:
         return 1.0, []
-    missed = [
-        n
-        for n, sentence in sentences.items()
-        if not any(sentence.rsplit(" ", 1)[-1].rstrip(".") in text for text in search(sentence))
-    ]
+    missed = []
+    for n, sentence in sentences.items():
+        word = sentence.rsplit(" ", 1)[-1].rstrip(".")
+        if not any(word in text for text in search(word if by == "word" else sentence)):
+            missed.append(n)
     return round(1 - len(missed) / len(sentences), 4), missed

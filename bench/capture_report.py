@@ -46,6 +46,7 @@ def format_report(f: dict) -> str:
     ]
     if f.get("apps"):
         rows.append(("pages read found by search", f.get("pages_found"), "pages_found"))
+        rows.append(("  by their whole marker sentence", f.get("pages_found_by_sentence"), None))
     what = (
         f"an ordinary hour in {f['minutes']:g} min"
         if f.get("minutes")

@@ -390,10 +390,14 @@ def _pages_found(cfg, figures: dict) -> dict:
     if not figures.get("pages_read"):
         return {}
     store = open_store(cfg.graph, figures.pop("store"))
-    found, missed = pages_found(
-        lambda q: [h.memory.text for h in store.search(q, k=10)], figures.pop("pages_read")
-    )
-    return {"pages_found": found, "pages_missed": missed}
+    pages = figures.pop("pages_read")
+
+    def search(query: str) -> list[str]:
+        return [h.memory.text for h in store.search(query, k=10)]
+
+    found, missed = pages_found(search, pages)
+    by_sentence, _ = pages_found(search, pages, by="sentence")
+    return {"pages_found": found, "pages_missed": missed, "pages_found_by_sentence": by_sentence}
 
 
 def run_capture(args, cfg, progress) -> tuple[dict, int]:

@@ -201,3 +201,23 @@ def test_the_ordinary_hour_is_an_hour_and_ends_locked_and_sway_is_held_to_x11():
     lines = {line.split("  ")[1].strip(): line for line in report.splitlines()[1:]}
     assert "target <= 10: met" in lines["capture + ingest CPU, % of one core"]
     assert "target <= 1000: MISSED" in lines["capture + ingest peak RSS, MB"]
+
+
+def test_a_page_read_is_found_by_its_own_word_and_each_page_has_one(tmp_path):
+    """``pages_found`` asks search for each page's own word (or its whole sentence); a page whose
+    word is in none of the memories search gives is missed. Every page's word differs."""
+    from bench.capture_apps import marker, pages_found, reading_page
+
+    _, sentences = reading_page(tmp_path, 200)
+    assert len({marker(k) for k in range(200)}) == 200
+    stored = [sentences[0], sentences[2]]  # pages 1 and 3 were kept, page 2 was not
+    asked: list[str] = []
+
+    def search(query: str) -> list[str]:
+        asked.append(query)
+        return [t for t in stored if any(w in t for w in query.split())]
+
+    pages = {1: sentences[0], 2: sentences[1], 3: sentences[2]}
+    assert pages_found(search, pages) == (0.6667, [2])
+    assert asked == [marker(0), marker(1), marker(2)]
+    assert pages_found(lambda q: stored, pages, by="sentence") == (0.6667, [2])
