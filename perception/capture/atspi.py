@@ -40,7 +40,16 @@ from perception.capture.a11y_bus import (
     states_of,
     variant_str,
 )
-from perception.capture.windows import Rect, WindowInfo
+from perception.capture.boxes import (
+    area,
+    center_in,
+    clip,
+    inside,
+    line_box,
+    overlap,
+    rect_box,
+)
+from perception.capture.windows import WindowInfo
 
 log = logging.getLogger(__name__)
 
@@ -326,7 +335,7 @@ class AccessibilityReader:
         """Breadth first, a level per round of calls; lines sorted back into document order."""
         lim = self.limits
         level, found = [top], []
-        win_box = _rect_box(window.rect)
+        win_box = rect_box(window.rect)
         chars = 0
         while level:
             if out.nodes + len(level) > lim.nodes:
@@ -351,9 +360,7 @@ class AccessibilityReader:
                     continue
                 if len(got) >= lim.node_chars:
                     out.complete = False
-                shown = (
-                    n.box if win_box is None or _inside(n.box, win_box) else _clip(n.box, win_box)
-                )
+                shown = n.box if win_box is None or inside(n.box, win_box) else clip(n.box, win_box)
                 if got.replace(EMBEDDED, "").strip():
                     spoke.add(n.key)
                 for k, line in enumerate(got.split("\n")):
@@ -361,9 +368,7 @@ class AccessibilityReader:
                     if line and chars < lim.chars:
                         line = line[: lim.chars - chars]
                         chars += len(line)
-                        found.append(
-                            ((*n.key, k), TreeLine(line, n.role, _line_box(shown, k, got)))
-                        )
+                        found.append(((*n.key, k), TreeLine(line, n.role, line_box(shown, k, got))))
                 if chars >= lim.chars:
                     out.complete = False
             for n in level:  # a label or button without text: its name is what it shows
@@ -390,7 +395,7 @@ class AccessibilityReader:
                     and not n.label
                     and _shown(n)
                     and win_box is not None
-                    and _area(n.box) >= PICTURE_SHARE * _area(win_box)
+                    and area(n.box) >= PICTURE_SHARE * area(win_box)
                 ):
                     out.pictures.append(n.box)  # drawn, not described
             if not out.url:
@@ -410,8 +415,8 @@ class AccessibilityReader:
                 out.complete = False
         out.lines = [line for _, line in sorted(found, key=lambda kv: kv[0])]
         if win_box is not None:  # what lies outside the window is not shown (scrolled away)
-            out.lines = [ln for ln in out.lines if _center_in(ln.box, win_box)]
-            out.pictures = [_clip(b, win_box) for b in out.pictures if _overlap(b, win_box)]
+            out.lines = [ln for ln in out.lines if center_in(ln.box, win_box)]
+            out.pictures = [clip(b, win_box) for b in out.pictures if overlap(b, win_box)]
 
     def _describe(self, nodes: list[_Node], window: WindowInfo, deadline: float) -> None:
         calls = []
@@ -476,7 +481,7 @@ class AccessibilityReader:
             total = total if is_int(total) and total > 0 else 0
             spans.append((0, total))
             if total and n.box is not None and _narrowed(n, win_box):
-                x0, y0, x1, y1 = _clip(n.box, win_box) if win_box is not None else n.box
+                x0, y0, x1, y1 = clip(n.box, win_box) if win_box is not None else n.box
                 probe += [
                     (n.name, n.path, TEXT, "GetOffsetAtPoint", "iiu", (x0, y0, self.coords)),
                     (
@@ -575,39 +580,6 @@ def _narrowed(n: _Node, win_box: tuple[int, int, int, int] | None) -> bool:
     lines a scrolled view shows some of (a text view's box is its viewport's, inside the window)."""
     if n.box is None:
         return False
-    if win_box is not None and not _inside(n.box, win_box):
+    if win_box is not None and not inside(n.box, win_box):
         return True
     return bool(n.states >> STATE_MULTI_LINE & 1)
-
-
-def _rect_box(r: Rect | None) -> tuple[int, int, int, int] | None:
-    return None if r is None else (r.x, r.y, r.x + r.width, r.y + r.height)
-
-
-def _area(b: tuple[int, int, int, int]) -> int:
-    return max(0, b[2] - b[0]) * max(0, b[3] - b[1])
-
-
-def _inside(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> bool:
-    return b[0] >= w[0] and b[1] >= w[1] and b[2] <= w[2] and b[3] <= w[3]
-
-
-def _overlap(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> bool:
-    return b[0] < w[2] and w[0] < b[2] and b[1] < w[3] and w[1] < b[3]
-
-
-def _clip(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    return (max(b[0], w[0]), max(b[1], w[1]), min(b[2], w[2]), min(b[3], w[3]))
-
-
-def _center_in(b: tuple[int, int, int, int], w: tuple[int, int, int, int]) -> bool:
-    cx, cy = (b[0] + b[2]) // 2, (b[1] + b[3]) // 2
-    return w[0] <= cx < w[2] and w[1] <= cy < w[3]
-
-
-def _line_box(box: tuple[int, int, int, int], k: int, text: str) -> tuple[int, int, int, int]:
-    """Line ``k`` of a node's text: its share of the node's height (the lines of a text view are
-    of one height; the box is where the line is, for the mask OCR reads around)."""
-    n = text.count("\n") + 1
-    h = (box[3] - box[1]) / n
-    return (box[0], int(box[1] + k * h), box[2], int(box[1] + (k + 1) * h))
