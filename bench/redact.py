@@ -245,13 +245,20 @@ def run_all(redactor=None, progress=lambda _m: None) -> dict:
     out: dict = {"own": run(redactor=redactor, progress=progress)}
     try:
         outside, about = redact_outside.items()
+        before, _ = redact_outside.items(redact_outside.first_capture)
     except redact_outside.OutsideUnavailable as e:
         out["outside"], out["outside_corpus"] = None, {"missing": str(e)}
     else:
         progress(
-            f"outside corpus: {about['items']} secrets of {about['package']} {about['version']}"
+            f"outside corpus: {about['items']} examples of {about['package']} {about['version']}"
         )
-        out["outside"], out["outside_corpus"] = run(outside, [], redactor, progress), about
+        out["outside"] = run([i for i in outside if i.group == "outside"], [], redactor, progress)
+        out["outside_identifiers"] = run(
+            [i for i in outside if i.group == "identifier"], [], redactor, progress
+        )
+        # the scoring before redact_outside.secret_parts, every example's first capture a secret
+        out["outside_first_capture"] = run(before, [], redactor, progress)
+        out["outside_corpus"] = about
     out["look_alikes"] = run([], redact_lookalikes.items(), redactor, progress)
     return out
 
@@ -266,7 +273,17 @@ def figures_of(reports: dict) -> dict:
         "outside": {
             **reports["outside_corpus"],
             **(
-                {k: outside.figures[k] for k in ("secrets", "caught", "recall", "ms_per_kb")}
+                {
+                    **{k: outside.figures[k] for k in ("secrets", "caught", "recall", "ms_per_kb")},
+                    "identifiers": {
+                        "items": reports["outside_identifiers"].secrets,
+                        "redacted": reports["outside_identifiers"].caught,
+                    },
+                    "first_capture": {
+                        k: reports["outside_first_capture"].figures[k]
+                        for k in ("secrets", "caught", "recall")
+                    },
+                }
                 if outside is not None
                 else {}
             ),
@@ -284,8 +301,16 @@ def format_all(reports: dict) -> str:
     else:
         parts += [
             f"\noutside corpus ({about['package']} {about['version']}: {about['rules']} rules, "
-            f"{about['examples']} positive examples, {about['items']} with a secret of visible rules):",
+            f"{about['examples']} positive examples, {about['items']} of visible rules, "
+            f"{reports['outside'].secrets} secrets and {reports['outside_identifiers'].secrets} "
+            "identifiers; the secret is what the rule marks as one, a connection string's password):",
             format_report(reports["outside"], list_missed=40),
+            f"identifiers (rules named for an id, a user name or a plain URL; not counted above): "
+            f"{reports['outside_identifiers'].caught} of {reports['outside_identifiers'].secrets} "
+            "redacted",
+            f"scored as before (each example's first capture, whole connection strings included): "
+            f"{reports['outside_first_capture'].caught} of {reports['outside_first_capture'].secrets} "
+            f"(recall {reports['outside_first_capture'].figures['recall']:.4f})",
         ]
     parts += [
         "\nlook-alikes (ordinary text that looks like a secret):",

@@ -43,6 +43,7 @@ from dataclasses import replace
 from functools import cached_property
 
 from memorize.redact_assignments import assignments
+from memorize.redact_forms import label_value, vault_body
 from memorize.redact_keys import KEY_BLOCK, KEY_END, key_spans, secret_patterns
 from memorize.redact_numbers import cards, ibans
 from memorize.redact_passwords import password_spans
@@ -117,8 +118,8 @@ class Redactor:
     def lines(self, lines: list[str], counts: Counter | None = None) -> list[str]:
         """Lines of one screen, in reading order: each redacted, and those between a private key's
         BEGIN line and its END line (OCR reads a key block as many lines) replaced whole."""
-        out, inside = [], False
-        for line in lines:
+        out, inside, vault = [], False, False
+        for i, line in enumerate(lines):
             if inside and "secrets" in self.kinds:
                 end = KEY_END.search(line)
                 if end is None:
@@ -126,7 +127,19 @@ class Redactor:
                     continue
                 inside = False
                 line = "[secret]" + line[end.end() :]
+            vault = "secrets" in self.kinds and i > 0 and vault_body(lines[i - 1], line, vault)
+            if vault:  # an Ansible Vault's body, line by line
+                out.append("[secret]")
+                if counts is not None:
+                    counts["secret"] += 1
+                continue
             redacted = self.text(line, counts)
+            # a settings page's label on one line, its value alone on the next ("API Secret")
+            if i and "secrets" in self.kinds and (span := label_value(lines[i - 1], line)):
+                if redacted == line:
+                    redacted = line[: span[0]] + "[secret]" + line[span[1] :]
+                    if counts is not None:
+                        counts["secret"] += 1
             if "secrets" in self.kinds:
                 begins = [m for m in KEY_BLOCK.finditer(line)]
                 inside = bool(begins) and not KEY_END.search(line, begins[-1].start())

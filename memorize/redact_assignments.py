@@ -92,7 +92,7 @@ _CODE_VALUE = re.compile(
 _SEPARATED = re.compile(r"[^a-z0-9]+")
 
 
-def _secret_name(key: str) -> bool:
+def secret_name(key: str) -> bool:
     """Whether a name holds a secret by its last word(s): DB_PASSWORD, apiKey, X-Auth-Token,
     aws_secret_access_key, secret_key_base; not max_tokens, token_type, primary_key, PWD=/home/…"""
     words = [w.lower() for w in _KEY_WORDS.findall(key)]
@@ -137,7 +137,7 @@ def is_value(value: str) -> bool:
     """A value worth hiding: not a mask, a placeholder, a reference or a flag word."""
     bare = value.strip("\"'`")
     return (
-        bool(bare)
+        any(c.isalnum() for c in bare)  # "()" of "credentials = () =>" is code, not a value
         and bare.lower() not in _NOT_VALUES
         and not _PLACEHOLDER.fullmatch(bare)
         and not (bare == value and _CODE_VALUE.fullmatch(value))
@@ -173,7 +173,7 @@ def assignments(text: str) -> list[tuple[int, int, str]]:
                 out.append((colon + 1, end, "password"))
             pos = max(pos, end)
             continue
-        if not _secret_name(key):
+        if not secret_name(key):
             continue
         if m.group("q") and m.group("sep") is None:
             continue  # "password" followed by a space in a sentence
@@ -182,7 +182,9 @@ def assignments(text: str) -> list[tuple[int, int, str]]:
         query = m.start() > 0 and text[m.start() - 1] in "?&"
         end = value_end(text, start, query)
         value = text[start:end]
-        if value.lower() in _SCHEMES:  # Authorization: Basic dXNlcjpwYXNz
+        if value.lower() in _SCHEMES or (  # Authorization: Basic dXNlcjpwYXNz, SSWS 00QC…
+            key.lower() == "authorization" and value.isalpha() and len(value) <= 12
+        ):
             rest = start + len(value)
             while rest < len(text) and text[rest] in " \t":
                 rest += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from memorize.redact_forms import form_spans
 from memorize.token_rules import keyword_spans, seed_phrase_spans, token_spans
 
 # detect-secrets detectors left out: a public IP address is not a key; and those whose patterns
@@ -51,7 +52,7 @@ _MORE_SECRETS = tuple(
 )
 # a JWT, signature included (detect-secrets' lazy match stopped before it), starting only where a
 # token starts so a long run of "eyJ" is read once
-_JWT = re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?")
+_JWT = re.compile(r"(?<![A-Za-z0-9-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?")
 # private keys, the body with its header (detect-secrets matches the BEGIN line alone), dashes as
 # OCR reads them; a block without its END runs to the end of the text, and over a screen's later
 # lines (Redactor.lines)
@@ -81,7 +82,7 @@ _SPLIT_KEY = re.compile(
 # what OCR splits off the end of a long key ("…HNGj2q-I RCP saNtE FBA A | pbcopy"): short pieces of
 # key characters that are not a lower-case word
 _KEY_TAIL = re.compile(r" (?P<piece>[A-Za-z0-9_-]{1,8})(?=\s|$)")
-_BEARER = re.compile(r"(?i)(?<![\w-])bearer\s+(?P<value>[A-Za-z0-9._~+/-]+=*)")
+_BEARER = re.compile(r"(?i)(?<![\w-])bearer:?\s+(?P<value>[A-Za-z0-9._~+/-]+=*)")
 # what OCR split off a bearer token ("…R-xf. NrcYdS6R9'"): pieces of token characters with a digit,
 # or with a capital after a small letter, that are not a word
 _BEARER_TAIL = re.compile(r"\s+(?=[A-Za-z._~+/-]*\d|[A-Z]*[a-z]+[A-Z])[A-Za-z0-9._~+/-]{4,}=*")
@@ -166,7 +167,7 @@ def key_spans(text: str, patterns: list[tuple[re.Pattern, bool]]) -> list[tuple[
                 for start, end in [m.span(1 if value_group and m.group(1) else 0)]
             ]
     found += _split_keys(text, patterns)
-    found += token_spans(text) + keyword_spans(text)
+    found += token_spans(text) + keyword_spans(text) + form_spans(text)
     found += seed_phrase_spans(text)
     found += [(m.start(), m.end()) for m in KEY_BLOCK.finditer(text)]
     found += [m.span("value") for m in _URL_PASSWORD.finditer(text)]

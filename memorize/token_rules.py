@@ -8,11 +8,11 @@ Rust engine that scans at well under a millisecond a kilobyte). The rules are re
 on the first text that needs them, from a compiled copy in ``$MNEMO_CACHE/kingfisher-rules``.
 
 ``keyword_spans`` adds what scanners only do for a service they know: a value that a credential
-keyword or a command-line flag names, whatever the service ("scaleway token 56bd4fd9-…",
-``-Password VMware1!``, ``wechat.key = 9bdae…``, ``TOLGEE_PAT=tgpat_…``), with or without ``=`` or
+keyword or a command-line flag names, whatever the service ("scaleway token 3f9c27ab-…",
+``-Password VMware1!``, ``wechat.key = e4a17…``, ``TOLGEE_PAT=tgpat_…``), with or without ``=`` or
 ``:``; the line formats of credential files (``.pgpass``; ``.netrc``, ``.my.cnf``, ``.pypirc``,
 AWS credentials and kubeconfig name theirs by keyword); and a wallet's recovery phrase
-(``seed_phrase_spans``). The value must look like a secret (``_secret_like``: long enough, and of mixed kinds of
+(``seed_phrase_spans``). The value must look like a secret (``secret_like``: long enough, and of mixed kinds of
 characters or high entropy), so "the key to the house" or "token ring" stays readable.
 """
 
@@ -71,24 +71,28 @@ def token_spans(text: str) -> list[tuple[int, int]]:
 # wechat.key, TOLGEE_PAT), then what may stand between it and the value
 _KEYWORD = re.compile(
     r"(?i)(?:(?<=[\w.-])[_.-]|(?<![\w])|(?<=[a-z0-9])(?=(?-i:[A-Z]))"
-    r"|(?<=[a-z])(?=(?:key|token|secret)(?![a-z])))"  # a compound: secretkey, seckey, authtoken
+    # a compound: secretkey, seckey, authtoken, cpassword
+    r"|(?<=[a-z])(?=(?:key|token|secret|password)(?![a-z])))"
     r"(?P<name>pass(?:word|wd|phrase|code)?|pwd|secret|token|api[_-]?key|key|pat|auth|credentials?"
-    r"|private[_-]?key|access[_-]?key|client[_-]?secret|certificate)"
-    r"(?![a-z])[\w.-]{0,12}?"  # a suffix: _id, 1, .value
-    r"\\?[\"']?\s{0,3}(?:[:=]{1,2}>?|=>|\s)\s{0,3}\\?[\"'`]?"
-    r"(?P<value>[^\s\"'`,;]{6,200})"
+    r"|private[_-]?key|access[_-]?key|client[_-]?secret|certificate|bearer|hec)"
+    r"(?![a-z])[\w.-]{0,12}?(?: \d{1,2})?"  # a suffix: _id, 1, .value, " 2" (Unseal Key 2)
+    # a subscript's closing quote and bracket: api_key['api-secret-key'] = …
+    # a value on the next line of YAML or code ("access_token:\n    'ya29…'")
+    r"\\?[\"']?\]?\s{0,3}(?:[:=]{1,2}>?|=>|\s)[ \t]{0,3}(?:\n[ \t]{0,12})?\\?(?P<quote>[\"'`]?)"
+    r"(?P<value>[^\s\"'`,;]{6,4000})"
 )
+_CALL_VALUE = re.compile(r"[\w.]+[(\[]")
+_UUID_VALUE = re.compile(r"[0-9A-Za-z]{8}(?:-[0-9A-Za-z]{4}){3}-[0-9A-Za-z]{12}")
 _PASSWORD_NAME = re.compile(r"(?i)pass(?:word|wd|phrase|code)?|pwd")
+_NETRC_LOGIN = re.compile(r"(?i)\blogin\s+\S+\s+$")
 # a service's token that the rule set does not know: a short lower-case prefix, "_" or "-", and a
 # long random body ("jina_c1758c6f…", "org_9ce0e9…", "secret-test-IJ7z…"); not a publishable key
 # (pk_live_…, pub-…), which is meant to be seen
 _PREFIXED = re.compile(
-    r"(?<![\w.-])(?!pk[_-]|pub)[A-Za-z][A-Za-z0-9]{1,11}(?:[._-][A-Za-z0-9]{1,11}){0,3}[._-]"
+    r"(?<![\w.-])(?!pk[_-]|pub)[A-Za-z][A-Za-z0-9]{1,15}(?:[._-][A-Za-z0-9]{1,15}){0,3}[._-]"
     r"(?P<body>[A-Za-z0-9]{16,300}(?:[_-]+[A-Za-z0-9]+)*={0,2})(?![\w+/=.-])"
 )
-# a password's hash in crypt(3) form ($2a$12$…, $5$rounds=5000$…, $6$salt$…): a password can be
-# found again from it
-_CRYPT = re.compile(r"(?<![\w$])\$(?:1|2[abxy]?|5|6|y|argon2(?:id|i|d))\$[^\s\"']{8,200}")
+_HEX = re.compile(r"[0-9a-fA-F]{32,}")
 # a password in code and commands: PowerShell's SecureString and credential, SQL's IDENTIFIED BY,
 # schtasks' /rp, and an XML element named for a password (<password>…</password>, unattend.xml's
 # <AdministratorPassword><Value>…</Value>)
@@ -109,12 +113,12 @@ _FLAG = re.compile(
 )
 
 
-def _entropy(value: str) -> float:
+def entropy(value: str) -> float:
     counts = Counter(value)
     return -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
 
 
-def _secret_like(value: str, flagged: bool = False) -> bool:
+def secret_like(value: str, flagged: bool = False) -> bool:
     """Whether ``value`` reads as a secret rather than a word: at least 8 characters (4 after a
     password flag) of letters with digits or symbols, or 16 and more of high entropy."""
     if value.lower() in {"true", "false", "null", "none", "required", "optional", "<redacted>"}:
@@ -126,8 +130,8 @@ def _secret_like(value: str, flagged: bool = False) -> bool:
     if flagged and len(value) >= 4 and kinds >= 2:
         return True
     if len(value) >= 8 and re.search(r"\d", value) and re.search(r"[A-Za-z]", value):
-        return kinds >= 2 and _entropy(value) >= 2.5
-    return len(value) >= 16 and _entropy(value) >= 3.5
+        return kinds >= 2 and entropy(value) >= 2.5
+    return len(value) >= 16 and entropy(value) >= 3.5
 
 
 SEED_WORDS = 12  # the shortest BIP-39 recovery phrase
@@ -168,45 +172,60 @@ def seed_phrase_spans(text: str) -> list[tuple[int, int]]:
 
 def keyword_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each secret-like value a credential keyword or flag names (module doc), and
-    of the forms no rule set names a service for: a prefixed random token, a password's hash, HTTP
-    Basic credentials and a token as a URL's user."""
-    out = [m.span() for m in _CRYPT.finditer(text)]
-    out += [
+    of the forms no rule set names a service for: a prefixed random token, HTTP Basic credentials and
+    a token as a URL's user."""
+    out = [
         m.span("value")
         for m in _PGPASS.finditer(text)
-        if _secret_like(m.group("value"), flagged=True)
+        if secret_like(m.group("value"), flagged=True)
     ]
     for m in _IN_CODE.finditer(text):
         group = next(g for g in ("value", "rp", "xml") if m.group(g))
-        if _secret_like(m.group(group), flagged=True):
+        if secret_like(m.group(group), flagged=True):
             out.append(m.span(group))
     out += [
         m.span("value")
         for p in (_BASIC, _URL_TOKEN)
         for m in p.finditer(text)
-        if _secret_like(m.group("value"))
+        if secret_like(m.group("value"))
     ]
     out += [
         m.span()
         for m in _PREFIXED.finditer(text)
-        if _secret_like(m.group("body"))
-        and _entropy(m.group("body")) >= 3.5
+        if secret_like(m.group("body"))
+        # 32 random hex digits reach 3.4 and more; other alphabets 3.5
+        and entropy(m.group("body")) >= (3.0 if _HEX.fullmatch(m.group("body")) else 3.5)
         and re.search(r"\d", m.group("body"))
         and re.search(r"[A-Za-z]", m.group("body"))
     ]
     for m in _FLAG.finditer(text):
         group = "value" if m.group("value") else "attached"
-        if _secret_like(m.group(group).rstrip(".,;)"), flagged=True):
+        if secret_like(m.group(group).rstrip(".,;)"), flagged=True):
             out.append(m.span(group))
-    for m in _KEYWORD.finditer(text):
+    pos = 0
+    # one search after another, the next from the value of one not taken: "PublicKey = [Server's
+    # public key]\nPresharedKey = …" must still read the second name with its own value
+    while (k := _KEYWORD.search(text, pos)) is not None:
+        pos = k.start("value")
         if (
-            text[max(0, m.start("name") - 7) : m.start("name")]
+            text[max(0, k.start("name") - 7) : k.start("name")]
             .lower()
             .rstrip(" _-")
             .endswith("public")
         ):
             continue  # a public key is meant to be seen
-        value = m.group("value").rstrip(".,;)")
-        if _secret_like(value):
-            out.append((m.start("value"), m.start("value") + len(value)))
+        value = k.group("value").rstrip(".,;)")
+        if _CALL_VALUE.match(value):
+            continue  # code that makes the credential: TSC.PersonalAccessTokenAuth(…
+        # a password's quoted literal (Gradle's ``password "…"``), a line that is only a password
+        # and its value (.netrc's), and a UUID after a credential's name are secrets at any entropy
+        password = _PASSWORD_NAME.fullmatch(k.group("name")) is not None
+        look = max(0, k.start("name") - 200)  # bounded: a long line read once, not once a name
+        before = text[text.rfind("\n", look, k.start("name")) + 1 or look : k.start("name")]
+        flagged = password and (
+            bool(k.group("quote")) or not before.strip() or _NETRC_LOGIN.search(before) is not None
+        )
+        if secret_like(value, flagged=flagged) or _UUID_VALUE.fullmatch(value):
+            out.append((k.start("value"), k.start("value") + len(value)))
+            pos = k.end()
     return out

@@ -23,17 +23,17 @@ from memorize.redact import Redactor
         ),
         # a keyword and a value, without "=" or ":"
         (
-            "scaleway token 56bd4fd9-f2db-b40d-a2b4-bfde7fab5ed3",
-            "56bd4fd9-f2db-b40d-a2b4-bfde7fab5ed3",
+            "scaleway token 3f9c27ab-6e41-d8b0-c5a7-90e2d41bf6c8",
+            "3f9c27ab-6e41-d8b0-c5a7-90e2d41bf6c8",
         ),
-        ("wechat.key = 9bdaebb9594bff61b28073d91213af23", "9bdaebb9594bff61b28073d91213af23"),
+        ("wechat.key = e4a17c0b93d58f26a1b7c39e0d4f5a62", "e4a17c0b93d58f26a1b7c39e0d4f5a62"),
         (
-            'decryptionKey="8A9BE8FD67AF6979E7D20198CFEA50DD3D987AAAAD7FA14C"',
-            "8A9BE8FD67AF6979E7D20198CFEA50DD",
+            'decryptionKey="C3D91A7E04B6F528E1A9D7C3B50F2E8A46D1C7B39E05A2F8"',
+            "C3D91A7E04B6F528E1A9D7C3B50F2E8A",
         ),
         (
-            '"\\"awsSecretKey\\":\\"3lyTWqHMt5UySny2drdPYheRTEzrNux8Cn5JWFHL\\","',
-            "3lyTWqHMt5UySny2drdPYheRTEzrNux8Cn5JWFHL",
+            '"\\"awsSecretKey\\":\\"q7Rt2LmZk9XvB4nWc8HpJ3sYd6FgA1eUo5TiKx0N\\","',
+            "q7Rt2LmZk9XvB4nWc8HpJ3sYd6FgA1eUo5TiKx0N",
         ),
         # a password after a flag, spaced, attached, or PowerShell's
         ("Connect-VIServer -Server vc01 -User admin -Password VMware1!", "VMware1!"),
@@ -41,24 +41,24 @@ from memorize.redact import Redactor
         ("psql --password hunter42x db", "hunter42x"),
         # forms no service names: a prefixed token, a password's hash, Basic credentials, a URL's user
         (
-            "TOLGEE_PAT=tgpat_1sv7jfqkcfanhv7fsff49tbedffm2jptusg5ngcp4e98nc7ijhq7",
-            "tgpat_1sv7jfqkcfanhv7fsff49tbedffm2",
+            "TOLGEE_PAT=tgpat_8m2kq7vzx4r9tn3w6bfh5yce1dpg0jsa2u8lk4q7zr3m",
+            "tgpat_8m2kq7vzx4r9tn3w6bfh5yce1dpg0",
         ),
         (
-            "root:$6$qoE2letU$wWPRl.PVczjzeMVgjiA8LLy2nOyZbf7Amj3qLIL978o18gbMySdKZ7uepq9tmMQXxyT:19000",
-            "$6$qoE2letU$wWPRl.PVczjzeMVgjiA8LLy2nOyZ",
+            "root:$6$Vb7kQ2nm$Hq3LrT9xWcZp1Ns6YfGd0KjE4uAo8BvMi5Rt2Xs7Ue9Lw3Qa6Zc1Nd8Fg4Hj0Kp5:19000",
+            "$6$Vb7kQ2nm$Hq3LrT9xWcZp1Ns6YfGd0KjE4uAo",
         ),
         (
-            "headers['Authorization'] = 'Basic WnVtemZzcjptdWxtIHhyenJ6aQ=='",
-            "WnVtemZzcjptdWxtIHhyenJ6aQ==",
+            "headers['Authorization'] = 'Basic bWFydGE6bHVuZXMtZnJlc2EtNw=='",
+            "bWFydGE6bHVuZXMtZnJlc2EtNw==",
         ),
-        ("GEMFURY_URL=https://Toqq8z53AbKDYmGcTgRb:@pypi.fury.io/myorg", "Toqq8z53AbKDYmGcTgRb"),
+        ("GEMFURY_URL=https://Rk4vX9pQ2mZt7LwB8cYd:@pypi.fury.io/acme", "Rk4vX9pQ2mZt7LwB8cYd"),
         # a password in code and commands
         ('$pw = ConvertTo-SecureString "P@ssw0rd123" -AsPlainText -Force', "P@ssw0rd123"),
         ("CREATE USER 'admin'@'%' IDENTIFIED BY 'secret123'", "secret123"),
         ("schtasks /create /tn Backup /ru admin /rp P@ssw0rd", "P@ssw0rd"),
-        ("<AdministratorPassword><Value>MyPlainTextPassword</Value>", "MyPlainTextPassword"),
-        ("<password>Pr0d_D3pl0y!</password>", "Pr0d_D3pl0y!"),
+        ("<AdministratorPassword><Value>Lantern-Ochre-42</Value>", "Lantern-Ochre-42"),
+        ("<password>Gr4nite_Fjord!</password>", "Gr4nite_Fjord!"),
         # credential files' lines and a wallet's recovery phrase
         ("db.example.com:5432:orders:app:Xk9mP2qR8s", "Xk9mP2qR8s"),
         ("machine api.example.com login ana password 7cc938e45e63", "7cc938e45e63"),
