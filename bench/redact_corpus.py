@@ -14,7 +14,7 @@ import base64
 import random
 import string
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 ALNUM = string.ascii_letters + string.digits
@@ -371,52 +371,43 @@ KEY_BLOCK_KINDS = (
 )
 
 
+def _planted(form: str, group: str, template: str, value: str) -> Item:
+    """One line: ``template`` (``{{``, ``}}`` for braces) with the secret ``value`` for ``{v}``."""
+    line = template.replace("{{", "{").replace("}}", "}").replace("{v}", value)
+    return Item(form, group, (line,), (value,))
+
+
+def _written(
+    rng: random.Random,
+    per_form: int,
+    forms: Sequence[tuple[str, Callable[[str], str]]],
+    group: str,
+    sentences: tuple[str, ...],
+    draw: Callable[[random.Random], str],
+) -> list[Item]:
+    """``per_form`` numbers drawn for each form, written its way, in ``sentences`` in turn."""
+    return [
+        _planted(form, group, sentences[k % len(sentences)], write(draw(rng)))
+        for form, write in forms
+        for k in range(per_form)
+    ]
+
+
 def secrets(rng: random.Random, per_form: int = 3) -> list[Item]:
-    items = []
-    for form, group, template, make in FORMS:
-        for _ in range(per_form):
-            value = make(rng)
-            items.append(
-                Item(
-                    form,
-                    group,
-                    (template.replace("{v}", value).replace("{{", "{").replace("}}", "}"),),
-                    (value,),
-                )
-            )
-    for name, make in KEYS.items():
-        for k in range(per_form):
-            value = make(rng)
-            items.append(
-                Item(
-                    name,
-                    "service-key",
-                    (KEY_SENTENCES[(k + len(name)) % len(KEY_SENTENCES)].replace("{v}", value),),
-                    (value,),
-                )
-            )
-    for form, write in CARD_FORMS:
-        for k in range(per_form):
-            value = write(_card(rng))
-            items.append(
-                Item(
-                    form,
-                    "card",
-                    (CARD_SENTENCES[k % len(CARD_SENTENCES)].replace("{v}", value),),
-                    (value,),
-                )
-            )
-    for form, write in IBAN_FORMS:
-        for k in range(per_form):
-            value = write(_iban(rng))
-            items.append(
-                Item(
-                    form,
-                    "iban",
-                    (IBAN_SENTENCES[k % len(IBAN_SENTENCES)].replace("{v}", value),),
-                    (value,),
-                )
-            )
+    items = [
+        _planted(form, group, template, make(rng))
+        for form, group, template, make in FORMS
+        for _ in range(per_form)
+    ]
+    items += [
+        _planted(
+            name, "service-key", KEY_SENTENCES[(k + len(name)) % len(KEY_SENTENCES)], make(rng)
+        )
+        for name, make in KEYS.items()
+        for k in range(per_form)
+    ]
+    items += _written(rng, per_form, CARD_FORMS, "card", CARD_SENTENCES, _card)
+    items += _written(rng, per_form, IBAN_FORMS, "iban", IBAN_SENTENCES, _iban)
     for kind in KEY_BLOCK_KINDS:
         body = [_s(rng, B64, 64) for _ in range(4)] + [_s(rng, B64, 20) + "=="]
         begin, end = f"-----BEGIN {kind}-----", f"-----END {kind}-----"
@@ -582,10 +573,18 @@ BENIGN: list[tuple[str, Callable[[random.Random], str]]] = [
 ]
 
 
+def plain(
+    rng: random.Random,
+    forms: Sequence[tuple[str, Callable[[random.Random], str]]],
+    group: str,
+    per_form: int,
+) -> list[Item]:
+    """``per_form`` items of each of ``forms`` (a name and a maker of text with no secret in it)."""
+    return [Item(form, group, (make(rng),), ()) for form, make in forms for _ in range(per_form)]
+
+
 def benign(rng: random.Random, per_form: int = 4) -> list[Item]:
-    return [
-        Item(form, "benign", (make(rng),), ()) for form, make in BENIGN for _ in range(per_form)
-    ]
+    return plain(rng, BENIGN, "benign", per_form)
 
 
 def corpus(seed: int = 42, per_form: int = 3) -> tuple[list[Item], list[Item]]:

@@ -13,7 +13,7 @@ import random
 import string
 import uuid
 
-from bench.redact_corpus import Item, _hex, _s
+from bench.redact_corpus import Item, _hex, _s, plain
 
 
 def _isbn13(rng: random.Random) -> str:
@@ -83,7 +83,4 @@ FORMS = (
 
 def items(seed: int = 7, per_form: int = 8) -> list[Item]:
     """``per_form`` look-alikes of each form, the same for the same seed."""
-    rng = random.Random(seed)
-    return [
-        Item(form, "look-alike", (make(rng),), ()) for form, make in FORMS for _ in range(per_form)
-    ]
+    return plain(random.Random(seed), FORMS, "look-alike", per_form)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from memorize.redact_assignments import is_value, secret_name
-from memorize.token_rules import entropy, secret_like
+from memorize.token_rules import SETTING, entropy, secret_like
 
 # a login or connect call: which string argument is the secret depends on the verb
 _CALL = re.compile(
@@ -247,6 +247,6 @@ def label_value(label: str, line: str) -> tuple[int, int] | None:
     if len(label) > 60 or not _LABEL.match(label):
         return None
     m = _VALUE_LINE.match(line)
-    if m is None or not secret_like(m.group("value")):
-        return None
+    if m is None or not secret_like(m.group("value")) or SETTING.match(m.group("value")):
+        return None  # not a value, or a setting of its own (.my.cnf's "password=\nhost=db…")
     return m.span("value")

@@ -11,9 +11,11 @@ on the first text that needs them, from a compiled copy in ``$MNEMO_CACHE/kingfi
 keyword or a command-line flag names, whatever the service ("scaleway token 3f9c27ab-…",
 ``-Password VMware1!``, ``wechat.key = e4a17…``, ``TOLGEE_PAT=tgpat_…``), with or without ``=`` or
 ``:``; the line formats of credential files (``.pgpass``; ``.netrc``, ``.my.cnf``, ``.pypirc``,
-AWS credentials and kubeconfig name theirs by keyword); and a wallet's recovery phrase
-(``seed_phrase_spans``). The value must look like a secret (``secret_like``: long enough, and of mixed kinds of
-characters or high entropy), so "the key to the house" or "token ring" stays readable.
+AWS credentials and kubeconfig name theirs by keyword; ``.git-credentials``, ``.npmrc`` and docker's
+``config.json`` fall to the URL-password and assignment rules too: ``tests/test_credential_files.py``
+tries each whole); and a wallet's recovery phrase (``seed_phrase_spans``). The value must look like
+a secret (``secret_like``: long enough, and of mixed kinds of characters or high entropy), so "the
+key to the house" or "token ring" stays readable.
 """
 
 from __future__ import annotations
@@ -85,6 +87,13 @@ _CALL_VALUE = re.compile(r"[\w.]+[(\[]")
 _UUID_VALUE = re.compile(r"[0-9A-Za-z]{8}(?:-[0-9A-Za-z]{4}){3}-[0-9A-Za-z]{12}")
 _PASSWORD_NAME = re.compile(r"(?i)pass(?:word|wd|phrase|code)?|pwd")
 _NETRC_LOGIN = re.compile(r"(?i)\blogin\s+\S+\s+$")
+# a name whose value is on the next line: after ":" or "=" ("access_token:\n  'ya29…'"), or after a
+# label's line of words alone ("API Secret\n…"); not after a line that only ends with the name
+# ("# host:port:db:user:password\n…"), nor where the next line is a setting of its own (.my.cnf's
+# "password=\nhost=db…": no value, the client asks for one)
+_LABEL_LINE = re.compile(r"[\w .-]{0,40}")
+# (a name, ":" or "=", and something after it on the line: a base64 value's "=" ends its line)
+SETTING = re.compile(r"[A-Za-z_][\w.-]{0,60}[ \t]*[:=](?=[ \t]*[^\s:=])")
 # a service's token that the rule set does not know: a short lower-case prefix, "_" or "-", and a
 # long random body ("jina_c1758c6f…", "org_9ce0e9…", "secret-test-IJ7z…"); not a publishable key
 # (pk_live_…, pub-…), which is meant to be seen
@@ -222,6 +231,12 @@ def keyword_spans(text: str) -> list[tuple[int, int]]:
         password = _PASSWORD_NAME.fullmatch(k.group("name")) is not None
         look = max(0, k.start("name") - 200)  # bounded: a long line read once, not once a name
         before = text[text.rfind("\n", look, k.start("name")) + 1 or look : k.start("name")]
+        gap = text[k.end("name") : k.start("value")]
+        if "\n" in gap and (
+            SETTING.match(text, k.start("value"))
+            or not (re.search("[:=]", gap) or _LABEL_LINE.fullmatch(before))
+        ):
+            continue
         flagged = password and (
             bool(k.group("quote")) or not before.strip() or _NETRC_LOGIN.search(before) is not None
         )

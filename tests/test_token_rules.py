@@ -70,6 +70,8 @@ from memorize.redact import Redactor
             "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJ",
             "LS0tLS1CRUdJTiBSU0EgUFJJ",
         ),
+        # a label's line and its value on the next line, in one text
+        ("Signing Secret\n9c41e7b02fa85d3c6e19b7a4d0f28c53", "9c41e7b02fa85d3c6e19b7a4d0f28c53"),
         (
             "backup words: glass quote struggle head robot exclude people suggest script meadow truth marriage",
             "struggle head robot exclude people suggest",
@@ -104,6 +106,10 @@ def test_a_secret_in_a_form_no_one_listed_is_redacted(text, secret):
         "We walked along the river and found a small wooden boat near the old bridge today",
         "glass quote struggle head robot exclude people",
         "self.getUserProfileSettingsManager().refresh()",
+        # a line that only ends with a credential's name, and a name with no value (the client
+        # asks): the next line is not their value
+        "# host:port:database:user:password\ndb01.lindenhof.example:5432:orders",
+        "[client]\npassword=\nhost=db02.lindenhof.example",
     ],
 )
 def test_a_look_alike_stays_as_it_was(text):
