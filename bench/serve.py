@@ -241,11 +241,9 @@ def summary(figures: dict) -> dict:
 
 
 def add_arguments(parser) -> None:
-    """``mnemo bench serve``'s own options."""
-    parser.add_argument(
-        "--memories",
-        type=int,
-        default=1_000_000,
-        metavar="N",
-        help="synthetic memories in the large store (default 1000000; 0: the demo store alone)",
+    """``mnemo bench serve``'s own options: ``bench store``'s, for the large store."""
+    from bench import store
+
+    store.add_arguments(
+        parser, "synthetic memories in the large store (default 1000000; 0: the demo store alone)"
     )

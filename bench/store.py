@@ -229,12 +229,7 @@ def format_report(figures: dict) -> str:
     )
 
 
-def add_arguments(parser) -> None:
-    """``mnemo bench store``'s own options."""
-    parser.add_argument(
-        "--memories",
-        type=int,
-        default=1_000_000,
-        metavar="N",
-        help="how many synthetic memories (default 1000000)",
-    )
+def add_arguments(parser, memories: str = "how many synthetic memories (default 1000000)") -> None:
+    """``mnemo bench store``'s own options (``mnemo bench serve``'s too, for its large store, with
+    its own help for ``--memories``)."""
+    parser.add_argument("--memories", type=int, default=1_000_000, metavar="N", help=memories)

@@ -19,8 +19,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from perception.weights import cache_root, require, usable_cpus
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,36 @@ def require_torch_runtime(
             f'[perception] device = "{device}"',
             'or set device = "cpu" or "auto" (the CPU, in ONNX Runtime)',
         )
+
+
+def forward_pass(
+    runtime: str,
+    device: str,
+    setting: str,
+    graph: Callable[[], Path],
+    network: Callable[[str], Any],
+    needs: tuple[str, ...],
+    what: str,
+) -> tuple[Callable[[np.ndarray], list[np.ndarray]], str]:
+    """A network's forward pass (a numpy batch in, its numpy outputs out) on ``device`` (resolved),
+    and the runtime it runs in: ONNX Runtime on the CPU where ``use_onnx`` says so (``graph()``: the
+    model's ONNX file, ``cached_export``'s), else torch (``network(device)``: the module, called in
+    inference mode; ``needs``: the packages it takes besides torch; ``what``: what it is, for the
+    error that says to install them)."""
+    if use_onnx(runtime, device, setting):
+        session = cpu_session(graph())
+        name = session.get_inputs()[0].name
+        return (lambda x: session.run(None, {name: x})), "onnx"
+    require(needs, "torch", f"{what} on {device}")
+    torch = load_torch(f"{what} on {device}")
+    module = network(device)
+
+    def run(x: np.ndarray) -> list[np.ndarray]:
+        with torch.inference_mode():
+            out = module(torch.from_numpy(x).to(device))
+            return [t.cpu().numpy() for t in (out if isinstance(out, tuple) else (out,))]
+
+    return run, "torch"
 
 
 def onnx_model(graph, producer: str):

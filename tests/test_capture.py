@@ -24,12 +24,8 @@ pytestmark = pytest.mark.slow
 
 
 @contextmanager
-def capturing(desktop: Desktop, out: Path, budget_bytes: int = 0, **cfg):
-    """A capturer on a thread; yields it while it runs."""
-    c = CaptureConfig(out=str(out), **{"interval_s": 0.5, "idle_after_s": 3600.0, **cfg})
-    capturer = Capturer(
-        c, CaptureStore(out, budget_bytes=budget_bytes), display_name=desktop.display
-    )
+def running(capturer: Capturer, join_s: float = 10.0):
+    """``capturer`` run on a thread; yields it once it has ticked (or paused), stops it after."""
     thread = threading.Thread(target=capturer.run)
     thread.start()
     try:
@@ -37,7 +33,22 @@ def capturing(desktop: Desktop, out: Path, budget_bytes: int = 0, **cfg):
         yield capturer
     finally:
         capturer.stop()
-        thread.join(timeout=10)
+        thread.join(timeout=join_s)
+
+
+def quick_config(out: Path, **cfg) -> CaptureConfig:
+    """The tests' capture config: a grab every 0.5 s, never idle, then ``cfg``."""
+    return CaptureConfig(out=str(out), **{"interval_s": 0.5, "idle_after_s": 3600.0, **cfg})
+
+
+@contextmanager
+def capturing(desktop: Desktop, out: Path, budget_bytes: int = 0, **cfg):
+    """A capturer on a thread; yields it while it runs."""
+    store = CaptureStore(out, budget_bytes=budget_bytes)
+    with running(
+        Capturer(quick_config(out, **cfg), store, display_name=desktop.display)
+    ) as capturer:
+        yield capturer
 
 
 def _until(cond, timeout: float = 10.0) -> None:
@@ -94,12 +105,23 @@ def test_sidecars_follow_focus_and_titles(desktop, tmp_path):
     assert cap.counters.written == len(images(out))
 
 
-def _region(out: Path, box: tuple[int, int, int, int]) -> np.ndarray:
+def region(out: Path, box: tuple[int, int, int, int]) -> np.ndarray:
     """The newest stored image's pixels inside box (x, y, w, h), as grey levels."""
     img = cv2.imread(str(images(out)[-1]), cv2.IMREAD_GRAYSCALE)
     assert img is not None
     x, y, w, h = box
     return img[y : y + h, x : x + w]
+
+
+def excluded_then_kept(cap, desktop, out: Path, work, text: str) -> None:
+    """With an excluded window focused, frames are excluded (three at least) and none is stored;
+    then, ``work`` focused and ``text`` typed there, one is (X11 and sway alike)."""
+    _until(lambda: cap.counters.excluded >= 3)
+    assert images(out) == [], "a frame was stored while the excluded window had focus"
+    desktop.focus(work)
+    desktop.type(text)
+    _until(lambda: len(images(out)) >= 1)
+    time.sleep(1.0)
 
 
 @pytest.mark.parametrize("rule", ["class", "title", "private"])
@@ -121,18 +143,13 @@ def test_excluded_window_never_stored_and_blacked_out(desktop, tmp_path, rule):
         "exclude_titles": ["^salary review"] if rule == "title" else [],
     }
     with capturing(desktop, out, **cfg) as cap:
-        _until(lambda: cap.counters.excluded >= 3)
-        assert images(out) == [], "a frame was stored while the excluded window had focus"
-        desktop.focus(work)
-        desktop.type("hello")
-        _until(lambda: len(images(out)) >= 1)
-        time.sleep(1.0)
+        excluded_then_kept(cap, desktop, out, work, "hello")
     assert all(s["app"] != "SecretApp" and s["window"] != title for s in sidecars(out))
     x, y, w, h = desktop.geometry(secret)
-    inner = _region(out, (x + 4, y + 4, w - 8, h - 8))
+    inner = region(out, (x + 4, y + 4, w - 8, h - 8))
     assert inner.max() <= 12, "the excluded window's pixels are visible in the stored image"
     wx, wy, ww, wh = desktop.geometry(work)
-    assert _region(out, (wx, wy, ww, wh)).mean() > 100, (
+    assert region(out, (wx, wy, ww, wh)).mean() > 100, (
         "the focused window should be stored as it is"
     )
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +69,16 @@ def _recorder(tmp_path: Path, gate=lambda: "", cipher=None) -> AudioRecorder:
     return AudioRecorder(store, gate, clip_s=CLIP_S, min_speech_s=1.0)
 
 
+@contextmanager
+def _started(tmp_path: Path, **kw) -> Iterator[AudioRecorder]:
+    """A recorder (``_recorder``'s) started, and stopped when the block ends."""
+    rec = _recorder(tmp_path, **kw).start()
+    try:
+        yield rec
+    finally:
+        rec.stop()
+
+
 def _recording(rec: AudioRecorder) -> bool:
     streams = rec.status()["streams"]
     return all(s["state"] == "recording" for s in streams.values())
@@ -82,8 +94,7 @@ def test_each_stream_keeps_its_own_speech(pulse, tmp_path):
     slot with speech once, on the grid, with a sidecar that says its stream, device and speech."""
     owner = _espeak(tmp_path / "owner.wav", OWNER)
     far = _espeak(tmp_path / "far.wav", "Thanks, the numbers look good to me.", "en-gb")
-    rec = _recorder(tmp_path).start()
-    try:
+    with _started(tmp_path) as rec:
         _until(lambda: _recording(rec), what="both streams recording")
         pulse.play(owner, MIC_FEED)
         _finished(rec)
@@ -91,8 +102,6 @@ def test_each_stream_keeps_its_own_speech(pulse, tmp_path):
         assert mid["mic"] and not mid["out"]
         pulse.play(far, CALL_SINK)
         _finished(rec)
-    finally:
-        rec.stop()
     found = _sounds(tmp_path / "out")
     assert found["mic"] == mid["mic"] and found["out"]
     for stream, paths in found.items():
@@ -124,8 +133,7 @@ def test_silence_noise_and_music_store_nothing(pulse, tmp_path):
     )
     beat = np.sin(2 * np.pi * 60 * t) * np.exp(-((t * 4) % 1) * 8)
     music = _wav(tmp_path / "music.wav", 0.15 * np.asarray(chords) + 0.3 * beat)
-    rec = _recorder(tmp_path).start()
-    try:
+    with _started(tmp_path) as rec:
         _until(lambda: _recording(rec), what="both streams recording")
         for wav in (noise, music):
             a = pulse.play(wav, CALL_SINK, wait=False)
@@ -133,8 +141,6 @@ def test_silence_noise_and_music_store_nothing(pulse, tmp_path):
             a.wait(30)
             b.wait(30)
         _finished(rec)
-    finally:
-        rec.stop()
     assert _sounds(tmp_path / "out") == {"mic": [], "out": []}
     status = rec.status()["streams"]
     assert status["out"]["slots_silent"] >= 4 and status["mic"]["slots_silent"] >= 4
@@ -146,8 +152,7 @@ def test_a_closed_gate_keeps_nothing_and_says_why(pulse, tmp_path):
     sound alone does the same."""
     why = ["the screen is locked"]
     speech = _espeak(tmp_path / "s.wav", OWNER)
-    rec = _recorder(tmp_path, gate=lambda: why[0]).start()
-    try:
+    with _started(tmp_path, gate=lambda: why[0]) as rec:
         _until(lambda: rec.status()["streams"]["mic"]["device"] == MIC, what="mic found")
         status = rec.status()
         assert not status["recording"]
@@ -176,16 +181,13 @@ def test_a_closed_gate_keeps_nothing_and_says_why(pulse, tmp_path):
         assert rec.status()["recording"]
         pulse.play(speech, CALL_SINK)
         _finished(rec)
-    finally:
-        rec.stop()
     assert _sounds(tmp_path / "out")["out"]
 
 
 def test_it_follows_the_default_and_waits_for_a_device_that_went(pulse, tmp_path):
     """A new default sink is followed; a microphone that goes away pauses its stream saying so,
     and it records again once a microphone is back; the other stream goes on meanwhile."""
-    rec = _recorder(tmp_path).start()
-    try:
+    with _started(tmp_path) as rec:
         _until(lambda: _recording(rec), what="both streams recording")
         pulse.pactl("load-module", "module-null-sink", "sink_name=headset")
         pulse.pactl("set-default-sink", "headset")
@@ -206,15 +208,12 @@ def test_it_follows_the_default_and_waits_for_a_device_that_went(pulse, tmp_path
         speech = _espeak(tmp_path / "s.wav", OWNER)
         pulse.play(speech, MIC_FEED)
         _finished(rec)
-    finally:
-        rec.stop()
     assert _sounds(tmp_path / "out")["mic"]
 
 
 def test_a_server_restart_pauses_then_resumes(pulse, tmp_path):
     speech = _espeak(tmp_path / "s.wav", OWNER)
-    rec = _recorder(tmp_path).start()
-    try:
+    with _started(tmp_path) as rec:
         _until(lambda: _recording(rec), what="both streams recording")
         pulse.kill()
         _until(
@@ -226,8 +225,6 @@ def test_a_server_restart_pauses_then_resumes(pulse, tmp_path):
         _until(lambda: _recording(rec), timeout_s=30, what="recording again")
         pulse.play(speech, CALL_SINK)
         _finished(rec)
-    finally:
-        rec.stop()
     assert _sounds(tmp_path / "out")["out"]
 
 
@@ -235,13 +232,10 @@ def test_encrypted_sound_and_sidecar(pulse, tmp_path):
     from cryptography.fernet import Fernet
 
     cipher = Fernet(Fernet.generate_key())
-    rec = _recorder(tmp_path, cipher=cipher).start()
-    try:
+    with _started(tmp_path, cipher=cipher) as rec:
         _until(lambda: _recording(rec), what="both streams recording")
         pulse.play(_espeak(tmp_path / "s.wav", OWNER), CALL_SINK)
         _finished(rec)
-    finally:
-        rec.stop()
     (path, *_) = _sounds(tmp_path / "out")["out"]
     assert path.name.endswith(".ogg.enc")
     assert b"OggS" not in path.read_bytes()[:64] and b"opus" not in sidecar_of(path).read_bytes()
@@ -262,15 +256,12 @@ def test_no_microphone_is_not_taken_for_one(tmp_path, monkeypatch):
         for key in ("PULSE_SERVER", "PULSE_RUNTIME_PATH", "PULSE_STATE_PATH", "PULSE_COOKIE"):
             monkeypatch.setenv(key, server.env[key])
         assert server.pactl("get-default-source").endswith(".monitor")
-        rec = _recorder(tmp_path).start()
-        try:
+        with _started(tmp_path) as rec:
             _until(
                 lambda: rec.status()["streams"]["out"]["state"] == "recording", what="out records"
             )
             _until(lambda: rec.status()["streams"]["mic"]["state"] == "paused", what="mic paused")
             assert rec.status()["streams"]["mic"]["why"].startswith("no microphone")
-        finally:
-            rec.stop()
     finally:
         server.close()
 

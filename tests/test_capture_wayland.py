@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +15,23 @@ from pathlib import Path
 import cv2
 import psutil
 import pytest
-from test_capture import _settled, _until, images, sidecars, static_then_typed, typed_until_grabbed
+from test_capture import (
+    _settled,
+    _until,
+    excluded_then_kept,
+    images,
+    quick_config,
+    region,
+    running,
+    sidecars,
+    static_then_typed,
+    typed_until_grabbed,
+)
 from test_capture_cli import ask_once_ingested, inside_one_clip
 
 from bench.waydesktop import Sway
 from conftest import unavailable
 from mnemo.capture_cli import WATCHER_NICE
-from perception.capture.config import CaptureConfig
 from perception.capture.daemon import Capturer
 from perception.capture.session import open_desktop
 from perception.capture.storage import CaptureStore
@@ -33,23 +42,9 @@ pytestmark = pytest.mark.slow
 @contextmanager
 def capturing(sway: Sway, out: Path, env: dict | None = None, **cfg):
     """A capturer of the sway session on a thread; yields it while it runs."""
-    c = CaptureConfig(out=str(out), **{"interval_s": 0.5, "idle_after_s": 3600.0, **cfg})
-    capturer = Capturer(c, CaptureStore(out), desktop=open_desktop(env=env or sway.env))
-    thread = threading.Thread(target=capturer.run)
-    thread.start()
-    try:
-        _until(lambda: capturer.counters.ticks > 0 or capturer.state == "paused")
-        yield capturer
-    finally:
-        capturer.stop()
-        thread.join(timeout=15)
-
-
-def _region(out: Path, box: tuple[int, int, int, int]):
-    img = cv2.imread(str(images(out)[-1]), cv2.IMREAD_GRAYSCALE)
-    assert img is not None
-    x, y, w, h = box
-    return img[y : y + h, x : x + w]
+    desktop = open_desktop(env=env or sway.env)
+    with running(Capturer(quick_config(out, **cfg), CaptureStore(out), desktop=desktop), 15) as c:
+        yield c
 
 
 def test_sidecars_follow_focus_and_titles(sway, tmp_path):
@@ -93,19 +88,14 @@ def test_excluded_window_never_stored_and_blacked_out(sway, tmp_path, rule):
         "exclude_titles": ["^salary review"] if rule == "title" else [],
     }
     with capturing(sway, out, **cfg) as cap:
-        _until(lambda: cap.counters.excluded >= 3)
-        assert images(out) == [], "a frame was stored while the excluded window had focus"
-        sway.focus(work)
-        sway.type("hello world")
-        _until(lambda: len(images(out)) >= 1)
-        time.sleep(1.0)
+        excluded_then_kept(cap, sway, out, work, "hello world")
     assert all(s["app"] != "bank.app" and "Salary" not in s["window"] for s in sidecars(out))
     x, y, w, h = sway.rect(secret)
-    assert _region(out, (x, y - 20, w, h + 20)).max() <= 12, (
+    assert region(out, (x, y - 20, w, h + 20)).max() <= 12, (
         "the excluded window's pixels (or its title bar) are visible in the stored image"
     )
     wx, wy, ww, wh = sway.rect(work)
-    assert _region(out, (wx, wy, min(ww, 400), 40)).max() > 100, "the work window's text is gone"
+    assert region(out, (wx, wy, min(ww, 400), 40)).max() > 100, "the work window's text is gone"
 
 
 def test_an_xwayland_window_is_excluded_by_its_x11_class(sway, tmp_path):

@@ -39,6 +39,29 @@ def dev_file() -> Path:
     return _fetched(fetch, "LoCoMo dev file")
 
 
+def _spoken_bench(capsys, bench: str, *options: str) -> tuple[dict, str, str]:
+    """``mnemo bench BENCH --spoken OPTIONS --json`` on the first session of the dev file's first
+    conversation, which must succeed: its JSON line, stdout and stderr."""
+    from conftest import run_cli
+
+    code, out, err = run_cli(
+        capsys,
+        "bench",
+        bench,
+        "--spoken",
+        "--data",
+        str(dev_file()),
+        "--sessions",
+        "1",
+        "--conversations",
+        "1",
+        *options,
+        "--json",
+    )
+    assert code == 0, err
+    return json.loads(out.strip().splitlines()[-1]), out, err
+
+
 @pytest.fixture(scope="module")
 def speech_tools() -> str:
     from bench.speech_synth import require_tools
@@ -324,26 +347,9 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
     spoken) through rendering, `mnemo ingest`'s path, the planner and the text path."""
     from bench.datasets.locomo import load
     from bench.speech_synth import render_conversation
-    from conftest import run_cli
 
     data = dev_file()
-    code, out, err = run_cli(
-        capsys,
-        "bench",
-        "locomo",
-        "--spoken",
-        "--data",
-        str(data),
-        "--sessions",
-        "1",
-        "--conversations",
-        "1",
-        "--first-person",
-        "--contacts",
-        "--json",
-    )
-    assert code == 0, err
-    owners = json.loads(out.strip().splitlines()[-1])
+    owners, out, err = _spoken_bench(capsys, "locomo", "--first-person", "--contacts")
     # Caroline as the owner, marked on the person her voice became; her questions asked both ways
     assert owners["owners"]["conv-26"]["speaker"] == "Caroline" and owners["owner_missing"] == 0
     assert owners["owners"]["conv-26"]["person"] is not None
@@ -420,23 +426,8 @@ def test_bench_locomo_spoken_on_the_first_session_of_one_dev_conversation(capsys
 def test_bench_profile_spoken_on_the_first_session_of_one_dev_conversation(capsys, speech_tools):
     """Each speaker's profile from the spoken store against the observation facts of the session,
     beside the text path's."""
-    from conftest import run_cli
 
-    code, out, err = run_cli(
-        capsys,
-        "bench",
-        "profile",
-        "--spoken",
-        "--data",
-        str(dev_file()),
-        "--sessions",
-        "1",
-        "--conversations",
-        "1",
-        "--json",
-    )
-    assert code == 0, err
-    figures = json.loads(out.strip().splitlines()[-1])
+    figures, out, _ = _spoken_bench(capsys, "profile")
     assert figures["people"] == 2 and figures["facts"] >= 2 and figures["unmapped_people"] == 0
     assert 0.0 <= figures["fact_recall"] <= 1.0 and 0.0 < figures["text_fact_recall"] <= 1.0
     assert {p["speaker"] for p in figures["per_person"]} == {"Caroline", "Melanie"}

@@ -45,40 +45,38 @@ def _edges(*rows) -> list[Edge]:
     ]
 
 
+def _named(people: dict[str, set[str]], *rows) -> dict[str, str]:
+    """The names ``Naming`` gives ``people`` (character -> voices) on the edges of ``rows``."""
+    return Naming(_edges(*rows)).decide(people)
+
+
 def test_a_name_needs_agreeing_evidence_and_nothing_against_it():
     people = {"character_1": {"voice_1"}, "character_2": {"voice_2"}}
-    assert Naming(_edges(("addressed_as", "voice_1", "Ann", 1))).decide(people) == {
-        "character_1": ""
-    }
-    assert Naming(_edges(("addressed_as", "voice_1", "Ann", 2))).decide(people) == {
-        "character_1": "Ann"
-    }
-    assert Naming(_edges(("introduced_as", "voice_1", "Ann", 1))).decide(people) == {
-        "character_1": "Ann"
-    }
+    assert _named(people, ("addressed_as", "voice_1", "Ann", 1)) == {"character_1": ""}
+    assert _named(people, ("addressed_as", "voice_1", "Ann", 2)) == {"character_1": "Ann"}
+    assert _named(people, ("introduced_as", "voice_1", "Ann", 1)) == {"character_1": "Ann"}
     # two names heard about equally: none
-    assert Naming(
-        _edges(("addressed_as", "voice_1", "Ann", 2), ("addressed_as", "voice_1", "Bea", 2))
-    ).decide(people) == {"character_1": ""}
+    assert _named(
+        people, ("addressed_as", "voice_1", "Ann", 2), ("addressed_as", "voice_1", "Bea", 2)
+    ) == {"character_1": ""}
     # a name twice as supported as all others together wins over misheard ones; less does not
-    assert Naming(
-        _edges(
-            ("addressed_as", "voice_1", "Ann", 7),
-            ("addressed_as", "voice_1", "Mary", 1),
-            ("addressed_as", "voice_1", "Bea", 2),
-        )
-    ).decide(people) == {"character_1": "Ann"}
-    assert Naming(
-        _edges(("addressed_as", "voice_1", "Ann", 3), ("addressed_as", "voice_1", "Bea", 2))
-    ).decide(people) == {"character_1": ""}
+    assert _named(
+        people,
+        ("addressed_as", "voice_1", "Ann", 7),
+        ("addressed_as", "voice_1", "Mary", 1),
+        ("addressed_as", "voice_1", "Bea", 2),
+    ) == {"character_1": "Ann"}
+    assert _named(
+        people, ("addressed_as", "voice_1", "Ann", 3), ("addressed_as", "voice_1", "Bea", 2)
+    ) == {"character_1": ""}
     # the voice itself calls someone else Ann as often: not Ann
-    assert Naming(
-        _edges(("addressed_as", "voice_1", "Ann", 2), ("says_name", "voice_1", "Ann", 2))
-    ).decide(people) == {"character_1": ""}
+    assert _named(
+        people, ("addressed_as", "voice_1", "Ann", 2), ("says_name", "voice_1", "Ann", 2)
+    ) == {"character_1": ""}
     # a short form counts for the full name
-    assert Naming(
-        _edges(("addressed_as", "voice_1", "Mel", 1), ("addressed_as", "voice_1", "Melanie", 1))
-    ).decide(people) == {"character_1": "Melanie"}
+    assert _named(
+        people, ("addressed_as", "voice_1", "Mel", 1), ("addressed_as", "voice_1", "Melanie", 1)
+    ) == {"character_1": "Melanie"}
     # one name for two people: only a clear winner keeps it
     both = Naming(
         _edges(("addressed_as", "voice_1", "Ann", 2), ("addressed_as", "voice_2", "Ann", 2))
@@ -100,21 +98,11 @@ def test_a_word_no_name_list_holds_needs_more_evidence_to_name_someone():
     assert all(is_given_name(n) for n in ("Joanna", "gina", "Tim", "Jon", "Caroline", "Mel", "Bea"))
     assert not any(is_given_name(w) for w in ("Atlanta", "Swamp", "Pottery", "Xq"))
     people = {"character_1": {"voice_1"}}
-    assert Naming(_edges(("addressed_as", "voice_1", "Joanna", 2))).decide(people) == {
-        "character_1": "Joanna"
-    }
-    assert Naming(_edges(("addressed_as", "voice_1", "Atlanta", 3))).decide(people) == {
-        "character_1": ""
-    }
-    assert Naming(_edges(("introduced_as", "voice_1", "Swamp", 1))).decide(people) == {
-        "character_1": ""
-    }
-    assert Naming(_edges(("addressed_as", "voice_1", "Atlanta", 4))).decide(people) == {
-        "character_1": "Atlanta"
-    }
-    assert Naming(_edges(("introduced_as", "voice_1", "Swamp", 2))).decide(people) == {
-        "character_1": "Swamp"
-    }
+    assert _named(people, ("addressed_as", "voice_1", "Joanna", 2)) == {"character_1": "Joanna"}
+    assert _named(people, ("addressed_as", "voice_1", "Atlanta", 3)) == {"character_1": ""}
+    assert _named(people, ("introduced_as", "voice_1", "Swamp", 1)) == {"character_1": ""}
+    assert _named(people, ("addressed_as", "voice_1", "Atlanta", 4)) == {"character_1": "Atlanta"}
+    assert _named(people, ("introduced_as", "voice_1", "Swamp", 2)) == {"character_1": "Swamp"}
 
 
 def test_a_name_said_to_one_of_several_voices_counts_once_they_are_one_person():

@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -72,9 +73,8 @@ class Tally:
     orphans: int = 0
     leaks: int = 0
     seconds: float = 0.0
-    notes: list[str] = field(
-        default_factory=list
-    )  # one line per thing that went wrong, for the report
+    # one line per thing that went wrong, for the report
+    notes: list[str] = field(default_factory=list)
     # set when the scenario was not run: {"extra", "reason", "install"} (see missing_extra)
     not_run: dict[str, str] = field(default_factory=dict)
 
@@ -100,6 +100,24 @@ class Tally:
             **{k: getattr(self, k) for k in TOTALS},
             "seconds": round(self.seconds, 1),
         }
+
+
+def mnemo_argv(args: list[str], prelude: str = "") -> list[str]:
+    """The real CLI in a child: ``mnemo args`` in a new Python; with ``prelude``, that source runs
+    first in the child (the seam a test breaks a guard through; the bench passes none)."""
+    if not prelude:
+        return [sys.executable, "-m", "mnemo", *args]
+    return [
+        sys.executable,
+        "-c",
+        f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main(sys.argv[1:]))",
+        *args,
+    ]
+
+
+def by_name(*scenarios: Callable[..., None]) -> dict[str, Callable[..., None]]:
+    """A family's ``SCENARIOS``: each scenario function under its own name, in the order given."""
+    return {fn.__name__: fn for fn in scenarios}
 
 
 def needs(extra: str) -> Callable[[Scenario], Scenario]:

@@ -20,14 +20,10 @@ One module a scenario: ``access_origins`` (``rebinding_origin``), ``access_crede
 
 from __future__ import annotations
 
+from bench.faults import by_name
 from bench.faults.access_config import hostile_config
 from bench.faults.access_credentials import no_credential
 from bench.faults.access_mcp import mcp_one_call_forget
 from bench.faults.access_origins import rebinding_origin
 
-SCENARIOS = {
-    "rebinding_origin": rebinding_origin,
-    "no_credential": no_credential,
-    "mcp_one_call_forget": mcp_one_call_forget,
-    "hostile_config": hostile_config,
-}
+SCENARIOS = by_name(rebinding_origin, no_credential, mcp_one_call_forget, hostile_config)

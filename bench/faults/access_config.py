@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import cast
 
+from bench.faults import mnemo_argv
 from bench.faults.access_kit import (
     child_env,
     fresh_store,
-    mnemo_argv,
     note,
     summary,
 )

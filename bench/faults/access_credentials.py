@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from bench.faults import mnemo_argv
 from bench.faults.access_kit import (
     CLIPS,
     NAME,
@@ -24,7 +25,6 @@ from bench.faults.access_kit import (
     free_port,
     fresh_store,
     login,
-    mnemo_argv,
     note,
     start_serve,
     summary,

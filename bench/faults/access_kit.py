@@ -12,10 +12,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.faults import mnemo_argv
 
 log = logging.getLogger(__name__)
 
@@ -132,18 +133,6 @@ def summary(what: str, items: list[str], shown: int = 3) -> list[str]:
 
 def note(run: int, wrong: list[str]) -> str:
     return f"try {run + 1}: " + "; ".join(wrong)
-
-
-def mnemo_argv(args: list[str], prelude: str = "") -> list[str]:
-    """The real CLI in a child; with ``prelude``, that source runs first (in the child)."""
-    if not prelude:
-        return [sys.executable, "-m", "mnemo", *args]
-    return [
-        sys.executable,
-        "-c",
-        f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main(sys.argv[1:]))",
-        *args,
-    ]
 
 
 def child_env(workdir: Path, **extra: str) -> dict[str, str]:

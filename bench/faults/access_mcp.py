@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from bench.faults import mnemo_argv
 from bench.faults.access_kit import (
     EVERYTHING,
     T0,
@@ -14,7 +15,6 @@ from bench.faults.access_kit import (
     child_env,
     clip_id,
     fresh_store,
-    mnemo_argv,
     note,
 )
 

@@ -21,14 +21,10 @@ they share is in ``media_kit``.
 
 from __future__ import annotations
 
+from bench.faults import by_name
 from bench.faults.media_archive import export_import
 from bench.faults.media_files import corrupt_media
 from bench.faults.media_llm import malformed_llm
 from bench.faults.media_secrets import planted_secrets
 
-SCENARIOS = {
-    "corrupt_media": corrupt_media,
-    "malformed_llm": malformed_llm,
-    "planted_secrets": planted_secrets,
-    "export_import": export_import,
-}
+SCENARIOS = by_name(corrupt_media, malformed_llm, planted_secrets, export_import)

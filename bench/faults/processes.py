@@ -24,13 +24,9 @@ scenarios share is in ``processes_kit``.
 
 from __future__ import annotations
 
+from bench.faults import by_name
 from bench.faults.processes_folders import capture_foreign_folder, forget_users_folder
 from bench.faults.processes_ray import killed_ray_worker
 from bench.faults.processes_watcher import killed_watcher
 
-SCENARIOS = {
-    "killed_watcher": killed_watcher,
-    "killed_ray_worker": killed_ray_worker,
-    "capture_foreign_folder": capture_foreign_folder,
-    "forget_users_folder": forget_users_folder,
-}
+SCENARIOS = by_name(killed_watcher, killed_ray_worker, capture_foreign_folder, forget_users_folder)

@@ -14,14 +14,13 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.faults import Context, Tally
+from bench.faults import Context, Tally, mnemo_argv
 from bench.faults.processes_kit import (
     OLD,
     changed_files,
     child_env,
     finished,
     jpeg_photo,
-    mnemo_cmd,
     snapshot_tree,
     user_file,
 )
@@ -51,7 +50,7 @@ def capture_foreign_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> 
         os.chmod(mine, 0o755)
         before = snapshot_tree(mine)
         run = finished(
-            mnemo_cmd(["capture", "--out", str(mine), "--duration", "1s"], prelude),
+            mnemo_argv(["capture", "--out", str(mine), "--duration", "1s"], prelude),
             child_env(XDG_RUNTIME_DIR=str(ctx.workdir)),
             ctx.workdir,
             120,
@@ -167,7 +166,9 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
         MNEMO_PERCEPTION__IMAGE_BACKEND="none",
         MNEMO_PERCEPTION__OCR_BACKEND="none",
     )
-    run = finished(mnemo_cmd(["ingest", str(photos), "--store", str(built)]), env, ctx.workdir, 600)
+    run = finished(
+        mnemo_argv(["ingest", str(photos), "--store", str(built)]), env, ctx.workdir, 600
+    )
     if run.returncode != 0:
         raise RuntimeError(f"`mnemo ingest {photos}` failed: {run.stderr[-800:]}")
     clips = sorted(
@@ -191,7 +192,7 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
         else:
             start, end, gone = clips[0][0] - 86400, clips[0][0] - 3600, []
         window = ["--from", _iso(start), "--to", _iso(end), "--store", str(store_dir)]
-        preview = finished(mnemo_cmd(["forget", *window], prelude), env, ctx.workdir, 300)
+        preview = finished(mnemo_argv(["forget", *window], prelude), env, ctx.workdir, 300)
         notes = []
         says_kept = (
             (
@@ -205,7 +206,7 @@ def forget_users_folder(ctx: Context, tally: Tally, *, prelude: str = "") -> Non
             notes.append(
                 f"the preview ({which}) did not say it deletes no file of {photos}: {preview.stdout[-300:]}"
             )
-        done = finished(mnemo_cmd(["forget", *window, "--yes"], prelude), env, ctx.workdir, 300)
+        done = finished(mnemo_argv(["forget", *window, "--yes"], prelude), env, ctx.workdir, 300)
         if done.returncode != 0:
             notes.append(
                 f"`mnemo forget --yes` failed (exit {done.returncode}): {done.stderr[-300:]}"

@@ -1,5 +1,5 @@
 """What the process scenarios share (``processes_watcher``, ``processes_ray``, ``processes_folders``):
-``mnemo`` run as a real process with a ``prelude``, folders snapshotted before and after, the
+``mnemo`` run as a real process (``bench.faults.mnemo_argv``, with a ``prelude``), folders snapshotted before and after, the
 user's files, and processes waited for, signalled and killed.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,17 +16,6 @@ import psutil
 
 # ------------------------------------------------------------------------------------------------
 # running mnemo as a process
-
-
-def mnemo_cmd(argv: list[str], prelude: str = "") -> list[str]:
-    """The command that runs ``mnemo argv`` in a new Python, ``prelude`` first (a test's broken guard)."""
-    if not prelude:
-        return [sys.executable, "-m", "mnemo", *argv]
-    return [
-        sys.executable,
-        "-c",
-        f"{prelude}\nimport sys\nfrom mnemo.cli import main\nsys.exit(main({argv!r}))",
-    ]
 
 
 def finished(

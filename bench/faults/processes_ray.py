@@ -22,14 +22,13 @@ from pathlib import Path
 
 import psutil
 
-from bench.faults import Context, Tally, needs
+from bench.faults import Context, Tally, mnemo_argv, needs
 from bench.faults.processes_kit import (
     child_env,
     describe_pid,
     finished,
     kill_pids,
     missing_in_ci,
-    mnemo_cmd,
     signal_pids,
     wait_gone,
 )
@@ -82,7 +81,7 @@ def killed_ray_worker(ctx: Context, tally: Tally, *, prelude: str = "", seed: in
     }
     sequential = ctx.workdir / "sequential"
     run = finished(
-        mnemo_cmd(["ingest", str(recording), "--store", str(sequential)]), env, ctx.workdir, 600
+        mnemo_argv(["ingest", str(recording), "--store", str(sequential)]), env, ctx.workdir, 600
     )
     if run.returncode != 0:
         raise RuntimeError(f"the sequential ingest of {recording} failed: {run.stderr[-800:]}")
@@ -212,7 +211,7 @@ def _ray_try(
     progress: Callable[[str], None],
 ) -> dict:
     folder.mkdir(parents=True)
-    cmd = mnemo_cmd(
+    cmd = mnemo_argv(
         [
             "ingest",
             str(recording),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.faults import Context, Tally
+from bench.faults import Context, Tally, mnemo_argv
 from bench.faults.processes_kit import (
     alive_pids,
     child_env,
@@ -22,7 +22,6 @@ from bench.faults.processes_kit import (
     describe_pid,
     kill_pids,
     missing_in_ci,
-    mnemo_cmd,
     wait_gone,
 )
 
@@ -104,7 +103,7 @@ def _watcher_try(
     log_path = folder / "daemon.log"
     with open(log_path, "w") as log_file:
         daemon = subprocess.Popen(
-            mnemo_cmd(
+            mnemo_argv(
                 [
                     "capture",
                     "--out",

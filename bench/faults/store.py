@@ -12,7 +12,8 @@ they share (the synthetic clips, the child processes, the readers) in ``store_ki
 
 from __future__ import annotations
 
+from bench.faults import by_name
 from bench.faults.store_disk import full_disk
 from bench.faults.store_kills import kill_commit, kill_forget
 
-SCENARIOS = {"kill_commit": kill_commit, "kill_forget": kill_forget, "full_disk": full_disk}
+SCENARIOS = by_name(kill_commit, kill_forget, full_disk)

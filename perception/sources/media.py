@@ -61,17 +61,22 @@ def file_sha256(path: Path, chunk_bytes: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _parse_creation_time(value: str | None) -> datetime | None:
-    if not value:
+def utc_time(text: str | None) -> datetime | None:
+    """An ISO 8601 time as an aware datetime, UTC where it names no offset (``Z`` is UTC too);
+    None where there is none or it cannot be read."""
+    if not text:
         return None
     try:
-        ts = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        t = datetime.fromisoformat(text.strip())
     except ValueError:
         return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def _parse_creation_time(value: str | None) -> datetime | None:
+    ts = utc_time(value)
     # 1970/1904 epochs are what muxers write when they know no date
-    if ts.year < 1990:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    return None if ts is None or ts.year < 1990 else ts
 
 
 def probe(path: str | os.PathLike[str], start: datetime | None = None) -> SourceInfo:

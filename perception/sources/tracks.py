@@ -33,6 +33,7 @@ import numpy as np
 
 from perception.errors import MediaError
 from perception.records import Clip, SourceInfo, TrackSegment
+from perception.sources.media import utc_time
 
 TRACK_SUFFIXES = frozenset({".gpx"})
 STAY_RADIUS_M = 100.0
@@ -71,13 +72,7 @@ def _local(tag: str) -> str:
 
 
 def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text.strip().replace("z", "Z"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)  # GPX times are UTC
+    return utc_time(text and text.replace("z", "Z"))  # GPX times are UTC
 
 
 class _Refused(Exception):

@@ -16,15 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import (
-    cached_export,
-    cpu_session,
-    load_torch,
-    require_torch_runtime,
-    use_onnx,
-)
+from perception.onnx_models import cached_export, forward_pass, require_torch_runtime
 from perception.speech.ge2e_graph import GRAPH_VERSION, N_MELS, build_encoder
-from perception.weights import packaged_file, require, torch_device
+from perception.weights import packaged_file, torch_device
 
 SAMPLE_RATE = 16_000
 FRAME_SAMPLES = 160  # a mel frame every 10 ms
@@ -35,6 +29,8 @@ CHECK_TOLERANCE = (
     1e-4  # largest difference allowed between the torch network's embeddings and the graph's
 )
 SETTING = "[perception] model_runtime"
+TORCH_MODULES = ("resemblyzer",)  # what the torch runtime needs besides torch
+WHAT = "the speaker model"
 
 
 def _resemblyzer():
@@ -56,6 +52,16 @@ def _resemblyzer():
 
 def _weights() -> Path:
     return packaged_file("resemblyzer", "pretrained.pt")
+
+
+def _graph() -> Path:
+    return cached_export(
+        "resemblyzer", _weights(), build_encoder, str(_weights()), version=GRAPH_VERSION
+    )
+
+
+def _torch_encoder(device: str):
+    return _resemblyzer().VoiceEncoder(device=device, verbose=False, weights_fpath=_weights())
 
 
 def window_starts(n_samples: int, rate_hz: float) -> list[int]:
@@ -124,7 +130,7 @@ class ResemblyzerSpeaker:
     )  # the windows embed_windows embeds: 1.6 s
 
     def __init__(self, device: str = "auto", runtime: str = "auto") -> None:
-        require_torch_runtime(runtime, device, ("resemblyzer",), SETTING)
+        require_torch_runtime(runtime, device, TORCH_MODULES, SETTING)
         self.device = device
         self.runtime = runtime
         self._encode: Callable[[np.ndarray], np.ndarray] | None = None  # built on first use
@@ -132,31 +138,10 @@ class ResemblyzerSpeaker:
     def _load(self):
         if self._encode is None:
             device = torch_device(self.device)
-            if use_onnx(self.runtime, device, SETTING):
-                session = cpu_session(
-                    cached_export(
-                        "resemblyzer",
-                        _weights(),
-                        build_encoder,
-                        str(_weights()),
-                        version=GRAPH_VERSION,
-                    )
-                )
-                self._encode = lambda mels: session.run(None, {"mels": mels})[0]
-                self.runtime = "onnx"
-            else:
-                require(("resemblyzer",), "torch", f"the speaker model on {device}")
-                torch = load_torch(f"the speaker model on {device}")
-                encoder = _resemblyzer().VoiceEncoder(
-                    device=device, verbose=False, weights_fpath=_weights()
-                )
-
-                def encode(mels: np.ndarray) -> np.ndarray:
-                    with torch.inference_mode():
-                        return encoder(torch.from_numpy(mels).to(device)).cpu().numpy()
-
-                self._encode = encode
-                self.runtime = "torch"
+            run, self.runtime = forward_pass(
+                self.runtime, device, SETTING, _graph, _torch_encoder, TORCH_MODULES, WHAT
+            )
+            self._encode = lambda mels: run(mels)[0]
         return self._encode
 
     def embed_windows(

