@@ -28,14 +28,37 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from perception.capture.a11y_bus import PROPS
+from perception.capture.a11y_switch import (
+    BUS_NAME,
+    BUS_PATH,
+    STATUS,
+    call,
+    connect,
+    registry_children,
+)
+
 APPS = Path(__file__).parent / "a11y_apps"
+TREE = Path(__file__).resolve().parents[1]  # the folder holding ``bench``, for Debian's python
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's: the one python3-gi and python3-pyqt5 belong to
 PACKAGES = (
     "dbus-daemon at-spi2-core libatk-adaptor python3-gi gir1.2-gtk-3.0 gir1.2-vte-2.91 "
     "python3-pyqt5"
 )
 APT = f"apt-get install {PACKAGES}"
+# a session bus run as another user that lets root (the reader) in as well
+ROOT_TOO = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <include>/usr/share/dbus-1/session.conf</include>
+  <policy context="default"><allow user="root"/></policy>
+</busconfig>
+"""
+# Chromium as a Wayland client (``A11ySession.on_sway``)
+WAYLAND_CHROMIUM = ("--ozone-platform=wayland",)
 MARK = "MNEMO_A11Y_SESSION"  # in the environment of every process a session starts
+# one call on the session's buses: the first starts at-spi2-core, slow on a busy machine
+CALL_S = 30.0
 # what each file is, and the Debian package it comes from
 FILES = {
     "/usr/bin/dbus-daemon": "dbus-daemon",
@@ -138,23 +161,64 @@ def _first_child(pid: int, timeout_s: float = 5.0) -> int:
 
 
 def _reaped(cmd: list[str], **kw: Any) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", REAPER, *cmd], **kw)
+    # as another user, Debian's python: this one may live where that user cannot read (~root)
+    python = SYSTEM_PYTHON if kw.get("user") is not None else sys.executable
+    return subprocess.Popen([python, "-c", REAPER, *cmd], **kw)
+
+
+def _as(user: tuple[int, int] | None) -> dict[str, Any]:
+    """Popen's arguments that run a command as ``user`` (uid, gid); none for this process's."""
+    return {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
+
+
+def start_bus(
+    args: list[str], env: dict[str, str], user: tuple[int, int] | None = None
+) -> tuple[subprocess.Popen, str]:
+    """``dbus-daemon --nofork`` with ``args`` (``--session``, or ``--config-file=...``), below a
+    reaper, in ``env`` (as ``user``, uid and gid, when given); and the address it printed once
+    ready ("" when it printed none)."""
+    read, write = os.pipe()
+    daemon = _reaped(
+        ["dbus-daemon", *args, "--nofork", "--nosyslog", f"--print-address={write}"],
+        env=env,
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        **_as(user),
+    )
+    os.close(write)
+    with os.fdopen(read) as f:
+        return daemon, f.readline().strip()
 
 
 class A11ySession:
     """One D-Bus session with at-spi2's accessibility bus, for windows on X display ``display``.
     ``env`` is the environment its applications run in; ``activated`` points this process (the
-    reader) at it."""
+    reader) at it.
 
-    def __init__(self, display: str) -> None:
+    ``user`` (uid, gid): the buses, at-spi2 and every application run as that user (a Wayland
+    session's, whose compositor socket only its user may open), ``extra`` is added to their
+    environment; the reader, as root, still reaches the buses (at-spi2's accessibility bus lets
+    root in). ``on_sway`` makes such a session for a ``bench.waydesktop.Sway``."""
+
+    def __init__(
+        self,
+        display: str,
+        user: tuple[int, int] | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> None:
         if why := missing_tools():
             raise RuntimeError(why)
         self.mark = secrets.token_hex(8)
+        self.user = user
         # short and in /tmp: a unix socket's path may not pass 107 bytes (pytest's tmp_path can)
         self.root = Path(tempfile.mkdtemp(prefix="mnemo-a11y-"))
         run, home = self.root / "run", self.root / "home"
         for d in (run, home, home / ".cache", home / ".config", home / ".local/share"):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if user is not None:
+            for d in (self.root, *self.root.rglob("*")):
+                os.chown(d, *user)
         self.env: dict[str, str] = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "LANG": "C.UTF-8",
@@ -175,6 +239,9 @@ class A11ySession:
             "GTK_A11Y": "atspi",  # GTK 4 picks its accessibility backend by this
             MARK: self.mark,
         }
+        if not display:
+            del self.env["DISPLAY"]
+        self.env |= extra or {}
         self.apps: list[App] = []
         self._daemon: subprocess.Popen | None = None
         try:
@@ -183,84 +250,62 @@ class A11ySession:
             self.close()
             raise
 
+    @classmethod
+    def on_sway(cls, sway: Any) -> A11ySession:
+        """A session whose applications are Wayland clients of ``sway`` (a
+        ``bench.waydesktop.Sway``), run as its user: GTK by ``GDK_BACKEND``, Qt by
+        ``QT_QPA_PLATFORM`` (where its Wayland plugin is installed), Chromium with
+        ``WAYLAND_CHROMIUM`` on its command line."""
+        return cls(
+            "",
+            user=(sway.uid, sway.gid),
+            extra={
+                # a path: the session keeps a runtime folder of its own
+                "WAYLAND_DISPLAY": str(
+                    Path(sway.env["XDG_RUNTIME_DIR"], sway.env["WAYLAND_DISPLAY"])
+                ),
+                "SWAYSOCK": sway.env["SWAYSOCK"],
+                "XDG_SESSION_TYPE": "wayland",
+                "GDK_BACKEND": "wayland",
+                "QT_QPA_PLATFORM": "wayland",
+            },
+        )
+
     # the bus
     def _start(self) -> None:
-        read, write = os.pipe()
         sock = Path(self.env["XDG_RUNTIME_DIR"]) / "bus"
-        self._daemon = _reaped(
-            [
-                "dbus-daemon",
-                "--session",
-                "--nofork",
-                "--nosyslog",
-                f"--address=unix:path={sock}",
-                f"--print-address={write}",
-            ],
-            env=self.env,
-            pass_fds=(write,),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        how = ["--session"]
+        if self.user is not None:  # run as another user: the reader (this process) let in too
+            conf = self.root / "bus.conf"
+            conf.write_text(ROOT_TOO)
+            how = [f"--config-file={conf}"]
+        self._daemon, address = start_bus(
+            [*how, f"--address=unix:path={sock}"], self.env, self.user
         )
-        os.close(write)
-        with os.fdopen(read) as f:
-            address = f.readline().strip()
         if not address:
             raise RuntimeError("dbus-daemon --session did not start (it printed no address)")
         self.env["DBUS_SESSION_BUS_ADDRESS"] = address
         # start the accessibility bus and its registry now, and say assistive technology runs
-        self.a11y_address = self._call_session(
-            "/org/a11y/bus", "org.a11y.Bus", "org.a11y.Bus", "GetAddress"
-        )[0]
-        self._call_session(
-            "/org/a11y/bus",
-            "org.a11y.Bus",
-            "org.freedesktop.DBus.Properties",
-            "Set",
-            "ssv",
-            ("org.a11y.Status", "IsEnabled", ("b", True)),
-        )
+        with connect(address) as conn:
+            (self.a11y_address,) = call(
+                conn, BUS_PATH, BUS_NAME, BUS_NAME, "GetAddress", timeout_s=CALL_S
+            )
+            call(
+                conn,
+                BUS_PATH,
+                BUS_NAME,
+                PROPS,
+                "Set",
+                "ssv",
+                (STATUS, "IsEnabled", ("b", True)),
+                timeout_s=CALL_S,
+            )
         self.registry_children()
 
-    def _call_session(
-        self,
-        path: str,
-        name: str,
-        iface: str,
-        method: str,
-        sig: str | None = None,
-        body: tuple = (),
-        timeout_s: float = 30.0,
-    ) -> Any:
-        from jeepney import DBusAddress, MessageType, new_method_call
-        from jeepney.io.blocking import open_dbus_connection
-
-        with open_dbus_connection(self.env["DBUS_SESSION_BUS_ADDRESS"]) as conn:
-            msg = new_method_call(
-                DBusAddress(path, bus_name=name, interface=iface), method, sig, body
-            )
-            reply = conn.send_and_get_reply(msg, timeout=timeout_s)
-        if reply.header.message_type == MessageType.error:
-            raise RuntimeError(f"{iface}.{method} on the session bus: {reply.body}")
-        return reply.body
-
-    def registry_children(self, timeout_s: float = 30.0) -> list[tuple[str, str]]:
+    def registry_children(self, timeout_s: float = CALL_S) -> list[tuple[str, str]]:
         """The applications at-spi2's registry lists (starting the registry if it is not up)."""
-        from jeepney import DBusAddress, MessageType, new_method_call
-        from jeepney.io.blocking import open_dbus_connection
-
-        with open_dbus_connection(self.a11y_address) as conn:
-            msg = new_method_call(
-                DBusAddress(
-                    "/org/a11y/atspi/accessible/root",
-                    bus_name="org.a11y.atspi.Registry",
-                    interface="org.a11y.atspi.Accessible",
-                ),
-                "GetChildren",
-            )
-            reply = conn.send_and_get_reply(msg, timeout=timeout_s)
-        if reply.header.message_type == MessageType.error:
-            raise RuntimeError(f"the accessibility registry did not answer: {reply.body}")
-        return [tuple(r) for r in reply.body[0]]
+        with connect(self.a11y_address) as conn:
+            return registry_children(conn, timeout_s)
 
     @contextmanager
     def activated(self) -> Iterator[None]:
@@ -295,6 +340,8 @@ class A11ySession:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if ready else subprocess.DEVNULL,
             stderr=subprocess.DEVNULL if ready is None else None,
+            cwd=self.root if self.user else None,
+            **_as(self.user),
         )
         app = App(proc, [])
         self.apps.append(app)
@@ -319,9 +366,13 @@ class A11ySession:
                     raise RuntimeError(f"{cmd[:3]} ended ({proc.wait()}) before {ready!r}")
                 buf += chunk
 
-    def python_app(self, name: str, *args: str, **kw: Any) -> App:
-        """An app of ``bench/a11y_apps`` run by Debian's python (its GTK and Qt bindings)."""
-        return self.spawn([SYSTEM_PYTHON, str(APPS / f"{name}.py"), *args], **kw)
+    def python_app(
+        self, name: str, *args: str, env: dict[str, str] | None = None, **kw: Any
+    ) -> App:
+        """An app of ``bench/a11y_apps`` run by Debian's python (its GTK and Qt bindings), as a
+        module of this tree (the windows share ``a11y_apps/window.py``)."""
+        cmd = [SYSTEM_PYTHON, "-m", f"bench.a11y_apps.{name}", *args]
+        return self.spawn(cmd, env={"PYTHONPATH": str(TREE), **(env or {})}, **kw)
 
     def peer(self, *args: str, **kw: Any) -> App:
         """The hostile AT-SPI peer (``a11y_apps/hostile_peer.py``), run by this python (jeepney)."""

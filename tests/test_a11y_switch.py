@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.a11y_session import start_bus
 from conftest import run_cli, unavailable
 from mnemo import doctor
 from perception.capture.a11y_switch import TURN_ON
@@ -31,20 +32,6 @@ TOOLS = {
     "/usr/libexec/at-spi-bus-launcher": "at-spi2-core",
     "/usr/share/dbus-1/services/org.a11y.Bus.service": "at-spi2-core",
 }
-# the dbus-daemon runs below a child subreaper: D-Bus starts services by a double fork, which would
-# leave at-spi's launcher and registry to init (and as zombies where init does not reap)
-REAPER = """
-import ctypes, os, sys
-ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-child = os.fork()
-if child == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-"""
 # a session bus without service files: no at-spi2-core to start
 BARE_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -98,24 +85,14 @@ class Session:
             **({"DISPLAY": display} if display else {}),
         }
         bus_env = {**self.env, **env}  # the bus and what it starts (the launcher, dconf-service)
-        read, write = os.pipe()
         if config:
             (self.root / "bus.conf").write_text(config)
-            how = f"--config-file={self.root / 'bus.conf'}"
+            how = [f"--config-file={self.root / 'bus.conf'}"]
         else:
-            how = "--session"
-        self.daemon = subprocess.Popen(
-            [sys.executable, "-c", REAPER, "dbus-daemon", how, "--nofork", "--nosyslog"]
-            + ([] if config else [f"--address=unix:path={run / 'bus'}"])
-            + [f"--print-address={write}"],
-            env=bus_env,
-            pass_fds=(write,),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        os.close(write)
-        with os.fdopen(read) as f:
-            address = f.readline().strip()
+            how = ["--session", f"--address=unix:path={run / 'bus'}"]
+        # below a child subreaper: D-Bus starts services by a double fork, which would leave
+        # at-spi's launcher and registry to init (and as zombies where init does not reap)
+        self.daemon, address = start_bus(how, bus_env)
         if not address:
             self.close()
             raise RuntimeError("dbus-daemon printed no address")

@@ -1,39 +1,34 @@
 """A GTK 3 window for the accessibility tests: labels, an entry, a password entry holding a
 secret and a text view with more lines than it shows, scrolled so that lines above and below are
 out of view. Run by Debian's python (python3-gi, gir1.2-gtk-3.0); prints ``visible N`` for each
-text-view line wholly in view, ``hidden N`` for each wholly out of it, then ``ready``."""
+text-view line wholly in view, ``hidden N`` for each wholly out of it, then ``ready``; then
+``password N`` each time the password entry's length changes (its text is never printed)."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
+from bench.a11y_apps.window import add_form, gi_modules, gtk_window, parser
 
-# imported by name: mnemo's venv (and its type checker) has no GObject bindings, Debian's python has
-gi = importlib.import_module("gi")
-gi.require_version("Gtk", "3.0")
-Gtk = importlib.import_module("gi.repository.Gtk")
-GLib = importlib.import_module("gi.repository.GLib")
+Gtk, GLib, GdkPixbuf = gi_modules({"Gtk": "3.0"}, "Gtk", "GLib", "GdkPixbuf")
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--title", required=True)
-    p.add_argument("--label", action="append", default=[], help="a label (repeat for more)")
-    p.add_argument("--entry", default="", help="the text of an ordinary entry")
-    p.add_argument("--password", default="", help="the secret in a password entry")
+    p = parser(__doc__, "500x400+40+40")
+    add_form(p, "entry")
     p.add_argument("--line", action="append", default=[], help="a line of the text view")
     p.add_argument("--shown", type=int, default=4, help="lines the text view has room for")
     p.add_argument("--top", type=int, default=0, help="the text view's first line in view")
-    p.add_argument("--geometry", default="500x400+40+40", help="WxH+X+Y")
+    p.add_argument("--block", default="", help="WxH: a pure red picture below the form")
+    p.add_argument(
+        "--headerbar", action="store_true", help="a header bar: decorations drawn by GTK"
+    )
+    p.add_argument("--type-password", action="store_true", help="keys go to the password entry")
     args = p.parse_args()
 
-    win = Gtk.Window(title=args.title)
-    size, _, place = args.geometry.partition("+")
-    w, h = (int(v) for v in size.split("x"))
-    x, y = (int(v) for v in place.split("+"))
-    win.set_default_size(w, h)
-    win.move(x, y)
-    win.connect("destroy", Gtk.main_quit)
+    win = gtk_window(Gtk, args.title, args.geometry)
+    if args.headerbar:  # client-side decorations, with a shadow around the window on Wayland
+        bar = Gtk.HeaderBar(title=args.title)
+        bar.set_show_close_button(True)
+        win.set_titlebar(bar)
     box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=4)
     win.add(box)
     for text in args.label:
@@ -47,6 +42,8 @@ def main() -> None:
     secret.set_visibility(False)
     secret.set_input_purpose(Gtk.InputPurpose.PASSWORD)
     secret.set_text(args.password)
+    # how long the secret is now (typed into it: the test knows its keys arrived), never what
+    secret.connect("changed", lambda e: print(f"password {len(e.get_text())}", flush=True))
     box.pack_start(secret, False, False, 0)
     view = Gtk.TextView()
     view.set_editable(False)
@@ -55,7 +52,16 @@ def main() -> None:
     scroller.set_policy(Gtk.PolicyType.NEVER, Gtk.PolicyType.ALWAYS)
     scroller.add(view)
     box.pack_start(scroller, False, False, 0)
+    if args.block:  # where its pixels are is where the tree should say it is
+        w, h = (int(v) for v in args.block.split("x"))
+        red = GdkPixbuf.Pixbuf.new(GdkPixbuf.Colorspace.RGB, False, 8, w, h)
+        red.fill(0xFF0000FF)
+        image = Gtk.Image.new_from_pixbuf(red)
+        image.set_halign(Gtk.Align.START)
+        box.pack_start(image, False, False, 0)
     win.show_all()
+    if args.type_password:
+        secret.grab_focus()
 
     state = {"step": 0}
 

@@ -4,9 +4,10 @@ QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 (the session's environment); prints ``ready``
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
+
+from bench.a11y_apps.window import add_form, parser, place
 
 # imported by name: mnemo's venv (and its type checker) has no PyQt5, Debian's python has
 QtCore = importlib.import_module("PyQt5.QtCore")
@@ -14,21 +15,14 @@ QtWidgets = importlib.import_module("PyQt5.QtWidgets")
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--title", required=True)
-    p.add_argument("--label", action="append", default=[], help="a label (repeat for more)")
-    p.add_argument("--entry", default="", help="the text of an ordinary line edit")
-    p.add_argument("--password", default="", help="the secret in a password line edit")
-    p.add_argument("--geometry", default="500x300+60+60", help="WxH+X+Y")
+    p = parser(__doc__, "500x300+60+60")
+    add_form(p, "line edit")
     args = p.parse_args()
 
     app = QtWidgets.QApplication([sys.argv[0]])
     win = QtWidgets.QWidget()
     win.setWindowTitle(args.title)
-    size, _, place = args.geometry.partition("+")
-    w, h = (int(v) for v in size.split("x"))
-    x, y = (int(v) for v in place.split("+"))
-    win.setGeometry(x, y, w, h)
+    win.setGeometry(*place(args.geometry))
     layout = QtWidgets.QVBoxLayout(win)
     for text in args.label:
         layout.addWidget(QtWidgets.QLabel(text))

@@ -4,33 +4,19 @@ gir1.2-vte-2.91); prints ``ready`` once every line is on the terminal."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import shlex
 
-# imported by name: mnemo's venv (and its type checker) has no GObject bindings, Debian's python has
-gi = importlib.import_module("gi")
-gi.require_version("Gtk", "3.0")
-gi.require_version("Vte", "2.91")
-Gtk = importlib.import_module("gi.repository.Gtk")
-GLib = importlib.import_module("gi.repository.GLib")
-Vte = importlib.import_module("gi.repository.Vte")
+from bench.a11y_apps.window import gi_modules, gtk_window, parser
+
+Gtk, GLib, Vte = gi_modules({"Gtk": "3.0", "Vte": "2.91"}, "Gtk", "GLib", "Vte")
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--title", required=True)
+    p = parser(__doc__, "640x400+80+80")
     p.add_argument("--line", action="append", default=[], help="a line the shell prints")
-    p.add_argument("--geometry", default="640x400+80+80", help="WxH+X+Y")
     args = p.parse_args()
 
-    win = Gtk.Window(title=args.title)
-    size, _, place = args.geometry.partition("+")
-    w, h = (int(v) for v in size.split("x"))
-    x, y = (int(v) for v in place.split("+"))
-    win.set_default_size(w, h)
-    win.move(x, y)
-    win.connect("destroy", Gtk.main_quit)
+    win = gtk_window(Gtk, args.title, args.geometry)
     term = Vte.Terminal()
     win.add(term)
     # no prompt, no echo: the terminal shows the lines and nothing else

@@ -134,7 +134,9 @@ class SwitchResult:
 # ---- the session bus
 
 
-def _connect(address: str) -> Any:
+def connect(address: str) -> Any:
+    """A jeepney connection to the bus at ``address`` (a bus that does not finish the handshake in
+    ``CONNECT_S`` is not there)."""
     from jeepney.io.blocking import open_dbus_connection
 
     return open_dbus_connection(address, auth_timeout=CONNECT_S)
@@ -149,7 +151,7 @@ def _open_session(env: Mapping[str, str] | None) -> tuple[str, Any]:
             INSTALL_SESSION_BUS,
         )
     try:
-        return address, _connect(address)
+        return address, connect(address)
     except (OSError, RuntimeError, ValueError, KeyError) as e:  # no socket, refused, a tcp: address
         raise A11yError(
             f"the D-Bus session bus at {address} cannot be reached ({type(e).__name__}: {e})",
@@ -157,7 +159,7 @@ def _open_session(env: Mapping[str, str] | None) -> tuple[str, Any]:
         ) from e
 
 
-def _call(
+def call(
     conn: Any,
     path: str,
     name: str,
@@ -165,6 +167,7 @@ def _call(
     method: str,
     sig: str | None = None,
     body: tuple = (),
+    timeout_s: float = CALL_S,
 ) -> tuple:
     """One call's reply body; ``A11yError`` naming the D-Bus error or the timeout."""
     from jeepney import DBusAddress, MessageType, new_method_call
@@ -172,9 +175,9 @@ def _call(
 
     msg = new_method_call(DBusAddress(path, bus_name=name, interface=iface), method, sig, body)
     try:
-        reply = conn.send_and_get_reply(msg, timeout=CALL_S)
+        reply = conn.send_and_get_reply(msg, timeout=timeout_s)
     except TimeoutError as e:
-        raise A11yError(f"{name} did not answer {iface}.{method} within {CALL_S:g} s") from e
+        raise A11yError(f"{name} did not answer {iface}.{method} within {timeout_s:g} s") from e
     except (OSError, ConnectionError, EOFError) as e:
         raise A11yError(f"the bus went away during {iface}.{method} ({e})") from e
     if reply.header.message_type == MessageType.error:
@@ -188,6 +191,12 @@ class _Refused(A11yError):
     def __init__(self, error: str, said: str) -> None:
         super().__init__(f"{error}: {said}" if said else error)
         self.error = error
+
+
+def registry_children(conn: Any, timeout_s: float = CALL_S) -> list[tuple[str, str]]:
+    """The applications at-spi2's registry lists, on a connection to the accessibility bus
+    (asking starts the registry where it is not up)."""
+    return object_refs(call(conn, ROOT, REGISTRY, ACCESSIBLE, "GetChildren", timeout_s=timeout_s))
 
 
 def _launcher_error(e: A11yError) -> A11yError:
@@ -205,7 +214,7 @@ def _launcher_error(e: A11yError) -> A11yError:
 
 
 def _flags(conn: Any) -> tuple[bool | None, bool | None]:
-    (props,) = _call(conn, BUS_PATH, BUS_NAME, PROPS, "GetAll", "s", (STATUS,))
+    (props,) = call(conn, BUS_PATH, BUS_NAME, PROPS, "GetAll", "s", (STATUS,))
     vals = {k: v[1] for k, v in props.items() if isinstance(v, tuple) and len(v) == 2}
     enabled, reader = vals.get("IsEnabled"), vals.get("ScreenReaderEnabled")
     return (
@@ -235,7 +244,7 @@ def status(env: Mapping[str, str] | None = None) -> A11yStatus:
         return A11yStatus(desktop, "", "", None, None, False, why=e.why, fix=e.fix)
     with conn:
         try:
-            (a11y,) = _call(conn, BUS_PATH, BUS_NAME, BUS_NAME, "GetAddress")
+            (a11y,) = call(conn, BUS_PATH, BUS_NAME, BUS_NAME, "GetAddress")
             enabled, reader = _flags(conn)
         except A11yError as e:
             return A11yStatus(
@@ -282,12 +291,12 @@ def _applications(address: str) -> tuple[str, ...]:
     from jeepney.low_level import HeaderFields
 
     try:
-        conn = _connect(address)
+        conn = connect(address)
     except (OSError, RuntimeError, ValueError) as e:
         raise A11yError(f"cannot connect ({type(e).__name__}: {e})") from e
     with conn:
         try:
-            refs = object_refs(_call(conn, ROOT, REGISTRY, ACCESSIBLE, "GetChildren"))
+            refs = registry_children(conn)
         except _Refused as e:
             raise A11yError(str(e)) from e
         names = ["?"] * len(refs)
@@ -331,7 +340,7 @@ def switch(on: bool, env: Mapping[str, str] | None = None) -> SwitchResult:
         # Set before anything else is asked of the launcher: where it is not running yet, this call
         # starts it, and an application that waits for it (Qt) reads the flag the moment it appears
         try:
-            _call(conn, BUS_PATH, BUS_NAME, PROPS, "Set", "ssv", (STATUS, "IsEnabled", ("b", on)))
+            call(conn, BUS_PATH, BUS_NAME, PROPS, "Set", "ssv", (STATUS, "IsEnabled", ("b", on)))
             enabled, _ = _flags(conn)
         except A11yError as e:
             raise _launcher_error(e) from e

@@ -70,22 +70,8 @@ PICTURE_ROLES = frozenset({"image", "canvas", "animation", "video", "embedded", 
 PICTURE_SHARE = 0.1
 # roles whose words are their name where they have no text (Qt's labels, buttons, tabs)
 NAMED_ROLES = frozenset(
-    {
-        "label",
-        "static",
-        "push button",
-        "toggle button",
-        "check box",
-        "radio button",
-        "heading",
-        "link",
-        "list item",
-        "menu item",
-        "page tab",
-        "table cell",
-        "column header",
-        "row header",
-    }
+    "label|static|push button|toggle button|check box|radio button|heading|link|list item|"
+    "menu item|page tab|table cell|column header|row header".split("|")
 )
 # an application whose window did not answer in time, or took this many times the time limit, is
 # not asked again for SHUN_FIRST_S, twice that after each next failure, at most SHUN_MAX_S: a busy
@@ -103,6 +89,10 @@ CONTAINER_ROLES = frozenset(
 MIN_RICH_CHARS = 1
 # what a node's text holds in place of each child object (a link, an image inside a paragraph)
 EMBEDDED = "\ufffc"
+# WINDOW coordinates count from the application's surface, which may hold more than the window
+# the compositor shows: a shadow drawn around it (GTK with a header bar, Chromium). The first of
+# these levels of the tree whose shown boxes together are the window's size is the window
+INSET_DEPTH, INSET_NODES = 4, 64
 
 
 @dataclass(frozen=True)
@@ -182,6 +172,9 @@ class AccessibilityReader:
         self._said: set[str] = set()  # what was logged once
         self.why = ""  # why the tree cannot be read, while it cannot
         self.seen = False  # the bus was reached at least once
+        self._at = (0, 0)  # where the window being read has its window coordinates' (0, 0)
+        # (bus name, frame, the frame's size, the window's) -> where its window is in its surface
+        self._insets: dict[tuple, tuple[int, int]] = {}
 
     # connection
     def available(self) -> bool:
@@ -218,19 +211,9 @@ class AccessibilityReader:
 
     def _pid(self, name: str, deadline: float) -> int | None:
         if name not in self._pids:
-            (got,) = self._bus.batch(
-                [
-                    (
-                        "org.freedesktop.DBus",
-                        "/org/freedesktop/DBus",
-                        "org.freedesktop.DBus",
-                        "GetConnectionUnixProcessID",
-                        "s",
-                        (name,),
-                    )
-                ],
-                deadline,
-            )
+            dbus = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+            call = (*dbus, "GetConnectionUnixProcessID", "s", (name,))
+            (got,) = self._bus.batch([call], deadline)
             self._pids[name] = got[0] if isinstance(got, tuple) and is_int(got[0]) else None
         return self._pids[name]
 
@@ -250,6 +233,7 @@ class AccessibilityReader:
                 return None
             app, node = frame
             text = WindowText(app=app)
+            self._at = self._origin(node, window, t0 + self.limits.time_s)
             self._walk(node, window, text, t0 + self.limits.time_s)
         except Unanswered as e:
             # the application asked (its window's, known by its process), not asked for a while
@@ -335,7 +319,7 @@ class AccessibilityReader:
         """Breadth first, a level per round of calls; lines sorted back into document order."""
         lim = self.limits
         level, found = [top], []
-        win_box = rect_box(window.rect)
+        win_box = rect_box(window.content or window.rect)
         chars = 0
         while level:
             if out.nodes + len(level) > lim.nodes:
@@ -344,7 +328,7 @@ class AccessibilityReader:
             if not level:
                 break
             out.nodes += len(level)
-            self._describe(level, window, deadline)
+            self._describe(level, deadline)
             texts = [
                 n
                 for n in level
@@ -418,7 +402,7 @@ class AccessibilityReader:
             out.lines = [ln for ln in out.lines if center_in(ln.box, win_box)]
             out.pictures = [clip(b, win_box) for b in out.pictures if overlap(b, win_box)]
 
-    def _describe(self, nodes: list[_Node], window: WindowInfo, deadline: float) -> None:
+    def _describe(self, nodes: list[_Node], deadline: float) -> None:
         calls = []
         for n in nodes:
             calls += [
@@ -440,26 +424,65 @@ class AccessibilityReader:
                 if isinstance(x, str)
             )
             n.states = states_of(states)
-            n.box = self._box(extents, window)
-            c = (
-                count[0][1]
-                if isinstance(count, tuple) and count and isinstance(count[0], tuple)
-                else 0
-            )
-            n.children = c if is_int(c) and c > 0 else 0
+            n.box = self._box(extents)
+            n.children = _count(count)
 
-    def _box(self, extents: Any, window: WindowInfo) -> tuple[int, int, int, int] | None:
-        if not (isinstance(extents, tuple) and extents and isinstance(extents[0], tuple)):
-            return None
-        vals = extents[0]
-        if len(vals) != 4 or not all(is_int(v) for v in vals):
-            return None
-        x, y, w, h = vals
-        if w <= 0 or h <= 0:
-            return None
-        if self.coords == WINDOW and window.rect is not None:
-            x, y = x + window.rect.x, y + window.rect.y
-        return (x, y, x + w, y + h)
+    def _box(self, extents: Any) -> tuple[int, int, int, int] | None:
+        """A node's box on screen (WINDOW coordinates placed at the window's ``_origin``)."""
+        box = _extents(extents)
+        if box is None or self.coords != WINDOW:
+            return box
+        (ox, oy), (x0, y0, x1, y1) = self._at, box
+        return (x0 + ox, y0 + oy, x1 + ox, y1 + oy)
+
+    def _origin(self, top: _Node, window: WindowInfo, deadline: float) -> tuple[int, int]:
+        """Where (0, 0) of ``window``'s WINDOW coordinates is on screen: its content's corner
+        (``WindowInfo.content``: sway's view, title bar and borders apart), less the margin the
+        application draws around it (a shadow: ``INSET_DEPTH``), found by the first level of the
+        tree whose boxes together have the content's size; without one, the frame's surplus
+        split evenly."""
+        rect = window.content or window.rect
+        if self.coords != WINDOW or rect is None:
+            return (0, 0)
+        frame = self._placed([top], top, deadline)
+        if not frame:
+            return (rect.x, rect.y)
+        fx0, fy0, fx1, fy1 = frame[0]
+        key = (top.name, top.path, fx1 - fx0, fy1 - fy0, rect.width, rect.height)
+        if key not in self._insets:  # known while neither size changes
+            dx, dy = max(0, fx1 - fx0 - rect.width) // 2, max(0, fy1 - fy0 - rect.height) // 2
+            self._insets[key] = (fx0 + dx, fy0 + dy)
+            boxes, level = frame, [top]
+            for _ in range(INSET_DEPTH):
+                x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+                x1, y1 = max(b[2] for b in boxes), max(b[3] for b in boxes)
+                if abs(x1 - x0 - rect.width) <= 1 and abs(y1 - y0 - rect.height) <= 1:
+                    self._insets[key] = (x0, y0)
+                    break
+                level = self._children([n for n in level if n.children], INSET_NODES, deadline)
+                if not (boxes := self._placed(level, top, deadline)):
+                    break
+        dx, dy = self._insets[key]
+        return (rect.x - dx, rect.y - dy)
+
+    def _placed(
+        self, level: list[_Node], top: _Node, deadline: float
+    ) -> list[tuple[int, int, int, int]]:
+        """The boxes (WINDOW coordinates, as the application says them) of ``level``'s nodes
+        shown; each node's box, states and child count set."""
+        ask: list[tuple] = [(COMPONENT, "GetExtents", "u", (WINDOW,))]
+        ask += [
+            (ACCESSIBLE, "GetState", None, ()),
+            (PROPS, "Get", "ss", (ACCESSIBLE, "ChildCount")),
+        ]
+        got = self._bus.batch([(n.name, n.path, *a) for n in level for a in ask], deadline)
+        boxes = []
+        for i, n in enumerate(level):
+            n.box, n.states = _extents(got[3 * i]), states_of(got[3 * i + 1])
+            n.children = _count(got[3 * i + 2])
+            if n.box is not None and _shown(n, top):
+                boxes.append(n.box)
+        return boxes
 
     def _texts(
         self, nodes: list[_Node], win_box: tuple[int, int, int, int] | None, deadline: float
@@ -470,29 +493,18 @@ class AccessibilityReader:
         if not nodes:
             return []
         cap = self.limits.node_chars
-        counts = self._bus.batch(
-            [(n.name, n.path, PROPS, "Get", "ss", (TEXT, "CharacterCount")) for n in nodes],
-            deadline,
-        )
+        counting = [(n.name, n.path, PROPS, "Get", "ss", (TEXT, "CharacterCount")) for n in nodes]
+        counts = self._bus.batch(counting, deadline)
         spans: list[tuple[int, int]] = []
         probe: list[tuple] = []
+        ox, oy = self._at if self.coords == WINDOW else (0, 0)  # points as the app counts them
         for n, c in zip(nodes, counts):
-            total = c[0][1] if isinstance(c, tuple) and c and isinstance(c[0], tuple) else 0
-            total = total if is_int(total) and total > 0 else 0
+            total = _count(c)
             spans.append((0, total))
             if total and n.box is not None and _narrowed(n, win_box):
                 x0, y0, x1, y1 = clip(n.box, win_box) if win_box is not None else n.box
-                probe += [
-                    (n.name, n.path, TEXT, "GetOffsetAtPoint", "iiu", (x0, y0, self.coords)),
-                    (
-                        n.name,
-                        n.path,
-                        TEXT,
-                        "GetOffsetAtPoint",
-                        "iiu",
-                        (x1 - 1, y1 - 1, self.coords),
-                    ),
-                ]
+                at, k = (n.name, n.path, TEXT, "GetOffsetAtPoint", "iiu"), self.coords
+                probe += [(*at, (x0 - ox, y0 - oy, k)), (*at, (x1 - 1 - ox, y1 - 1 - oy, k))]
         offsets = iter(self._bus.batch(probe, deadline)) if probe else iter(())
         for i, (n, (_, total)) in enumerate(zip(nodes, spans)):
             if total and n.box is not None and _narrowed(n, win_box):
@@ -503,24 +515,11 @@ class AccessibilityReader:
                 )
                 spans[i] = (min(start, total), min(max(end, start), total))
         spans = [(a, min(b, a + cap)) for a, b in spans]
-        got = self._bus.batch(
-            [
-                (n.name, n.path, TEXT, "GetText", "ii", (a, b))
-                for n, (a, b) in zip(nodes, spans)
-                if b > a
-            ],
-            deadline,
-        )
-        texts = iter(got)
-        out = []
-        for a, b in spans:
-            body = next(texts) if b > a else ()
-            out.append(
-                body[0][:cap]
-                if isinstance(body, tuple) and body and isinstance(body[0], str)
-                else ""
-            )
-        return out
+        asked = [
+            (n.name, n.path, TEXT, "GetText", "ii", s) for n, s in zip(nodes, spans) if s[1] > s[0]
+        ]
+        texts = iter(self._bus.batch(asked, deadline))
+        return [reply_str(next(texts))[:cap] if b > a else "" for a, b in spans]
 
     def _children(self, parents: list[_Node], room: int, deadline: float) -> list[_Node]:
         """The next level: each parent's children, at most ``room`` in all. A parent with more
@@ -565,6 +564,22 @@ class AccessibilityReader:
                 if isinstance(url, str) and url.startswith(("http://", "https://", "file://")):
                     return url[:2048]
         return ""
+
+
+def _extents(body: Any) -> tuple[int, int, int, int] | None:
+    """A GetExtents reply as (x0, y0, x1, y1); None when it is not a box."""
+    vals = body[0] if isinstance(body, tuple) and body and isinstance(body[0], tuple) else ()
+    if len(vals) != 4 or not all(is_int(v) for v in vals) or vals[2] <= 0 or vals[3] <= 0:
+        return None
+    x, y, w, h = vals
+    return (x, y, x + w, y + h)
+
+
+def _count(body: Any) -> int:
+    """A Properties.Get reply of ChildCount; 0 unless a positive number."""
+    ok = isinstance(body, tuple) and body and isinstance(body[0], tuple) and len(body[0]) == 2
+    c = body[0][1] if ok else 0
+    return c if is_int(c) and c > 0 else 0
 
 
 def _shown(n: _Node, top: _Node | None = None) -> bool:

@@ -127,14 +127,21 @@ def _rect(node: dict, key: str = "rect") -> Rect:
 
 def _view(node: dict) -> WindowInfo:
     """A view of the tree as a window; its title bar (``deco_rect``, above the content) is part of
-    it, as a window manager's frame is on X11."""
+    it, as a window manager's frame is on X11. Its ``content`` is where the application's surface
+    shows (``window_rect``, relative to ``rect``: inside the borders, below the title bar), the
+    origin of what the application calls window coordinates (the accessibility tree's boxes)."""
     props = node.get("window_properties") or {}
     app = node.get("app_id") or props.get("class") or ""
-    rect = None
+    rect = content = None
     if node.get("visible"):
         r = _rect(node)
         deco = int((node.get("deco_rect") or {}).get("height") or 0)
         rect = Rect(r.x, r.y - deco, r.width, r.height + deco)
+        try:  # where it is missing or malformed, boxes are placed at ``rect`` as before
+            w = _rect(node, "window_rect")
+            content = Rect(r.x + w.x, r.y + w.y, w.width, w.height)
+        except (TypeError, KeyError, ValueError):
+            pass
     pid = node.get("pid")
     return WindowInfo(
         int(node["id"]),
@@ -143,6 +150,7 @@ def _view(node: dict) -> WindowInfo:
         str(node.get("name") or props.get("title") or ""),
         int(pid) if isinstance(pid, int) and pid > 0 else None,
         rect,
+        content,
     )
 
 

@@ -84,6 +84,9 @@ class WindowInfo:
     title: str
     pid: int | None
     rect: Rect | None  # on screen, decorations included; None when hidden or unknown
+    # the application's own window on screen (sway: the view's content, its title bar and
+    # borders apart); None where unknown, or where applications know where they are (X11)
+    content: Rect | None = None
 
 
 class DesktopSession(Protocol):
