@@ -177,20 +177,10 @@ def run(
         "ms_per_day": round(1000 * digest_s / max(days, 1), 1),
     }
     if writer is not None:
-        figures["written"] = {
-            "model": llm["model"],
-            "days": llm["days"],
-            "event_recall": _mean(llm["hits"]),
-            "rouge_l": _mean(llm["rouge"]),
-            "offline_event_recall": _mean(llm["offline_hits"]),
-            "offline_rouge_l": _mean(llm["offline_rouge"]),
-            "words_per_day": round(float(np.mean(llm["words"])), 1) if llm["words"] else None,
-            "s_per_day": round(llm["s"] / max(llm["days"], 1), 2),
-            "failed_days": llm["failed"],
-            "sentences": llm["sentences"],
-            "dropped_sentences": llm["dropped"],
-            "ungrounded_kept": llm["ungrounded"],
-        }
+        scores = {"event_recall": "hits", "rouge_l": "rouge"}
+        scores |= {"offline_event_recall": "offline_hits", "offline_rouge_l": "offline_rouge"}
+        figures["written"] = written_figures(llm, "days", "day", scores)
+        figures["written"]["ungrounded_kept"] = llm["ungrounded"]
     figures["matcher_recall"], figures["matcher_precision"] = (
         round(x, 4) for x in matcher_check(conversations, gold)
     )
@@ -202,8 +192,24 @@ def run(
     return figures
 
 
-def _mean(xs: list) -> float | None:
-    return round(float(np.mean(xs)), 4) if xs else None
+def _mean(xs: list, digits: int = 4) -> float | None:
+    return round(float(np.mean(xs)), digits) if xs else None
+
+
+def written_figures(out: dict, count: str, per: str, scores: dict[str, str]) -> dict[str, Any]:
+    """The figures of what a model wrote, from ``out``'s tallies (``written_sentences``'): ``count``
+    the tally of how many it wrote for ("days", "people"), ``per`` what one is ("day", "profile"),
+    ``scores`` each figure's name -> the tally it is the mean of."""
+    return {
+        "model": out["model"],
+        count: out[count],
+        **{name: _mean(out[tally]) for name, tally in scores.items()},
+        f"words_per_{per}": _mean(out["words"], 1),
+        f"s_per_{per}": round(out["s"] / max(out[count], 1), 2),
+        f"failed_{count}": out["failed"],
+        "sentences": out["sentences"],
+        "dropped_sentences": out["dropped"],
+    }
 
 
 def written_sentences(writer, what, out: dict) -> list[str]:

@@ -46,7 +46,7 @@ def run(
     ``control.digest_llm.Written``), the written profile of each person (of the first
     ``writer_people`` only, when given) beside the profile on the same people."""
     from bench.datasets.locomo import load, load_gold
-    from bench.digest import compared_ways, matcher_check
+    from bench.digest import compared_ways, matcher_check, written_figures
     from bench.locomo import ingest_conversation
     from control.profile import build, statements_for
 
@@ -113,26 +113,13 @@ def run(
             round(float(np.mean(words[way])), 1) if people else None
         )
     if writer is not None:
-        figures["written"] = {
-            "model": written["model"],
-            "people": written["people"],
-            "fact_recall": _mean(written["hits"]),
-            "offline_fact_recall": _mean(written["offline_hits"]),
-            "words_per_profile": _mean(written["words"], 1),
-            "s_per_profile": round(written["s"] / max(written["people"], 1), 2),
-            "failed_people": written["failed"],
-            "sentences": written["sentences"],
-            "dropped_sentences": written["dropped"],
-        }
+        scores = {"fact_recall": "hits", "offline_fact_recall": "offline_hits"}
+        figures["written"] = written_figures(written, "people", "profile", scores)
     figures["matcher_recall"], figures["matcher_precision"] = (
         round(x, 4) for x in matcher_check(conversations, gold)
     )
     figures["per_person"] = per_person
     return figures
-
-
-def _mean(xs: list, digits: int = 4) -> float | None:
-    return round(float(np.mean(xs)), digits) if xs else None
 
 
 def _write(writer, profile, facts: list[str], names: set[str], out: dict) -> None:

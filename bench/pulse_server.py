@@ -15,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from perception.capture.pulse import stop_child
+
 CALL_SINK = "call"  # the default sink: the far side of a call is played here
 MIC_FEED = "micsrc"  # what is played here, the virtual microphone hears
 MIC = "vmic"  # the default source
@@ -126,12 +128,6 @@ class PulseServer:
         return p
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_child(self.proc, 5, after_kill_s=5)
 
     close = kill

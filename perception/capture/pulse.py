@@ -69,6 +69,22 @@ def pactl(*args: str) -> str:
     return done.stdout.strip()
 
 
+def stop_child(
+    proc: subprocess.Popen | None, wait_s: float, after_kill_s: float | None = None
+) -> None:
+    """End a child that still runs: SIGTERM, and SIGKILL when it has not exited ``wait_s`` later
+    (then, with ``after_kill_s``, wait that long for it to go)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        if after_kill_s is not None:
+            proc.wait(after_kill_s)
+
+
 def defaults() -> Defaults:
     """The default source and sink now."""
     return Defaults(pactl("get-default-source"), pactl("get-default-sink"))
@@ -121,12 +137,7 @@ class Events:
 
     def stop(self) -> None:
         self._stop.set()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(2.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_child(self.proc, 2.0)
 
 
 class Recording:
@@ -174,10 +185,5 @@ class Recording:
         return self._thread.is_alive()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(2.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_child(self.proc, 2.0)
         self._thread.join(2.0)
