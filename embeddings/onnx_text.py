@@ -186,9 +186,41 @@ def _fuse(graph, heads: int, hidden: int):
             q.setLevel(level)
 
 
+class Tokens:
+    """A model's own tokenizer (``tokenizer.json``, read by the ``tokenizers`` library:
+    transformers' tokenizers load torch): texts to padded ids and their attention mask."""
+
+    def __init__(self, model_dir: Path, max_length: int) -> None:
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        pad = json.loads((model_dir / "tokenizer_config.json").read_text())["pad_token"]
+        pad = pad if isinstance(pad, str) else pad["content"]
+        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id(pad), pad_token=pad)
+
+    def __call__(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        encodings = self.tokenizer.encode_batch(texts)
+        return (
+            np.array([e.ids for e in encodings], dtype=np.int64),
+            np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        )
+
+    def lengths(self, texts: list[str]) -> list[int]:
+        return [int(n) for n in self(texts)[1].sum(axis=1)] if texts else []
+
+
+def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The L2-normalised mean of each text's token states, its padding left out."""
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(
+        np.float32
+    )
+
+
 class OnnxEncoder:
-    """Texts to L2-normalised mean-pooled float32 vectors with an exported transformer. The model's
-    ``tokenizer.json`` is read by the ``tokenizers`` library: transformers' tokenizers load torch."""
+    """Texts to L2-normalised mean-pooled float32 vectors with an exported transformer."""
 
     def __init__(
         self,
@@ -199,33 +231,19 @@ class OnnxEncoder:
         cast_weights: bool = False,
     ) -> None:
         """``cast_weights``: ``path`` is a ``mapped_model``, its matrices stored in float16."""
-        from tokenizers import Tokenizer
-
         self.session = cpu_session(path, prepack=prepack, cast_weights=cast_weights)
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        pad = json.loads((model_dir / "tokenizer_config.json").read_text())["pad_token"]
-        pad = pad if isinstance(pad, str) else pad["content"]
-        self.tokenizer.enable_truncation(max_length)
-        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id(pad), pad_token=pad)
-
-    def _tokens(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        encodings = self.tokenizer.encode_batch(texts)
-        return (
-            np.array([e.ids for e in encodings], dtype=np.int64),
-            np.array([e.attention_mask for e in encodings], dtype=np.int64),
-        )
+        self.tokens = Tokens(model_dir, max_length)
 
     def lengths(self, texts: list[str]) -> list[int]:
-        return [int(n) for n in self._tokens(texts)[1].sum(axis=1)] if texts else []
+        return self.tokens.lengths(texts)
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        ids, mask = self._tokens(texts)
+        ids, mask = self.tokens(texts)
         hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(
-            np.float32
-        )
+        return mean_pooled(hidden, mask)
+
+    def encode_batches(self, batches: list[list[str]]) -> list[np.ndarray]:
+        return [self.encode(texts) for texts in batches]
 
 
 def token_lengths(tokenizer, texts: list[str], max_length: int) -> list[int]:

@@ -21,6 +21,7 @@ from perception.onnx_models import check_runtime, load_torch
 from perception.weights import fast_dtype, require, torch_device
 
 if TYPE_CHECKING:
+    from embeddings.onnx_parts import PartsEncoder
     from embeddings.onnx_text import OnnxEncoder
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,9 @@ class SentenceTransformerText:
         self.dtype = dtype
         # "auto": ONNX Runtime for float32 on the CPU when the model is mean-pooled, else torch
         self.runtime = runtime
-        self._encoder: OnnxEncoder | _TorchEncoder | None = None  # built on first use
+        self._encoder: OnnxEncoder | PartsEncoder | _TorchEncoder | None = (
+            None  # built on first use
+        )
 
     def model_dir(self) -> Path:
         """The directory holding the model (config, tokenizer, weights)."""
@@ -129,16 +132,20 @@ class SentenceTransformerText:
         return model.to(getattr(load_torch(f"the text embedder {self.name}"), self.dtype))
 
     def _onnx(self):
+        from embeddings.onnx_parts import PartsEncoder, mapped_parts
         from embeddings.onnx_text import OnnxEncoder, exported_model, mapped_model
 
         model_dir = self.model_dir()
         max_length = json.loads((model_dir / "sentence_bert_config.json").read_text())[
             "max_seq_length"
         ]
-        graph = (mapped_model if self.lean else exported_model)(self.name, model_dir)
-        return OnnxEncoder(
-            graph, model_dir, max_length, prepack=not self.lean, cast_weights=self.lean
-        )
+        if not self.lean:
+            return OnnxEncoder(exported_model(self.name, model_dir), model_dir, max_length)
+        # lean: the weights mapped, and the graph in parts that hold their weights one at a time
+        mapped = mapped_model(self.name, model_dir)
+        if parts := mapped_parts(self.name, mapped, model_dir, max_length):
+            return PartsEncoder(parts, model_dir, max_length)
+        return OnnxEncoder(mapped, model_dir, max_length, prepack=False, cast_weights=True)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Texts of similar token length are batched together: one batch pads every text to its
@@ -150,14 +157,14 @@ class SentenceTransformerText:
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # lean: the float16 matrices' float32 copies (up to 9 MB each) mapped and let go one by one
+        batches = length_batches(encoder.lengths(texts), self.batch_size, self.max_batch_tokens)
         with blocks_mapped() if self.lean else nullcontext():
-            for batch in length_batches(
-                encoder.lengths(texts), self.batch_size, self.max_batch_tokens
-            ):
-                out[batch] = encoder.encode([texts[i] for i in batch])
+            vectors = encoder.encode_batches([[texts[i] for i in batch] for batch in batches])
+        for batch, vecs in zip(batches, vectors):
+            out[batch] = vecs
         if self.lean and self.runtime == "onnx":
             # its weights are mapped (mapped_model): closed, it gives their pages back, and opens
-            # again in a fraction of a second
+            # again in a fraction of a second (in parts, each part's already went after its run)
             self._encoder = None
         return out
 
@@ -172,6 +179,9 @@ class _TorchEncoder:
         from embeddings.onnx_text import token_lengths
 
         return token_lengths(self.model.tokenizer, texts, self.model.max_seq_length)
+
+    def encode_batches(self, batches: list[list[str]]) -> list[np.ndarray]:
+        return [self.encode(texts) for texts in batches]
 
     def encode(self, texts: list[str]) -> np.ndarray:
         import torch

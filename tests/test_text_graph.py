@@ -88,7 +88,7 @@ def test_the_built_graph_gives_torchs_hidden_states_token_by_token(built):
 
     model_dir, path, model = built
     encoder = onnx_text.OnnxEncoder(path, model_dir, model.max_seq_length)
-    ids, mask = encoder._tokens(TEXTS)
+    ids, mask = encoder.tokens(TEXTS)
     got = encoder.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     with torch.inference_mode():
         want = (

@@ -118,7 +118,7 @@ def test_the_onnx_path_tokenizes_as_transformers_does(embedder):
         max_length=encoder_max_length(model),
         return_tensors="np",
     )
-    ids, mask = encoder._tokens(texts)
+    ids, mask = encoder.tokens(texts)
     assert np.array_equal(ids, want["input_ids"]) and np.array_equal(mask, want["attention_mask"])
     assert encoder.lengths(texts) == [int(n) for n in want["attention_mask"].sum(axis=1)]
     assert max(encoder.lengths(texts)) == encoder_max_length(model)  # the long one is cut
@@ -199,3 +199,49 @@ def test_a_mapped_model_whose_weights_file_is_gone_or_cut_short_is_built_again(c
     with open(data, "r+b") as f:
         f.truncate(size // 2)
     assert np.abs(lean.embed(TEXTS) - want).max() < 1e-6 and data.stat().st_size == size
+
+
+@pytest.mark.slow  # a real text model's ONNX graph built from its weights
+def test_a_lean_embedder_runs_its_graph_in_parts_holding_a_part_of_the_weights_each(cache, caplog):
+    """One run of the whole mapped graph touches every layer's matrices, and all are resident at
+    once (mpnet: 170 MB, the capture watcher's peak); in parts, a run holds one part's at a time,
+    and the vectors are the whole graph's to the bit."""
+    import onnx
+
+    from embeddings import onnx_parts
+    from embeddings.onnx_parts import PARTS, PartsEncoder, mapped_parts
+    from embeddings.onnx_text import OnnxEncoder, mapped_model
+
+    texts = TEXTS * 20  # several lean batches: each part runs them all before the next opens
+    lean = MiniLMText(runtime="onnx", lean=True)
+    v = lean.embed(texts)
+    model_dir = lean.model_dir()
+    max_length = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+    mapped = mapped_model(lean.name, model_dir)
+    parts = mapped_parts(lean.name, mapped, model_dir, max_length)
+    assert len(parts) == PARTS
+    whole = OnnxEncoder(mapped, model_dir, max_length, prepack=False, cast_weights=True)
+    batches = [texts[i : i + 7] for i in range(0, len(texts), 7)]
+    cut = PartsEncoder(parts, model_dir, max_length).encode_batches(batches)
+    assert all(np.array_equal(c, whole.encode(b)) for c, b in zip(cut, batches))
+    assert np.abs(v - np.concatenate(cut)).max() < 1e-6  # batched by length, padded otherwise
+    # MiniLM's six layers in four parts: two, two, one and one layers' matrices each
+    halves = [
+        sum(
+            t.data_type == onnx.TensorProto.FLOAT16
+            for t in onnx.load(p, load_external_data=False).graph.initializer
+        )
+        for p in parts
+    ]
+    assert halves == [12, 12, 6, 6]
+
+    # a part whose weights were changed after it was checked is caught, and the whole graph runs
+    data = parts[1].with_name(onnx_parts.EXTERNAL_DATA)
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2 : len(raw) // 2 + 4096] = bytes(4096)
+    data.write_bytes(bytes(raw))
+    onnx_parts._known.clear()
+    assert mapped_parts(lean.name, mapped, lean.model_dir(), max_length) == []
+    assert "run whole" in caplog.text
+    assert np.abs(lean.embed(texts[:4]) - v[:4]).max() < 1e-6
+    assert isinstance(lean._load(), OnnxEncoder)
