@@ -392,7 +392,7 @@ def test_the_screen_memory_says_its_source_and_keeps_the_address(
     tree_memory = screens[0].text
     assert "Quarterly budget for the Lisbon office" in tree_memory
     assert "Meeting notes for Tuesday" in tree_memory
-    assert "password: [password]" in tree_memory  # the tree's line redacted as OCR's is
+    assert "password: [secret]" in tree_memory  # the tree's line redacted as OCR's is
     for m in hash_store.memories_where("clip_id != ''"):
         assert "hunter2" not in m.text
     clip = hash_store.get_clip(screens[0].clip_id)
