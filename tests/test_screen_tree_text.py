@@ -275,8 +275,7 @@ def test_tree_text_goes_through_redaction_and_the_memory_says_where_it_came_from
         "On screen at 09:00:01 (accessibility tree and OCR; https://bob:[secret]@example.com/b): "
         "Quarterly budget | password: [secret] | Meeting notes",
         "On screen at 09:00:09: Meeting notes",  # OCR's alone: as before the tree
-        f"On screen at 09:00:15 (accessibility tree; {URL}): "
-        "Quarterly budget | password: [secret]",
+        f"On screen at 09:00:15 (accessibility tree; {URL}): Quarterly budget | password: [secret]",
     ]
     memory = next(m for m in _screen_memories(obs, UTC) if "(accessibility tree;" in m.text)
     # what is said before the lines (the source, the address) is no line
