@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from embeddings.onnx_text import EXTERNAL_DATA
 from perception.onnx_models import cached_export, cpu_session
 
 log = logging.getLogger(__name__)
 
 PARTS = 4  # a lean encoder's graph in this many parts (mpnet: 3 of its 12 layers each)
 PARTS_VERSION = "parts-2"  # in each part's cache key
-EXTERNAL_DATA = "model.onnx.data"
 OUTPUT = "last_hidden_state"
 # a layer's last node: the layer norm after its feed-forward block (fused with the residual add);
 # not its attention block's ("layer.0.attention.output.LayerNorm" in BERT)
@@ -106,8 +106,7 @@ def part_graph(model, k: int, parts: int = PARTS):
 
 def build_part(mapped: str, k: str, parts: str, path: str) -> None:
     """Write part ``k`` of the mapped model at ``mapped`` to ``path``, its weights beside it
-    (``EXTERNAL_DATA``), float16 matrices as they were. The last part checks the whole chain against
-    the uncut graph: the same vectors for ``onnx_text.CHECK_TEXTS``, or a RuntimeError."""
+    (``EXTERNAL_DATA``), float16 matrices as they were (``mapped_parts`` checks the parts)."""
     import onnx
 
     data = Path(path).with_name(EXTERNAL_DATA)
