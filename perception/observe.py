@@ -300,7 +300,7 @@ def observe_media(
         # screenshots: faces are looked for where text is read, on the last frame of each run of
         # small edits (a typed word, a clock's hand); a frame before it repeats the faces of the
         # one read before it, as a repeated video frame does
-        shown = last_of_edits(distinct)
+        shown = last_of_edits(distinct, trees=[frame_trees[i] for i in keep])
         face_keep = [keep[i] for i in shown]
         face_returns = {
             shown.index(a): shown.index(b) for a, b in returns.items() if a in shown and b in shown

@@ -6,7 +6,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from perception.ocr.stage import last_of_edits, superseded
+from perception.ocr.stage import TreeText, last_of_edits, superseded
+from perception.records import TextLine
 
 ROWS, COLS = 1080, 1920
 
@@ -60,3 +61,34 @@ def test_frames_of_different_sizes_differ_everywhere():
     frame = _screen(LINES, 0)
     assert not superseded(frame, frame[: ROWS // 2], 0.25)
     assert not superseded(frame, np.ascontiguousarray(frame[:, : COLS // 2]), 0.25)
+
+
+def _tree(text: str) -> TreeText:
+    """What a browser's tree says of a page: its text as lines of ten words, over the screen."""
+    words = text.split()
+    lines = tuple(
+        TextLine(" ".join(words[k : k + 10]), (40, 560 + 22 * k, 1400, 580 + 22 * k), 1.0, "atspi")
+        for k in range(0, len(words), 10)
+    )
+    return TreeText(lines, np.ones((ROWS, COLS), bool))
+
+
+def test_a_page_turned_in_a_few_rows_is_kept_where_the_tree_says_its_words_went():
+    """A short page replaced by the next in a browser: few rows change, so the pixels alone call it
+    an edit and its words would be in no memory; its tree lost most of its words in the next
+    frame's, so it is read for itself. A word typed on loses none, and a line scrolled by a word
+    a few: those frames are still read in the next."""
+    first = "the reading marker for page one is quillonbbax " + " ".join(f"w{k}" for k in range(40))
+    second = "the reading marker for page two is quillonbcax " + " ".join(
+        f"v{k}" for k in range(40)
+    )
+    page, turned = _screen(LINES[:3], 0), _screen(LINES[:3], 6, "x")
+    assert superseded(page, turned, 0.25)
+    assert last_of_edits([page, turned]) == [1]
+    assert last_of_edits([page, turned], trees=[_tree(first), _tree(second)]) == [0, 1]
+    typed = first + " and more words typed"
+    assert last_of_edits([page, turned], trees=[_tree(first), _tree(typed)]) == [1]
+    scrolled = " ".join(first.split()[3:]) + " one more line of the page"
+    assert last_of_edits([page, turned], trees=[_tree(first), _tree(scrolled)]) == [1]
+    # a tree unknown for either frame: the pixels decide, as without trees
+    assert last_of_edits([page, turned], trees=[_tree(first), None]) == [1]

@@ -7,6 +7,7 @@ one flat colour first (``read_beside``)."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
@@ -47,6 +48,9 @@ SCREENS_KEPT = 4
 TREE_FILL = (128, 128, 128)
 # a frame the trees speak for in this share of it or more is not given to OCR at all
 TREE_WHOLE_SHARE = 0.98
+# a frame whose tree loses at least this many words in the next is a page replaced (last_of_edits)
+MIN_WORDS_GONE = 8
+_WORD = re.compile(r"\w+")
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
 
@@ -317,14 +321,40 @@ class LastRead:
         del self.screens[self.keep :]
 
 
-def last_of_edits(frames: list[np.ndarray], small_edit: float = 0.25) -> list[int]:
+def last_of_edits(
+    frames: list[np.ndarray],
+    small_edit: float = 0.25,
+    trees: Sequence[TreeText | None] = (),
+) -> list[int]:
     """The frames that the next one does not supersede (``superseded``): the last of each run of
-    small edits, and the last frame."""
+    small edits, and the last frame. ``trees``: per frame, what the accessibility trees said of it,
+    where known; a frame whose tree loses more than ``small_edit`` of its words in the next frame's
+    (``words_gone``) is kept however few rows changed: a browser's page turned, its short text a
+    fifth of the screen's rows, would otherwise be in no memory."""
+
+    def tree(i: int) -> TreeText | None:
+        return trees[i] if i < len(trees) else None
+
     return [
         i
         for i in range(len(frames))
-        if i + 1 == len(frames) or not superseded(frames[i], frames[i + 1], small_edit)
+        if i + 1 == len(frames)
+        or not superseded(frames[i], frames[i + 1], small_edit)
+        or words_gone(tree(i), tree(i + 1), small_edit)
     ]
+
+
+def words_gone(tree: TreeText | None, nxt: TreeText | None, share: float) -> bool:
+    """Whether more than ``share`` of the distinct words of ``tree``'s lines, and at least
+    ``MIN_WORDS_GONE`` of them, are nowhere in ``nxt``'s: a page replaced, not a line typed on or
+    scrolled by a word (in the ordinary hour a typed word's frame lost at most 4 of 37 words, a
+    page turned 24 to 51 of 68 to 88). False where either tree is unknown."""
+    if tree is None or nxt is None:
+        return False
+    words = set(_WORD.findall(" ".join(line.text.lower() for line in tree.lines)))
+    later = set(_WORD.findall(" ".join(line.text.lower() for line in nxt.lines)))
+    gone = len(words - later)
+    return gone >= MIN_WORDS_GONE and gone > share * len(words)
 
 
 def read_screens(
