@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from a11y_desk import A11yDesk, a11y_on
 from conftest import require_x, unavailable
 from perception.capture.atspi import AccessibilityReader, Limits, WindowText
-from perception.capture.windows import DesktopSession, Rect, WindowInfo
+from perception.capture.windows import Rect, WindowInfo
 
 if TYPE_CHECKING:
-    from bench.a11y_session import A11ySession
     from bench.xdesktop import Desktop
 
 pytestmark = pytest.mark.slow
@@ -57,22 +57,16 @@ SLACK_S = 0.15  # what a read may run past ``Limits.time_s``: the scheduler's sh
 
 
 @dataclass
-class Env:
+class Env(A11yDesk):
     desktop: Desktop
-    session: A11ySession
-    x11: DesktopSession
-    tmp: Path
 
     def window(self, title: str, timeout_s: float = 30.0) -> WindowInfo:
         """The mapped window titled ``title`` (a regular expression), as capture sees it."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            wins = [w for w in self.x11.stacking() if re.fullmatch(title, w.title) and w.rect]
-            if wins:
-                return wins[-1]
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no window titled {title!r}: {self.x11.stacking()}")
-            time.sleep(0.1)
+        return self.window_where(
+            lambda w: re.fullmatch(title, w.title) is not None,
+            f"window titled {title!r}",
+            timeout_s,
+        )
 
     def client(self, win: WindowInfo) -> tuple[int, int, int, int]:
         """The window's content on screen: its rectangle less the window manager's frame."""
@@ -94,19 +88,11 @@ def env(tmp_path_factory) -> Iterator[Env]:
         unavailable(why)
     tmp = tmp_path_factory.mktemp("a11y")
     desktop = Desktop(tmp)
-    try:
-        session = A11ySession(desktop.display)
-    except BaseException:
-        desktop.close()
-        raise
-    x11 = open_desktop(desktop.display)
-    try:
-        with session.activated():
-            yield Env(desktop, session, x11, tmp)
-    finally:
-        x11.close()
-        session.close()
-        desktop.close()
+    opened = a11y_on(
+        desktop, lambda: A11ySession(desktop.display), lambda: open_desktop(desktop.display)
+    )
+    with opened as (session, x11):
+        yield Env(session, x11, tmp, desktop)
 
 
 def _read(win: WindowInfo, focused: bool = True, limits: Limits | None = None) -> WindowText:
@@ -514,17 +500,16 @@ def test_a_window_missed_while_its_application_was_busy_is_read_at_a_later_tick(
     import numpy as np
 
     from perception.capture.atspi import SHUN_FIRST_S
-    from perception.capture.screen_tree import ScreenText
+    from perception.capture.screen_tree import MonitorView, ScreenText
     from perception.capture.windows import Rect
 
     win = peer("busy", "--busy", "1.0")
     screen = ScreenText(AccessibilityReader())
-    monitor = Rect(0, 0, 1280, 800)
-    gray = np.zeros((800, 1280), np.uint8)
-    assert screen.of_monitor(monitor, win, [win], set(), gray) is None  # busy: left to OCR
-    assert screen.retry(monitor, win, [win], set(), gray) is None  # put aside: not asked yet
+    view = MonitorView(Rect(0, 0, 1280, 800), win, [win], set(), np.zeros((800, 1280), np.uint8))
+    assert screen.of_monitor(view) is None  # busy: left to OCR
+    assert screen.retry(view) is None  # put aside: not asked yet
     time.sleep(SHUN_FIRST_S + 0.2)
-    again = screen.retry(monitor, win, [win], set(), gray)
+    again = screen.retry(view)
     assert again is not None and [ln[0] for ln in again["lines"]] == ["node 0", "node 1", "node 2"]
     assert screen.recovered == 1
-    assert screen.retry(monitor, win, [win], set(), gray) is None  # nothing missed any more
+    assert screen.retry(view) is None  # nothing missed any more

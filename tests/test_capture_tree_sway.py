@@ -16,18 +16,18 @@ import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
+from a11y_desk import A11yDesk, a11y_on
 from conftest import unavailable
 from perception.capture.atspi import WINDOW, AccessibilityReader, Limits, WindowText
-from perception.capture.windows import DesktopSession, Rect, WindowInfo
+from perception.capture.windows import Rect, WindowInfo
 
 if TYPE_CHECKING:
-    from bench.a11y_session import A11ySession, App
+    from bench.a11y_session import App
     from bench.waydesktop import Sway
 
 pytestmark = pytest.mark.slow
@@ -63,22 +63,12 @@ def _page() -> str:
 
 
 @dataclass
-class Desk:
+class Desk(A11yDesk):
     sway: Sway
-    session: A11ySession
-    desktop: DesktopSession
-    tmp: Path
 
     def window(self, pid: int, timeout_s: float = 30.0) -> WindowInfo:
         """``pid``'s window, as capture sees it."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            wins = [w for w in self.desktop.stacking() if w.pid == pid and w.rect]
-            if wins:
-                return wins[-1]
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no window of process {pid}: {self.desktop.stacking()}")
-            time.sleep(0.1)
+        return self.window_where(lambda w: w.pid == pid, f"window of process {pid}", timeout_s)
 
     def place(self, pid: int, at: tuple[int, int, int, int]) -> WindowInfo:
         """``pid``'s window floating at ``at``, once sway has it there."""
@@ -97,8 +87,8 @@ class Desk:
 
     def shot(self) -> np.ndarray:
         """grim's image of the screen (BGR)."""
-        (rect,) = self.desktop.outputs()
-        return self.desktop.grab(1, rect)
+        (rect,) = self.windows.outputs()
+        return self.windows.grab(1, rect)
 
 
 @pytest.fixture(scope="module")
@@ -110,19 +100,11 @@ def desk(tmp_path_factory) -> Iterator[Desk]:
         if why:
             unavailable(why)
     sway = waydesktop.Sway()
-    try:
-        session = a11y_session.A11ySession.on_sway(sway)
-    except BaseException:
-        sway.close()
-        raise
-    desktop = open_desktop(env=sway.env)
-    try:
-        with session.activated():
-            yield Desk(sway, session, desktop, tmp_path_factory.mktemp("sway-a11y"))
-    finally:
-        desktop.close()
-        session.close()
-        sway.close()
+    opened = a11y_on(
+        sway, lambda: a11y_session.A11ySession.on_sway(sway), lambda: open_desktop(env=sway.env)
+    )
+    with opened as (session, windows):
+        yield Desk(session, windows, tmp_path_factory.mktemp("sway-a11y"), sway)
 
 
 def _gtk(desk: Desk, title: str, at: tuple[int, int, int, int], *extra: str) -> tuple[App, Any]:
@@ -285,7 +267,7 @@ def test_a_password_typed_on_sway_is_never_read_and_the_sidecar_has_the_text(
     assert SECRET not in repr(got) and not any(ln.role == "password text" for ln in got.lines)
     out = tmp_path / "out"
     cap = Capturer(
-        CaptureConfig(out=str(out), interval_s=0.5), CaptureStore(out), desktop=desk.desktop
+        CaptureConfig(out=str(out), interval_s=0.5), CaptureStore(out), desktop=desk.windows
     )
     cap.run(duration_s=3.0)
     sides = [json.loads(p.read_text()) for p in sorted(out.rglob("*.jpg.json"))]
