@@ -58,6 +58,12 @@ def memorize(store, clips, faces: MatchPolicy = FACES, voices: MatchPolicy = VOI
     return memorizer
 
 
+def memorize_talk(store, *clips, faces: MatchPolicy = FACES, voices: MatchPolicy = VOICES):
+    """Clips 0, 1, ... of ``TALK``, each given as its turns (as ``speech_clip`` takes them),
+    memorized into ``store`` in order (``memorize``); the ``Memorizer`` that did it."""
+    return memorize(store, [speech_clip(k, turns) for k, turns in enumerate(clips)], faces, voices)
+
+
 def video_source(
     path: str, sha256: str, recorded_at: datetime, duration_s: float = 30.0
 ) -> SourceInfo:

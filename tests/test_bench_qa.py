@@ -148,52 +148,17 @@ def test_answer_scoring_known_cases():
 
 
 def test_summary_counts_yes_no_and_out_of_reach_questions_apart():
-    asked = [
-        Asked(
-            "1",
-            "q",
-            "Chicago.",
-            "from Chicago",
-            ("PU",),
-            ("Sheila is from Chicago.",),
-            read=4,
-            leaked=0,
-            verdict=Verdict(True, "Yes"),
-        ),
-        Asked(
-            "2",
-            "q",
-            "Texas",
-            "x",
-            ("PU", "ME"),
-            ("nothing here",),
-            read=2,
-            leaked=1,
-            verdict=Verdict(False, "No"),
-        ),
-        Asked(
-            "3",
-            "q",
-            "Yes.",
-            "yes",
-            ("ME",),
-            ("yes",),
-            read=1,
-            leaked=0,
-            verdict=Verdict(None, "timeout"),
-        ),
-        Asked(
-            "4",
-            "q",
-            "A Yankee.",
-            "?",
-            ("CM",),
-            ("they call me a Yankee",),
-            expect_not_found=True,
-            read=3,
-            leaked=0,
-            verdict=Verdict(False, "hmm", unclear=True),
-        ),
+    yes, no = Verdict(True, "Yes"), Verdict(False, "No")
+    timed_out, unclear = Verdict(None, "timeout"), Verdict(False, "hmm", unclear=True)
+    questions = [  # gold, answer, types, the one memory read, memories read, of them leaked, verdict
+        ("Chicago.", "from Chicago", ("PU",), "Sheila is from Chicago.", 4, 0, yes),
+        ("Texas", "x", ("PU", "ME"), "nothing here", 2, 1, no),
+        ("Yes.", "yes", ("ME",), "yes", 1, 0, timed_out),
+        ("A Yankee.", "?", ("CM",), "they call me a Yankee", 3, 0, unclear),
+    ]
+    asked = [  # question 4's evidence is out of reach by design
+        Asked(str(n), "q", gold, answer, types, (memory,), n == 4, read, leaked, verdict=verdict)
+        for n, (gold, answer, types, memory, read, leaked, verdict) in enumerate(questions, 1)
     ]
     f = summarise(asked, judged=True)
     assert f["answer_in_context@5"] == 0.5 and f["in_context_questions"] == 2

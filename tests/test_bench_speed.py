@@ -1,9 +1,12 @@
 """``mnemo bench speed``'s figures: the writer's seconds per clip count every second it works on a
 clip (memorizing, and the embedding and committing on its commit thread), and the report and JSON
-line carry what the issue names (the bench itself runs by hand: minutes)."""
+line carry what the issue names, the line's keys as docs/benchmarks.md says them (the bench itself
+runs by hand: minutes)."""
 
 import json
+import re
 import time
+from pathlib import Path
 
 from bench import speed
 from pipeline.ingest import IngestReport
@@ -61,6 +64,15 @@ def test_per_stage_seconds_leave_out_a_stage_that_took_nothing():
     assert per_clip["speech"] == 5.0 and "ocr" not in per_clip
 
 
+def _documented_json_keys() -> list[str]:
+    """The keys of ``bench speed --json``'s last line, in order, as docs/benchmarks.md says them."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text("utf-8")
+    section = text.split("{ #bench-speed }", 1)[1].split("\n## ", 1)[0]
+    said = re.search(r"the last line is `\{(.*?)\}`", section, re.DOTALL)
+    assert said, "docs/benchmarks.md's bench speed section no longer names the --json line's keys"
+    return re.findall(r'"(\w+)"', said.group(1))
+
+
 def test_the_report_marks_each_target_and_the_json_line_has_the_issues_keys():
     stages = {"speech": 5.0, "writer: memorize": 0.01}
     figures = {
@@ -98,16 +110,5 @@ def test_the_report_marks_each_target_and_the_json_line_has_the_issues_keys():
         "equivalent": "MISSED",
     }
     line = json.loads(json.dumps(speed.summary(figures)))
-    assert list(line) == [
-        "recording_s",
-        "sequential_s",
-        "ray_s",
-        "workers",
-        "asr_only_s",
-        "realtime_x_sequential",
-        "realtime_x_ray",
-        "full_over_asr",
-        "writer_s_per_clip",
-        "equivalent",
-    ]
+    assert list(line) == _documented_json_keys()
     assert line["full_over_asr"] == 2.858 and line["equivalent"] is False

@@ -15,7 +15,7 @@ from conftest import files_holding, forget_cli, people_cli, run_cli
 from factories import TALK as SOURCE
 from factories import VOICE_A as A
 from factories import VOICE_B as B
-from factories import memorize, speech_clip, unit
+from factories import memorize, memorize_talk, speech_clip, unit
 from graph.forget_store import Filter, finish_unfinished, forget, plan
 from perception.records import FaceObservation
 
@@ -38,31 +38,17 @@ def _introduced(store, *, sheila_again: bool = False):
     """Sheila (voice_1) and Diane (voice_2) name themselves in clip0 only (Marta, voice_3, is heard
     there alone); clip1 and clip2 hear the first two again, and Sheila names herself in clip2 too
     when ``sheila_again``."""
-    memorize(
+    memorize_talk(
         store,
         [
-            speech_clip(
-                0,
-                [
-                    ("s0", "Hi, I'm Sheila.", A),
-                    ("s1", "Nice to meet you, I'm Diane.", B),
-                    ("s2", "And I'm Marta, hello both.", C),
-                ],
-            ),
-            speech_clip(
-                1,
-                [
-                    ("s0", "The tram was late again this morning.", A),
-                    ("s1", "We planted tomatoes.", B),
-                ],
-            ),
-            speech_clip(
-                2,
-                [
-                    ("s0", "I'm Sheila, by the way." if sheila_again else "The river was high.", A),
-                    ("s1", "The garden needs rain.", B),
-                ],
-            ),
+            ("s0", "Hi, I'm Sheila.", A),
+            ("s1", "Nice to meet you, I'm Diane.", B),
+            ("s2", "And I'm Marta, hello both.", C),
+        ],
+        [("s0", "The tram was late again this morning.", A), ("s1", "We planted tomatoes.", B)],
+        [
+            ("s0", "I'm Sheila, by the way." if sheila_again else "The river was high.", A),
+            ("s1", "The garden needs rain.", B),
         ],
     )
     return store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from factories import FACES, VOICES, memorize, speech_clip, unit
+from factories import FACES, VOICES, memorize, memorize_talk, speech_clip, unit
 from factories import VOICE_A as A
 from factories import VOICE_B as B
 from graph.resolve_people import PeopleOp
@@ -180,21 +180,10 @@ def test_two_people_who_call_each_other_by_name_are_named_and_never_swapped(hash
 def test_a_listener_heard_as_two_voices_is_named_once_the_voices_merge(hash_store):
     near_b = unit([0, 0.12, 1, 0.02])
     # the first clip founds three voices (nothing is known yet): whom "Melanie" was said to is open
-    memorize(
+    memorize_talk(
         hash_store,
-        [
-            speech_clip(
-                0,
-                [
-                    ("s0", "Hey Melanie!", A),
-                    ("s1", "one two three", B),
-                    ("s2", "four five six", near_b),
-                ],
-            ),
-            speech_clip(
-                1, [("s0", "Thanks, Melanie.", A), ("s1", "seven eight", B), ("s2", "nine", near_b)]
-            ),
-        ],
+        [("s0", "Hey Melanie!", A), ("s1", "one two three", B), ("s2", "four five six", near_b)],
+        [("s0", "Thanks, Melanie.", A), ("s1", "seven eight", B), ("s2", "nine", near_b)],
     )
     people = {p.name: p for p in hash_store.people()}
     assert sorted(people) == ["", "Melanie"]
