@@ -14,6 +14,7 @@ import time
 import cv2
 import pytest
 
+from bench.capture_argv import capture_and_ingest
 from bench.xdesktop import Desktop
 
 pytestmark = pytest.mark.slow
@@ -113,16 +114,7 @@ def test_typed_text_is_answered_while_capture_runs(desktop, tmp_path):
     out, store = tmp_path / "out", tmp_path / "store"
     cap = _mnemo(
         desktop,
-        "capture",
-        "--out",
-        str(out),
-        "--interval",
-        "1s",
-        "--ingest",
-        "--store",
-        str(store),
-        "--duration",
-        "150s",
+        *capture_and_ingest(out, store, "150s"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.capture_argv import capture_and_ingest
 from bench.faults import Context, Tally, mnemo_argv
 from bench.faults.processes_kit import (
     alive_pids,
@@ -103,21 +104,7 @@ def _watcher_try(
     log_path = folder / "daemon.log"
     with open(log_path, "w") as log_file:
         daemon = subprocess.Popen(
-            mnemo_argv(
-                [
-                    "capture",
-                    "--out",
-                    str(out),
-                    "--interval",
-                    "1s",
-                    "--ingest",
-                    "--store",
-                    str(store_dir),
-                    "--duration",
-                    "600s",
-                ],
-                prelude,
-            ),
+            mnemo_argv(capture_and_ingest(out, store_dir, "600s"), prelude),
             env=env,
             cwd=folder,
             stdout=log_file,
