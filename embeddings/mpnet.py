@@ -34,16 +34,8 @@ def packaged_mpnet_model() -> Path:
 class MPNetText(SentenceTransformerText):
     name = "all-mpnet-base-v2"
     dim = 768
-
-    def __init__(
-        self,
-        device: str = "cpu",
-        batch_size: int = 32,
-        dtype: str = "auto",
-        runtime: str = "auto",
-        lean: bool = False,
-    ) -> None:
-        super().__init__(device, batch_size, dtype, runtime=runtime, lean=lean)
+    default_batch_size = 32
+    default_dtype = "auto"  # chosen from the device (perception.weights.fast_dtype)
 
     def model_dir(self) -> Path:
         return packaged_mpnet_model()

@@ -51,21 +51,27 @@ def torch_setting(device: str, dtype: str, runtime: str) -> str:
 class SentenceTransformerText:
     name = ""
     dim = 0
+    # a model's defaults where none is given: each backend may set its own
+    default_batch_size = 64
+    default_dtype = "float32"
 
     def __init__(
         self,
         device: str = "cpu",
-        batch_size: int = 64,
-        dtype: str = "float32",
+        batch_size: int | None = None,
+        dtype: str | None = None,
         max_batch_tokens: int = 2048,
         runtime: str = "auto",
         lean: bool = False,
     ) -> None:
-        """``lean``: least memory for a process that runs all day (the capture watcher): batches
-        of at most ``LEAN_BATCH_TOKENS`` and, on ONNX Runtime, weights not prepacked, mapped from
-        their file, and let go after each ``embed``. Measured on mpnet in float32 (ONNX): 686 MB at
-        the peak of 192 embeddings against 1278 MB, and 3 % slower (before the weights were
-        mapped)."""
+        """``batch_size`` and ``dtype``: the class's ``default_batch_size`` and ``default_dtype``
+        when None. ``lean``: least memory for a process that runs all day (the capture watcher):
+        batches of at most ``LEAN_BATCH_TOKENS`` and, on ONNX Runtime, weights not prepacked,
+        mapped from their file, and let go after each ``embed``. Measured on mpnet in float32
+        (ONNX): 686 MB at the peak of 192 embeddings against 1278 MB, and 3 % slower (before the
+        weights were mapped)."""
+        batch_size = self.default_batch_size if batch_size is None else batch_size
+        dtype = self.default_dtype if dtype is None else dtype
         check_runtime(runtime, "text runtime")
         if setting := torch_setting(device, dtype, runtime):
             require(TORCH_MODULES, "torch", setting, WITHOUT_TORCH)
