@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from bench.faults.store_kit import (
     CHILD_TIMEOUT_S,
     clip_id,
-    clips_lost,
     finished,
     in_child,
     journals,
@@ -28,6 +27,7 @@ from bench.faults.store_kit import (
     open_store,
     raw_rows,
     seen_by_reader,
+    with_finished,
     write,
 )
 
@@ -249,13 +249,8 @@ def fill_disk(disk: Path, filler: int, clips: int, patch: str, reports: Path) ->
         return _failed(
             lost, orphans, committed, [*notes, f"a reader failed after the rerun: {out}"]
         )
-    return {
-        "lost": lost + clips_lost(problems),
-        "orphans": orphans + len(problems) - clips_lost(problems),
-        "ok": ok,
-        "committed": committed,
-        "notes": notes + problems,
-    }
+    lost, orphans, notes = with_finished(lost, orphans, notes, problems)
+    return {"lost": lost, "orphans": orphans, "ok": ok, "committed": committed, "notes": notes}
 
 
 def _read_full(store_dir: str, committed: list[str], half: int) -> dict:

@@ -19,7 +19,6 @@ from bench.faults.store_kit import (
     FORGET_STEPS,
     T0,
     clip_id,
-    clips_lost,
     finished,
     forget_child,
     in_child,
@@ -31,6 +30,7 @@ from bench.faults.store_kit import (
     start_child,
     token,
     wait_child,
+    with_finished,
     write,
     write_clips,
 )
@@ -104,13 +104,8 @@ def _after_kill(
         write_clips(store, clips)  # the ingest run again, in this process
     except Exception as e:
         return lost, orphans, False, [*notes, f"the rerun failed: {type(e).__name__}: {e}"]
-    problems = finished(store, clips)
-    return (
-        lost + clips_lost(problems),
-        orphans + len(problems) - clips_lost(problems),
-        True,
-        notes + problems,
-    )
+    lost, orphans, notes = with_finished(lost, orphans, notes, finished(store, clips))
+    return lost, orphans, True, notes
 
 
 # ---- kill_forget -----------------------------------------------------------------------------

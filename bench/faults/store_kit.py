@@ -322,6 +322,10 @@ def finished(store, clips: int) -> list[str]:
     return problems
 
 
-def clips_lost(problems: list[str]) -> int:
-    """How many of ``finished``'s problems are clips lost (the others are things left twice)."""
-    return sum("missing" in p for p in problems)
+def with_finished(
+    lost: int, orphans: int, notes: list[str], problems: list[str]
+) -> tuple[int, int, list[str]]:
+    """A try's lost, orphans and notes with ``finished``'s problems added: a clip missing is lost,
+    any other problem (a thing left twice) an orphan."""
+    gone = sum("missing" in p for p in problems)
+    return lost + gone, orphans + len(problems) - gone, notes + problems
