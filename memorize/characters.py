@@ -24,6 +24,16 @@ from perception.records import ClipObservations
 
 
 @dataclass
+class ClipChanges:
+    """What memorizing a clip changes, gathered as it goes: the clip's id (the edges'; "" for an
+    enrolment, written with the next clip), the edges it adds and the characters it touched."""
+
+    clip_id: str
+    edges: list[Edge] = field(default_factory=list)
+    touched: dict[str, Entity] = field(default_factory=dict)
+
+
+@dataclass
 class People:
     """Characters and which face/voice entities belong to them (loaded from the store, updated
     per clip)."""
@@ -46,23 +56,16 @@ class People:
         return people
 
     def merge(
-        self,
-        keep: str,
-        other: str,
-        clip_id: str,
-        weight: float,
-        evidence: tuple[str, ...],
-        edges: list[Edge],
-        touched: dict[str, Entity],
+        self, keep: str, other: str, weight: float, evidence: tuple[str, ...], changes: ClipChanges
     ) -> None:
         """Make character ``other`` part of ``keep`` (a ``same_person`` edge between the two: the
         evidence stays, and a user's split can take it apart again)."""
-        edges.append(Edge("same_person", other, keep, weight, clip_id, evidence))
+        changes.edges.append(Edge("same_person", other, keep, weight, changes.clip_id, evidence))
         for member, cid in list(self.member_of.items()):
             if cid == other:
                 self.member_of[member] = keep
         self.member_of[other] = keep
-        touched[keep] = self.characters[keep]
+        changes.touched[keep] = self.characters[keep]
 
     def _new(self, ts: float) -> Entity:
         taken = (int(c.rsplit("_", 1)[-1]) for c in self.characters)
@@ -90,25 +93,19 @@ class People:
         return sorted(e for e, c in self.member_of.items() if c == character_id)
 
     def ensure(
-        self,
-        entity_id: str,
-        ts: float,
-        clip_id: str,
-        evidence: tuple[str, ...],
-        edges: list[Edge],
-        touched: dict[str, Entity],
+        self, entity_id: str, ts: float, evidence: tuple[str, ...], changes: ClipChanges
     ) -> Entity:
         """The character of ``entity_id``, created (with its same_person edge) if it has none."""
         character = self.character_of(entity_id)
         if character is None:
             character = self._new(ts)
             self.member_of[entity_id] = character.entity_id
-            edges.append(
-                Edge("same_person", entity_id, character.entity_id, 1.0, clip_id, evidence)
+            changes.edges.append(
+                Edge("same_person", entity_id, character.entity_id, 1.0, changes.clip_id, evidence)
             )
         character.first_seen_ts = min(character.first_seen_ts, ts)
         character.last_seen_ts = max(character.last_seen_ts, ts)
-        touched[character.entity_id] = character
+        changes.touched[character.entity_id] = character
         return character
 
     def link_faces_and_voices(
@@ -116,8 +113,7 @@ class People:
         obs: ClipObservations,
         voice_of: dict[str, str],
         face_of: dict[str, str],
-        edges: list[Edge],
-        touched: dict[str, Entity],
+        changes: ClipChanges,
     ) -> list[tuple[str, str]]:
         """Link each speaker's voice to the face seen alone while they speak; returns the
         (voice, face) pairs linked in this clip. ``voice_of`` maps clip-local speakers to voice
@@ -154,16 +150,7 @@ class People:
             taken_speakers.add(speaker)
             taken_persons.add(person)
             voice, face = voice_of[speaker], face_of[person]
-            if self.link(
-                voice,
-                face,
-                obs.clip.clip_id,
-                obs.clip.start_ts,
-                (obs.clip.clip_id,),
-                float(n),
-                edges,
-                touched,
-            ):
+            if self.link(voice, face, obs.clip.start_ts, (obs.clip.clip_id,), float(n), changes):
                 linked.append((voice, face))
         return linked
 
@@ -171,12 +158,10 @@ class People:
         self,
         voice: str,
         face: str,
-        clip_id: str,
         ts: float,
         evidence: tuple[str, ...],
         weight: float,
-        edges: list[Edge],
-        touched: dict[str, Entity],
+        changes: ClipChanges,
     ) -> bool:
         """Put ``voice`` and ``face`` in one character (a new one, or the one either has); False when
         both already belong to characters (the same one, or two we do not merge)."""
@@ -185,14 +170,21 @@ class People:
             return False
         existing = cv or cf
         if existing is None:
-            character = self.ensure(voice, ts, clip_id, evidence, edges, touched)
+            character = self.ensure(voice, ts, evidence, changes)
         else:
             character = existing
-            touched[character.entity_id] = character
+            changes.touched[character.entity_id] = character
         for member in (voice, face):
             if self.character_of(member) is None:
                 self.member_of[member] = character.entity_id
-                edges.append(
-                    Edge("same_person", member, character.entity_id, weight, clip_id, evidence)
+                changes.edges.append(
+                    Edge(
+                        "same_person",
+                        member,
+                        character.entity_id,
+                        weight,
+                        changes.clip_id,
+                        evidence,
+                    )
                 )
         return True

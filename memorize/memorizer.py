@@ -21,7 +21,7 @@ from graph.resolve_people import active_ops, may_hear_owner
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id, sources_of
 from graph.store import Store
 from llm.client import LLMError
-from memorize.characters import People
+from memorize.characters import ClipChanges, People
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.identity import EntityMatcher, MatchPolicy
 from memorize.naming import KINDS as NAME_KINDS
@@ -130,17 +130,14 @@ class Memorizer:
         ] = {}  # clip id -> its recording (name rivals must have met)
         # the owner is known, or the user said who is: the microphone proposes nobody (again)
         self.owner_settled = not may_hear_owner(store.people_ops(), people)
-        self._pending_edges: list[Edge] = []  # from enrol(), written with the next clip
-        self._pending_people: dict[str, Entity] = {}
+        self._pending = ClipChanges("")  # from enrol(), written with the next clip
 
     def enrol(self, name: str, voice_embedding, ts: float) -> str:
         """Register a known, named speaker by a sample of their voice: the voice entity it matches
         (or a new one) gets a character with that name. Written with the next clip. Returns the
         character id."""
         (voice,) = self.voices.match_distinct([voice_embedding], ts)
-        character = self.people.ensure(
-            voice.entity_id, ts, "", ("enrolled",), self._pending_edges, self._pending_people
-        )
+        character = self.people.ensure(voice.entity_id, ts, ("enrolled",), self._pending)
         character.name = character.name or name
         self.enrolled.add(character.entity_id)
         return character.entity_id
@@ -149,23 +146,24 @@ class Memorizer:
         clip = obs.clip
         self.source_of_clip[clip.clip_id] = clip.source.path
         written = offline_memories(obs, self.faces, self.voices)
-        edges: list[Edge] = [replace(e, clip_id=clip.clip_id) for e in self._pending_edges]
-        touched: dict[str, Entity] = dict(self._pending_people)
-        self._pending_edges, self._pending_people = [], {}
+        changes = ClipChanges(
+            clip.clip_id,
+            [replace(e, clip_id=clip.clip_id) for e in self._pending.edges],
+            dict(self._pending.touched),
+        )
+        self._pending = ClipChanges("")
         for voice in dict.fromkeys(
             written.voice_of.values()
         ):  # every voice is someone: a person to name
-            self.people.ensure(
-                voice, clip.start_ts, clip.clip_id, (clip_evidence(clip.clip_id),), edges, touched
-            )
+            self.people.ensure(voice, clip.start_ts, (clip_evidence(clip.clip_id),), changes)
         # captured sound: the stream each voice of this clip was heard on (mic, out)
         streams = {
             written.voice_of[t.speaker]: t.channel
             for t in obs.speech
             if t.channel and t.speaker in written.voice_of
         }
-        self._merge_alike_voices(written.voice_of.values(), clip.clip_id, edges, touched, streams)
-        self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, edges, touched)
+        self._merge_alike_voices(written.voice_of.values(), changes, streams)
+        self.people.link_faces_and_voices(obs, written.voice_of, written.face_of, changes)
         llm: LLMClipMemories | None = None
         notes: list[str] = []
         if (
@@ -191,21 +189,12 @@ class Memorizer:
                     )
                 for voice, face in llm.same_person:  # the model's statement is evidence too
                     self.people.link(
-                        voice,
-                        face,
-                        clip.clip_id,
-                        clip.start_ts,
-                        (f"llm:{clip.clip_id}",),
-                        1.0,
-                        edges,
-                        touched,
+                        voice, face, clip.start_ts, (f"llm:{clip.clip_id}",), 1.0, changes
                     )
 
-        semantic = self._heard_facts(obs, written.voice_of, edges, touched)
+        semantic = self._heard_facts(obs, written.voice_of, changes)
         for entity, relation, value, evidence in llm.facts if llm else []:
-            character = self.people.ensure(
-                entity, clip.start_ts, clip.clip_id, evidence[:1], edges, touched
-            )
+            character = self.people.ensure(entity, clip.start_ts, evidence[:1], changes)
             semantic.append(
                 self._fact(
                     character,
@@ -219,17 +208,18 @@ class Memorizer:
                 )
             )
             if relation == "is named" and entity.startswith("voice_"):
-                edges.append(
+                changes.edges.append(
                     self.naming.add("introduced_as", entity, value, clip.clip_id, evidence[0])
                 )
         self._name_people(
-            {v for e in edges if e.kind in NAME_KINDS for v in sources_of(e.src_id)}, touched
+            {v for e in changes.edges if e.kind in NAME_KINDS for v in sources_of(e.src_id)},
+            changes.touched,
         )
         memories = written.memories + (llm.episodic if llm else [])
         updated: dict[str, Memory] = {}
         for memory in semantic:
             stored, changed, new_edges = self.consolidator.add(memory)
-            edges += new_edges
+            changes.edges += new_edges
             if stored is not None:
                 memories.append(stored)
             if changed is not None:
@@ -240,16 +230,18 @@ class Memorizer:
                 else:
                     updated[changed.memory_id] = changed
         memories.sort(key=lambda m: (m.start_ts, m.memory_id))
-        edges += self._mentions(memories, clip.clip_id)
+        changes.edges += self._mentions(memories, clip.clip_id)
         events = [m for m in memories if m.kind == "episodic"]
         previous = self._last_event(clip)
         chain = ([previous] if previous else []) + [m.memory_id for m in events]
         for a, b in zip(chain, chain[1:]):
-            edges.append(Edge("next_in_time", a, b, 1.0, clip.clip_id))
+            changes.edges.append(Edge("next_in_time", a, b, 1.0, clip.clip_id))
         if events:
             self.last_event[clip.source.path] = events[-1].memory_id
-        entities = self.faces.take_touched() + self.voices.take_touched() + list(touched.values())
-        edges = list({e.edge_id: e for e in edges}.values())  # one row an edge: its latest state
+        characters = list(changes.touched.values())
+        entities = self.faces.take_touched() + self.voices.take_touched() + characters
+        # one row an edge: its latest state
+        edges = list({e.edge_id: e for e in changes.edges}.values())
         return ClipWrite(
             memories,
             entities,
@@ -293,8 +285,7 @@ class Memorizer:
         self,
         obs: ClipObservations,
         voice_of: dict[str, str],
-        edges: list[Edge],
-        touched: dict[str, Entity],
+        changes: ClipChanges,
     ) -> list[Memory]:
         """Semantic memories from first-person speech: the speaker's name, where they are from or
         live. The speaker's voice gets a character if it has none; a name names it."""
@@ -305,19 +296,17 @@ class Memorizer:
             if voice is None:
                 continue
             names, facts = names_in(turn.text), facts_in(turn.text)
-            self._heard_address(obs, turn, voice, voice_of, edges)
+            self._heard_address(obs, turn, voice, voice_of, changes.edges)
             if not (names or facts):
                 continue
             start, end = clip.start_ts + turn.start_s, clip.start_ts + turn.end_s
             evidence = (turn.segment_id, clip_evidence(clip.clip_id))
-            character = self.people.ensure(
-                voice, start, clip.clip_id, (turn.segment_id,), edges, touched
-            )
+            character = self.people.ensure(voice, start, (turn.segment_id,), changes)
             for name in names[:1]:
                 semantic.append(
                     self._fact(character, voice, "is named", name, obs, start, end, evidence)
                 )
-                edges.append(
+                changes.edges.append(
                     self.naming.add("introduced_as", voice, name, clip.clip_id, turn.segment_id)
                 )
             for relation, value in facts:
@@ -424,9 +413,7 @@ class Memorizer:
     def _merge_alike_voices(
         self,
         voices,
-        clip_id: str,
-        edges: list[Edge],
-        touched: dict[str, Entity],
+        changes: ClipChanges,
         streams: dict[str, str] | None = None,
     ) -> None:
         """Voices heard now that are as alike as one voice's own clips (``merge_similarity``) become
@@ -465,15 +452,13 @@ class Memorizer:
                 keep.name, gone.name = keep.name or gone.name, ""
                 if gone.entity_id in self.enrolled:
                     self.enrolled.add(keep.entity_id)
-                touched[gone.entity_id] = gone
+                changes.touched[gone.entity_id] = gone
                 self.people.merge(
                     keep.entity_id,
                     gone.entity_id,
-                    clip_id,
                     round(sim, 4),
                     (f"voice:{voice_id}~{other.entity_id}", f"similarity:{sim:.3f}"),
-                    edges,
-                    touched,
+                    changes,
                 )
                 self.voices.absorb(
                     *sorted((entity, other), key=lambda e: int(e.entity_id.rsplit("_", 1)[-1]))

@@ -10,7 +10,7 @@ import pytest
 from embeddings.base import build_text_embedder
 from graph.rows import ClipRow, Memory, content_id
 from graph.store import Store, StoreError
-from memorize.characters import People
+from memorize.characters import ClipChanges, People
 from memorize.consolidate import Consolidator, clip_evidence
 from memorize.speech_facts import facts_in, names_in
 from perception.records import Clip, ClipObservations, FaceObservation, SourceInfo, SpeechTurn
@@ -79,21 +79,25 @@ def test_a_voice_links_to_the_face_seen_alone_while_it_speaks_one_to_one():
         | {12.0: ["pA", "pB"]}
     )
     obs = _obs(faces, [("s0", 0.0, 5.0), ("s1", 5.2, 12.0)])
-    people, edges, touched = People(), [], {}
+    people, changes = People(), ClipChanges("c1")
     linked = people.link_faces_and_voices(
-        obs, {"s0": "voice_1", "s1": "voice_2"}, {"pA": "face_1", "pB": "face_2"}, edges, touched
+        obs, {"s0": "voice_1", "s1": "voice_2"}, {"pA": "face_1", "pB": "face_2"}, changes
     )
     assert sorted(linked) == [("voice_1", "face_1"), ("voice_2", "face_2")]
     assert people.character_of("voice_1") is people.character_of("face_1")
     assert people.character_of("voice_2") is people.character_of("face_2")
     assert people.character_of("voice_1") is not people.character_of("voice_2")
+    edges = changes.edges
     assert {e.kind for e in edges} == {"same_person"} and all(e.evidence == ("c1",) for e in edges)
 
 
 def test_too_little_evidence_links_nothing():
     obs = _obs({1.0: ["pA"], 2.0: ["pA"]}, [("s0", 0.0, 3.0)])  # two frames: below min_frames
     people = People()
-    assert people.link_faces_and_voices(obs, {"s0": "voice_1"}, {"pA": "face_1"}, [], {}) == []
+    assert (
+        people.link_faces_and_voices(obs, {"s0": "voice_1"}, {"pA": "face_1"}, ClipChanges("c1"))
+        == []
+    )
 
 
 def _fact(clip_id: str, start: float, value: str, subject: str = "character_1") -> Memory:
