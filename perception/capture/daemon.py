@@ -35,7 +35,7 @@ import numpy as np
 
 from perception.capture.config import CaptureConfig
 from perception.capture.privacy import Exclusions, blackout
-from perception.capture.screen_tree import ScreenText
+from perception.capture.screen_tree import MonitorView, ScreenText
 from perception.capture.storage import CaptureStore
 from perception.capture.tiles import TileTracker
 from perception.capture.windows import DesktopLost, DesktopSession, Rect, Unreadable, WindowInfo
@@ -464,6 +464,7 @@ class Capturer:
             None,
         )
         meta = (top.app, top.title) if top is not None else ("", "")
+        view = MonitorView(m.rect, focused_here, windows, set(excluded), gray)
         text: dict | None = None  # the screen text from the tree, where a retry read it
         if m.last_meta is None:
             reason = "start"
@@ -473,11 +474,7 @@ class Capturer:
             reason = "change"
         elif change.changed and had_input:
             reason = "input"
-        elif (
-            self.screen_text is not None
-            and (text := self.screen_text.retry(m.rect, focused_here, windows, set(excluded), gray))
-            is not None
-        ):
+        elif self.screen_text is not None and (text := self.screen_text.retry(view)) is not None:
             reason = "tree"  # the same screen, now with the text its busy application held back
         else:
             self.counters.static_ticks += 1
@@ -504,9 +501,7 @@ class Capturer:
         }  # the first grab is no sign of anyone typing
         if self.screen_text is not None:
             if reason != "tree":
-                text = self.screen_text.of_monitor(
-                    m.rect, focused_here, windows, set(excluded), gray
-                )
+                text = self.screen_text.of_monitor(view)
             if text is not None:
                 side["screen_text"] = text
         return _Kept(m, frame, gray, meta, side, now)

@@ -7,6 +7,7 @@ in the frame's pixels."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +18,19 @@ TREE_WINDOWS = 4  # the top windows of a monitor whose accessibility tree a kept
 # a window whose pixels changed by no more than this (mean grey level in any 8 px block) since its
 # tree was last read shows the same text: what was read is used again, not asked for
 TREE_SAME_DIFF = 2.0
+
+
+@dataclass(frozen=True, eq=False)
+class MonitorView:
+    """What a tick of the capture loop sees of one monitor, for ``ScreenText``: its rectangle, the
+    window with focus on it (None: none), the windows (bottom first), those excluded, and the
+    frame's grey pixels."""
+
+    monitor: Rect
+    focused: WindowInfo | None
+    windows: list[WindowInfo]
+    excluded: set[int]
+    gray: np.ndarray
 
 
 class ScreenText:
@@ -34,52 +48,39 @@ class ScreenText:
         self._missed: dict[Rect, set[int]] = {}
         self.recovered = 0  # frames kept again because a window missed was then read
 
-    def retry(
-        self,
-        monitor: Rect,
-        focused: WindowInfo | None,
-        windows: list[WindowInfo],
-        excluded: set[int],
-        gray: np.ndarray,
-    ) -> dict | None:
-        """On a tick that keeps nothing: when a window of ``monitor`` was missed in the last kept
+    def retry(self, view: MonitorView) -> dict | None:
+        """On a tick that keeps nothing: when a window of the monitor was missed in the last kept
         frame (its application busy), its tree is asked again; the screen text, with that window's
         now, when it answered (the frame is then kept: a page shown once, while its browser was
         busy, is not left to OCR), else None."""
-        missed = self._missed.get(monitor)
+        missed = self._missed.get(view.monitor)
         if not missed:
             return None
-        text = self.of_monitor(monitor, focused, windows, excluded, gray)
-        if missed - self._missed.get(monitor, set()):
+        text = self.of_monitor(view)
+        if missed - self._missed.get(view.monitor, set()):
             self.recovered += 1
             return text
         return None
 
-    def of_monitor(
-        self,
-        monitor: Rect,
-        focused: WindowInfo | None,
-        windows: list[WindowInfo],
-        excluded: set[int],
-        gray: np.ndarray,
-    ) -> dict | None:
-        """What the accessibility tree says of ``monitor``'s windows (the top ``TREE_WINDOWS``
+    def of_monitor(self, view: MonitorView) -> dict | None:
+        """What the accessibility tree says of the monitor's windows (the top ``TREE_WINDOWS``
         not excluded), in the frame's pixels: ``lines`` ([text, role, x0, y0, x1, y1, window]; a
         line under a window above it is not shown, so not kept), ``paint`` ([x0, y0, x1, y1, 1 the
         tree speaks for it / 0 OCR reads it], bottom window first) and ``windows``. None when no
         window's tree is rich enough: OCR reads the frame."""
         t0, c0 = time.perf_counter(), time.thread_time()
-        on = [w for w in windows if w.rect is not None and w.rect.intersects(monitor)]
+        monitor = view.monitor
+        on = [w for w in view.windows if w.rect is not None and w.rect.intersects(monitor)]
         read: dict[int, WindowText] = {}
         missed: set[int] = set()
-        for w in [w for w in reversed(on) if w.wid not in excluded][:TREE_WINDOWS]:
-            got = self._window_text(monitor, w, focused, gray)
+        for w in [w for w in reversed(on) if w.wid not in view.excluded][:TREE_WINDOWS]:
+            got = self._window_text(view, w)
             if got is not None and got.rich:
                 read[w.wid] = got
             elif got is None and self.tree.failed:
                 missed.add(w.wid)
         self._missed[monitor] = missed
-        for wid in set(self._trees) - {w.wid for w in windows}:
+        for wid in set(self._trees) - {w.wid for w in view.windows}:
             del self._trees[wid]  # closed
         self.seconds += time.perf_counter() - t0
         self.cpu_s += time.thread_time() - c0
@@ -126,15 +127,13 @@ class ScreenText:
         self.frames += 1
         return {"source": "atspi", "lines": lines, "paint": paint, "windows": about}
 
-    def _window_text(
-        self, monitor: Rect, w: WindowInfo, focused: WindowInfo | None, gray: np.ndarray
-    ) -> WindowText | None:
-        """``w``'s text from its tree, or as read before when its pixels on ``monitor`` are the same
+    def _window_text(self, view: MonitorView, w: WindowInfo) -> WindowText | None:
+        """``w``'s text from its tree, or as read before when its pixels on the monitor are the same
         (``TREE_SAME_DIFF``): a window under the one typed in is not asked again each frame."""
         import cv2
 
         assert w.rect is not None
-        r = w.rect
+        r, monitor, gray = w.rect, view.monitor, view.gray
         x0, y0 = max(r.x - monitor.x, 0), max(r.y - monitor.y, 0)
         x1 = min(r.x + r.width - monitor.x, gray.shape[1])
         y1 = min(r.y + r.height - monitor.y, gray.shape[0])
@@ -153,7 +152,9 @@ class ScreenText:
             and int(np.abs(was[2] - small).max()) <= TREE_SAME_DIFF
         ):
             return was[3]
-        got = self.tree.window_text(w, focused=focused is not None and w.wid == focused.wid)
+        got = self.tree.window_text(
+            w, focused=view.focused is not None and w.wid == view.focused.wid
+        )
         if got is not None and got.complete and small is not None:
             self._trees[w.wid] = (w.title, r, small, got)
         else:
