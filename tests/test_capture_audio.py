@@ -405,3 +405,47 @@ def test_a_call_recorded_live_is_heard_once_and_attributed(
     me = owner_of(hash_store.people())
     assert me is not None and set(mine[0].entity_ids) <= set(me.ids), said
     assert not set(theirs[0].entity_ids) & set(me.ids)
+
+
+FAR_SIDE = "Hi, I'm Sam and I will send the budget to the board on Friday morning."
+
+
+@pytest.mark.slow
+def test_a_call_heard_live_is_answered_while_capture_runs(desktop, pulse, tmp_path):
+    """``mnemo capture --audio --ingest`` as a user runs it, on a real X desktop and a real
+    PulseAudio server: the far side of a call (espeak-ng, played into the default sink) says who
+    they are and what they will do; while capture still runs, ``mnemo ask`` answers what Sam said
+    about the budget from that clip, cites it, and names Sam. How long it takes is
+    ``bench capture --audio``'s lag figure, not this test's."""
+    import signal
+    import sys
+
+    from test_capture_cli import ask_once_ingested, inside_one_clip
+
+    said = _espeak(tmp_path / "sam.wav", FAR_SIDE)
+    out, store = tmp_path / "out", tmp_path / "store"
+    env = {**desktop.env, **pulse.env, "HF_HUB_OFFLINE": "1", "MNEMO_CAPTURE__IDLE_AFTER_S": "3600"}
+    term = desktop.xterm("call", geometry="90x20+200+200", font_px=16)
+    desktop.focus(term)
+    cap = subprocess.Popen(
+        [sys.executable, "-m", "mnemo", "capture", "--audio", "--out", str(out)]
+        + ["--interval", "2s", "--ingest", "--store", str(store), "--duration", "240s"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        time.sleep(3)
+        inside_one_clip()  # the sentence in one clip, not cut by the 30 s grid
+        pulse.play(said, CALL_SINK)
+        question = "What did Sam say about the budget?"
+        answer, lines = ask_once_ingested(cap, store, env, None, 180, question, "friday")
+        assert cap.poll() is None, f"capture ended before an answer (the last: {answer})"
+    finally:
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=180)
+    assert answer is not None, f"no clip was ingested: {''.join(lines)}"
+    assert "friday" in answer["answer"].lower(), (answer, "".join(lines[-30:]))
+    assert "sam" in answer["answer"].lower(), answer  # the speaker named, from "I'm Sam"
+    assert answer["citations"] and any(str(out) in c["source"] for c in answer["citations"])

@@ -153,11 +153,17 @@ def inside_one_clip(clip_s: float = 30.0, margin_s: float = 3.0, room_s: float =
 
 
 def ask_once_ingested(
-    cap: subprocess.Popen, store, env: dict, on_ingest=None, timeout_s: float = 150.0
+    cap: subprocess.Popen,
+    store,
+    env: dict,
+    on_ingest=None,
+    timeout_s: float = 150.0,
+    question: str = "where is the parking spot?",
+    wanted: str = "42",
 ) -> tuple[dict | None, list[str]]:
     """Follow ``mnemo capture --ingest``'s output; each time its watcher says it ingested a clip
-    (``on_ingest()`` first, if given), ask where the parking spot is, until an answer names 42 or
-    ``timeout_s`` passed. The last answer, and the lines read."""
+    (``on_ingest()`` first, if given), ask ``question`` until an answer holds ``wanted`` (lower
+    case) or ``timeout_s`` passed. The last answer, and the lines read."""
     deadline = time.time() + timeout_s
     answer, lines = None, []
     assert cap.stdout is not None
@@ -167,7 +173,7 @@ def ask_once_ingested(
             if on_ingest is not None:
                 on_ingest()
             ask = subprocess.run(
-                [sys.executable, "-m", "mnemo", "ask", "where is the parking spot?"]
+                [sys.executable, "-m", "mnemo", "ask", question]
                 + ["--store", str(store), "--json"],
                 env=env,
                 capture_output=True,
@@ -175,7 +181,7 @@ def ask_once_ingested(
                 timeout=300,
             )
             answer = json.loads(ask.stdout.strip().splitlines()[-1])
-            if "42" in answer["answer"]:
+            if wanted in answer["answer"].lower():
                 break
         if time.time() > deadline:
             break
