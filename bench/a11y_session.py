@@ -278,6 +278,7 @@ class A11ySession:
         if self.user is not None:  # run as another user: the reader (this process) let in too
             conf = self.root / "bus.conf"
             conf.write_text(ROOT_TOO)
+            os.chown(conf, *self.user)  # under mnemo's umask (077) only its writer could read it
             how = [f"--config-file={conf}"]
         self._daemon, address = start_bus(
             [*how, f"--address=unix:path={sock}"], self.env, self.user

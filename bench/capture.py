@@ -5,7 +5,9 @@ session on a headless sway (foot windows, wtype's typing, a clock in a terminal)
 The session: an active phase (a word typed into a terminal every ~3 s, a switch between two
 terminals every 15 s), then a static phase (nothing but a clock's second hand). With ``--minutes
 N``, an ordinary hour scaled to N minutes instead (``HOUR``): reading with scrolling, bursts of
-typing with window switches, idle stretches, and the screen locked at the end. ``mnemo capture --ingest``
+typing with window switches, idle stretches, and the screen locked at the end; on both desktops in
+Chromium, Mousepad and xfce4-terminal, whose text the daemon reads from the accessibility tree
+(``bench.capture_apps``), unless ``--terminals``. ``mnemo capture --ingest``
 runs as its own process, as a user runs it. Its cost is the whole process tree's (``TreeMeter``):
 the daemon, the ingesting ``mnemo watch`` child it starts and anything under that; the daemon's
 own share is shown beside. The frames and bytes come from the files it wrote, its ticks from its
@@ -105,9 +107,9 @@ def run(
     for ``typing_kept``, which is None without one. ``keep``: a folder to copy the stored frames
     into, with what was typed when and the text read in each frame (``_keep``). ``sound``: a
     ``bench.capture_sound.CallSound``: the daemon also records sound, and the call is heard
-    (its figures join these). ``apps``: the hour on X11 reads a page in Chromium and types in
-    Mousepad and xfce4-terminal, whose text the accessibility tree gives (``bench.capture_apps``);
-    else, and on sway, in terminals (OCR only)."""
+    (its figures join these). ``apps``: the hour reads a page in Chromium and types in Mousepad
+    and xfce4-terminal, whose text the accessibility tree gives (``bench.capture_apps``; on sway
+    as its Wayland clients); else in terminals and ``less`` (xterm or foot: OCR only)."""
     out, store = workdir / "screens", workdir / "store"
     # the call's frames, where the desktop's user can read them (sway runs as a user of its own)
     from bench.fixtures import group_photo
@@ -122,12 +124,16 @@ def run(
     pages: set[int] = set()  # the pages read
     reader: str | None = None
     try:
-        if apps and minutes and not wayland:
+        if apps and minutes:
             from bench import capture_apps
 
             if why := capture_apps.missing():
                 raise RuntimeError(f"bench capture: {why} (or run it with --terminals)")
-            app_desk = desk.apps = capture_apps.AppDesk(desk.x, workdir)
+            app_desk = desk.apps = (
+                capture_apps.SwayApps(desk.sway)
+                if wayland
+                else capture_apps.X11Apps(desk.x, workdir)
+            )
             reading, markers = capture_apps.reading_page(workdir, 200)
             notes = app_desk.editor(workdir / "notes.txt", EDITOR_BOX)
             shell = app_desk.terminal("build shell", SHELL_BOX, f"{SHELL_AT[0]}x{SHELL_AT[1]}")
@@ -206,7 +212,7 @@ def run(
                     time.sleep(min(20.0, left))
                     if seconds - (time.time() - begin) < 5.0:
                         break
-                    desk.type(" ")  # a page down
+                    desk.page_down()
                     page += 1
                     pages.add(page)
             elif what == "call":  # a window with a moving face, over the others, then hung up
@@ -378,9 +384,9 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--terminals",
         action="store_true",
-        help="the hour on X11 in xterms and less, as before the apps (OCR alone); by default it "
-        "reads a page in Chromium and types in Mousepad and xfce4-terminal, their text from the "
-        "accessibility tree",
+        help="the hour in terminals and less (xterm on X11, foot on sway), as before the apps "
+        "(OCR alone); by default it reads a page in Chromium and types in Mousepad and "
+        "xfce4-terminal, their text from the accessibility tree (on sway as Wayland clients)",
     )
     parser.add_argument(
         "--keep",

@@ -1,7 +1,9 @@
-"""The ordinary hour on a desktop people use (``mnemo bench capture --minutes N``, X11): Chromium
-reading a long local page, Mousepad as the editor, xfce4-terminal as the shell, in a session with
-an accessibility bus (``bench.a11y_session``), so that the daemon reads their text from the tree and
-OCR only what has none (the clock, the call's window, the terminals' neighbours on sway).
+"""The ordinary hour on a desktop people use (``mnemo bench capture --minutes N``, on X11 and on
+sway): Chromium reading a long local page, Mousepad as the editor, xfce4-terminal as the shell, in a
+session with an accessibility bus (``bench.a11y_session``), so that the daemon reads their text from
+the tree and OCR only what has none (the clock, the call's window). On sway they are its Wayland
+clients (Chromium with ``--ozone-platform=wayland``, GTK with ``GDK_BACKEND=wayland``), run as its
+user and floated by sway at the boxes the X11 windows have (``SwayApps``).
 
 The page is the GPL-3 text every Debian has, cut into screen-high sections that snap into place, so
 a page down shows exactly the next one; each carries a marker sentence with a word of its own
@@ -11,12 +13,18 @@ a page down shows exactly the next one; each carries a marker sentence with a wo
 from __future__ import annotations
 
 import html
+import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench.xdesktop import Desktop
+if TYPE_CHECKING:
+    from bench.a11y_session import A11ySession
+    from bench.waydesktop import Sway
+    from bench.xdesktop import Desktop
 
 APPS = ("chromium", "mousepad", "xfce4-terminal")
 APT = "apt-get install chromium mousepad xfce4-terminal at-spi2-core libatk-adaptor"
@@ -72,17 +80,104 @@ def missing() -> str:
 
 
 class AppDesk:
-    """The apps on X desktop ``x``, in an accessibility session of their own."""
+    """The apps in an accessibility session of their own (``session``), their files in ``folder``
+    (where their user may read and write): what each runs is the same on every desktop; how its
+    window is found and put in its box is the desktop's (``X11Apps``, ``SwayApps``). ``env`` is
+    what the capture daemon needs to read their trees."""
+
+    chromium: tuple[str, ...] = ()  # the desktop's own Chromium options
+
+    def __init__(self, session: A11ySession, folder: Path) -> None:
+        self.session = session
+        self.folder = folder
+        self.env = {"DBUS_SESSION_BUS_ADDRESS": session.env["DBUS_SESSION_BUS_ADDRESS"]}
+
+    def shared(self, path: Path) -> Path:
+        """``path`` where the apps may read and write it: copied into ``folder`` if it is not
+        there, and given to the session's user (sway's runs as a user of its own)."""
+        here = path if path.parent == self.folder else self.folder / path.name
+        if here != path:
+            shutil.copyfile(path, here)
+        if self.session.user is not None:
+            os.chown(here, *self.session.user)
+        return here
+
+    def browser(self, page: Path, at: tuple[int, int, int, int]):
+        """Chromium showing ``page`` (its tree on: ``--force-renderer-accessibility``) at ``at``
+        (x, y, width, height); its window."""
+        where = self._browser_at(at)
+        self.session.spawn(
+            ["chromium", *self.chromium, "--no-sandbox", "--force-renderer-accessibility"]
+            + ["--no-first-run", "--disable-infobars", "--test-type", "--disable-gpu"]
+            + [f"--user-data-dir={self.folder / 'chromium-profile'}", *where]
+            + [self.shared(page).as_uri()],
+            ready=None,
+        )
+        title = f"^{re.escape(PAGE_TITLE)} - Chromium$"
+        return self._shown("chromium", title, at, placed=bool(where))
+
+    def editor(self, path: Path, at: tuple[int, int, int, int]):
+        """Mousepad editing ``path`` (made empty if it is not there) at ``at``; its window."""
+        path.touch()
+        self.session.spawn(["mousepad", str(self.shared(path))], ready=None)
+        return self._shown("mousepad", f"{re.escape(path.name)} - Mousepad$", at, placed=False)
+
+    def terminal(self, title: str, at: tuple[int, int, int, int], cols_rows: str):
+        """xfce4-terminal titled ``title`` running a shell whose prompt is ``$``, at ``at`` (on
+        X11 ``cols_rows`` cells from its corner); its window."""
+        where = self._terminal_at(at, cols_rows)
+        self.session.spawn(
+            ["xfce4-terminal", "--disable-server", "--hide-menubar", "--hide-toolbar"]
+            + ["--hide-scrollbar", "--title", title, *where]
+            + ["-x", "env", "PS1=$ ", "bash", "--norc", "--noprofile"],
+            ready=None,
+        )
+        return self._shown("xfce4-terminal", f"^{re.escape(title)}$", at, placed=bool(where))
+
+    def close(self) -> None:
+        self.session.close()
+
+    # what each desktop does its own way
+    def _browser_at(self, at: tuple[int, int, int, int]) -> list[str]:
+        """Chromium's options that put its window at ``at`` (none where it cannot place itself)."""
+        return []
+
+    def _terminal_at(self, at: tuple[int, int, int, int], cols_rows: str) -> list[str]:
+        """xfce4-terminal's options that put its window at ``at`` (none where it cannot)."""
+        return []
+
+    def _shown(self, app_id: str, title: str, at: tuple[int, int, int, int], placed: bool):
+        """The window of ``app_id`` whose title matches the pattern ``title``, once shown, put at
+        ``at`` unless its options ``placed`` it there already."""
+        raise NotImplementedError
+
+
+class X11Apps(AppDesk):
+    """The apps on X desktop ``x``: windows found by title with xdotool, which moves them."""
 
     def __init__(self, x: Desktop, workdir: Path) -> None:
         from bench.a11y_session import A11ySession
 
+        super().__init__(A11ySession(x.display), workdir)
         self.x = x
-        self.workdir = workdir
-        self.session = A11ySession(x.display)
-        self.env = {"DBUS_SESSION_BUS_ADDRESS": self.session.env["DBUS_SESSION_BUS_ADDRESS"]}
+
+    def _browser_at(self, at: tuple[int, int, int, int]) -> list[str]:
+        x, y, w, h = at
+        return [f"--window-position={x},{y}", f"--window-size={w},{h}"]
+
+    def _terminal_at(self, at: tuple[int, int, int, int], cols_rows: str) -> list[str]:
+        return [f"--geometry={cols_rows}+{at[0]}+{at[1]}"]
+
+    def _shown(self, app_id: str, title: str, at: tuple[int, int, int, int], placed: bool) -> str:
+        wid = self._window(title)
+        if not placed:
+            x, y, w, h = at
+            self.x.run(["xdotool", "windowsize", "--sync", wid, str(w), str(h)], check=False)
+            self.x.run(["xdotool", "windowmove", "--sync", wid, str(x), str(y)], check=False)
+        return wid
 
     def _window(self, pattern: str, timeout_s: float = 60.0) -> str:
+        """The last visible window whose title matches ``pattern``, once there is one."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             found = self.x.run(
@@ -93,41 +188,23 @@ class AppDesk:
             time.sleep(0.5)
         raise RuntimeError(f"bench capture: no window named {pattern!r} in {timeout_s:g} s")
 
-    def _place(self, wid: str, at: tuple[int, int, int, int]) -> str:
-        x, y, w, h = at
-        self.x.run(["xdotool", "windowsize", "--sync", wid, str(w), str(h)], check=False)
-        self.x.run(["xdotool", "windowmove", "--sync", wid, str(x), str(y)], check=False)
-        return wid
 
-    def browser(self, page: Path, at: tuple[int, int, int, int]) -> str:
-        x, y, w, h = at
-        profile = self.workdir / "chromium-profile"
-        self.session.spawn(
-            ["chromium", "--no-sandbox", "--force-renderer-accessibility", "--no-first-run"]
-            + ["--disable-infobars", "--test-type", "--disable-gpu"]
-            + [f"--user-data-dir={profile}", f"--window-position={x},{y}"]
-            + [f"--window-size={w},{h}", page.as_uri()],
-            ready=None,
-        )
-        return self._window(f"^{re.escape(PAGE_TITLE)} - Chromium$")
+class SwayApps(AppDesk):
+    """The apps as Wayland clients of ``sway`` (a ``bench.waydesktop.Sway``), run as its user:
+    each window found by its app_id and title and floated at its box by sway."""
 
-    def editor(self, path: Path, at: tuple[int, int, int, int]) -> str:
-        path.touch()
-        self.session.spawn(["mousepad", str(path)], ready=None)
-        return self._place(self._window(f"{re.escape(path.name)} - Mousepad$"), at)
+    def __init__(self, sway: Sway) -> None:
+        from bench.a11y_session import WAYLAND_CHROMIUM, A11ySession
 
-    def terminal(self, title: str, at: tuple[int, int, int, int], cols_rows: str) -> str:
-        x, y, _, _ = at
-        self.session.spawn(
-            ["xfce4-terminal", "--disable-server", "--hide-menubar", "--hide-toolbar"]
-            + ["--hide-scrollbar", "--title", title, f"--geometry={cols_rows}+{x}+{y}"]
-            + ["-x", "env", "PS1=$ ", "bash", "--norc", "--noprofile"],
-            ready=None,
-        )
-        return self._window(f"^{re.escape(title)}$")
+        session = A11ySession.on_sway(sway)
+        super().__init__(session, session.root)
+        self.sway = sway
+        self.chromium = WAYLAND_CHROMIUM
 
-    def close(self) -> None:
-        self.session.close()
+    def _shown(self, app_id: str, title: str, at: tuple[int, int, int, int], placed: bool) -> int:
+        con_id = int(self.sway.wait_view(app_id, timeout_s=60.0, title=title)["id"])
+        self.sway.place(con_id, at)
+        return con_id
 
 
 def pages_found(

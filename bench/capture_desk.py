@@ -78,6 +78,14 @@ class Desk:
     def type(self, text: str) -> None:
         (self.sway if self.wayland else self.x).type(text)
 
+    def page_down(self) -> None:
+        """The focused reader shows its next page: a space on X11 (less and Chromium both turn
+        one on it), Page Down on sway (Chromium there ignores wtype's space)."""
+        if self.wayland:
+            self.sway.key("Next")
+        else:
+            self.x.type(" ")
+
     def lock(self) -> None:
         if self.wayland:
             self.sway.lock()

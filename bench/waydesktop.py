@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import tempfile
@@ -160,14 +161,23 @@ class Sway:
         walk(self.msg("-t", "get_tree"))
         return out
 
-    def wait_view(self, app_id: str, timeout_s: float = 20.0) -> dict:
+    def wait_view(self, app_id: str, timeout_s: float = 20.0, title: str | None = None) -> dict:
+        """The first window of ``app_id`` (its Wayland app_id or X11 class) whose title matches the
+        pattern ``title`` (any title without one), once there is one."""
         deadline = time.time() + timeout_s
         while time.time() < deadline:
-            found = [v for v in self.views() if app_id in (v.get("app_id"), _cls(v))]
+            found = [
+                v
+                for v in self.views()
+                if app_id in (v.get("app_id"), _cls(v))
+                and (title is None or re.search(title, v.get("name") or ""))
+            ]
             if found:
                 return found[0]
             time.sleep(0.1)
-        raise RuntimeError(f"no window of app {app_id!r} appeared: {self.log.read_text()[-1000:]}")
+        raise RuntimeError(
+            f"no window of app {app_id!r} titled {title!r} appeared: {self.log.read_text()[-1000:]}"
+        )
 
     def foot(
         self, title: str, app_id: str, command: list[str] | None = None, font_pt: int = 12
@@ -201,11 +211,36 @@ class Sway:
         r = view["rect"]
         return r["x"], r["y"], r["width"], r["height"]
 
+    def frame(self, con_id: int) -> tuple[int, int, int, int]:
+        """A window on screen with sway's title bar (x, y, width, height): the box ``floating``
+        puts it in."""
+        view = next(v for v in self.views() if v["id"] == con_id)
+        r, bar = view["rect"], view["deco_rect"]["height"]
+        return r["x"], r["y"] - bar, r["width"], r["height"] + bar
+
+    def place(self, con_id: int, at: tuple[int, int, int, int], timeout_s: float = 30.0) -> None:
+        """Float a window at ``at`` (x, y, width, height, title bar included) and return once sway
+        shows it there. Asked again every 2 s: a client that has not drawn its first frame yet
+        keeps its tiled size (GTK's did)."""
+        deadline, asked = time.monotonic() + timeout_s, -2.0
+        while (got := self.frame(con_id)) != tuple(at):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sway did not float window {con_id} at {at}: it is at {got}")
+            if time.monotonic() - asked >= 2.0:
+                self.floating(con_id, *at)
+                asked = time.monotonic()
+            time.sleep(0.2)
+
     def type(self, text: str, delay_ms: int = 20) -> None:
         # -s 150: wtype sends its keymap first, and a key typed at once after it is lost
         subprocess.run(
             ["wtype", "-s", "150", "-d", str(delay_ms), text], env=self.env, check=True, timeout=120
         )
+
+    def key(self, name: str) -> None:
+        """Press and release the key ``name`` (an XKB keysym: "Next" is Page Down). Chromium on
+        Wayland turns a page on Page Down but not on a typed space (wtype's made-up keymap)."""
+        subprocess.run(["wtype", "-s", "150", "-k", name], env=self.env, check=True, timeout=30)
 
     def lock(self) -> subprocess.Popen:
         """swaylock, on ext-session-lock. Ended without the password, sway keeps the session

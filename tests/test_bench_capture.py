@@ -1,6 +1,7 @@
-"""``mnemo bench capture``'s measures, without the X session (the bench itself runs by hand: minutes):
-the cost is the daemon's whole process tree, children that exited included, and a typed word is
-kept only when the OCR of a frame stored while it was the latest word shows it."""
+"""``mnemo bench capture``'s measures, most without a desktop (the bench itself runs by hand:
+minutes): the cost is the daemon's whole process tree, children that exited included, and a typed
+word is kept only when the OCR of a frame stored while it was the latest word shows it; and a short
+hour in the apps on sway (slow), the figures of the bench's own run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from bench.capture_typing import ocr_text, typing_kept
 from bench.tree_meter import TreeMeter
+from conftest import unavailable
 
 # a child that holds 150 MiB (touched) and burns 0.6 s of CPU, then exits
 CHILD = """
@@ -221,3 +223,51 @@ def test_a_page_read_is_found_by_its_own_word_and_each_page_has_one(tmp_path):
     assert pages_found(search, pages) == (0.6667, [2])
     assert asked == [marker(0), marker(1), marker(2)]
     assert pages_found(lambda q: stored, pages, by="sentence") == (0.6667, [2])
+
+
+@pytest.mark.slow  # sway, Chromium, Mousepad, xfce4-terminal and the daemon with its ingest: minutes
+def test_the_apps_hour_on_sway_reads_the_apps_from_the_tree_and_keeps_the_words_and_pages(
+    tmp_path,
+) -> None:
+    """``bench capture --wayland --minutes 3``'s sway half: the apps as Wayland clients in an
+    accessibility session run as sway's user. The daemon reads their text from the tree, the words
+    typed into Mousepad and xfce4-terminal are in frames stored while each was the latest (one of
+    the 16 may be missed on a loaded machine: the grab came after the next word began), the second
+    page's marker is in a memory (only if Page Down turned the page) and the store's search finds
+    the pages read by their words: one of the two may be missed on a loaded machine, where
+    Chromium's tree can be too slow for a frame and OCR alone reads the page, running the marker
+    sentence's words together. The frames stay in ``tmp_path/keep`` for a look after a failure."""
+    import lancedb
+
+    from bench import capture, capture_apps, waydesktop
+    from mnemo.bench_cli import _pages_found
+    from mnemo.config import load_config
+    from mnemo.wiring import build_ocr
+
+    for why in (waydesktop.missing_tools(), capture_apps.missing()):
+        if why:
+            unavailable(why)
+    cfg = load_config()
+    umask = os.umask(0o077)  # mnemo's, as `mnemo bench capture` runs it: sway's user reads nothing
+    try:  # of what the bench writes unless it is given to that user
+        figures = capture.run(
+            tmp_path,
+            ocr=build_ocr(cfg.perception),
+            wayland=True,
+            minutes=3,
+            keep=tmp_path / "keep",
+            progress=lambda _: None,
+        )
+    finally:
+        os.umask(umask)
+    read = dict(figures["pages_read"])
+    figures |= _pages_found(cfg, figures)
+    seen = {k: figures.get(k) for k in ("frames_from_tree", "typing_kept", "typing_missed")}
+    seen |= {"pages_read": read, "pages_missed": figures.get("pages_missed")}
+    assert figures["desktop"] == "sway" and figures["apps"], seen
+    assert figures["frames_from_tree"] > 0, seen
+    assert figures["typing_events"] >= 15 and figures["typing_kept"] >= 0.9, seen
+    memories = lancedb.connect(str(tmp_path / "store")).open_table("memories").to_arrow()
+    stored = ["".join(t.split()) for t in memories.column("text").to_pylist()]  # OCR's spaces
+    assert list(read) == [1, 2] and any(capture_apps.marker(1) in t for t in stored), seen
+    assert figures["pages_found"] >= 0.5, seen
