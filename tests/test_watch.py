@@ -220,10 +220,8 @@ def test_models_are_let_go_when_idle_and_loaded_again_for_the_next_clip(tmp_path
 
 _READ_TWICE = """
 import ctypes, json, mmap, resource, sys
-import cv2
 import numpy as np
 from mnemo.watch import watch_malloc
-from perception.ocr.ocr_rapidocr import RapidOCRReader
 from perception.malloc import limit_malloc
 
 def faults():
@@ -244,28 +242,26 @@ before = faults()
 block = np.ones(16 << 20, np.uint8)
 malloced = faults() - before
 del block
-reader = RapidOCRReader(threads=1, line_memory=0)
-screen = np.full((300, 1400, 3), 255, np.uint8)
-for k in range(10):
-    text = f"line {k} of a page of text being read" + " and more" * (k % 6)
-    cv2.putText(screen, text, (20, 25 + 28 * k), 0, 0.7, (0, 0, 0))
-boxes = reader.detect(screen)
-first = reader.read(screen, boxes)
 readings = []
-for _ in range(3):  # the fewest of three readings: a heap that grew once is not counted
+for _ in range(4):  # a reading's buffers, 8 MB, taken, written and freed; the first grows the heap
     before = faults()
-    assert reader.read(screen, boxes) == first and len(first) == 10
+    buffers = np.ones(8 << 20, np.uint8)
     readings.append(faults() - before)
-print(json.dumps({"mapped": mapped, "malloced": malloced, "reading": min(readings)}))
+    del buffers
+print(json.dumps({"mapped": mapped, "malloced": malloced, "reading": min(readings[1:])}))
 """
 
 
 @pytest.mark.slow
-def test_the_watchers_heap_keeps_the_ocrs_buffers_instead_of_faulting_them_in_again():
-    """Ten lines recognised again by the real OCR: under the CLI's malloc settings each line's
-    buffers are mapped afresh and every page faulted in again; under the watcher's
-    (``watch_malloc``) they come from the heap kept. Page faults counted (the fewest of three
-    readings), a process each, with huge pages off.
+def test_the_watchers_heap_keeps_a_readings_buffers_instead_of_faulting_them_in_again():
+    """A reading's buffers of 8 MB (the size of the OCR's line activations on a wide line: between
+    the CLI's 4 MB mmap threshold and the watcher's 32 MB), taken and freed four times: under the
+    CLI's malloc settings each time mapped afresh and every page faulted in again; under the
+    watcher's (``watch_malloc``) taken from the heap kept. Page faults counted (the fewest of the
+    last three), a process each, with huge pages off. The figures on real OCR readings are in
+    docs/benchmarks.md: they hang on the CPU and ONNX Runtime's kernels (a CI machine's recogniser
+    mapped no buffer of that size, here 4,000 to 28,000 pages a reading), so the allocator is
+    tested on blocks of its own.
 
     Its grounds are measured first, in the same processes: a kernel that does not count the
     faults of a fresh 16 MB mapping (some sandboxes), or an allocator that does not map a 16 MB
@@ -299,5 +295,5 @@ def test_the_watchers_heap_keeps_the_ocrs_buffers_instead_of_faulting_them_in_ag
             f"{os.environ.get('GLIBC_TUNABLES', '')!r}): {got}"
         )
     faults = {how: got[how]["reading"] for how in got}
-    assert faults["cli"] > 1000, got  # several MB a reading, mapped afresh
+    assert faults["cli"] > pages // 4, got  # 8 MB mapped afresh: 2,048 pages
     assert faults["watch"] < faults["cli"] / 10, got
