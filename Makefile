@@ -20,7 +20,8 @@ FAST_STAMP := $(VENV)/.installed-fast
 XPKGS := xvfb openbox xterm x11-apps x11-utils xdotool x11-xserver-utils fonts-dejavu-core xfonts-base \
 	chromium chromium-driver espeak-ng sox fonts-urw-base35 qemu-user i3lock \
 	xserver-xorg-core xserver-xorg-video-dummy iproute2 \
-	sway grim foot wtype swayidle swaylock weston xwayland pulseaudio pulseaudio-utils at-spi2-core dbus-daemon libatk-adaptor python3-gi gir1.2-gtk-3.0 gir1.2-vte-2.91 python3-pyqt5
+	sway grim foot wtype swayidle swaylock weston xwayland pulseaudio pulseaudio-utils at-spi2-core dbus-daemon libatk-adaptor python3-gi gir1.2-gtk-3.0 gir1.2-vte-2.91 python3-pyqt5 \
+	mousepad xfce4-terminal
 
 .PHONY: demo test test-fast install install-dev xtools clean docs lint
 
@@ -59,11 +60,11 @@ demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/mnemo demo
 
 # the capture daemon's tests need a real X server and X clients (its sound a PulseAudio server and
-# Pulse's tools, its screen text a D-Bus session with at-spi2 and GTK, Qt and VTE apps), the timeline page's test a real Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox, bench ocr's CPU
+# Pulse's tools, its screen text a D-Bus session with at-spi2 and GTK, Qt and VTE apps, the ordinary hour Mousepad and xfce4-terminal), the timeline page's test a real Chromium and its driver, the spoken LoCoMo bench's tests espeak-ng and sox, bench ocr's CPU
 # comparison QEMU's user-mode emulator, the two-node Ray test iproute2 (Debian packages); as root
 # they are installed here, otherwise those tests skip locally (and fail in CI) saying what to install
 xtools:
-	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock ip sway grim foot wtype swayidle swaylock weston Xwayland pulseaudio pactl parec paplay dbus-daemon; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=; for t in Xvfb Xorg openbox xterm xclock xdotool xset xprop chromium chromedriver espeak-ng sox qemu-x86_64 i3lock ip sway grim foot wtype swayidle swaylock weston Xwayland pulseaudio pactl parec paplay dbus-daemon mousepad xfce4-terminal; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	for f in /usr/libexec/at-spi-bus-launcher /usr/lib/python3/dist-packages/gi /usr/lib/python3/dist-packages/PyQt5 /usr/lib/x86_64-linux-gnu/girepository-1.0/Gtk-3.0.typelib /usr/lib/x86_64-linux-gnu/girepository-1.0/Vte-2.91.typelib /usr/lib/x86_64-linux-gnu/gtk-2.0/modules/libatk-bridge.so; do [ -e $$f ] || missing="$$missing $$f"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
