@@ -44,10 +44,13 @@ from bench.capture_desk import (
     Desk,
 )
 from bench.capture_report import compare, format_report, summary
+from bench.capture_sound import wait_for_clip
 from bench.capture_typing import ocr_text, type_stretch, typing_kept
 from bench.tree_meter import PerMinute, TreeMeter
 
 __all__ = ["HOUR", "add_arguments", "compare", "format_report", "run", "summary"]
+
+CALL_INGEST_S = 600.0  # after the session, how long the watcher may take to ingest the call's clips
 
 # the ordinary hour, in minutes: (what, minutes); scaled to --minutes
 HOUR = (
@@ -238,6 +241,8 @@ def run(
         meter.stop()
         rss_mb, own_rss_mb, pss_mb = meter.peak_rss_mb, meter.root_peak_rss_mb(), meter.peak_pss_mb
         poller.join(timeout=max(0.0, 240 - (time.time() - typed_at)))
+        # the call's words are scored once its clips are in: the watcher may lag on a busy machine
+        call_in = not sound or wait_for_clip(store, sound.heard_by, CALL_INGEST_S, progress)
         lag = found[0] if found else None
         tree = (request({"cmd": "status"}, sock) or {}).get("tree") or {}
         cap.send_signal(signal.SIGTERM)
@@ -315,7 +320,7 @@ def run(
         figures["pages_read"] = {k + 1: markers[k] for k in sorted(pages)}
         figures["store"] = str(store)
     if sound is not None:
-        figures |= sound.figures(store, out, wall_s)
+        figures |= sound.figures(store, out, wall_s, ingested=call_in)
     progress(log[-2000:])
     if keep is not None:
         _keep(keep / desk.kind, out, figures, log, typed, typing, ts, texts)

@@ -83,6 +83,7 @@ def format_report(f: dict) -> str:
 # the call heard (``--audio``): report lines, and with the targets of issue 66 where it sets one
 SOUND_ROWS = (
     ("the call played (times)", "call_plays"),
+    ("its clips ingested (else no WER or attribution)", "call_ingested"),
     ("WER of the microphone's stream", "wer_mic"),
     ("  the same track ingested as a file", "wer_mic_file"),
     ("WER of the computer's sound", "wer_out"),

@@ -104,7 +104,12 @@ class CallSound:
         self._first_end = first[2]
         return thread
 
-    def figures(self, store: Path, out: Path, wall_s: float) -> dict:
+    @property
+    def heard_by(self) -> float:
+        """When the last play of the call ended (0 before the first)."""
+        return self.played[-1] + self.call_s if self.played else 0.0
+
+    def figures(self, store: Path, out: Path, wall_s: float, ingested: bool = True) -> dict:
         from bench.metrics import word_error_rate
         from graph.resolve_people import owner_of
         from graph.rows import HEARD_ON_MIC
@@ -118,7 +123,9 @@ class CallSound:
             if self.first_heard is not None and self.played
             else None,
         }
-        if not (store / "memories.lance").exists() or not self.played:
+        figures["call_ingested"] = ingested
+        if not (store / "memories.lance").exists() or not self.played or not ingested:
+            # what the stream's memories say is not known: not a WER of 1
             return figures | {"wer_mic": None, "wer_out": None, "owner_attribution": None}
         db = Store(store, _Reader(store))
         begin, end = self.played[0] - 1, self.played[-1] + self.call_s + 5
@@ -174,6 +181,36 @@ class _Reader:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         raise RuntimeError("a store opened to be read is not searched")
+
+
+def wait_for_clip(store: Path, ends_by: float, timeout_s: float, progress=print) -> bool:
+    """Wait (at most ``timeout_s``) until the watcher has committed to ``store`` a clip that ends at
+    ``ends_by`` or later: what was said until then is all in the store, however far the ingest fell
+    behind on a loaded machine. False when it has not by then."""
+    deadline = time.time() + timeout_s
+    said = False
+    while _latest_clip_end(store) < ends_by:
+        if time.time() > deadline:
+            return False
+        if not said:
+            progress(f"bench capture: waiting (at most {timeout_s:.0f} s) for the watcher's ingest")
+            said = True
+        time.sleep(min(2.0, max(0.0, deadline - time.time())))
+    return True
+
+
+def _latest_clip_end(store: Path) -> float:
+    """The end of the latest clip committed to ``store`` (0 before the first, or while the table is
+    being written)."""
+    import lancedb
+
+    if not (store / "clips.lance").exists():
+        return 0.0
+    try:
+        ends = lancedb.connect(str(store)).open_table("clips").to_arrow().column("end_ts")
+        return max((e for e in ends.to_pylist() if e is not None), default=0.0)
+    except (OSError, ValueError, RuntimeError):
+        return 0.0
 
 
 def _texts(store: Path) -> list[str]:

@@ -271,3 +271,22 @@ def test_the_apps_hour_on_sway_reads_the_apps_from_the_tree_and_keeps_the_words_
     stored = ["".join(t.split()) for t in memories.column("text").to_pylist()]  # OCR's spaces
     assert list(read) == [1, 2] and any(capture_apps.marker(1) in t for t in stored), seen
     assert figures["pages_found"] >= 0.5, seen
+
+
+def test_the_calls_figures_wait_for_its_clips_and_say_when_they_never_came(tmp_path) -> None:
+    """``bench capture --audio`` scores the call's words once the watcher has committed a clip
+    ending after the call; where it never did before the wait ran out (a loaded machine), the
+    figures say so instead of a WER of 1."""
+    import lancedb
+    import pyarrow as pa
+
+    from bench.capture_sound import wait_for_clip
+
+    store = tmp_path / "store"
+    told: list[str] = []
+    assert not wait_for_clip(store, 50.0, 0.2, told.append)  # no store yet
+    assert told and "waiting" in told[0]
+    db = lancedb.connect(str(store))
+    db.create_table("clips", pa.table({"clip_id": ["a", "b"], "end_ts": [30.0, 60.0]}))
+    assert wait_for_clip(store, 60.0, 0.2, told.append)
+    assert not wait_for_clip(store, 60.5, 0.2, told.append)
