@@ -155,6 +155,18 @@ class EntityMatcher:
         ]
         return sorted((x for x in out if x[0] >= min_similarity), key=lambda x: -x[0])
 
+    def nearest(self, embedding: np.ndarray, among: set[str]) -> Entity | None:
+        """Of the entities ``among`` (ids) that have samples, the one whose centroid is most like
+        ``embedding``; None where none has. Matches nothing and records nothing."""
+        known = [
+            e
+            for e in self.entities
+            if e.entity_id in among and e.samples and e.entity_id not in self.absorbed
+        ]
+        if not known:
+            return None
+        return max(known, key=lambda e: float(embedding @ self.centroid(e)))
+
     def _add_sample(self, entity: Entity, embedding: np.ndarray) -> None:
         entity.samples.append(embedding.astype(np.float32))
         if len(entity.samples) > self.policy.max_samples:

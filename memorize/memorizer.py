@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from graph import sql
 from graph.entity_ids import highest_issued
-from graph.resolve_people import active_ops, may_hear_owner
+from graph.resolve_people import active_ops, may_hear_owner, owner_of
 from graph.rows import ClipRow, Edge, Entity, Memory, content_id, sources_of
 from graph.store import Store
 from llm.client import LLMError
@@ -130,6 +130,9 @@ class Memorizer:
         ] = {}  # clip id -> its recording (name rivals must have met)
         # the owner is known, or the user said who is: the microphone proposes nobody (again)
         self.owner_settled = not may_hear_owner(store.people_ops(), people)
+        # the owner's voices: a fragment on the microphone too short to match a voice is theirs
+        owner = owner_of(people)
+        self.owner_voices = set(owner.voices) if owner is not None else set()
         self._pending = ClipChanges("")  # from enrol(), written with the next clip
 
     def enrol(self, name: str, voice_embedding, ts: float) -> str:
@@ -145,7 +148,9 @@ class Memorizer:
     def memorize(self, obs: ClipObservations) -> ClipWrite:
         clip = obs.clip
         self.source_of_clip[clip.clip_id] = clip.source.path
-        written = offline_memories(obs, self.faces, self.voices)
+        written = offline_memories(
+            obs, self.faces, self.voices, owner_voices=frozenset(self.owner_voices)
+        )
         changes = ClipChanges(
             clip.clip_id,
             [replace(e, clip_id=clip.clip_id) for e in self._pending.edges],
@@ -266,7 +271,9 @@ class Memorizer:
         if len(mic) != 1:
             return ""
         self.owner_settled = True  # proposed once: the people log decides (heard_owner)
-        return mic.pop()
+        voice = mic.pop()
+        self.owner_voices.add(voice)
+        return voice
 
     def _last_event(self, clip) -> str | None:
         """The latest episodic memory of this clip's recording before it: remembered from earlier

@@ -53,6 +53,30 @@ def _clip_memory(
     )
 
 
+def _owner_fragments(
+    obs: ClipObservations,
+    voice_of: dict[str, np.ndarray],
+    speakers: dict,
+    voices: EntityMatcher,
+    owner_voices: frozenset[str],
+) -> dict:
+    """Clip-local speakers on the microphone that matched no voice (fragments), each given to the
+    owner's voice nearest it when that is nearer than every voice heard on the computer's stream
+    in this clip."""
+    if not owner_voices:
+        return {}
+    channel = {t.speaker: t.channel for t in obs.speech if t.speaker}
+    played = {e.entity_id for k, e in speakers.items() if channel.get(k) == "out"}
+    given = {}
+    for k, embedding in voice_of.items():
+        if k in speakers or channel.get(k) != "mic":
+            continue
+        nearest = voices.nearest(embedding, set(owner_voices) | played)
+        if nearest is not None and nearest.entity_id in owner_voices:
+            given[k] = nearest
+    return given
+
+
 @dataclass(frozen=True)
 class OfflineWrite:
     memories: list[Memory]
@@ -61,13 +85,20 @@ class OfflineWrite:
 
 
 def offline_memories(
-    obs: ClipObservations, faces: EntityMatcher, voices: EntityMatcher, min_tag_prob: float = 0.3
+    obs: ClipObservations,
+    faces: EntityMatcher,
+    voices: EntityMatcher,
+    min_tag_prob: float = 0.3,
+    owner_voices: frozenset[str] = frozenset(),
 ) -> OfflineWrite:
     """Resolve identities (updating the matchers); the clip's memories in time order, and which
     entity each clip-local speaker and face person became. Memories name people by entity id
     (``<voice_1> said: …``): names are resolved when read, so a rename shows everywhere. A
     speaker heard for less than the voice policy's ``min_found_s`` in the clip joins a known voice or stays
-    "someone": a fragment never founds a person."""
+    "someone": a fragment never founds a person. The microphone is the owner's, though: a fragment
+    heard there that matches no voice is the owner's (``owner_voices``: the owner's voice entities)
+    where its voice is more like the owner's than like any voice the computer played in the clip
+    (an echo's leftover is not the owner's); it adds no sample to the owner's voice."""
     clip = obs.clip
     base = clip.start_ts
     tz = clip.source.recorded_at.tzinfo or UTC
@@ -88,6 +119,7 @@ def offline_memories(
             may_found=[spoken_s[k] >= voices.policy.min_found_s for k in voice_of],
         )
         speakers = {k: e for k, e in zip(voice_of, matched) if e is not None}
+        speakers |= _owner_fragments(obs, voice_of, speakers, voices, owner_voices)
     for turns in _speaker_turns(obs.speech, {k: e.entity_id for k, e in speakers.items()}):
         start, end = base + turns[0].start_s, base + turns[-1].end_s
         entity = speakers.get(turns[0].speaker)
