@@ -11,7 +11,8 @@ ingests them; ``figures`` then reads the store:
   speaker's own turns in the script (``sample.stm``), every time the call was played;
 - ``owner_attribution``: of the words said in speech memories, the share attributed to the right
   side (Diane's stream to the owner, Sheila's to anyone else);
-- ``duplicated_sentences``: sentences of the script found in memories of both streams;
+- ``duplicated_sentences``: sentences of the script found in memories of both streams
+  (``heard_twice``);
 - ``audio_mb_per_hour``: the sound files stored, per hour of the session;
 - ``speech_lag_s``: from the end of the first sentence played to a memory that holds it.
 """
@@ -149,22 +150,48 @@ class CallSound:
         right = sum(len(_words(spoken([m]))) for m in mic if set(m.entity_ids) & mine)
         right += sum(len(_words(spoken([m]))) for m in far if not set(m.entity_ids) & mine)
         total = sum(len(_words(spoken([m]))) for m in said)
-        sentences = [t[3] for t in self.turns if len(_words(t[3])) >= 4]
-
-        def heard_in(ms: list, sentence: str) -> bool:
-            words = set(_words(sentence))
-            return any(len(words & set(_words(m.text))) >= 0.6 * len(words) for m in ms)
-
         return figures | {
             "wer_mic": round(word_error_rate(" ".join([reference(OWNER)] * plays), spoken(mic)), 3),
             "wer_out": round(word_error_rate(" ".join([reference(FAR)] * plays), spoken(far)), 3),
             "owner_attribution": round(right / total, 3) if total else None,
-            "duplicated_sentences": sum(heard_in(mic, s) and heard_in(far, s) for s in sentences),
+            "duplicated_sentences": len(
+                heard_twice(
+                    [(t[0], t[3]) for t in self.turns],
+                    [m.text for m in mic],
+                    [m.text for m in far],
+                )
+            ),
             "speech_memories": len(said),
         }
 
     def close(self) -> None:
         self.server.close()
+
+
+def heard_twice(
+    script: list[tuple[str, str]], mic: list[str], far: list[str], share: float = 0.6
+) -> list[str]:
+    """The script's sentences (``(speaker, sentence)``; those of four words or more) that memories
+    of both streams hold: a memory holds a sentence when it has ``share`` of its words and no
+    sentence of another speaker shares more words with it. Two speakers' sentences may share
+    words ("originally from Chicago", said by each in turn): a memory of one is no copy of the
+    other."""
+
+    def holds(text: str, speaker: str, words: set[str]) -> bool:
+        said = set(_words(text))
+        mine = len(words & said)
+        return mine >= share * len(words) and all(
+            len(set(_words(other)) & said) <= mine for who, other in script if who != speaker
+        )
+
+    twice = []
+    for speaker, sentence in script:
+        words = set(_words(sentence))
+        if len(_words(sentence)) >= 4 and all(
+            any(holds(t, speaker, words) for t in stream) for stream in (mic, far)
+        ):
+            twice.append(sentence)
+    return twice
 
 
 class _Reader:

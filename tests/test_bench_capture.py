@@ -290,3 +290,24 @@ def test_the_calls_figures_wait_for_its_clips_and_say_when_they_never_came(tmp_p
     db.create_table("clips", pa.table({"clip_id": ["a", "b"], "end_ts": [30.0, 60.0]}))
     assert wait_for_clip(store, 60.0, 0.2, told.append)
     assert not wait_for_clip(store, 60.5, 0.2, told.append)
+
+
+def test_a_sentence_is_heard_twice_only_where_no_other_speakers_sentence_explains_the_copy() -> None:
+    """``bench capture --audio``'s duplicates: Diane's "Oh, I'm originally from Chicago also" on the
+    microphone and Sheila's "And I'm Sheila in Texas, originally from Chicago" from the computer
+    share four words, but the second memory is Sheila's sentence, not a copy of Diane's. A
+    sentence of Diane's stored on both streams is heard twice."""
+    from bench.capture_sound import heard_twice
+
+    script = [
+        ("Sheila", "And I'm Sheila in Texas, originally from Chicago."),
+        ("Diane", "Oh, I'm originally from Chicago also."),
+        ("Diane", "I'm in New Jersey now though."),
+    ]
+    mic = ["<voice_1> said: Oh, I'm originally from Chicago also"]
+    far = ["<voice_3> said: and I'm Sheila and Texas originally from Chicago"]
+    assert heard_twice(script, mic, far) == []
+    far.append("<voice_3> said: Sheila. Oh, I'm originally from Chicago also")
+    assert heard_twice(script, mic, far) == ["Oh, I'm originally from Chicago also."]
+    mic.append("<voice_1> said: in New Jersey now")  # 4 of 6 words, on one stream only
+    assert heard_twice(script, mic, far) == ["Oh, I'm originally from Chicago also."]
