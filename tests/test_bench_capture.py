@@ -292,7 +292,7 @@ def test_the_calls_figures_wait_for_its_clips_and_say_when_they_never_came(tmp_p
     assert not wait_for_clip(store, 60.5, 0.2, told.append)
 
 
-def test_a_sentence_is_heard_twice_only_where_no_other_speakers_sentence_explains_the_copy() -> None:
+def test_a_sentence_is_heard_twice_only_where_no_other_speaker_explains_the_copy() -> None:
     """``bench capture --audio``'s duplicates: Diane's "Oh, I'm originally from Chicago also" on the
     microphone and Sheila's "And I'm Sheila in Texas, originally from Chicago" from the computer
     share four words, but the second memory is Sheila's sentence, not a copy of Diane's. A
