@@ -61,17 +61,16 @@ def _owner_fragments(
     owner_voices: frozenset[str],
 ) -> dict:
     """Clip-local speakers on the microphone that matched no voice (fragments), each given to the
-    owner's voice nearest it when that is nearer than every voice heard on the computer's stream
-    in this clip."""
+    owner's voice when, of every voice known, that is the one nearest it."""
     if not owner_voices:
         return {}
     channel = {t.speaker: t.channel for t in obs.speech if t.speaker}
-    played = {e.entity_id for k, e in speakers.items() if channel.get(k) == "out"}
+    known = {e.entity_id for e in voices.entities}
     given = {}
     for k, embedding in voice_of.items():
         if k in speakers or channel.get(k) != "mic":
             continue
-        nearest = voices.nearest(embedding, set(owner_voices) | played)
+        nearest = voices.nearest(embedding, known)
         if nearest is not None and nearest.entity_id in owner_voices:
             given[k] = nearest
     return given
@@ -97,8 +96,8 @@ def offline_memories(
     speaker heard for less than the voice policy's ``min_found_s`` in the clip joins a known voice or stays
     "someone": a fragment never founds a person. The microphone is the owner's, though: a fragment
     heard there that matches no voice is the owner's (``owner_voices``: the owner's voice entities)
-    where its voice is more like the owner's than like any voice the computer played in the clip
-    (an echo's leftover is not the owner's); it adds no sample to the owner's voice."""
+    where its voice is more like the owner's than like any other voice known (an echo's leftover of
+    the far side is not the owner's); it adds no sample to the owner's voice."""
     clip = obs.clip
     base = clip.start_ts
     tz = clip.source.recorded_at.tzinfo or UTC

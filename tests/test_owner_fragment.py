@@ -1,6 +1,6 @@
 """A fragment of speech on the capture daemon's microphone, too short to match or found a voice
 (the owner's last words spilling into the next 30 s slot): the owner's where the owner's voice is
-known and the fragment sounds more like it than like the far side of the call; otherwise
+known and the fragment sounds more like it than like anyone else known (the far side); otherwise
 "someone". Real memorizer and store, voice embeddings made to measure."""
 
 from __future__ import annotations
