@@ -4,7 +4,9 @@ OCR of screen text still splits or merges some words ("BLUE HER ON" for "BLUEHER
 "ships on", "level3bay_42"). The full-text index of the memories is built on ``search_text``: the
 memory's text plus, for screen text (``resource`` memories), every run of two or three adjacent
 words written together ("blueher", "heron", "blueheron") and the words wordninja finds inside
-long letter runs ("shipson": "ships", "on"). A query is searched with its words and the joins of
+long letter runs ("shipson": "ships", "on"), with runs of them written together again (a word
+wordninja does not know is cut into pieces: "isquillonbbax" gives "quill", "on", "b", "bax", and
+"quillonbbax"). A query is searched with its words and the joins of
 each two adjacent words ("shipson"). So a query word matches a stored token that differs from it
 only in spacing or an inserted ``_``/``-`` (the index's tokenizer splits at those): stored
 "BLUE HER ON" is found by "BLUEHERON", stored "shipson" by "ships on" and by "ships", stored
@@ -22,6 +24,7 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+")  # as the index's tokenizer splits: at spac
 _SEGMENT = re.compile(r"\s\|\s|\n")  # screen lines are joined with " | " in a memory's text
 FORGIVING_KINDS = ("resource",)  # what was read from a screen
 MIN_RUN = 6  # letter runs this long are also indexed as the words wordninja splits them into
+RUN_JOIN = 5  # and those words written together again, up to this many at once
 _LETTER_RUN = re.compile(rf"[A-Za-z]{{{MIN_RUN},}}")
 
 
@@ -38,14 +41,22 @@ def joined(text: str, longest: int = JOIN_WORDS) -> list[str]:
 
 def split_runs(text: str) -> list[str]:
     """The words of each run of ``MIN_RUN`` or more letters that wordninja (a unigram model of
-    English Wikipedia) splits in two or more: "shipson" gives "ships", "on"."""
+    English Wikipedia) splits in two or more: "shipson" gives "ships", "on"; and those words
+    written together again, up to ``RUN_JOIN`` at once. A word wordninja does not know (a name, a
+    code) is cut into pieces, and one of those joins is the word: "isquillonbbax" gives "is",
+    "quill", "on", "b", "bax", and among the joins "quillonbbax"."""
     import wordninja
 
     out: list[str] = []
     for run in _LETTER_RUN.findall(text):
-        words = wordninja.split(run)
+        words = [w.lower() for w in wordninja.split(run)]
         if len(words) > 1:
             out += words
+            out += [
+                "".join(words[i : i + n])
+                for n in range(2, min(RUN_JOIN, len(words)) + 1)
+                for i in range(len(words) - n + 1)
+            ]
     return out
 
 

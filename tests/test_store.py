@@ -189,6 +189,21 @@ def test_screen_text_is_found_whatever_its_word_boundaries(hash_store, query):
     assert not [h for h in hash_store.search("onit", k=2) if h.text_rank is not None]
 
 
+@pytest.mark.parametrize("query", ["quillonbbax", "Contoso", "zhangwei"])
+def test_a_word_inside_a_run_of_words_the_screen_reader_merged_is_found(hash_store, query):
+    """A page OCR read without its spaces (Chromium's page when its tree did not answer): a word
+    wordninja does not know is cut into pieces, and the pieces written together again find it."""
+    read = _screen(
+        "Page 1 | Thereadingmarkerforpage1isquillonbbax. | invoicenumberforcontosoltd"
+        " | meetingwithzhangweiontuesday"
+    )
+    hash_store.commit_clip(_clip(), [read], [])
+    hash_store.refresh_indexes()
+    assert [h.memory.kind for h in hash_store.search(query, k=2) if h.text_rank is not None] == [
+        "resource"
+    ]
+
+
 def test_a_store_from_before_search_text_gets_the_column_and_its_index(tmp_path):
     embedder = build_text_embedder("hash")
     old = Store(tmp_path / "s", embedder)
