@@ -226,6 +226,9 @@ def test_a_page_read_is_found_by_its_own_word_and_each_page_has_one(tmp_path):
 
 
 @pytest.mark.slow  # sway, Chromium, Mousepad, xfce4-terminal and the daemon with its ingest: minutes
+# beside the suite's other tests Chromium's tree misses its 250 ms and OCR alone reads both pages
+# (two rehearsals here: pages found 0.0; alone 1.0 in 210 s)
+@pytest.mark.serial
 def test_the_apps_hour_on_sway_reads_the_apps_from_the_tree_and_keeps_the_words_and_pages(
     tmp_path,
 ) -> None:
