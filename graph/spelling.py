@@ -51,12 +51,7 @@ def split_runs(text: str) -> list[str]:
     for run in _LETTER_RUN.findall(text):
         words = [w.lower() for w in wordninja.split(run)]
         if len(words) > 1:
-            out += words
-            out += [
-                "".join(words[i : i + n])
-                for n in range(2, min(RUN_JOIN, len(words)) + 1)
-                for i in range(len(words) - n + 1)
-            ]
+            out += words + joined(" ".join(words), longest=RUN_JOIN)
     return out
 
 
