@@ -15,6 +15,7 @@ never stored: written when asked for, from the profile as it is then.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from control.citations import Citation
@@ -51,7 +52,9 @@ def notes_of(profile: Profile) -> list[tuple[str, Citation]]:
     return notes
 
 
-def write(profile: Profile, client: JsonChat) -> Written:
+def write(
+    profile: Profile, client: JsonChat, progress: Callable[[str], None] = lambda m: None
+) -> Written:
     """The profile written by ``client``'s model; raises ``llm.LLMError`` when no usable reply came
     back."""
     names = frozenset(content_words(profile.label))
@@ -63,4 +66,5 @@ def write(profile: Profile, client: JsonChat) -> Written:
         heading,
         client,
         keep=lambda text: not _NOT_THIRD.search(text),
+        progress=progress,
     )

@@ -2,8 +2,9 @@
 
 OCR of screen text still splits or merges some words ("BLUE HER ON" for "BLUEHERON", "shipson" for
 "ships on", "level3bay_42"). The full-text index of the memories is built on ``search_text``: the
-memory's text plus, for screen text (``resource`` memories), every run of two or three adjacent
-words written together ("blueher", "heron", "blueheron") and the words wordninja finds inside
+memory's text plus, for screen text (``resource`` memories), every run of two to four adjacent
+words written together ("blueher", "heron", "blueheron"; OCR cut Chromium's "quillonbbax" into
+four: "quill on b bax") and the words wordninja finds inside
 long letter runs ("shipson": "ships", "on"), with runs of them written together again (a word
 wordninja does not know is cut into pieces: "isquillonbbax" gives "quill", "on", "b", "bax", and
 "quillonbbax"). A query is searched with its words and the joins of
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-JOIN_WORDS = 3  # runs of up to this many adjacent words are also indexed written together
+JOIN_WORDS = 4  # runs of up to this many adjacent words are also indexed written together
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _TOKEN = re.compile(r"[A-Za-z0-9]+")  # as the index's tokenizer splits: at spaces, "_", "-", "." …
 _SEGMENT = re.compile(r"\s\|\s|\n")  # screen lines are joined with " | " in a memory's text

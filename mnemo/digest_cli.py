@@ -55,7 +55,9 @@ def cmd_digest(args, cfg) -> int:
         from control.digest_llm import write
         from mnemo.written import show_written, written_by
 
-        written = written_by(lambda client: write(digest, client), cfg, args.reason)
+        written = written_by(
+            lambda client, say: write(digest, client, progress=say), cfg, args.reason
+        )
         show_written(written, out, "the moments")
     if args.json:
         print(json.dumps(out, ensure_ascii=False))

@@ -164,7 +164,9 @@ def cmd_people(args, cfg) -> int:
             from control.profile_llm import write
             from mnemo.written import show_written, written_by
 
-            written = written_by(lambda client: write(profile, client), cfg, reason=True)
+            written = written_by(
+                lambda client, say: write(profile, client, progress=say), cfg, reason=True
+            )
             show_written(written, shown, "the notes")
         if args.json:
             print(json.dumps(shown, ensure_ascii=False))

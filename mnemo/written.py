@@ -25,8 +25,8 @@ def show_written(written, out: dict, what: str) -> None:
 
 
 def written_by(write, cfg, reason: bool = False):
-    """``write(client)`` with the LLM (``reason``: the reasoning model); None (said on stderr)
-    when no usable reply came back."""
+    """``write(client, say)`` with the LLM (``reason``: the reasoning model), ``say`` printing its
+    progress on stderr; None (said on stderr) when no usable reply came back."""
     import sys
     from contextlib import ExitStack
 
@@ -44,7 +44,7 @@ def written_by(write, cfg, reason: bool = False):
                     stack.callback(server.close)
             else:
                 client = llm_or_packaged(cfg.llm, stack, say)
-            return write(client)
+            return write(client, say)
         except LLMError as e:
             print(f"warning: no written account: {e}; what is above stands", file=sys.stderr)
             return None

@@ -176,10 +176,12 @@ def _screen(text, clip_id="c1", start=1000.0):
     )
 
 
-@pytest.mark.parametrize("query", ["BLUEHERON", "ships on", "ships", "bay42", "level3"])
+@pytest.mark.parametrize(
+    "query", ["BLUEHERON", "ships on", "ships", "bay42", "level3", "quillonbbax"]
+)
 def test_screen_text_is_found_whatever_its_word_boundaries(hash_store, query):
     """Words the screen reader split, merged or joined with "_" are found by the words as typed."""
-    read = _screen("codename: BLUE HER ON | It shipson Friday | level 3 bay_42")
+    read = _screen("codename: BLUE HER ON | It shipson Friday | level 3 bay_42 | is quill on b bax")
     said = _mem('<voice_1> said: "the BLUE HER ON note, level 3"')  # speech is not joined
     hash_store.commit_clip(_clip(), [read, said], [])
     hash_store.refresh_indexes()
