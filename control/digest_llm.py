@@ -94,7 +94,7 @@ class Sentence:
 @dataclass(frozen=True)
 class Written:
     sentences: tuple[Sentence, ...]
-    dropped: int  # sentences of the reply that cited nothing real or were not grounded in what they cited
+    dropped: int  # sentences the checks dropped, and notes whose reply was not usable
     model: str
 
 
