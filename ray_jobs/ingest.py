@@ -134,19 +134,43 @@ def loopback_only() -> None:
     ray_constants.ENABLE_RAY_CLUSTER = False
 
 
-def connect(address: str | None, workers: int | None) -> int:
+def connect(
+    address: str | None, workers: int | None, progress: Callable[[str], None] = to_stderr
+) -> int:
     """Join the cluster at ``address`` ("auto" or host:port), or start a local Ray with this
     machine's CPUs; returns how many perception workers to run."""
     import ray
 
     if not ray.is_initialized():
         if address:
-            ray.init(address=address, log_to_driver=False)
+            _join(address, progress)
         else:
             loopback_only()
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return max(1, workers or cpus)
+
+
+JOIN_TRIES = 2
+
+
+def _join(address: str, progress: Callable[[str], None] = to_stderr) -> None:
+    """``ray.init`` at ``address``, tried again once: a head that has just started (or is busy) can
+    answer before its node is registered, and Ray gives up on it after a minute. Ray's own error
+    says only "Failed to connect"; the one raised here carries why."""
+    import ray
+
+    for attempt in range(1, JOIN_TRIES + 1):
+        try:
+            ray.init(address=address, log_to_driver=False)
+            return
+        except ConnectionError as e:
+            why = f"{e}: {e.__cause__}" if e.__cause__ else str(e)
+            if attempt == JOIN_TRIES:
+                raise ConnectionError(
+                    f"{why} (is `ray start --head` running there, and is {address} its address?)"
+                ) from e
+            progress(f"Ray at {address} did not take this driver ({why}); trying again")
 
 
 def ingest_ray(
@@ -190,7 +214,7 @@ def ingest_ray(
         learns=False,  # every clip's hints are taken before the first is memorized
     ) as (planned, book, writer):
         if planned.jobs:
-            n = min(connect(address, workers), len(planned.jobs))
+            n = min(connect(address, workers, progress), len(planned.jobs))
             cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // n)
             progress(
                 f"perception on {n} Ray worker(s), {cpus} CPU(s) each; memorizing here in clip order"
