@@ -8,7 +8,8 @@ A small model's reply names the memories it rests on and a short answer. It is g
   ``plain_dates``), and the question's own names other than people's are too (``premise_names``);
 - at least ``MIN_COVERED`` of its content words are in them (``uncovered``);
 - when the question asks about a person, the memories are theirs (``about``), and where that
-  person said it, not only as a question or to someone else (``told_of_others``).
+  person said it, not only as a question or to someone else (``told_of_others``), and the answer
+  is not a line of theirs copied in the first person (``in_first_person``).
 
 A reply that cites the wrong number may rest on the one line that says it all instead
 (``recited``).
@@ -165,12 +166,15 @@ def _spoken(line: str) -> str:
     return said.group(1) if said else text
 
 
-def told_of_others(answer: str, lines: Sequence[str]) -> bool:
+def told_of_others(answer: str, lines: Sequence[str], people: frozenset[str] = frozenset()) -> bool:
     """Whether every sentence of ``lines`` (each said by the person asked about) that says one of
     the answer's words asks a question or speaks to someone else ("your store looks great", "What
     dance were you doing?") rather than of the speaker: what the answer rests on is then the
-    listener's, not the speaker's (LoCoMo's adversarial questions ask about the wrong one)."""
-    want = answer_words(answer)
+    listener's, not the speaker's (LoCoMo's adversarial questions ask about the wrong one). The
+    answer's words that are ``people``'s names do not count: "Way to go, Nate!" names the listener,
+    it says nothing of the speaker."""
+    names = {_stem(w) for p in people for w in _WORD.findall(p)}
+    want = answer_words(answer) - names
     holding = [
         sentence
         for line in lines
@@ -189,6 +193,19 @@ def told_of_others(answer: str, lines: Sequence[str]) -> bool:
 _QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did do does is are was were has have had can "
     "could would should will".split()
+)
+
+
+def in_first_person(answer: str) -> bool:
+    """Whether the answer speaks as "I" or "we" ("When my dance crew took home first…"): a
+    speaker's line copied, not an answer about the person asked of, whose own words it may not
+    even be."""
+    return _SPEAKS_AS.search(answer) is not None
+
+
+# as _FIRST, in the case a sentence writes them: "I" upper case, "us" not "US", "me" not "ME"
+_SPEAKS_AS = re.compile(
+    r"\b(?:I(?:['’](?:m|ve|ll|d))?|[Mm](?:e|y|ine|yself)|[Ww]e(?:['’](?:re|ve|ll|d))?|[Oo]urs?|us)\b"
 )
 
 

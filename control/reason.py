@@ -38,6 +38,7 @@ from control.grounding import (
     ABSTAIN,
     about,
     answer_words,
+    in_first_person,
     is_abstention,
     named_in,
     not_resting_on,
@@ -379,6 +380,11 @@ class Reasoner:
                     f"the question is about {' or '.join(asked)}, and none of the memories it "
                     "cites is theirs: not given"
                 )
+            if in_first_person(reply.answer):
+                return none(
+                    f"the answer speaks as I or we, a line copied, not said of {' or '.join(asked)}: "
+                    "not given"
+                )
         why = not_resting_on(question, reply.answer, [line for _, line in cited], people, shown)
         if why:  # the model may have cited the wrong numbers: the asked person's lines that say it
             pool = [
@@ -395,7 +401,12 @@ class Reasoner:
             )
             cited = holding
         own = [line for m, line in cited if any(said_by(m, p, names) for p in asked)]
-        if len(asked) == 1 and own and len(own) == len(cited) and told_of_others(reply.answer, own):
+        if (
+            len(asked) == 1
+            and own
+            and len(own) == len(cited)
+            and told_of_others(reply.answer, own, people)
+        ):
             return none(
                 f"where {' or '.join(asked)} says it, they ask it or say it of someone else: not given"
             )

@@ -208,6 +208,7 @@ def _store_check(reply: _Reply, question: str):
         ("voice_1", "What made you pick out the furniture and decor?", 2),
         ("voice_2", "I chose furniture that looks great and is comfy too.", 3),
         ("voice_1", "I'm on the hunt for the ideal spot for my dance studio in Paris.", 4),
+        ("voice_2", "Way to go, Jon! Congrats on your win in the tournament!", 5),
     ]
     shown = [
         (
@@ -230,6 +231,18 @@ def _store_check(reply: _Reply, question: str):
         (_Reply((1,), "good"), "How is Jon's store doing?", "not in the memories"),
         # the question's own name (a place) is in no memory the answer cites
         (_Reply((4,), "Paris"), "Why did Jon go to Barcelona?", "barcelona"),
+        # Gina names Jon, whose win it was: her line holds nothing of her own (LoCoMo conv-42)
+        (
+            _Reply((5,), "Congrats, Jon! On your win in the tournament"),
+            "How did Gina celebrate her win in the tournament?",
+            "of someone else",
+        ),
+        # his own line, copied whole: it speaks as "I", it does not answer about him
+        (
+            _Reply((4,), "I'm on the hunt for the ideal spot for my dance studio"),
+            "Why did Jon visit the dance studio?",
+            "speaks as I or we",
+        ),
     ],
 )
 def test_an_answer_resting_on_what_was_said_of_another_is_not_given(reply, question, why):
