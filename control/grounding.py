@@ -9,7 +9,7 @@ A small model's reply names the memories it rests on and a short answer. It is g
 - at least ``MIN_COVERED`` of its content words are in them (``uncovered``);
 - when the question asks about a person, the memories are theirs (``about``), and where that
   person said it, not only as a question or to someone else (``told_of_others``), and the answer
-  is not a line of theirs copied in the first person (``in_first_person``).
+  is not a line copied in the first or second person (``in_person``).
 
 A reply that cites the wrong number may rest on the one line that says it all instead
 (``recited``).
@@ -196,16 +196,18 @@ _QUESTION_WORDS = frozenset(
 )
 
 
-def in_first_person(answer: str) -> bool:
-    """Whether the answer speaks as "I" or "we" ("When my dance crew took home first…"): a
-    speaker's line copied, not an answer about the person asked of, whose own words it may not
-    even be."""
+def in_person(answer: str) -> bool:
+    """Whether the answer speaks as "I" or "we", or to "you" ("When my dance crew took home
+    first…", "Congratulations on your victory!"): a speaker's line copied, not an answer about the
+    person asked of, whose own words it may not even be."""
     return _SPEAKS_AS.search(answer) is not None
 
 
-# as _FIRST, in the case a sentence writes them: "I" upper case, "us" not "US", "me" not "ME"
+# as _FIRST and _SECOND, in the case a sentence writes them: "I" upper case, "us" not "US", "me"
+# not "ME"
 _SPEAKS_AS = re.compile(
-    r"\b(?:I(?:['’](?:m|ve|ll|d))?|[Mm](?:e|y|ine|yself)|[Ww]e(?:['’](?:re|ve|ll|d))?|[Oo]urs?|us)\b"
+    r"\b(?:I(?:['’](?:m|ve|ll|d))?|[Mm](?:e|y|ine|yself)|[Ww]e(?:['’](?:re|ve|ll|d))?|[Oo]urs?|us"
+    r"|[Yy]ou(?:rs?|rself|['’](?:re|ve|ll|d))?)\b"
 )
 
 

@@ -38,7 +38,7 @@ from control.grounding import (
     ABSTAIN,
     about,
     answer_words,
-    in_first_person,
+    in_person,
     is_abstention,
     named_in,
     not_resting_on,
@@ -380,9 +380,9 @@ class Reasoner:
                     f"the question is about {' or '.join(asked)}, and none of the memories it "
                     "cites is theirs: not given"
                 )
-            if in_first_person(reply.answer):
+            if in_person(reply.answer):
                 return none(
-                    f"the answer speaks as I or we, a line copied, not said of {' or '.join(asked)}: "
+                    f"the answer speaks as I or to you, a line copied, not said of {' or '.join(asked)}: "
                     "not given"
                 )
         why = not_resting_on(question, reply.answer, [line for _, line in cited], people, shown)

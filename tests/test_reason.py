@@ -11,7 +11,7 @@ import pytest
 from bench.datasets.locomo import Question
 from bench.locomo_f1 import score, token_f1
 from bench.locomo_qa import stratified
-from control.grounding import ABSTAIN, plain_dates, unsupported
+from control.grounding import ABSTAIN, in_person, plain_dates, unsupported
 from control.reason import (
     Reasoner,
     Streamed,
@@ -233,15 +233,17 @@ def _store_check(reply: _Reply, question: str):
         (_Reply((4,), "Paris"), "Why did Jon go to Barcelona?", "barcelona"),
         # Gina names Jon, whose win it was: her line holds nothing of her own (LoCoMo conv-42)
         (
-            _Reply((5,), "Congrats, Jon! On your win in the tournament"),
+            _Reply((5,), "Congrats to Jon on the win in the tournament"),
             "How did Gina celebrate her win in the tournament?",
             "of someone else",
         ),
+        # his line to Gina, copied: it speaks to "you", not of him
+        (_Reply((1,), "your store looks great"), "How is Jon's store doing?", "speaks as I"),
         # his own line, copied whole: it speaks as "I", it does not answer about him
         (
             _Reply((4,), "I'm on the hunt for the ideal spot for my dance studio"),
             "Why did Jon visit the dance studio?",
-            "speaks as I or we",
+            "speaks as I",
         ),
     ],
 )
@@ -249,6 +251,21 @@ def test_an_answer_resting_on_what_was_said_of_another_is_not_given(reply, quest
     answer = _store_check(reply, question)
     assert answer.answer == ABSTAIN and answer.citations == (), answer
     assert why in answer.steps[-1]
+
+
+@pytest.mark.parametrize(
+    ("answer", "copied"),
+    [
+        ("When my dance crew took home first", True),
+        ("Congratulations on your victory!", True),
+        ("We’re fine", True),
+        ("She moved to the US", False),
+        ("a lobster roll in Portland, ME", False),
+        ("her own style, to make customers feel cozy", False),
+    ],
+)
+def test_an_answer_in_the_first_or_second_person_is_a_copied_line(answer, copied):
+    assert in_person(answer) is copied
 
 
 def test_what_a_person_says_of_their_own_answers_for_them():
