@@ -190,6 +190,11 @@ def shown_memories(
     return sorted(kept, key=lambda item: item[0].start_ts)
 
 
+def _clipped(text: str, most: int = 120) -> str:
+    """``text`` quoted for a step, cut at ``most`` characters."""
+    return repr(text if len(text) <= most else text[: most - 1] + "…")
+
+
 def _numbers(shown: Sequence[tuple[Memory, str]], items: Sequence[tuple[Memory, str]]) -> list[str]:
     return [str(i) for i, item in enumerate(shown, 1) if item in items]
 
@@ -382,8 +387,8 @@ class Reasoner:
                 )
             if in_person(reply.answer):
                 return none(
-                    f"the answer speaks as I or to you, a line copied, not said of {' or '.join(asked)}: "
-                    "not given"
+                    f"the answer speaks as I or to you ({_clipped(reply.answer)}), a line copied, "
+                    f"not said of {' or '.join(asked)}: not given"
                 )
         why = not_resting_on(question, reply.answer, [line for _, line in cited], people, shown)
         if why:  # the model may have cited the wrong numbers: the asked person's lines that say it
@@ -408,7 +413,8 @@ class Reasoner:
             and told_of_others(reply.answer, own, people)
         ):
             return none(
-                f"where {' or '.join(asked)} says it, they ask it or say it of someone else: not given"
+                f"where {' or '.join(asked)} says it ({_clipped(reply.answer)}), they ask it or "
+                "say it of someone else: not given"
             )
         used = [m for m, _ in cited]
         citations = tuple(dict.fromkeys(c for c in (cite(self.store, m) for m in used) if c))
