@@ -42,7 +42,7 @@ def run(
     writer_people: int | None = None,
 ) -> dict:
     """Ingest each conversation into ``make_store(key)`` (``ingest=False``: the stores already hold
-    them) and score each speaker's profile; with ``writer`` (a profile ->
+    them) and score each speaker's profile; with ``writer`` (a store and a person ->
     ``control.digest_llm.Written``), the written profile of each person (of the first
     ``writer_people`` only, when given) beside the profile on the same people."""
     from bench.datasets.locomo import load, load_gold
@@ -97,7 +97,7 @@ def run(
                     if writer is not None and (
                         writer_people is None or written["people"] < writer_people
                     ):
-                        _write(writer, profile, facts, names, written)
+                        _write(writer, store, speaker, facts, names, written)
                         written["offline_hits"] += got
         progress(f"{conv.sample_id}: fact recall so far {np.mean(hits['profile'] or [False]):.3f}")
     figures: dict[str, object] = {
@@ -122,13 +122,13 @@ def run(
     return figures
 
 
-def _write(writer, profile, facts: list[str], names: set[str], out: dict) -> None:
-    """One person's written profile, scored as the profile is; a person the model gave nothing
-    usable for counts as stating nothing."""
+def _write(writer, store, speaker: str, facts: list[str], names: set[str], out: dict) -> None:
+    """One person's written profile (``writer(store, speaker)``), scored as the profile is; a
+    person the model gave nothing usable for counts as stating nothing."""
     from bench.digest import covered, written_sentences
 
     out["people"] += 1
-    sentences = written_sentences(writer, profile, out)
+    sentences = written_sentences(lambda who: writer(store, who), speaker, out)
     out["hits"] += [covered(f, sentences, names) for f in facts]
 
 

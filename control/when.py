@@ -226,3 +226,67 @@ def _day(year: int, month: int, day: int) -> datetime | None:
         return datetime(year, month, day, tzinfo=UTC)
     except ValueError:
         return None
+
+
+# ------------------------------------------------------------------------------------------------
+# relative times in a text, given their dates
+
+
+def _date_text(start: datetime, end: datetime) -> str | None:
+    days = (end - start).total_seconds() / 86400
+    if days <= 1.01:
+        return f"{start.day} {start:%B %Y}"
+    if 6.9 <= days <= 7.1:
+        return f"the week of {start.day} {start:%B %Y}"
+    if 27.9 <= days <= 31.1 and start.day == 1:
+        return f"{start:%B %Y}"
+    if 364.9 <= days <= 366.1 and start.month == 1 and start.day == 1:
+        return f"{start.year}"
+    return None
+
+
+_ABSOLUTE = re.compile(r"\b(?:19|20)\d\d\b")
+_AHEAD = re.compile(r"\b(?:tomorrow|next (?:week|month|year))\b", re.IGNORECASE)
+
+
+def _ahead(text: str, at: datetime) -> list[tuple[int, int, str]]:
+    """Where ``text`` speaks of the near future ("tomorrow", "next month"), with its date
+    (``control.when`` reads only the past, which is what questions ask about)."""
+    out = []
+    for m in _AHEAD.finditer(text):
+        what = m.group(0).lower()
+        if what == "tomorrow":
+            day = at + timedelta(days=1)
+            date = f"{day.day} {day:%B %Y}"
+        elif what == "next week":
+            monday = at - timedelta(days=at.weekday()) + timedelta(days=7)
+            date = f"the week of {monday.day} {monday:%B %Y}"
+        elif what == "next month":
+            date = f"{datetime(at.year + (at.month == 12), at.month % 12 + 1, 1):%B %Y}"
+        else:
+            date = str(at.year + 1)
+        out.append((m.start(), m.end(), date))
+    return out
+
+
+def resolve_dates(text: str, at: datetime) -> str:
+    """``text`` with each relative time it names followed by its date in square brackets, as of
+    ``at`` (when it was said): "yesterday" on 8 May 2023 -> "yesterday [7 May 2023]". Times that
+    name their year are left as they are."""
+    spans: list[tuple[int, int, str]] = []
+    last = 0
+    for w in time_windows(text, at):
+        date = _date_text(
+            datetime.fromtimestamp(w.start_ts, UTC), datetime.fromtimestamp(w.end_ts + 1e-3, UTC)
+        )
+        pos = text.lower().find(w.text.lower(), last)
+        if _ABSOLUTE.search(w.text) or date is None or pos < 0:
+            continue
+        last = pos + len(w.text)
+        spans.append((pos, last, date))
+    spans += [a for a in _ahead(text, at) if not any(a[0] < e and s < a[1] for s, e, _ in spans)]
+    out, last = [], 0
+    for _, end, date in sorted(spans):
+        out.append(text[last:end] + f" [{date}]")
+        last = end
+    return "".join(out) + text[last:]

@@ -238,14 +238,17 @@ def run_profile(args, cfg, progress) -> tuple[dict, int]:
         return _conversations("profile", args, cfg, progress), 0
     from contextlib import ExitStack
 
-    from control.profile_llm import write
+    from control.profile_llm import to_write, write
     from mnemo.wiring import reasoning_client
 
     with ExitStack() as stack:
         client, server = reasoning_client(cfg.control, cfg.llm, progress)
         if server is not None:
             stack.callback(server.close)
-        extra = {"writer": lambda p: write(p, client), "writer_people": args.limit}
+        extra = {
+            "writer": lambda store, who: write(to_write(store, who), client),
+            "writer_people": args.limit,
+        }
         return _conversations("profile", args, cfg, progress, **extra), 0
 
 

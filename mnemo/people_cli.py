@@ -161,11 +161,12 @@ def cmd_people(args, cfg) -> int:
         print("\n".join(profile.lines()))
         shown = profile.to_json()
         if args.reason and (profile.facts or profile.statements):
-            from control.profile_llm import write
+            from control.profile_llm import to_write, write
             from mnemo.written import show_written, written_by
 
+            notes = to_write(store, args.who, cfg.people.me)
             written = written_by(
-                lambda client, say: write(profile, client, progress=say), cfg, reason=True
+                lambda client, say: write(notes, client, progress=say), cfg, reason=True
             )
             show_written(written, shown, "the notes")
         if args.json:

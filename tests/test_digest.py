@@ -400,7 +400,15 @@ def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
     [
         ('Caroline said: "I went to a support group."', True),  # a quotation
         ("I went to a support group and it was powerful.", True),  # the speaker's own words
-        ("You heard she went to a LGBTQ support group yesterday and it was so powerful", True),
+        ("We'd go to the support group with the kids.", True),
+        # twenty words of the note in a row: a quotation without its marks
+        (
+            "Caroline says the group met at the old library downtown on Tuesday night and the "
+            "stories told there were so powerful and moving for everyone",
+            True,
+        ),
+        # the note's own words with the person changed: a retelling
+        ("Caroline went to a LGBTQ support group yesterday and it was so powerful.", False),
         ("Caroline went to a LGBTQ support group yesterday and found it powerful.", False),
         ("You heard Caroline found the support group powerful.", False),
     ],
@@ -408,7 +416,11 @@ def test_rest_writes_a_day_up_only_with_an_llm_endpoint(talk_store):
 def test_a_written_sentence_retells_its_notes_rather_than_copying_them(sentence, is_copy):
     from control.digest_llm import copied
 
-    note = 'Mon 13:56: Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful."'
+    note = (
+        'Mon 13:56: Caroline said: "I went to a LGBTQ support group yesterday and it was so '
+        "powerful. The group met at the old library downtown on Tuesday night and the stories told "
+        'there were so powerful and moving for everyone."'
+    )
     assert copied(sentence, [note]) is is_copy
 
 
@@ -485,3 +497,31 @@ def test_written_notes_keep_each_sentence_once_with_its_true_citation():
         ("Gina's team won first place at a competition.", ["clip-4"]),
     ]
     assert written.dropped == 2
+
+
+@pytest.mark.parametrize(
+    ("said", "news"),
+    [
+        (  # the news kept, the greeting and the question left out, "yesterday" dated
+            "Wow, Caroline! That's great! I just signed up for a pottery class yesterday. It's like "
+            "therapy for me. Have you found any activities that make you feel the same way?",
+            "I just signed up for a pottery class yesterday [2 July 2023]. It's like therapy for me.",
+        ),
+        (  # thanks and praise of the listener are not news about the speaker
+            "Thanks, Caroline! Your kind words mean a lot. Pottery is a huge part of my life.",
+            "Pottery is a huge part of my life.",
+        ),
+        ("Sounds awesome, Caroline! Have a great time and learn a lot. Have fun!", ""),
+        ("Taking in kids in need - you're so kind. Your family is gonna be so lucky!", ""),
+    ],
+)
+def test_a_note_is_cut_to_its_news_before_a_model_retells_it(said, news):
+    from control.digest_llm import news as news_of
+
+    at = datetime(2023, 7, 3, 13, 36, tzinfo=UTC)
+    names = frozenset({"caroline", "melanie", "mel"})
+    assert news_of(f'Melanie said: "{said}"', at, names) == (
+        f'Melanie said: "{news}"' if news else ""
+    )
+    # what is not recorded speech is given as it is
+    assert news_of("The scene shows: a kitchen", at, names) == "The scene shows: a kitchen"

@@ -17,9 +17,9 @@ from control.reason import (
     Streamed,
     _Reply,
     answer_so_far,
-    resolve_dates,
     shown_memories,
 )
+from control.when import resolve_dates
 from graph.rows import Memory
 
 SAID_AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday

@@ -320,6 +320,7 @@ def test_people_show_reason_writes_the_profile_from_its_notes_each_sentence_cite
     """``mnemo people show Caroline --reason``: the profile, then the one the reasoning model wrote
     from its facts and her own words, each sentence kept citing the clips it rests on, or, where it
     wrote nothing its notes support (the 0.5B mostly invents), a warning and the profile alone."""
+    from control.profile_llm import to_write
     from mnemo.llm_cli import write_server_file
 
     monkeypatch.setenv("MNEMO_CONTROL__REASON_MODEL", SMALL)
@@ -333,9 +334,11 @@ def test_people_show_reason_writes_the_profile_from_its_notes_each_sentence_cite
     assert code == 0, err
     assert "(mnemo llm serve)" in err
     shown = json.loads(out.strip().splitlines()[-1])
-    quoted = {s["clip_id"] for s in shown["statements"]} | {
-        c["clip_id"] for f in shown["facts"] for c in f["citations"]
+    notes = to_write(talk_store, "Caroline")  # what the model retells: more than the profile shows
+    quoted = {s.citation.clip_id for s in notes.statements} | {
+        c.clip_id for f in notes.facts for c in f.citations
     }
+    assert len(notes.statements) > len(shown["statements"])
     assert shown["statements"]  # the profile stands either way
     if "written" not in shown:
         assert "warning: no written account" in err and "what is above stands" in err
