@@ -135,13 +135,17 @@ def _channels(obs) -> dict[str, str]:
     }
 
 
-def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
-    """(channel -> what went in, channel -> what would be stored)."""
+def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str], float]:
+    """(channel -> what went in, channel -> what would be stored, seconds the redactor took). The
+    seconds are the redactor's alone: making the clip's records and the writer's reply around it is
+    the bench's own work, a third of the time when it was counted."""
     from memorize.writer_llm import LLMWriter
 
     obs = _clip(item)
     before = _channels(obs)
+    t0 = time.perf_counter()
     red, _ = redactor.observations(obs)
+    seconds = time.perf_counter() - t0
     after = _channels(red)
     sentence = "<voice_1> reads out: " + " ".join(item.lines)
     reply = {
@@ -154,14 +158,16 @@ def _stored(item: Item, redactor) -> tuple[dict[str, str], dict[str, str]]:
         "same_person": [],
     }
     written = LLMWriter(_Reply(reply), images=False).write(obs, {"s0": "voice_1"}, {})
+    t0 = time.perf_counter()
     red_llm, _ = redactor.llm_reply(written)
+    seconds += time.perf_counter() - t0
     before["llm episodic"], after["llm episodic"] = (
         written.episodic[0].text,
         red_llm.episodic[0].text,
     )
     if written.facts:
         before["llm fact"], after["llm fact"] = written.facts[0][2], red_llm.facts[0][2]
-    return before, after
+    return before, after, seconds
 
 
 def _parts(secret: str) -> list[str]:
@@ -196,9 +202,8 @@ def run(
     for item in items:
         report.secrets += 1
         report.forms[item.form] += 1
-        t0 = time.perf_counter()
-        before, after = _stored(item, redactor)
-        report.seconds += time.perf_counter() - t0
+        before, after, seconds = _stored(item, redactor)
+        report.seconds += seconds
         report.chars += sum(len(t) for t in before.values())
         stayed = {}
         for channel in before:
@@ -221,9 +226,8 @@ def run(
             report.caught += 1
     for item in benign_items:
         report.benign += 1
-        t0 = time.perf_counter()
-        before, after = _stored(item, redactor)
-        report.seconds += time.perf_counter() - t0
+        before, after, seconds = _stored(item, redactor)
+        report.seconds += seconds
         report.chars += sum(len(t) for t in before.values())
         changed = {c: after[c] for c in before if after[c] != before[c]}
         if changed:

@@ -312,6 +312,7 @@ def test_an_llm_written_day_keeps_only_sentences_grounded_in_the_note_each_retel
 
     d = _day(talk_store)
     notes = [text for text, _ in notes_of(d)]
+    assert not any("?" in n for n in notes)  # what was said, cut to its news: no question left
     other = next(n for n in notes if speaker_of(n) != speaker_of(notes[1]))
     replies = [
         {"sentence": _retold(notes[0])},  # grounded: its words are note 1's
@@ -525,3 +526,40 @@ def test_a_note_is_cut_to_its_news_before_a_model_retells_it(said, news):
     )
     # what is not recorded speech is given as it is
     assert news_of("The scene shows: a kitchen", at, names) == "The scene shows: a kitchen"
+
+
+def test_of_a_reply_that_slips_into_the_notes_voice_the_sentences_before_it_are_kept():
+    from control.digest_llm import retold_part
+
+    note = (
+        'Thu 13:50: Caroline said: "I had a not-so-great experience on a hike. I ran into a group '
+        'of religious conservatives who upset me. It made me think how much work we still have."'
+    )
+    first = "Caroline ran into religious conservatives on a hike who upset her."
+    assert retold_part(f"{first} It made her think how much work we still have.", note) == first
+    assert retold_part(f"{first} She was upset.", note) == f"{first} She was upset."
+    assert retold_part("Caroline said we still have work. She hiked.", note) == ""
+    # the caller's own rule too (a profile's: no "you")
+    assert retold_part(f"{first} You know it.", note, lambda t: "You" not in t) == first
+
+
+def test_a_written_note_keeps_its_retold_part_and_counts_a_reply_in_the_notes_voice_dropped():
+    from control.citations import Citation
+    from control.digest_llm import write_notes
+    from fake_openai import FakeOpenAI
+    from llm.client import ChatClient
+
+    notes = [(t, Citation(f"clip-{i}", "talk.wav", 0.0, 30.0)) for i, t in enumerate(_NOTES)]
+    replies = [
+        "Jon is starting a dance studio because he is passionate about dancing. We love it.",
+        "Gina said we won first place.",  # the first sentence already in the note's voice
+        "",
+    ]
+    with FakeOpenAI([json.dumps({"sentence": r}) for r in replies]) as fake:
+        written = write_notes(
+            notes, frozenset({"jon", "gina"}), "system", "The day", ChatClient(fake.base_url, "s")
+        )
+    assert [s.text for s in written.sentences] == [
+        "Jon is starting a dance studio because he is passionate about dancing."
+    ]
+    assert written.dropped == 1
