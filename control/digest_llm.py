@@ -120,7 +120,7 @@ def notes_of(digest: Digest) -> list[tuple[str, Citation]]:
 
 
 _SAID = re.compile(r'^(?P<who>[^"]*? said: )"(?P<said>.*)"\s*$', re.DOTALL)
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # not inside "2.5 miles" or "v1.2"
 # a sentence made only of these and names is chat, not news ("Thanks, Mel! That's great!")
 _CHAT = frozenset(
     """thanks thank thx wow hey hi hiya hello yay aw aww awww ha haha lol omg sure right
@@ -132,28 +132,25 @@ _TO_LISTENER = re.compile(
     r"\b(?:you|you're|you've|you'll|you'd|your|yours|yourself)\b|^\W*(?:have|keep|enjoy|take)\b",
     re.IGNORECASE,
 )
-_SPEAKS_OF_SELF = re.compile(
-    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us)\b", re.IGNORECASE
-)
 
 
 def news(text: str, at: datetime, names: frozenset[str] = frozenset()) -> str:
     """What a memory tells, for the model to retell: of recorded speech (``X said: "..."``), the
     sentences that say something, with relative times followed by their dates ("yesterday [2 July
-    2023]", ``control.when.resolve_dates``); questions, greetings, thanks and praise left out
-    (a sentence with fewer than ``MIN_WORDS`` content words besides ``names`` and chat words, or
-    one said to the listener, in the second person or as a wish, with nothing of the speaker's own). "" when nothing is left. Any
-    other memory is as it is. Given "I just signed up for a pottery class yesterday" among "Wow,
+    2023]", ``control.when.resolve_dates``); questions, greetings, thanks and praise left out (a
+    sentence with fewer than ``MIN_WORDS`` content words besides ``names`` and chat words, or one
+    said to the listener, in the second person or as a wish, with nothing of the speaker's own).
+    "" when nothing is left. Any other memory is as it is. Given "I just signed up for a pottery class yesterday" among "Wow,
     Caroline! That's great!" and "Have you found any activities...?", the 1.5B retold the question."""
     said = _SAID.match(text)
     if not said:
         return text
     kept = []
-    for sentence in _SENTENCE.findall(said.group("said")):
+    for sentence in _SENTENCE_END.split(said.group("said")):
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
             continue
-        if _TO_LISTENER.search(sentence) and not _SPEAKS_OF_SELF.search(sentence):
+        if _TO_LISTENER.search(sentence) and not _FIRST_PERSON.search(sentence):
             continue
         if len(set(content_words(sentence)) - names - _CHAT) < MIN_WORDS:
             continue
@@ -273,7 +270,7 @@ def retold_part(text: str, note: str, keep: Callable[[str], bool] = lambda text:
     how much work we still have to do." keeps its first sentence; the second slips into the note's
     "we". "" when the first sentence already does."""
     out: list[str] = []
-    for part in _SENTENCE.findall(text):
+    for part in _SENTENCE_END.split(text):
         part = part.strip()
         if not part:
             continue

@@ -514,6 +514,7 @@ def test_written_notes_keep_each_sentence_once_with_its_true_citation():
         ),
         ("Sounds awesome, Caroline! Have a great time and learn a lot. Have fun!", ""),
         ("Taking in kids in need - you're so kind. Your family is gonna be so lucky!", ""),
+        ("Wow! I ran 3.5 miles in my v1.2 shoes.", "I ran 3.5 miles in my v1.2 shoes."),
     ],
 )
 def test_a_note_is_cut_to_its_news_before_a_model_retells_it(said, news):
@@ -538,6 +539,7 @@ def test_of_a_reply_that_slips_into_the_notes_voice_the_sentences_before_it_are_
     first = "Caroline ran into religious conservatives on a hike who upset her."
     assert retold_part(f"{first} It made her think how much work we still have.", note) == first
     assert retold_part(f"{first} She was upset.", note) == f"{first} She was upset."
+    assert retold_part("Caroline hiked 2.5 miles.", note) == "Caroline hiked 2.5 miles."
     assert retold_part("Caroline said we still have work. She hiked.", note) == ""
     # the caller's own rule too (a profile's: no "you")
     assert retold_part(f"{first} You know it.", note, lambda t: "You" not in t) == first
