@@ -140,8 +140,9 @@ def news(text: str, at: datetime, names: frozenset[str] = frozenset()) -> str:
     2023]", ``control.when.resolve_dates``); questions, greetings, thanks and praise left out (a
     sentence with fewer than ``MIN_WORDS`` content words besides ``names`` and chat words, or one
     said to the listener, in the second person or as a wish, with nothing of the speaker's own).
-    "" when nothing is left. Any other memory is as it is. Given "I just signed up for a pottery class yesterday" among "Wow,
-    Caroline! That's great!" and "Have you found any activities...?", the 1.5B retold the question."""
+    "" when nothing is left. Any other memory is as it is. Given "I just signed up for a pottery
+    class yesterday" among "Wow, Caroline! That's great!" and "Have you found any activities...?",
+    the 1.5B retold the question."""
     said = _SAID.match(text)
     if not said:
         return text

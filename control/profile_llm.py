@@ -52,12 +52,9 @@ SYSTEM = (
     'nothing else: {"sentence": "..."}'
 )
 
-# a sentence that speaks as the person (a note copied) is not a profile's: dropped as ungrounded ones are
-_NOT_THIRD = re.compile(
-    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|our|ours|us|you|your|"
-    r"you're)\b",
-    re.IGNORECASE,
-)
+# a sentence that speaks to someone is not a profile's: dropped as ungrounded ones are (one that
+# speaks as the person, "I" or "we", is a copy, which ``write_notes`` drops for every writer)
+_NOT_THIRD = re.compile(r"\b(?:you|your|you're)\b", re.IGNORECASE)
 
 
 def notes_of(profile: Profile) -> list[tuple[str, Citation]]:
