@@ -9,8 +9,8 @@ microphone) is not recorded as the microphone, since everything heard there woul
 the owner's voice.
 
 Samples go into the 30 s slot of the epoch-aligned clip grid that the screen's clips use, placed
-by the wall-clock time they arrived (a chunk that follows on from the last one continues it;
-after a gap it is placed anew). While ``gate()`` names a reason (the screen is locked, an excluded
+by the wall-clock time they arrived (a chunk that follows on from the last one continues it,
+a burst read late keeps its place, and after sound was lost it is placed anew). While ``gate()`` names a reason (the screen is locked, an excluded
 window has focus, the user paused), samples are dropped, never held. A slot is finished a moment
 after it ends: Silero VAD (the ONNX file faster-whisper ships) finds its speech, and a stream's
 slot with less than ``min_speech_s`` of speech stores nothing, so silence, hum and music cost
@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 FINISH_AFTER_S = 1.0  # a slot is finished this long after it ends (the last chunk in flight)
 LOOK_EVERY_S = 10.0  # the defaults are read again this often even without an event
 RETRY_S = 2.0  # a stream without its device tries again this often
-GAP_S = 0.5  # a chunk arriving this much later than its samples say starts the clock anew
+GAP_S = 0.5  # a stream this much later than its samples say, for CONFIRM_S, lost samples
+CONFIRM_S = 2.0  # a reader that stalled catches up sooner: its backlog comes in a burst
 ANCHOR_S = 30.0  # the stream's clock is the earliest arrival over this long (see _Clock)
 
 
@@ -68,27 +69,40 @@ class _Clock:
     before its samples were heard, only later (the pipe, the scheduler), so the sample count's
     time is the earliest ``arrival - samples read / rate`` seen over the last ``ANCHOR_S``: one
     late chunk moves nothing, and the window follows a sound card's clock drifting from the
-    system's. A chunk later than ``GAP_S`` behind (the stream stalled, a device was suspended)
-    starts it anew. Each stream has its own pipeline latency, which this does not remove."""
+    system's. A stream still more than ``GAP_S`` behind after ``CONFIRM_S`` lost samples (a
+    device was suspended) and starts anew; one that catches up within it was only read late (a
+    busy process), and its backlog keeps its place. A chunk is never placed over the one before,
+    so sound that was heard is never written over. Each stream has its own pipeline latency,
+    which this does not remove."""
 
     def __init__(self) -> None:
         self.read = 0  # samples since the clock started
         self.starts: deque[tuple[float, float]] = deque()  # (arrival, arrival - read / rate)
+        self.late_since: float | None = None  # when the stream fell more than GAP_S behind
+        self.end = 0  # the sample (counted from the epoch) after the last chunk placed
 
-    def place(self, n: int, arrived: float) -> float:
-        """The time of the first of ``n`` samples that arrived at ``arrived``."""
+    def place(self, n: int, arrived: float) -> int:
+        """The first of ``n`` samples that arrived at ``arrived``: when it was heard, as a
+        sample count since the epoch."""
         start = arrived - (self.read + n) / SAMPLE_RATE
-        if self.starts and start - self.starts[0][1] > GAP_S:  # the head is the earliest
+        if not self.starts or start - self.starts[0][1] <= GAP_S:  # the head is the earliest
+            self.late_since = None
+        elif self.late_since is None:
+            self.late_since = arrived
+        elif arrived - self.late_since >= CONFIRM_S:  # still behind: samples were lost
+            log.info("audio: %.1f s of sound not recorded", start - self.starts[0][1])
             self.starts.clear()
             self.read = 0
+            self.late_since = None
             start = arrived - n / SAMPLE_RATE
         while self.starts and self.starts[0][0] < arrived - ANCHOR_S:
             self.starts.popleft()
         while self.starts and self.starts[-1][1] >= start:  # a monotone queue: its head is the min
             self.starts.pop()
         self.starts.append((arrived, start))
-        at = self.starts[0][1] + self.read / SAMPLE_RATE
+        at = max(round(self.starts[0][1] * SAMPLE_RATE) + self.read, self.end)
         self.read += n
+        self.end = at + n
         return at
 
 
@@ -293,7 +307,7 @@ class AudioRecorder:
         """Place a chunk that arrived at ``arrived`` in its slot(s), unless the gate is closed."""
         samples = np.frombuffer(chunk, dtype="<i2")
         n = samples.size
-        start = s.clock.place(n, arrived)
+        first = s.clock.place(n, arrived)
         why = self.paused_by_user() or self.gate()
         if why:
             s.status.gated_s += n / SAMPLE_RATE
@@ -302,10 +316,7 @@ class AudioRecorder:
         with self._lock:
             done = 0
             while done < n:
-                t = start + done / SAMPLE_RATE
-                index = int(t // self.clip_s)
-                offset = int(round((t - index * self.clip_s) * SAMPLE_RATE))
-                offset = min(offset, per_slot - 1)
+                index, offset = divmod(first + done, per_slot)
                 take = min(n - done, per_slot - offset)
                 slot = s.slots.get(index)
                 if slot is None:
