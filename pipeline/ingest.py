@@ -109,20 +109,28 @@ def to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Planning:
+    """What ``plan`` is told besides the paths: the clip length, the start of a recording that
+    says none, and for live capture which screenshot clips wait and which are not looked at."""
+
+    clip_s: float = 30.0
+    start: datetime | None = None
+    screens_closed_before: datetime | None = None
+    screens_since: datetime | None = None
+
+
 def plan(
     paths: list[str],
     store: Store,
-    clip_s: float = 30.0,
-    start: datetime | None = None,
+    planning: Planning = Planning(),
     progress: Callable[[str], None] = to_stderr,
     report: IngestReport | None = None,
-    screens_closed_before: datetime | None = None,
-    screens_since: datetime | None = None,
 ) -> IngestPlan:
     """The clips still to ingest, numbered in memorizing order. Unreadable files go to
     ``report.files_failed`` and committed clips to ``report.clips_skipped``. For live capture:
-    screenshot clips still open at ``screens_closed_before`` wait, and those that started before
-    ``screens_since`` are not looked at."""
+    screenshot clips still open at ``planning.screens_closed_before`` wait, and those that started
+    before ``planning.screens_since`` are not looked at."""
     report = report if report is not None else IngestReport()
     # a capture daemon's sound files found in a folder are part of its screen clips, not recordings
     given = {str(Path(p)) for p in paths}
@@ -178,12 +186,12 @@ def plan(
                 )
             continue
         try:
-            source = probe(path, start=start)
+            source = probe(path, start=planning.start)
         except MediaError as e:
             report.files_failed.append((str(path), e.reason))
             progress(f"[{n}/{total}] skipped {e}")
             continue
-        clips = list(plan_clips(source, clip_s))
+        clips = list(plan_clips(source, planning.clip_s))
         clips_of[str(path)] = len(clips)
         missing = missing_streams(source)  # said once for the file, not for each clip
         progress(
@@ -198,7 +206,9 @@ def plan(
                 f"  {path.name} clip {clip.index + 1}/{len(clips)} [{clip.offset_s:.0f}-{clip.end_offset_s:.0f} s]",
             )
     for n, folder in enumerate(folders, start=len(files) + 1):
-        screen_clips = plan_screen_clips(folder, clip_s, screens_closed_before, screens_since)
+        screen_clips = plan_screen_clips(
+            folder, planning.clip_s, planning.screens_closed_before, planning.screens_since
+        )
         stored_before.update(
             stored_under_legacy_ids(
                 screen_clips, store.get_clips(sorted({sc.legacy_id for sc in screen_clips}))
@@ -209,7 +219,7 @@ def plan(
         progress(
             f"[{n}/{total}] {folder}: {sum(len(c.shots) for c in screen_clips)} picture(s)"
             + (f" and {sounds} sound file(s)" if sounds else "")
-            + f" in {len(screen_clips)} clip(s) of {clip_s:g} s"
+            + f" in {len(screen_clips)} clip(s) of {planning.clip_s:g} s"
         )
         for k, sc in enumerate(screen_clips, start=1):
             add(
@@ -442,17 +452,6 @@ def write_in_order(
             after_each()
 
 
-@dataclass(frozen=True)
-class Planning:
-    """What ``plan`` is told besides the paths: the clip length, the start of a recording that
-    says none, and for live capture which screenshot clips wait and which are not looked at."""
-
-    clip_s: float = 30.0
-    start: datetime | None = None
-    screens_closed_before: datetime | None = None
-    screens_since: datetime | None = None
-
-
 @contextmanager
 def store_writer(
     who: str,
@@ -476,16 +475,7 @@ def store_writer(
     memorized clip when ``learns``) and the ``ClipWriter``, which is finished on the way out,
     after a failure too (what was committed stays searchable by text)."""
     with store.writing(who, wait_s, say=progress):
-        planned = plan(
-            paths,
-            store,
-            planning.clip_s,
-            planning.start,
-            progress,
-            report,
-            planning.screens_closed_before,
-            planning.screens_since,
-        )
+        planned = plan(paths, store, planning, progress, report)
         book = HintBook(store, contacts)
         writer = ClipWriter(
             store,

@@ -251,9 +251,9 @@ def test_the_llm_writer_on_a_real_clips_observations(
     from memorize.writer_llm import LLMWriter
     from pipeline.ingest import IngestReport, observe_job, plan
 
-    job = plan([str(demo_recording)], hash_store, 30.0, None, lambda m: None, IngestReport()).jobs[
-        0
-    ]
+    job = plan(
+        [str(demo_recording)], hash_store, progress=lambda m: None, report=IngestReport()
+    ).jobs[0]
     obs, _ = observe_job(job, perceivers)
     offline = Memorizer(hash_store, *policies).memorize(obs)
     written = Memorizer(

@@ -146,7 +146,12 @@ def build_server(service: MemoryService, allow_forget: bool = False):
     server.allow_forget = allow_forget
     server.service = service
 
-    @server.tool(
+    def tool(description: str, annotations: ToolAnnotations):
+        """``server.tool`` for a plain function run inside ``_told``: an unknown id or a bad argument
+        reaches the client as its message."""
+        return lambda fn: server.tool(description=description, annotations=annotations)(_told()(fn))
+
+    @tool(
         description="Answer a question from memory; the answer cites the clips it used.",
         annotations=reads,
     )
@@ -157,12 +162,9 @@ def build_server(service: MemoryService, allow_forget: bool = False):
             Field(description="use only what was known before this time (ISO 8601)"),
         ] = None,
     ) -> AskOut:
-        with _told():
-            return service.ask(question, before)
+        return service.ask(question, before)
 
-    @server.tool(
-        description="Hybrid search over memories, with optional filters.", annotations=reads
-    )
+    @tool(description="Hybrid search over memories, with optional filters.", annotations=reads)
     def search(
         query: Annotated[str, Field(min_length=1, max_length=2000)],
         kind: MemoryKind | None = None,
@@ -171,21 +173,17 @@ def build_server(service: MemoryService, allow_forget: bool = False):
         end: Annotated[datetime | None, Field(description="until this time (ISO 8601)")] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
     ) -> SearchResult:
-        with _told():
-            return SearchResult(
-                memories=service.search(query, kind, person, start, end, None, limit)
-            )
+        return SearchResult(memories=service.search(query, kind, person, start, end, None, limit))
 
-    @server.tool(
+    @tool(
         description="Everyone in memory, named or not: id, name and where it came from (user, introduced, "
         "addressed), voice and face ids, first and last seen, clip count, a sample quote.",
         annotations=reads,
     )
     def list_people() -> PeopleResult:
-        with _told():
-            return PeopleResult(people=service.people())
+        return PeopleResult(people=service.people())
 
-    @server.tool(
+    @tool(
         description="What memory holds about one person (default: the user): facts with the clips that "
         "stated them, when last confirmed and what they superseded, and the salient things "
         "they said of themself by topic, each citing its clip.",
@@ -196,27 +194,24 @@ def build_server(service: MemoryService, allow_forget: bool = False):
             Who | None, Field(description="a name or an id; omitted: the user")
         ] = None,
     ) -> ProfileOut:
-        with _told():
-            return service.profile(person)
+        return service.profile(person)
 
-    @server.tool(
+    @tool(
         description="Name a person (the user's name wins over names heard in recordings); recorded, and "
         "reversed by undo_people_change.",
         annotations=changes,
     )
     def name_person(person: Who, name: Name) -> ChangeOut:
-        with _told():
-            return service.name_person(person, name)
+        return service.name_person(person, name)
 
-    @server.tool(
+    @tool(
         description="Make two people one (they were the same person); reversed by undo_people_change.",
         annotations=changes,
     )
     def merge_people(a: Who, b: Who) -> ChangeOut:
-        with _told():
-            return service.merge_people(a, b)
+        return service.merge_people(a, b)
 
-    @server.tool(
+    @tool(
         description="Take voices, faces or characters out of a person (they are someone else); reversed "
         "by undo_people_change.",
         annotations=changes,
@@ -224,24 +219,19 @@ def build_server(service: MemoryService, allow_forget: bool = False):
     def split_person(
         person: Who, members: Annotated[list[str], Field(min_length=1, max_length=100)]
     ) -> ChangeOut:
-        with _told():
-            return service.split_person(person, members)
+        return service.split_person(person, members)
 
-    @server.tool(
+    @tool(
         description='Mark a person as the user (the owner: whom "I", "me" and "my" in a question '
         "mean); only when the user says who they are. Reversed by undo_people_change.",
         annotations=changes,
     )
     def mark_owner(person: Who) -> ChangeOut:
-        with _told():
-            return service.mark_owner(person)
+        return service.mark_owner(person)
 
-    @server.tool(
-        description="Reverse the latest change to people still in force.", annotations=changes
-    )
+    @tool(description="Reverse the latest change to people still in force.", annotations=changes)
     def undo_people_change() -> ChangeOut:
-        with _told():
-            return service.undo_people_change()
+        return service.undo_people_change()
 
     @server.tool(
         description=(
@@ -260,18 +250,17 @@ def build_server(service: MemoryService, allow_forget: bool = False):
         answer: Annotated[ElicitationResult[ForgetAnswer], Resolve(ask_the_person)],
         ctx: Context,
     ) -> ForgetOut:
-        with _told():
+        with _told():  # a coroutine: ``tool`` wraps only plain functions
             return await decide(service, request, answer, can_ask(ctx.client_capabilities))
 
-    @server.tool(
+    @tool(
         description="One clip: transcript, on-screen text, caption, people and memories.",
         annotations=reads,
     )
     def read_clip(clip_id: Annotated[str, Field(min_length=1, max_length=200)]) -> ClipOut:
-        with _told():
-            return service.clip(clip_id)
+        return service.clip(clip_id)
 
-    @server.tool(
+    @tool(
         description="Clips and their memories in a time range (default: the 24 h up to the newest clip).",
         annotations=reads,
     )
@@ -280,10 +269,9 @@ def build_server(service: MemoryService, allow_forget: bool = False):
         end: Annotated[datetime | None, Field(description="ISO 8601")] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     ) -> TimelineOut:
-        with _told():
-            return service.timeline(start, end, limit)
+        return service.timeline(start, end, limit)
 
-    @server.tool(
+    @tool(
         description="What a day, or its Monday-to-Sunday week, held: first and last activity, with whom, "
         "the windows in front, and the salient moments, each citing its clip.",
         annotations=reads,
@@ -302,7 +290,6 @@ def build_server(service: MemoryService, allow_forget: bool = False):
             ),
         ] = False,
     ) -> DigestOut:
-        with _told():
-            return service.digest(period, day, tz, written)
+        return service.digest(period, day, tz, written)
 
     return server
