@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perception.capture.audio import CONFIRM_S, AudioRecorder
+from perception.capture.audio import CONFIRM_S, AudioRecorder, _Clock
 from perception.capture.pulse import SAMPLE_RATE
 from perception.capture.storage import CaptureStore
 
@@ -92,3 +92,16 @@ def test_scheduling_jitter_moves_nothing(tmp_path, seed):
     assert np.count_nonzero(placed) == signal.size
     for at_s in np.arange(0.5, 8.0, 0.5):
         assert abs(_where(placed, signal, float(at_s), at_s) - at_s) < 0.045, at_s
+
+
+def test_the_system_clock_stepped_back_moves_the_sound_back_with_it():
+    """A wall clock set back a minute (not jitter) places what follows by the clock, as the
+    screen's frames are: the sound is not held a minute ahead of them for good."""
+    clock = _Clock()
+    step = [0.0 if i < 100 else -60.0 for i in range(400)]
+    placed = [clock.place(CHUNK, _on_time(i) + step[i]) for i in range(400)]
+    heard = [round(T0 * SAMPLE_RATE) + i * CHUNK for i in range(400)]
+    assert all(abs(placed[i] - heard[i]) < 0.03 * SAMPLE_RATE for i in range(100))
+    assert all(
+        abs(placed[i] - (heard[i] - 60 * SAMPLE_RATE)) < 0.03 * SAMPLE_RATE for i in range(100, 400)
+    )

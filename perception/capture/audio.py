@@ -8,15 +8,15 @@ again once a device is there; a default source that is itself a monitor (a compu
 microphone) is not recorded as the microphone, since everything heard there would be taken for
 the owner's voice.
 
-Samples go into the 30 s slot of the epoch-aligned clip grid that the screen's clips use, placed
-by the wall-clock time they arrived (a chunk that follows on from the last one continues it,
-a burst read late keeps its place, and after sound was lost it is placed anew). While ``gate()`` names a reason (the screen is locked, an excluded
-window has focus, the user paused), samples are dropped, never held. A slot is finished a moment
-after it ends: Silero VAD (the ONNX file faster-whisper ships) finds its speech, and a stream's
-slot with less than ``min_speech_s`` of speech stores nothing, so silence, hum and music cost
-nothing and are never transcribed; otherwise it is stored as Opus in Ogg (``soundfile``'s
-libsndfile, about 11 MB an hour of speech) through ``CaptureStore.write_audio``: atomically,
-encrypted as frames are, within the byte budget.
+Samples go into the 30 s slot of the epoch-aligned clip grid that the screen's clips use, placed by
+the wall-clock time they arrived (a chunk that follows on from the last one continues it, a burst
+read late keeps its place, and after sound was lost it is placed anew). While ``gate()`` names a
+reason (the screen is locked, an excluded window has focus, the user paused), samples are dropped,
+never held. A slot is finished a moment after it ends: Silero VAD (the ONNX file faster-whisper
+ships) finds its speech, and a stream's slot with less than ``min_speech_s`` of speech stores
+nothing, so silence, hum and music cost nothing and are never transcribed; otherwise it is stored
+as Opus in Ogg (``soundfile``'s libsndfile, about 11 MB an hour of speech) through
+``CaptureStore.write_audio``: atomically, encrypted as frames are, within the byte budget.
 """
 
 from __future__ import annotations
@@ -71,9 +71,10 @@ class _Clock:
     late chunk moves nothing, and the window follows a sound card's clock drifting from the
     system's. A stream still more than ``GAP_S`` behind after ``CONFIRM_S`` lost samples (a
     device was suspended) and starts anew; one that catches up within it was only read late (a
-    busy process), and its backlog keeps its place. A chunk is never placed over the one before,
-    so sound that was heard is never written over. Each stream has its own pipeline latency,
-    which this does not remove."""
+    busy process), and its backlog keeps its place. A chunk is not placed over the one before
+    (an earlier head found by jitter), so sound that was heard is not written over; only the
+    system clock stepping back by more than ``GAP_S`` moves sound back. Each stream has its own
+    pipeline latency, which this does not remove."""
 
     def __init__(self) -> None:
         self.read = 0  # samples since the clock started
@@ -100,7 +101,9 @@ class _Clock:
         while self.starts and self.starts[-1][1] >= start:  # a monotone queue: its head is the min
             self.starts.pop()
         self.starts.append((arrived, start))
-        at = max(round(self.starts[0][1] * SAMPLE_RATE) + self.read, self.end)
+        at = round(self.starts[0][1] * SAMPLE_RATE) + self.read
+        if 0 < self.end - at < GAP_S * SAMPLE_RATE:  # an earlier head: jitter, not a step back
+            at = self.end
         self.read += n
         self.end = at + n
         return at
