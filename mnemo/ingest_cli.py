@@ -129,7 +129,7 @@ def cmd_ingest(args, cfg) -> int:
             wait_s=args.wait,
             contacts=contact_names(cfg.people, to_stderr),
         )
-    except StoreBusy as e:
+    except (StoreBusy, ConnectionError) as e:  # the store in use; no Ray cluster at --address
         print(f"error: {e}", file=sys.stderr)
         if args.json:
             print(json.dumps(report_json(None, store.uri, str(e))))

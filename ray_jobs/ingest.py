@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import socket
 from collections.abc import Callable
 from datetime import datetime
 
@@ -152,14 +153,33 @@ def connect(
 
 
 JOIN_TRIES = 2
+ANSWER_S = 5.0  # how long a head's port may take to accept a connection
+
+
+def answers(address: str, timeout_s: float = ANSWER_S) -> None:
+    """Raise ``ConnectionError`` at once when nothing accepts a connection at ``address``
+    (``host:port`` or ``ray://host:port``; "auto" and other forms are left to Ray): Ray itself
+    waits a minute a try for a head that is not there."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConnectionError(
+            f"nothing answers at {address} ({e.strerror or e}): is `ray start --head` running "
+            f"there, and is {address} its address?"
+        ) from e
 
 
 def _join(address: str, progress: Callable[[str], None] = to_stderr) -> None:
     """``ray.init`` at ``address``, tried again once: a head that has just started (or is busy) can
     answer before its node is registered, and Ray gives up on it after a minute. Ray's own error
-    says only "Failed to connect"; the one raised here carries why."""
+    says only "Failed to connect"; the one raised here carries why. An address where nothing
+    answers fails at once (``answers``)."""
     import ray
 
+    answers(address)
     for attempt in range(1, JOIN_TRIES + 1):
         try:
             ray.init(address=address, log_to_driver=False)
@@ -197,6 +217,9 @@ def ingest_ray(
     the run was planned (and those on screen that day), not those its earlier clips establish."""
     import ray
     import ray.data
+
+    if address and not ray.is_initialized():
+        answers(address)  # before planning: a wrong address is said at once
 
     report = IngestReport()
     with store_writer(
