@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bench.faults.store_kit import (
     CHILD_TIMEOUT_S,
@@ -30,10 +29,6 @@ from bench.faults.store_kit import (
     with_finished,
     write,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 # ---- full_disk -------------------------------------------------------------------------------
 

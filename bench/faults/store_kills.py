@@ -12,7 +12,6 @@ import shutil
 import signal
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bench.faults.store_kit import (
     COMMIT_STEPS,
@@ -34,10 +33,6 @@ from bench.faults.store_kit import (
     write,
     write_clips,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 # ---- kill_commit -----------------------------------------------------------------------------
 
