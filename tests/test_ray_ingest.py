@@ -8,7 +8,10 @@ from functools import partialmethod
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a local Ray, and perception on its actors
+# a local Ray, and perception on its actors; alone (serial): beside another test's Ray on 2 cores, a
+# CI rehearsal's local Ray timed out starting ("the GCS has become overloaded") and the pytest
+# worker that drove it died
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")
