@@ -175,11 +175,10 @@ def answers(address: str, timeout_s: float = ANSWER_S) -> None:
 def _join(address: str, progress: Callable[[str], None] = to_stderr) -> None:
     """``ray.init`` at ``address``, tried again once: a head that has just started (or is busy) can
     answer before its node is registered, and Ray gives up on it after a minute. Ray's own error
-    says only "Failed to connect"; the one raised here carries why. An address where nothing
-    answers fails at once (``answers``)."""
+    says only "Failed to connect"; the one raised here carries why. (``ingest_ray`` has checked
+    that something ``answers`` there before planning.)"""
     import ray
 
-    answers(address)
     for attempt in range(1, JOIN_TRIES + 1):
         try:
             ray.init(address=address, log_to_driver=False)

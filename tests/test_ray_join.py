@@ -61,8 +61,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_an_address_where_nothing_answers_fails_at_once_and_one_that_answers_passes():
-    import socket
+def test_an_address_where_nothing_answers_fails_at_once_and_one_that_answers_passes(head_port):
     import time
 
     from ray_jobs import ingest
@@ -77,10 +76,7 @@ def test_an_address_where_nothing_answers_fails_at_once_and_one_that_answers_pas
     )
     with pytest.raises(ConnectionError):
         ingest.answers(f"ray://127.0.0.1:{port}")
-    with socket.socket() as head:  # a port that accepts: Ray is left to judge the rest
-        head.bind(("127.0.0.1", 0))
-        head.listen()
-        ingest.answers(f"127.0.0.1:{head.getsockname()[1]}")
+    ingest.answers(f"127.0.0.1:{head_port}")  # a port that accepts: Ray is left to judge the rest
     ingest.answers("auto")  # Ray's own forms are Ray's to resolve
 
 
