@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from perception.capture.a11y_bus import (
@@ -99,18 +99,9 @@ class A11yStatus:
         return self.registry
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "readable": self.readable,
-            "desktop": self.desktop,
-            "session_bus": self.session_bus,
-            "a11y_bus": self.a11y_bus,
-            "is_enabled": self.is_enabled,
-            "screen_reader_enabled": self.screen_reader_enabled,
-            "app_count": len(self.apps),
-            "apps": list(self.apps),
-            "why": self.why,
-            "fix": self.fix,
-        }
+        fields = asdict(self)
+        del fields["registry"]  # said as "readable"
+        return {"readable": self.readable, "app_count": len(self.apps), **fields}
 
 
 @dataclass(frozen=True)

@@ -169,27 +169,6 @@ def read_frames(
     return texts
 
 
-def changed_rows(
-    a: np.ndarray,
-    b: np.ndarray,
-    min_diff: int = SHARP_DIFF,
-    margin_px: int = 8,
-    min_rows: int = MIN_CHANGED_ROWS,
-) -> tuple[int, int] | None:
-    """The band of rows (y0, y1) in which two frames of one screen differ, widened by ``margin_px``;
-    None when they do not differ. ``min_diff`` ignores compression noise: JPEG's, and H.264's, which
-    moves the thin lines of a still screen by tens of grey levels from frame to frame. That noise
-    can still move a single thin line past ``min_diff``, so only runs of at least ``min_rows``
-    changed rows count: a glyph spans more rows than a line is thick. Frames of different sizes
-    differ everywhere."""
-    if a.shape != b.shape:
-        return 0, a.shape[0]
-    rows = np.flatnonzero(_changed_row_mask(a, b, min_diff, min_rows))
-    if rows.size == 0:
-        return None
-    return max(0, int(rows[0]) - margin_px), min(a.shape[0], int(rows[-1]) + 1 + margin_px)
-
-
 def changed_regions(
     a: np.ndarray,
     b: np.ndarray,
@@ -200,7 +179,7 @@ def changed_regions(
 ) -> list[Box]:
     """The boxes (x0, y0, x1, y1, widened by ``margin_px``) of the separate regions in which two
     grey images of one size differ; changed pixels closer than ``gap_px`` are one region. Noise is
-    left out as ``changed_rows`` leaves it: a changed pixel counts only in a run of ``min_rows``
+    left out: a changed pixel counts only in a run of ``min_rows``
     changed rows and one of as many changed columns. An empty list when they do not differ."""
     import cv2
 
@@ -269,8 +248,7 @@ def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
     rows are counted where they changed, not as the band from the first to the last: a word typed
     low on the screen while a clock ticks at its top is two small changes, not an edit of the
     screen between them (a desktop's clock made every typed word a frame of its own to read).
-    Rows count as ``changed_rows`` counts them: in runs of ``MIN_CHANGED_ROWS``, compression noise
-    aside. Frames of different sizes differ everywhere."""
+    Rows count only in runs of ``MIN_CHANGED_ROWS``, compression noise aside. Frames of different sizes differ everywhere."""
     if frame.shape != nxt.shape:
         return False
     changed = _changed_row_mask(frame, nxt, SHARP_DIFF, MIN_CHANGED_ROWS)
