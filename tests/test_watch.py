@@ -297,3 +297,38 @@ def test_the_watchers_heap_keeps_a_readings_buffers_instead_of_faulting_them_in_
     faults = {how: got[how]["reading"] for how in got}
     assert faults["cli"] > pages // 4, got  # 8 MB mapped afresh: 2,048 pages
     assert faults["watch"] < faults["cli"] / 10, got
+
+
+_FREEZE = """
+import gc, json, weakref
+from mnemo.watch import release_memory
+class Node:
+    pass
+def cycle():
+    node = Node()
+    node.me = node  # only the collector frees it
+    return weakref.ref(node)
+before = cycle()
+release_memory()
+frozen = gc.get_freeze_count()
+after = cycle()
+release_memory()
+print(json.dumps({"before": before() is None, "frozen": frozen, "after": after() is None}))
+"""
+
+
+def test_what_stays_is_frozen_out_of_each_clips_collection_and_later_garbage_still_goes():
+    """The first ``release_memory`` (after the first clip) collects, then freezes what is alive,
+    so each later collection looks only at what came since; a cycle made after it is still
+    collected. In a process of its own: a freeze is the whole process's."""
+    import json
+    import subprocess
+    import sys
+
+    got = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _FREEZE], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert got["before"] and got["after"], got
+    assert got["frozen"] > 1000, got  # the libraries imported, at least
