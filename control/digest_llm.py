@@ -128,6 +128,9 @@ _CHAT = frozenset(
     congrats congratulations sorry welcome good luck fun bye care soon totally definitely
     absolutely sounds that's it's you're what's gonna lot way""".split()
 )
+# a question joined to a statement by a dash ("I finished another pottery project - want to see a
+# pic?"): the statement is news
+_QUESTION_TAIL = re.compile(r"\s+[-–—]\s+[^-–—]*\?$")
 _TO_LISTENER = re.compile(
     r"\b(?:you|you're|you've|you'll|you'd|your|yours|yourself)\b|^\W*(?:have|keep|enjoy|take)\b",
     re.IGNORECASE,
@@ -139,7 +142,8 @@ def news(text: str, at: datetime, names: frozenset[str] = frozenset()) -> str:
     sentences that say something, with relative times followed by their dates ("yesterday [2 July
     2023]", ``control.when.resolve_dates``); questions, greetings, thanks and praise left out (a
     sentence with fewer than ``MIN_WORDS`` content words besides ``names`` and chat words, or one
-    said to the listener, in the second person or as a wish, with nothing of the speaker's own).
+    said to the listener, in the second person or as a wish, with nothing of the speaker's own); of
+    a statement that a dash joins to a question, the statement.
     "" when nothing is left. Any other memory is as it is. Given "I just signed up for a pottery
     class yesterday" among "Wow, Caroline! That's great!" and "Have you found any activities...?",
     the 1.5B retold the question."""
@@ -149,7 +153,10 @@ def news(text: str, at: datetime, names: frozenset[str] = frozenset()) -> str:
     kept = []
     for sentence in _SENTENCE_END.split(said.group("said")):
         sentence = sentence.strip()
-        if not sentence or sentence.endswith("?"):
+        if sentence.endswith("?"):
+            statement = _QUESTION_TAIL.sub("", sentence)
+            sentence = statement.rstrip(",;:") + "." if statement != sentence else ""
+        if not sentence:
             continue
         if _TO_LISTENER.search(sentence) and not _FIRST_PERSON.search(sentence):
             continue

@@ -515,6 +515,11 @@ def test_written_notes_keep_each_sentence_once_with_its_true_citation():
         ("Sounds awesome, Caroline! Have a great time and learn a lot. Have fun!", ""),
         ("Taking in kids in need - you're so kind. Your family is gonna be so lucky!", ""),
         ("Wow! I ran 3.5 miles in my v1.2 shoes.", "I ran 3.5 miles in my v1.2 shoes."),
+        (  # a statement a dash joins to a question is news; a question alone is not
+            "Sorry about the hike. FYI, I finished another pottery project - want to see a pic?",
+            "FYI, I finished another pottery project.",
+        ),
+        ("Hey - have you tried the new pottery studio downtown?", ""),
     ],
 )
 def test_a_note_is_cut_to_its_news_before_a_model_retells_it(said, news):
