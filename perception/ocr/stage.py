@@ -179,8 +179,8 @@ def changed_regions(
 ) -> list[Box]:
     """The boxes (x0, y0, x1, y1, widened by ``margin_px``) of the separate regions in which two
     grey images of one size differ; changed pixels closer than ``gap_px`` are one region. Noise is
-    left out: a changed pixel counts only in a run of ``min_rows``
-    changed rows and one of as many changed columns. An empty list when they do not differ."""
+    left out: a changed pixel counts only in a run of ``min_rows`` changed rows and one of as many
+    changed columns. An empty list when they do not differ."""
     import cv2
 
     changed = cv2.absdiff(a, b) > min_diff
@@ -248,7 +248,8 @@ def superseded(frame: np.ndarray, nxt: np.ndarray, small_edit: float) -> bool:
     rows are counted where they changed, not as the band from the first to the last: a word typed
     low on the screen while a clock ticks at its top is two small changes, not an edit of the
     screen between them (a desktop's clock made every typed word a frame of its own to read).
-    Rows count only in runs of ``MIN_CHANGED_ROWS``, compression noise aside. Frames of different sizes differ everywhere."""
+    Rows count only in runs of ``MIN_CHANGED_ROWS``, compression noise aside. Frames of different
+    sizes differ everywhere."""
     if frame.shape != nxt.shape:
         return False
     changed = _changed_row_mask(frame, nxt, SHARP_DIFF, MIN_CHANGED_ROWS)
