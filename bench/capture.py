@@ -176,6 +176,9 @@ def run(
         token = "48213"  # digits: OCR's word-spacing may split "zebra48213", never the number
         desk.type(f"echo zebra{token} is the token\n")
         typed_at = time.time()
+        # the window typed into stays in front until a frame has shown the token: the hour begins
+        # by reading in another window, and the token was then first seen ten minutes later
+        time.sleep(3 * interval_s)
         found: list[float] = []
 
         def poll_store() -> None:  # from the moment the token is typed, while the session goes on

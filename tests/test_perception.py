@@ -65,7 +65,9 @@ def test_image_files_in_odd_modes_are_read_and_broken_ones_named(tmp_path):
             [np.zeros((8, 8, 3), np.uint8) + [255, 0, 0], np.full((8, 8), 255, np.uint8)]
         ).astype(np.uint8),
     )
+    cv2.imwrite(str(tmp_path / "bgr16.png"), np.zeros((8, 8, 3), np.uint16) + [65535, 0, 0])
     assert read_image(tmp_path / "gray16.png").shape == (8, 8, 3)
+    assert tuple(read_image(tmp_path / "bgr16.png")[0, 0]) == (0, 0, 255)
     assert tuple(read_image(tmp_path / "bgra.png")[0, 0]) == (
         0,
         0,
@@ -177,6 +179,39 @@ def test_blurred_faces_are_dropped_and_two_faces_of_one_frame_stay_two_people(pe
     blurred = cv2.GaussianBlur(face, (0, 0), 6)
     faces, dropped = detect_faces("c", [blurred], [0.0], perceivers.faces, FacePolicy())
     assert faces == []
+
+
+@pytest.mark.slow
+def test_a_face_is_looked_for_again_only_where_one_fits_in_what_changed(perceivers):
+    """A screen with no face, then a line of words typed on it, then a face opened in a corner:
+    the typed line is too thin for a face, so that frame is not looked at; the face is found. A
+    face that was there is looked for in every frame (it may have gone)."""
+    from perception.faces.stage import no_room_for_a_face, smallest_face
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.looked = inner, 0
+
+        def analyze(self, frame):
+            self.looked += 1
+            return self.inner.analyze(frame)
+
+    screen = np.full((1080, 1920, 3), 230, np.uint8)
+    typed = screen.copy()
+    cv2.putText(typed, "walnut chestnut hazel", (60, 500), 0, 1.0, (0, 0, 0), 2)
+    opened = typed.copy()
+    opened[560:1072, 1400:1912] = skimage.data.astronaut()  # its face 109 px wide
+    side = smallest_face(perceivers.faces, screen.shape, FacePolicy())
+    assert side == 60  # half dlib's 80 px window on the screen scaled to 640 px, upsampled once
+    assert no_room_for_a_face(screen, typed, side)
+    assert not no_room_for_a_face(typed, opened, side)
+    assert not no_room_for_a_face(screen, typed[:540], side)  # another size: everything changed
+    counting = Counting(perceivers.faces)
+    faces, _ = detect_faces(
+        "c", [screen, typed, opened, opened], [0.0, 2.0, 4.0, 6.0], counting, FacePolicy()
+    )
+    assert counting.looked == 3  # the first, the face opened, and the frame after it
+    assert {f.frame_time_s for f in faces} == {4.0, 6.0}
 
 
 @pytest.mark.slow

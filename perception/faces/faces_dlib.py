@@ -37,6 +37,14 @@ class DlibFaces:
         self._detector: Any = None
         self._encoders: tuple[Any, Any] | None = None
 
+    def smallest_face_px(self, shape: tuple[int, ...]) -> int:
+        """A side, in a frame of ``shape``, that every face the detector finds is at least: half
+        its 80-pixel window on the frame scaled to ``detect_max_side``, halved by each upsampling
+        (the boxes it gives are smaller than the window: 109 px on a 1080p screen, whose window is
+        120 px)."""
+        scale = min(1.0, self.detect_max_side / max(shape[:2])) if self.detect_max_side else 1.0
+        return int(80 / 2**self.upsample / scale / 2)
+
     def _detect(self):
         if self._detector is None:
             import dlib

@@ -50,6 +50,42 @@ def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int 
     )
 
 
+COMPARE_SIDE = 640  # frames are compared for room for a face at this long side (as dlib detects)
+
+
+def smallest_face(analyzer: FaceAnalyzer, shape: tuple[int, ...], policy: FacePolicy) -> int:
+    """The shortest side, in a frame of ``shape``, of a face that can be kept: the policy's
+    ``min_face_px``, or the analyzer's own smallest where it says it and that is larger (dlib's
+    detector, run on a 1080p screen scaled to 640 px, finds none under 60 px)."""
+    own = getattr(analyzer, "smallest_face_px", None)
+    return max(policy.min_face_px, own(shape) if own is not None else 0)
+
+
+def no_room_for_a_face(before: np.ndarray, after: np.ndarray, side: int) -> bool:
+    """Whether two RGB frames of one size differ only in regions (``changed_regions``, changes
+    closer than a face's side taken as one) each thinner than ``side`` in width or in height: no
+    face's box, ``side`` wide and high, can have come in wholly by changed pixels, so where there
+    was none before there is none now. Frames of two sizes differ everywhere."""
+    import cv2
+
+    from perception.ocr.stage import changed_regions
+
+    if before.shape != after.shape:
+        return False
+    scale = min(1.0, COMPARE_SIDE / max(before.shape[:2]))  # a face is large: compared smaller
+    side = max(1, int(side * scale))
+
+    def small(frame: np.ndarray) -> np.ndarray:
+        gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        if scale == 1.0:
+            return gray
+        size = (round(gray.shape[1] * scale), round(gray.shape[0] * scale))
+        return cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
+
+    regions = changed_regions(small(before), small(after), margin_px=0, gap_px=side)
+    return all(min(x1 - x0, y1 - y0) < side for x0, y0, x1, y1 in regions)
+
+
 def detect_faces(
     clip_id: str,
     frames: list[np.ndarray],
@@ -66,7 +102,9 @@ def detect_faces(
     last analyzed one before it (a near-duplicate, ``distinct_frames``) and gets its faces at its
     own time without detecting and embedding them again. ``returns`` maps a frame that shows again
     what an earlier analyzed frame showed (``returning_views``) to that frame, whose faces it gets
-    the same way. ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
+    the same way. A frame that differs from the last one the analyzer found nothing in only where
+    no face fits (``no_room_for_a_face``: a word typed, a clock's hand) has no face either, without
+    a look. ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
     todo = set(range(len(frames)) if analyzed is None else analyzed)
     returns = returns or {}
     kept: list[FaceObservation] = []
@@ -76,13 +114,20 @@ def detect_faces(
         tuple[tuple[int, int, int, int], float, np.ndarray, float]
     ] = []  # of the last analyzed frame
     found_in: dict[int, list] = {}  # analyzed frame -> its faces
+    empty: int | None = None  # the last frame the analyzer ran on and detected nothing in
     for i, (frame, t) in enumerate(zip(frames, times_s)):
         if i in todo or i == 0:
             if returns.get(i) in found_in:
                 found = found_in[returns[i]]
+            elif empty is not None and no_room_for_a_face(
+                frames[empty], frame, smallest_face(analyzer, frame.shape, policy)
+            ):
+                found = []
             else:
                 found = []
-                for box, score, emb in analyzer.analyze(frame):
+                detections = analyzer.analyze(frame)
+                empty = None if detections else i
+                for box, score, emb in detections:
                     sharp = sharpness(frame, box)
                     if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
                         dropped += 1
