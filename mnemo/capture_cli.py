@@ -197,6 +197,7 @@ def cmd_watch(args, cfg) -> int:
         open_store,
         text_embedder,
     )
+    from perception.faces.stage import LastFaceless
     from perception.ocr.stage import LastRead
 
     watch_malloc()
@@ -204,8 +205,13 @@ def cmd_watch(args, cfg) -> int:
     store = open_store(graph, args.store, lean=True)
 
     def perceivers_for_watch():
-        # clips come in order: each screen is read only where it differs from the last one read
-        return replace(build_perceivers(cfg.perception, cfg.llm), last_read=LastRead())
+        # clips come in order: each screen is read only where it differs from the last one read,
+        # and looked at for faces only where one may have come in since the last looked at
+        return replace(
+            build_perceivers(cfg.perception, cfg.llm),
+            last_read=LastRead(),
+            last_faceless=LastFaceless(),
+        )
 
     perceivers = perceivers_for_watch()
     policies = match_policies(cfg.memorize, faces_backend_name(cfg.perception))

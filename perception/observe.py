@@ -22,7 +22,7 @@ import numpy as np
 from llm.images import jpeg_bytes
 from perception.errors import MediaError, stage_errors
 from perception.faces.base import FaceAnalyzer
-from perception.faces.stage import FacePolicy, detect_faces
+from perception.faces.stage import FacePolicy, LastFaceless, detect_faces
 from perception.ocr.base import TextReader
 from perception.ocr.stage import (
     LastRead,
@@ -101,6 +101,8 @@ class Perceivers:
     # it differs. A watcher's, which sees clips in order; None (each clip starts afresh) keeps a
     # clip's observations a function of the clip alone, as ingest on Ray needs
     last_read: LastRead | None = None
+    # the same for faces: the last frame looked at for faces with none in it (a watcher's)
+    last_faceless: LastFaceless | None = None
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
     keep_images_px: int = (
         0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
@@ -219,10 +221,13 @@ def _faces(
     p: Perceivers,
     notes: list[str],
     timings: dict[str, float],
+    trees: Sequence[TreeText | None] = (),
 ) -> list[FaceObservation]:
     """Faces on the distinct frames ``keep`` (by position in ``frames``), each picture once: a
     repeated frame repeats its faces, and a frame showing again an earlier picture (``returns``, by
-    position among the distinct frames) gets that picture's faces; a failure leaves a note."""
+    position among the distinct frames) gets that picture's faces; a failure leaves a note.
+    ``trees``: per frame, what the accessibility trees said of it (where they speak for text, a
+    change brings no face)."""
     t0 = time.perf_counter()
     try:
         found, dropped = detect_faces(
@@ -234,6 +239,8 @@ def _faces(
             keep_crops=p.keep_images_px > 0,
             analyzed=keep,
             returns={keep[a]: keep[b] for a, b in returns.items()},
+            text=[t.mask if t is not None else None for t in trees],
+            last=p.last_faceless,
         )
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")
@@ -307,7 +314,7 @@ def observe_media(
         }
     face_notes: list[str] = []  # the faces' own: they may run on another thread
     faces_stage = partial(
-        _faces, clip, frames, times, face_keep, face_returns, p, face_notes, timings
+        _faces, clip, frames, times, face_keep, face_returns, p, face_notes, timings, frame_trees
     )
 
     with (

@@ -186,7 +186,7 @@ def test_a_face_is_looked_for_again_only_where_one_fits_in_what_changed(perceive
     """A screen with no face, then a line of words typed on it, then a face opened in a corner:
     the typed line is too thin for a face, so that frame is not looked at; the face is found. A
     face that was there is looked for in every frame (it may have gone)."""
-    from perception.faces.stage import no_room_for_a_face, smallest_face
+    from perception.faces.stage import LastFaceless, no_room_for_a_face, smallest_face
 
     class Counting:
         def __init__(self, inner):
@@ -206,12 +206,26 @@ def test_a_face_is_looked_for_again_only_where_one_fits_in_what_changed(perceive
     assert no_room_for_a_face(screen, typed, side)
     assert not no_room_for_a_face(typed, opened, side)
     assert not no_room_for_a_face(screen, typed[:540], side)  # another size: everything changed
+    turned = typed.copy()  # a page of text turned in a window whose tree speaks for it
+    turned[100:500, 100:900] = 40
+    tree = np.zeros(screen.shape[:2], bool)
+    tree[80:520, 80:920] = True
+    assert no_room_for_a_face(typed, turned, side, tree)
+    assert not no_room_for_a_face(typed, turned, side)
+    assert not no_room_for_a_face(typed, opened, side, tree)  # the face is outside the text
     counting = Counting(perceivers.faces)
     faces, _ = detect_faces(
         "c", [screen, typed, opened, opened], [0.0, 2.0, 4.0, 6.0], counting, FacePolicy()
     )
     assert counting.looked == 3  # the first, the face opened, and the frame after it
     assert {f.frame_time_s for f in faces} == {4.0, 6.0}
+    counting.looked, last = 0, LastFaceless()  # a watcher's clips, one after another
+    detect_faces("c1", [screen], [0.0], counting, FacePolicy(), last=last)
+    assert counting.looked == 1 and last.frame is screen
+    detect_faces("c2", [typed], [0.0], counting, FacePolicy(), last=last)
+    assert counting.looked == 1  # the next clip's first frame: a line typed
+    faces, _ = detect_faces("c3", [opened], [0.0], counting, FacePolicy(), last=last)
+    assert counting.looked == 2 and faces and last.frame is None
 
 
 @pytest.mark.slow

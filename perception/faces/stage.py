@@ -8,6 +8,7 @@ faces of one frame are two people.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -53,6 +54,15 @@ def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int 
 COMPARE_SIDE = 640  # frames are compared for room for a face at this long side (as dlib detects)
 
 
+@dataclass
+class LastFaceless:
+    """The last frame the analyzer ran on and found nothing in, kept from clip to clip by a
+    watcher (``Perceivers.last_faceless``), which sees clips in order: a clip's first frame that
+    differs from it only where no face fits is not looked at either."""
+
+    frame: np.ndarray | None = None
+
+
 def smallest_face(analyzer: FaceAnalyzer, shape: tuple[int, ...], policy: FacePolicy) -> int:
     """The shortest side, in a frame of ``shape``, of a face that can be kept: the policy's
     ``min_face_px``, or the analyzer's own smallest where it says it and that is larger (dlib's
@@ -61,11 +71,15 @@ def smallest_face(analyzer: FaceAnalyzer, shape: tuple[int, ...], policy: FacePo
     return max(policy.min_face_px, own(shape) if own is not None else 0)
 
 
-def no_room_for_a_face(before: np.ndarray, after: np.ndarray, side: int) -> bool:
+def no_room_for_a_face(
+    before: np.ndarray, after: np.ndarray, side: int, text: np.ndarray | None = None
+) -> bool:
     """Whether two RGB frames of one size differ only in regions (``changed_regions``, changes
     closer than a face's side taken as one) each thinner than ``side`` in width or in height: no
     face's box, ``side`` wide and high, can have come in wholly by changed pixels, so where there
-    was none before there is none now. Frames of two sizes differ everywhere."""
+    was none before there is none now. ``text``: where ``after`` shows text that an accessibility
+    tree speaks for (``TreeText.mask``; its pictures are not in it), whose changes (a page turned)
+    bring no face. Frames of two sizes differ everywhere."""
     import cv2
 
     from perception.ocr.stage import changed_regions
@@ -82,7 +96,11 @@ def no_room_for_a_face(before: np.ndarray, after: np.ndarray, side: int) -> bool
         size = (round(gray.shape[1] * scale), round(gray.shape[0] * scale))
         return cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
 
-    regions = changed_regions(small(before), small(after), margin_px=0, gap_px=side)
+    a, b = small(before), small(after)
+    if text is not None and text.shape == before.shape[:2]:
+        a[cv2.resize(text.view(np.uint8), a.shape[::-1], interpolation=cv2.INTER_NEAREST) > 0] = 0
+        b[cv2.resize(text.view(np.uint8), b.shape[::-1], interpolation=cv2.INTER_NEAREST) > 0] = 0
+    regions = changed_regions(a, b, margin_px=0, gap_px=side)
     return all(min(x1 - x0, y1 - y0) < side for x0, y0, x1, y1 in regions)
 
 
@@ -95,6 +113,8 @@ def detect_faces(
     keep_crops: bool = False,
     analyzed: list[int] | None = None,
     returns: dict[int, int] | None = None,
+    text: Sequence[np.ndarray | None] = (),
+    last: LastFaceless | None = None,
 ) -> tuple[list[FaceObservation], int]:
     """Usable faces with a clip-local ``person`` label, and how many detections were dropped.
 
@@ -103,8 +123,9 @@ def detect_faces(
     own time without detecting and embedding them again. ``returns`` maps a frame that shows again
     what an earlier analyzed frame showed (``returning_views``) to that frame, whose faces it gets
     the same way. A frame that differs from the last one the analyzer found nothing in only where
-    no face fits (``no_room_for_a_face``: a word typed, a clock's hand) has no face either, without
-    a look. ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
+    no face fits (``no_room_for_a_face``: a word typed, a clock's hand, or, with ``text`` (per
+    frame, where a tree speaks for its text), a page of text turned) has no face either, without
+    a look; ``last`` holds such a frame from the clips before. ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
     todo = set(range(len(frames)) if analyzed is None else analyzed)
     returns = returns or {}
     kept: list[FaceObservation] = []
@@ -114,19 +135,22 @@ def detect_faces(
         tuple[tuple[int, int, int, int], float, np.ndarray, float]
     ] = []  # of the last analyzed frame
     found_in: dict[int, list] = {}  # analyzed frame -> its faces
-    empty: int | None = None  # the last frame the analyzer ran on and detected nothing in
+    empty = last.frame if last is not None else None  # the last analysed with nothing in it
     for i, (frame, t) in enumerate(zip(frames, times_s)):
         if i in todo or i == 0:
             if returns.get(i) in found_in:
                 found = found_in[returns[i]]
             elif empty is not None and no_room_for_a_face(
-                frames[empty], frame, smallest_face(analyzer, frame.shape, policy)
+                empty,
+                frame,
+                smallest_face(analyzer, frame.shape, policy),
+                text[i] if i < len(text) else None,
             ):
                 found = []
             else:
                 found = []
                 detections = analyzer.analyze(frame)
-                empty = None if detections else i
+                empty = None if detections else frame
                 for box, score, emb in detections:
                     sharp = sharpness(frame, box)
                     if min(box[2], box[3]) < policy.min_face_px or sharp < policy.min_sharpness:
@@ -154,6 +178,8 @@ def detect_faces(
                 )
             )
             frame_of.append(i)
+    if last is not None:
+        last.frame = empty
     if not kept:
         return [], dropped
     labels = agglomerate(
