@@ -45,8 +45,8 @@ class RssPeak:
 
 def ungated(p):
     """The same perceivers with every gate off: ASR decodes all audio (no VAD), every frame is
-    distinct (faces, tags and text on each), text is looked for and read on every frame whatever it
-    holds."""
+    distinct (faces, tags and text on each, faces looked for however little a frame changed), text
+    is looked for and read on every frame whatever it holds."""
     asr = p.asr.without_vad() if hasattr(p.asr, "without_vad") else p.asr
     return replace(
         p,
@@ -55,6 +55,7 @@ def ungated(p):
         ocr_every_s=0.0,
         ocr_min_text_fraction=0.0,
         ocr_small_edit=None,
+        faces_where_changed=False,
     )
 
 

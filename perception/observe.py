@@ -103,6 +103,9 @@ class Perceivers:
     last_read: LastRead | None = None
     # the same for faces: the last frame looked at for faces with none in it (a watcher's)
     last_faceless: LastFaceless | None = None
+    # a frame is looked at for faces only where one can have come in since the last faceless one
+    # (``detect_faces``); False: every distinct frame is (a baseline with every gate off)
+    faces_where_changed: bool = True
     max_frame_side: int = 1920  # larger frames (4K screenshots) are downscaled before analysis
     keep_images_px: int = (
         0  # >0: keep distinct frames (this long side) and face crops as JPEG for an LLM writer
@@ -241,6 +244,7 @@ def _faces(
             returns={keep[a]: keep[b] for a, b in returns.items()},
             text=[t.mask if t is not None else None for t in trees],
             last=p.last_faceless,
+            where_changed=p.faces_where_changed,
         )
         if dropped:
             notes.append(f"{dropped} face detection(s) too small or blurred to use")

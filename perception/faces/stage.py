@@ -115,6 +115,7 @@ def detect_faces(
     returns: dict[int, int] | None = None,
     text: Sequence[np.ndarray | None] = (),
     last: LastFaceless | None = None,
+    where_changed: bool = True,
 ) -> tuple[list[FaceObservation], int]:
     """Usable faces with a clip-local ``person`` label, and how many detections were dropped.
 
@@ -125,7 +126,8 @@ def detect_faces(
     the same way. A frame that differs from the last one the analyzer found nothing in only where
     no face fits (``no_room_for_a_face``: a word typed, a clock's hand, or, with ``text`` (per
     frame, where a tree speaks for its text), a page of text turned) has no face either, without
-    a look; ``last`` holds such a frame from the clips before. ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
+    a look; ``last`` holds such a frame from the clips before (``where_changed`` false: every
+    frame of ``analyzed`` is looked at). ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
     todo = set(range(len(frames)) if analyzed is None else analyzed)
     returns = returns or {}
     kept: list[FaceObservation] = []
@@ -140,11 +142,15 @@ def detect_faces(
         if i in todo or i == 0:
             if returns.get(i) in found_in:
                 found = found_in[returns[i]]
-            elif empty is not None and no_room_for_a_face(
-                empty,
-                frame,
-                smallest_face(analyzer, frame.shape, policy),
-                text[i] if i < len(text) else None,
+            elif (
+                where_changed
+                and empty is not None
+                and no_room_for_a_face(
+                    empty,
+                    frame,
+                    smallest_face(analyzer, frame.shape, policy),
+                    text[i] if i < len(text) else None,
+                )
             ):
                 found = []
             else:
