@@ -127,7 +127,8 @@ def detect_faces(
     no face fits (``no_room_for_a_face``: a word typed, a clock's hand, or, with ``text`` (per
     frame, where a tree speaks for its text), a page of text turned) has no face either, without
     a look; ``last`` holds such a frame from the clips before (``where_changed`` false: every
-    frame of ``analyzed`` is looked at). ``keep_crops`` keeps a small JPEG of each face (for an LLM memory writer)."""
+    frame of ``analyzed`` is looked at). ``keep_crops`` keeps a small JPEG of each face (for an
+    LLM memory writer)."""
     todo = set(range(len(frames)) if analyzed is None else analyzed)
     returns = returns or {}
     kept: list[FaceObservation] = []
