@@ -16,6 +16,7 @@ import numpy as np
 from perception.cluster import agglomerate
 from perception.faces.base import FaceAnalyzer
 from perception.records import FaceObservation
+from perception.sources.frames import SHARP_SIDE, limit_size
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,6 @@ def _crop(frame_rgb: np.ndarray, box_xywh: tuple[int, int, int, int], side: int 
     )
 
 
-COMPARE_SIDE = 640  # frames are compared for room for a face at this long side (as dlib detects)
-
-
 @dataclass
 class LastFaceless:
     """The last frame the analyzer ran on and found nothing in, kept from clip to clip by a
@@ -86,20 +84,14 @@ def no_room_for_a_face(
 
     if before.shape != after.shape:
         return False
-    scale = min(1.0, COMPARE_SIDE / max(before.shape[:2]))  # a face is large: compared smaller
+    # a face is large: compared at the size distinct frames are (``limit_size``, ``SHARP_SIDE``)
+    a, scale = limit_size(cv2.cvtColor(before, cv2.COLOR_RGB2GRAY), SHARP_SIDE)
+    b = limit_size(cv2.cvtColor(after, cv2.COLOR_RGB2GRAY), SHARP_SIDE)[0]
     side = max(1, int(side * scale))
-
-    def small(frame: np.ndarray) -> np.ndarray:
-        gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
-        if scale == 1.0:
-            return gray
-        size = (round(gray.shape[1] * scale), round(gray.shape[0] * scale))
-        return cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
-
-    a, b = small(before), small(after)
     if text is not None and text.shape == before.shape[:2]:
-        a[cv2.resize(text.view(np.uint8), a.shape[::-1], interpolation=cv2.INTER_NEAREST) > 0] = 0
-        b[cv2.resize(text.view(np.uint8), b.shape[::-1], interpolation=cv2.INTER_NEAREST) > 0] = 0
+        spoken = cv2.resize(text.view(np.uint8), a.shape[::-1], interpolation=cv2.INTER_NEAREST)
+        a[spoken > 0] = 0
+        b[spoken > 0] = 0
     regions = changed_regions(a, b, margin_px=0, gap_px=side)
     return all(min(x1 - x0, y1 - y0) < side for x0, y0, x1, y1 in regions)
 
